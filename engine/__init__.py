@@ -1,0 +1,24 @@
+"""memlink's UI-free core. Never imports textual, widgets or memlink_tui."""
+
+from .errors import (
+    LinkError,
+    MemlinkError,
+    MergeError,
+    NoteError,
+    NoteNotFound,
+    SchemaError,
+    SidecarError,
+    UriError,
+    VaultError,
+    VaultLocked,
+)
+from .links import LinkType, StoredLink, StoredWikiLink, WikiLink
+from .notes import Note
+from .schema import MemoryTypeSchema, TypeRegistry
+from .vault import CatalogEntry, Problem, Vault
+
+__all__ = [
+    "CatalogEntry", "LinkError", "LinkType", "MemlinkError", "MemoryTypeSchema", "MergeError", "Note",
+    "NoteError", "NoteNotFound", "Problem", "SchemaError", "SidecarError", "StoredLink", "StoredWikiLink",
+    "TypeRegistry", "UriError", "Vault", "VaultError", "VaultLocked", "WikiLink",
+]

@@ -1,0 +1,72 @@
+"""Atomic file writes: temp file in the same folder, fsync, rename, fsync the folder.
+
+A reader (or a crash) sees either the old file or the new one, never a torn one. Temp
+files left behind by a killed process carry TMP_SUFFIX and are removed on vault open.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+TMP_SUFFIX = ".~memlink.tmp"
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}{TMP_SUFFIX}"
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def remove_file(path: Path) -> None:
+    """Delete a file (if present) and make the removal durable."""
+    try:
+        Path(path).unlink()
+    except FileNotFoundError:
+        return
+    _fsync_dir(Path(path).parent)
+
+
+def sweep_temp_files(root: Path) -> int:
+    """Remove temp files a killed writer left behind. Returns how many were removed."""
+    removed = 0
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            if name.endswith(TMP_SUFFIX):
+                try:
+                    os.unlink(os.path.join(dirpath, name))
+                    removed += 1
+                except OSError:
+                    pass
+    return removed

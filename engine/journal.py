@@ -1,0 +1,163 @@
+"""Intent journal: multi-file changes (a link on two sides, a note plus the corrected
+ranges of links into it) land completely or not at all.
+
+A transaction is a list of idempotent operations. It is first written atomically as one
+journal file in `.memlink/journal/`; then the operations are applied; then the journal
+file is removed. A process killed at any instant leaves either no journal (nothing was
+touched) or a complete journal, which the next writer replays before doing anything
+else (roll-forward). Replaying twice gives the same result.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Annotated, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from .atomic import atomic_write_text, remove_file
+from .errors import VaultError
+from .links import SIDECAR, Sidecar, StoredLink
+from .uris import resolve_uri
+
+
+class _Op(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WriteFile(_Op):
+    op: Literal["write_file"] = "write_file"
+    uri: str
+    text: str
+
+
+class DeleteFile(_Op):
+    op: Literal["delete_file"] = "delete_file"
+    uri: str
+
+
+class PutLink(_Op):
+    """Insert or replace the entry with this id and direction in ``folder``'s sidecar."""
+
+    op: Literal["put_link"] = "put_link"
+    folder: str
+    link: StoredLink
+
+
+class RemoveLink(_Op):
+    op: Literal["remove_link"] = "remove_link"
+    folder: str
+    id: str
+    direction: Literal["links", "backlinks"]
+
+
+class RemoveLegacy(_Op):
+    """Drop one target from a legacy {uris, reason} entry (and the entry once empty)."""
+
+    op: Literal["remove_legacy"] = "remove_legacy"
+    folder: str
+    entry_id: Optional[str]
+    from_uri: Optional[str]
+    to_uri: str
+
+
+Op = Annotated[Union[WriteFile, DeleteFile, PutLink, RemoveLink, RemoveLegacy], Field(discriminator="op")]
+_OPS = TypeAdapter(list[Op])
+
+
+def sidecar_path(root: Path, folder: str) -> Path:
+    return (resolve_uri(root, folder) if folder else Path(root)) / SIDECAR
+
+
+def read_sidecar(root: Path, folder: str) -> Sidecar:
+    path = sidecar_path(root, folder)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Sidecar()
+    return Sidecar.parse(text, f"{folder or '.'}/{SIDECAR}", folder)
+
+
+def _apply_sidecar_op(car: Sidecar, op) -> None:
+    if isinstance(op, PutLink):
+        new = op.link
+        car.entries = [
+            e
+            for e in car.entries
+            if not (e.direction == new.direction and (e.id == new.id or e.key == new.key))
+        ]
+        car.entries.append(new)
+    elif isinstance(op, RemoveLink):
+        car.entries = [e for e in car.entries if not (e.id == op.id and e.direction == op.direction)]
+    elif isinstance(op, RemoveLegacy):
+        kept = []
+        for raw in car.legacy:
+            same = (raw.get("id") == op.entry_id) and (raw.get("from_uri") == op.from_uri)
+            if same and op.to_uri in raw["uris"]:
+                raw = {**raw, "uris": [u for u in raw["uris"] if u != op.to_uri]}
+                if not raw["uris"]:
+                    continue
+            kept.append(raw)
+        car.legacy = kept
+
+
+def apply_ops(root: Path, ops: list) -> None:
+    """Apply operations; idempotent, so a replay after a crash is always safe."""
+    by_folder: dict[str, list] = {}
+    for op in ops:
+        if isinstance(op, WriteFile):
+            atomic_write_text(resolve_uri(root, op.uri), op.text)
+        elif isinstance(op, DeleteFile):
+            remove_file(resolve_uri(root, op.uri))
+        else:
+            by_folder.setdefault(op.folder, []).append(op)
+    for folder, folder_ops in by_folder.items():
+        car = read_sidecar(root, folder)
+        before = car.dump()
+        for op in folder_ops:
+            _apply_sidecar_op(car, op)
+        after = car.dump()
+        if after != before:
+            path = sidecar_path(root, folder)
+            if not car.entries and not car.legacy:
+                remove_file(path)
+            else:
+                atomic_write_text(path, after)
+
+
+class Journal:
+    def __init__(self, root: Path, folder: Path):
+        self.root = Path(root)
+        self.folder = Path(folder)
+
+    def commit(self, ops: list) -> None:
+        if not ops:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.json"
+        atomic_write_text(path, _OPS.dump_json(ops).decode("utf-8"))
+        apply_ops(self.root, ops)
+        remove_file(path)
+
+    def pending(self) -> list[Path]:
+        if not self.folder.is_dir():
+            return []
+        return sorted(p for p in self.folder.glob("*.json"))
+
+    def recover(self) -> int:
+        """Replay journals left by a killed writer. Call with the vault lock held."""
+        replayed = 0
+        for path in self.pending():
+            try:
+                ops = _OPS.validate_json(path.read_bytes())
+            except (ValidationError, json.JSONDecodeError, OSError) as exc:
+                bad = path.with_suffix(".unreadable")
+                path.rename(bad)
+                raise VaultError(f"journal {path.name} is unreadable ({exc}); moved to {bad.name}") from exc
+            apply_ops(self.root, ops)
+            remove_file(path)
+            replayed += 1
+        return replayed

@@ -1,0 +1,214 @@
+"""The link model of seed 000 §3.2: LinkType, WikiLink (LLM layer, page ids),
+StoredWikiLink / StoredLink (storage layer, URIs), the `.relations.json` sidecar format
+with its legacy `{uris, reason}` entries, and the links merge rules of §3.2.5.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from enum import Enum
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import LinkError, SidecarError
+from .lineranges import format_ranges, parse_ranges
+
+SIDECAR = ".relations.json"
+Direction = Literal["links", "backlinks"]
+
+
+class LinkType(str, Enum):
+    RELATED_TO = "related_to"  # general association
+    BELONGS_TO = "belongs_to"  # part of / about
+    CAUSED_BY = "caused_by"  # A was caused by B
+    DERIVED_FROM = "derived_from"  # A is a synthesis made from B
+    CONTRADICTS = "contradicts"  # A conflicts with B
+    EVOLVED_FROM = "evolved_from"  # A is the newer version of B
+
+
+def _check_ranges(value: Optional[str]) -> Optional[str]:
+    if value is None:
+        return None
+    try:
+        return format_ranges(parse_ranges(value))
+    except LinkError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+class WikiLink(BaseModel):
+    """A link as the LLM writes it: page ids, valid only inside one ExtractLoop run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    f: int
+    t: int
+    t_field: str
+    t_line_ranges: Optional[str] = None
+    link_type: LinkType
+    weight: float = Field(1.0, ge=0.0, le=1.0)
+    match_text: Optional[str] = None
+    description: str = ""
+
+    _ranges = field_validator("t_line_ranges")(classmethod(lambda cls, v: _check_ranges(v)))
+
+
+class StoredWikiLink(BaseModel):
+    """A WikiLink after page ids became URIs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    f_uri: str
+    t_uri: str
+    t_field: str
+    t_line_ranges: Optional[str] = None
+    link_type: LinkType
+    weight: float = Field(ge=0.0, le=1.0)
+    match_text: Optional[str] = None
+    description: str = ""
+
+    _ranges = field_validator("t_line_ranges")(classmethod(lambda cls, v: _check_ranges(v)))
+
+
+class StoredLink(BaseModel):
+    """One sidecar entry. The same record sits in the from-note's folder (direction
+    "links") and in the to-note's folder (direction "backlinks"); link_type never flips."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    from_uri: str
+    to_uri: str
+    direction: Direction
+    link_type: LinkType
+    weight: float = Field(ge=0.0, le=1.0)
+    t_field: str = "content"
+    t_line_ranges: Optional[str] = None
+    match_text: Optional[str] = None
+    description: str = ""
+    created_at: str
+    legacy: bool = Field(False, exclude=True)  # read from an old {uris, reason} entry
+
+    _ranges = field_validator("t_line_ranges")(classmethod(lambda cls, v: _check_ranges(v)))
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """Dedup key of §3.2.5: same pair, same field, same line ranges = same link."""
+        return (self.from_uri, self.to_uri, self.t_field, self.t_line_ranges or "")
+
+    def as_direction(self, direction: Direction) -> "StoredLink":
+        return self.model_copy(update={"direction": direction})
+
+    def same_record(self, other: "StoredLink") -> bool:
+        a = self.model_dump(exclude={"direction"})
+        b = other.model_dump(exclude={"direction"})
+        return a == b
+
+
+def new_link_id() -> str:
+    return "link_" + uuid.uuid4().hex[:16]
+
+
+def merge_link(existing: Optional[StoredLink], new: StoredLink) -> StoredLink:
+    """§3.2.5 for one key: weight max, link_type and description latest, id kept."""
+    if existing is None:
+        return new
+    return existing.model_copy(
+        update={
+            "weight": max(existing.weight, new.weight),
+            "link_type": new.link_type,
+            "description": new.description,
+            "match_text": new.match_text if new.match_text is not None else existing.match_text,
+        }
+    )
+
+
+def links_merge(entries: list[StoredLink], incoming: list[StoredLink]) -> list[StoredLink]:
+    """Merge ``incoming`` into ``entries`` (same direction rules for links and backlinks):
+    dedupe by (direction, from, to, t_field, t_line_ranges), weight max, link_type and
+    description of the newest write, result ordered by weight descending."""
+    merged: dict[tuple, StoredLink] = {}
+    for link in [*entries, *incoming]:
+        k = (link.direction, *link.key)
+        merged[k] = merge_link(merged.get(k), link)
+    return sorted(merged.values(), key=lambda l: -l.weight)
+
+
+# -- sidecar files -------------------------------------------------------------------------
+
+
+class Sidecar:
+    """The parsed contents of one folder's `.relations.json`.
+
+    ``entries`` are new-format StoredLinks; ``legacy`` are old `{uris, reason}` dicts kept
+    verbatim until the link they hold is rewritten in the new format.
+    """
+
+    def __init__(self, entries: list[StoredLink] | None = None, legacy: list[dict] | None = None):
+        self.entries = entries or []
+        self.legacy = legacy or []
+
+    @classmethod
+    def parse(cls, text: str, where: str, folder: str) -> "Sidecar":
+        try:
+            data = json.loads(text) if text.strip() else []
+        except json.JSONDecodeError as exc:
+            raise SidecarError(f"{where}: not valid JSON: {exc}") from exc
+        if not isinstance(data, list):
+            raise SidecarError(f"{where}: must hold a JSON list of link entries")
+        entries, legacy = [], []
+        for i, raw in enumerate(data):
+            if not isinstance(raw, dict):
+                raise SidecarError(f"{where}: entry {i} is not an object")
+            if "uris" in raw:
+                _check_legacy(raw, f"{where}: entry {i}")
+                legacy.append(raw)
+            elif "to_uri" in raw:
+                try:
+                    entries.append(StoredLink.model_validate(raw))
+                except ValidationError as exc:
+                    first = exc.errors()[0]
+                    loc = ".".join(str(p) for p in first["loc"])
+                    raise SidecarError(f"{where}: entry {i}: {loc}: {first['msg']}") from exc
+            else:
+                raise SidecarError(f"{where}: entry {i} has neither 'to_uri' nor legacy 'uris'")
+        return cls(entries, legacy)
+
+    def dump(self) -> str:
+        data: list[Any] = [l.model_dump(mode="json") for l in sorted(self.entries, key=lambda l: -l.weight)]
+        data.extend(self.legacy)
+        return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+
+    def legacy_links(self, folder: str) -> list[StoredLink]:
+        """Legacy entries read as related_to links (§3.2.3): weight 1.0, reason → description.
+        An entry without from_uri is a folder-level relation: its from_uri is the folder."""
+        out = []
+        for raw in self.legacy:
+            for uri in raw["uris"]:
+                out.append(
+                    StoredLink(
+                        id=str(raw.get("id") or "legacy"),
+                        from_uri=str(raw.get("from_uri") or folder),
+                        to_uri=uri,
+                        direction="links",
+                        link_type=LinkType.RELATED_TO,
+                        weight=1.0,
+                        description=str(raw.get("reason") or ""),
+                        created_at=str(raw.get("created_at") or ""),
+                        legacy=True,
+                    )
+                )
+        return out
+
+    def all_links(self, folder: str) -> list[StoredLink]:
+        return [*self.entries, *self.legacy_links(folder)]
+
+
+def _check_legacy(raw: dict, where: str) -> None:
+    uris = raw.get("uris")
+    if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
+        raise SidecarError(f"{where}: legacy 'uris' must be a list of paths")
+    for key in ("reason", "from_uri", "id", "created_at"):
+        if key in raw and not isinstance(raw[key], str):
+            raise SidecarError(f"{where}: legacy {key!r} must be text")

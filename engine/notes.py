@@ -1,0 +1,113 @@
+"""Notes on disk: YAML frontmatter (memory_type, created_at, updated_at, fields) + body.
+
+The body is rendered from the memory type's content_template and never contains links;
+links live in the folder's `.relations.json` sidecar.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from .errors import NoteError, SchemaError
+from .schema import MemoryTypeSchema, TypeRegistry
+
+FRONT = "---"
+TOP_KEYS = ("memory_type", "created_at", "updated_at", "fields")
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def parse_timestamp(value: Any, where: str) -> str:
+    if isinstance(value, dt.datetime):
+        stamp = value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+        return stamp.isoformat()
+    if isinstance(value, str):
+        try:
+            stamp = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            pass
+        else:
+            if stamp.tzinfo is None:
+                stamp = stamp.replace(tzinfo=dt.timezone.utc)
+            return stamp.isoformat()
+    raise NoteError(f"{where}: not an ISO 8601 timestamp: {value!r}")
+
+
+@dataclass
+class Note:
+    uri: str
+    memory_type: str
+    fields: dict[str, Any]
+    created_at: str
+    updated_at: str
+    body: str
+    extra: dict[str, Any] = field(default_factory=dict)  # unknown frontmatter keys, kept as-is
+
+    def title(self, schema: MemoryTypeSchema) -> str:
+        return str(self.fields.get(schema.title_field) or self.uri)
+
+    def field_text(self, name: str) -> str:
+        """A field's value as text lines: the coordinate system of t_line_ranges."""
+        value = self.fields.get(name)
+        if value is None:
+            return ""
+        if isinstance(value, list):
+            return "\n".join(str(v) for v in value)
+        return str(value)
+
+
+
+def parse_note(text: str, uri: str, types: TypeRegistry) -> Note:
+    """Parse and validate a note file. Raises NoteError / SchemaError with the note's path."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != FRONT:
+        raise NoteError(f"{uri}: no YAML frontmatter (the file must start with '---')")
+    try:
+        end = next(i for i in range(1, len(lines)) if lines[i].rstrip() == FRONT)
+    except StopIteration:
+        raise NoteError(f"{uri}: frontmatter is not closed with '---'") from None
+    try:
+        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
+    except yaml.YAMLError as exc:
+        raise NoteError(f"{uri}: frontmatter is not valid YAML: {exc}") from exc
+    if not isinstance(meta, dict):
+        raise NoteError(f"{uri}: frontmatter must be a mapping")
+    mtype = meta.get("memory_type")
+    if not isinstance(mtype, str):
+        raise NoteError(f"{uri}: frontmatter has no memory_type")
+    try:
+        schema = types.get(mtype)
+        fields = schema.validate_fields(meta.get("fields") or {}, complete=True)
+    except SchemaError as exc:
+        raise NoteError(f"{uri}: {exc}") from exc
+    created = parse_timestamp(meta.get("created_at"), f"{uri}: created_at")
+    updated = parse_timestamp(meta.get("updated_at", created), f"{uri}: updated_at")
+    body = "\n".join(lines[end + 1 :])
+    extra = {k: v for k, v in meta.items() if k not in TOP_KEYS}
+    return Note(uri=uri, memory_type=mtype, fields=fields, created_at=created, updated_at=updated, body=body, extra=extra)
+
+
+def serialize_note(note: Note, schema: MemoryTypeSchema) -> str:
+    ordered = {f.name: note.fields[f.name] for f in schema.fields if f.name in note.fields}
+    meta: dict[str, Any] = {
+        "memory_type": note.memory_type,
+        "created_at": note.created_at,
+        "updated_at": note.updated_at,
+        "fields": ordered,
+    }
+    meta.update(note.extra)
+    head = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, width=100)
+    body = note.body if note.body.endswith("\n") else note.body + "\n"
+    return f"{FRONT}\n{head}{FRONT}\n{body}"
+
+
+def render_note_body(schema: MemoryTypeSchema, fields: dict[str, Any], created_at: str, updated_at: str) -> str:
+    return schema.render_body(fields, {"created_at": created_at, "updated_at": updated_at})
+
+

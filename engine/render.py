@@ -1,0 +1,55 @@
+"""Render outgoing links into text by match_text, at read time only (seed 000 §3.2.4).
+
+Rules: only direction "links" renders; every occurrence is replaced; longer match texts
+win over shorter ones they contain; a match_text absent from the text leaves the text
+alone and is reported (the link itself stays).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .links import StoredLink
+
+
+@dataclass
+class Rendered:
+    text: str
+    rendered: list[StoredLink] = field(default_factory=list)  # links placed in the text
+    missing: list[StoredLink] = field(default_factory=list)  # match_text not found
+
+
+def _default_href(link: StoredLink) -> str:
+    return link.to_uri
+
+
+def render_links(text: str, links: list[StoredLink], href: Callable[[StoredLink], str] = _default_href) -> Rendered:
+    by_text: dict[str, StoredLink] = {}
+    for link in sorted(links, key=lambda l: -l.weight):
+        if link.direction != "links" or not link.match_text:
+            continue
+        by_text.setdefault(link.match_text, link)  # strongest link wins a shared anchor
+    result = Rendered(text=text)
+    if not by_text:
+        return result
+    present = {t: l for t, l in by_text.items() if t in text}
+    result.missing = [l for t, l in by_text.items() if t not in present]
+    if not present:
+        return result
+    # Longest first: at any position the regex engine tries alternatives in order.
+    pattern = re.compile("|".join(re.escape(t) for t in sorted(present, key=len, reverse=True)))
+    used: dict[str, StoredLink] = {}
+
+    def repl(m: re.Match) -> str:
+        link = present[m.group(0)]
+        used[link.id + link.to_uri] = link
+        label = m.group(0).replace("[", "\\[").replace("]", "\\]")
+        return f"[{label}]({href(link)})"
+
+    result.text = pattern.sub(repl, text)
+    result.rendered = list(used.values())
+    # A shorter anchor swallowed by a longer one at every occurrence is still reported.
+    result.missing += [l for l in present.values() if (l.id + l.to_uri) not in used]
+    return result

@@ -1,0 +1,82 @@
+"""Derived state in `.memlink/db/`: TinyDB shards written atomically.
+
+TinyDB rewrites a whole file on every write, so state is split into small shards (one
+file per concern, e.g. ``catalog``) and callers batch their writes. Each shard is written
+through AtomicJSONStorage (temp + fsync + rename) and cached in memory until the file
+changes on disk. Shards are derived data: an unreadable shard is discarded and rebuilt.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+
+from tinydb import TinyDB
+from tinydb.storages import Storage
+
+from .atomic import atomic_write_text
+
+log = logging.getLogger(__name__)
+_SHARD = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+class AtomicJSONStorage(Storage):
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._cache: dict | None = None
+        self._stamp: tuple[int, int] | None = None
+
+    def _disk_stamp(self) -> tuple[int, int] | None:
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def read(self) -> dict | None:
+        stamp = self._disk_stamp()
+        if stamp is None:
+            return None
+        if self._cache is not None and stamp == self._stamp:
+            return json.loads(json.dumps(self._cache))  # callers may mutate what they get
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8") or "{}")
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+        except (ValueError, OSError) as exc:
+            log.warning("discarding unreadable state shard %s: %s", self.path, exc)
+            self.path.unlink(missing_ok=True)
+            self._cache, self._stamp = None, None
+            return None
+        self._cache, self._stamp = data, stamp
+        return json.loads(json.dumps(data))
+
+    def write(self, data: dict) -> None:
+        atomic_write_text(self.path, json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+        self._cache, self._stamp = json.loads(json.dumps(data)), self._disk_stamp()
+
+    def close(self) -> None:
+        pass
+
+
+class StateStore:
+    """Opens TinyDB shards under one folder; one TinyDB object per shard per store."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self._dbs: dict[str, TinyDB] = {}
+
+    def db(self, shard: str) -> TinyDB:
+        if not _SHARD.match(shard):
+            raise ValueError(f"bad shard name {shard!r}")
+        if shard not in self._dbs:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._dbs[shard] = TinyDB(self.folder / f"{shard}.json", storage=AtomicJSONStorage)
+        return self._dbs[shard]
+
+    def close(self) -> None:
+        for db in self._dbs.values():
+            db.close()
+        self._dbs.clear()

@@ -1,0 +1,49 @@
+"""Vault-relative POSIX URIs: the only way notes are named.
+
+A URI like ``entities/caroline.md`` is checked lexically (no absolute paths, no ``..``,
+no backslashes, no hidden segments) and then physically (after resolving symlinks it
+must still lie inside the vault).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath
+
+from .errors import UriError
+
+
+def normalize_uri(uri: str) -> str:
+    """Return the canonical form of a vault URI or raise UriError (lexical checks only)."""
+    if not isinstance(uri, str) or not uri.strip():
+        raise UriError("empty note path")
+    raw = uri.strip()
+    if "\\" in raw or "\x00" in raw:
+        raise UriError(f"note path {uri!r} contains a backslash or NUL byte")
+    if raw.startswith("/") or (len(raw) > 1 and raw[1] == ":"):
+        raise UriError(f"note path {uri!r} is absolute; use a path relative to the vault")
+    parts = [p for p in PurePosixPath(raw).parts if p not in ("", ".")]
+    if not parts:
+        raise UriError(f"note path {uri!r} names the vault itself")
+    for part in parts:
+        if part == "..":
+            raise UriError(f"note path {uri!r} contains '..'")
+        if part.startswith("."):
+            raise UriError(f"note path {uri!r} has a hidden segment {part!r}")
+    return "/".join(parts)
+
+
+def resolve_uri(root: Path, uri: str) -> Path:
+    """Map a URI to a filesystem path inside ``root``, following symlinks, or raise."""
+    norm = normalize_uri(uri)
+    real_root = Path(os.path.realpath(root))
+    target = Path(os.path.realpath(real_root / norm))
+    if target != real_root and real_root not in target.parents:
+        raise UriError(f"note path {uri!r} resolves outside the vault")
+    return real_root / norm
+
+
+def uri_dir(uri: str) -> str:
+    """The folder part of a URI ('' for a note at the vault root)."""
+    parent = PurePosixPath(uri).parent.as_posix()
+    return "" if parent == "." else parent

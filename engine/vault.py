@@ -1,0 +1,520 @@
+"""The vault: a folder of markdown notes plus link sidecars. The source of truth.
+
+Every change goes through ``Vault.writing()`` (the cross-process vault lock, with any
+journal left by a killed writer replayed first) and ``Journal.commit`` (all files of one
+change land together). ``.memlink/`` holds only derived state and can be deleted.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterator, Literal, Optional
+
+from filelock import FileLock, Timeout
+from pydantic import ValidationError
+from tinydb import Query
+
+from .atomic import atomic_write_text, sweep_temp_files
+from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
+from .errors import LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, SidecarError, VaultError, VaultLocked
+from .journal import Journal, PutLink, RemoveLegacy, RemoveLink, WriteFile, DeleteFile, read_sidecar
+from .lineranges import ExactOnlyMatcher, LineRangeMatcher, check_ranges, correct_ranges, format_ranges
+from .links import SIDECAR, LinkType, Sidecar, StoredLink, merge_link, new_link_id
+from .merge import is_edit, merge_fields
+from .notes import Note, now_iso, parse_note, parse_timestamp, render_note_body, serialize_note
+from .render import Rendered, render_links
+from .schema import MemoryTypeSchema, TypeRegistry
+from .state import StateStore
+from .uris import normalize_uri, resolve_uri, uri_dir
+
+STATE_DIR = ".memlink"
+# Folders that hold other things than notes.
+NON_NOTE_DIRS = {"sessions", "dashboards", "memory_types"}
+DEFAULT_FOLDERS = ("preferences", "entities", "events", "reports", "report_candidates", "sources", "sessions")
+LinkDirection = Literal["links", "backlinks", "both"]
+
+
+@dataclass
+class CatalogEntry:
+    uri: str
+    memory_type: str
+    title: str
+    created_at: str
+    updated_at: str
+    mtime_ns: int
+    size: int
+    error: Optional[str] = None
+
+
+@dataclass
+class Problem:
+    severity: Literal["error", "warning"]
+    code: str
+    uri: str
+    message: str
+
+
+class Vault:
+    def __init__(self, root: Path, config: VaultConfig, types: TypeRegistry):
+        self.root = Path(os.path.realpath(root))
+        self.config = config
+        self.types = types
+        self.state_dir = self.root / STATE_DIR
+        self.state = StateStore(self.state_dir / "db")
+        self.journal = Journal(self.root, self.state_dir / "journal")
+        self.matcher: LineRangeMatcher = ExactOnlyMatcher()
+        self.links_version = 0  # bumped on every link write; caches keyed on it go stale
+        self._lock: FileLock | None = None
+        self._catalog: dict[str, CatalogEntry] | None = None
+
+    # -- opening ----------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path) -> "Vault":
+        root = Path(path).expanduser()
+        if not root.is_dir():
+            raise VaultError(f"vault folder {root} does not exist; create one with `memlink init --vault {root}`")
+        vault = cls(root, load_config(root), TypeRegistry.for_vault(root))
+        vault._recover_quietly()
+        return vault
+
+    @classmethod
+    def init(cls, path: str | Path, name: str | None = None) -> "Vault":
+        root = Path(path).expanduser()
+        if (root / CONFIG_FILE).exists():
+            raise VaultError(f"{root} is already a memlink vault")
+        if root.exists() and (not root.is_dir() or any(root.iterdir())):
+            raise VaultError(f"{root} exists and is not an empty folder")
+        root.mkdir(parents=True, exist_ok=True)
+        for folder in DEFAULT_FOLDERS:
+            (root / folder).mkdir(exist_ok=True)
+        config = VaultConfig(name=name or root.name or "memlink vault")
+        atomic_write_text(root / CONFIG_FILE, dump_config(config))
+        return cls.open(root)
+
+    def _recover_quietly(self) -> None:
+        """Replay journals and sweep temp files if no other writer is active right now;
+        otherwise the next write does the replay."""
+        try:
+            with self.writing(timeout=0.2):
+                sweep_temp_files(self.root)
+        except VaultLocked:
+            pass
+
+    def close(self) -> None:
+        self.state.close()
+
+    # -- the write lock -----------------------------------------------------------------------
+    @contextmanager
+    def writing(self, timeout: float | None = None) -> Iterator[None]:
+        """Hold the vault's write lock (waiting up to lock_timeout); replay pending journals."""
+        if self._lock is None:
+            self.state_dir.mkdir(exist_ok=True)
+            self._lock = FileLock(str(self.state_dir / "lock"))
+        wait = self.config.lock_timeout if timeout is None else timeout
+        try:
+            self._lock.acquire(timeout=wait)
+        except Timeout:
+            raise VaultLocked(
+                f"another memlink process is writing to {self.root}; waited {wait:g}s for the lock "
+                f"({self.state_dir / 'lock'})"
+            ) from None
+        try:
+            if self._lock.lock_counter == 1 and self.journal.recover():
+                self.links_version += 1
+                self._catalog = None
+            yield
+        finally:
+            self._lock.release()
+
+    def _commit(self, ops: list, links_changed: bool) -> None:
+        self.journal.commit(ops)
+        if links_changed:
+            self.links_version += 1
+
+    # -- notes ------------------------------------------------------------------------------
+    def path(self, uri: str) -> Path:
+        return resolve_uri(self.root, uri)
+
+    def exists(self, uri: str) -> bool:
+        try:
+            return self.path(uri).is_file()
+        except MemlinkError:
+            return False
+
+    def read_note(self, uri: str) -> Note:
+        uri = normalize_uri(uri)
+        path = self.path(uri)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise NoteNotFound(f"no note at {uri}") from None
+        except (IsADirectoryError, UnicodeDecodeError) as exc:
+            raise NoteError(f"{uri}: not a readable note ({exc})") from exc
+        return parse_note(text, uri, self.types)
+
+    def schema(self, memory_type: str) -> MemoryTypeSchema:
+        return self.types.get(memory_type)
+
+    def title(self, note: Note) -> str:
+        return note.title(self.schema(note.memory_type))
+
+    def write_note(
+        self,
+        memory_type: str,
+        fields: dict[str, Any],
+        *,
+        uri: str | None = None,
+        created_at: str | None = None,
+        updated_at: str | None = None,
+    ) -> Note:
+        """Create a note, or merge ``fields`` into the existing one (per each field's
+        merge_op). The note's path comes from the type's templates unless ``uri`` names an
+        existing note. Links into the note get their line ranges corrected in the same
+        transaction; links whose passage vanished are removed on both sides."""
+        schema = self.schema(memory_type)
+        with self.writing():
+            if uri is None:
+                plain = {k: v for k, v in fields.items() if not is_edit(v)}
+                uri = schema.note_uri(schema.validate_fields(plain, complete=False))
+            uri = normalize_uri(uri)
+            old = self.read_note(uri) if self.path(uri).exists() else None
+            if old is not None and old.memory_type != memory_type:
+                raise SchemaError(f"{uri} is a {old.memory_type} note, not a {memory_type}")
+            merged = merge_fields(schema, old.fields if old else None, fields)
+            merged = schema.validate_fields(merged, complete=True)
+            stamp = now_iso()
+            created = old.created_at if old else parse_timestamp(created_at or stamp, "created_at")
+            updated = parse_timestamp(updated_at or stamp, "updated_at")
+            note = Note(
+                uri=uri,
+                memory_type=memory_type,
+                fields=merged,
+                created_at=created,
+                updated_at=updated,
+                body=render_note_body(schema, merged, created, updated),
+                extra=old.extra if old else {},
+            )
+            ops: list = [WriteFile(uri=uri, text=serialize_note(note, schema))]
+            link_ops = self._range_corrections(old, note) if old else []
+            self._commit(ops + link_ops, links_changed=bool(link_ops))
+            self._catalog_put(note)
+        return note
+
+    def delete_note(self, uri: str) -> int:
+        """Delete a note and every link into or out of it (both sides). Returns links removed."""
+        uri = normalize_uri(uri)
+        with self.writing():
+            if not self.path(uri).is_file():
+                raise NoteNotFound(f"no note at {uri}")
+            ops: list = [DeleteFile(uri=uri)]
+            links = self.get_file_links(uri, "both")
+            for link in links:
+                ops += self._remove_ops(link)
+            self._commit(ops, links_changed=bool(links))
+            self._catalog_drop(uri)
+        return len(links)
+
+    # -- links ----------------------------------------------------------------------------
+    def relations(self, folder: str) -> list[StoredLink]:
+        """Every entry of a folder's sidecar (legacy entries read as related_to links)."""
+        folder = normalize_uri(folder) if folder else ""
+        return read_sidecar(self.root, folder).all_links(folder)
+
+    def get_file_links(self, uri: str, direction: LinkDirection = "both") -> list[StoredLink]:
+        """A note's outgoing links ("links"), incoming ones ("backlinks"), or both."""
+        uri = normalize_uri(uri)
+        out = []
+        for link in self.relations(uri_dir(uri)):
+            if direction in ("links", "both") and link.direction == "links" and link.from_uri == uri:
+                out.append(link)
+            elif direction in ("backlinks", "both") and link.direction == "backlinks" and link.to_uri == uri:
+                out.append(link)
+        return sorted(out, key=lambda l: -l.weight)
+
+    def link(
+        self,
+        from_uri: str,
+        to_uri: str,
+        link_type: LinkType | str,
+        *,
+        weight: float = 1.0,
+        t_field: str | None = None,
+        t_line_ranges: str | None = None,
+        match_text: str | None = None,
+        description: str = "",
+        created_at: str | None = None,
+    ) -> StoredLink:
+        """Write one link on both sides (merged per §3.2.5 with an existing one)."""
+        from_uri, to_uri = normalize_uri(from_uri), normalize_uri(to_uri)
+        if from_uri == to_uri:
+            raise LinkError(f"a note cannot link to itself ({from_uri})")
+        try:
+            link_type = LinkType(link_type)
+        except ValueError:
+            raise LinkError(f"unknown link type {link_type!r} (one of: {', '.join(t.value for t in LinkType)})") from None
+        with self.writing():
+            src, dst = self._link_end(from_uri, "from"), self._link_end(to_uri, "to")
+            dst_schema = self.schema(dst.memory_type)
+            t_field = t_field or dst_schema.text_field
+            if t_field not in dst_schema.field_names:
+                raise LinkError(f"t_field {t_field!r} is not a field of {to_uri} ({dst.memory_type})")
+            if t_line_ranges is not None:
+                t_line_ranges = format_ranges(check_ranges(t_line_ranges, dst.field_text(t_field)))
+            if match_text is not None and not match_text.strip():
+                match_text = None
+            from_folder, to_folder = uri_dir(from_uri), uri_dir(to_uri)
+            candidate = _new_stored(from_uri, to_uri, link_type, weight, t_field, t_line_ranges, match_text, description, created_at)
+            existing = self._find(from_folder, "links", candidate.key) or self._find(to_folder, "backlinks", candidate.key)
+            merged = merge_link(existing, candidate.model_copy(update={"id": existing.id, "created_at": existing.created_at}) if existing else candidate)
+            ops: list = [
+                PutLink(folder=from_folder, link=merged.as_direction("links")),
+                PutLink(folder=to_folder, link=merged.as_direction("backlinks")),
+            ]
+            # A legacy {uris, reason} entry for the same pair is superseded by the new record.
+            for old in self.get_file_links(from_uri, "links"):
+                if old.legacy and old.to_uri == to_uri:
+                    ops.append(RemoveLegacy(folder=from_folder, entry_id=old.id, from_uri=from_uri, to_uri=to_uri))
+            self._commit(ops, links_changed=True)
+        return merged.as_direction("links")
+
+    def unlink(self, from_uri: str, to_uri: str, link_type: LinkType | str | None = None) -> int:
+        """Remove the links from ``from_uri`` to ``to_uri`` (of one type, or all) on both
+        sides. Returns how many were removed; none found is an error."""
+        from_uri, to_uri = normalize_uri(from_uri), normalize_uri(to_uri)
+        if link_type is not None:
+            try:
+                link_type = LinkType(link_type)
+            except ValueError:
+                raise LinkError(f"unknown link type {link_type!r}") from None
+        with self.writing():
+            targets = [
+                l
+                for l in self.get_file_links(from_uri, "links")
+                if l.to_uri == to_uri and (link_type is None or l.link_type == link_type)
+            ]
+            if not targets:
+                what = f"{link_type.value} link" if link_type else "link"
+                raise LinkError(f"no {what} from {from_uri} to {to_uri}")
+            ops: list = []
+            for link in targets:
+                ops += self._remove_ops(link)
+            self._commit(ops, links_changed=True)
+        return len(targets)
+
+    def _link_end(self, uri: str, end: str) -> Note:
+        try:
+            note = self.read_note(uri)
+        except NoteNotFound:
+            raise LinkError(f"cannot link: the {end} note {uri} does not exist") from None
+        if not self.schema(note.memory_type).link_enabled:
+            raise LinkError(f"cannot link: memory type {note.memory_type!r} has linking disabled ({uri})")
+        return note
+
+    def _find(self, folder: str, direction: str, key: tuple) -> StoredLink | None:
+        for entry in read_sidecar(self.root, folder).entries:
+            if entry.direction == direction and entry.key == key:
+                return entry
+        return None
+
+    def _remove_ops(self, link: StoredLink) -> list:
+        if link.legacy:
+            folder = uri_dir(link.from_uri) if link.from_uri.endswith(".md") else link.from_uri
+            from_uri = link.from_uri if link.from_uri.endswith(".md") else None
+            return [RemoveLegacy(folder=folder, entry_id=link.id, from_uri=from_uri, to_uri=link.to_uri)]
+        return [
+            RemoveLink(folder=uri_dir(link.from_uri), id=link.id, direction="links"),
+            RemoveLink(folder=uri_dir(link.to_uri), id=link.id, direction="backlinks"),
+        ]
+
+    def _range_corrections(self, old: Note, new: Note) -> list:
+        """§3.2.6: links pointing into ``new`` follow their passage or are removed."""
+        ops: list = []
+        for link in self.get_file_links(new.uri, "backlinks"):
+            if not link.t_line_ranges:
+                continue
+            fixed = correct_ranges(link.t_line_ranges, old.field_text(link.t_field), new.field_text(link.t_field), self.matcher)
+            if fixed is None:
+                ops += self._remove_ops(link)
+            elif fixed != link.t_line_ranges:
+                moved = link.model_copy(update={"t_line_ranges": fixed})
+                ops += [
+                    PutLink(folder=uri_dir(link.from_uri), link=moved.as_direction("links")),
+                    PutLink(folder=uri_dir(link.to_uri), link=moved.as_direction("backlinks")),
+                ]
+        return ops
+
+    # -- reading for people -------------------------------------------------------------------
+    def render_note(self, uri: str, href=None) -> Rendered:
+        """The note body with its outgoing links rendered by match_text (§3.2.4)."""
+        note = self.read_note(uri)
+        links = self.get_file_links(note.uri, "links")
+        return render_links(note.body, links, href) if href else render_links(note.body, links)
+
+    # -- the catalog (derived: which notes exist, their type and title) --------------------
+    def iter_note_files(self) -> Iterator[tuple[str, os.stat_result]]:
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            rel = os.path.relpath(dirpath, self.root)
+            rel = "" if rel == "." else rel.replace(os.sep, "/")
+            dirnames[:] = sorted(
+                d for d in dirnames if not d.startswith(".") and not (rel == "" and d in NON_NOTE_DIRS)
+            )
+            for name in sorted(filenames):
+                if name.endswith(".md") and not name.startswith("."):
+                    path = os.path.join(dirpath, name)
+                    try:
+                        st = os.stat(path)
+                    except OSError:
+                        continue
+                    yield (f"{rel}/{name}" if rel else name), st
+
+    def sync_catalog(self) -> dict[str, CatalogEntry]:
+        """Bring the catalog in line with the files (notes edited in vim or Obsidian, added
+        or deleted). Only changed files are parsed; one shard write at most."""
+        table = self.state.db("catalog").table("notes")
+        known = {row["uri"]: CatalogEntry(**row) for row in table.all()}
+        fresh: dict[str, CatalogEntry] = {}
+        changed = False
+        for uri, st in self.iter_note_files():
+            entry = known.get(uri)
+            if entry is None or entry.mtime_ns != st.st_mtime_ns or entry.size != st.st_size:
+                entry = self._catalog_entry(uri, st)
+                changed = True
+            fresh[uri] = entry
+        if changed or set(known) != set(fresh):
+            table.truncate()
+            table.insert_multiple(asdict(e) for e in fresh.values())
+        self._catalog = fresh
+        return fresh
+
+    def _catalog_entry(self, uri: str, st: os.stat_result) -> CatalogEntry:
+        try:
+            note = self.read_note(uri)
+        except MemlinkError as exc:
+            return CatalogEntry(uri, "", uri, "", "", st.st_mtime_ns, st.st_size, error=str(exc))
+        return CatalogEntry(uri, note.memory_type, self.title(note), note.created_at, note.updated_at, st.st_mtime_ns, st.st_size)
+
+    def catalog(self) -> dict[str, CatalogEntry]:
+        return self._catalog if self._catalog is not None else self.sync_catalog()
+
+    def list_notes(self, memory_type: str | None = None) -> list[CatalogEntry]:
+        return [
+            e for e in self.catalog().values() if not e.error and (memory_type is None or e.memory_type == memory_type)
+        ]
+
+    def _catalog_put(self, note: Note) -> None:
+        if self._catalog is None:
+            return
+        st = self.path(note.uri).stat()
+        entry = CatalogEntry(note.uri, note.memory_type, self.title(note), note.created_at, note.updated_at, st.st_mtime_ns, st.st_size)
+        self._catalog[note.uri] = entry
+        table = self.state.db("catalog").table("notes")
+        table.upsert(asdict(entry), Query().uri == note.uri)
+
+    def _catalog_drop(self, uri: str) -> None:
+        if self._catalog is None:
+            return
+        self._catalog.pop(uri, None)
+        self.state.db("catalog").table("notes").remove(Query().uri == uri)
+
+    # -- consistency --------------------------------------------------------------------------
+    def sidecar_folders(self) -> Iterator[str]:
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            if SIDECAR in filenames:
+                rel = os.path.relpath(dirpath, self.root)
+                yield "" if rel == "." else rel.replace(os.sep, "/")
+
+    def all_links(self) -> Iterator[StoredLink]:
+        """Every outgoing link in the vault (each two-sided link once, from its links side)."""
+        for folder in self.sidecar_folders():
+            try:
+                car = read_sidecar(self.root, folder)
+            except SidecarError:
+                continue
+            for link in car.all_links(folder):
+                if link.direction == "links":
+                    yield link
+
+    def check(self) -> list[Problem]:
+        """The vault's own consistency checks: notes parse, every link has both sides,
+        identical, in the right folders, pointing at notes that exist, with valid fields
+        and line ranges; match_text that no longer occurs is a warning."""
+        problems: list[Problem] = []
+        catalog = self.sync_catalog()
+        for entry in catalog.values():
+            if entry.error:
+                problems.append(Problem("error", "malformed_note", entry.uri, entry.error))
+        cars: dict[str, Sidecar] = {}
+        for folder in self.sidecar_folders():
+            try:
+                cars[folder] = read_sidecar(self.root, folder)
+            except SidecarError as exc:
+                problems.append(Problem("error", "malformed_sidecar", f"{folder}/{SIDECAR}".lstrip("/"), str(exc)))
+        notes: dict[str, Note | None] = {}
+
+        def note(uri: str) -> Note | None:
+            if uri not in notes:
+                entry = catalog.get(uri)
+                notes[uri] = None if entry is None or entry.error else self.read_note(uri)
+            return notes[uri]
+
+        index = {(f, l.direction, l.id): l for f, car in cars.items() for l in car.entries}
+        for (folder, direction, _id), link in index.items():
+            home = uri_dir(link.from_uri if direction == "links" else link.to_uri)
+            where = link.from_uri if direction == "links" else link.to_uri
+            if home != folder:
+                problems.append(Problem("error", "misplaced_link", where, f"{link.id} ({direction}) sits in {folder or '.'}/ but belongs in {home or '.'}/"))
+                continue
+            other_dir = "backlinks" if direction == "links" else "links"
+            other_folder = uri_dir(link.to_uri if direction == "links" else link.from_uri)
+            twin = index.get((other_folder, other_dir, link.id))
+            if twin is None:
+                problems.append(Problem("error", "one_sided_link", where, f"{link.id} {link.from_uri} -> {link.to_uri} has no {other_dir} entry"))
+            elif direction == "links" and not twin.same_record(link):
+                problems.append(Problem("error", "mismatched_link", where, f"{link.id}: the two sides differ"))
+            if direction != "links":
+                continue
+            src, dst = note(link.from_uri), note(link.to_uri)
+            for end, n in (("from", src), ("to", dst)):
+                if n is None:
+                    uri = link.from_uri if end == "from" else link.to_uri
+                    problems.append(Problem("error", "dangling_link", link.from_uri, f"{link.id}: {end} note {uri} does not exist"))
+            if dst is not None:
+                schema = self.schema(dst.memory_type)
+                if link.t_field not in schema.field_names:
+                    problems.append(Problem("error", "bad_t_field", link.from_uri, f"{link.id}: {link.to_uri} has no field {link.t_field!r}"))
+                elif link.t_line_ranges:
+                    try:
+                        check_ranges(link.t_line_ranges, dst.field_text(link.t_field))
+                    except LinkError as exc:
+                        problems.append(Problem("warning", "bad_line_range", link.from_uri, f"{link.id}: {exc}"))
+            if src is not None and link.match_text and link.match_text not in src.body:
+                problems.append(Problem("warning", "match_text_missing", link.from_uri, f"{link.id}: {link.match_text!r} not in the note"))
+        for folder, car in cars.items():
+            for link in car.legacy_links(folder):
+                if note(link.to_uri) is None:
+                    problems.append(Problem("error", "dangling_link", link.from_uri, f"legacy entry {link.id}: {link.to_uri} does not exist"))
+        return problems
+
+
+def _new_stored(from_uri, to_uri, link_type, weight, t_field, t_line_ranges, match_text, description, created_at) -> StoredLink:
+    try:
+        return StoredLink(
+            id=new_link_id(),
+            from_uri=from_uri,
+            to_uri=to_uri,
+            direction="links",
+            link_type=link_type,
+            weight=weight,
+            t_field=t_field,
+            t_line_ranges=t_line_ranges,
+            match_text=match_text,
+            description=description or "",
+            created_at=parse_timestamp(created_at, "created_at") if created_at else now_iso(),
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise LinkError(f"invalid link: {first['loc'][0]}: {first['msg']}") from exc
