@@ -1,0 +1,1 @@
+"""memlink's terminal app and command line: clients of the engine."""

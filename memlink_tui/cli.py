@@ -1,0 +1,226 @@
+"""The `memlink` command line. Errors: one line on stderr, non-zero exit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from engine import LinkType, MemlinkError, Vault
+
+from .paths import copy_sample_vault, default_vault
+
+EXIT_ERROR = 1
+EXIT_PROBLEMS = 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    vault_help = "vault folder (default: $MEMLINK_VAULT or the per-user data dir)"
+    p = argparse.ArgumentParser(prog="memlink", description="Offline personal memory workstation.")
+    p.add_argument("--vault", type=Path, help=vault_help)
+    # Subcommands accept --vault too; SUPPRESS keeps them from erasing one given earlier.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--vault", type=Path, default=argparse.SUPPRESS, help=vault_help)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    sub.add_parser("app", parents=[common], help="open the app (the default command)")
+    s = sub.add_parser("init", parents=[common], help="create an empty vault at --vault")
+    s.add_argument("--name", help="a display name for the vault")
+    s = sub.add_parser("demo", parents=[common], help="copy the sample vault to a fresh folder and open it")
+    s.add_argument("--no-app", action="store_true", help="only make the copy and print its path")
+
+    s = sub.add_parser("show", parents=[common], help="a note: frontmatter, rendered body, links, backlinks")
+    s.add_argument("uri")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("links", parents=[common], help="a note's links and/or backlinks")
+    s.add_argument("uri")
+    s.add_argument("--direction", choices=["links", "backlinks", "both"], default="both")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("link", parents=[common], help="link two notes (written on both sides)")
+    s.add_argument("from_uri", metavar="FROM")
+    s.add_argument("to_uri", metavar="TO")
+    s.add_argument("--type", required=True, choices=[t.value for t in LinkType], dest="link_type")
+    s.add_argument("--weight", type=float, default=1.0)
+    s.add_argument("--match-text")
+    s.add_argument("--description", default="")
+    s.add_argument("--t-field")
+    s.add_argument("--t-lines", help="line range(s) in the target field, e.g. 3-5 or 3-5,8")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("unlink", parents=[common], help="remove links FROM -> TO (both sides)")
+    s.add_argument("from_uri", metavar="FROM")
+    s.add_argument("to_uri", metavar="TO")
+    s.add_argument("--type", choices=[t.value for t in LinkType], dest="link_type")
+
+    s = sub.add_parser("check", parents=[common], help="consistency checks (exit 3 when errors are found)")
+    s.add_argument("--json", action="store_true")
+    return p
+
+
+def _link_dict(link) -> dict:
+    return link.model_dump(mode="json")
+
+
+def _print_links(links, heading: str) -> None:
+    print(f"{heading} ({len(links)})")
+    for l in links:
+        other = l.to_uri if l.direction == "links" else l.from_uri
+        arrow = "->" if l.direction == "links" else "<-"
+        extra = f"  [{l.t_field}:{l.t_line_ranges}]" if l.t_line_ranges else ""
+        legacy = "  (legacy entry)" if l.legacy else ""
+        print(f"  {arrow} {l.link_type.value:<13} {l.weight:.2f}  {other}{extra}{legacy}")
+        if l.description:
+            print(f"       {l.description}")
+
+
+def _open(args) -> Vault:
+    return Vault.open(args.vault or default_vault())
+
+
+def _run_app(vault_path: Path) -> int:
+    from .app import MemlinkApp  # textual is imported only when the app runs
+
+    vault = Vault.open(vault_path)
+    MemlinkApp(vault).run()
+    return 0
+
+
+def cmd_show(args) -> int:
+    vault = _open(args)
+    note = vault.read_note(args.uri)
+    rendered = vault.render_note(note.uri)
+    links = vault.get_file_links(note.uri, "links")
+    backlinks = vault.get_file_links(note.uri, "backlinks")
+    if args.json:
+        print(json.dumps({
+            "uri": note.uri,
+            "memory_type": note.memory_type,
+            "title": vault.title(note),
+            "created_at": note.created_at,
+            "updated_at": note.updated_at,
+            "fields": note.fields,
+            "body": note.body,
+            "rendered": rendered.text,
+            "missing_match_text": [l.id for l in rendered.missing],
+            "links": [_link_dict(l) for l in links],
+            "backlinks": [_link_dict(l) for l in backlinks],
+        }, ensure_ascii=False, indent=2))
+        return 0
+    print(f"{note.uri}  ({note.memory_type})  created {note.created_at}  updated {note.updated_at}")
+    for k, v in note.fields.items():
+        if k != "content":
+            print(f"  {k}: {v}")
+    print()
+    print(rendered.text.rstrip())
+    print()
+    _print_links(links, "links")
+    _print_links(backlinks, "backlinks")
+    return 0
+
+
+def cmd_links(args) -> int:
+    vault = _open(args)
+    vault.read_note(args.uri)  # a clear error for a missing note
+    links = vault.get_file_links(args.uri, args.direction)
+    if args.json:
+        print(json.dumps([_link_dict(l) for l in links], ensure_ascii=False, indent=2))
+    else:
+        if args.direction in ("links", "both"):
+            _print_links([l for l in links if l.direction == "links"], "links")
+        if args.direction in ("backlinks", "both"):
+            _print_links([l for l in links if l.direction == "backlinks"], "backlinks")
+    return 0
+
+
+def cmd_link(args) -> int:
+    vault = _open(args)
+    link = vault.link(
+        args.from_uri,
+        args.to_uri,
+        args.link_type,
+        weight=args.weight,
+        t_field=args.t_field,
+        t_line_ranges=args.t_lines,
+        match_text=args.match_text,
+        description=args.description,
+    )
+    if args.json:
+        print(json.dumps(_link_dict(link), ensure_ascii=False, indent=2))
+    else:
+        print(f"linked {link.from_uri} -[{link.link_type.value} {link.weight:.2f}]-> {link.to_uri}  ({link.id})")
+    return 0
+
+
+def cmd_unlink(args) -> int:
+    vault = _open(args)
+    n = vault.unlink(args.from_uri, args.to_uri, args.link_type)
+    print(f"removed {n} link{'s' if n != 1 else ''} from {args.from_uri} to {args.to_uri}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    vault = _open(args)
+    problems = vault.check()
+    errors = [p for p in problems if p.severity == "error"]
+    if args.json:
+        print(json.dumps([p.__dict__ for p in problems], ensure_ascii=False, indent=2))
+    else:
+        notes = len(vault.list_notes())
+        links = sum(1 for _ in vault.all_links())
+        for p in problems:
+            print(f"{p.severity:<7} {p.code:<20} {p.uri}: {p.message}")
+        print(f"{notes} notes, {links} links: {len(errors)} errors, {len(problems) - len(errors)} warnings")
+    return EXIT_PROBLEMS if errors else 0
+
+
+def cmd_init(args) -> int:
+    target = args.vault or default_vault()
+    vault = Vault.init(target, name=args.name)
+    print(f"created an empty vault at {vault.root}")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    try:
+        target = copy_sample_vault(args.vault)
+    except FileExistsError as exc:
+        raise MemlinkError(str(exc)) from None
+    print(f"sample vault copied to {target}", file=sys.stderr if not args.no_app else sys.stdout)
+    if args.no_app:
+        return 0
+    return _run_app(target)
+
+
+def cmd_app(args) -> int:
+    return _run_app(args.vault or default_vault())
+
+
+COMMANDS = {
+    None: cmd_app,
+    "app": cmd_app,
+    "init": cmd_init,
+    "demo": cmd_demo,
+    "show": cmd_show,
+    "links": cmd_links,
+    "link": cmd_link,
+    "unlink": cmd_unlink,
+    "check": cmd_check,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except MemlinkError as exc:
+        print(f"memlink: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,37 @@
+"""A note rendered for reading: a header with its metadata and the body as markdown,
+outgoing links rendered by match_text (hrefs are vault URIs)."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Markdown, Static
+
+from engine import Note
+
+
+class NoteView(VerticalScroll, can_focus=True):
+    DEFAULT_CSS = """
+    NoteView { height: 2fr; padding: 0 1; }
+    NoteView > #note-meta { color: $text-muted; padding: 0 0 1 0; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static("Select a note in the tree.", id="note-meta")
+        yield Markdown("", open_links=False, id="note-body")
+
+    async def show(self, note: Note, title: str, rendered_body: str, missing: int) -> None:
+        fields = "  ".join(
+            f"[b]{escape(k)}[/b]: {escape(', '.join(map(str, v)) if isinstance(v, list) else str(v))}"
+            for k, v in note.fields.items()
+            if k not in ("content", "answer") and v not in ("", [], None)
+        )
+        warn = f"\n[$warning]{missing} link anchor(s) not found in the text[/]" if missing else ""
+        meta = (
+            f"[b]{escape(title)}[/b]  [dim]{note.memory_type} · {escape(note.uri)}[/dim]\n"
+            f"created {note.created_at[:10]} · updated {note.updated_at[:10]}\n{fields}{warn}"
+        )
+        self.query_one("#note-meta", Static).update(meta)
+        await self.query_one("#note-body", Markdown).update(rendered_body)
+        self.scroll_home(animate=False)
