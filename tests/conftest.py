@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from engine import Vault
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "sample_vault"
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Vault:
+    """An empty vault in a temp folder."""
+    return Vault.init(tmp_path / "vault", name="test")
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Vault:
+    """A fresh copy of the sample vault."""
+    target = tmp_path / "sample"
+    shutil.copytree(SAMPLE, target, ignore=shutil.ignore_patterns(".memlink"))
+    return Vault.open(target)
+
+
+def make_pair(v: Vault):
+    """Two small notes to link in tests."""
+    a = v.write_note("entity", {"name": "Caroline", "kind": "person", "content": "Caroline leads Atlas.\nShe likes tea.\nShe runs on Sundays."})
+    b = v.write_note("preference", {"topic": "Python code style", "sentiment": "dislike", "content": "User dislikes type hints.\nUser prefers concise comments."})
+    return a, b

@@ -1,0 +1,216 @@
+import json
+
+import pytest
+
+from conftest import make_pair
+from engine import LinkError, LinkType, SidecarError, StoredLink, Vault
+from engine.lineranges import correct_ranges, parse_ranges
+from engine.links import links_merge
+from engine.render import render_links
+
+
+def sidecar(v: Vault, folder: str) -> list[dict]:
+    return json.loads((v.root / folder / ".relations.json").read_text())
+
+
+def test_link_lands_identically_on_both_sides(vault):
+    a, b = make_pair(vault)
+    link = vault.link(b.uri, a.uri, "belongs_to", weight=0.9, match_text="User", t_line_ranges="1-2", description="pref of Caroline")
+    (fwd,) = sidecar(vault, "preferences")
+    (back,) = sidecar(vault, "entities")
+    assert fwd["direction"] == "links" and back["direction"] == "backlinks"
+    fwd.pop("direction"), back.pop("direction")
+    assert fwd == back
+    assert fwd["link_type"] == "belongs_to" and fwd["from_uri"] == b.uri and fwd["to_uri"] == a.uri
+    assert set(fwd) == {"id", "from_uri", "to_uri", "link_type", "weight", "t_field", "t_line_ranges", "match_text", "description", "created_at"}
+    assert vault.get_file_links(b.uri, "links") == [link]
+    assert [l.direction for l in vault.get_file_links(a.uri, "backlinks")] == ["backlinks"]
+    assert vault.get_file_links(a.uri, "links") == []
+    assert len(vault.get_file_links(b.uri, "both")) == 1
+    assert vault.check() == []
+
+
+def test_merge_rules(vault):
+    a, b = make_pair(vault)
+    first = vault.link(b.uri, a.uri, "related_to", weight=0.4, description="first", t_line_ranges="1")
+    second = vault.link(b.uri, a.uri, "belongs_to", weight=0.2, description="second", t_line_ranges="1")
+    assert second.id == first.id and second.created_at == first.created_at
+    assert second.weight == 0.4  # max wins
+    assert second.link_type is LinkType.BELONGS_TO and second.description == "second"  # latest wins
+    other = vault.link(b.uri, a.uri, "related_to", weight=0.8, t_line_ranges="2")  # other range = other link
+    links = vault.get_file_links(b.uri, "links")
+    assert [l.id for l in links] == [other.id, first.id]  # weight descending
+    assert [e["weight"] for e in sidecar(vault, "entities")] == [0.8, 0.4]
+    assert vault.check() == []
+
+
+def test_links_merge_function():
+    def mk(w, t="related_to", d="", r=None, direction="links"):
+        return StoredLink(id=f"l{w}", from_uri="a.md", to_uri="b.md", direction=direction, link_type=t, weight=w, t_line_ranges=r, description=d, created_at="x")
+
+    out = links_merge([mk(0.5, d="old")], [mk(0.3, t="contradicts", d="new"), mk(0.9, r="2"), mk(0.1, direction="backlinks")])
+    assert [(l.weight, l.link_type.value, l.description) for l in out] == [(0.9, "related_to", ""), (0.5, "contradicts", "new"), (0.1, "related_to", "")]
+
+
+def test_unlink_removes_both_sides(vault):
+    a, b = make_pair(vault)
+    vault.link(b.uri, a.uri, "belongs_to")
+    vault.link(b.uri, a.uri, "contradicts", t_line_ranges="2")
+    assert vault.unlink(b.uri, a.uri, "contradicts") == 1
+    assert [l.link_type.value for l in vault.get_file_links(a.uri, "backlinks")] == ["belongs_to"]
+    assert vault.unlink(b.uri, a.uri) == 1
+    assert not (vault.root / "preferences" / ".relations.json").exists()
+    assert not (vault.root / "entities" / ".relations.json").exists()
+    with pytest.raises(LinkError, match="no link"):
+        vault.unlink(b.uri, a.uri)
+
+
+def test_link_validation(vault, tmp_path):
+    a, b = make_pair(vault)
+    with pytest.raises(LinkError, match="itself"):
+        vault.link(a.uri, a.uri, "related_to")
+    with pytest.raises(LinkError, match="does not exist"):
+        vault.link(a.uri, "entities/ghost.md", "related_to")
+    with pytest.raises(LinkError, match="unknown link type"):
+        vault.link(b.uri, a.uri, "likes")
+    with pytest.raises(LinkError, match="t_field"):
+        vault.link(b.uri, a.uri, "related_to", t_field="colour")
+    with pytest.raises(LinkError, match="past the end"):
+        vault.link(b.uri, a.uri, "related_to", t_line_ranges="4-9")
+    with pytest.raises(LinkError, match="bad line range"):
+        vault.link(b.uri, a.uri, "related_to", t_line_ranges="5-2")
+    with pytest.raises(LinkError, match="weight"):
+        vault.link(b.uri, a.uri, "related_to", weight=1.5)
+    assert not (vault.root / "entities" / ".relations.json").exists()
+
+
+def test_link_enabled_false_blocks_links(tmp_path):
+    v = Vault.init(tmp_path / "v")
+    (v.root / "memory_types").mkdir()
+    (v.root / "memory_types" / "scratch.yaml").write_text(
+        "memory_type: scratch\ndirectory: scratch\nfilename: '{{ text | slug }}.md'\ntitle_field: text\nlink_enabled: false\n"
+        "fields:\n  - {name: text}\ncontent_template: '{{ text }}'\n"
+    )
+    v = Vault.open(v.root)
+    s = v.write_note("scratch", {"text": "hello"})
+    a, _ = make_pair(v)
+    with pytest.raises(LinkError, match="linking disabled"):
+        v.link(a.uri, s.uri, "related_to")
+
+
+def test_legacy_entries_read_as_related_to(vault):
+    a, b = make_pair(vault)
+    (vault.root / "preferences" / ".relations.json").write_text(json.dumps([
+        {"id": "rel_1", "from_uri": b.uri, "uris": [a.uri], "reason": "old style relation", "created_at": "2025-01-01T00:00:00+00:00"}
+    ]))
+    (link,) = vault.get_file_links(b.uri, "links")
+    assert (link.link_type, link.weight, link.description, link.direction, link.legacy) == (LinkType.RELATED_TO, 1.0, "old style relation", "links", True)
+    assert vault.check() == []
+    # A new-format write of the same pair supersedes the legacy entry; writes are new format only.
+    vault.link(b.uri, a.uri, "belongs_to", weight=0.7)
+    entries = sidecar(vault, "preferences")
+    assert len(entries) == 1 and "uris" not in entries[0] and entries[0]["link_type"] == "belongs_to"
+    assert vault.check() == []
+
+
+def test_legacy_entry_unlink(vault):
+    a, b = make_pair(vault)
+    (vault.root / "preferences" / ".relations.json").write_text(json.dumps([{"id": "r", "from_uri": b.uri, "uris": [a.uri, "profile.md"], "reason": "x"}]))
+    assert vault.unlink(b.uri, a.uri) == 1
+    assert sidecar(vault, "preferences") == [{"id": "r", "from_uri": b.uri, "uris": ["profile.md"], "reason": "x"}]
+
+
+def test_malformed_sidecar_is_a_clear_error_and_nothing_changes(vault):
+    a, b = make_pair(vault)
+    (vault.root / "entities" / ".relations.json").write_text("[{\"to_uri\": 3}]")
+    with pytest.raises(SidecarError, match="entities/.relations.json"):
+        vault.link(b.uri, a.uri, "related_to")
+    assert not (vault.root / "preferences" / ".relations.json").exists()
+    assert [p.code for p in vault.check()] == ["malformed_sidecar"]
+
+
+def test_rendering_rules():
+    def mk(text, to, w=1.0, direction="links"):
+        return StoredLink(id=to, from_uri="a.md", to_uri=to, direction=direction, link_type="related_to", weight=w, match_text=text, created_at="x")
+
+    text = "Python code style matters. I write Python daily. Caroline agrees."
+    out = render_links(text, [mk("Python", "py.md"), mk("Python code style", "style.md"), mk("Nobody", "n.md"), mk("Caroline", "c.md", direction="backlinks")])
+    assert out.text == "[Python code style](style.md) matters. I write [Python](py.md) daily. Caroline agrees."
+    assert [l.to_uri for l in out.missing] == ["n.md"]
+    twice = render_links("Ana met Ana.", [mk("Ana", "ana.md")])
+    assert twice.text == "[Ana](ana.md) met [Ana](ana.md)."
+
+
+def test_render_note_uses_outgoing_links_only(vault):
+    a, b = make_pair(vault)
+    vault.link(b.uri, a.uri, "belongs_to", match_text="type hints")
+    vault.link(a.uri, b.uri, "related_to", match_text="tea")
+    assert "[type hints](entities/caroline.md)" in vault.render_note(b.uri).text
+    assert "[tea](preferences/python-code-style.md)" in vault.render_note(a.uri).text
+    assert "type hints" not in vault.render_note(a.uri).text
+    assert "[" not in vault.read_note(b.uri).body  # content itself stays pure
+
+
+def test_line_range_function():
+    old = "alpha\nbeta\ngamma\ndelta"
+    new = "zero\nalpha\nbeta\ngamma\ndelta"
+    assert correct_ranges("2-3", old, new) == "3-4"
+    assert correct_ranges("1,4", old, new) == "2,5"
+    assert correct_ranges("2", old, "alpha\ngamma") is None
+    assert correct_ranges("2", old, old) == "2"
+    assert parse_ranges("3-5, 8") == [(3, 5), (8, 8)]
+
+    class Semantic:
+        def __init__(self):
+            self.calls = []
+
+        def relocate(self, segments, new_text):
+            self.calls.append(segments)
+            return "1"
+
+    m = Semantic()
+    assert correct_ranges("2", old, "BETA!\nx", m) == "1"
+    assert m.calls == [["beta"]]
+
+
+def test_line_ranges_follow_edits_on_both_sides(vault):
+    a, b = make_pair(vault)
+    vault.link(b.uri, a.uri, "belongs_to", t_line_ranges="2-3")
+    vault.write_note("entity", {"name": "Caroline", "content": {"search": "Caroline leads Atlas.", "replace": "Intro line.\nCaroline leads Atlas."}})
+    (fwd,) = vault.get_file_links(b.uri, "links")
+    (back,) = vault.get_file_links(a.uri, "backlinks")
+    assert fwd.t_line_ranges == back.t_line_ranges == "3-4"
+    assert vault.check() == []
+
+
+def test_link_whose_passage_vanished_is_removed_on_both_sides(vault):
+    a, b = make_pair(vault)
+    vault.link(b.uri, a.uri, "belongs_to", t_line_ranges="2")
+    kept = vault.link(b.uri, a.uri, "related_to")  # no line range: unaffected
+    vault.write_note("entity", {"name": "Caroline", "content": "Caroline leads Atlas.\nShe runs on Sundays."})
+    assert [l.id for l in vault.get_file_links(b.uri, "links")] == [kept.id]
+    assert [l.id for l in vault.get_file_links(a.uri, "backlinks")] == [kept.id]
+
+
+def test_pluggable_matcher_is_used_by_the_vault(vault):
+    a, b = make_pair(vault)
+    vault.link(b.uri, a.uri, "belongs_to", t_line_ranges="2")
+
+    class AlwaysFirst:
+        def relocate(self, segments, new_text):
+            return "1"
+
+    vault.matcher = AlwaysFirst()
+    vault.write_note("entity", {"name": "Caroline", "content": "Completely rewritten."})
+    (fwd,) = vault.get_file_links(b.uri, "links")
+    assert fwd.t_line_ranges == "1"
+
+
+def test_delete_note_removes_its_links_everywhere(vault):
+    a, b = make_pair(vault)
+    c = vault.write_note("entity", {"name": "Atlas", "kind": "project"})
+    vault.link(b.uri, a.uri, "belongs_to")
+    vault.link(a.uri, c.uri, "belongs_to")
+    assert vault.delete_note(a.uri) == 2
+    assert vault.get_file_links(b.uri) == [] and vault.get_file_links(c.uri) == []
+    assert vault.check() == []

@@ -1,0 +1,93 @@
+import os
+
+import pytest
+
+from engine import NoteError, NoteNotFound, UriError, Vault
+from engine.notes import parse_note
+
+
+def test_note_roundtrip_keeps_unknown_frontmatter(vault):
+    note = vault.write_note("entity", {"name": "Ana", "content": "Ana codes."})
+    path = vault.path(note.uri)
+    text = path.read_text()
+    path.write_text(text.replace("memory_type: entity", "memory_type: entity\ntags: [work]"))
+    vault.write_note("entity", {"name": "Ana", "content": "Ana codes in Go."})
+    again = vault.read_note(note.uri)
+    assert again.extra == {"tags": ["work"]}
+    assert "Ana codes in Go." in again.body and again.fields["content"] == "Ana codes in Go."
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("# just markdown\n", "no YAML frontmatter"),
+        ("---\nmemory_type: entity\n", "not closed"),
+        ("---\nmemory_type: [\n---\n", "not valid YAML"),
+        ("---\nfields: {}\n---\n", "no memory_type"),
+        ("---\nmemory_type: gizmo\ncreated_at: '2026-01-01T00:00:00+00:00'\n---\n", "unknown memory type"),
+        ("---\nmemory_type: entity\ncreated_at: '2026-01-01T00:00:00+00:00'\nfields: {name: A, wings: 2}\n---\n", "unknown field"),
+        ("---\nmemory_type: entity\ncreated_at: yesterday\nfields: {name: A}\n---\n", "ISO 8601"),
+    ],
+)
+def test_malformed_notes_give_clear_errors(vault, text, message):
+    with pytest.raises(NoteError, match=message):
+        parse_note(text, "entities/x.md", vault.types)
+
+
+def test_malformed_note_is_reported_by_check_and_not_listed(vault):
+    (vault.root / "entities" / "broken.md").write_text("no frontmatter here\n")
+    problems = vault.check()
+    assert [p.code for p in problems] == ["malformed_note"]
+    assert vault.list_notes() == []
+
+
+def test_missing_note(vault):
+    with pytest.raises(NoteNotFound):
+        vault.read_note("entities/nobody.md")
+
+
+@pytest.mark.parametrize("uri", ["/etc/passwd", "../outside.md", "entities/../../x.md", "a\\b.md", ".memlink/db/catalog.json", "", "C:/x.md"])
+def test_paths_escaping_or_hidden_are_rejected(vault, uri):
+    with pytest.raises(UriError):
+        vault.read_note(uri)
+    with pytest.raises(UriError):
+        vault.link(uri, "profile.md", "related_to")
+
+
+def test_symlink_out_of_the_vault_is_rejected(vault, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("---\nmemory_type: entity\ncreated_at: '2026-01-01T00:00:00+00:00'\nfields: {name: S}\n---\n")
+    os.symlink(outside, vault.root / "entities" / "escape")
+    with pytest.raises(UriError, match="outside the vault"):
+        vault.read_note("entities/escape/secret.md")
+
+
+def test_deleting_derived_state_loses_nothing(vault):
+    import shutil
+
+    vault.write_note("entity", {"name": "Ana"})
+    vault.sync_catalog()
+    shutil.rmtree(vault.root / ".memlink")
+    fresh = Vault.open(vault.root)
+    assert [e.uri for e in fresh.list_notes()] == ["entities/ana.md"]
+    assert (vault.root / ".memlink" / "db" / "catalog.json").exists()
+
+
+def test_catalog_follows_edits_made_outside(vault):
+    vault.write_note("entity", {"name": "Ana"})
+    assert [e.title for e in vault.list_notes()] == ["Ana"]
+    path = vault.path("entities/ana.md")
+    path.write_text(path.read_text().replace("name: Ana", "name: Anabel"))
+    os.utime(path, ns=(1, 1))
+    assert [e.title for e in vault.sync_catalog().values()] == ["Anabel"]
+    path.unlink()
+    assert vault.sync_catalog() == {}
+
+
+def test_corrupt_state_shard_is_rebuilt(vault):
+    vault.write_note("entity", {"name": "Ana"})
+    vault.sync_catalog()
+    (vault.root / ".memlink" / "db" / "catalog.json").write_text("{truncated")
+    fresh = Vault.open(vault.root)
+    assert [e.uri for e in fresh.list_notes()] == ["entities/ana.md"]
