@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import yaml
@@ -29,6 +30,9 @@ def load_config(root: Path) -> VaultConfig:
         raise VaultError(f"{CONFIG_FILE}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise VaultError(f"{CONFIG_FILE}: must be a YAML mapping")
+    # The environment may shorten or lengthen the lock wait (e.g. for a cron job).
+    if os.environ.get("MEMLINK_LOCK_TIMEOUT"):
+        data = {**data, "lock_timeout": os.environ["MEMLINK_LOCK_TIMEOUT"]}
     try:
         return VaultConfig.model_validate(data)
     except ValidationError as exc:

@@ -72,13 +72,41 @@ def sidecar_path(root: Path, folder: str) -> Path:
     return (resolve_uri(root, folder) if folder else Path(root)) / SIDECAR
 
 
-def read_sidecar(root: Path, folder: str) -> Sidecar:
-    path = sidecar_path(root, folder)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return Sidecar()
-    return Sidecar.parse(text, f"{folder or '.'}/{SIDECAR}", folder)
+class SidecarCache:
+    """Parsed sidecars keyed by path and file identity (inode, mtime, size), so a folder
+    with thousands of links is parsed once, not on every read. A file replaced by another
+    writer gets a new inode (atomic rename) and is parsed again."""
+
+    def __init__(self) -> None:
+        self._items: dict[Path, tuple[tuple[int, int, int], Sidecar]] = {}
+
+    def read(self, root: Path, folder: str) -> Sidecar:
+        path = sidecar_path(root, folder)
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            self._items.pop(path, None)
+            return Sidecar()
+        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        hit = self._items.get(path)
+        if hit is not None and hit[0] == stamp:
+            return hit[1].copy()
+        car = Sidecar.parse(path.read_text(encoding="utf-8"), f"{folder or '.'}/{SIDECAR}", folder)
+        self._items[path] = (stamp, car)
+        return car.copy()
+
+    def remember(self, path: Path, car: Sidecar) -> None:
+        """Record what we just wrote, so our own write does not force a re-parse."""
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            self._items.pop(path, None)
+            return
+        self._items[path] = ((st.st_ino, st.st_mtime_ns, st.st_size), car.copy())
+
+
+def read_sidecar(root: Path, folder: str, cache: SidecarCache | None = None) -> Sidecar:
+    return (cache or SidecarCache()).read(root, folder)
 
 
 def _apply_sidecar_op(car: Sidecar, op) -> None:
@@ -104,7 +132,7 @@ def _apply_sidecar_op(car: Sidecar, op) -> None:
         car.legacy = kept
 
 
-def apply_ops(root: Path, ops: list) -> None:
+def apply_ops(root: Path, ops: list, cache: SidecarCache | None = None) -> None:
     """Apply operations; idempotent, so a replay after a crash is always safe."""
     by_folder: dict[str, list] = {}
     for op in ops:
@@ -115,23 +143,25 @@ def apply_ops(root: Path, ops: list) -> None:
         else:
             by_folder.setdefault(op.folder, []).append(op)
     for folder, folder_ops in by_folder.items():
-        car = read_sidecar(root, folder)
-        before = car.dump()
+        car = read_sidecar(root, folder, cache)
+        before = (list(car.entries), list(car.legacy))
         for op in folder_ops:
             _apply_sidecar_op(car, op)
-        after = car.dump()
-        if after != before:
+        if (car.entries, car.legacy) != before:
             path = sidecar_path(root, folder)
             if not car.entries and not car.legacy:
                 remove_file(path)
             else:
-                atomic_write_text(path, after)
+                atomic_write_text(path, car.dump())
+                if cache is not None:
+                    cache.remember(path, car)
 
 
 class Journal:
-    def __init__(self, root: Path, folder: Path):
+    def __init__(self, root: Path, folder: Path, cache: SidecarCache | None = None):
         self.root = Path(root)
         self.folder = Path(folder)
+        self.cache = cache
 
     def commit(self, ops: list) -> None:
         if not ops:
@@ -139,7 +169,7 @@ class Journal:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.json"
         atomic_write_text(path, _OPS.dump_json(ops).decode("utf-8"))
-        apply_ops(self.root, ops)
+        apply_ops(self.root, ops, self.cache)
         remove_file(path)
 
     def pending(self) -> list[Path]:
@@ -157,7 +187,7 @@ class Journal:
                 bad = path.with_suffix(".unreadable")
                 path.rename(bad)
                 raise VaultError(f"journal {path.name} is unreadable ({exc}); moved to {bad.name}") from exc
-            apply_ops(self.root, ops)
+            apply_ops(self.root, ops, self.cache)
             remove_file(path)
             replayed += 1
         return replayed

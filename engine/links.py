@@ -175,10 +175,16 @@ class Sidecar:
                 raise SidecarError(f"{where}: entry {i} has neither 'to_uri' nor legacy 'uris'")
         return cls(entries, legacy)
 
+    def copy(self) -> "Sidecar":
+        return Sidecar(list(self.entries), list(self.legacy))
+
     def dump(self) -> str:
+        """One entry per line: diff-friendly, and fast (the C JSON encoder, no indent)."""
         data: list[Any] = [l.model_dump(mode="json") for l in sorted(self.entries, key=lambda l: -l.weight)]
         data.extend(self.legacy)
-        return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+        if not data:
+            return "[]\n"
+        return "[\n" + ",\n".join(json.dumps(d, ensure_ascii=False) for d in data) + "\n]\n"
 
     def legacy_links(self, folder: str) -> list[StoredLink]:
         """Legacy entries read as related_to links (§3.2.3): weight 1.0, reason → description.

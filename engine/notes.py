@@ -16,6 +16,7 @@ from .errors import NoteError, SchemaError
 from .schema import MemoryTypeSchema, TypeRegistry
 
 FRONT = "---"
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
 TOP_KEYS = ("memory_type", "created_at", "updated_at", "fields")
 
 
@@ -73,7 +74,7 @@ def parse_note(text: str, uri: str, types: TypeRegistry) -> Note:
     except StopIteration:
         raise NoteError(f"{uri}: frontmatter is not closed with '---'") from None
     try:
-        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
+        meta = yaml.load("\n".join(lines[1:end]), Loader=_Loader) or {}
     except yaml.YAMLError as exc:
         raise NoteError(f"{uri}: frontmatter is not valid YAML: {exc}") from exc
     if not isinstance(meta, dict):
@@ -93,6 +94,18 @@ def parse_note(text: str, uri: str, types: TypeRegistry) -> Note:
     return Note(uri=uri, memory_type=mtype, fields=fields, created_at=created, updated_at=updated, body=body, extra=extra)
 
 
+class _NoteDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
+    """Multi-line text as YAML block literals, so notes stay pleasant to edit in vim."""
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str):
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_NoteDumper.add_representer(str, _str_representer)
+
+
 def serialize_note(note: Note, schema: MemoryTypeSchema) -> str:
     ordered = {f.name: note.fields[f.name] for f in schema.fields if f.name in note.fields}
     meta: dict[str, Any] = {
@@ -102,7 +115,7 @@ def serialize_note(note: Note, schema: MemoryTypeSchema) -> str:
         "fields": ordered,
     }
     meta.update(note.extra)
-    head = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, width=100)
+    head = yaml.dump(meta, Dumper=_NoteDumper, allow_unicode=True, sort_keys=False, width=100)
     body = note.body if note.body.endswith("\n") else note.body + "\n"
     return f"{FRONT}\n{head}{FRONT}\n{body}"
 

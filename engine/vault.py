@@ -7,6 +7,7 @@ change land together). ``.memlink/`` holds only derived state and can be deleted
 
 from __future__ import annotations
 
+import json
 import os
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -20,7 +21,7 @@ from tinydb import Query
 from .atomic import atomic_write_text, sweep_temp_files
 from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
 from .errors import LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, SidecarError, VaultError, VaultLocked
-from .journal import Journal, PutLink, RemoveLegacy, RemoveLink, WriteFile, DeleteFile, read_sidecar
+from .journal import DeleteFile, Journal, PutLink, RemoveLegacy, RemoveLink, SidecarCache, WriteFile
 from .lineranges import ExactOnlyMatcher, LineRangeMatcher, check_ranges, correct_ranges, format_ranges
 from .links import SIDECAR, LinkType, Sidecar, StoredLink, merge_link, new_link_id
 from .merge import is_edit, merge_fields
@@ -64,7 +65,8 @@ class Vault:
         self.types = types
         self.state_dir = self.root / STATE_DIR
         self.state = StateStore(self.state_dir / "db")
-        self.journal = Journal(self.root, self.state_dir / "journal")
+        self.sidecars = SidecarCache()
+        self.journal = Journal(self.root, self.state_dir / "journal", self.sidecars)
         self.matcher: LineRangeMatcher = ExactOnlyMatcher()
         self.links_version = 0  # bumped on every link write; caches keyed on it go stale
         self._lock: FileLock | None = None
@@ -221,7 +223,7 @@ class Vault:
     def relations(self, folder: str) -> list[StoredLink]:
         """Every entry of a folder's sidecar (legacy entries read as related_to links)."""
         folder = normalize_uri(folder) if folder else ""
-        return read_sidecar(self.root, folder).all_links(folder)
+        return self.sidecars.read(self.root, folder).all_links(folder)
 
     def get_file_links(self, uri: str, direction: LinkDirection = "both") -> list[StoredLink]:
         """A note's outgoing links ("links"), incoming ones ("backlinks"), or both."""
@@ -314,7 +316,7 @@ class Vault:
         return note
 
     def _find(self, folder: str, direction: str, key: tuple) -> StoredLink | None:
-        for entry in read_sidecar(self.root, folder).entries:
+        for entry in self.sidecars.read(self.root, folder).entries:
             if entry.direction == direction and entry.key == key:
                 return entry
         return None
@@ -419,6 +421,13 @@ class Vault:
         self._catalog.pop(uri, None)
         self.state.db("catalog").table("notes").remove(Query().uri == uri)
 
+    def _check_sessions(self) -> list[Problem]:
+        folder = self.root / "sessions"
+        problems: list[Problem] = []
+        for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+            problems += _session_problems(path, f"sessions/{path.name}")
+        return problems
+
     # -- consistency --------------------------------------------------------------------------
     def sidecar_folders(self) -> Iterator[str]:
         for dirpath, dirnames, filenames in os.walk(self.root):
@@ -431,7 +440,7 @@ class Vault:
         """Every outgoing link in the vault (each two-sided link once, from its links side)."""
         for folder in self.sidecar_folders():
             try:
-                car = read_sidecar(self.root, folder)
+                car = self.sidecars.read(self.root, folder)
             except SidecarError:
                 continue
             for link in car.all_links(folder):
@@ -450,7 +459,7 @@ class Vault:
         cars: dict[str, Sidecar] = {}
         for folder in self.sidecar_folders():
             try:
-                cars[folder] = read_sidecar(self.root, folder)
+                cars[folder] = self.sidecars.read(self.root, folder)
             except SidecarError as exc:
                 problems.append(Problem("error", "malformed_sidecar", f"{folder}/{SIDECAR}".lstrip("/"), str(exc)))
         notes: dict[str, Note | None] = {}
@@ -493,11 +502,36 @@ class Vault:
                         problems.append(Problem("warning", "bad_line_range", link.from_uri, f"{link.id}: {exc}"))
             if src is not None and link.match_text and link.match_text not in src.body:
                 problems.append(Problem("warning", "match_text_missing", link.from_uri, f"{link.id}: {link.match_text!r} not in the note"))
+        problems += self._check_sessions()
         for folder, car in cars.items():
             for link in car.legacy_links(folder):
                 if note(link.to_uri) is None:
                     problems.append(Problem("error", "dangling_link", link.from_uri, f"legacy entry {link.id}: {link.to_uri} does not exist"))
         return problems
+
+
+SESSION_KEYS = {"session", "id", "role", "content", "ts"}
+
+
+def _session_problems(path: Path, uri: str) -> list[Problem]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        return [Problem("error", "malformed_session", uri, f"unreadable: {exc}")]
+    ids: set[str] = set()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError as exc:
+            return [Problem("error", "malformed_session", uri, f"line {n}: not JSON ({exc.msg})")]
+        if not isinstance(event, dict) or not SESSION_KEYS <= set(event):
+            return [Problem("error", "malformed_session", uri, f"line {n}: needs keys {', '.join(sorted(SESSION_KEYS))}")]
+        if event["id"] in ids:
+            return [Problem("error", "malformed_session", uri, f"line {n}: duplicate id {event['id']!r}")]
+        ids.add(event["id"])
+    return []
 
 
 def _new_stored(from_uri, to_uri, link_type, weight, t_field, t_line_ranges, match_text, description, created_at) -> StoredLink:

@@ -91,3 +91,8 @@ def test_corrupt_state_shard_is_rebuilt(vault):
     (vault.root / ".memlink" / "db" / "catalog.json").write_text("{truncated")
     fresh = Vault.open(vault.root)
     assert [e.uri for e in fresh.list_notes()] == ["entities/ana.md"]
+
+
+def test_malformed_session_log_is_reported(vault):
+    (vault.root / "sessions" / "s1.jsonl").write_text('{"session": "s1", "id": "1", "role": "user", "content": "hi", "ts": "2026-01-01"}\n{oops\n')
+    assert [(p.code, p.uri) for p in vault.check()] == [("malformed_session", "sessions/s1.jsonl")]

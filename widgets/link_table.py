@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.markup import escape
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
@@ -25,6 +26,7 @@ class LinkTable(DataTable):
     def __init__(self, *, id: str | None = None):
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self._targets: list[str] = []
+        self._links: list[StoredLink] = []
 
     def on_mount(self) -> None:
         self.add_columns("", "type", "weight", "note", "anchor", "why")
@@ -32,6 +34,10 @@ class LinkTable(DataTable):
     def show(self, links: list[StoredLink], titles: dict[str, str], missing_ids: set[str]) -> None:
         self.clear()
         self._targets = []
+        self._links = list(links)
+        out = sum(1 for l in links if l.direction == "links")
+        self.border_title = f"Links → {out} · backlinks ← {len(links) - out}"
+        self.border_subtitle = ""
         for link in links:
             outgoing = link.direction == "links"
             other = link.to_uri if outgoing else link.from_uri
@@ -53,6 +59,13 @@ class LinkTable(DataTable):
         if not self._targets or self.cursor_row < 0 or self.cursor_row >= len(self._targets):
             return None
         return self._targets[self.cursor_row]
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """Show the highlighted link's full details under the table."""
+        if 0 <= event.cursor_row < len(self._links):
+            l = self._links[event.cursor_row]
+            where = f"{l.t_field}" + (f" lines {l.t_line_ranges}" if l.t_line_ranges else "")
+            self.border_subtitle = escape(f"{l.link_type.value} {l.weight:.2f} → {where} · {l.description}"[:200])
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -41,8 +41,11 @@ class BrowserScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one(NoteTree).border_title = "Notes"
+        self.query_one(NoteView).border_title = "Note"
+        self.query_one(LinkTable).border_title = "Links"
         self.action_reload()
-        self.query_one(NoteTree).focus()
+        self.set_focus(self.query_one(NoteTree))
 
     # -- navigation ---------------------------------------------------------------------------
     async def open_note(self, uri: str, *, record: bool = True) -> None:
@@ -80,7 +83,8 @@ class BrowserScreen(Screen):
         await self.open_note(self._forward.pop(), record=False)
 
     def action_focus(self, which: str) -> None:
-        self.query_one(f"#{which}").focus()
+        # set_focus is immediate, so a key typed right after (l, enter) reaches the new pane.
+        self.set_focus(self.query_one(f"#{which}"))
 
     def action_reload(self) -> None:
         self.vault.sync_catalog()

@@ -1,0 +1,94 @@
+"""The `memlink` CLI through its real entry point, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO, SAMPLE, make_pair
+from engine import Vault
+
+
+def memlink(*args: str, vault: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "memlink_tui"]
+    if vault is not None:
+        cmd += ["--vault", str(vault)]
+    return subprocess.run(cmd + list(args), capture_output=True, text=True, cwd=REPO, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+
+
+def test_init_link_show_links_unlink_check(tmp_path):
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    a, b = make_pair(Vault.open(root))
+    r = memlink("link", b.uri, a.uri, "--type", "belongs_to", "--weight", "0.8", "--match-text", "User",
+                "--description", "whose preference", "--t-field", "content", "--t-lines", "1-2", "--json", vault=root)
+    assert r.returncode == 0, r.stderr
+    link = json.loads(r.stdout)
+    assert link["link_type"] == "belongs_to" and link["t_line_ranges"] == "1-2" and link["weight"] == 0.8
+
+    shown = json.loads(memlink("show", b.uri, "--json", vault=root).stdout)
+    assert shown["memory_type"] == "preference" and shown["fields"]["topic"] == "Python code style"
+    assert "[User](entities/caroline.md)" in shown["rendered"] and "[User]" not in shown["body"]
+    assert [l["id"] for l in shown["links"]] == [link["id"]] and shown["backlinks"] == []
+
+    back = json.loads(memlink("links", a.uri, "--direction", "backlinks", "--json", vault=root).stdout)
+    assert [(l["direction"], l["from_uri"]) for l in back] == [("backlinks", b.uri)]
+    text = memlink("links", a.uri, vault=root).stdout
+    assert "<- belongs_to" in text and "whose preference" in text
+
+    assert memlink("check", vault=root).returncode == 0
+    r = memlink("unlink", b.uri, a.uri, "--type", "belongs_to", vault=root)
+    assert r.returncode == 0 and "removed 1 link" in r.stdout
+    assert json.loads(memlink("links", a.uri, "--json", vault=root).stdout) == []
+
+
+def test_errors_are_one_line_on_stderr_with_nonzero_exit(tmp_path):
+    root = tmp_path / "v"
+    memlink("init", vault=root)
+    cases = [
+        ("show", "../../etc/passwd"),
+        ("show", "entities/nobody.md"),
+        ("link", "profile.md", "entities/x.md", "--type", "related_to"),
+        ("unlink", "profile.md", "entities/x.md"),
+    ]
+    for args in cases:
+        r = memlink(*args, vault=root)
+        assert r.returncode == 1, args
+        assert r.stderr.startswith("memlink: error: ") and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = memlink("show", "x.md", vault=tmp_path / "missing")
+    assert r.returncode == 1 and "does not exist" in r.stderr
+    r = memlink("init", vault=root)
+    assert r.returncode == 1 and "already a memlink vault" in r.stderr
+    r = memlink("link", "a.md", "b.md", "--type", "likes", vault=root)
+    assert r.returncode == 2  # argparse usage error
+
+
+def test_check_exits_3_on_errors(tmp_path):
+    root = tmp_path / "v"
+    memlink("init", vault=root)
+    (root / "entities" / "bad.md").write_text("nope\n")
+    r = memlink("check", vault=root)
+    assert r.returncode == 3 and "malformed_note" in r.stdout
+
+
+def test_vault_from_environment(tmp_path):
+    root = tmp_path / "envvault"
+    assert memlink("init", env={"MEMLINK_VAULT": str(root)}).returncode == 0
+    assert (root / "memlink.yaml").exists()
+
+
+def test_demo_copies_the_sample_vault_and_leaves_the_original_alone(tmp_path):
+    before = sorted((p.relative_to(SAMPLE).as_posix(), p.stat().st_mtime_ns) for p in SAMPLE.rglob("*"))
+    r = memlink("demo", "--no-app", env={"MEMLINK_HOME": str(tmp_path / "home")})
+    assert r.returncode == 0, r.stderr
+    copy = Path(r.stdout.strip().split(" to ", 1)[1])
+    assert copy.parent == tmp_path / "home" and (copy / "memlink.yaml").exists()
+    assert memlink("check", vault=copy).returncode == 0
+    Vault.open(copy).write_note("entity", {"name": "Someone new"})
+    after = sorted((p.relative_to(SAMPLE).as_posix(), p.stat().st_mtime_ns) for p in SAMPLE.rglob("*"))
+    assert before == after
+    assert not (SAMPLE / ".memlink").exists()
