@@ -10,15 +10,15 @@ from __future__ import annotations
 import json
 import os
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Literal, Optional
+from typing import Any, Iterator, Literal
 
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
-from tinydb import Query
 
 from .atomic import atomic_write_text, sweep_temp_files
+from .catalog import CatalogEntry, CatalogStore, content_hash
 from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
 from .errors import LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, SidecarError, VaultError, VaultLocked
 from .journal import DeleteFile, Journal, PutLink, RemoveLegacy, RemoveLink, SidecarCache, WriteFile
@@ -36,18 +36,6 @@ STATE_DIR = ".memlink"
 NON_NOTE_DIRS = {"sessions", "dashboards", "memory_types"}
 DEFAULT_FOLDERS = ("preferences", "entities", "events", "reports", "report_candidates", "sources", "sessions")
 LinkDirection = Literal["links", "backlinks", "both"]
-
-
-@dataclass
-class CatalogEntry:
-    uri: str
-    memory_type: str
-    title: str
-    created_at: str
-    updated_at: str
-    mtime_ns: int
-    size: int
-    error: Optional[str] = None
 
 
 @dataclass
@@ -71,6 +59,11 @@ class Vault:
         self.links_version = 0  # bumped on every link write; caches keyed on it go stale
         self._lock: FileLock | None = None
         self._catalog: dict[str, CatalogEntry] | None = None
+        self._sidecar_stamps: dict[str, tuple[int, int]] | None = None
+        # Higher layers (indexes) subscribe to ("changed" | "deleted", uri) after each write.
+        self.listeners: list = []
+        # Per-vault caches of higher layers (the link graph...), never process-wide.
+        self.cache: dict[str, object] = {}
 
     # -- opening ----------------------------------------------------------------------------
     @classmethod
@@ -203,6 +196,7 @@ class Vault:
             link_ops = self._range_corrections(old, note) if old else []
             self._commit(ops + link_ops, links_changed=bool(link_ops))
             self._catalog_put(note)
+        self._notify("changed", uri)
         return note
 
     def delete_note(self, uri: str) -> int:
@@ -217,6 +211,7 @@ class Vault:
                 ops += self._remove_ops(link)
             self._commit(ops, links_changed=bool(links))
             self._catalog_drop(uri)
+        self._notify("deleted", uri)
         return len(links)
 
     # -- links ----------------------------------------------------------------------------
@@ -356,7 +351,8 @@ class Vault:
         return render_links(note.body, links, href) if href else render_links(note.body, links)
 
     # -- the catalog (derived: which notes exist, their type and title) --------------------
-    def iter_note_files(self) -> Iterator[tuple[str, os.stat_result]]:
+    def iter_vault_files(self) -> Iterator[tuple[str, os.stat_result]]:
+        """Notes (``*.md`` outside hidden and non-note folders) and link sidecars."""
         for dirpath, dirnames, filenames in os.walk(self.root):
             rel = os.path.relpath(dirpath, self.root)
             rel = "" if rel == "." else rel.replace(os.sep, "/")
@@ -364,7 +360,7 @@ class Vault:
                 d for d in dirnames if not d.startswith(".") and not (rel == "" and d in NON_NOTE_DIRS)
             )
             for name in sorted(filenames):
-                if name.endswith(".md") and not name.startswith("."):
+                if (name.endswith(".md") and not name.startswith(".")) or name == SIDECAR:
                     path = os.path.join(dirpath, name)
                     try:
                         st = os.stat(path)
@@ -374,29 +370,36 @@ class Vault:
 
     def sync_catalog(self) -> dict[str, CatalogEntry]:
         """Bring the catalog in line with the files (notes edited in vim or Obsidian, added
-        or deleted). Only changed files are parsed; one shard write at most."""
-        table = self.state.db("catalog").table("notes")
-        known = {row["uri"]: CatalogEntry(**row) for row in table.all()}
+        or deleted). Only files whose mtime or size changed are read; only shards that
+        changed are written. A sidecar changed outside memlink makes link caches stale."""
+        store = CatalogStore(self.state)
+        known = store.load() if self._catalog is None else self._catalog
         fresh: dict[str, CatalogEntry] = {}
-        changed = False
-        for uri, st in self.iter_note_files():
+        sidecars: dict[str, tuple[int, int]] = {}
+        for uri, st in self.iter_vault_files():
+            if uri.endswith(SIDECAR):
+                sidecars[uri] = (st.st_mtime_ns, st.st_size)
+                continue
             entry = known.get(uri)
-            if entry is None or entry.mtime_ns != st.st_mtime_ns or entry.size != st.st_size:
+            if entry is None or entry.mtime_ns != st.st_mtime_ns or entry.size != st.st_size or not entry.sha:
                 entry = self._catalog_entry(uri, st)
-                changed = True
             fresh[uri] = entry
-        if changed or set(known) != set(fresh):
-            table.truncate()
-            table.insert_multiple(asdict(e) for e in fresh.values())
+        store.replace(known, fresh)
+        if self._sidecar_stamps is not None and sidecars != self._sidecar_stamps:
+            self.links_version += 1
+        self._sidecar_stamps = sidecars
         self._catalog = fresh
         return fresh
 
     def _catalog_entry(self, uri: str, st: os.stat_result) -> CatalogEntry:
         try:
-            note = self.read_note(uri)
-        except MemlinkError as exc:
+            data = self.path(uri).read_bytes()
+            note = parse_note(data.decode("utf-8"), uri, self.types)
+        except (MemlinkError, OSError, UnicodeDecodeError) as exc:
             return CatalogEntry(uri, "", uri, "", "", st.st_mtime_ns, st.st_size, error=str(exc))
-        return CatalogEntry(uri, note.memory_type, self.title(note), note.created_at, note.updated_at, st.st_mtime_ns, st.st_size)
+        return CatalogEntry(
+            uri, note.memory_type, self.title(note), note.created_at, note.updated_at, st.st_mtime_ns, st.st_size, content_hash(data)
+        )
 
     def catalog(self) -> dict[str, CatalogEntry]:
         return self._catalog if self._catalog is not None else self.sync_catalog()
@@ -407,19 +410,22 @@ class Vault:
         ]
 
     def _catalog_put(self, note: Note) -> None:
-        if self._catalog is None:
-            return
-        st = self.path(note.uri).stat()
-        entry = CatalogEntry(note.uri, note.memory_type, self.title(note), note.created_at, note.updated_at, st.st_mtime_ns, st.st_size)
-        self._catalog[note.uri] = entry
-        table = self.state.db("catalog").table("notes")
-        table.upsert(asdict(entry), Query().uri == note.uri)
+        path = self.path(note.uri)
+        st = path.stat()
+        entry = CatalogEntry(note.uri, note.memory_type, self.title(note), note.created_at, note.updated_at,
+                             st.st_mtime_ns, st.st_size, content_hash(path.read_bytes()))
+        if self._catalog is not None:
+            self._catalog[note.uri] = entry
+        CatalogStore(self.state).put(entry)
 
     def _catalog_drop(self, uri: str) -> None:
-        if self._catalog is None:
-            return
-        self._catalog.pop(uri, None)
-        self.state.db("catalog").table("notes").remove(Query().uri == uri)
+        if self._catalog is not None:
+            self._catalog.pop(uri, None)
+        CatalogStore(self.state).drop(uri)
+
+    def _notify(self, event: str, uri: str) -> None:
+        for listener in list(self.listeners):
+            listener(event, uri)
 
     def _check_sessions(self) -> list[Problem]:
         folder = self.root / "sessions"

@@ -71,7 +71,7 @@ def test_deleting_derived_state_loses_nothing(vault):
     shutil.rmtree(vault.root / ".memlink")
     fresh = Vault.open(vault.root)
     assert [e.uri for e in fresh.list_notes()] == ["entities/ana.md"]
-    assert (vault.root / ".memlink" / "db" / "catalog.json").exists()
+    assert list((vault.root / ".memlink" / "db").glob("catalog-*.json"))
 
 
 def test_catalog_follows_edits_made_outside(vault):
@@ -88,7 +88,8 @@ def test_catalog_follows_edits_made_outside(vault):
 def test_corrupt_state_shard_is_rebuilt(vault):
     vault.write_note("entity", {"name": "Ana"})
     vault.sync_catalog()
-    (vault.root / ".memlink" / "db" / "catalog.json").write_text("{truncated")
+    for shard in (vault.root / ".memlink" / "db").glob("catalog-*.json"):
+        shard.write_text("{truncated")
     fresh = Vault.open(vault.root)
     assert [e.uri for e in fresh.list_notes()] == ["entities/ana.md"]
 

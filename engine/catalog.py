@@ -1,0 +1,79 @@
+"""The catalog: which notes exist, their type, title, timestamps and file identity
+(mtime + size + content hash). Derived state in TinyDB, sharded by a hash of the URI so
+that recording one note rewrites one small shard, not the whole catalog."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+from tinydb import Query
+
+from .state import StateStore
+
+SHARDS = 64
+
+
+@dataclass
+class CatalogEntry:
+    uri: str
+    memory_type: str
+    title: str
+    created_at: str
+    updated_at: str
+    mtime_ns: int
+    size: int
+    sha: str = ""  # content hash: the index compares it to what it has indexed
+    error: Optional[str] = None
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:20]
+
+
+def shard_of(uri: str) -> str:
+    return f"catalog-{int(hashlib.sha1(uri.encode('utf-8')).hexdigest()[:6], 16) % SHARDS:02d}"
+
+
+class CatalogStore:
+    def __init__(self, state: StateStore):
+        self.state = state
+
+    def _table(self, shard: str):
+        return self.state.db(shard).table("notes")
+
+    def load(self) -> dict[str, CatalogEntry]:
+        out: dict[str, CatalogEntry] = {}
+        folder = self.state.folder
+        if not folder.is_dir():
+            return out
+        for path in sorted(folder.glob("catalog-*.json")):
+            for row in self._table(path.stem).all():
+                try:
+                    entry = CatalogEntry(**row)
+                except TypeError:
+                    continue  # a row from an older layout: it is re-derived from the file
+                out[entry.uri] = entry
+        return out
+
+    def replace(self, before: dict[str, CatalogEntry], after: dict[str, CatalogEntry]) -> None:
+        """Write only the shards whose rows changed."""
+        dirty: dict[str, list[CatalogEntry]] = {}
+        for uri in set(before) | set(after):
+            if before.get(uri) != after.get(uri):
+                dirty.setdefault(shard_of(uri), [])
+        for entry in after.values():
+            if shard_of(entry.uri) in dirty:
+                dirty[shard_of(entry.uri)].append(entry)
+        for shard, rows in dirty.items():
+            table = self._table(shard)
+            table.truncate()
+            if rows:
+                table.insert_multiple(asdict(e) for e in rows)
+
+    def put(self, entry: CatalogEntry) -> None:
+        self._table(shard_of(entry.uri)).upsert(asdict(entry), Query().uri == entry.uri)
+
+    def drop(self, uri: str) -> None:
+        self._table(shard_of(uri)).remove(Query().uri == uri)

@@ -1,0 +1,81 @@
+"""Embedders: text → L2-normalised float32 vectors. model2vec by default, loaded from a
+folder shipped in the package (engine/models/), never downloaded at run time.
+
+Text whose tokens are all unknown to the model embeds to an all-zero vector; callers
+must not put such vectors in the vector index (``nonzero`` tells them apart).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+BUNDLED_MODEL = "minilm-l6-m2v-256"
+
+
+class Embedder(Protocol):
+    name: str
+    dims: int
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """(len(texts), dims) float32, rows L2-normalised or all zero."""
+
+
+def normalise(matrix: np.ndarray) -> np.ndarray:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    out = np.zeros_like(matrix)
+    np.divide(matrix, norms, out=out, where=norms > 1e-8)
+    return out
+
+
+def nonzero(matrix: np.ndarray) -> np.ndarray:
+    """Boolean mask of rows that carry meaning (not all-zero)."""
+    return np.linalg.norm(matrix, axis=1) > 1e-6
+
+
+class Model2VecEmbedder:
+    def __init__(self, source: str | Path, name: str | None = None):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the network
+        from model2vec import StaticModel
+
+        self.model = StaticModel.from_pretrained(str(source))
+        self.name = name or str(source)
+        self.dims = int(self.model.dim)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        return normalise(self.model.encode(list(texts), show_progress_bar=False))
+
+
+def bundled_model_path() -> Path:
+    return Path(str(resources.files("engine.models") / BUNDLED_MODEL))
+
+
+@dataclass
+class EmbedderChoice:
+    embedder: Embedder
+    notice: str | None  # set when the configured model could not be used
+
+
+def load_embedder(configured: str | None) -> EmbedderChoice:
+    """The configured model2vec model (hub id in the local cache, or a folder), else the
+    bundled one — with a notice saying why."""
+    if configured:
+        try:
+            return EmbedderChoice(Model2VecEmbedder(configured, name=configured), None)
+        except Exception as exc:  # any load failure → fall back, but say so
+            reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}" if str(exc) else type(exc).__name__
+            notice = f"embedding model {configured!r} could not be loaded ({reason}); using the bundled {BUNDLED_MODEL}"
+            log.warning(notice)
+            return EmbedderChoice(Model2VecEmbedder(bundled_model_path(), name=BUNDLED_MODEL), notice)
+    return EmbedderChoice(Model2VecEmbedder(bundled_model_path(), name=BUNDLED_MODEL), None)
