@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Optional
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -13,11 +14,45 @@ from .errors import VaultError
 CONFIG_FILE = "memlink.yaml"
 
 
+class EmbeddingConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: Optional[str] = Field(
+        None, description="a model2vec model: folder or hub id already in the local cache; empty = the bundled one"
+    )
+
+
+class SearchConfig(BaseModel):
+    """Hybrid search and graph propagation (seed 000 §3.5.1; defaults are the seed's)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    candidates: int = Field(30, ge=1, description="hits taken from each route before fusion")
+    rrf_k: int = Field(10, ge=1, description="RRF constant; small, because fused scores also serve as base scores in the α-merge")
+    seeds: int = Field(10, ge=1, description="top fused hits that seed graph propagation")
+    alpha: float = Field(0.7, ge=0, le=1, description="weight of the search score for seeds")
+    damping: float = Field(0.85, ge=0, le=1)
+    depth: int = Field(1, ge=1, le=5)
+    min_link_weight: float = Field(0.3, ge=0, le=1)
+    min_ppr_score: float = Field(0.05, ge=0)
+    forced_follow: list[str] = Field(default_factory=lambda: ["contradicts", "evolved_from"])
+    backlink_boost: bool = False
+    min_vector_similarity: float = Field(0.3, ge=-1, le=1, description="vector hits below this are noise")
+    hnsw_m: int = Field(16, ge=4, le=64)
+    hnsw_ef_construction: int = Field(100, ge=10)
+    hnsw_ef_search: int = Field(80, ge=10)
+
+    def hnsw(self) -> dict:
+        return {"M": self.hnsw_m, "ef_construction": self.hnsw_ef_construction, "ef_search": self.hnsw_ef_search}
+
+
 class VaultConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = "memlink vault"
     lock_timeout: float = Field(30.0, ge=0, description="seconds a writer waits for the vault lock")
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
 
 
 def load_config(root: Path) -> VaultConfig:
@@ -42,4 +77,6 @@ def load_config(root: Path) -> VaultConfig:
 
 
 def dump_config(config: VaultConfig) -> str:
-    return yaml.safe_dump(config.model_dump(mode="json"), allow_unicode=True, sort_keys=False)
+    """Only what differs from the defaults (plus the name), so new defaults reach old vaults."""
+    data = {"name": config.name, **config.model_dump(mode="json", exclude_defaults=True)}
+    return yaml.safe_dump(data, allow_unicode=True, sort_keys=False)

@@ -1,0 +1,224 @@
+"""The link graph (networkx) built from the sidecars: typed propagation for search
+(seed 000 §3.5.1 with the §3.2.7.4 table), Personalized PageRank for hub finding,
+neighbourhood queries (GBrain's graph-query) and paths.
+
+One graph per open Vault, kept in ``vault.cache`` and rebuilt when ``vault.links_version``
+moves (every link write, and sidecars changed outside memlink)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable, Literal
+
+import networkx as nx
+
+from .links import LinkType, StoredLink
+
+Direction = Literal["links", "backlinks"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How score flows along one (link_type, direction): weight, continue, max depth."""
+
+    weight: float
+    cont: bool
+    max_depth: int
+
+
+# §3.2.7.4. "links" = following a link from its from-note to its to-note; "backlinks" =
+# arriving at a note's backlink and walking to the note that links to it.
+PROPAGATION: dict[tuple[LinkType, Direction], Rule] = {
+    (LinkType.CONTRADICTS, "links"): Rule(0.8, False, 1),
+    (LinkType.CONTRADICTS, "backlinks"): Rule(0.8, False, 1),
+    (LinkType.BELONGS_TO, "links"): Rule(0.7, True, 3),
+    (LinkType.BELONGS_TO, "backlinks"): Rule(0.7, True, 3),
+    (LinkType.CAUSED_BY, "links"): Rule(0.5, True, 2),
+    (LinkType.CAUSED_BY, "backlinks"): Rule(0.3, False, 1),
+    (LinkType.DERIVED_FROM, "links"): Rule(0.2, False, 1),
+    (LinkType.DERIVED_FROM, "backlinks"): Rule(0.6, False, 1),
+    (LinkType.EVOLVED_FROM, "links"): Rule(0.3, False, 1),
+    (LinkType.EVOLVED_FROM, "backlinks"): Rule(0.9, True, 5),
+    (LinkType.RELATED_TO, "links"): Rule(0.4, False, 1),
+    (LinkType.RELATED_TO, "backlinks"): Rule(0.4, False, 1),
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One edge walked: from ``src`` to ``dst`` over ``link`` in ``direction``."""
+
+    src: str
+    dst: str
+    link: StoredLink
+    direction: Direction
+
+    def describe(self) -> str:
+        arrow = "→" if self.direction == "links" else "←"
+        return f"{self.link.link_type.value} {arrow} {self.src}"
+
+
+@dataclass
+class Propagated:
+    score: float = 0.0
+    via: list[Step] = field(default_factory=list)  # strongest contributions first
+    forced: bool = False
+
+
+@dataclass
+class PropagationParams:
+    damping: float = 0.85
+    depth: int = 1
+    min_link_weight: float = 0.3
+    min_score: float = 0.05
+    forced_follow: tuple[LinkType, ...] = (LinkType.CONTRADICTS, LinkType.EVOLVED_FROM)
+    table: dict = field(default_factory=lambda: dict(PROPAGATION))
+
+
+class LinkGraph:
+    def __init__(self, links: Iterable[StoredLink], notes: Iterable[str] = ()):
+        self.g = nx.MultiDiGraph()
+        self.g.add_nodes_from(notes)
+        for link in links:
+            if link.direction != "links":
+                continue
+            self.g.add_edge(link.from_uri, link.to_uri, key=link.id + link.to_uri, link=link)
+
+    @classmethod
+    def for_vault(cls, vault) -> "LinkGraph":
+        """The vault's graph, rebuilt only when its links changed."""
+        vault.catalog()  # a first sync records sidecar stamps
+        cached = vault.cache.get("graph")
+        if cached is not None and cached[0] == vault.links_version:
+            return cached[1]
+        notes = {e.uri for e in vault.list_notes()}
+        graph = cls((l for l in vault.all_links() if l.from_uri in notes and l.to_uri in notes), notes)
+        vault.cache["graph"] = (vault.links_version, graph)
+        return graph
+
+    # -- walking ----------------------------------------------------------------------------
+    def steps(self, uri: str) -> Iterable[Step]:
+        """Every edge out of ``uri``: its links (→) and its backlinks (←)."""
+        if uri not in self.g:
+            return
+        for _, dst, data in self.g.out_edges(uri, data=True):
+            yield Step(uri, dst, data["link"], "links")
+        for src, _, data in self.g.in_edges(uri, data=True):
+            yield Step(uri, src, data["link"], "backlinks")
+
+    def backlink_count(self, uri: str) -> int:
+        return self.g.in_degree(uri) if uri in self.g else 0
+
+    def propagate(self, seeds: dict[str, float], params: PropagationParams) -> dict[str, Propagated]:
+        """Spread seed scores along typed links (§3.5.1 phase 2).
+
+        Each step multiplies by the table weight of (link_type, direction), the link's own
+        weight and the damping factor, divided by √degree of the note it leaves; links under ``min_link_weight`` are skipped; a node
+        reached over a non-continuing rule, or at its rule's max depth, spreads no further.
+        Contributions from several seeds combine by noisy-OR, 1 - Π(1 - c): two weak
+        paths to a bridging note beat one, but a hub reached from every seed stays below 1."""
+        out: dict[str, Propagated] = defaultdict(Propagated)
+
+        def spread_of(uri: str) -> float:
+            return math.sqrt(max(1, self.g.degree(uri)))
+
+        frontier = [(uri, score, 0) for uri, score in seeds.items() if score > 0]
+        while frontier:
+            nxt = []
+            for uri, score, hop in frontier:
+                for step in self.steps(uri):
+                    rule = params.table.get((step.link.link_type, step.direction))
+                    if rule is None or step.link.weight < params.min_link_weight or hop + 1 > rule.max_depth:
+                        continue
+                    # A note's score spreads over its links, as a random walk's does: divided by
+                    # the square root of its degree, so a hub seed does not flood its neighbours.
+                    gain = score * rule.weight * step.link.weight * params.damping / spread_of(uri)
+                    if gain <= 0:
+                        continue
+                    got = out[step.dst]
+                    got.score = 1.0 - (1.0 - got.score) * (1.0 - min(gain, 1.0))  # noisy-OR: bounded, additive when small
+                    got.via.append(step)
+                    if rule.cont and hop + 1 < params.depth:
+                        nxt.append((step.dst, gain, hop + 1))
+            frontier = nxt
+        for p in out.values():
+            p.via.sort(key=lambda s: -s.link.weight)
+        return dict(out)
+
+    def forced_neighbours(self, uri: str, params: PropagationParams) -> list[Step]:
+        """Links that search always follows one hop, whatever their weight (§3.2.7.3)."""
+        return [s for s in self.steps(uri) if s.link.link_type in params.forced_follow]
+
+    # -- whole-graph views ------------------------------------------------------------------
+    def weighted_digraph(self) -> nx.DiGraph:
+        g = nx.DiGraph()
+        g.add_nodes_from(self.g.nodes)
+        for a, b, data in self.g.edges(data=True):
+            w = data["link"].weight
+            if g.has_edge(a, b):
+                g[a][b]["weight"] += w
+            else:
+                g.add_edge(a, b, weight=w)
+        return g
+
+    def ppr(self, personalization: dict[str, float] | None = None, alpha: float = 0.85, both_ways: bool = False) -> dict[str, float]:
+        """Personalized PageRank over link weights. With ``both_ways`` the walk may also go
+        from a note to the notes linking to it (neighbourhood ranking around a note);
+        without, score gathers where links point (hub finding)."""
+        g = self.weighted_digraph()
+        if both_ways:
+            for a, b, data in list(g.edges(data=True)):
+                if g.has_edge(b, a):
+                    continue
+                g.add_edge(b, a, weight=data["weight"])
+        if g.number_of_nodes() == 0:
+            return {}
+        pers = {n: w for n, w in (personalization or {}).items() if n in g and w > 0} or None
+        return nx.pagerank(g, alpha=alpha, personalization=pers, weight="weight", tol=1e-10, max_iter=500)
+
+    def neighbourhood(
+        self,
+        uri: str,
+        types: set[LinkType] | None = None,
+        direction: Literal["in", "out", "both"] = "both",
+        depth: int = 1,
+    ) -> list[tuple[int, Step]]:
+        """GBrain's graph-query: notes reachable from ``uri`` within ``depth`` hops over
+        links of the given types, following outgoing links (out), backlinks (in) or both.
+        Returns (hop, step) pairs in breadth-first order, each note once."""
+        seen = {uri}
+        out: list[tuple[int, Step]] = []
+        frontier = [uri]
+        for hop in range(1, depth + 1):
+            nxt = []
+            for node in frontier:
+                for step in self.steps(node):
+                    if types and step.link.link_type not in types:
+                        continue
+                    if direction == "out" and step.direction != "links":
+                        continue
+                    if direction == "in" and step.direction != "backlinks":
+                        continue
+                    if step.dst in seen:
+                        continue
+                    seen.add(step.dst)
+                    out.append((hop, step))
+                    nxt.append(step.dst)
+            frontier = nxt
+        return out
+
+    def path(self, a: str, b: str) -> list[Step] | None:
+        """A shortest path between two notes, walking links either way."""
+        if a not in self.g or b not in self.g:
+            return None
+        try:
+            nodes = nx.shortest_path(self.g.to_undirected(as_view=True), a, b)
+        except nx.NetworkXNoPath:
+            return None
+        steps = []
+        for x, y in zip(nodes, nodes[1:]):
+            step = next((s for s in self.steps(x) if s.dst == y), None)
+            steps.append(step)
+        return steps

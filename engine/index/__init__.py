@@ -1,0 +1,233 @@
+"""The search indexes of one vault (vectors + keywords) and their sync with the files.
+
+State lives in `.memlink/index/`: the tantivy keyword index, a hnswlib snapshot and
+``state.json`` (fingerprint, the content hash each note was indexed at, the vector map).
+Sync compares the catalog's content hashes with ``state.json`` and re-indexes only what
+changed; a different fingerprint (embedding model, dimensions, chunking, tokenizer) means
+a full rebuild. Every step is idempotent, so a crash at any point is repaired by the next
+sync."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..atomic import atomic_write_text, remove_file
+from ..embed import Embedder, load_embedder
+from ..errors import MemlinkError
+from ..text import CHUNK_WORDS, chunk_text
+from .keywords import KeywordIndex
+from .vectors import VectorIndex
+
+FORMAT = 1
+BATCH = 256
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class SyncReport:
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    rebuilt: bool = False
+    reason: str = ""
+    seconds: float = 0.0
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> int:
+        return self.added + self.updated + self.removed
+
+
+class SearchIndex:
+    def __init__(self, vault, embedder: Embedder | None = None):
+        self.vault = vault
+        self.folder = vault.state_dir / "index"
+        self.notice: str | None = None
+        if embedder is None:
+            choice = load_embedder(vault.config.embedding.model)
+            embedder, self.notice = choice.embedder, choice.notice
+        self.embedder = embedder
+        self.fingerprint = {
+            "format": FORMAT,
+            "model": embedder.name,
+            "dims": embedder.dims,
+            "chunk_words": CHUNK_WORDS,
+            "tokenizer": "stem-en+cjk-bigram-1",
+        }
+        self.indexed: dict[str, str] = {}  # uri -> content hash it was indexed at
+        self.types: dict[str, str] = {}  # uri -> memory type
+        self.vectors = VectorIndex(embedder.dims, **vault.config.search.hnsw())
+        self.keywords: KeywordIndex | None = None
+        self.dirty = False
+        self._stale_reason = ""
+        self._loaded = False
+
+    @classmethod
+    def for_vault(cls, vault) -> "SearchIndex":
+        """One index per open vault, kept up to date by the vault's write notifications."""
+        index = vault.cache.get("index")
+        if index is None:
+            index = cls(vault)
+            index.load()
+            vault.listeners.append(index.on_vault_change)
+            vault.cache["index"] = index
+        return index
+
+    # -- persistence ------------------------------------------------------------------------
+    def load(self) -> None:
+        state_path = self.folder / "state.json"
+        state = None
+        try:
+            state = json.loads(state_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            self._stale_reason = "no index yet"
+        except (ValueError, OSError):
+            self._stale_reason = "index state unreadable"
+        if state is not None and state.get("fingerprint") != self.fingerprint:
+            old = state.get("fingerprint", {})
+            changed = [k for k in self.fingerprint if old.get(k) != self.fingerprint[k]]
+            self._stale_reason = f"index built with a different {', '.join(changed)}"
+            state = None
+        if state is not None:
+            try:
+                self.vectors = VectorIndex.load(self.folder, state["vectors"])
+                self.indexed = dict(state["indexed"])
+                self.types = dict(state["types"])
+            except (KeyError, OSError, RuntimeError, ValueError) as exc:
+                self._stale_reason = f"vector index unreadable ({exc})"
+                state = None
+        if state is None:
+            self.vectors = VectorIndex(self.embedder.dims, **self.vault.config.search.hnsw())
+            self.indexed, self.types = {}, {}
+            self.keywords = KeywordIndex.wipe(self.folder / "keywords")
+        else:
+            self.keywords = KeywordIndex(self.folder / "keywords")
+        self._loaded = True
+
+    def checkpoint(self) -> None:
+        """Make the in-memory index durable (keywords committed, vector snapshot + state)."""
+        if not self.dirty:
+            return
+        with self.vault.writing():
+            self.keywords.commit()
+            tag = uuid.uuid4().hex[:10]
+            meta = self.vectors.save(self.folder, tag)
+            state = {"fingerprint": self.fingerprint, "indexed": self.indexed, "types": self.types, "vectors": meta}
+            atomic_write_text(self.folder / "state.json", json.dumps(state, ensure_ascii=False, separators=(",", ":")))
+            for old in self.folder.glob("vectors-*.bin"):
+                if old.name != meta["file"]:
+                    remove_file(old)
+        self.dirty = False
+
+    # -- keeping up with the files ----------------------------------------------------------
+    def status(self) -> dict:
+        return {
+            "notes_indexed": len(self.indexed),
+            "chunks": len(self.vectors),
+            "model": self.embedder.name,
+            "dims": self.embedder.dims,
+            "notice": self.notice,
+        }
+
+    def sync(self, progress: Progress | None = None, full: bool = False) -> SyncReport:
+        """Index what changed on disk since the last sync (or everything, with ``full``)."""
+        started = time.perf_counter()
+        report = SyncReport()
+        if self.notice:
+            report.notices.append(self.notice)
+        if full or self._stale_reason:
+            report.rebuilt = True
+            report.reason = self._stale_reason or "full reindex asked for"
+            self.vectors = VectorIndex(self.embedder.dims, **self.vault.config.search.hnsw())
+            self.indexed, self.types = {}, {}
+            self.keywords = KeywordIndex.wipe(self.folder / "keywords")
+            self._stale_reason = ""
+            self.dirty = True
+        catalog = self.vault.sync_catalog()
+        live = {u: e for u, e in catalog.items() if not e.error}
+        todo = [u for u, e in live.items() if self.indexed.get(u) != e.sha]
+        gone = [u for u in self.indexed if u not in live]
+        report.added = sum(1 for u in todo if u not in self.indexed)
+        report.updated = len(todo) - report.added
+        report.removed = len(gone)
+        if not todo and not gone:
+            report.seconds = time.perf_counter() - started
+            return report
+        with self.vault.writing():
+            for uri in gone:
+                self._drop(uri)
+            bulk = report.rebuilt or not self.indexed
+            for start in range(0, len(todo), BATCH):
+                self._index_batch(todo[start : start + BATCH], bulk)
+                if progress:
+                    progress(min(start + BATCH, len(todo)), len(todo))
+            self.keywords.commit()
+        self.dirty = True
+        self.checkpoint()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _index_batch(self, uris: list[str], bulk: bool) -> None:
+        texts, owners, notes = [], [], []
+        for uri in uris:
+            try:
+                note = self.vault.read_note(uri)
+            except MemlinkError:
+                continue  # vanished or broken since the catalog sync; the next sync sees it
+            chunks = chunk_text(note.body)
+            notes.append((note, len(chunks)))
+            texts.extend(c.text for c in chunks)
+        matrix = self.embedder.encode(texts) if texts else np.zeros((0, self.embedder.dims), np.float32)
+        at = 0
+        items = []
+        for note, n in notes:
+            vectors = matrix[at : at + n]
+            at += n
+            title = self.vault.title(note)
+            if bulk:
+                items.append((note.uri, vectors))
+            else:
+                self.vectors.put(note.uri, vectors)
+            self.keywords.put(note.uri, note.memory_type, title, note.body)
+            entry = self.vault.catalog().get(note.uri)
+            self.indexed[note.uri] = entry.sha if entry else ""
+            self.types[note.uri] = note.memory_type
+        if items:
+            self.vectors.put_many(items, threads=2)
+
+    def _drop(self, uri: str) -> None:
+        self.vectors.remove(uri)
+        self.keywords.remove(uri)
+        self.indexed.pop(uri, None)
+        self.types.pop(uri, None)
+
+    def on_vault_change(self, event: str, uri: str) -> None:
+        """Called by the vault after each note write or delete in this process."""
+        with self.vault.writing():
+            if event == "deleted":
+                self._drop(uri)
+            else:
+                self._index_batch([uri], bulk=False)
+            self.keywords.commit()
+        self.dirty = True
+
+    # -- querying ---------------------------------------------------------------------------
+    def embed_query(self, query: str) -> np.ndarray:
+        return self.embedder.encode([query])[0]
+
+    def vector_search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:
+        vec = self.embed_query(query)
+        want = k * 4 if types else k
+        hits = self.vectors.query(vec, want)
+        return [(u, s) for u, s, _ in hits if not types or self.types.get(u) in types][:k]
+
+    def keyword_search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:
+        return self.keywords.search(query, k, types)

@@ -1,0 +1,114 @@
+"""Vector index: hnswlib (cosine) over note chunks, with a label → (uri, chunk) map.
+
+Incremental: a note's chunks are replaced (old labels marked deleted, their slots reused
+through ``allow_replace_deleted``), the index grows by resizing. Saved as one snapshot
+(binary + map) by the SearchIndex checkpoint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import hnswlib
+import numpy as np
+
+from ..atomic import atomic_write_text
+from ..embed import nonzero
+
+
+class VectorIndex:
+    def __init__(self, dims: int, *, M: int = 16, ef_construction: int = 100, ef_search: int = 80, capacity: int = 1024):
+        self.dims = dims
+        self.params = {"M": M, "ef_construction": ef_construction, "ef_search": ef_search}
+        self.index = hnswlib.Index(space="cosine", dim=dims)
+        self.index.init_index(max_elements=max(capacity, 16), M=M, ef_construction=ef_construction, allow_replace_deleted=True)
+        self.index.set_ef(ef_search)
+        self.index.set_num_threads(1)
+        self.labels: dict[int, tuple[str, int]] = {}
+        self.by_uri: dict[str, list[int]] = {}
+        self.next_label = 0
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def _reserve(self, extra: int) -> None:
+        need = self.index.element_count + extra
+        if need > self.index.get_max_elements():
+            self.index.resize_index(max(need, int(self.index.get_max_elements() * 1.5) + 16))
+
+    def put(self, uri: str, vectors: np.ndarray) -> int:
+        """Replace ``uri``'s chunks. All-zero rows (nothing the model knows) are skipped.
+        Returns how many chunks went in."""
+        self.remove(uri)
+        return self.put_many([(uri, vectors)])
+
+    def put_many(self, items: list[tuple[str, np.ndarray]], threads: int = 1) -> int:
+        """Add chunks for notes not in the index (bulk: one hnswlib call)."""
+        rows, labels = [], []
+        for uri, vectors in items:
+            keep = np.flatnonzero(nonzero(vectors))
+            if not len(keep):
+                continue
+            mine = self.by_uri.setdefault(uri, [])
+            for chunk in keep:
+                label = self.next_label
+                self.next_label += 1
+                self.labels[label] = (uri, int(chunk))
+                mine.append(label)
+                labels.append(label)
+                rows.append(vectors[chunk])
+        if rows:
+            self._reserve(len(rows))
+            self.index.add_items(np.vstack(rows), np.asarray(labels), num_threads=threads, replace_deleted=True)
+        return len(rows)
+
+    def remove(self, uri: str) -> None:
+        for label in self.by_uri.pop(uri, []):
+            self.labels.pop(label, None)
+            self.index.mark_deleted(label)
+
+    def query(self, vector: np.ndarray, k: int) -> list[tuple[str, float, int]]:
+        """Up to ``k`` notes by best chunk similarity: (uri, cosine similarity, chunk)."""
+        if not self.labels or not nonzero(vector[None, :])[0]:
+            return []
+        best: dict[str, tuple[float, int]] = {}
+        want = min(len(self.labels), max(k * 3, k + 8))
+        found, dists = self.index.knn_query(vector[None, :], k=want)
+        for label, dist in zip(found[0], dists[0]):
+            uri, chunk = self.labels.get(int(label), (None, 0))
+            if uri is None:
+                continue
+            sim = 1.0 - float(dist)
+            if uri not in best or sim > best[uri][0]:
+                best[uri] = (sim, chunk)
+        ranked = sorted(best.items(), key=lambda kv: -kv[1][0])[:k]
+        return [(uri, sim, chunk) for uri, (sim, chunk) in ranked]
+
+    # -- persistence ------------------------------------------------------------------------
+    def save(self, folder: Path, tag: str) -> dict:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f"vectors-{tag}.bin.tmp"
+        self.index.save_index(str(tmp))
+        tmp.replace(folder / f"vectors-{tag}.bin")
+        return {
+            "file": f"vectors-{tag}.bin",
+            "dims": self.dims,
+            "params": self.params,
+            "next_label": self.next_label,
+            "max_elements": self.index.get_max_elements(),
+            "labels": {str(l): [u, c] for l, (u, c) in self.labels.items()},
+        }
+
+    @classmethod
+    def load(cls, folder: Path, meta: dict) -> "VectorIndex":
+        p = meta["params"]
+        self = cls(meta["dims"], M=p["M"], ef_construction=p["ef_construction"], ef_search=p["ef_search"])
+        self.index = hnswlib.Index(space="cosine", dim=meta["dims"])
+        self.index.load_index(str(folder / meta["file"]), max_elements=meta["max_elements"], allow_replace_deleted=True)
+        self.index.set_ef(p["ef_search"])
+        self.index.set_num_threads(1)
+        self.next_label = meta["next_label"]
+        for label, (uri, chunk) in meta["labels"].items():
+            self.labels[int(label)] = (uri, chunk)
+            self.by_uri.setdefault(uri, []).append(int(label))
+        return self
