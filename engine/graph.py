@@ -115,8 +115,9 @@ class LinkGraph:
         """Spread seed scores along typed links (§3.5.1 phase 2).
 
         Each step multiplies by the table weight of (link_type, direction), the link's own
-        weight and the damping factor, divided by √degree of the note it leaves; links under ``min_link_weight`` are skipped; a node
-        reached over a non-continuing rule, or at its rule's max depth, spreads no further.
+        weight and the damping factor, divided by √degree of the note it leaves; links
+        under ``min_link_weight`` are skipped; a note reached over a non-continuing rule,
+        or at the depth limit, spreads no further; a rule is not used past its max depth.
         Contributions from several seeds combine by noisy-OR, 1 - Π(1 - c): two weak
         paths to a bridging note beat one, but a hub reached from every seed stays below 1."""
         out: dict[str, Propagated] = defaultdict(Propagated)
@@ -124,25 +125,40 @@ class LinkGraph:
         def spread_of(uri: str) -> float:
             return math.sqrt(max(1, self.g.degree(uri)))
 
-        frontier = [(uri, score, 0) for uri, score in seeds.items() if score > 0]
-        while frontier:
-            nxt = []
-            for uri, score, hop in frontier:
-                for step in self.steps(uri):
-                    rule = params.table.get((step.link.link_type, step.direction))
-                    if rule is None or step.link.weight < params.min_link_weight or hop + 1 > rule.max_depth:
-                        continue
-                    # A note's score spreads over its links, as a random walk's does: divided by
-                    # the square root of its degree, so a hub seed does not flood its neighbours.
-                    gain = score * rule.weight * step.link.weight * params.damping / spread_of(uri)
-                    if gain <= 0:
-                        continue
-                    got = out[step.dst]
-                    got.score = 1.0 - (1.0 - got.score) * (1.0 - min(gain, 1.0))  # noisy-OR: bounded, additive when small
-                    got.via.append(step)
-                    if rule.cont and hop + 1 < params.depth:
-                        nxt.append((step.dst, gain, hop + 1))
-            frontier = nxt
+        def combine(a: float, b: float) -> float:
+            return 1.0 - (1.0 - a) * (1.0 - min(b, 1.0))  # noisy-OR: bounded, additive when small
+
+        for seed, seed_score in seeds.items():
+            if seed_score <= 0:
+                continue
+            # Breadth-first from each seed; a note is reached once per seed (at its nearest
+            # hop), so score never echoes back along the way it came.
+            visited = {seed}
+            frontier = [(seed, seed_score)]
+            for hop in range(1, params.depth + 1):
+                reached: dict[str, tuple[float, list[Step], bool]] = {}
+                for uri, score in frontier:
+                    for step in self.steps(uri):
+                        rule = params.table.get((step.link.link_type, step.direction))
+                        if rule is None or step.link.weight < params.min_link_weight or hop > rule.max_depth:
+                            continue
+                        if step.dst in visited:
+                            continue
+                        # A note's score spreads over its links, as a random walk's does:
+                        # divided by √degree of the note it leaves, so a hub does not flood.
+                        gain = score * rule.weight * step.link.weight * params.damping / spread_of(uri)
+                        prev = reached.get(step.dst, (0.0, [], False))
+                        reached[step.dst] = (combine(prev[0], gain), prev[1] + [step], prev[2] or rule.cont)
+                frontier = []
+                for dst, (gain, steps, cont) in reached.items():
+                    visited.add(dst)
+                    got = out[dst]
+                    got.score = combine(got.score, gain)
+                    got.via.extend(steps)
+                    if cont:
+                        frontier.append((dst, gain))
+                if not frontier:
+                    break
         for p in out.values():
             p.via.sort(key=lambda s: -s.link.weight)
         return dict(out)

@@ -99,6 +99,11 @@ class Vault:
             pass
 
     def close(self) -> None:
+        """Flush the caches of higher layers (e.g. the search index's snapshot)."""
+        for item in list(self.cache.values()):
+            closer = getattr(item, "close", None)
+            if callable(closer):
+                closer()
         self.state.close()
 
     # -- the write lock -----------------------------------------------------------------------

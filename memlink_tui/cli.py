@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -54,6 +55,23 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("from_uri", metavar="FROM")
     s.add_argument("to_uri", metavar="TO")
     s.add_argument("--type", choices=[t.value for t in LinkType], dest="link_type")
+
+    s = sub.add_parser("search", parents=[common], help="hybrid search: vectors + keywords + the link graph")
+    s.add_argument("query")
+    s.add_argument("--k", type=int, default=10, help="number of results (default 10)")
+    s.add_argument("--type", action="append", dest="types", metavar="T", help="only this memory type (repeatable)")
+    s.add_argument("--no-graph", action="store_true", help="no propagation over links")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("graph-query", parents=[common], help="notes linked to a note, by type, direction and depth")
+    s.add_argument("uri")
+    s.add_argument("--type", action="append", dest="types", choices=[t.value for t in LinkType], metavar="T")
+    s.add_argument("--direction", choices=["in", "out", "both"], default="both")
+    s.add_argument("--depth", type=int, default=1)
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("reindex", parents=[common], help="bring the search indexes up to date (--full rebuilds)")
+    s.add_argument("--full", action="store_true", help="rebuild from scratch")
 
     s = sub.add_parser("check", parents=[common], help="consistency checks (exit 3 when errors are found)")
     s.add_argument("--json", action="store_true")
@@ -176,6 +194,101 @@ def cmd_check(args) -> int:
     return EXIT_PROBLEMS if errors else 0
 
 
+def _synced_index(vault: Vault, quiet: bool):
+    from engine.index import SearchIndex
+
+    index = SearchIndex.for_vault(vault)
+    report = index.sync(progress=None if quiet else _progress("indexing"))
+    for notice in report.notices:
+        print(f"memlink: note: {notice}", file=sys.stderr)
+    return index
+
+
+def _progress(label: str):
+    """A progress callback drawing a bar on stderr when it is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+    from rich.progress import Progress
+
+    state: dict = {}
+
+    def update(done: int, total: int) -> None:
+        if "bar" not in state:
+            state["bar"] = Progress(transient=True)
+            state["bar"].start()
+            state["task"] = state["bar"].add_task(label, total=total)
+        state["bar"].update(state["task"], completed=done, total=total)
+        if done >= total:
+            state.pop("bar").stop()
+
+    return update
+
+
+def cmd_search(args) -> int:
+    from engine.search import search
+
+    vault = _open(args)
+    index = _synced_index(vault, quiet=args.json)
+    types = set(args.types) if args.types else None
+    for t in types or ():
+        vault.schema(t)  # unknown type -> clear error
+    hits = search(vault, args.query, k=args.k, types=types, use_graph=not args.no_graph, index=index)
+    vault.close()
+    if args.json:
+        print(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2))
+        return 0
+    if not hits:
+        print("no results")
+    for i, h in enumerate(hits, 1):
+        print(f"{i:>2}. {h.score:.3f}  {h.title}  ({h.memory_type} · {h.uri})")
+        print(f"      found by: {h.route}")
+        if h.snippet:
+            print(f"      {h.snippet}")
+    return 0
+
+
+def cmd_graph_query(args) -> int:
+    from engine.graph import LinkGraph
+
+    vault = _open(args)
+    vault.read_note(args.uri)
+    graph = LinkGraph.for_vault(vault)
+    types = {LinkType(t) for t in args.types} if args.types else None
+    rows = graph.neighbourhood(vault.read_note(args.uri).uri, types, args.direction, max(1, args.depth))
+    catalog = vault.catalog()
+    if args.json:
+        print(json.dumps([
+            {"uri": s.dst, "title": catalog[s.dst].title if s.dst in catalog else s.dst, "depth": hop,
+             "from": s.src, "direction": "out" if s.direction == "links" else "in",
+             "link_type": s.link.link_type.value, "weight": s.link.weight, "description": s.link.description}
+            for hop, s in rows
+        ], ensure_ascii=False, indent=2))
+        return 0
+    if not rows:
+        print("no linked notes")
+    for hop, s in rows:
+        arrow = "->" if s.direction == "links" else "<-"
+        title = catalog[s.dst].title if s.dst in catalog else s.dst
+        print(f"{'  ' * (hop - 1)}{arrow} {s.link.link_type.value:<13} {s.link.weight:.2f}  {title}  ({s.dst})")
+    return 0
+
+
+def cmd_reindex(args) -> int:
+    from engine.index import SearchIndex
+
+    vault = _open(args)
+    index = SearchIndex.for_vault(vault)
+    report = index.sync(progress=_progress("indexing"), full=args.full)
+    for notice in report.notices:
+        print(f"memlink: note: {notice}", file=sys.stderr)
+    why = f" ({report.reason})" if report.rebuilt else ""
+    print(f"indexed {len(index.indexed)} notes, {len(index.vectors)} chunks: {report.added} added, "
+          f"{report.updated} updated, {report.removed} removed in {report.seconds:.2f}s"
+          f"{' — rebuilt' + why if report.rebuilt else ''}")
+    vault.close()
+    return 0
+
+
 def cmd_init(args) -> int:
     target = args.vault or default_vault()
     vault = Vault.init(target, name=args.name)
@@ -208,6 +321,9 @@ COMMANDS = {
     "link": cmd_link,
     "unlink": cmd_unlink,
     "check": cmd_check,
+    "search": cmd_search,
+    "graph-query": cmd_graph_query,
+    "reindex": cmd_reindex,
 }
 
 
@@ -220,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # e.g. `memlink search … | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

