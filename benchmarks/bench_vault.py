@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from synthetic import generate, note_fields  # noqa: E402
+from synthetic import TextMaker, generate, note_fields  # noqa: E402
 
 from engine import Vault  # noqa: E402
 
@@ -38,7 +38,7 @@ def row(name: str, ms: list[float]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--notes", type=int, default=2000)
+    ap.add_argument("--notes", type=int, default=1000)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="memlink-bench-"))
     try:
@@ -49,12 +49,13 @@ def main() -> None:
         print(f"synthetic vault: {args.notes} notes, {links} links, built in {build:.1f} s "
               f"({build / (args.notes + links) * 1000:.2f} ms per note or link write)")
         rng = random.Random(1)
+        text = TextMaker(rng)
         uris = [e.uri for e in vault.list_notes()]
         i = [args.notes]
 
         def write():
             i[0] += 1
-            vault.write_note(*note_fields(rng, i[0]))
+            vault.write_note(*note_fields(text, i[0], rng.randrange(len(text.topics))))
 
         row("write_note (new note, atomic)", timed(write, 200))
         row("link (two sides, journaled)", timed(lambda: vault.link(*rng.sample(uris, 2), "related_to", weight=0.5), 200))

@@ -40,7 +40,7 @@ class SearchConfig(BaseModel):
     min_vector_similarity: float = Field(0.3, ge=-1, le=1, description="vector hits below this are noise")
     hnsw_m: int = Field(16, ge=4, le=64)
     hnsw_ef_construction: int = Field(100, ge=10)
-    hnsw_ef_search: int = Field(80, ge=10)
+    hnsw_ef_search: int = Field(300, ge=10)
 
     def hnsw(self) -> dict:
         return {"M": self.hnsw_m, "ef_construction": self.hnsw_ef_construction, "ef_search": self.hnsw_ef_search}

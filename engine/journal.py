@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from .atomic import atomic_write_text, remove_file
 from .errors import VaultError
 from .links import SIDECAR, Sidecar, StoredLink
-from .uris import resolve_uri
+from .uris import PathResolver, resolve_uri
 
 
 class _Op(BaseModel):
@@ -77,23 +77,46 @@ class SidecarCache:
     with thousands of links is parsed once, not on every read. A file replaced by another
     writer gets a new inode (atomic rename) and is parsed again."""
 
-    def __init__(self) -> None:
+    def __init__(self, resolver: PathResolver | None = None) -> None:
+        self.resolver = resolver
         self._items: dict[Path, tuple[tuple[int, int, int], Sidecar]] = {}
+        self._by_note: dict[Path, dict[tuple[str, str], list[StoredLink]]] = {}
 
-    def read(self, root: Path, folder: str) -> Sidecar:
-        path = sidecar_path(root, folder)
+    def _get(self, root: Path, folder: str) -> tuple[Path, Sidecar | None]:
+        path = self.resolver.folder(folder) / SIDECAR if self.resolver else sidecar_path(root, folder)
         try:
             st = path.stat()
         except FileNotFoundError:
             self._items.pop(path, None)
-            return Sidecar()
+            self._by_note.pop(path, None)
+            return path, None
         stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
         hit = self._items.get(path)
         if hit is not None and hit[0] == stamp:
-            return hit[1].copy()
+            return path, hit[1]
         car = Sidecar.parse(path.read_text(encoding="utf-8"), f"{folder or '.'}/{SIDECAR}", folder)
         self._items[path] = (stamp, car)
-        return car.copy()
+        self._by_note.pop(path, None)
+        return path, car
+
+    def read(self, root: Path, folder: str) -> Sidecar:
+        _path, car = self._get(root, folder)
+        return car.copy() if car is not None else Sidecar()
+
+    def note_links(self, root: Path, folder: str, uri: str, direction: str) -> list[StoredLink]:
+        """One note's links or backlinks, from a per-sidecar index built once per version
+        of the file (a folder can hold thousands of entries)."""
+        path, car = self._get(root, folder)
+        if car is None:
+            return []
+        index = self._by_note.get(path)
+        if index is None:
+            index = {}
+            for link in car.all_links(folder):
+                owner = link.from_uri if link.direction == "links" else link.to_uri
+                index.setdefault((owner, link.direction), []).append(link)
+            self._by_note[path] = index
+        return list(index.get((uri, direction), ()))
 
     def remember(self, path: Path, car: Sidecar) -> None:
         """Record what we just wrote, so our own write does not force a re-parse."""
@@ -103,6 +126,7 @@ class SidecarCache:
             self._items.pop(path, None)
             return
         self._items[path] = ((st.st_ino, st.st_mtime_ns, st.st_size), car.copy())
+        self._by_note.pop(path, None)
 
 
 def read_sidecar(root: Path, folder: str, cache: SidecarCache | None = None) -> Sidecar:

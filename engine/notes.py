@@ -64,17 +64,32 @@ class Note:
 
 
 
-def parse_note(text: str, uri: str, types: TypeRegistry) -> Note:
-    """Parse and validate a note file. Raises NoteError / SchemaError with the note's path."""
+def _split(text: str) -> tuple[str | None, str | None]:
+    """(frontmatter, body). Frontmatter is None when the file does not start with '---';
+    body is None when the frontmatter is never closed."""
     lines = text.split("\n")
     if not lines or lines[0].strip() != FRONT:
+        return None, text
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() == FRONT:
+            return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :])
+    return "\n".join(lines[1:]), None
+
+
+def split_body(text: str) -> str:
+    """The body of a note file: what follows the closing '---' of its frontmatter."""
+    return _split(text)[1] or ""
+
+
+def parse_note(text: str, uri: str, types: TypeRegistry) -> Note:
+    """Parse and validate a note file. Raises NoteError / SchemaError with the note's path."""
+    front, body = _split(text)
+    if front is None:
         raise NoteError(f"{uri}: no YAML frontmatter (the file must start with '---')")
+    if body is None:
+        raise NoteError(f"{uri}: frontmatter is not closed with '---'")
     try:
-        end = next(i for i in range(1, len(lines)) if lines[i].rstrip() == FRONT)
-    except StopIteration:
-        raise NoteError(f"{uri}: frontmatter is not closed with '---'") from None
-    try:
-        meta = yaml.load("\n".join(lines[1:end]), Loader=_Loader) or {}
+        meta = yaml.load(front, Loader=_Loader) or {}
     except yaml.YAMLError as exc:
         raise NoteError(f"{uri}: frontmatter is not valid YAML: {exc}") from exc
     if not isinstance(meta, dict):
@@ -89,7 +104,6 @@ def parse_note(text: str, uri: str, types: TypeRegistry) -> Note:
         raise NoteError(f"{uri}: {exc}") from exc
     created = parse_timestamp(meta.get("created_at"), f"{uri}: created_at")
     updated = parse_timestamp(meta.get("updated_at", created), f"{uri}: updated_at")
-    body = "\n".join(lines[end + 1 :])
     extra = {k: v for k, v in meta.items() if k not in TOP_KEYS}
     return Note(uri=uri, memory_type=mtype, fields=fields, created_at=created, updated_at=updated, body=body, extra=extra)
 

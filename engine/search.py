@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 
 from .config import SearchConfig
+from .errors import MemlinkError
 from .graph import LinkGraph, PropagationParams, Step
 from .index import SearchIndex
 from .links import LinkType
@@ -170,8 +171,8 @@ def search(
 def _snippet(vault, uri: str, query_tokens: set[str]) -> str:
     """The best window of the note's text, with its outgoing links rendered inside it."""
     try:
-        note = vault.read_note(uri)
-    except Exception:
+        body = vault.read_body(uri)
+    except (OSError, MemlinkError):
         return ""
-    window = snippet(note.body, query_tokens)
+    window = snippet(body, query_tokens)
     return render_links(window, vault.get_file_links(uri, "links")).text

@@ -12,6 +12,7 @@ import Stemmer
 # Han, kana, hangul: scripts written without spaces between words.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+", re.UNICODE)
+_SPLIT = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)", re.UNICODE)  # (cjk run, word)
 _IS_CJK = re.compile(rf"[{_CJK}]")
 _STOP = frozenset(
     "a an and are as at be but by for from has have he her his i in is it its of on or she so that the "
@@ -30,12 +31,12 @@ def tokenize(text: str) -> list[str]:
     """Lowercased, stemmed word tokens; each CJK run gives its characters and bigrams."""
     out: list[str] = []
     words: list[str] = []
-    for run in _TOKEN.findall(text.lower()):
-        if _IS_CJK.match(run):
-            out.extend(run)
-            out.extend(run[i : i + 2] for i in range(len(run) - 1))
-        elif run not in _STOP and (len(run) > 1 or run.isdigit()):
-            words.append(run)
+    for cjk, word in _SPLIT.findall(text.lower()):
+        if cjk:
+            out.extend(cjk)
+            out.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
+        elif word not in _STOP and (len(word) > 1 or word.isdigit()):
+            words.append(word)
     if words:
         out.extend(_stemmer().stemWords(words))
     return out
@@ -78,18 +79,34 @@ def chunk_text(text: str, max_words: int = CHUNK_WORDS) -> list[Chunk]:
 
 
 def snippet(text: str, query_tokens: set[str], width: int = 220) -> str:
-    """The ~width-char window of ``text`` (lines joined) with the most query tokens."""
-    lines = [l.strip() for l in text.splitlines() if l.strip() and not l.startswith("#")]
-    flat = " ".join(lines)
+    """The ~width-char window of ``text`` (lines joined, headings dropped) holding the
+    most query tokens."""
+    flat = " ".join(l.strip() for l in text.splitlines() if l.strip() and not l.startswith("#"))
     if len(flat) <= width:
         return flat
-    best, best_score = 0, -1
-    step = max(20, width // 4)
-    for start in range(0, max(1, len(flat) - width + step), step):
-        window = flat[start : start + width]
-        score = sum(1 for t in tokenize(window) if t in query_tokens)
-        if score > best_score:
-            best, best_score = start, score
+    # Positions of tokens that match the query, found once for the whole text.
+    runs = [(m.start(), m.group(0)) for m in _TOKEN.finditer(flat.lower())]
+    words = [w for _, w in runs if not _IS_CJK.match(w)]
+    stems = iter(_stemmer().stemWords(words)) if words else iter(())
+    hits: list[int] = []
+    for pos, run in runs:
+        if _IS_CJK.match(run):
+            for i, c in enumerate(run):
+                if c in query_tokens:
+                    hits.append(pos + i)
+                if run[i : i + 2] in query_tokens:
+                    hits.append(pos + i)
+        elif next(stems) in query_tokens:
+            hits.append(pos)
+    best = 0
+    if hits:
+        # The window starting a little before some hit that covers the most hits.
+        best_count = -1
+        for h in hits:
+            start = max(0, h - width // 5)
+            count = sum(1 for x in hits if start <= x < start + width)
+            if count > best_count:
+                best, best_count = start, count
     window = flat[best : best + width]
     if best > 0:
         cut = window.find(" ")

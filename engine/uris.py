@@ -8,7 +8,7 @@ must still lie inside the vault).
 from __future__ import annotations
 
 import os
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from .errors import UriError
 
@@ -22,7 +22,7 @@ def normalize_uri(uri: str) -> str:
         raise UriError(f"note path {uri!r} contains a backslash or NUL byte")
     if raw.startswith("/") or (len(raw) > 1 and raw[1] == ":"):
         raise UriError(f"note path {uri!r} is absolute; use a path relative to the vault")
-    parts = [p for p in PurePosixPath(raw).parts if p not in ("", ".")]
+    parts = [p for p in raw.split("/") if p not in ("", ".")]
     if not parts:
         raise UriError(f"note path {uri!r} names the vault itself")
     for part in parts:
@@ -45,5 +45,31 @@ def resolve_uri(root: Path, uri: str) -> Path:
 
 def uri_dir(uri: str) -> str:
     """The folder part of a URI ('' for a note at the vault root)."""
-    parent = PurePosixPath(uri).parent.as_posix()
-    return "" if parent == "." else parent
+    return uri.rpartition("/")[0]
+
+
+class PathResolver:
+    """resolve_uri with the realpath of each folder remembered: reading many notes of one
+    folder then costs one lstat per note (is the file itself a symlink?) instead of a
+    full realpath walk. Folders are remembered only once they exist."""
+
+    def __init__(self, root: Path):
+        self.root = Path(os.path.realpath(root))
+        self._folders: dict[str, Path] = {"": self.root}
+
+    def folder(self, folder: str) -> Path:
+        real = self._folders.get(folder)
+        if real is None:
+            real = resolve_uri(self.root, folder)
+            real = Path(os.path.realpath(real))
+            if real.is_dir():
+                self._folders[folder] = real
+        return real
+
+    def __call__(self, uri: str) -> Path:
+        norm = normalize_uri(uri)
+        folder, _, name = norm.rpartition("/")
+        path = self.folder(folder) / name
+        if os.path.islink(path):
+            return resolve_uri(self.root, norm)  # checks where the link leads
+        return path

@@ -25,11 +25,11 @@ from .journal import DeleteFile, Journal, PutLink, RemoveLegacy, RemoveLink, Sid
 from .lineranges import ExactOnlyMatcher, LineRangeMatcher, check_ranges, correct_ranges, format_ranges
 from .links import SIDECAR, LinkType, Sidecar, StoredLink, merge_link, new_link_id
 from .merge import is_edit, merge_fields
-from .notes import Note, now_iso, parse_note, parse_timestamp, render_note_body, serialize_note
+from .notes import Note, now_iso, parse_note, parse_timestamp, render_note_body, serialize_note, split_body
 from .render import Rendered, render_links
 from .schema import MemoryTypeSchema, TypeRegistry
 from .state import StateStore
-from .uris import normalize_uri, resolve_uri, uri_dir
+from .uris import PathResolver, normalize_uri, uri_dir
 
 STATE_DIR = ".memlink"
 # Folders that hold other things than notes.
@@ -53,7 +53,8 @@ class Vault:
         self.types = types
         self.state_dir = self.root / STATE_DIR
         self.state = StateStore(self.state_dir / "db")
-        self.sidecars = SidecarCache()
+        self.resolve = PathResolver(self.root)
+        self.sidecars = SidecarCache(self.resolve)
         self.journal = Journal(self.root, self.state_dir / "journal", self.sidecars)
         self.matcher: LineRangeMatcher = ExactOnlyMatcher()
         self.links_version = 0  # bumped on every link write; caches keyed on it go stale
@@ -136,7 +137,7 @@ class Vault:
 
     # -- notes ------------------------------------------------------------------------------
     def path(self, uri: str) -> Path:
-        return resolve_uri(self.root, uri)
+        return self.resolve(uri)
 
     def exists(self, uri: str) -> bool:
         try:
@@ -154,6 +155,12 @@ class Vault:
         except (IsADirectoryError, UnicodeDecodeError) as exc:
             raise NoteError(f"{uri}: not a readable note ({exc})") from exc
         return parse_note(text, uri, self.types)
+
+    def read_body(self, uri: str) -> str:
+        """A note's body without parsing its frontmatter (fast; for indexing and snippets
+        of notes the catalog already vouches for)."""
+        text = self.path(uri).read_text(encoding="utf-8")
+        return split_body(text)
 
     def schema(self, memory_type: str) -> MemoryTypeSchema:
         return self.types.get(memory_type)
@@ -228,12 +235,11 @@ class Vault:
     def get_file_links(self, uri: str, direction: LinkDirection = "both") -> list[StoredLink]:
         """A note's outgoing links ("links"), incoming ones ("backlinks"), or both."""
         uri = normalize_uri(uri)
+        folder = uri_dir(uri)
         out = []
-        for link in self.relations(uri_dir(uri)):
-            if direction in ("links", "both") and link.direction == "links" and link.from_uri == uri:
-                out.append(link)
-            elif direction in ("backlinks", "both") and link.direction == "backlinks" and link.to_uri == uri:
-                out.append(link)
+        for d in ("links", "backlinks"):
+            if direction in (d, "both"):
+                out += self.sidecars.note_links(self.root, folder, uri, d)
         return sorted(out, key=lambda l: -l.weight)
 
     def link(

@@ -263,3 +263,17 @@ def test_cli_search_graph_query_reindex(small):
     assert [(r["uri"], r["direction"], r["link_type"]) for r in rows] == [("entities/caroline.md", "in", "belongs_to")]
     r = memlink("search", "x", "--type", "recipe", vault=small.root)
     assert r.returncode == 1 and "unknown memory type" in r.stderr
+
+
+def test_pending_keyword_updates_score_like_committed_ones(small):
+    index = SearchIndex.for_vault(small)
+    small.write_note("entity", {"name": "Quokka", "content": "A quokka colony lives on Rottnest island near the ferry."})
+    assert "entities/quokka.md" in index.keywords.pending  # not yet committed to tantivy
+    before = dict(index.keyword_search("quokka ferry island", 5))
+    index.checkpoint()
+    assert not index.keywords.pending
+    after = dict(index.keyword_search("quokka ferry island", 5))
+    assert set(before) == set(after) and "entities/quokka.md" in after
+    assert before["entities/quokka.md"] == pytest.approx(after["entities/quokka.md"], rel=0.25)
+    small.delete_note("entities/quokka.md")
+    assert "entities/quokka.md" not in dict(index.keyword_search("quokka", 5))

@@ -105,6 +105,7 @@ class SearchIndex:
                 self.vectors = VectorIndex.load(self.folder, state["vectors"])
                 self.indexed = dict(state["indexed"])
                 self.types = dict(state["types"])
+                keyword_stats = dict(state.get("keyword_stats") or {})
             except (KeyError, OSError, RuntimeError, ValueError) as exc:
                 self._stale_reason = f"vector index unreadable ({exc})"
                 state = None
@@ -114,17 +115,19 @@ class SearchIndex:
             self.keywords = KeywordIndex.wipe(self.folder / "keywords")
         else:
             self.keywords = KeywordIndex(self.folder / "keywords")
+            self.keywords.stats.update(keyword_stats)
         self._loaded = True
 
     def checkpoint(self) -> None:
-        """Make the in-memory index durable (keywords committed, vector snapshot + state)."""
+        """Make the in-memory index durable (keywords flushed, vector snapshot + state)."""
         if not self.dirty:
             return
         with self.vault.writing():
-            self.keywords.commit()
+            self.keywords.flush()
             tag = uuid.uuid4().hex[:10]
             meta = self.vectors.save(self.folder, tag)
-            state = {"fingerprint": self.fingerprint, "indexed": self.indexed, "types": self.types, "vectors": meta}
+            state = {"fingerprint": self.fingerprint, "indexed": self.indexed, "types": self.types, "vectors": meta,
+                     "keyword_stats": self.keywords.stats}
             atomic_write_text(self.folder / "state.json", json.dumps(state, ensure_ascii=False, separators=(",", ":")))
             for old in self.folder.glob("vectors-*.bin"):
                 if old.name != meta["file"]:
@@ -171,42 +174,44 @@ class SearchIndex:
         with self.vault.writing():
             for uri in gone:
                 self._drop(uri)
-            bulk = report.rebuilt or not self.indexed
+            fresh = report.rebuilt or not self.indexed  # nothing to replace: one bulk hnswlib add
+            direct = fresh or len(todo) > BATCH  # many notes: straight to tantivy, one commit
             for start in range(0, len(todo), BATCH):
-                self._index_batch(todo[start : start + BATCH], bulk)
+                self._index_batch(todo[start : start + BATCH], fresh=fresh, direct=direct)
                 if progress:
                     progress(min(start + BATCH, len(todo)), len(todo))
-            self.keywords.commit()
         self.dirty = True
         self.checkpoint()
         report.seconds = time.perf_counter() - started
         return report
 
-    def _index_batch(self, uris: list[str], bulk: bool) -> None:
-        texts, owners, notes = [], [], []
+    def _index_batch(self, uris: list[str], *, fresh: bool = False, direct: bool = False) -> None:
+        catalog = self.vault.catalog()
+        texts, notes = [], []
         for uri in uris:
+            entry = catalog.get(uri)
+            if entry is None or entry.error:
+                continue
             try:
-                note = self.vault.read_note(uri)
-            except MemlinkError:
-                continue  # vanished or broken since the catalog sync; the next sync sees it
-            chunks = chunk_text(note.body)
-            notes.append((note, len(chunks)))
+                body = self.vault.read_body(uri)  # the catalog already parsed the frontmatter
+            except (OSError, MemlinkError):
+                continue  # vanished since the catalog sync; the next sync sees it
+            chunks = chunk_text(body)
+            notes.append((entry, body, len(chunks)))
             texts.extend(c.text for c in chunks)
         matrix = self.embedder.encode(texts) if texts else np.zeros((0, self.embedder.dims), np.float32)
         at = 0
         items = []
-        for note, n in notes:
+        for entry, body, n in notes:
             vectors = matrix[at : at + n]
             at += n
-            title = self.vault.title(note)
-            if bulk:
-                items.append((note.uri, vectors))
+            if fresh:
+                items.append((entry.uri, vectors))
             else:
-                self.vectors.put(note.uri, vectors)
-            self.keywords.put(note.uri, note.memory_type, title, note.body)
-            entry = self.vault.catalog().get(note.uri)
-            self.indexed[note.uri] = entry.sha if entry else ""
-            self.types[note.uri] = note.memory_type
+                self.vectors.put(entry.uri, vectors)
+            self.keywords.put(entry.uri, entry.memory_type, entry.title, body, direct=direct)
+            self.indexed[entry.uri] = entry.sha
+            self.types[entry.uri] = entry.memory_type
         if items:
             self.vectors.put_many(items, threads=2)
 
@@ -217,13 +222,12 @@ class SearchIndex:
         self.types.pop(uri, None)
 
     def on_vault_change(self, event: str, uri: str) -> None:
-        """Called by the vault after each note write or delete in this process."""
-        with self.vault.writing():
-            if event == "deleted":
-                self._drop(uri)
-            else:
-                self._index_batch([uri], bulk=False)
-            self.keywords.commit()
+        """Called by the vault after each note write or delete in this process: the note is
+        searchable at once; the disk snapshot follows at the next checkpoint."""
+        if event == "deleted":
+            self._drop(uri)
+        else:
+            self._index_batch([uri])
         self.dirty = True
 
     # -- querying ---------------------------------------------------------------------------

@@ -1,13 +1,19 @@
 """Keyword index: BM25 through tantivy, over tokens from engine.text.tokenize (English
 words stemmed, CJK unigrams + bigrams), stored on disk in `.memlink/index/keywords/`.
 
-Writes are idempotent (delete the note's document, add it again), so replaying an update
-after a crash never duplicates a note. The writer is opened per batch and dropped after
+A tantivy commit costs tens of milliseconds (fsync), too much for every single-note edit,
+so single updates wait in a small in-memory delta: searches leave out the delta's stale
+tantivy documents and score the delta's new versions with the same BM25 formula and
+tantivy's collection statistics. ``flush`` writes the delta in one commit (at checkpoints).
+Writes are idempotent (delete the note's document, add it again) so replaying an update
+after a crash never duplicates a note. The writer is opened per flush and dropped after
 its commit: tantivy allows one writer per index across processes."""
 
 from __future__ import annotations
 
+import math
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import tantivy
@@ -15,6 +21,7 @@ import tantivy
 from ..text import tokenize
 
 TITLE_BOOST = 2.0
+K1, B = 1.2, 0.75  # tantivy's BM25 parameters
 
 
 def _schema() -> tantivy.Schema:
@@ -24,6 +31,15 @@ def _schema() -> tantivy.Schema:
     sb.add_text_field("title", stored=False, tokenizer_name="whitespace")
     sb.add_text_field("body", stored=False, tokenizer_name="whitespace")
     return sb.build()
+
+
+class _Doc:
+    __slots__ = ("mtype", "title", "body", "title_len", "body_len")
+
+    def __init__(self, mtype: str, title: list[str], body: list[str]):
+        self.mtype = mtype
+        self.title, self.body = Counter(title), Counter(body)
+        self.title_len, self.body_len = len(title), len(body)
 
 
 class KeywordIndex:
@@ -39,6 +55,9 @@ class KeywordIndex:
             self.folder.mkdir(parents=True)
             self.index = tantivy.Index(self.schema, path=str(self.folder), reuse=True)
         self._writer = None
+        self.pending: dict[str, _Doc | None] = {}  # None = deleted, not yet flushed
+        # Running token counts, for the average field lengths of BM25 on pending notes.
+        self.stats = {"docs": 0, "title_tokens": 0, "body_tokens": 0}
 
     @classmethod
     def wipe(cls, folder: Path) -> "KeywordIndex":
@@ -50,23 +69,45 @@ class KeywordIndex:
             self._writer = self.index.writer(heap_size=50_000_000, num_threads=1)
         return self._writer
 
-    def put(self, uri: str, memory_type: str, title: str, body: str) -> None:
-        w = self._w()
-        w.delete_documents_by_term("uri", uri)
-        w.add_document(tantivy.Document(
-            uri=uri, mtype=memory_type, title=" ".join(tokenize(title)), body=" ".join(tokenize(body))
-        ))
+    def _count(self, title: list[str], body: list[str]) -> None:
+        self.stats["docs"] += 1
+        self.stats["title_tokens"] += len(title)
+        self.stats["body_tokens"] += len(body)
+
+    def put(self, uri: str, memory_type: str, title: str, body: str, *, direct: bool = False) -> None:
+        """Index a note. ``direct`` writes to tantivy now (bulk indexing, then ``flush``);
+        otherwise the note waits in the in-memory delta."""
+        t, b = tokenize(title), tokenize(body)
+        self._count(t, b)
+        if direct:
+            w = self._w()
+            w.delete_documents_by_term("uri", uri)
+            w.add_document(tantivy.Document(uri=uri, mtype=memory_type, title=" ".join(t), body=" ".join(b)))
+            self.pending.pop(uri, None)
+        else:
+            self.pending[uri] = _Doc(memory_type, t, b)
 
     def remove(self, uri: str) -> None:
-        self._w().delete_documents_by_term("uri", uri)
+        self.pending[uri] = None
 
-    def commit(self) -> None:
-        if self._writer is not None:
-            self._writer.commit()
-            self._writer.wait_merging_threads()
-            self._writer = None  # releases tantivy's writer lock
-            self.index.reload()
+    def flush(self) -> None:
+        """Write the delta and any direct writes to tantivy in one commit."""
+        if not self.pending and self._writer is None:
+            return
+        w = self._w()
+        for uri, doc in self.pending.items():
+            w.delete_documents_by_term("uri", uri)
+            if doc is not None:
+                w.add_document(tantivy.Document(
+                    uri=uri, mtype=doc.mtype, title=" ".join(doc.title.elements()), body=" ".join(doc.body.elements())
+                ))
+        w.commit()
+        w.wait_merging_threads()
+        self._writer = None  # releases tantivy's writer lock
+        self.pending.clear()
+        self.index.reload()
 
+    # -- querying ---------------------------------------------------------------------------
     def search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:
         tokens = sorted(set(tokenize(query)))
         if not tokens:
@@ -81,8 +122,44 @@ class KeywordIndex:
             type_q = Q.boolean_query([(Occur.Should, Q.term_query(self.schema, "mtype", t)) for t in types])
             query_obj = Q.boolean_query([(Occur.Must, query_obj), (Occur.Must, type_q)])
         searcher = self.index.searcher()
-        hits = searcher.search(query_obj, k).hits
-        return [(searcher.doc(addr)["uri"][0], float(score)) for score, addr in hits]
+        hits = searcher.search(query_obj, k + len(self.pending), count=False).hits
+        scored = []
+        for score, addr in hits:
+            uri = searcher.doc(addr)["uri"][0]
+            if uri not in self.pending:  # its tantivy version is stale
+                scored.append((uri, float(score)))
+        if self.pending:
+            scored += self._score_pending(searcher, tokens, types)
+        scored.sort(key=lambda x: -x[1])
+        return scored[:k]
+
+    def _score_pending(self, searcher, tokens: list[str], types: set[str] | None) -> list[tuple[str, float]]:
+        """BM25 for notes not yet committed, with the collection's statistics."""
+        n = max(1, searcher.num_docs + sum(1 for d in self.pending.values() if d is not None))
+        docs = max(1, self.stats["docs"])
+        avg = {"title": max(1.0, self.stats["title_tokens"] / docs), "body": max(1.0, self.stats["body_tokens"] / docs)}
+        idf = {}
+        for field in ("title", "body"):
+            for tok in tokens:
+                df = searcher.doc_freq(field, tok) + sum(
+                    1 for d in self.pending.values() if d is not None and getattr(d, field)[tok]
+                )
+                idf[field, tok] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        out = []
+        for uri, doc in self.pending.items():
+            if doc is None or (types and doc.mtype not in types):
+                continue
+            score = 0.0
+            for field, boost, length in (("title", TITLE_BOOST, doc.title_len), ("body", 1.0, doc.body_len)):
+                counts = getattr(doc, field)
+                for tok in tokens:
+                    tf = counts[tok]
+                    if tf:
+                        norm = tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avg[field]))
+                        score += boost * idf[field, tok] * norm
+            if score > 0:
+                out.append((uri, score))
+        return out
 
     def count(self) -> int:
         return self.index.searcher().num_docs

@@ -17,7 +17,7 @@ from ..embed import nonzero
 
 
 class VectorIndex:
-    def __init__(self, dims: int, *, M: int = 16, ef_construction: int = 100, ef_search: int = 80, capacity: int = 1024):
+    def __init__(self, dims: int, *, M: int = 16, ef_construction: int = 100, ef_search: int = 300, capacity: int = 1024):
         self.dims = dims
         self.params = {"M": M, "ef_construction": ef_construction, "ef_search": ef_search}
         self.index = hnswlib.Index(space="cosine", dim=dims)
