@@ -5,9 +5,10 @@ from __future__ import annotations
 from importlib import resources
 
 from textual.app import App
+from textual import work
 from textual.binding import Binding
 
-from engine import Vault
+from engine import MemlinkError, Vault
 
 from .screens.browser import BrowserScreen
 
@@ -16,7 +17,10 @@ from .screens.browser import BrowserScreen
 class MemlinkApp(App):
     TITLE = "memlink"
     CSS_PATH = str(resources.files("themes") / "memlink.tcss")
-    BINDINGS = [Binding("q", "quit", "Quit")]
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("slash", "search", "Search"),
+    ]
 
     def __init__(self, vault: Vault):
         super().__init__()
@@ -24,4 +28,48 @@ class MemlinkApp(App):
 
     def on_mount(self) -> None:
         self.title = f"memlink — {self.vault.config.name}"
-        self.push_screen(BrowserScreen(self.vault))
+        self.browser = BrowserScreen(self.vault)
+        self.push_screen(self.browser)
+        self.prepare_index()
+        self.set_interval(30, self.checkpoint)
+
+    @work(thread=True, exclusive=True, group="index")
+    def prepare_index(self) -> None:
+        """Load and sync the search index off the UI thread, so the first search is quick."""
+        from engine.index import SearchIndex
+
+        try:
+            index = SearchIndex.for_vault(self.vault)
+        except MemlinkError as exc:
+            self.call_from_thread(self.notify, str(exc), title="Index unavailable", severity="error")
+            return
+        report = index.last_sync
+        for notice in report.notices if report else []:
+            self.call_from_thread(self.notify, notice, title="Embedding model", severity="warning", timeout=10)
+        if report and report.changed:
+            self.call_from_thread(
+                self.notify, f"indexed {report.changed} changed note(s) in {report.seconds:.1f}s", timeout=3
+            )
+
+    @work(thread=True, exclusive=True, group="checkpoint")
+    def checkpoint(self) -> None:
+        index = self.vault.cache.get("index")
+        if index is not None:
+            index.checkpoint()
+
+    def action_search(self) -> None:
+        from .screens.search import SearchScreen
+
+        if isinstance(self.screen, SearchScreen):
+            return
+
+        def chosen(uri: str | None) -> None:
+            if uri:
+                if self.screen is not self.browser:
+                    self.pop_screen()
+                self.run_worker(self.browser.open_note(uri))
+
+        self.push_screen(SearchScreen(self.vault), chosen)
+
+    def on_unmount(self) -> None:
+        self.vault.close()

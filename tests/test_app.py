@@ -68,3 +68,68 @@ async def test_rendered_links_in_the_note_body(sample):
         assert screen.current == uri
         rendered = sample.render_note(uri)
         assert rendered.rendered, "expected at least one rendered link"
+
+
+async def test_slash_searches_from_anywhere_and_enter_opens_the_hit(sample):
+    from memlink_tui.screens.search import SearchScreen
+    from widgets import SearchResults
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.press("slash")
+        await pilot.pause()
+        assert isinstance(app.screen, SearchScreen)
+        await pilot.press(*"celadon glaze", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        results = app.screen.query_one(SearchResults)
+        assert results.option_count > 0
+        first = app.screen.last_hits[0]
+        assert first.routes and first.snippet
+        await pilot.press("down")
+        assert results.has_focus
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, BrowserScreen)
+        assert app.screen.current == first.uri
+
+
+async def test_graph_explorer_neighbours_ppr_and_path(sample):
+    from textual.widgets import DataTable, Static, Tree
+
+    from memlink_tui.screens.graph import GraphScreen
+
+    app = MemlinkApp(sample)
+    start = first_note_with_outgoing_links(sample)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.pause()
+        browser = app.screen
+        await browser.open_note(start)
+        await pilot.press("g")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, GraphScreen)
+        tree = screen.query_one("#neighbours", Tree)
+        groups = [str(n.label) for n in tree.root.children]
+        links = sample.get_file_links(start, "both")
+        assert sum(int(g.rsplit("(", 1)[1].rstrip(")")) for g in groups) == len({(l.link_type, l.direction, l.to_uri if l.direction == "links" else l.from_uri) for l in links})
+        assert screen.query_one("#ppr", DataTable).row_count > 0
+        # Keyboard: first neighbour, mark it, second neighbour, path.
+        await pilot.press("down", "down")
+        first = tree.cursor_node.data
+        assert first
+        await pilot.press("m")
+        await pilot.press("down")
+        while tree.cursor_node.data is None or tree.cursor_node.data == first:
+            await pilot.press("down")
+        await pilot.press("p")
+        assert "hop" in str(screen.query_one("#path", Static).render())
+        target = tree.cursor_node.data
+        await pilot.press("o")
+        await pilot.pause()
+        assert app.screen is browser
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert browser.current == target

@@ -3,5 +3,6 @@
 from .link_table import LinkTable
 from .note_tree import NoteTree
 from .note_view import NoteView
+from .search_results import SearchResults
 
-__all__ = ["LinkTable", "NoteTree", "NoteView"]
+__all__ = ["LinkTable", "NoteTree", "NoteView", "SearchResults"]

@@ -22,6 +22,7 @@ class BrowserScreen(Screen):
         Binding("n", "focus('note')", "Note"),
         Binding("l", "focus('links')", "Links"),
         Binding("r", "reload", "Reload"),
+        Binding("g", "graph", "Graph"),
     ]
 
     def __init__(self, vault: Vault):
@@ -81,6 +82,18 @@ class BrowserScreen(Screen):
         if self.current:
             self._back.append(self.current)
         await self.open_note(self._forward.pop(), record=False)
+
+    def action_graph(self) -> None:
+        if not self.current:
+            self.notify("Open a note first.", timeout=2)
+            return
+        from .graph import GraphScreen
+
+        def opened(uri: str | None) -> None:
+            if uri:
+                self.run_worker(self.open_note(uri))
+
+        self.app.push_screen(GraphScreen(self.vault, self.current), opened)
 
     def action_focus(self, which: str) -> None:
         # set_focus is immediate, so a key typed right after (l, enter) reaches the new pane.

@@ -1,0 +1,162 @@
+"""The graph explorer for one note: its neighbours grouped by link type and direction
+(expand a neighbour to go a hop deeper), notes ranked by Personalized PageRank from it,
+and the path to a marked note. Enter opens a note in the browser."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rich.markup import escape
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static, Tree
+from textual.widgets.tree import TreeNode
+
+from engine import Vault
+from engine.graph import LinkGraph, Step
+
+
+class GraphScreen(Screen[str | None]):
+    """Dismisses with a note URI to open in the browser, or None."""
+
+    BINDINGS = [
+        Binding("escape,backspace", "dismiss(None)", "Back"),
+        Binding("o", "open", "Open note"),
+        Binding("m", "mark", "Mark for path"),
+        Binding("p", "path", "Path to mark"),
+        Binding("c", "center", "Re-center here"),
+    ]
+    DEFAULT_CSS = """
+    GraphScreen #neighbours { width: 1fr; border: round $panel; }
+    GraphScreen #neighbours:focus { border: round $accent; }
+    GraphScreen #right { width: 1fr; }
+    GraphScreen #ppr { height: 1fr; border: round $panel; }
+    GraphScreen #ppr:focus { border: round $accent; }
+    GraphScreen #path { height: auto; min-height: 3; border: round $panel; padding: 0 1; }
+    """
+
+    def __init__(self, vault: Vault, uri: str):
+        super().__init__()
+        self.vault = vault
+        self.center = uri
+        self.mark: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal():
+            yield Tree("neighbours", id="neighbours")
+            with Vertical(id="right"):
+                yield DataTable(id="ppr", cursor_type="row", zebra_stripes=True)
+                yield Static("m marks the highlighted note; p shows the path from the mark to it.", id="path")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#ppr", DataTable).add_columns("#", "score", "type", "note")
+        self.query_one("#path").border_title = "Path"
+        self.load(self.center)
+        self.set_focus(self.query_one("#neighbours", Tree))
+
+    # -- building ---------------------------------------------------------------------------
+    def _title(self, uri: str) -> str:
+        entry = self.vault.catalog().get(uri)
+        return entry.title if entry else uri
+
+    def load(self, uri: str) -> None:
+        self.center = uri
+        graph = LinkGraph.for_vault(self.vault)
+        tree: Tree = self.query_one("#neighbours", Tree)
+        tree.clear()
+        tree.root.set_label(self._title(uri))
+        tree.root.data = uri
+        tree.show_root = True
+        self._add_groups(tree.root, graph.steps(uri), exclude={uri})
+        tree.root.expand()
+        tree.border_title = f"Links of {self._title(uri)}"
+        self.sub_title = f"graph · {uri}"
+        self._fill_ppr(graph, uri)
+
+    def _add_groups(self, node: TreeNode, steps, exclude: set[str]) -> None:
+        groups: dict[tuple[str, str], list[Step]] = defaultdict(list)
+        for step in steps:
+            if step.dst not in exclude:
+                groups[(step.link.link_type.value, step.direction)].append(step)
+        for (ltype, direction), items in sorted(groups.items()):
+            arrow = "→" if direction == "links" else "←"
+            group = node.add(f"{arrow} {ltype} ({len(items)})", data=None, expand=True)
+            for step in sorted(items, key=lambda s: -s.link.weight):
+                label = f"{escape(self._title(step.dst))} [dim]{step.link.weight:.2f}[/dim]"
+                group.add(label, data=step.dst, allow_expand=True)
+
+    @on(Tree.NodeExpanded, "#neighbours")
+    def _expand(self, event: Tree.NodeExpanded) -> None:
+        node = event.node
+        if node.data and not node.children and node is not self.query_one("#neighbours", Tree).root:
+            ancestors = {n.data for n in self._ancestors(node) if n.data}
+            graph = LinkGraph.for_vault(self.vault)
+            self._add_groups(node, graph.steps(node.data), exclude=ancestors | {node.data})
+            if not node.children:
+                node.allow_expand = False
+
+    @staticmethod
+    def _ancestors(node: TreeNode):
+        while node is not None:
+            yield node
+            node = node.parent
+
+    def _fill_ppr(self, graph: LinkGraph, uri: str) -> None:
+        table = self.query_one("#ppr", DataTable)
+        table.clear()
+        ranks = graph.ppr({uri: 1.0}, both_ways=True)
+        top = [u for u in sorted(ranks, key=lambda u: -ranks[u]) if u != uri][:20]
+        catalog = self.vault.catalog()
+        for i, u in enumerate(top, 1):
+            entry = catalog.get(u)
+            title = entry.title if entry else u
+            table.add_row(str(i), f"{ranks[u]:.3f}", entry.memory_type if entry else "", title[:48], key=u)
+        table.border_title = "Personalized PageRank from this note"
+
+    # -- actions ----------------------------------------------------------------------------
+    def _highlighted(self) -> str | None:
+        focused = self.focused
+        if isinstance(focused, DataTable) and focused.row_count:
+            return focused.coordinate_to_cell_key(focused.cursor_coordinate).row_key.value
+        node = self.query_one("#neighbours", Tree).cursor_node
+        return node.data if node is not None else None
+
+    def action_open(self) -> None:
+        uri = self._highlighted()
+        if uri:
+            self.dismiss(uri)
+
+    def action_center(self) -> None:
+        uri = self._highlighted()
+        if uri:
+            self.load(uri)
+
+    def action_mark(self) -> None:
+        self.mark = self._highlighted()
+        if self.mark:
+            self.query_one("#path", Static).update(f"marked: {escape(self._title(self.mark))} — now highlight another note and press p")
+
+    def action_path(self) -> None:
+        target = self._highlighted()
+        if not self.mark or not target:
+            self.notify("Mark a note with m first, then highlight another and press p.", timeout=3)
+            return
+        steps = LinkGraph.for_vault(self.vault).path(self.mark, target)
+        panel = self.query_one("#path", Static)
+        if steps is None:
+            panel.update(f"no path between {escape(self._title(self.mark))} and {escape(self._title(target))}")
+            return
+        parts = [f"[b]{escape(self._title(self.mark))}[/b]"]
+        for s in steps:
+            arrow = f"—{s.link.link_type.value}→" if s.direction == "links" else f"←{s.link.link_type.value}—"
+            parts.append(f" {arrow} [b]{escape(self._title(s.dst))}[/b]")
+        panel.update("".join(parts) + f"   ({len(steps)} hop{'s' if len(steps) != 1 else ''})")
+
+    @on(DataTable.RowSelected, "#ppr")
+    def _ppr_selected(self, event: DataTable.RowSelected) -> None:
+        self.dismiss(event.row_key.value)

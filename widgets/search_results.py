@@ -1,0 +1,42 @@
+"""Search results: title, type, score, how each hit was found, and its snippet."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from engine.search import SearchHit
+
+
+def _snippet_markup(snippet: str) -> str:
+    """Rendered links ([text](uri)) shown underlined: the snippet is markdown."""
+    import re
+
+    out, last = [], 0
+    for m in re.finditer(r"\[([^\]]+)\]\(([^)]+)\)", snippet):
+        out.append(escape(snippet[last : m.start()]))
+        out.append(f"[u]{escape(m.group(1))}[/u]")
+        last = m.end()
+    out.append(escape(snippet[last:]))
+    return "".join(out)
+
+
+class SearchResults(OptionList):
+    DEFAULT_CSS = """
+    SearchResults { height: 1fr; }
+    """
+
+    def show(self, hits: list[SearchHit]) -> None:
+        self.clear_options()
+        for i, h in enumerate(hits):
+            if i:
+                self.add_option(None)  # a separator line between hits
+            text = (
+                f"[b]{escape(h.title)}[/b]  [dim]{h.memory_type} · {escape(h.uri)} · {h.score:.2f}[/dim]\n"
+                f"  [i $text-muted]{escape(h.route)}[/]\n"
+                f"  {_snippet_markup(h.snippet)}"
+            )
+            self.add_option(Option(text, id=h.uri))
+        if hits:
+            self.highlighted = 0
