@@ -84,7 +84,7 @@ def run(n: int, queries_n: int, tmp: Path) -> None:
     index = SearchIndex(vault)
     index.load()
     t = time.perf_counter()
-    report = index.sync()
+    index.sync()
     took = time.perf_counter() - t
     print(f"full reindex: {took:.1f}s = {n / took:,.0f} notes/s ({len(index.vectors):,} chunks; catalog, parse, "
           f"embed, hnswlib, tantivy, snapshot)   peak memory so far {peak_mb():,.0f} MB")
@@ -113,9 +113,9 @@ def run(n: int, queries_n: int, tmp: Path) -> None:
 
     hybrid_graph = timed(lambda q: search(vault, q, k=10, index=index))
     hybrid = timed(lambda q: search(vault, q, k=10, index=index, use_graph=False))
-    texts = [(root / u).read_text(encoding="utf-8").lower() for u in meta["uris"]]
-    scan = timed(lambda q: full_scan(texts, meta["uris"], q))
-    del texts
+    corpus = [(root / u).read_text(encoding="utf-8").lower() for u in meta["uris"]]
+    scan = timed(lambda q: full_scan(corpus, meta["uris"], q))
+    corpus.clear()
     hg50 = statistics.median(hybrid_graph)
     print(f"search hybrid+graph (with snippets): p50 {hg50:.2f} ms  p95 {pct(hybrid_graph, .95):.2f} ms")
     print(f"search hybrid, no graph:             p50 {statistics.median(hybrid):.2f} ms  p95 {pct(hybrid, .95):.2f} ms")

@@ -52,7 +52,7 @@ class Step:
 
     src: str
     dst: str
-    link: StoredLink
+    link: "StoredLink | Edge"
     direction: Direction
 
     def describe(self) -> str:
@@ -77,14 +77,34 @@ class PropagationParams:
     table: dict = field(default_factory=lambda: dict(PROPAGATION))
 
 
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A link as the graph keeps it: what walking and explaining need, nothing more
+    (a 100k-note vault holds hundreds of thousands of these)."""
+
+    id: str
+    from_uri: str
+    to_uri: str
+    link_type: LinkType
+    weight: float
+    description: str = ""
+
+
 class LinkGraph:
-    def __init__(self, links: Iterable[StoredLink], notes: Iterable[str] = ()):
-        self.g = nx.MultiDiGraph()
-        self.g.add_nodes_from(notes)
+    def __init__(self, links: Iterable[StoredLink | Edge], notes: Iterable[str] = ()):
+        self.nodes: set[str] = set(notes)
+        self.out: dict[str, list[Edge]] = defaultdict(list)
+        self.inc: dict[str, list[Edge]] = defaultdict(list)
         for link in links:
-            if link.direction != "links":
+            if getattr(link, "direction", "links") != "links":
                 continue
-            self.g.add_edge(link.from_uri, link.to_uri, key=link.id + link.to_uri, link=link)
+            edge = link if isinstance(link, Edge) else Edge(
+                link.id, link.from_uri, link.to_uri, link.link_type, link.weight, link.description
+            )
+            self.out[edge.from_uri].append(edge)
+            self.inc[edge.to_uri].append(edge)
+            self.nodes.update((edge.from_uri, edge.to_uri))
+        self._nx: nx.MultiDiGraph | None = None
 
     @classmethod
     def for_vault(cls, vault) -> "LinkGraph":
@@ -94,22 +114,42 @@ class LinkGraph:
         if cached is not None and cached[0] == vault.links_version:
             return cached[1]
         notes = {e.uri for e in vault.list_notes()}
-        graph = cls((l for l in vault.all_links() if l.from_uri in notes and l.to_uri in notes), notes)
+        edges = []
+        for raw in vault.raw_links():
+            try:
+                edge = Edge(str(raw["id"]), raw["from_uri"], raw["to_uri"], LinkType(raw["link_type"]),
+                            float(raw["weight"]), str(raw.get("description") or ""))
+            except (KeyError, ValueError, TypeError):
+                continue  # malformed entries are for `memlink check` to report
+            if edge.from_uri in notes and edge.to_uri in notes:
+                edges.append(edge)
+        graph = cls(edges, notes)
         vault.cache["graph"] = (vault.links_version, graph)
         return graph
+
+    @property
+    def g(self) -> nx.MultiDiGraph:
+        """The networkx view, built on first use (PageRank, paths)."""
+        if self._nx is None:
+            g = nx.MultiDiGraph()
+            g.add_nodes_from(self.nodes)
+            g.add_edges_from((e.from_uri, e.to_uri, e.id, {"link": e}) for edges in self.out.values() for e in edges)
+            self._nx = g
+        return self._nx
 
     # -- walking ----------------------------------------------------------------------------
     def steps(self, uri: str) -> Iterable[Step]:
         """Every edge out of ``uri``: its links (→) and its backlinks (←)."""
-        if uri not in self.g:
-            return
-        for _, dst, data in self.g.out_edges(uri, data=True):
-            yield Step(uri, dst, data["link"], "links")
-        for src, _, data in self.g.in_edges(uri, data=True):
-            yield Step(uri, src, data["link"], "backlinks")
+        for e in self.out.get(uri, ()):
+            yield Step(uri, e.to_uri, e, "links")
+        for e in self.inc.get(uri, ()):
+            yield Step(uri, e.from_uri, e, "backlinks")
+
+    def degree(self, uri: str) -> int:
+        return len(self.out.get(uri, ())) + len(self.inc.get(uri, ()))
 
     def backlink_count(self, uri: str) -> int:
-        return self.g.in_degree(uri) if uri in self.g else 0
+        return len(self.inc.get(uri, ()))
 
     def propagate(self, seeds: dict[str, float], params: PropagationParams) -> dict[str, Propagated]:
         """Spread seed scores along typed links (§3.5.1 phase 2).
@@ -123,7 +163,7 @@ class LinkGraph:
         out: dict[str, Propagated] = defaultdict(Propagated)
 
         def spread_of(uri: str) -> float:
-            return math.sqrt(max(1, self.g.degree(uri)))
+            return math.sqrt(max(1, self.degree(uri)))
 
         def combine(a: float, b: float) -> float:
             return 1.0 - (1.0 - a) * (1.0 - min(b, 1.0))  # noisy-OR: bounded, additive when small
@@ -138,17 +178,20 @@ class LinkGraph:
             for hop in range(1, params.depth + 1):
                 reached: dict[str, tuple[float, list[Step], bool]] = {}
                 for uri, score in frontier:
-                    for step in self.steps(uri):
-                        rule = params.table.get((step.link.link_type, step.direction))
-                        if rule is None or step.link.weight < params.min_link_weight or hop > rule.max_depth:
-                            continue
-                        if step.dst in visited:
-                            continue
-                        # A note's score spreads over its links, as a random walk's does:
-                        # divided by √degree of the note it leaves, so a hub does not flood.
-                        gain = score * rule.weight * step.link.weight * params.damping / spread_of(uri)
-                        prev = reached.get(step.dst, (0.0, [], False))
-                        reached[step.dst] = (combine(prev[0], gain), prev[1] + [step], prev[2] or rule.cont)
+                    spread = spread_of(uri)
+                    for direction, edges in (("links", self.out.get(uri, ())), ("backlinks", self.inc.get(uri, ()))):
+                        for e in edges:
+                            dst = e.to_uri if direction == "links" else e.from_uri
+                            if dst in visited or e.weight < params.min_link_weight:
+                                continue
+                            rule = params.table.get((e.link_type, direction))
+                            if rule is None or hop > rule.max_depth:
+                                continue
+                            # A note's score spreads over its links, as a random walk's does:
+                            # divided by √degree of the note it leaves, so a hub does not flood.
+                            gain = score * rule.weight * e.weight * params.damping / spread
+                            prev = reached.get(dst, (0.0, [], False))
+                            reached[dst] = (combine(prev[0], gain), prev[1] + [Step(uri, dst, e, direction)], prev[2] or rule.cont)
                 frontier = []
                 for dst, (gain, steps, cont) in reached.items():
                     visited.add(dst)
@@ -227,7 +270,7 @@ class LinkGraph:
 
     def path(self, a: str, b: str) -> list[Step] | None:
         """A shortest path between two notes, walking links either way."""
-        if a not in self.g or b not in self.g:
+        if a not in self.nodes or b not in self.nodes:
             return None
         try:
             nodes = nx.shortest_path(self.g.to_undirected(as_view=True), a, b)

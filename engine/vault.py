@@ -264,7 +264,8 @@ class Vault:
         except ValueError:
             raise LinkError(f"unknown link type {link_type!r} (one of: {', '.join(t.value for t in LinkType)})") from None
         with self.writing():
-            src, dst = self._link_end(from_uri, "from"), self._link_end(to_uri, "to")
+            self._link_end(from_uri, "from")
+            dst = self._link_end(to_uri, "to")
             dst_schema = self.schema(dst.memory_type)
             t_field = t_field or dst_schema.text_field
             if t_field not in dst_schema.field_names:
@@ -452,6 +453,27 @@ class Vault:
             if SIDECAR in filenames:
                 rel = os.path.relpath(dirpath, self.root)
                 yield "" if rel == "." else rel.replace(os.sep, "/")
+
+    def raw_links(self) -> Iterator[dict]:
+        """Every outgoing link as its raw sidecar record (legacy entries expanded), read
+        straight from the files without validation or caching: for building the link
+        graph of a big vault fast. ``check()`` is where malformed records are reported."""
+        for folder in self.sidecar_folders():
+            try:
+                data = json.loads((self.resolve.folder(folder) / SIDECAR).read_text(encoding="utf-8"))
+            except (OSError, ValueError, MemlinkError):
+                continue
+            if not isinstance(data, list):
+                continue
+            for raw in data:
+                if not isinstance(raw, dict):
+                    continue
+                if "uris" in raw and isinstance(raw["uris"], list):
+                    for to_uri in raw["uris"]:
+                        yield {"id": raw.get("id") or "legacy", "from_uri": raw.get("from_uri") or folder, "to_uri": to_uri,
+                               "link_type": "related_to", "weight": 1.0, "description": raw.get("reason") or ""}
+                elif raw.get("direction") == "links":
+                    yield raw
 
     def all_links(self) -> Iterator[StoredLink]:
         """Every outgoing link in the vault (each two-sided link once, from its links side)."""

@@ -1,3 +1,4 @@
 from .cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # worker processes re-import this module (spawn)
+    raise SystemExit(main())

@@ -13,7 +13,6 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -68,7 +67,6 @@ class SearchIndex:
         self.keywords: KeywordIndex | None = None
         self.dirty = False
         self._stale_reason = ""
-        self._loaded = False
         self.last_sync: SyncReport | None = None
 
     @classmethod
@@ -116,7 +114,6 @@ class SearchIndex:
         else:
             self.keywords = KeywordIndex(self.folder / "keywords")
             self.keywords.stats.update(keyword_stats)
-        self._loaded = True
 
     def checkpoint(self) -> None:
         """Make the in-memory index durable (keywords flushed, vector snapshot + state)."""

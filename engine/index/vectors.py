@@ -6,13 +6,11 @@ through ``allow_replace_deleted``), the index grows by resizing. Saved as one sn
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import hnswlib
 import numpy as np
 
-from ..atomic import atomic_write_text
 from ..embed import nonzero
 
 
