@@ -42,6 +42,18 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+_CJK_RUN = re.compile(rf"[{_CJK}]+")
+
+
+def cjk_expand(text: str) -> str:
+    """Text for an index whose own tokenizer splits words and stems English (tantivy's
+    en_stem): each CJK run is replaced by its characters and bigrams, space-separated,
+    so the index sees the same CJK tokens ``tokenize`` makes."""
+    if not _IS_CJK.search(text):
+        return text
+    return _CJK_RUN.sub(lambda m: " " + " ".join([*m.group(0), *(m.group(0)[i : i + 2] for i in range(len(m.group(0)) - 1))]) + " ", text)
+
+
 @dataclass
 class Chunk:
     index: int

@@ -59,7 +59,7 @@ class SearchIndex:
             "model": embedder.name,
             "dims": embedder.dims,
             "chunk_words": CHUNK_WORDS,
-            "tokenizer": "stem-en+cjk-bigram-1",
+            "tokenizer": "tantivy-en_stem+cjk-bigram-2",
         }
         self.indexed: dict[str, str] = {}  # uri -> content hash it was indexed at
         self.types: dict[str, str] = {}  # uri -> memory type

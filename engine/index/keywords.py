@@ -1,5 +1,7 @@
-"""Keyword index: BM25 through tantivy, over tokens from engine.text.tokenize (English
-words stemmed, CJK unigrams + bigrams), stored on disk in `.memlink/index/keywords/`.
+"""Keyword index: BM25 through tantivy, stored on disk in `.memlink/index/keywords/`.
+Tantivy's own en_stem tokenizer splits and stems the text (fast, in Rust); CJK runs are
+expanded to unigrams + bigrams first. engine.text.tokenize makes the same tokens in
+Python (Snowball English both sides) for queries and for notes not yet committed.
 
 A tantivy commit costs tens of milliseconds (fsync), too much for every single-note edit,
 so single updates wait in a small in-memory delta: searches leave out the delta's stale
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import tantivy
 
-from ..text import tokenize
+from ..text import cjk_expand, tokenize
 
 TITLE_BOOST = 2.0
 K1, B = 1.2, 0.75  # tantivy's BM25 parameters
@@ -28,18 +30,19 @@ def _schema() -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("uri", stored=True, tokenizer_name="raw")
     sb.add_text_field("mtype", stored=True, tokenizer_name="raw")
-    sb.add_text_field("title", stored=False, tokenizer_name="whitespace")
-    sb.add_text_field("body", stored=False, tokenizer_name="whitespace")
+    sb.add_text_field("title", stored=False, tokenizer_name="en_stem")
+    sb.add_text_field("body", stored=False, tokenizer_name="en_stem")
     return sb.build()
 
 
 class _Doc:
-    __slots__ = ("mtype", "title", "body", "title_len", "body_len")
+    __slots__ = ("mtype", "title", "body", "title_len", "body_len", "title_text", "body_text")
 
-    def __init__(self, mtype: str, title: list[str], body: list[str]):
+    def __init__(self, mtype: str, title: list[str], body: list[str], title_text: str, body_text: str):
         self.mtype = mtype
         self.title, self.body = Counter(title), Counter(body)
         self.title_len, self.body_len = len(title), len(body)
+        self.title_text, self.body_text = title_text, body_text
 
 
 class KeywordIndex:
@@ -77,15 +80,18 @@ class KeywordIndex:
     def put(self, uri: str, memory_type: str, title: str, body: str, *, direct: bool = False) -> None:
         """Index a note. ``direct`` writes to tantivy now (bulk indexing, then ``flush``);
         otherwise the note waits in the in-memory delta."""
-        t, b = tokenize(title), tokenize(body)
-        self._count(t, b)
         if direct:
+            self.stats["docs"] += 1
+            self.stats["title_tokens"] += len(title.split())
+            self.stats["body_tokens"] += len(body.split())
             w = self._w()
             w.delete_documents_by_term("uri", uri)
-            w.add_document(tantivy.Document(uri=uri, mtype=memory_type, title=" ".join(t), body=" ".join(b)))
+            w.add_document(tantivy.Document(uri=uri, mtype=memory_type, title=cjk_expand(title), body=cjk_expand(body)))
             self.pending.pop(uri, None)
         else:
-            self.pending[uri] = _Doc(memory_type, t, b)
+            t, b = tokenize(title), tokenize(body)
+            self._count(t, b)
+            self.pending[uri] = _Doc(memory_type, t, b, title, body)
 
     def remove(self, uri: str) -> None:
         self.pending[uri] = None
@@ -99,7 +105,7 @@ class KeywordIndex:
             w.delete_documents_by_term("uri", uri)
             if doc is not None:
                 w.add_document(tantivy.Document(
-                    uri=uri, mtype=doc.mtype, title=" ".join(doc.title.elements()), body=" ".join(doc.body.elements())
+                    uri=uri, mtype=doc.mtype, title=cjk_expand(doc.title_text), body=cjk_expand(doc.body_text)
                 ))
         w.commit()
         w.wait_merging_threads()
