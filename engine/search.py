@@ -154,8 +154,10 @@ def search(
                 rule = params.table[(step.link.link_type, step.direction)]
                 extra[step.dst] = final[uri] * rule.weight * params.damping
                 found[step.dst] = [Route("forced", 0, extra[step.dst], step)]
-        final.update(extra)
-        ranked = ranked + sorted(extra, key=lambda u: -extra[u])
+        # At most half as many as asked for (and at least 3): the strongest ones.
+        keep = sorted(extra, key=lambda u: -extra[u])[: max(3, k // 2)]
+        final.update({u: extra[u] for u in keep})
+        ranked = ranked + keep
 
     query_tokens = set(tokenize(query))
     hits = []
