@@ -34,6 +34,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         with open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
+            try:  # keep the permissions of the file being replaced (a private note stays private)
+                os.chmod(fh.fileno(), os.stat(path).st_mode & 0o7777)
+            except FileNotFoundError:
+                pass
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -58,15 +62,21 @@ def remove_file(path: Path) -> None:
     _fsync_dir(Path(path).parent)
 
 
-def sweep_temp_files(root: Path) -> int:
-    """Remove temp files a killed writer left behind. Returns how many were removed."""
+def sweep_temp_files(root: Path, older_than: float = 600.0) -> int:
+    """Remove temp files a killed writer left behind (only old ones: a live writer's
+    temp file lasts milliseconds). Returns how many were removed."""
+    import time
+
     removed = 0
+    cutoff = time.time() - older_than
     for dirpath, _dirnames, filenames in os.walk(root):
         for name in filenames:
             if name.endswith(TMP_SUFFIX):
+                full = os.path.join(dirpath, name)
                 try:
-                    os.unlink(os.path.join(dirpath, name))
-                    removed += 1
+                    if os.stat(full).st_mtime < cutoff:
+                        os.unlink(full)
+                        removed += 1
                 except OSError:
                     pass
     return removed

@@ -10,7 +10,7 @@ else (roll-forward). Replaying twice gives the same result.
 
 from __future__ import annotations
 
-import json
+import hashlib
 import time
 import uuid
 from pathlib import Path
@@ -19,7 +19,7 @@ from typing import Annotated, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from .atomic import atomic_write_text, remove_file
-from .errors import VaultError
+from .errors import MemlinkError, SidecarError
 from .links import SIDECAR, Sidecar, StoredLink
 from .uris import PathResolver, resolve_uri
 
@@ -29,14 +29,26 @@ class _Op(BaseModel):
 
 
 class WriteFile(_Op):
+    """Write ``text`` to ``uri``. ``before`` is the hash of the file when the change was
+    planned (None: no file): a replay never overwrites a file edited since."""
+
     op: Literal["write_file"] = "write_file"
     uri: str
     text: str
+    before: Optional[str] = None
 
 
 class DeleteFile(_Op):
     op: Literal["delete_file"] = "delete_file"
     uri: str
+    before: Optional[str] = None
+
+
+def file_hash(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
 
 
 class PutLink(_Op):
@@ -94,7 +106,12 @@ class SidecarCache:
         hit = self._items.get(path)
         if hit is not None and hit[0] == stamp:
             return path, hit[1]
-        car = Sidecar.parse(path.read_text(encoding="utf-8"), f"{folder or '.'}/{SIDECAR}", folder)
+        where = f"{folder or '.'}/{SIDECAR}"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise SidecarError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        car = Sidecar.parse(text, where, folder)
         self._items[path] = (stamp, car)
         self._by_note.pop(path, None)
         return path, car
@@ -133,45 +150,85 @@ def read_sidecar(root: Path, folder: str, cache: SidecarCache | None = None) -> 
     return (cache or SidecarCache()).read(root, folder)
 
 
-def _apply_sidecar_op(car: Sidecar, op) -> None:
+def _apply_sidecar_op(car: Sidecar, op) -> bool:
+    """Apply one operation to a parsed sidecar; True when something changed."""
     if isinstance(op, PutLink):
         new = op.link
-        car.entries = [
+        same = [
             e
             for e in car.entries
-            if not (e.direction == new.direction and (e.id == new.id or e.key == new.key))
+            if e.direction == new.direction and (e.id == new.id or (e.from_uri == new.from_uri and e.to_uri == new.to_uri and e.key == new.key))
         ]
+        if len(same) == 1 and same[0] == new:
+            return False  # already there (a replay)
+        car.entries = [e for e in car.entries if not any(e is x for x in same)] if same else car.entries
         car.entries.append(new)
-    elif isinstance(op, RemoveLink):
-        car.entries = [e for e in car.entries if not (e.id == op.id and e.direction == op.direction)]
-    elif isinstance(op, RemoveLegacy):
-        kept = []
+        return True
+    if isinstance(op, RemoveLink):
+        kept = [e for e in car.entries if not (e.id == op.id and e.direction == op.direction)]
+        changed = len(kept) != len(car.entries)
+        car.entries = kept
+        return changed
+    if isinstance(op, RemoveLegacy):
+        kept, changed = [], False
         for raw in car.legacy:
-            same = (raw.get("id") == op.entry_id) and (raw.get("from_uri") == op.from_uri)
+            same = ((raw.get("id") or "legacy") == op.entry_id) and (raw.get("from_uri") == op.from_uri)
             if same and op.to_uri in raw["uris"]:
+                changed = True
                 raw = {**raw, "uris": [u for u in raw["uris"] if u != op.to_uri]}
                 if not raw["uris"]:
                     continue
             kept.append(raw)
         car.legacy = kept
+        return changed
+    return False
 
 
-def apply_ops(root: Path, ops: list, cache: SidecarCache | None = None) -> None:
-    """Apply operations; idempotent, so a replay after a crash is always safe."""
+def check_ops(root: Path, ops: list, cache: SidecarCache | None = None) -> None:
+    """Everything a transaction touches must be usable *before* its journal is written:
+    paths inside the vault, sidecars that parse. Raises UriError / SidecarError."""
+    for op in ops:
+        if isinstance(op, (WriteFile, DeleteFile)):
+            resolve_uri(root, op.uri)
+        else:
+            read_sidecar(root, op.folder, cache)
+            if isinstance(op, PutLink):
+                resolve_uri(root, op.link.from_uri)
+                resolve_uri(root, op.link.to_uri)
+
+
+def apply_ops(root: Path, ops: list, cache: SidecarCache | None = None) -> list[str]:
+    """Apply operations; idempotent, so a replay after a crash is always safe. Returns
+    the paths it left alone because they changed since the transaction was planned."""
+    skipped: list[str] = []
     by_folder: dict[str, list] = {}
     for op in ops:
         if isinstance(op, WriteFile):
-            atomic_write_text(resolve_uri(root, op.uri), op.text)
+            path = resolve_uri(root, op.uri)
+            now = file_hash(path)
+            if now == hashlib.sha256(op.text.encode("utf-8")).hexdigest():
+                continue  # already written
+            if now != op.before:
+                skipped.append(op.uri)
+                continue
+            atomic_write_text(path, op.text)
         elif isinstance(op, DeleteFile):
-            remove_file(resolve_uri(root, op.uri))
+            path = resolve_uri(root, op.uri)
+            now = file_hash(path)
+            if now is None:
+                continue
+            if now != op.before:
+                skipped.append(op.uri)
+                continue
+            remove_file(path)
         else:
             by_folder.setdefault(op.folder, []).append(op)
     for folder, folder_ops in by_folder.items():
         car = read_sidecar(root, folder, cache)
-        before = (list(car.entries), list(car.legacy))
+        changed = False
         for op in folder_ops:
-            _apply_sidecar_op(car, op)
-        if (car.entries, car.legacy) != before:
+            changed = _apply_sidecar_op(car, op) or changed
+        if changed:
             path = sidecar_path(root, folder)
             if not car.entries and not car.legacy:
                 remove_file(path)
@@ -179,6 +236,7 @@ def apply_ops(root: Path, ops: list, cache: SidecarCache | None = None) -> None:
                 atomic_write_text(path, car.dump())
                 if cache is not None:
                     cache.remember(path, car)
+    return skipped
 
 
 class Journal:
@@ -190,6 +248,7 @@ class Journal:
     def commit(self, ops: list) -> None:
         if not ops:
             return
+        check_ops(self.root, ops, self.cache)
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.json"
         atomic_write_text(path, _OPS.dump_json(ops).decode("utf-8"))
@@ -201,17 +260,25 @@ class Journal:
             return []
         return sorted(p for p in self.folder.glob("*.json"))
 
-    def recover(self) -> int:
-        """Replay journals left by a killed writer. Call with the vault lock held."""
-        replayed = 0
+    def recover(self) -> tuple[int, list[str]]:
+        """Replay journals left by a killed writer. Call with the vault lock held.
+
+        Returns (journals replayed, problems). A journal that cannot be replayed (a sidecar
+        broken by hand since, a file edited since) is set aside as ``*.failed`` and
+        reported, so the vault stays usable; ``memlink check`` lists it."""
+        replayed, problems = 0, []
         for path in self.pending():
             try:
                 ops = _OPS.validate_json(path.read_bytes())
-            except (ValidationError, json.JSONDecodeError, OSError) as exc:
-                bad = path.with_suffix(".unreadable")
-                path.rename(bad)
-                raise VaultError(f"journal {path.name} is unreadable ({exc}); moved to {bad.name}") from exc
-            apply_ops(self.root, ops, self.cache)
+                skipped = apply_ops(self.root, ops, self.cache)
+            except (ValidationError, ValueError, OSError, MemlinkError) as exc:
+                path.rename(path.with_suffix(".failed"))
+                problems.append(f"journal {path.name} could not be replayed ({exc}); set aside as {path.stem}.failed")
+                continue
             remove_file(path)
             replayed += 1
-        return replayed
+            problems += [f"journal {path.name}: {uri} changed since; left as it is" for uri in skipped]
+        return replayed, problems
+
+    def failed(self) -> list[Path]:
+        return sorted(self.folder.glob("*.failed")) if self.folder.is_dir() else []

@@ -1,8 +1,8 @@
 """t_line_ranges: "3-5,8" style 1-based inclusive line ranges, and their correction after
 an edit (seed 000 §3.2.6).
 
-Correction: each range's old text is looked up (trimmed, exact, first occurrence) in the
-new text. If every range is found, the new ranges are returned. Otherwise a pluggable
+Correction: each range's old lines are looked up as whole lines (trimmed, exact) in the
+new text, nearest to their old place. If every range is found, the new ranges are returned. Otherwise a pluggable
 semantic matcher gets a chance; if it cannot place the text either, the caller deletes
 the link on both sides.
 """
@@ -73,15 +73,19 @@ class ExactOnlyMatcher:
         return None
 
 
-def _find(segment: str, new_text: str) -> tuple[int, int] | None:
-    needle = segment.strip()
-    if not needle:
+def _find(old_lines: list[str], start: int, end: int, new_lines: list[str]) -> tuple[int, int] | None:
+    """Where the old lines start..end (1-based) now are: the same whole lines (compared
+    trimmed), at their old place if still there, else the occurrence nearest to it."""
+    seg = [l.strip() for l in old_lines[start - 1 : end]]
+    n = len(seg)
+    if not any(seg):  # blank lines carry nothing to look for: keep the place if it exists
+        return (start, end) if end <= len(new_lines) else None
+    trimmed = [l.strip() for l in new_lines]
+    hits = [i for i in range(len(trimmed) - n + 1) if trimmed[i : i + n] == seg]
+    if not hits:
         return None
-    idx = new_text.find(needle)
-    if idx < 0:
-        return None
-    start = new_text.count("\n", 0, idx) + 1
-    return start, start + needle.count("\n")
+    best = min(hits, key=lambda i: abs(i + 1 - start))
+    return best + 1, best + n
 
 
 def correct_ranges(spec: str, old_text: str, new_text: str, matcher: LineRangeMatcher | None = None) -> str | None:
@@ -95,7 +99,8 @@ def correct_ranges(spec: str, old_text: str, new_text: str, matcher: LineRangeMa
     old_segments = segments(old_text, ranges)
     if old_segments is None:
         return None
-    found = [_find(seg, new_text) for seg in old_segments]
+    old_lines, new_lines = old_text.split("\n"), new_text.split("\n")
+    found = [_find(old_lines, s, e, new_lines) for s, e in ranges]
     if all(f is not None for f in found):
         return format_ranges([f for f in found if f is not None])
     relocated = (matcher or ExactOnlyMatcher()).relocate(old_segments, new_text)

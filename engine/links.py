@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import uuid
 from enum import Enum
-from typing import Any, Literal, Optional
+from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .errors import LinkError, SidecarError
+from .errors import LinkError, SidecarError, UriError
 from .lineranges import format_ranges, parse_ranges
+from .uris import normalize_uri
 
 SIDECAR = ".relations.json"
 Direction = Literal["links", "backlinks"]
@@ -92,6 +93,14 @@ class StoredLink(BaseModel):
 
     _ranges = field_validator("t_line_ranges")(classmethod(lambda cls, v: _check_ranges(v)))
 
+    @field_validator("from_uri", "to_uri")
+    @classmethod
+    def _inside(cls, value: str) -> str:
+        try:
+            return normalize_uri(value)
+        except UriError as exc:
+            raise ValueError(str(exc)) from exc
+
     @property
     def key(self) -> tuple[str, str, str, str]:
         """Dedup key of §3.2.5: same pair, same field, same line ranges = same link."""
@@ -145,9 +154,13 @@ class Sidecar:
     verbatim until the link they hold is rewritten in the new format.
     """
 
-    def __init__(self, entries: list[StoredLink] | None = None, legacy: list[dict] | None = None):
+    def __init__(self, entries: list[StoredLink] | None = None, legacy: list[dict] | None = None, lines: dict | None = None):
         self.entries = entries or []
         self.legacy = legacy or []
+        # JSON line of each entry as read from disk, keyed by id(entry) with the entry kept
+        # alongside (so an id is never reused while in the map): writing a folder of
+        # thousands of links then serialises only the entries that changed.
+        self._lines: dict[int, tuple[StoredLink, str]] = lines if lines is not None else {}
 
     @classmethod
     def parse(cls, text: str, where: str, folder: str) -> "Sidecar":
@@ -157,7 +170,7 @@ class Sidecar:
             raise SidecarError(f"{where}: not valid JSON: {exc}") from exc
         if not isinstance(data, list):
             raise SidecarError(f"{where}: must hold a JSON list of link entries")
-        entries, legacy = [], []
+        entries, legacy, lines = [], [], {}
         for i, raw in enumerate(data):
             if not isinstance(raw, dict):
                 raise SidecarError(f"{where}: entry {i} is not an object")
@@ -166,25 +179,33 @@ class Sidecar:
                 legacy.append(raw)
             elif "to_uri" in raw:
                 try:
-                    entries.append(StoredLink.model_validate(raw))
+                    entry = StoredLink.model_validate(raw)
+                    entries.append(entry)
+                    lines[id(entry)] = (entry, json.dumps(entry.model_dump(mode="json"), ensure_ascii=False))
                 except ValidationError as exc:
                     first = exc.errors()[0]
                     loc = ".".join(str(p) for p in first["loc"])
                     raise SidecarError(f"{where}: entry {i}: {loc}: {first['msg']}") from exc
             else:
                 raise SidecarError(f"{where}: entry {i} has neither 'to_uri' nor legacy 'uris'")
-        return cls(entries, legacy)
+        return cls(entries, legacy, lines)
 
     def copy(self) -> "Sidecar":
-        return Sidecar(list(self.entries), list(self.legacy))
+        return Sidecar(list(self.entries), list(self.legacy), self._lines)
+
+    def _line(self, entry: StoredLink) -> str:
+        hit = self._lines.get(id(entry))
+        if hit is not None and hit[0] is entry:
+            return hit[1]
+        return json.dumps(entry.model_dump(mode="json"), ensure_ascii=False)
 
     def dump(self) -> str:
         """One entry per line: diff-friendly, and fast (the C JSON encoder, no indent)."""
-        data: list[Any] = [l.model_dump(mode="json") for l in sorted(self.entries, key=lambda l: -l.weight)]
-        data.extend(self.legacy)
-        if not data:
+        rows = [self._line(l) for l in sorted(self.entries, key=lambda l: -l.weight)]
+        rows += [json.dumps(d, ensure_ascii=False) for d in self.legacy]
+        if not rows:
             return "[]\n"
-        return "[\n" + ",\n".join(json.dumps(d, ensure_ascii=False) for d in data) + "\n]\n"
+        return "[\n" + ",\n".join(rows) + "\n]\n"
 
     def legacy_links(self, folder: str) -> list[StoredLink]:
         """Legacy entries read as related_to links (§3.2.3): weight 1.0, reason → description.

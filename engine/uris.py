@@ -55,15 +55,28 @@ class PathResolver:
 
     def __init__(self, root: Path):
         self.root = Path(os.path.realpath(root))
-        self._folders: dict[str, Path] = {"": self.root}
+        self._folders: dict[str, tuple[Path, tuple[int, int]]] = {}
 
     def folder(self, folder: str) -> Path:
-        real = self._folders.get(folder)
-        if real is None:
-            real = resolve_uri(self.root, folder)
-            real = Path(os.path.realpath(real))
-            if real.is_dir():
-                self._folders[folder] = real
+        if not folder:
+            return self.root
+        hit = self._folders.get(folder)
+        if hit is not None:
+            real, ident = hit
+            try:
+                st = os.lstat(real)  # the same directory still (not swapped for a symlink)?
+                if (st.st_dev, st.st_ino) == ident:
+                    return real
+            except OSError:
+                pass
+            del self._folders[folder]
+        real = Path(os.path.realpath(resolve_uri(self.root, folder)))
+        try:
+            st = os.lstat(real)
+        except OSError:
+            return real
+        if real.is_dir():
+            self._folders[folder] = (real, (st.st_dev, st.st_ino))
         return real
 
     def __call__(self, uri: str) -> Path:

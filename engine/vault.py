@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from .atomic import atomic_write_text, sweep_temp_files
 from .catalog import CatalogEntry, CatalogStore, content_hash
 from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
 from .errors import LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, SidecarError, VaultError, VaultLocked
-from .journal import DeleteFile, Journal, PutLink, RemoveLegacy, RemoveLink, SidecarCache, WriteFile
+from .journal import DeleteFile, Journal, PutLink, RemoveLegacy, RemoveLink, SidecarCache, WriteFile, file_hash
 from .lineranges import ExactOnlyMatcher, LineRangeMatcher, check_ranges, correct_ranges, format_ranges
 from .links import SIDECAR, LinkType, Sidecar, StoredLink, merge_link, new_link_id
 from .merge import is_edit, merge_fields
@@ -59,12 +60,14 @@ class Vault:
         self.matcher: LineRangeMatcher = ExactOnlyMatcher()
         self.links_version = 0  # bumped on every link write; caches keyed on it go stale
         self._lock: FileLock | None = None
+        self.warnings: list[str] = []  # things a user should hear about (e.g. a journal set aside)
         self._catalog: dict[str, CatalogEntry] | None = None
         self._sidecar_stamps: dict[str, tuple[int, int]] | None = None
         # Higher layers (indexes) subscribe to ("changed" | "deleted", uri) after each write.
         self.listeners: list = []
         # Per-vault caches of higher layers (the link graph...), never process-wide.
         self.cache: dict[str, object] = {}
+        self.cache_lock = threading.RLock()
 
     # -- opening ----------------------------------------------------------------------------
     @classmethod
@@ -123,9 +126,12 @@ class Vault:
                 f"({self.state_dir / 'lock'})"
             ) from None
         try:
-            if self._lock.lock_counter == 1 and self.journal.recover():
-                self.links_version += 1
-                self._catalog = None
+            if self._lock.lock_counter == 1 and self.journal.pending():
+                replayed, problems = self.journal.recover()
+                self.warnings += problems
+                if replayed:
+                    self.links_version += 1
+                    self._catalog = None
             yield
         finally:
             self._lock.release()
@@ -159,7 +165,10 @@ class Vault:
     def read_body(self, uri: str) -> str:
         """A note's body without parsing its frontmatter (fast; for indexing and snippets
         of notes the catalog already vouches for)."""
-        text = self.path(uri).read_text(encoding="utf-8")
+        try:
+            text = self.path(uri).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise NoteError(f"{uri}: not UTF-8 text") from exc
         return split_body(text)
 
     def schema(self, memory_type: str) -> MemoryTypeSchema:
@@ -204,7 +213,7 @@ class Vault:
                 body=render_note_body(schema, merged, created, updated),
                 extra=old.extra if old else {},
             )
-            ops: list = [WriteFile(uri=uri, text=serialize_note(note, schema))]
+            ops: list = [WriteFile(uri=uri, text=serialize_note(note, schema), before=file_hash(self.path(uri)))]
             link_ops = self._range_corrections(old, note) if old else []
             self._commit(ops + link_ops, links_changed=bool(link_ops))
             self._catalog_put(note)
@@ -217,7 +226,7 @@ class Vault:
         with self.writing():
             if not self.path(uri).is_file():
                 raise NoteNotFound(f"no note at {uri}")
-            ops: list = [DeleteFile(uri=uri)]
+            ops: list = [DeleteFile(uri=uri, before=file_hash(self.path(uri)))]
             links = self.get_file_links(uri, "both")
             for link in links:
                 ops += self._remove_ops(link)
@@ -323,8 +332,9 @@ class Vault:
         return note
 
     def _find(self, folder: str, direction: str, key: tuple) -> StoredLink | None:
-        for entry in self.sidecars.read(self.root, folder).entries:
-            if entry.direction == direction and entry.key == key:
+        owner = key[0] if direction == "links" else key[1]
+        for entry in self.sidecars.note_links(self.root, folder, owner, direction):
+            if entry.key == key and not entry.legacy:
                 return entry
         return None
 
@@ -491,6 +501,9 @@ class Vault:
         identical, in the right folders, pointing at notes that exist, with valid fields
         and line ranges; match_text that no longer occurs is a warning."""
         problems: list[Problem] = []
+        for path in self.journal.failed():
+            problems.append(Problem("error", "failed_journal", f".memlink/journal/{path.name}",
+                                    "a change that could not be completed; inspect it, then delete the file"))
         catalog = self.sync_catalog()
         for entry in catalog.values():
             if entry.error:
@@ -567,6 +580,8 @@ def _session_problems(path: Path, uri: str) -> list[Problem]:
             return [Problem("error", "malformed_session", uri, f"line {n}: not JSON ({exc.msg})")]
         if not isinstance(event, dict) or not SESSION_KEYS <= set(event):
             return [Problem("error", "malformed_session", uri, f"line {n}: needs keys {', '.join(sorted(SESSION_KEYS))}")]
+        if not isinstance(event["id"], (str, int)) or not isinstance(event["content"], str):
+            return [Problem("error", "malformed_session", uri, f"line {n}: id must be text or a number, content text")]
         if event["id"] in ids:
             return [Problem("error", "malformed_session", uri, f"line {n}: duplicate id {event['id']!r}")]
         ids.add(event["id"])

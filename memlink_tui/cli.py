@@ -16,6 +16,16 @@ EXIT_ERROR = 1
 EXIT_PROBLEMS = 3
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     vault_help = "vault folder (default: $MEMLINK_VAULT or the per-user data dir)"
     p = argparse.ArgumentParser(prog="memlink", description="Offline personal memory workstation.")
@@ -58,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("search", parents=[common], help="hybrid search: vectors + keywords + the link graph")
     s.add_argument("query")
-    s.add_argument("--k", type=int, default=10, help="number of results (default 10)")
+    s.add_argument("--k", type=_positive, default=10, help="number of results (default 10)")
     s.add_argument("--type", action="append", dest="types", metavar="T", help="only this memory type (repeatable)")
     s.add_argument("--no-graph", action="store_true", help="no propagation over links")
     s.add_argument("--json", action="store_true")
@@ -67,7 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("uri")
     s.add_argument("--type", action="append", dest="types", choices=[t.value for t in LinkType], metavar="T")
     s.add_argument("--direction", choices=["in", "out", "both"], default="both")
-    s.add_argument("--depth", type=int, default=1)
+    s.add_argument("--depth", type=_positive, default=1)
     s.add_argument("--json", action="store_true")
 
     s = sub.add_parser("reindex", parents=[common], help="bring the search indexes up to date (--full rebuilds)")
@@ -339,6 +349,13 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `memlink search … | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # a folder that cannot be created, a read-only vault...
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"memlink: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_ERROR
+    except (ValueError, RuntimeError, UnicodeError) as exc:  # last resort: one line, not a traceback
+        print(f"memlink: error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", file=sys.stderr)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -214,3 +214,27 @@ def test_delete_note_removes_its_links_everywhere(vault):
     assert vault.delete_note(a.uri) == 2
     assert vault.get_file_links(b.uri) == [] and vault.get_file_links(c.uri) == []
     assert vault.check() == []
+
+
+def test_legacy_entry_without_id_can_be_unlinked(vault):
+    a, b = make_pair(vault)
+    (vault.root / "preferences" / ".relations.json").write_text(json.dumps([{"from_uri": b.uri, "uris": [a.uri], "reason": "x"}]))
+    assert vault.unlink(b.uri, a.uri) == 1
+    assert not (vault.root / "preferences" / ".relations.json").exists()
+
+
+def test_line_ranges_match_whole_lines_nearest_their_old_place():
+    old = "Likes cats\nTea\nWalks daily"
+    assert correct_ranges("2", old, "Teaches pottery\nLikes cats\nTea\nWalks daily") == "3"  # not inside "Teaches"
+    assert correct_ranges("1", "x\ny\nx", "x\ny\nz\nx") == "1"  # the occurrence nearest the old line
+
+
+def test_a_sidecar_with_a_path_outside_the_vault_is_rejected(vault):
+    a, b = make_pair(vault)
+    (vault.root / "entities" / ".relations.json").write_text(json.dumps([
+        {"id": "x", "from_uri": "../elsewhere/n.md", "to_uri": a.uri, "direction": "backlinks", "link_type": "related_to",
+         "weight": 1.0, "created_at": "2026-01-01"}
+    ]))
+    with pytest.raises(SidecarError, match="contains '..'"):
+        vault.delete_note(a.uri)
+    assert vault.exists(a.uri)  # nothing happened: the change was refused before it began

@@ -68,20 +68,22 @@ class SearchIndex:
         self.dirty = False
         self._stale_reason = ""
         self.last_sync: SyncReport | None = None
+        self.last_sync_at = 0.0
 
     @classmethod
     def for_vault(cls, vault) -> "SearchIndex":
         """One index per open vault: loaded and synced with the files on first use, then
         kept up to date by the vault's write notifications (``sync()`` again picks up
         edits made outside memlink)."""
-        index = vault.cache.get("index")
-        if index is None:
-            index = cls(vault)
-            index.load()
-            index.last_sync = index.sync()
-            vault.listeners.append(index.on_vault_change)
-            vault.cache["index"] = index
-        return index
+        with vault.cache_lock:  # the app's startup worker and a first search may race here
+            index = vault.cache.get("index")
+            if index is None:
+                index = cls(vault)
+                index.load()
+                index.last_sync = index.sync()
+                vault.listeners.append(index.on_vault_change)
+                vault.cache["index"] = index
+            return index
 
     # -- persistence ------------------------------------------------------------------------
     def load(self) -> None:
@@ -89,9 +91,12 @@ class SearchIndex:
         state = None
         try:
             state = json.loads(state_path.read_text(encoding="utf-8"))
+            if not isinstance(state, dict):
+                raise ValueError("not an object")
         except FileNotFoundError:
             self._stale_reason = "no index yet"
         except (ValueError, OSError):
+            state = None
             self._stale_reason = "index state unreadable"
         if state is not None and state.get("fingerprint") != self.fingerprint:
             old = state.get("fingerprint", {})
@@ -104,16 +109,18 @@ class SearchIndex:
                 self.indexed = dict(state["indexed"])
                 self.types = dict(state["types"])
                 keyword_stats = dict(state.get("keyword_stats") or {})
-            except (KeyError, OSError, RuntimeError, ValueError) as exc:
+            except (KeyError, OSError, RuntimeError, ValueError, TypeError, AttributeError) as exc:
                 self._stale_reason = f"vector index unreadable ({exc})"
                 state = None
         if state is None:
             self.vectors = VectorIndex(self.embedder.dims, **self.vault.config.search.hnsw())
             self.indexed, self.types = {}, {}
-            self.keywords = KeywordIndex.wipe(self.folder / "keywords")
+            self.keywords = None  # made fresh by the rebuild in sync(), under the vault lock
         else:
             self.keywords = KeywordIndex(self.folder / "keywords")
             self.keywords.stats.update(keyword_stats)
+            if self.keywords.recreated or self.keywords.count() != len(self.indexed):
+                self._stale_reason = "keyword index missing or incomplete"
 
     def checkpoint(self) -> None:
         """Make the in-memory index durable (keywords flushed, vector snapshot + state)."""
@@ -144,18 +151,27 @@ class SearchIndex:
             "notice": self.notice,
         }
 
+    def sync_if_stale(self, max_age: float = 10.0) -> SyncReport | None:
+        """Sync unless the last one is recent: cheap enough before each interactive search
+        (a walk of the vault with stat calls) and it picks up edits made outside."""
+        if self.last_sync_at and time.monotonic() - self.last_sync_at < max_age:
+            return None
+        return self.sync()
+
     def sync(self, progress: Progress | None = None, full: bool = False) -> SyncReport:
         """Index what changed on disk since the last sync (or everything, with ``full``)."""
         started = time.perf_counter()
+        self.last_sync_at = time.monotonic()
         report = SyncReport()
         if self.notice:
             report.notices.append(self.notice)
         if full or self._stale_reason:
             report.rebuilt = True
             report.reason = self._stale_reason or "full reindex asked for"
-            self.vectors = VectorIndex(self.embedder.dims, **self.vault.config.search.hnsw())
-            self.indexed, self.types = {}, {}
-            self.keywords = KeywordIndex.wipe(self.folder / "keywords")
+            with self.vault.writing():
+                self.vectors = VectorIndex(self.embedder.dims, **self.vault.config.search.hnsw())
+                self.indexed, self.types = {}, {}
+                self.keywords = KeywordIndex.wipe(self.folder / "keywords")
             self._stale_reason = ""
             self.dirty = True
         catalog = self.vault.sync_catalog()

@@ -14,6 +14,7 @@ its commit: tantivy allows one writer per index across processes."""
 from __future__ import annotations
 
 import math
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -24,6 +25,14 @@ from ..text import cjk_expand, tokenize
 
 TITLE_BOOST = 2.0
 K1, B = 1.2, 0.75  # tantivy's BM25 parameters
+
+
+_WORDS = re.compile(r"\w+")
+
+
+def field_length(text: str) -> int:
+    """Tokens as tantivy counts them for BM25 length normalisation (stopwords included)."""
+    return len(_WORDS.findall(cjk_expand(text)))
 
 
 def _schema() -> tantivy.Schema:
@@ -41,7 +50,7 @@ class _Doc:
     def __init__(self, mtype: str, title: list[str], body: list[str], title_text: str, body_text: str):
         self.mtype = mtype
         self.title, self.body = Counter(title), Counter(body)
-        self.title_len, self.body_len = len(title), len(body)
+        self.title_len, self.body_len = field_length(title_text), field_length(body_text)
         self.title_text, self.body_text = title_text, body_text
 
 
@@ -49,10 +58,12 @@ class KeywordIndex:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self.schema = _schema()
+        self.recreated = not (self.folder / "meta.json").exists()
         self.folder.mkdir(parents=True, exist_ok=True)
         try:
             self.index = tantivy.Index(self.schema, path=str(self.folder), reuse=True)
         except ValueError:
+            self.recreated = True
             # An index of another layout (or damaged): it is derived data, start over.
             shutil.rmtree(self.folder)
             self.folder.mkdir(parents=True)
@@ -72,26 +83,22 @@ class KeywordIndex:
             self._writer = self.index.writer(heap_size=50_000_000, num_threads=1)
         return self._writer
 
-    def _count(self, title: list[str], body: list[str]) -> None:
+    def _count(self, title_len: int, body_len: int) -> None:
         self.stats["docs"] += 1
-        self.stats["title_tokens"] += len(title)
-        self.stats["body_tokens"] += len(body)
+        self.stats["title_tokens"] += title_len
+        self.stats["body_tokens"] += body_len
 
     def put(self, uri: str, memory_type: str, title: str, body: str, *, direct: bool = False) -> None:
         """Index a note. ``direct`` writes to tantivy now (bulk indexing, then ``flush``);
         otherwise the note waits in the in-memory delta."""
+        self._count(field_length(title), field_length(body))
         if direct:
-            self.stats["docs"] += 1
-            self.stats["title_tokens"] += len(title.split())
-            self.stats["body_tokens"] += len(body.split())
             w = self._w()
             w.delete_documents_by_term("uri", uri)
             w.add_document(tantivy.Document(uri=uri, mtype=memory_type, title=cjk_expand(title), body=cjk_expand(body)))
             self.pending.pop(uri, None)
         else:
-            t, b = tokenize(title), tokenize(body)
-            self._count(t, b)
-            self.pending[uri] = _Doc(memory_type, t, b, title, body)
+            self.pending[uri] = _Doc(memory_type, tokenize(title), tokenize(body), title, body)
 
     def remove(self, uri: str) -> None:
         self.pending[uri] = None

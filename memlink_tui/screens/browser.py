@@ -104,6 +104,9 @@ class BrowserScreen(Screen):
         self.query_one(NoteTree).load(self.vault.list_notes())
         if self.current:
             self.run_worker(self.open_note(self.current, record=False))
+        index = self.vault.cache.get("index")
+        if index is not None:
+            self.run_worker(index.sync, thread=True, group="index", exclusive=True)
 
     # -- events ------------------------------------------------------------------------------
     @on(Tree.NodeSelected, "#tree")

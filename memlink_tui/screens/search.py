@@ -12,6 +12,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.worker import get_current_worker
 
 from engine import MemlinkError, Vault
+from engine.index import SearchIndex
 from engine.search import SearchHit, search
 from widgets import SearchResults
 
@@ -70,6 +71,7 @@ class SearchScreen(ModalScreen[str | None]):
     @work(thread=True, exclusive=True, group="search")
     def _search(self, query: str) -> None:
         try:
+            SearchIndex.for_vault(self.vault).sync_if_stale()  # notes edited outside meanwhile
             hits = search(self.vault, query, k=15, use_graph=self.use_graph)
         except MemlinkError as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Search failed", severity="error")
