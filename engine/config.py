@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -46,6 +46,18 @@ class SearchConfig(BaseModel):
         return {"M": self.hnsw_m, "ef_construction": self.hnsw_ef_construction, "ef_search": self.hnsw_ef_search}
 
 
+class LLMConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    provider: Literal["auto", "ollama", "rules"] = Field(
+        "auto", description="auto: Ollama when it runs and has the model, else the zero-LLM rules"
+    )
+    model: str = "llama3.2"
+    host: Optional[str] = Field(None, description="default: $OLLAMA_HOST, else http://127.0.0.1:11434")
+    timeout: float = Field(60.0, gt=0)
+    max_tokens: int = Field(2048, ge=16)
+
+
 class VaultConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -53,6 +65,7 @@ class VaultConfig(BaseModel):
     lock_timeout: float = Field(30.0, ge=0, description="seconds a writer waits for the vault lock")
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
 
 
 def load_config(root: Path) -> VaultConfig:

@@ -31,7 +31,19 @@ class MemlinkApp(App):
         self.browser = BrowserScreen(self.vault)
         self.push_screen(self.browser)
         self.prepare_index()
+        self.check_provider()
         self.set_interval(30, self.checkpoint)
+
+    @work(thread=True, exclusive=True, group="provider")
+    def check_provider(self) -> None:
+        """Which LLM provider is active and why, shown in the header (Ollama or rules)."""
+        from engine.llm.select import provider_status
+
+        _provider, health = provider_status(self.vault.config.llm)
+        self.provider_health = health
+        self.call_from_thread(setattr, self, "sub_title", f"LLM: {health.provider}")
+        severity = "information" if health.provider != "rules" or health.ok else "warning"
+        self.call_from_thread(self.notify, health.detail, title=f"LLM: {health.provider}", severity=severity, timeout=6)
 
     @work(thread=True, exclusive=True, group="index")
     def prepare_index(self) -> None:

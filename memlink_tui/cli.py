@@ -83,6 +83,8 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("reindex", parents=[common], help="bring the search indexes up to date (--full rebuilds)")
     s.add_argument("--full", action="store_true", help="rebuild from scratch")
 
+    sub.add_parser("doctor", parents=[common], help="check dependencies, embedding model, Ollama and the vault; print fixes")
+
     s = sub.add_parser("check", parents=[common], help="consistency checks (exit 3 when errors are found)")
     s.add_argument("--json", action="store_true")
     return p
@@ -299,6 +301,43 @@ def cmd_reindex(args) -> int:
     return 0
 
 
+def cmd_doctor(args) -> int:
+    import importlib
+
+    from engine.embed import load_embedder
+    from engine.llm.select import provider_status
+
+    bad = 0
+
+    def line(ok: bool, what: str, detail: str) -> None:
+        nonlocal bad
+        bad += 0 if ok else 1
+        print(f"{'ok ' if ok else 'FIX'}  {what:<16} {detail}")
+
+    for module in ("textual", "pydantic", "yaml", "jinja2", "tinydb", "networkx", "numpy", "hnswlib", "tantivy", "model2vec", "ollama"):
+        try:
+            mod = importlib.import_module(module)
+            line(True, module, getattr(mod, "__version__", "installed"))
+        except ImportError as exc:
+            line(False, module, f"missing ({exc}); run ./dev test or pip install -e . to install it")
+    try:
+        vault = _open(args)
+    except MemlinkError as exc:
+        line(False, "vault", str(exc))
+        return EXIT_PROBLEMS
+    choice = load_embedder(vault.config.embedding.model)
+    line(choice.notice is None, "embedding model", choice.notice or f"{choice.embedder.name} ({choice.embedder.dims} dims)")
+    _provider, health = provider_status(vault.config.llm)
+    line(health.ok, "LLM provider", f"{health.provider}: {health.detail}")
+    problems = vault.check()
+    errors = sum(1 for p in problems if p.severity == "error")
+    line(errors == 0, "vault", f"{vault.root}: {len(vault.list_notes())} notes, {errors} errors, "
+         f"{len(problems) - errors} warnings" + ("; run `memlink check` for details" if problems else ""))
+    for warning in vault.warnings:
+        line(False, "vault", warning)
+    return EXIT_PROBLEMS if bad else 0
+
+
 def cmd_init(args) -> int:
     target = args.vault or default_vault()
     vault = Vault.init(target, name=args.name)
@@ -331,6 +370,7 @@ COMMANDS = {
     "link": cmd_link,
     "unlink": cmd_unlink,
     "check": cmd_check,
+    "doctor": cmd_doctor,
     "search": cmd_search,
     "graph-query": cmd_graph_query,
     "reindex": cmd_reindex,
