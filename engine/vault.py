@@ -201,6 +201,8 @@ class Vault:
                 raise SchemaError(f"{uri} is a {old.memory_type} note, not a {memory_type}")
             merged = merge_fields(schema, old.fields if old else None, fields)
             merged = schema.validate_fields(merged, complete=True)
+            if old is not None and merged == old.fields and updated_at is None:
+                return old  # nothing to change: no write, updated_at untouched (replays are no-ops)
             stamp = now_iso()
             created = old.created_at if old else parse_timestamp(created_at or stamp, "created_at")
             updated = parse_timestamp(updated_at or stamp, "updated_at")
@@ -265,6 +267,34 @@ class Vault:
         created_at: str | None = None,
     ) -> StoredLink:
         """Write one link on both sides (merged per §3.2.5 with an existing one)."""
+        spec = dict(weight=weight, t_field=t_field, t_line_ranges=t_line_ranges, match_text=match_text,
+                    description=description, created_at=created_at)
+        return self.link_many([(from_uri, to_uri, link_type, spec)])[0]
+
+    def link_many(self, specs: list[tuple[str, str, LinkType | str, dict]]) -> list[StoredLink]:
+        """Write many links, each on both sides, in one transaction (all or none).
+        Each spec is (from_uri, to_uri, link_type, {weight, t_field, t_line_ranges,
+        match_text, description, created_at})."""
+        with self.writing():
+            ops: list = []
+            planned: dict[tuple, StoredLink] = {}
+            order: list[tuple] = []
+            for from_uri, to_uri, link_type, spec in specs:
+                merged, extra = self._plan_link(from_uri, to_uri, link_type, planned, **spec)
+                planned[merged.key] = merged
+                order.append(merged.key)
+                ops += extra
+            for merged in planned.values():
+                ops += [
+                    PutLink(folder=uri_dir(merged.from_uri), link=merged.as_direction("links")),
+                    PutLink(folder=uri_dir(merged.to_uri), link=merged.as_direction("backlinks")),
+                ]
+            if ops:
+                self._commit(ops, links_changed=True)
+        return [planned[k].as_direction("links") for k in order]
+
+    def _plan_link(self, from_uri, to_uri, link_type, planned, *, weight=1.0, t_field=None, t_line_ranges=None,
+                   match_text=None, description="", created_at=None) -> tuple[StoredLink, list]:
         from_uri, to_uri = normalize_uri(from_uri), normalize_uri(to_uri)
         if from_uri == to_uri:
             raise LinkError(f"a note cannot link to itself ({from_uri})")
@@ -272,31 +302,26 @@ class Vault:
             link_type = LinkType(link_type)
         except ValueError:
             raise LinkError(f"unknown link type {link_type!r} (one of: {', '.join(t.value for t in LinkType)})") from None
-        with self.writing():
-            self._link_end(from_uri, "from")
-            dst = self._link_end(to_uri, "to")
-            dst_schema = self.schema(dst.memory_type)
-            t_field = t_field or dst_schema.text_field
-            if t_field not in dst_schema.field_names:
-                raise LinkError(f"t_field {t_field!r} is not a field of {to_uri} ({dst.memory_type})")
-            if t_line_ranges is not None:
-                t_line_ranges = format_ranges(check_ranges(t_line_ranges, dst.field_text(t_field)))
-            if match_text is not None and not match_text.strip():
-                match_text = None
-            from_folder, to_folder = uri_dir(from_uri), uri_dir(to_uri)
-            candidate = _new_stored(from_uri, to_uri, link_type, weight, t_field, t_line_ranges, match_text, description, created_at)
-            existing = self._find(from_folder, "links", candidate.key) or self._find(to_folder, "backlinks", candidate.key)
-            merged = merge_link(existing, candidate.model_copy(update={"id": existing.id, "created_at": existing.created_at}) if existing else candidate)
-            ops: list = [
-                PutLink(folder=from_folder, link=merged.as_direction("links")),
-                PutLink(folder=to_folder, link=merged.as_direction("backlinks")),
-            ]
-            # A legacy {uris, reason} entry for the same pair is superseded by the new record.
-            for old in self.get_file_links(from_uri, "links"):
-                if old.legacy and old.to_uri == to_uri:
-                    ops.append(RemoveLegacy(folder=from_folder, entry_id=old.id, from_uri=from_uri, to_uri=to_uri))
-            self._commit(ops, links_changed=True)
-        return merged.as_direction("links")
+        self._link_end(from_uri, "from")
+        dst = self._link_end(to_uri, "to")
+        dst_schema = self.schema(dst.memory_type)
+        t_field = t_field or dst_schema.text_field
+        if t_field not in dst_schema.field_names:
+            raise LinkError(f"t_field {t_field!r} is not a field of {to_uri} ({dst.memory_type})")
+        if t_line_ranges is not None:
+            t_line_ranges = format_ranges(check_ranges(t_line_ranges, dst.field_text(t_field)))
+        if match_text is not None and not match_text.strip():
+            match_text = None
+        from_folder, to_folder = uri_dir(from_uri), uri_dir(to_uri)
+        candidate = _new_stored(from_uri, to_uri, link_type, weight, t_field, t_line_ranges, match_text, description, created_at)
+        existing = planned.get(candidate.key) or self._find(from_folder, "links", candidate.key) or self._find(to_folder, "backlinks", candidate.key)
+        merged = merge_link(existing, candidate.model_copy(update={"id": existing.id, "created_at": existing.created_at}) if existing else candidate)
+        extra: list = []
+        # A legacy {uris, reason} entry for the same pair is superseded by the new record.
+        for old in self.get_file_links(from_uri, "links"):
+            if old.legacy and old.to_uri == to_uri:
+                extra.append(RemoveLegacy(folder=from_folder, entry_id=old.id, from_uri=from_uri, to_uri=to_uri))
+        return merged, extra
 
     def unlink(self, from_uri: str, to_uri: str, link_type: LinkType | str | None = None) -> int:
         """Remove the links from ``from_uri`` to ``to_uri`` (of one type, or all) on both

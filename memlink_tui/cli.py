@@ -83,6 +83,15 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("reindex", parents=[common], help="bring the search indexes up to date (--full rebuilds)")
     s.add_argument("--full", action="store_true", help="rebuild from scratch")
 
+    s = sub.add_parser("commit", parents=[common], help="extract memories from a chat session's new turns")
+    s.add_argument("session", help="session id (sessions/<id>.jsonl)")
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("ingest", parents=[common], help="import text/markdown files as sources and extract memories")
+    s.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    s.add_argument("--no-wiki", action="store_true", help="keep the files as sources only; extract nothing")
+    s.add_argument("--json", action="store_true")
+
     sub.add_parser("doctor", parents=[common], help="check dependencies, embedding model, Ollama and the vault; print fixes")
 
     s = sub.add_parser("check", parents=[common], help="consistency checks (exit 3 when errors are found)")
@@ -301,6 +310,67 @@ def cmd_reindex(args) -> int:
     return 0
 
 
+def _print_report(report, heading: str) -> None:
+    print(f"{heading}: {report.summary()}  [provider: {report.provider}]")
+    for uri in report.created:
+        print(f"  + {uri}")
+    for change in report.changed:
+        fields = ", ".join(k for k in change["after"] if change["before"].get(k) != change["after"].get(k))
+        print(f"  ~ {change['uri']}  ({fields})")
+    for link in report.links_added:
+        print(f"  -> {link['from']} -[{link['type']}]-> {link['to']}")
+    for ref in report.unresolved:
+        print(f"  ! reference to a missing note: {ref}")
+    for problem in report.problems:
+        print(f"  ! {problem}")
+
+
+def cmd_commit(args) -> int:
+    from engine.extract.inputs import choose_extractor, commit_session
+
+    vault = _open(args)
+    extractor, health = choose_extractor(vault)
+    if not args.json:
+        print(f"provider: {health.provider} — {health.detail}", file=sys.stderr)
+    report = commit_session(vault, args.session, extractor)
+    vault.close()
+    if args.json:
+        print(json.dumps(report.to_json() if report else None, ensure_ascii=False, indent=2))
+    elif report is None:
+        print(f"session {args.session}: nothing new to commit")
+    else:
+        _print_report(report, f"session {args.session}")
+    return 0
+
+
+def cmd_ingest(args) -> int:
+    from engine.extract.inputs import choose_extractor, ingest
+
+    vault = _open(args)
+    extractor, health = choose_extractor(vault)
+    if not args.json:
+        print(f"provider: {health.provider} — {health.detail}", file=sys.stderr)
+    results, failed = [], 0
+    for path in args.paths:
+        try:
+            result = ingest(vault, path, wiki=not args.no_wiki, extractor=extractor)
+        except MemlinkError as exc:
+            failed += 1
+            print(f"memlink: error: {exc}", file=sys.stderr)
+            continue
+        results.append(result)
+        if not args.json:
+            if result.skipped:
+                print(f"{path}: skipped, {result.skipped}")
+            else:
+                _print_report(result.report, str(path))
+    vault.close()
+    if args.json:
+        print(json.dumps([{"path": r.path, "source": r.source_uri, "skipped": r.skipped,
+                           "report": r.report.to_json() if r.report else None} for r in results], ensure_ascii=False, indent=2))
+    return EXIT_ERROR if failed else 0
+
+
 def cmd_doctor(args) -> int:
     import importlib
 
@@ -371,6 +441,8 @@ COMMANDS = {
     "unlink": cmd_unlink,
     "check": cmd_check,
     "doctor": cmd_doctor,
+    "commit": cmd_commit,
+    "ingest": cmd_ingest,
     "search": cmd_search,
     "graph-query": cmd_graph_query,
     "reindex": cmd_reindex,

@@ -1,0 +1,35 @@
+"""What an extraction sees: the input text, and the existing pages it may touch or link
+to, each under a page id (1–99) with its fields and links."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from ..links import StoredLink
+from ..notes import Note
+from .pageids import PageIdMap
+
+
+@dataclass
+class ExtractContext:
+    kind: str  # "session" | "resource"
+    text: str  # the conversation (user/assistant lines) or the resource's text
+    when: dt.date  # the day the input happened, for relative dates
+    pages: PageIdMap = field(default_factory=PageIdMap)
+    notes: dict[int, Note] = field(default_factory=dict)  # existing pages by page id
+    links: list[StoredLink] = field(default_factory=list)  # links among the existing pages
+    source_page: int | None = None  # the imported resource's own page, when there is one
+    user_lines: list[str] = field(default_factory=list)  # what the user said (sessions)
+    known_names: dict[str, str] = field(default_factory=dict)  # entity title/alias (lower) -> uri
+
+    def add(self, note: Note) -> int:
+        page_id = self.pages.get_or_assign(note.uri)
+        self.notes[page_id] = note
+        return page_id
+
+    def page_of(self, uri: str) -> int | None:
+        for pid, note in self.notes.items():
+            if note.uri == uri:
+                return pid
+        return None

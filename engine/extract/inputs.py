@@ -1,0 +1,145 @@
+"""The two inputs of the write path: a chat session's new turns (`memlink commit`) and
+resources (`memlink ingest`): text and markdown files, deduplicated by SHA-256, each
+kept as a `sources/` note; with --no-wiki a resource is kept but not extracted."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from tinydb import Query
+
+from ..errors import MemlinkError
+from ..llm.select import provider_status
+from .autolink import find_references, typed
+from .context import ExtractContext
+from .loop import ExtractLoop, LLMExtractor
+from .rules import RulesExtractor
+from .updater import MemoryUpdater, RunReport, resolve_operations
+
+
+class InputError(MemlinkError):
+    pass
+
+
+def choose_extractor(vault):
+    """(extractor, health): Ollama when configured and healthy, else the rules. With
+    Ollama, line-range correction also gets the LLM's semantic matcher."""
+    provider, health = provider_status(vault.config.llm)
+    if provider is None:
+        return RulesExtractor(), health
+    from .linematch import LLMLineMatcher
+
+    vault.matcher = LLMLineMatcher(provider)
+    return LLMExtractor(provider), health
+
+
+def run_extraction(vault, ctx: ExtractContext, extractor, source: str) -> RunReport:
+    ops = ExtractLoop(vault, extractor).run(ctx)
+    return MemoryUpdater(vault).apply_operations(resolve_operations(ops, ctx), ctx, extractor.name, source)
+
+
+# -- sessions -------------------------------------------------------------------------------
+def _session_events(vault, session_id: str) -> list[dict]:
+    path = vault.path(f"sessions/{session_id}.jsonl")
+    if not path.is_file():
+        raise InputError(f"no session {session_id!r} (looked for sessions/{session_id}.jsonl)")
+    events = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InputError(f"sessions/{session_id}.jsonl line {n}: not JSON ({exc.msg})") from None
+    return events
+
+
+def commit_session(vault, session_id: str, extractor=None) -> RunReport | None:
+    """Extract memories from the turns not committed yet. None when there is nothing new."""
+    table = vault.state.db("commits").table("sessions")
+    done = table.get(Query().session == session_id)
+    events = _session_events(vault, session_id)
+    ids = [str(e.get("id")) for e in events]
+    start = ids.index(done["last_id"]) + 1 if done and done["last_id"] in ids else 0
+    new = [e for e in events[start:] if e.get("role") in ("user", "assistant") and isinstance(e.get("content"), str)]
+    if not new:
+        return None
+    when = _day(new[-1].get("ts"))
+    text = "\n".join(f"{e['role']}: {e['content']}" for e in new)
+    ctx = ExtractContext("session", text, when, user_lines=[e["content"] for e in new if e["role"] == "user"])
+    if extractor is None:
+        extractor, _health = choose_extractor(vault)
+    report = run_extraction(vault, ctx, extractor, f"session {session_id}")
+    table.upsert({"session": session_id, "last_id": ids[-1]}, Query().session == session_id)
+    return report
+
+
+def _day(ts) -> dt.date:
+    try:
+        return dt.datetime.fromisoformat(str(ts).replace("Z", "+00:00")).date()
+    except ValueError:
+        return dt.date.today()
+
+
+# -- resources ------------------------------------------------------------------------------
+@dataclass
+class IngestResult:
+    path: str
+    source_uri: str | None
+    report: RunReport | None
+    skipped: str | None = None  # why nothing was done
+
+
+def read_text_file(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if b"\x00" in data[:4096]:
+        raise InputError(f"{path}: looks binary (NUL byte in the first 4 KiB); only text and markdown files are imported")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text") from None
+
+
+def _title(text: str, path: Path) -> str:
+    for line in text.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return path.stem.replace("_", " ").replace("-", " ").strip() or path.name
+
+
+def ingest(vault, path: Path, *, wiki: bool = True, extractor=None) -> IngestResult:
+    path = Path(path)
+    text = read_text_file(path)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    table = vault.state.db("ingested").table("files")
+    seen = table.get(Query().sha256 == digest)
+    if seen and vault.exists(seen["uri"]):
+        return IngestResult(str(path), seen["uri"], None, skipped=f"already imported as {seen['uri']}")
+    title = _title(text, path)
+    source = vault.write_note("source", {"title": title, "kind": "document", "origin": str(path.resolve()),
+                                         "in_wiki": wiki, "content": text.strip()})
+    table.upsert({"sha256": digest, "uri": source.uri, "path": str(path.resolve())}, Query().sha256 == digest)
+    if extractor is None:
+        extractor, _health = choose_extractor(vault)
+    if wiki:
+        ctx = ExtractContext("resource", text, dt.date.today())
+        ctx.source_page = ctx.add(source)
+        report = run_extraction(vault, ctx, extractor, f"resource {path.name}")
+    else:
+        report = RunReport("none")  # kept, not extracted (scenario 3); notes may still link to it
+    report.created.insert(0, source.uri)
+    # The resource's own references to notes become links (auto-link, no LLM).
+    refs = find_references(vault, source.uri, text)
+    report.unresolved += refs.missing
+    specs = [(source.uri, r.target, typed(r), {"weight": 0.7, "match_text": r.text, "description": "referenced in the text"})
+             for r in refs.found]
+    for link in vault.link_many(specs) if specs else []:
+        report.links_added.append({"from": link.from_uri, "to": link.to_uri, "type": link.link_type.value,
+                                   "weight": link.weight, "match_text": link.match_text})
+    return IngestResult(str(path), source.uri, report)

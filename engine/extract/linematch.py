@@ -1,0 +1,36 @@
+"""The LLM side of line-range correction (§3.2.6): when exact search cannot find a
+linked passage after an edit, ask the model where it went — or that it is gone."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict
+
+from ..llm import LLMError
+
+
+class Relocated(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    t_line_ranges: Optional[str]
+
+
+class LLMLineMatcher:
+    def __init__(self, provider):
+        self.provider = provider
+
+    def relocate(self, old_segments: list[str], new_text: str) -> str | None:
+        numbered = "\n".join(f"{i}: {line}" for i, line in enumerate(new_text.split("\n"), 1))
+        passages = "\n---\n".join(old_segments)
+        prompt = (
+            "A note was edited. Find where these passages are now, by meaning.\n\n"
+            f"PASSAGES:\n{passages}\n\nNEW TEXT (numbered lines):\n{numbered}\n\n"
+            'Answer {"t_line_ranges": "3-5"} (several ranges comma-separated), or '
+            '{"t_line_ranges": null} when the passages are gone.'
+        )
+        try:
+            answer = self.provider.structured([{"role": "user", "content": prompt}], Relocated)
+        except LLMError:
+            return None  # no answer: the link is treated as gone, on both sides
+        return answer.t_line_ranges

@@ -1,0 +1,149 @@
+"""ExtractLoop (seed 000 §3.4.1): prefetch related pages → PageIdMap → one structured
+call (or the rules) → strict validation. Invalid output changes nothing: it goes to
+`.memlink/quarantine/` and the run reports why."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from importlib import resources
+
+from pydantic import BaseModel, ValidationError
+
+from ..atomic import atomic_write_text
+from ..errors import MemlinkError
+from ..graph import LinkGraph
+from ..llm import LLMInvalidOutput
+from ..search import search
+from ..templates import render_template
+from .context import ExtractContext
+from .operations import operations_model
+
+PREFETCH_HITS = 8
+MAX_PAGES = 60
+
+
+class ExtractionRejected(MemlinkError):
+    """The provider's output did not fit the contract; it was quarantined."""
+
+
+def prefetch(vault, ctx: ExtractContext) -> None:
+    """Existing pages the input is about: search hits, their contradictions and closest
+    links, the profile, and every known entity the text names."""
+    profile = "profile.md"
+    if vault.exists(profile):
+        ctx.add(vault.read_note(profile))
+    catalog = vault.catalog()
+    for uri, entry in catalog.items():
+        if entry.memory_type == "entity" and not entry.error:
+            ctx.known_names.setdefault(entry.title.lower(), uri)
+    query = ctx.text[:2000]
+    hits = search(vault, query, k=PREFETCH_HITS, snippets=False) if query.strip() else []
+    graph = LinkGraph.for_vault(vault)
+    wanted: list[str] = []
+    for hit in hits:
+        wanted.append(hit.uri)
+        for step in sorted(graph.steps(hit.uri), key=lambda s: -s.link.weight)[:3]:
+            wanted.append(step.dst)
+    low = ctx.text.lower()
+    wanted += [uri for name, uri in ctx.known_names.items() if len(name) > 1 and name in low]
+    for uri in wanted:
+        if len(ctx.notes) >= MAX_PAGES or uri not in catalog or ctx.page_of(uri) is not None:
+            continue
+        try:
+            note = vault.read_note(uri)
+        except MemlinkError:
+            continue
+        ctx.add(note)
+        if note.memory_type == "entity":
+            for alias in note.fields.get("aliases") or []:
+                ctx.known_names.setdefault(str(alias).lower(), uri)
+    for pid, note in list(ctx.notes.items()):
+        for link in vault.get_file_links(note.uri, "links"):
+            t = ctx.page_of(link.to_uri)
+            if t is not None:
+                ctx.links.append(link)
+
+
+def messages_for(ctx: ExtractContext) -> list[dict]:
+    template = (resources.files("engine") / "templates" / "extract.j2").read_text(encoding="utf-8")
+    links = []
+    for link in ctx.links:
+        f, t = ctx.page_of(link.from_uri), ctx.page_of(link.to_uri)
+        links.append({"f": f, "t": t, "link_type": link.link_type.value, "description": link.description})
+    prompt = render_template(template, {
+        "kind": ctx.kind, "when": ctx.when.isoformat(), "text": ctx.text, "source_page": ctx.source_page,
+        "pages": sorted(ctx.notes.items()), "links": links,
+    }, "extract prompt")
+    return [{"role": "user", "content": prompt}]
+
+
+def check_operations(ops: BaseModel, ctx: ExtractContext, types) -> None:
+    """What the schema cannot say: page ids exist, new ids are unique and 100+, an update
+    keeps the page's type, link ends exist and their fields belong to the target's type."""
+    owners: dict[int, str] = {}
+    for name in type(ops).model_fields:
+        if name == "links":
+            continue
+        for item in getattr(ops, name):
+            pid = item.page_id
+            if pid < 100:
+                note = ctx.notes.get(pid)
+                if note is None:
+                    raise ValueError(f"{name} item updates page {pid}, which is not an existing page")
+                if note.memory_type != name:
+                    raise ValueError(f"page {pid} is a {note.memory_type}, not a {name}")
+            elif pid in owners:
+                raise ValueError(f"new page id {pid} used twice")
+            owners[pid] = name
+    for i, link in enumerate(ops.links):
+        for end in (link.f, link.t):
+            if end not in owners and end not in ctx.notes:
+                raise ValueError(f"links[{i}] refers to page {end}, which does not exist")
+        target_type = owners.get(link.t) or ctx.notes[link.t].memory_type
+        if link.t_field not in types.get(target_type).field_names:
+            raise ValueError(f"links[{i}].t_field {link.t_field!r} is not a field of {target_type}")
+        if link.f == link.t:
+            raise ValueError(f"links[{i}] links page {link.f} to itself")
+
+
+def quarantine(vault, provider: str, reason: str, raw: str) -> str:
+    """Keep rejected output for a person to inspect; never in the logs."""
+    folder = vault.state_dir / "quarantine"
+    name = f"{dt.datetime.now(dt.timezone.utc).strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}.json"
+    atomic_write_text(folder / name, json.dumps({"provider": provider, "reason": reason, "raw": raw}, ensure_ascii=False, indent=2))
+    return f".memlink/quarantine/{name}"
+
+
+class ExtractLoop:
+    def __init__(self, vault, extractor):
+        self.vault = vault
+        self.extractor = extractor  # RulesExtractor or LLMExtractor
+
+    def run(self, ctx: ExtractContext) -> BaseModel:
+        prefetch(self.vault, ctx)
+        schema = operations_model(self.vault.types, [t.memory_type for t in self.vault.types if t.link_enabled])
+        try:
+            ops = self.extractor.extract(ctx, schema)
+            check_operations(ops, ctx, self.vault.types)
+        except LLMInvalidOutput as exc:
+            where = quarantine(self.vault, self.extractor.name, str(exc), exc.raw)
+            raise ExtractionRejected(f"{exc}; nothing was changed, the answer is kept in {where}") from None
+        except (ValueError, ValidationError) as exc:
+            raw = ops.model_dump_json() if "ops" in locals() else ""
+            where = quarantine(self.vault, self.extractor.name, str(exc), raw)
+            raise ExtractionRejected(f"the extraction does not fit: {str(exc).splitlines()[0]}; nothing was changed, "
+                                     f"the output is kept in {where}") from None
+        return ops
+
+
+class LLMExtractor:
+    """ExtractLoop's LLM side: the prompt template, one structured call."""
+
+    def __init__(self, provider):
+        self.provider = provider
+        self.name = provider.name
+
+    def extract(self, ctx: ExtractContext, schema: type[BaseModel]) -> BaseModel:
+        return self.provider.structured(messages_for(ctx), schema)

@@ -1,0 +1,51 @@
+"""The model's output contract (seed 000 §3.3): ``StructuredMemoryOperations`` generated
+from the registered memory types. Each type becomes a list of flat items carrying a
+``page_id`` (1–99: update that existing page, 100+: a new page) plus the type's fields;
+``links`` is one top-level list of WikiLinks. Every key is required and nothing extra is
+allowed: an answer that does not fit is rejected, never repaired."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from ..links import WikiLink
+from ..schema import FieldType, MemoryTypeSchema, TypeRegistry
+
+_PY = {
+    FieldType.STRING: str,
+    FieldType.INTEGER: int,
+    FieldType.NUMBER: float,
+    FieldType.BOOLEAN: bool,
+    FieldType.LIST: list[Union[str, int, float]],
+    FieldType.DATE: str,
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def item_model(schema: MemoryTypeSchema) -> type[BaseModel]:
+    fields: dict[str, Any] = {"page_id": (int, Field(ge=1))}
+    for f in schema.fields:
+        py = _PY[f.field_type]
+        if f.field_type is FieldType.DATE:
+            fields[f.name] = (Optional[py], Field(None, pattern=r"^\d{4}-\d{2}-\d{2}$", description=f.description or "YYYY-MM-DD"))
+        else:
+            fields[f.name] = (Optional[py], Field(None, description=f.description or None))
+    return create_model(f"{schema.memory_type.title().replace('_', '')}Item", __base__=_Strict, **fields)
+
+
+def operations_model(types: TypeRegistry, names: list[str] | None = None) -> type[BaseModel]:
+    """The output model for the given memory types (all linkable types by default)."""
+    chosen = [t for t in types if (names is None or t.memory_type in names)]
+    fields: dict[str, Any] = {t.memory_type: (list[item_model(t)], ...) for t in chosen}
+    fields["links"] = (list[WikiLink], ...)
+    return create_model("StructuredMemoryOperations", __base__=_Strict, **fields)
+
+
+def item_fields(item: BaseModel) -> dict[str, Any]:
+    """An item's field values without page_id and without fields left out (None)."""
+    return {k: v for k, v in item.model_dump().items() if k != "page_id" and v is not None}

@@ -1,0 +1,270 @@
+"""The zero-LLM rules provider: deterministic extraction from what the user said.
+
+- preferences: "I like / love / prefer / enjoy …", "I hate / dislike / can't stand …",
+  "I no longer …", "… instead of …", 我喜欢 / 我不喜欢 / 更喜欢 / 不再喜欢 …
+- research requests: "help me research X", "look into X for me", 帮我研究 X → report_candidate
+- dated events: a sentence with a date (ISO, "3 September", today / yesterday, 10月14日 …)
+- entities: known titles and aliases mentioned; new multi-word capitalised names
+- links by mention, typed by a cascade in GBrain's spirit on the sentence around the
+  mention (no longer / instead of → evolved_from, because → caused_by, part of / works at
+  → belongs_to, according to → derived_from, else related_to); a preference opposite to
+  an existing one on the same topic → contradicts; a changed opinion → evolved_from.
+
+It produces the same StructuredMemoryOperations an LLM would, so everything after it
+(resolve, merge, write, links) is shared."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from ..templates import slugify
+from ..text import tokenize
+from .context import ExtractContext
+
+_SENT = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
+_LIKE = re.compile(r"\bI\s+(?:really\s+|do\s+|still\s+|now\s+)?(?:like|love|enjoy|prefer|adore)\s+(?P<obj>[^.!?;\n]+)", re.I)
+_DISLIKE = re.compile(r"\bI\s+(?:really\s+)?(?:hate|dislike|can'?t stand|cannot stand|don'?t like|do not like|avoid)\s+(?P<obj>[^.!?;\n]+)", re.I)
+_NO_LONGER = re.compile(
+    r"\bI\s+no longer\s+(?:like|love|drink|eat|use|want|enjoy)\s+(?P<obj>[^.!?;\n]+?)(?=[.!?;,\n]|$)"
+    r"|\bI\s+(?:don'?t|do not)\s+(?:like|love|drink|eat|use|want|enjoy)\s+(?P<obj2>[^.!?;\n]+?)\s+any\s?more", re.I)
+_CHANGED = re.compile(r"\bchanged my mind about\s+(?P<obj>[^.!?;,\n]+)", re.I)
+_INSTEAD = re.compile(r"(?P<new>[\w' -]{2,40}?)\s+instead of\s+(?P<old>[\w' -]{2,40})", re.I)
+_ZH_LIKE = re.compile(r"我(?:很|最|真|也|还是|更)?喜欢(?P<obj>[^。！？，,；\n]+)")
+_ZH_DISLIKE = re.compile(r"我(?:很|也|真)?(?:不喜欢|讨厌)(?P<obj>[^。！？，,；\n]+)")
+_ZH_NO_LONGER = re.compile(r"我不再喜欢(?P<obj>[^。！？，,；\n]+)")
+_RESEARCH = re.compile(
+    r"(?:help me|can you|could you|please|would you)\s+(?:research|look into|find out(?: about)?|investigate|dig into)\s+(?P<q>[^.!?\n]+)"
+    r"|\bresearch\s+(?P<q2>[^.!?\n:]+?)\s+for me(?:\s*:\s*(?P<after>[^.!?\n]+))?"
+    r"|\bresearch\s+(?:thing|topic|question|request|task)\s*:\s*(?P<q3>[^.!?\n]+)", re.I)
+_PRONOUNS = {"this", "that", "it", "these", "those", "something"}
+_ZH_RESEARCH = re.compile(r"帮我(?:研究|查一下|调查|了解一下)(?P<q>[^。！？\n]+)")
+_MONTHS = {m: i for i, m in enumerate(
+    "january february march april may june july august september october november december".split(), 1)}
+_DATE_ISO = re.compile(r"\b(20\d\d)-(\d\d)-(\d\d)\b")
+_DATE_DM = re.compile(r"\b(\d{1,2})\s+(" + "|".join(_MONTHS) + r")\b", re.I)
+_DATE_MD = re.compile(r"\b(" + "|".join(_MONTHS) + r")\s+(\d{1,2})\b", re.I)
+_DATE_ZH = re.compile(r"(\d{1,2})月(\d{1,2})[日号]")
+_RELATIVE = {"today": 0, "this morning": 0, "tonight": 0, "this afternoon": 0, "yesterday": -1, "last night": -1,
+             "今天": 0, "今晚": 0, "昨天": -1, "昨晚": -1}
+_CAPNAME = re.compile(r"\b([A-Z][a-z]+(?:\s+(?:[A-Z][a-z]+|de|van|von|der|el|El|al)){1,3})\b")
+_NOT_NAMES = {m.capitalize() for m in _MONTHS} | {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
+                                                   "Sunday", "I", "The", "A", "An", "My", "We", "You", "It", "This", "That"}
+# Something happened: an English past tense, or a Chinese aspect marker, or an explicit date.
+_PAST = re.compile(r"\b\w+ed\b|\b(?:went|met|had|saw|got|made|ate|ran|took|gave|came|did|was|were|bought|left|moved|"
+                   r"began|spent|told|said|sent|found|won|lost|fell|flew|drove|wrote|read|held)\b|了|过|\d{1,2}月\d{1,2}[日号]|"
+                   r"\b20\d\d-\d\d-\d\d\b", re.I)
+_TRIM = re.compile(r"\s+(?:because|but|since|although|when|so|and then|which)\b.*$", re.I)
+
+CASCADE = [  # strongest first; the first that matches the sentence decides the type
+    ("evolved_from", re.compile(r"no longer|changed my mind|instead of|used to|不再|改成", re.I)),
+    ("contradicts", re.compile(r"\bcontradict|\bnot true\b|\bactually (?:not|no)\b|相反|矛盾", re.I)),
+    ("caused_by", re.compile(r"\bbecause\b|\bdue to\b|\bcaused by\b|\bled to\b|\bso that\b|因为|由于", re.I)),
+    ("belongs_to", re.compile(r"\bpart of\b|\bbelongs? to\b|\bworks? (?:at|for)\b|\bmember of\b|\bCEO of\b|\bteam\b|属于", re.I)),
+    ("derived_from", re.compile(r"\baccording to\b|\bbased on\b|\bderived from\b|\bsummar", re.I)),
+]
+
+
+def link_type_for(sentence: str) -> str:
+    for link_type, pattern in CASCADE:
+        if pattern.search(sentence):
+            return link_type
+    return "related_to"
+
+
+def _topic(obj: str) -> str:
+    obj = _TRIM.sub("", obj.strip()).strip(" '\"")
+    obj = re.sub(r"^(?:to|the|a|an|my|it when|when)\s+", "", obj, flags=re.I)
+    words = obj.split()
+    return " ".join(words[:6]).rstrip(",;:") if words else ""
+
+
+def _overlap(a: str, b: str) -> float:
+    """How much one topic covers the other (for "I no longer like X": X may be short)."""
+    ta, tb = set(tokenize(a)), set(tokenize(b))
+    return len(ta & tb) / max(1, min(len(ta), len(tb))) if ta and tb else 0.0
+
+
+def _same_topic(a: str, b: str) -> bool:
+    """Two topics are the same when most of their words are shared (Jaccard ≥ 0.5):
+    "vegetarian diet" vs "places where the vegetarian option is" are not."""
+    ta, tb = set(tokenize(a)), set(tokenize(b))
+    return bool(ta and tb) and len(ta & tb) / len(ta | tb) >= 0.5
+
+
+def _date_in(sentence: str, when: dt.date) -> dt.date | None:
+    if m := _DATE_ISO.search(sentence):
+        try:
+            return dt.date(int(m[1]), int(m[2]), int(m[3]))
+        except ValueError:
+            return None
+    for pattern, order in ((_DATE_DM, "dm"), (_DATE_MD, "md")):
+        if m := pattern.search(sentence):
+            day, month = (m[1], m[2]) if order == "dm" else (m[2], m[1])
+            try:
+                return dt.date(when.year, _MONTHS[month.lower()], int(day))
+            except ValueError:
+                return None
+    if m := _DATE_ZH.search(sentence):
+        try:
+            return dt.date(when.year, int(m[1]), int(m[2]))
+        except ValueError:
+            return None
+    low = sentence.lower()
+    for phrase, delta in _RELATIVE.items():
+        if phrase in low:
+            return when + dt.timedelta(days=delta)
+    return None
+
+
+@dataclass
+class _Out:
+    items: dict[str, list[dict]] = field(default_factory=dict)
+    links: list[dict] = field(default_factory=list)
+    seen: set = field(default_factory=set)
+
+
+class RulesExtractor:
+    name = "rules"
+
+    def extract(self, ctx: ExtractContext, schema: type[BaseModel]) -> BaseModel:
+        out = _Out(items={name: [] for name in schema.model_fields if name != "links"})
+        lines = ctx.user_lines or [ctx.text]
+        profile = next((pid for pid, n in ctx.notes.items() if n.memory_type == "profile"), None)
+        for line in lines:
+            for sentence in (s.strip() for s in _SENT.findall(line)):
+                if sentence:
+                    self._sentence(sentence, ctx, out, profile)
+        return schema.model_validate({**out.items, "links": out.links})
+
+    # -- one sentence -------------------------------------------------------------------------
+    def _new(self, ctx: ExtractContext, out: _Out, mtype: str, fields: dict, key: tuple) -> int | None:
+        if mtype not in out.items or key in out.seen:
+            return None
+        out.seen.add(key)
+        page_id = ctx.pages.next_new_page_id()
+        out.items[mtype].append({"page_id": page_id, **fields})
+        return page_id
+
+    def _link(self, out: _Out, f: int, t: int, link_type: str, t_field: str, match_text: str | None, why: str, weight: float = 0.8) -> None:
+        key = (f, t)
+        if f == t or key in out.seen:
+            return
+        out.seen.add(key)
+        out.links.append({"f": f, "t": t, "t_field": t_field, "link_type": link_type, "weight": weight,
+                          "match_text": match_text or None, "description": why})
+
+    def _sentence(self, s: str, ctx: ExtractContext, out: _Out, profile: int | None) -> None:
+        created: list[tuple[int, str]] = []  # (page id, field holding the sentence)
+        # Preferences, and opinions that changed.
+        for pattern, sentiment, changed in ((_NO_LONGER, "dislike", True), (_ZH_NO_LONGER, "dislike", True),
+                                            (_CHANGED, "neutral", True), (_DISLIKE, "dislike", False),
+                                            (_ZH_DISLIKE, "dislike", False), (_LIKE, "like", False),
+                                            (_ZH_LIKE, "like", False)):
+            m = pattern.search(s)
+            if not m:
+                continue
+            obj = next((v for k, v in m.groupdict().items() if k.startswith("obj") and v), "")
+            topic = _topic(obj)
+            if not topic:
+                break
+            about = topic  # what it is about; the note's topic may get a date to stay distinct
+            for note in ctx.notes.values():  # the same topic held another view: keep both, linked
+                old = note.fields.get("sentiment")
+                if (note.memory_type == "preference" and slugify(note.fields.get("topic", "")) == slugify(topic)
+                        and (changed or (old and old != sentiment))):
+                    topic = f"{topic} ({ctx.when.isoformat()})"
+            pid = self._new(ctx, out, "preference", {"topic": topic[:1].upper() + topic[1:], "sentiment": sentiment,
+                                                       "content": s}, ("preference", topic.lower()))
+            if pid is None:
+                break
+            created.append((pid, "content"))
+            if profile is not None:
+                self._link(out, pid, profile, "belongs_to", "content", None, "a preference of the user", 0.6)
+            for other_pid, note in ctx.notes.items():
+                if note.memory_type != "preference":
+                    continue
+                other = note.fields.get("topic", "")
+                if not (_overlap(other, about) >= 0.5 if changed else _same_topic(other, about)):
+                    continue
+                old = note.fields.get("sentiment")
+                if changed:
+                    self._link(out, pid, other_pid, "evolved_from", "content", obj.strip(), "the user's view changed")
+                elif old and old != sentiment and old != "neutral":
+                    self._link(out, pid, other_pid, "contradicts", "content", obj.strip(),
+                               f"says {sentiment} where the earlier note says {old}")
+            break
+        if m := _INSTEAD.search(s):
+            for other_pid, note in ctx.notes.items():
+                if note.memory_type == "preference" and _overlap(note.fields.get("topic", ""), m["old"]) >= 0.5:
+                    for pid, _f in created:
+                        self._link(out, pid, other_pid, "evolved_from", "content", m["new"].strip(), "chosen instead of the earlier preference")
+        # Research requests.
+        m = _RESEARCH.search(s) or _ZH_RESEARCH.search(s)
+        if m:
+            g = m.groupdict()
+            q = (g.get("q") or g.get("q2") or g.get("q3") or "").strip().rstrip("?？")
+            if q.lower() in _PRONOUNS:  # "research this for me: <the actual question>"
+                q = (g.get("after") or "").strip()
+            if q:
+                question = q[:1].upper() + q[1:] + ("？" if re.search(r"[\u4e00-\u9fff]$", q) else "?")
+                pid = self._new(ctx, out, "report_candidate", {"question": question, "user_requirement": s, "status": "pending"},
+                                ("report_candidate", question.lower()))
+                if pid is not None:
+                    created.append((pid, "user_requirement"))
+        # Dated events.
+        day = _date_in(s, ctx.when)
+        if day is not None and not created and _PAST.search(s):
+            words = re.sub(r"[^\w\s'-]", " ", s).split()
+            name = " ".join(words[:8]) if words else s[:40]
+            participants = [n.fields.get("name") for n in self._mentions(s, ctx).values() if n.fields.get("kind") == "person"]
+            fields = {"event_name": name, "date": day.isoformat(), "content": s}
+            if participants:
+                fields["participants"] = participants
+            pid = self._new(ctx, out, "event", fields, ("event", name.lower(), day))
+            if pid is not None:
+                created.append((pid, "content"))
+        if not created:
+            return
+        if ctx.source_page is not None:
+            for pid, _f in created:
+                self._link(out, pid, ctx.source_page, "derived_from", "content", None, "drawn from the imported resource", 0.9)
+        # Mentions of known entities, and new capitalised names.
+        link_type = link_type_for(s)
+        for mention, (pid_known, note) in self._mention_pages(s, ctx).items():
+            for pid, _f in created:
+                self._link(out, pid, pid_known, link_type, "content" if "content" in note.fields else "name", mention,
+                           f"mentions {note.fields.get('name') or mention}")
+        for name in _CAPNAME.findall(s):
+            if name.split()[0] in _NOT_NAMES or name.lower() in ctx.known_names:
+                continue
+            pid_new = self._new(ctx, out, "entity", {"name": name, "content": s}, ("entity", name.lower()))
+            if pid_new is not None:
+                for pid, _f in created:
+                    self._link(out, pid, pid_new, link_type, "content", name, f"mentions {name}")
+
+    def _mentions(self, s: str, ctx: ExtractContext) -> dict:
+        return {m: n for m, (_p, n) in self._mention_pages(s, ctx).items()}
+
+    def _mention_pages(self, s: str, ctx: ExtractContext) -> dict[str, tuple[int, object]]:
+        found: dict[str, tuple[int, object]] = {}
+        low = s.lower()
+        for name in sorted(ctx.known_names, key=len, reverse=True):
+            if len(name) < 2:
+                continue
+            at = low.find(name)
+            if at < 0:
+                continue
+            if name.isascii() and not (at == 0 or not low[at - 1].isalnum()) or (
+                name.isascii() and at + len(name) < len(low) and low[at + len(name)].isalnum()
+            ):
+                continue  # inside another word
+            uri = ctx.known_names[name]
+            pid = ctx.page_of(uri)
+            if pid is None or any(p == pid for p, _ in found.values()):
+                continue
+            found[s[at : at + len(name)]] = (pid, ctx.notes[pid])
+        return found

@@ -1,0 +1,140 @@
+"""resolve_operations + MemoryUpdater.apply_operations (seed 000 §3.4.1): page ids become
+URIs, fields merge per merge_op, notes are written, all links land on both ends in one
+transaction, references already in the text become links (auto-link), line ranges of
+links into edited notes follow their text (exact, then the LLM matcher if any, else the
+link goes on both sides). Every run appends an audit entry. Re-running the same input
+changes nothing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from ..errors import MemlinkError
+from .autolink import find_references, typed
+from .context import ExtractContext
+from .operations import item_fields
+from ..merge import is_edit
+
+
+@dataclass
+class NoteOp:
+    page_id: int
+    memory_type: str
+    fields: dict
+    uri: str | None  # existing page; None = compute from the fields
+
+
+@dataclass
+class Resolved:
+    notes: list[NoteOp] = field(default_factory=list)
+    links: list[tuple[int, int, dict]] = field(default_factory=list)  # (f, t, link spec)
+
+
+@dataclass
+class RunReport:
+    provider: str
+    created: list[str] = field(default_factory=list)
+    changed: list[dict] = field(default_factory=list)  # {uri, before, after}
+    unchanged: list[str] = field(default_factory=list)
+    links_added: list[dict] = field(default_factory=list)
+    links_kept: int = 0
+    unresolved: list[str] = field(default_factory=list)  # references to notes that do not exist
+    problems: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (f"{len(self.created)} notes created, {len(self.changed)} changed, {len(self.links_added)} links added"
+                + (f", {len(self.unresolved)} references to missing notes" if self.unresolved else ""))
+
+    def to_json(self) -> dict:
+        return self.__dict__
+
+
+def resolve_operations(ops: BaseModel, ctx: ExtractContext) -> Resolved:
+    out = Resolved()
+    for name in type(ops).model_fields:
+        if name == "links":
+            continue
+        for item in getattr(ops, name):
+            uri = ctx.notes[item.page_id].uri if item.page_id < 100 else None
+            out.notes.append(NoteOp(item.page_id, name, item_fields(item), uri))
+    for link in ops.links:
+        spec = {"weight": link.weight, "t_field": link.t_field, "t_line_ranges": link.t_line_ranges,
+                "match_text": link.match_text, "description": link.description}
+        out.links.append((link.f, link.t, {"link_type": link.link_type.value, **spec}))
+    return out
+
+
+class MemoryUpdater:
+    def __init__(self, vault):
+        self.vault = vault
+
+    def apply_operations(self, resolved: Resolved, ctx: ExtractContext, provider: str, source: str) -> RunReport:
+        v = self.vault
+        report = RunReport(provider)
+        uris: dict[int, str] = {pid: n.uri for pid, n in ctx.notes.items()}
+        written = []
+        for op in resolved.notes:
+            before = None
+            uri = op.uri
+            if uri is None:
+                schema = v.schema(op.memory_type)
+                plain = {k: val for k, val in op.fields.items() if not is_edit(val)}
+                uri = schema.note_uri(schema.validate_fields(plain, complete=False))
+            if v.exists(uri):
+                before = v.read_note(uri)
+            note = v.write_note(op.memory_type, op.fields, uri=uri if before is not None else None,
+                                created_at=_stamp(ctx) if before is None else None)
+            uris[op.page_id] = note.uri
+            written.append(note)
+            if before is None:
+                report.created.append(note.uri)
+            elif before.fields != note.fields:
+                report.changed.append({"uri": note.uri, "before": before.fields, "after": note.fields})
+            else:
+                report.unchanged.append(note.uri)
+        specs = []
+        for f, t, spec in resolved.links:
+            spec = dict(spec)
+            link_type = spec.pop("link_type")
+            if uris[f] == uris[t]:
+                continue  # two page ids that became one note (an update of the same page)
+            specs.append((uris[f], uris[t], link_type, spec))
+        for note in written:  # references already in the text (GBrain's auto-link)
+            text = "\n".join(note.field_text(name) for name in note.fields)
+            refs = find_references(v, note.uri, text)
+            report.unresolved += refs.missing
+            for ref in refs.found:
+                specs.append((note.uri, ref.target, typed(ref), {"weight": 0.7, "match_text": ref.text,
+                                                                   "description": "referenced in the text"}))
+        existing = {(l.from_uri, l.to_uri, l.link_type.value) for s in specs for l in v.get_file_links(s[0], "links")}
+        if specs:
+            try:
+                links = v.link_many(specs)
+            except MemlinkError as exc:
+                report.problems.append(f"links not written: {exc}")
+                links = []
+            for link in links:
+                key = (link.from_uri, link.to_uri, link.link_type.value)
+                if key in existing:
+                    report.links_kept += 1
+                else:
+                    existing.add(key)
+                    report.links_added.append({"from": link.from_uri, "to": link.to_uri, "type": link.link_type.value,
+                                               "weight": link.weight, "match_text": link.match_text})
+        self._audit(report, source)
+        return report
+
+    def _audit(self, report: RunReport, source: str) -> None:
+        folder = self.vault.state_dir / "audit"
+        folder.mkdir(parents=True, exist_ok=True)
+        entry = {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "source": source, **report.to_json()}
+        with open(folder / f"{dt.date.today().isoformat()}.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+
+
+def _stamp(ctx: ExtractContext) -> str:
+    return dt.datetime.combine(ctx.when, dt.time(12, 0), tzinfo=dt.timezone.utc).isoformat()

@@ -1,0 +1,205 @@
+"""The write path: rules and Ollama extraction, resolve + apply, auto-links, commit,
+ingest, quarantine, idempotent replay, line ranges after edits."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+import yaml
+
+from engine import Vault
+from engine.extract.inputs import InputError, commit_session, ingest
+from engine.extract.loop import ExtractionRejected
+from engine.extract.operations import operations_model
+from engine.extract.rules import RulesExtractor
+from ollama_stub import OllamaStub
+
+RULES = RulesExtractor()
+
+
+def snapshot(v: Vault) -> dict[str, str]:
+    return {p.relative_to(v.root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in v.root.rglob("*") if p.is_file() and ".memlink" not in p.parts}
+
+
+def session(v: Vault, name: str, lines: list[tuple[str, str]], day: str = "2026-11-29") -> None:
+    with open(v.root / "sessions" / f"{name}.jsonl", "w", encoding="utf-8") as fh:
+        for i, (role, content) in enumerate(lines):
+            fh.write(json.dumps({"session": name, "id": f"{name}-{i:03d}", "role": role, "content": content,
+                                 "ts": f"{day}T10:{i:02d}:00+00:00"}) + "\n")
+
+
+def test_rules_on_the_sample_sessions(sample):
+    report = commit_session(sample, "2026-08-11-evening-setup", RULES)
+    assert "preferences/明前龙井.md" in report.created
+    tea = sample.get_file_links("preferences/明前龙井.md", "links")
+    assert {(l.to_uri, l.link_type.value) for l in tea} >= {("profile.md", "belongs_to"), ("entities/hangzhou.md", "related_to")}
+    assert all(l.match_text in sample.read_note("preferences/明前龙井.md").body for l in tea if l.match_text)
+    report = commit_session(sample, "2026-11-20-weekly-review", RULES)
+    kiln = "report_candidates/small-electric-kilns-for-home.md"
+    assert kiln in report.created
+    assert sample.read_note(kiln).fields["status"] == "pending"
+    assert [p for p in sample.check() if p.severity == "error"] == []
+
+
+def test_replay_creates_nothing_new(sample):
+    commit_session(sample, "2026-08-11-evening-setup", RULES)
+    assert commit_session(sample, "2026-08-11-evening-setup", RULES) is None  # nothing new
+    before = snapshot(sample)
+    sample.state.db("commits").drop_tables()  # forget it was committed: the same input again
+    again = commit_session(sample, "2026-08-11-evening-setup", RULES)
+    assert again.created == [] and again.changed == [] and again.links_added == []
+    assert snapshot(sample) == before
+
+
+def test_contradiction_and_change_of_mind(vault):
+    vault.write_note("preference", {"topic": "Coffee", "sentiment": "like", "content": "Loves coffee."})
+    vault.write_note("preference", {"topic": "Jazz", "sentiment": "like", "content": "Jazz while cooking."})
+    session(vault, "s1", [("user", "I hate coffee."), ("assistant", "Noted."),
+                          ("user", "I no longer like jazz, it got boring."), ("assistant", "OK.")])
+    report = commit_session(vault, "s1", RULES)
+    hate = next(u for u in report.created if u.startswith("preferences/coffee-2026"))
+    assert [(l.to_uri, l.link_type.value) for l in vault.get_file_links(hate, "links")] == [("preferences/coffee.md", "contradicts")]
+    jazz = next(u for u in report.created if "jazz" in u and u != "preferences/jazz.md")
+    assert ("preferences/jazz.md", "evolved_from") in {(l.to_uri, l.link_type.value) for l in vault.get_file_links(jazz, "links")}
+
+
+def test_dated_events_research_requests_and_chinese(vault):
+    vault.write_note("entity", {"name": "Noor El Mansouri", "kind": "person", "content": "Studio friend."})
+    session(vault, "s2", [
+        ("user", "Yesterday I met Noor El Mansouri at the studio and we glazed six bowls."),
+        ("user", "Can you help me research wood-fired kilns near Utrecht?"),
+        ("user", "我不喜欢袋泡茶。帮我研究一下杭州的茶园"),
+    ], day="2026-11-29")
+    report = commit_session(vault, "s2", RULES)
+    event = next(u for u in report.created if u.startswith("events/2026/11/28/"))
+    note = vault.read_note(event)
+    assert note.fields["participants"] == ["Noor El Mansouri"]
+    assert ("entities/noor-el-mansouri.md") in {l.to_uri for l in vault.get_file_links(event, "links")}
+    assert any(u.startswith("report_candidates/wood-fired-kilns-near-utrecht") for u in report.created)
+    assert "preferences/袋泡茶.md" in report.created
+    assert vault.read_note("preferences/袋泡茶.md").fields["sentiment"] == "dislike"
+    assert any(u.startswith("report_candidates/") and "杭州" in u for u in report.created)
+
+
+def test_ingest_markdown_with_references(vault, tmp_path):
+    vault.write_note("entity", {"name": "Atlas", "kind": "project", "content": "The harbour rewrite."})
+    doc = tmp_path / "notes.md"
+    doc.write_text("# Offsite notes\n\nWe reviewed [[Atlas]] and [the plan](entities/ghost.md).\n"
+                   "```\n[[Not a link]]\n```\nI like short standups.\n")
+    result = ingest(vault, doc, extractor=RULES)
+    src = result.source_uri
+    assert src == "sources/offsite-notes.md"
+    assert ("entities/atlas.md", "Atlas") in {(l.to_uri, l.match_text) for l in vault.get_file_links(src, "links")}
+    assert "[the plan](entities/ghost.md)" in result.report.unresolved
+    assert not any("Not a link" in r for r in result.report.unresolved)  # code fences ignored
+    pref = "preferences/short-standups.md"
+    assert pref in result.report.created
+    assert (src, "derived_from") in {(l.to_uri, l.link_type.value) for l in vault.get_file_links(pref, "links")}
+    again = ingest(vault, doc, extractor=RULES)
+    assert again.skipped == f"already imported as {src}"
+
+
+def test_ingest_rejects_binary_and_no_wiki_extracts_nothing(vault, tmp_path):
+    binary = tmp_path / "photo.md"
+    binary.write_bytes(b"\x89PNG\x00\x00garbage")
+    with pytest.raises(InputError, match="binary"):
+        ingest(vault, binary, extractor=RULES)
+    assert not list((vault.root / "sources").glob("*.md"))
+    doc = tmp_path / "mail.txt"
+    doc.write_text("I love long lunches.\n")
+    result = ingest(vault, doc, wiki=False, extractor=RULES)
+    assert result.report.created == ["sources/mail.md"]
+    assert not list((vault.root / "preferences").glob("*.md"))
+    assert vault.read_note("sources/mail.md").fields["in_wiki"] is False
+
+
+# -- the Ollama path, through the real client against a loopback server -----------------------
+@pytest.fixture
+def ollama_vault(vault):
+    stub = OllamaStub()
+    stub.__enter__()
+    cfg = yaml.safe_load((vault.root / "memlink.yaml").read_text())
+    cfg["llm"] = {"provider": "ollama", "model": "tiny", "host": stub.host, "timeout": 3}
+    (vault.root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
+    v = Vault.open(vault.root)
+    v.write_note("profile", {"name": "Lena", "content": "Engineer in Rotterdam.\nLikes tea."})
+    session(v, "s", [("user", "I started pottery classes on Tuesday."), ("assistant", "Nice!")])
+    yield v, stub
+    stub.__exit__()
+
+
+def answer(v: Vault, **parts) -> str:
+    keys = [t.memory_type for t in v.types if t.link_enabled]
+    return json.dumps({**{k: [] for k in keys}, "links": [], **parts})
+
+
+def test_ollama_commit_writes_notes_and_links(ollama_vault):
+    v, stub = ollama_vault
+    stub.script.append(("json", answer(v, event=[{"page_id": 100, "event_name": "First pottery class", "date": "2026-11-24",
+                                                  "content": "Started pottery classes."}],
+                                       links=[{"f": 100, "t": 1, "t_field": "content", "t_line_ranges": "1", "link_type": "belongs_to",
+                                               "weight": 0.9, "match_text": "pottery", "description": "her hobby"}])))
+    report = commit_session(v, "s")
+    assert report.provider == "ollama:tiny"
+    assert report.created == ["events/2026/11/24/first-pottery-class.md"]
+    (link,) = v.get_file_links("events/2026/11/24/first-pottery-class.md", "links")
+    assert (link.to_uri, link.t_line_ranges, link.match_text) == ("profile.md", "1", "pottery")
+    prompt = stub.requests[-1]["body"]["messages"][0]["content"]
+    assert "[page:1] profile · profile.md" in prompt and "I started pottery classes" in prompt
+    assert stub.requests[-1]["body"]["format"] == operations_model(v.types, [t.memory_type for t in v.types if t.link_enabled]).model_json_schema()
+
+
+@pytest.mark.parametrize("bad", [
+    "not json at all, sorry",
+    json.dumps({"event": [], "links": []}),  # missing keys
+    "EXTRA",  # an extra top-level field
+    "BADENUM",  # a link type that does not exist
+    "UNKNOWNPAGE",  # a link to a page that was never shown
+])
+def test_invalid_ollama_output_is_quarantined_and_changes_nothing(ollama_vault, bad):
+    v, stub = ollama_vault
+    link = {"f": 100, "t": 1, "t_field": "content", "t_line_ranges": None, "link_type": "belongs_to", "weight": 0.5,
+            "match_text": None, "description": ""}
+    item = {"page_id": 100, "event_name": "Class", "date": "2026-11-24", "content": "x"}
+    if bad == "EXTRA":
+        bad = answer(v, event=[item], mood="great")
+    elif bad == "BADENUM":
+        bad = answer(v, event=[item], links=[{**link, "link_type": "inspired_by"}])
+    elif bad == "UNKNOWNPAGE":
+        bad = answer(v, event=[item], links=[{**link, "t": 55}])
+    stub.script.append(("json", bad))
+    before = snapshot(v)
+    with pytest.raises(ExtractionRejected, match="nothing was changed"):
+        commit_session(v, "s")
+    assert snapshot(v) == before
+    kept = list((v.state_dir / "quarantine").glob("*.json"))
+    assert len(kept) == 1 and json.loads(kept[0].read_text())["raw"]
+    assert v.state.db("commits").table("sessions").all() == []  # still uncommitted: a retry can succeed
+
+
+def test_line_ranges_follow_a_patch_that_moves_lines_and_the_llm_matcher(ollama_vault):
+    v, stub = ollama_vault
+    v.write_note("entity", {"name": "Kiln", "content": "Electric.\nCone 6.\nIn the studio."})
+    v.link("profile.md", "entities/kiln.md", "related_to", t_line_ranges="2")
+    # The model patches the kiln note: a line goes in on top, so "Cone 6." moves to line 3.
+    stub.script.append(("json", answer(v, entity=[{"page_id": 2, "content": {"search": "Electric.", "replace": "New: top loader.\nElectric."}}])))
+    v.config.llm.provider = "ollama"
+    session(v, "s3", [("user", "The kiln note needs the top loader detail; we use the Kiln a lot.")])
+    # page 2 is the kiln (mentioned by name); the edit is a search/replace patch
+    with pytest.raises(ExtractionRejected):
+        commit_session(v, "s3")  # strict schema: content must be text, an edit object is not allowed
+    stub.script.append(("json", answer(v, entity=[{"page_id": 2, "content": "New: top loader.\nElectric.\nCone 6.\nIn the studio."}])))
+    commit_session(v, "s3")
+    (link,) = v.get_file_links("profile.md", "links")
+    assert link.t_line_ranges == "3"
+    # Rewritten beyond exact matching: the LLM matcher is asked where the passage went.
+    stub.script.append(("json", answer(v, entity=[{"page_id": 2, "content": "Top loader, electric, fires to cone six.\nStudio."}])))
+    stub.script.append(("json", json.dumps({"t_line_ranges": "1"})))
+    session(v, "s4", [("user", "Update the Kiln: top loader, electric, fires to cone six, in the studio.")])
+    commit_session(v, "s4")
+    (link,) = v.get_file_links("profile.md", "links")
+    assert link.t_line_ranges == "1"
+    assert "Find where these passages are now" in stub.requests[-1]["body"]["messages"][0]["content"]
