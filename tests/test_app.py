@@ -133,3 +133,30 @@ async def test_graph_explorer_neighbours_ppr_and_path(sample):
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert browser.current == target
+
+
+async def test_import_a_file_shows_the_diff_then_opens_the_source(sample, tmp_path):
+    from textual.widgets import Input, Static
+
+    from memlink_tui.screens.importer import ImportScreen
+
+    doc = tmp_path / "trip.md"
+    doc.write_text("# Kyoto trip ideas\n\nI love quiet temples. Talk to [[Tom Vermeulen]] about dates.\n")
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await app.workers.wait_for_complete()
+        browser = app.screen
+        await pilot.press("i")
+        await pilot.pause()
+        assert isinstance(app.screen, ImportScreen)
+        app.screen.query_one(Input).value = str(doc)
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        shown = str(app.screen.query_one("#import-result", Static).render())
+        assert "+ sources/kyoto-trip-ideas.md" in shown and "+ preferences/quiet-temples.md" in shown
+        assert "entities/tom-vermeulen.md" in shown
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.screen is browser and browser.current == "sources/kyoto-trip-ideas.md"

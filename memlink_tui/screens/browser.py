@@ -23,6 +23,7 @@ class BrowserScreen(Screen):
         Binding("l", "focus('links')", "Links"),
         Binding("r", "reload", "Reload"),
         Binding("g", "graph", "Graph"),
+        Binding("i", "import_file", "Import"),
     ]
 
     def __init__(self, vault: Vault):
@@ -94,6 +95,16 @@ class BrowserScreen(Screen):
                 self.run_worker(self.open_note(uri))
 
         self.app.push_screen(GraphScreen(self.vault, self.current), opened)
+
+    def action_import_file(self) -> None:
+        from .importer import ImportScreen
+
+        def done(uri: str | None) -> None:
+            self.action_reload()
+            if uri:
+                self.run_worker(self.open_note(uri))
+
+        self.app.push_screen(ImportScreen(self.vault), done)
 
     def action_focus(self, which: str) -> None:
         # set_focus is immediate, so a key typed right after (l, enter) reaches the new pane.

@@ -1,0 +1,84 @@
+"""Import a file from the browser (`i`): type a path, the import runs in a worker, then
+the result is shown as a diff — notes created and changed, links added — before moving on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.markup import escape
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Checkbox, Input, Static
+
+from engine import MemlinkError, Vault
+from engine.extract.updater import RunReport
+
+
+def diff_markup(report: RunReport) -> str:
+    lines = [f"[b]{escape(report.summary())}[/b]  [dim]provider: {escape(report.provider)}[/dim]", ""]
+    lines += [f"[green]+ {escape(u)}[/green]" for u in report.created]
+    for change in report.changed:
+        lines.append(f"[yellow]~ {escape(change['uri'])}[/yellow]")
+        for key, after in change["after"].items():
+            before = change["before"].get(key)
+            if before != after:
+                lines.append(f"    {escape(key)}: [red]{escape(str(before))[:80]}[/red] → [green]{escape(str(after))[:80]}[/green]")
+    lines += [f"[cyan]→ {escape(l['from'])} -[{escape(l['type'])}]-> {escape(l['to'])}[/cyan]" for l in report.links_added]
+    lines += [f"[red]! missing note referenced: {escape(r)}[/red]" for r in report.unresolved]
+    lines += [f"[red]! {escape(p)}[/red]" for p in report.problems]
+    return "\n".join(lines)
+
+
+class ImportScreen(ModalScreen[str | None]):
+    """Dismisses with the URI of the imported source note (or None)."""
+
+    DEFAULT_CSS = """
+    ImportScreen { align: center middle; }
+    ImportScreen > Vertical { width: 90%; height: 80%; border: round $accent; background: $surface; padding: 0 1; }
+    ImportScreen #import-diff { height: 1fr; }
+    """
+    BINDINGS = [Binding("escape", "close", "Close")]
+
+    def __init__(self, vault: Vault):
+        super().__init__()
+        self.vault = vault
+        self.source: str | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Input(placeholder="path of a text or markdown file to import, then enter", id="import-path")
+            yield Checkbox("keep as a source only (no extraction)", id="no-wiki")
+            with VerticalScroll(id="import-diff"):
+                yield Static("", id="import-result")
+
+    def on_mount(self) -> None:
+        self.query_one(Vertical).border_title = "Import a file"
+
+    @on(Input.Submitted, "#import-path")
+    def _go(self, event: Input.Submitted) -> None:
+        if event.value.strip():
+            self.query_one("#import-result", Static).update("importing…")
+            self.run_import(Path(event.value.strip()).expanduser(), not self.query_one(Checkbox).value)
+
+    @work(thread=True, exclusive=True, group="import")
+    def run_import(self, path: Path, wiki: bool) -> None:
+        from engine.extract.inputs import choose_extractor, ingest
+
+        try:
+            extractor, _health = choose_extractor(self.vault)
+            result = ingest(self.vault, path, wiki=wiki, extractor=extractor)
+        except MemlinkError as exc:
+            self.app.call_from_thread(self._show, f"[red]{escape(str(exc))}[/red]", None)
+            return
+        text = f"skipped: {escape(result.skipped)}" if result.skipped else diff_markup(result.report)
+        self.app.call_from_thread(self._show, text + "\n\n[dim]esc: close and open the source note[/dim]", result.source_uri)
+
+    def _show(self, text: str, source: str | None) -> None:
+        self.source = source
+        self.query_one("#import-result", Static).update(text)
+
+    def action_close(self) -> None:
+        self.dismiss(self.source)
