@@ -92,6 +92,17 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--no-wiki", action="store_true", help="keep the files as sources only; extract nothing")
     s.add_argument("--json", action="store_true")
 
+    s = sub.add_parser("import-chat", parents=[common], help="import a chat transcript (JSONL) as sessions and turn memories")
+    s.add_argument("file", type=Path)
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("recall", parents=[common], help="recall past chat turns relevant to a question")
+    s.add_argument("query", nargs="?")
+    s.add_argument("--session")
+    s.add_argument("--k", type=_positive, default=5)
+    s.add_argument("--batch", type=Path, help="a file with one question per line; answers one JSON line each")
+    s.add_argument("--json", action="store_true")
+
     sub.add_parser("doctor", parents=[common], help="check dependencies, embedding model, Ollama and the vault; print fixes")
 
     s = sub.add_parser("check", parents=[common], help="consistency checks (exit 3 when errors are found)")
@@ -371,6 +382,52 @@ def cmd_ingest(args) -> int:
     return EXIT_ERROR if failed else 0
 
 
+def cmd_import_chat(args) -> int:
+    from engine.sessions.importer import import_chat, turn_extractor
+
+    vault = _open(args)
+    extractor = turn_extractor(vault)
+    report = import_chat(vault, args.file, extractor, progress=None if args.json else _progress("extracting turns"))
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+    else:
+        print(f"{report.sessions} session(s), {report.events_added} new events, {report.turns} turns: "
+              f"{report.extracted} extracted, {report.already} already known, {len(report.failed)} failed "
+              f"[provider: {report.provider}]")
+        for failure in report.failed:
+            print(f"  ! {failure}")
+    return 0
+
+
+def cmd_recall(args) -> int:
+    from engine.sessions.recall import TurnMemory
+
+    vault = _open(args)
+    memory = TurnMemory.for_vault(vault)
+    if args.batch:
+        for line in args.batch.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                hits = memory.recall(line.strip(), k=args.k, session=args.session)
+                print(json.dumps({"query": line.strip(), "hits": [h.to_json() for h in hits]}, ensure_ascii=False))
+        return 0
+    if not args.query:
+        raise MemlinkError("give a question, or --batch FILE")
+    hits = memory.recall(args.query, k=args.k, session=args.session)
+    if args.json:
+        print(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2))
+        return 0
+    if not hits:
+        print("nothing relevant recalled")
+    for i, h in enumerate(hits, 1):
+        print(f"{i}. {h.score:.3f}  {h.session}  [{', '.join(h.sources)}]  found by: {'; '.join(h.routes)}")
+        print(f"   {h.summary}")
+        print(f"   Q: {h.question[:200]}")
+        print(f"   A: {h.answer[:200]}")
+        for t in h.triples[:3]:
+            print(f"   ({t['subject']} — {t['predicate']} — {t['object']})")
+    return 0
+
+
 def cmd_doctor(args) -> int:
     import importlib
 
@@ -442,6 +499,8 @@ COMMANDS = {
     "check": cmd_check,
     "doctor": cmd_doctor,
     "commit": cmd_commit,
+    "import-chat": cmd_import_chat,
+    "recall": cmd_recall,
     "ingest": cmd_ingest,
     "search": cmd_search,
     "graph-query": cmd_graph_query,

@@ -1,0 +1,77 @@
+"""One structured extraction per completed turn: the rules (offline) or the LLM. The
+LLM sees only the turn's question and final answer (plus earlier summaries for
+references); its answer is parsed and validated, nothing else."""
+
+from __future__ import annotations
+
+import re
+
+from ..extract.rules import _CAPNAME, _NOT_NAMES, _DISLIKE, _LIKE, _ZH_DISLIKE, _ZH_LIKE, _topic
+from .contract import Outcome, Triple, TurnExtraction
+from .log import Turn
+
+_DONE = re.compile(r"\b(done|finished|completed|booked|sent|fixed|created|scheduled|noted)\b|已完成|好了", re.I)
+_FAILED = re.compile(r"\b(failed|couldn'?t|can'?t|unable|error)\b|失败|不能", re.I)
+_PARTIAL = re.compile(r"\b(partly|partially|some of|not all|part of it)\b|部分", re.I)
+_FIRST = re.compile(r"^(.{1,160}?[.!?。！？])(\s|$)", re.S)
+
+
+def _first_sentence(text: str) -> str:
+    text = " ".join(text.split())
+    m = _FIRST.match(text)
+    return (m.group(1) if m else text[:160]).strip()
+
+
+class RulesTurnExtractor:
+    name = "rules"
+
+    def __init__(self, known_names: dict[str, str] | None = None):
+        self.known = known_names or {}  # lower-case entity title/alias -> display name
+
+    def extract(self, turn: Turn, previous: list[str]) -> TurnExtraction:
+        q, a = turn.question["content"], turn.answer["content"]
+        question = " ".join(q.split())
+        summary = f"{question[:300]}{'…' if len(question) > 300 else ''} → {_first_sentence(a)}"
+        outcome = (Outcome.FAILED if _FAILED.search(a) else Outcome.PARTIAL if _PARTIAL.search(a)
+                   else Outcome.COMPLETED if _DONE.search(a) else Outcome.INFORMATIONAL)
+        triples: list[Triple] = []
+        seen = set()
+
+        def add(s: str, p: str, o: str) -> None:
+            key = (s.lower(), p, o.lower())
+            if s.strip() and o.strip() and key not in seen:
+                seen.add(key)
+                triples.append(Triple(subject=s.strip(), predicate=p, object=o.strip()))
+
+        for pattern, predicate in ((_LIKE, "likes"), (_ZH_LIKE, "likes"), (_DISLIKE, "dislikes"), (_ZH_DISLIKE, "dislikes")):
+            for m in pattern.finditer(q):
+                add("user", predicate, _topic(m["obj"]))
+        low = (q + " " + a).lower()
+        named = [shown for name, shown in self.known.items()
+                 if (len(name) >= 2 and not name.isascii() or len(name) > 2) and name in low]
+        named += [n for n in _CAPNAME.findall(q + " " + a) if n.split()[0] not in _NOT_NAMES and n.lower() not in self.known]
+        for name in named:
+            add("user", "talks about", name)
+        for i, a_name in enumerate(named):  # names met in the same turn are related
+            for b_name in named[i + 1 :]:
+                add(a_name, "mentioned with", b_name)
+        return TurnExtraction(summary=summary, outcome=outcome, triples=triples)
+
+
+class LLMTurnExtractor:
+    def __init__(self, provider):
+        self.provider = provider
+        self.name = provider.name
+
+    def extract(self, turn: Turn, previous: list[str]) -> TurnExtraction:
+        context = "\n".join(f"- {s}" for s in previous[-3:]) or "(none)"
+        prompt = (
+            "Summarise this completed chat turn for a memory index. The CURRENT TURN is the only "
+            "source of facts; earlier summaries only help resolve references like 'that plan'.\n"
+            "Return summary (objects, conclusions, the status the answer reports), outcome "
+            "(completed | partial | failed | informational | unknown) and triples "
+            "(subject, predicate, object) taken only from your summary; [] when there is no clear relation.\n\n"
+            f"Previous turn summaries:\n{context}\n\nCURRENT TURN\nUser: {turn.question['content']}\n"
+            f"Assistant: {turn.answer['content']}"
+        )
+        return self.provider.structured([{"role": "user", "content": prompt}], TurnExtraction)

@@ -1,0 +1,105 @@
+"""Turning session logs into turn memories: `memlink import-chat FILE.jsonl` and the
+per-session extraction queue. Turns are processed in order, one extraction each; a turn
+whose extraction fails is quarantined and stays pending (the next run retries it);
+failures never stop the other turns."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..errors import MemlinkError
+from ..extract.inputs import read_text_file
+from ..extract.loop import quarantine
+from ..llm import LLMError, LLMInvalidOutput
+from ..llm.select import provider_status
+from .extract import LLMTurnExtractor, RulesTurnExtractor
+from .log import append_events, project_turns, read_events
+from .store import TurnStore, memory_id
+
+REQUIRED = ("session", "id", "role", "content", "ts")
+
+
+@dataclass
+class ImportReport:
+    sessions: int = 0
+    events_added: int = 0
+    turns: int = 0
+    extracted: int = 0
+    already: int = 0
+    failed: list[str] = field(default_factory=list)  # "session: reason"
+    provider: str = ""
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def turn_extractor(vault):
+    provider, health = provider_status(vault.config.llm)
+    if provider is not None and health.ok:
+        return LLMTurnExtractor(provider)
+    known = {e.title.lower(): e.title for e in vault.list_notes("entity")}
+    return RulesTurnExtractor(known)
+
+
+def extract_pending(vault, sessions: list[str], extractor=None, progress: Callable[[int, int], None] | None = None,
+                    report: ImportReport | None = None) -> ImportReport:
+    """Extract every completed turn of these sessions that has no memory yet."""
+    report = report or ImportReport()
+    extractor = extractor or turn_extractor(vault)
+    report.provider = extractor.name
+    store = TurnStore(vault)
+    todo = []
+    for session in sessions:
+        turns = project_turns(session, read_events(vault, session))
+        have = {row["id"] for row in store._table(session).all()}
+        for turn in turns:
+            report.turns += 1
+            if memory_id(turn) in have:
+                report.already += 1
+            else:
+                todo.append(turn)
+    docs, previous = [], defaultdict(list)
+    for n, turn in enumerate(todo, 1):
+        try:
+            extraction = extractor.extract(turn, previous[turn.session])
+        except LLMInvalidOutput as exc:
+            where = quarantine(vault, extractor.name, str(exc), exc.raw)
+            report.failed.append(f"{turn.session} turn {turn.source_ids[0]}: {exc} (kept in {where})")
+            continue
+        except LLMError as exc:
+            report.failed.append(f"{turn.session} turn {turn.source_ids[0]}: {exc}")
+            continue
+        docs.append(store.doc(turn, extraction))
+        previous[turn.session].append(extraction.summary)
+        report.extracted += 1
+        if progress:
+            progress(n, len(todo))
+    if docs:
+        store.put_many(docs)
+        vault.cache.pop("turn_memory", None)  # recall's graph and vectors are stale now
+    return report
+
+
+def import_chat(vault, path: Path, extractor=None, progress=None) -> ImportReport:
+    """Records {session, id, role, content, ts} (ids kept as source message ids) → session
+    logs (appended, never rewritten) → turns → turn memories."""
+    text = read_text_file(Path(path))
+    by_session: dict[str, list[dict]] = defaultdict(list)
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise MemlinkError(f"{path} line {n}: not JSON ({exc.msg}); nothing was imported") from None
+        if not isinstance(record, dict) or any(k not in record for k in REQUIRED):
+            raise MemlinkError(f"{path} line {n}: needs the keys {', '.join(REQUIRED)}; nothing was imported")
+        by_session[str(record["session"])].append(record)
+    report = ImportReport(sessions=len(by_session))
+    for session, records in by_session.items():
+        report.events_added += append_events(vault, session, records)
+    return extract_pending(vault, list(by_session), extractor, progress, report)

@@ -1,0 +1,94 @@
+"""Turn memories in TinyDB, one shard per session (a turn's write costs its session's
+file, not the history). Stable SHA-256 ids: a turn memory from its session and sorted
+source message ids, a term from its normalised text, a triple from memory + subject +
+predicate + object, so a replay creates nothing new. A turn memory holds its triples, so
+replacing a turn's triples is one atomic write."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from tinydb import Query
+
+from .contract import TurnExtraction
+from .log import Turn
+
+
+def sha(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:24]
+
+
+def norm_term(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def term_id(text: str) -> str:
+    return sha("term", norm_term(text).lower())
+
+
+def memory_id(turn: Turn) -> str:
+    return sha("turn", turn.session, *sorted(turn.source_ids))
+
+
+def _shard(session: str) -> str:
+    return "turns-" + re.sub(r"[^a-z0-9_.-]", "_", session.lower())[:80] + "-" + sha(session)[:6]
+
+
+class TurnStore:
+    def __init__(self, vault):
+        self.vault = vault
+
+    def _table(self, session: str):
+        return self.vault.state.db(_shard(session)).table("turns")
+
+    def get(self, session: str, mem_id: str) -> dict | None:
+        return self._table(session).get(Query().id == mem_id)
+
+    def put(self, turn: Turn, extraction: TurnExtraction) -> dict:
+        doc = self.doc(turn, extraction)
+        self._table(turn.session).upsert(doc, Query().id == doc["id"])
+        return doc
+
+    def put_many(self, docs: list[dict]) -> None:
+        """Many turn memories: each session's shard written once."""
+        by_session: dict[str, list[dict]] = {}
+        for doc in docs:
+            by_session.setdefault(doc["session"], []).append(doc)
+        for session, rows in by_session.items():
+            table = self._table(session)
+            keep = {r["id"]: r for r in table.all()}
+            keep.update({r["id"]: r for r in rows})
+            table.truncate()
+            table.insert_multiple(keep.values())
+
+    def doc(self, turn: Turn, extraction: TurnExtraction) -> dict:
+        mem = memory_id(turn)
+        triples = []
+        for t in extraction.triples:
+            s, o = norm_term(t.subject), norm_term(t.object)
+            p = norm_term(t.predicate)
+            triples.append({"id": sha("triple", mem, term_id(s), p, term_id(o)), "subject": s, "subject_id": term_id(s),
+                            "predicate": p, "object": o, "object_id": term_id(o)})
+        doc = {
+            "id": mem, "session": turn.session, "ts": turn.ts, "summary": extraction.summary,
+            "outcome": extraction.outcome.value, "sources": turn.source_ids,
+            "question": turn.question["content"], "answer": turn.answer["content"], "triples": triples,
+        }
+        return doc
+
+    def sessions(self) -> list[str]:
+        folder = self.vault.state.folder
+        names = set()
+        for path in folder.glob("turns-*.json") if folder.is_dir() else []:
+            for row in self.vault.state.db(path.stem).table("turns").all():
+                names.add(row["session"])
+                break
+        return sorted(names)
+
+    def all(self) -> list[dict]:
+        folder = self.vault.state.folder
+        out = []
+        for path in sorted(folder.glob("turns-*.json")) if folder.is_dir() else []:
+            out += self.vault.state.db(path.stem).table("turns").all()
+        return out
