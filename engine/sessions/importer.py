@@ -41,7 +41,14 @@ def turn_extractor(vault):
     provider, health = provider_status(vault.config.llm)
     if provider is not None and health.ok:
         return LLMTurnExtractor(provider)
-    known = {e.title.lower(): e.title for e in vault.list_notes("entity")}
+    known: dict[str, str] = {}
+    for entry in vault.list_notes("entity"):
+        known[entry.title.lower()] = entry.title
+        try:
+            for alias in vault.read_note(entry.uri).fields.get("aliases") or []:
+                known.setdefault(str(alias).lower(), entry.title)  # an alias names the same term
+        except MemlinkError:
+            continue
     return RulesTurnExtractor(known)
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..embed import load_embedder, nonzero
 from ..index.vectors import VectorIndex
+from ..text import tokenize
 from .store import TurnStore, norm_term, term_id
 
 SUMMARY_FLOOR = 0.5
@@ -94,6 +95,7 @@ class TurnMemory:
                 w = self.g[a][b]["weight"] + 1 if self.g.has_edge(a, b) else 1  # repeated evidence adds up
                 self.g.add_edge(a, b, weight=w)
         self.community = label_propagation(self.g)
+        self._tokens: dict[str, set[str]] = {}
 
     @classmethod
     def for_vault(cls, vault) -> "TurnMemory":
@@ -109,19 +111,38 @@ class TurnMemory:
         vec = self.embedder.encode([query])[0]
         if nonzero(vec[None, :])[0]:
             hits = [(m, s) for m, s, _ in self.vectors.query(vec, k) if s >= SUMMARY_FLOOR]
-            return hits, "summary"
-        phrase = " ".join(query.lower().split())  # strict lexical fallback: the whole phrase
-        hits = [(m, 1.0) for m, t in self.turns.items() if phrase and (phrase in t["summary"].lower() or phrase in t["question"].lower())]
-        return hits[:k], "lexical"
+            if hits:
+                return hits, "summary"
+        return self.lexical(query, k), "lexical"
+
+    def lexical(self, query: str, k: int) -> list[tuple[str, float]]:
+        """Strict lexical match: every word of the question occurs in the turn's question
+        or summary (stemmed; CJK by characters and pairs)."""
+        wanted = set(tokenize(query))
+        if not wanted:
+            return []
+        hits = []
+        for m, t in self.turns.items():
+            have = self._tokens.get(m)
+            if have is None:
+                have = self._tokens[m] = set(tokenize(t["question"] + " " + t["summary"]))
+            if wanted <= have:
+                hits.append((m, 1.0))
+        return sorted(hits, key=lambda h: self.turns[h[0]]["ts"], reverse=True)[:k]
 
     def literal_terms(self, query: str) -> list[str]:
-        low = " " + " ".join(query.lower().split()) + " "
+        """Terms the question names: the whole term, or one of its words when that word is a
+        name in the question (capitalised, or CJK)."""
+        flat = " " + re.sub(r"[^\w\u4e00-\u9fff]+", " ", query).strip() + " "
+        low = flat.lower()
+        names = {w.lower() for w in flat.split() if (w[:1].isupper() and len(w) >= 3) or re.search(r"[\u4e00-\u9fff]", w)}
         out = []
         for tid, text in self.term_text.items():
             t = norm_term(text).lower()
-            if len(t) < 3 or t in ("user", "assistant"):
+            if len(t) < 2:
                 continue
-            if (re.search(r"[\u4e00-\u9fff]", t) and t in low) or f" {t} " in re.sub(r"[^\w\u4e00-\u9fff]+", " ", low):
+            cjk = bool(re.search(r"[\u4e00-\u9fff]", t))
+            if (cjk and t in low) or f" {t} " in low or (names & set(t.split())):
                 out.append(tid)
         return out
 
