@@ -35,6 +35,20 @@ class OllamaStub:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
+            def _stream(self, body: dict, content: str) -> None:
+                """Newline-delimited JSON chunks, as Ollama streams a chat reply."""
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-ndjson")
+                self.end_headers()
+                pieces = [w + " " for w in content.split(" ")]
+                pieces[-1] = pieces[-1].rstrip()
+                for piece in pieces + [""]:
+                    chunk = {"model": body.get("model", ""), "created_at": "2026-11-30T00:00:00Z",
+                             "message": {"role": "assistant", "content": piece}, "done": piece == ""}
+                    self.wfile.write((json.dumps(chunk) + "\n").encode())
+                    self.wfile.flush()
+                self.close_connection = True
+
             def do_GET(self):
                 if self.path == "/api/tags":
                     self._send(200, {"models": [
@@ -58,6 +72,9 @@ class OllamaStub:
                     reply = ("json", "{}")
                 if reply[0] == "status":
                     self._send(reply[1], {"error": reply[2]})
+                    return
+                if body.get("stream"):
+                    self._stream(body, reply[1])
                     return
                 self._send(200, {
                     "model": body.get("model", ""), "created_at": "2026-11-30T00:00:00Z",

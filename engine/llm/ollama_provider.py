@@ -66,6 +66,24 @@ class OllamaProvider:
             return Health(True, self.name, f"Ollama at {self.host} has {self.model}")
         return Health(False, self.name, str(self._missing()))
 
+    def stream_chat(self, messages: list[dict]):
+        """A chat reply, streamed in pieces."""
+        stream = self._call(lambda: self.client.chat(model=self.model, messages=messages, stream=True,
+                                                     options={"num_predict": self.max_tokens}))
+        try:
+            for part in stream:
+                text = part.message.content or ""
+                if text:
+                    yield text
+        except (ConnectionError, httpx.ConnectError):
+            raise self._not_running() from None
+        except httpx.TimeoutException:
+            raise LLMTimeout(f"Ollama at {self.host} stopped answering (timeout {self.timeout:g}s)") from None
+        except ollama.ResponseError as exc:
+            if exc.status_code == 404:
+                raise self._missing() from None
+            raise LLMError(f"Ollama error {exc.status_code}: {str(exc.error)[:200]}") from None
+
     def structured(self, messages: list[dict], schema: type[T]) -> T:
         response = self._call(lambda: self.client.chat(
             model=self.model,

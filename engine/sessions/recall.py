@@ -107,13 +107,16 @@ class TurnMemory:
             return mem
 
     # -- routes -------------------------------------------------------------------------------
-    def summary_route(self, query: str, k: int) -> tuple[list[tuple[str, float]], str]:
+    def summary_route(self, query: str, k: int, skip: set[str]) -> list[tuple[str, float, str]]:
+        """Vector hits above the floor, then strict lexical matches the vectors missed."""
+        hits: list[tuple[str, float, str]] = []
         vec = self.embedder.encode([query])[0]
         if nonzero(vec[None, :])[0]:
-            hits = [(m, s) for m, s, _ in self.vectors.query(vec, k) if s >= SUMMARY_FLOOR]
-            if hits:
-                return hits, "summary"
-        return self.lexical(query, k), "lexical"
+            hits = [(m, s, "summary") for m, s, _ in self.vectors.query(vec, k + len(skip))
+                    if s >= SUMMARY_FLOOR and m not in skip][:k]
+        have = {m for m, _, _ in hits}
+        hits += [(m, s, "lexical") for m, s in self.lexical(query, k + len(skip)) if m not in have and m not in skip]
+        return hits[:k]
 
     def lexical(self, query: str, k: int) -> list[tuple[str, float]]:
         """Strict lexical match: every word of the question occurs in the turn's question
@@ -170,32 +173,30 @@ class TurnMemory:
     def recall(self, query: str, *, k: int = 5, session: str | None = None, visible: set[str] | None = None) -> list[RecallHit]:
         if not self.turns or not query.strip():
             return []
-        summary, how = self.summary_route(query, k * 3)
+        visible = visible or set()
+        skip = {m for m, t in self.turns.items() if set(t["sources"]) <= visible or (session and t["session"] != session)}
+        summary = self.summary_route(query, k * 3, skip)
         seeds = self.literal_terms(query)
         graph_kind = "graph (terms in the question)"
         if not seeds and summary:
-            seeds = sorted({t[end] for m, _ in summary[:3] for t in self.turns[m]["triples"]
+            seeds = sorted({t[end] for m, _, _ in summary[:3] for t in self.turns[m]["triples"]
                             for end in ("subject_id", "object_id")} & set(self.term_text))
             graph_kind = "graph (from the summary hits)"
         graph = self.graph_route(seeds, k * 3)
         fused: dict[str, float] = defaultdict(float)
         routes: dict[str, list[str]] = defaultdict(list)
         explain: dict[str, list[dict]] = {}
-        for rank, (m, s) in enumerate(summary, 1):
+        for rank, (m, s, how) in enumerate(summary, 1):
             fused[m] += 1 / (RRF_K + rank) + 1e-6  # a direct summary hit wins a tie
             routes[m].append(f"{how} #{rank} ({s:.2f})")
+        graph = [g for g in graph if g[0] not in skip]
         for rank, (m, s, why) in enumerate(graph, 1):
             fused[m] += 1 / (RRF_K + rank)
             routes[m].append(f"{graph_kind} #{rank}")
             explain[m] = why
-        visible = visible or set()
         hits = []
-        for m in sorted(fused, key=lambda x: -fused[x]):
+        for m in sorted(fused, key=lambda x: -fused[x]):  # turns already in the window were skipped
             t = self.turns[m]
-            if session and t["session"] != session:
-                continue
-            if set(t["sources"]) <= visible:
-                continue  # already in the recent window
             hits.append(RecallHit(m, t["session"], t["sources"], t["summary"], t["question"], t["answer"], fused[m],
                                   routes[m], explain.get(m, [])))
             if len(hits) >= k:

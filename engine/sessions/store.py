@@ -57,7 +57,7 @@ class TurnStore:
             by_session.setdefault(doc["session"], []).append(doc)
         for session, rows in by_session.items():
             table = self._table(session)
-            keep = {r["id"]: r for r in table.all()}
+            keep = {r["id"]: dict(r) for r in table.all()}  # plain dicts: TinyDB would reuse their doc ids
             keep.update({r["id"]: r for r in rows})
             table.truncate()
             table.insert_multiple(keep.values())

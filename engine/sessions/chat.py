@@ -1,0 +1,87 @@
+"""A chat session on our own host: the user's message goes to the log, recall runs,
+the context is assembled, the reply streams from Ollama and goes to the log; completed
+turns are extracted in the background, one session at a time, in order. Extraction
+failures never block chatting."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import uuid
+from typing import Callable, Iterator
+
+from ..errors import MemlinkError
+from ..llm import LLMError
+from .context import assemble, visible_sources
+from .importer import extract_pending
+from .log import append_events, project_turns, read_events
+from .recall import RecallHit, TurnMemory
+
+SYSTEM = ("You are the user's personal assistant inside memlink, an offline memory workstation. "
+          "Answer briefly and concretely.")
+
+_QUEUES: dict[int, threading.Lock] = {}
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def new_session_id() -> str:
+    return dt.datetime.now().strftime("%Y-%m-%d-%H%M%S") + "-" + uuid.uuid4().hex[:4]
+
+
+class ChatSession:
+    def __init__(self, vault, session: str, provider=None, turn_extractor=None):
+        self.vault = vault
+        self.session = session
+        self.provider = provider  # an OllamaProvider, or None (then no replies, only memory)
+        self.turn_extractor = turn_extractor
+        self.last_recall: list[RecallHit] = []
+
+    def _event(self, role: str, content: str, **extra) -> dict:
+        return {"session": self.session, "id": f"{self.session}-{uuid.uuid4().hex[:10]}", "role": role,
+                "content": content, "ts": now(), **extra}
+
+    def turns(self):
+        return project_turns(self.session, read_events(self.vault, self.session))
+
+    def prepare(self, text: str) -> list[dict]:
+        """Log the user's message, recall, and build what the model will see."""
+        append_events(self.vault, self.session, [self._event("user", text)])
+        turns = self.turns()
+        try:
+            self.last_recall = TurnMemory.for_vault(self.vault).recall(text, k=3, visible=visible_sources(turns))
+        except MemlinkError:
+            self.last_recall = []  # recall is a help, never a blocker
+        return assemble(SYSTEM, turns, text, self.last_recall)
+
+    def reply(self, messages: list[dict]) -> Iterator[str]:
+        """Stream the answer from Ollama; the full answer is logged at the end."""
+        if self.provider is None:
+            raise LLMError("no chat model: Ollama is not available (start it with `ollama serve`); "
+                           "browsing, search, import and extraction keep working")
+        parts: list[str] = []
+        for chunk in self.provider.stream_chat(messages):
+            parts.append(chunk)
+            yield chunk
+        append_events(self.vault, self.session, [self._event("assistant", "".join(parts))])
+
+    def extract_in_background(self, done: Callable[[object], None] | None = None) -> threading.Thread:
+        """Extract this session's completed turns on a background thread, one session's
+        turns at a time and in order (a lock per vault and session)."""
+        key = hash((id(self.vault), self.session))
+        lock = _QUEUES.setdefault(key, threading.Lock())
+
+        def work():
+            with lock:
+                try:
+                    report = extract_pending(self.vault, [self.session], self.turn_extractor)
+                except Exception as exc:  # never let extraction take the chat down
+                    report = exc
+            if done:
+                done(report)
+
+        thread = threading.Thread(target=work, daemon=True, name=f"extract-{self.session}")
+        thread.start()
+        return thread

@@ -1,0 +1,70 @@
+"""Chat on our session host: the rolling window, recall before the current message, the
+untouched log, streaming replies from the loopback Ollama server, background extraction."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.llm import LLMError
+from engine.llm.ollama_provider import OllamaProvider
+from engine.sessions.chat import ChatSession
+from engine.sessions.context import ARCHIVE_MARKER, RECALL_HEADER, assemble
+from engine.sessions.extract import RulesTurnExtractor
+from engine.sessions.log import Turn, read_events
+from engine.sessions.recall import RecallHit
+from ollama_stub import OllamaStub
+
+
+def turn(i: int) -> Turn:
+    return Turn("s", {"id": f"q{i}", "role": "user", "content": f"question {i}"},
+            {"id": f"a{i}", "role": "assistant", "content": f"answer {i}"}, "ts")
+
+
+def test_window_keeps_the_head_and_the_last_five_turns_with_one_marker():
+    msgs = assemble("SYSTEM", [turn(i) for i in range(8)], "now?")
+    assert msgs[0] == {"role": "system", "content": "SYSTEM"}
+    assert [m["content"] for m in msgs].count(ARCHIVE_MARKER) == 1
+    shown = [m["content"] for m in msgs if m["role"] in ("user", "assistant")]
+    assert shown == [c for i in range(3, 8) for c in (f"question {i}", f"answer {i}")] + ["now?"]
+    longer = assemble("SYSTEM", [turn(i) for i in range(30)], "later?")
+    assert [m["content"] for m in longer].count(ARCHIVE_MARKER) == 1  # it never accumulates
+    assert len(assemble("SYSTEM", [turn(0)], "x")) == 4  # nothing old: no marker
+
+
+def test_recall_goes_just_before_the_current_message_marked_untrusted():
+    hit = RecallHit("m", "old", ["q1", "a1"], "sum", "old question", "old answer", 1.0)
+    msgs = assemble("SYSTEM", [turn(1)], "now?", [hit])
+    assert msgs[-1] == {"role": "user", "content": "now?"}
+    assert msgs[-2]["content"].startswith(RECALL_HEADER) and "old question" in msgs[-2]["content"]
+
+
+def test_chat_streams_logs_extracts_and_recalls_an_old_turn(vault):
+    with OllamaStub() as stub:
+        provider = OllamaProvider("tiny", host=stub.host, timeout=5)
+        chat = ChatSession(vault, "c1", provider, RulesTurnExtractor())
+        questions = ["My bike lock code is the harbour crane number", "What about lunch?", "Any rain today?",
+                     "Tell me a joke", "Plan the weekend", "Remind me of the dentist"]
+        for q in questions:
+            stub.script.append(("json", f"Reply to: {q}"))
+            pieces = list(chat.reply(chat.prepare(q)))
+            assert len(pieces) > 1 and "".join(pieces) == f"Reply to: {q}"  # streamed, then logged whole
+            chat.extract_in_background().join()
+        events = read_events(vault, "c1")
+        assert len(events) == 12 and [e["role"] for e in events[:2]] == ["user", "assistant"]
+        # The first turn has left the 5-turn window; asking about it recalls it, before the question.
+        stub.script.append(("json", "It is the crane number."))
+        messages = chat.prepare("what was my bike lock code")
+        assert ARCHIVE_MARKER in [m["content"] for m in messages]
+        recalled = messages[-2]["content"]
+        assert recalled.startswith(RECALL_HEADER) and "My bike lock code is the harbour crane number" in recalled
+        assert [h.sources for h in chat.last_recall][0] == [events[0]["id"], events[1]["id"]]
+        list(chat.reply(messages))
+        assert len(read_events(vault, "c1")) == 14  # the log only grows
+
+
+def test_without_ollama_chat_says_why_and_memory_still_works(vault):
+    chat = ChatSession(vault, "c2", None, RulesTurnExtractor())
+    messages = chat.prepare("Is anyone there?")
+    with pytest.raises(LLMError, match="ollama serve"):
+        list(chat.reply(messages))
+    assert [e["content"] for e in read_events(vault, "c2")] == ["Is anyone there?"]
