@@ -20,6 +20,7 @@ class MemlinkApp(App):
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("slash", "search", "Search"),
+        Binding("c", "chat", "Chat"),
     ]
 
     def __init__(self, vault: Vault):
@@ -82,6 +83,12 @@ class MemlinkApp(App):
                 self.run_worker(self.browser.open_note(uri))
 
         self.push_screen(SearchScreen(self.vault), chosen)
+
+    def action_chat(self) -> None:
+        from .screens.chat import ChatScreen
+
+        if not isinstance(self.screen, ChatScreen):
+            self.push_screen(ChatScreen(self.vault))
 
     def on_unmount(self) -> None:
         self.vault.close()

@@ -160,3 +160,67 @@ async def test_import_a_file_shows_the_diff_then_opens_the_source(sample, tmp_pa
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.screen is browser and browser.current == "sources/kyoto-trip-ideas.md"
+
+
+async def test_chat_pane_streams_a_reply_and_shows_recall(sample):
+    import yaml
+    from textual.widgets import Input, Static
+
+    from engine import Vault
+    from memlink_tui.screens.chat import ChatScreen
+    from ollama_stub import OllamaStub
+
+    with OllamaStub() as stub:
+        cfg = yaml.safe_load((sample.root / "memlink.yaml").read_text())
+        cfg["llm"] = {"model": "tiny", "host": stub.host, "timeout": 5}
+        (sample.root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
+        vault = Vault.open(sample.root)
+        from engine.sessions.importer import extract_pending, RulesTurnExtractor
+
+        extract_pending(vault, ["2026-08-11-evening-setup"], RulesTurnExtractor())
+        app = MemlinkApp(vault)
+        async with app.run_test(size=(150, 45)) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.press("c")
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, ChatScreen)
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert "chat model: ollama:tiny" in str(screen.query_one("#status", Static).render())
+            await pilot.press("ctrl+n")
+            stub.script.append(("json", "Your flat white is at Man Met Bril."))
+            screen.query_one("#message", Input).value = "Where do I get my flat white?"
+            await pilot.press("enter")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            texts = [str(w.render()) for w in screen.query(".assistant")]
+            assert texts[-1] == "Your flat white is at Man Met Bril."
+            recall = str(screen.query_one("#recall-text", Static).render())
+            assert "2026-08-11-evening-setup" in recall and "flat white" in recall.lower()
+
+
+async def test_chat_pane_without_ollama_says_why(vault):
+    import socket
+
+    import yaml
+    from textual.widgets import Static
+
+    from engine import Vault
+    from memlink_tui.screens.chat import ChatScreen
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = yaml.safe_load((vault.root / "memlink.yaml").read_text())
+    cfg["llm"] = {"host": f"http://127.0.0.1:{port}", "timeout": 2}
+    (vault.root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
+    app = MemlinkApp(Vault.open(vault.root))
+    async with app.run_test(size=(150, 45)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.press("c")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, ChatScreen)
+        status = str(app.screen.query_one("#status", Static).render())
+        assert "No chat model" in status and "ollama serve" in status and "keep working" in status
