@@ -49,7 +49,7 @@ def test_chat_streams_logs_extracts_and_recalls_an_old_turn(vault):
             pieces = list(chat.reply(chat.prepare(q)))
             assert len(pieces) > 1 and "".join(pieces) == f"Reply to: {q}"  # streamed, then logged whole
             chat.extract_in_background().join()
-        events = read_events(vault, "c1")
+        events = [e for e in read_events(vault, "c1") if e["role"] in ("user", "assistant")]
         assert len(events) == 12 and [e["role"] for e in events[:2]] == ["user", "assistant"]
         # The first turn has left the 5-turn window; asking about it recalls it, before the question.
         stub.script.append(("json", "It is the crane number."))
@@ -58,8 +58,12 @@ def test_chat_streams_logs_extracts_and_recalls_an_old_turn(vault):
         recalled = messages[-2]["content"]
         assert recalled.startswith(RECALL_HEADER) and "My bike lock code is the harbour crane number" in recalled
         assert [h.sources for h in chat.last_recall][0] == [events[0]["id"], events[1]["id"]]
+        before = read_events(vault, "c1")
         list(chat.reply(messages))
-        assert len(read_events(vault, "c1")) == 14  # the log only grows
+        after = read_events(vault, "c1")
+        assert after[: len(before)] == before and len(after) == len(before) + 1  # the log only grows
+        snapshots = [e for e in after if e["role"] == "recall"]
+        assert snapshots and all(e["kind"] == "recall" for e in snapshots)  # logged, never a user fact
 
 
 def test_without_ollama_chat_says_why_and_memory_still_works(vault):
@@ -68,3 +72,33 @@ def test_without_ollama_chat_says_why_and_memory_still_works(vault):
     with pytest.raises(LLMError, match="ollama serve"):
         list(chat.reply(messages))
     assert [e["content"] for e in read_events(vault, "c2")] == ["Is anyone there?"]
+
+
+def test_tool_traces_are_not_sent_again_and_a_failing_extractor_does_not_stop_chat(vault):
+    from engine.sessions.log import append_events
+
+    append_events(vault, "c3", [
+        {"session": "c3", "id": "1", "role": "user", "content": "Find my train", "ts": "t"},
+        {"session": "c3", "id": "2", "role": "tool", "content": "TOOL OUTPUT 4711", "ts": "t"},
+        {"session": "c3", "id": "3", "role": "assistant", "kind": "reasoning", "content": "REASONING 42", "ts": "t"},
+        {"session": "c3", "id": "4", "role": "assistant", "content": "The 08:12 to Utrecht.", "ts": "t"},
+    ])
+
+    class Broken:
+        name = "broken"
+
+        def extract(self, turn, previous):
+            raise RuntimeError("model crashed")
+
+    with OllamaStub() as stub:
+        chat = ChatSession(vault, "c3", OllamaProvider("tiny", host=stub.host, timeout=5), Broken())
+        messages = chat.prepare("And back?")
+        sent = " ".join(m["content"] for m in messages)
+        assert "TOOL OUTPUT" not in sent and "REASONING" not in sent and "The 08:12 to Utrecht." in sent
+        stub.script.append(("json", "The 17:40 back."))
+        assert "".join(chat.reply(messages)) == "The 17:40 back."
+        results = []
+        chat.extract_in_background(results.append).join()
+        assert isinstance(results[0], RuntimeError)  # reported, and the chat goes on
+        stub.script.append(("json", "Yes."))
+        assert "".join(chat.reply(chat.prepare("Thanks"))) == "Yes."

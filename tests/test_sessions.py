@@ -162,3 +162,18 @@ def test_cli_import_chat_and_batch_recall(vault, tmp_path):
     bad.write_text('{"session": "x", "id": 1}\n')
     r = memlink("import-chat", str(bad), vault=vault.root)
     assert r.returncode == 1 and "needs the keys" in r.stderr
+
+
+def test_communities_narrow_the_candidates(vault):
+    append_events(vault, "s", [
+        {"session": "s", "id": "1", "role": "user", "content": "Astrid Holm and Bram Visser run the harbour audit", "ts": "t"},
+        {"session": "s", "id": "2", "role": "assistant", "content": "Noted.", "ts": "t"},
+        {"session": "s", "id": "3", "role": "user", "content": "Chen Wei and Dara Okafor plan the garden party", "ts": "t"},
+        {"session": "s", "id": "4", "role": "assistant", "content": "Noted.", "ts": "t"},
+    ])
+    extract_pending(vault, ["s"], RulesTurnExtractor())
+    memory = TurnMemory.for_vault(vault)
+    seeds = memory.literal_terms("What is Astrid doing?")
+    assert [memory.term_text[s] for s in seeds] == ["Astrid Holm"]
+    hits = memory.graph_route(seeds, 5)
+    assert [memory.turns[m]["sources"] for m, _, _ in hits] == [["1", "2"]]  # the other community stays out

@@ -10,7 +10,6 @@ import threading
 import uuid
 from typing import Callable, Iterator
 
-from ..errors import MemlinkError
 from ..llm import LLMError
 from .context import assemble, visible_sources
 from .importer import extract_pending
@@ -52,8 +51,11 @@ class ChatSession:
         turns = self.turns()
         try:
             self.last_recall = TurnMemory.for_vault(self.vault).recall(text, k=3, visible=visible_sources(turns))
-        except MemlinkError:
-            self.last_recall = []  # recall is a help, never a blocker
+        except Exception:  # recall is a help, never a blocker
+            self.last_recall = []
+        if self.last_recall:  # what was injected, kept in the log (never read back as a user fact)
+            snapshot = "; ".join(f"{h.session}:{'/'.join(h.sources)} ({', '.join(h.routes)})" for h in self.last_recall)
+            append_events(self.vault, self.session, [self._event("recall", snapshot, kind="recall")])
         return assemble(SYSTEM, turns, text, self.last_recall)
 
     def reply(self, messages: list[dict]) -> Iterator[str]:

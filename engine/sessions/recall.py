@@ -25,6 +25,7 @@ from .store import TurnStore, norm_term, term_id
 
 SUMMARY_FLOOR = 0.5
 RRF_K = 10
+FALLBACK_WEIGHT = 0.25  # graph hits from second-hand seeds (the summary hits' triples) vote less
 
 
 @dataclass
@@ -178,10 +179,12 @@ class TurnMemory:
         summary = self.summary_route(query, k * 3, skip)
         seeds = self.literal_terms(query)
         graph_kind = "graph (terms in the question)"
+        graph_weight = 1.0
         if not seeds and summary:
             seeds = sorted({t[end] for m, _, _ in summary[:3] for t in self.turns[m]["triples"]
                             for end in ("subject_id", "object_id")} & set(self.term_text))
             graph_kind = "graph (from the summary hits)"
+            graph_weight = FALLBACK_WEIGHT  # second-hand seeds: a weaker vote than terms the user named
         graph = self.graph_route(seeds, k * 3)
         fused: dict[str, float] = defaultdict(float)
         routes: dict[str, list[str]] = defaultdict(list)
@@ -191,7 +194,7 @@ class TurnMemory:
             routes[m].append(f"{how} #{rank} ({s:.2f})")
         graph = [g for g in graph if g[0] not in skip]
         for rank, (m, s, why) in enumerate(graph, 1):
-            fused[m] += 1 / (RRF_K + rank)
+            fused[m] += graph_weight / (RRF_K + rank)
             routes[m].append(f"{graph_kind} #{rank}")
             explain[m] = why
         hits = []

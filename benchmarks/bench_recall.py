@@ -1,0 +1,119 @@
+"""Chat memory figures: import throughput (turns/s, rules provider) and recall latency
+on a generated long session (10k turns by default), and recall quality on the
+hand-labelled sample questions (benchmarks/recall_queries.yaml) plus generated questions
+about the long session — recall@5 for summary-only, graph-only and fused routes.
+
+    .venv/bin/python benchmarks/bench_recall.py [--turns 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from synthetic import TextMaker  # noqa: E402
+
+from engine import Vault  # noqa: E402
+from engine.sessions.importer import import_chat, turn_extractor  # noqa: E402
+from engine.sessions.recall import TurnMemory  # noqa: E402
+
+PEOPLE = ["Astrid Holm", "Bram Visser", "Chen Wei", "Dara Okafor", "Emil Novak", "Farah Aziz", "Gus Moreno", "Hana Sato"]
+
+
+def long_session(n: int, seed: int = 5) -> tuple[list[dict], list[dict]]:
+    """A long generated conversation; every 50th turn states a fact about a person, and a
+    question about each such fact is labelled with its turn."""
+    rng = random.Random(seed)
+    text = TextMaker(rng)
+    records, questions = [], []
+    for i in range(n):
+        q_id, a_id = f"long-{2 * i:06d}", f"long-{2 * i + 1:06d}"
+        if i % 50 == 7:
+            person, thing = rng.choice(PEOPLE), " ".join(rng.sample(text.topics[rng.randrange(200)], 2))
+            q = f"Note that {person} is handling the {thing} for the {rng.choice(['harbour', 'studio', 'garden'])} project."
+            a = f"Noted: {person} handles the {thing}."
+            questions.append({"query": f"who handles the {thing}", "expected": [[q_id, a_id]], "kind": "generated"})
+        else:
+            q = text.sentence(rng.randrange(200), rng.randint(8, 16))
+            a = text.sentence(rng.randrange(200), rng.randint(6, 12))
+        ts = f"2026-{1 + i * 12 // n:02d}-01T10:00:00Z"
+        records.append({"session": "long", "id": q_id, "role": "user", "content": q, "ts": ts})
+        records.append({"session": "long", "id": a_id, "role": "assistant", "content": a, "ts": ts})
+    return records, questions
+
+
+def recall_at_5(memory: TurnMemory, queries: list[dict], mode: str) -> float:
+    total = 0.0
+    for q in queries:
+        expected = {tuple(e) for e in q["expected"]}
+        if mode == "summary":
+            got = [tuple(memory.turns[m]["sources"]) for m, _, _ in memory.summary_route(q["query"], 5, set())]
+        elif mode == "graph":
+            seeds = memory.literal_terms(q["query"])
+            got = [tuple(memory.turns[m]["sources"]) for m, _, _ in memory.graph_route(seeds, 5)]
+        else:
+            got = [tuple(h.sources) for h in memory.recall(q["query"], k=5)]
+        total += len(expected & set(got[:5])) / len(expected)
+    return total / max(1, len(queries))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--turns", type=int, default=10_000)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="memlink-recall-"))
+    try:
+        root = tmp / "v"
+        shutil.copytree(REPO / "sample_vault", root, ignore=shutil.ignore_patterns(".memlink"))
+        vault = Vault.open(root)
+        sample = tmp / "sample.jsonl"
+        sample.write_text("".join(p.read_text(encoding="utf-8") for p in sorted((root / "sessions").glob("*.jsonl"))))
+        import_chat(vault, sample, turn_extractor(vault))
+        records, generated = long_session(args.turns)
+        path = tmp / "long.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+        t = time.perf_counter()
+        report = import_chat(vault, path, turn_extractor(vault))
+        took = time.perf_counter() - t
+        print(f"import-chat: {report.extracted:,} turns in {took:.1f}s = {report.extracted / took:,.0f} turns/s "
+              f"(rules provider: log append, projection, extraction, storage)")
+        t = time.perf_counter()
+        memory = TurnMemory.for_vault(vault)
+        print(f"recall index load ({len(memory.turns):,} turns: summary vectors, term graph, communities): "
+              f"{time.perf_counter() - t:.1f}s")
+        rng = random.Random(9)
+        questions = [q["query"] for q in generated] + [text for text in
+                     ("what did I say about my coffee", "the winter market", "Wang Jun and the migration", "kiln for home")]
+        lat = []
+        for q in rng.choices(questions, k=300):
+            t = time.perf_counter()
+            memory.recall(q, k=5)
+            lat.append((time.perf_counter() - t) * 1000)
+        lat.sort()
+        print(f"recall latency at {len(memory.turns):,} turns: p50 {statistics.median(lat):.1f} ms  p95 {lat[int(len(lat) * .95)]:.1f} ms")
+        labelled_path = REPO / "benchmarks" / "recall_queries.yaml"
+        labelled = yaml.safe_load(labelled_path.read_text(encoding="utf-8")) if labelled_path.exists() else []
+        for name, qs in (("hand-labelled sample questions", labelled), ("generated long-session questions", generated)):
+            if not qs:
+                continue
+            print(f"{name} ({len(qs)}): recall@5 " + "  ".join(
+                f"{mode} {recall_at_5(memory, qs, mode):.3f}" for mode in ("summary", "graph", "fused")))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
