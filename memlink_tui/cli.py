@@ -103,6 +103,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--batch", type=Path, help="a file with one question per line; answers one JSON line each")
     s.add_argument("--json", action="store_true")
 
+    s = sub.add_parser("lint", parents=[common], help="lint the vault, write dashboards/ (exit 3 when errors exist)")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--fix", action="store_true", help="safe repairs only (one-sided links, links to missing notes)")
+
     sub.add_parser("doctor", parents=[common], help="check dependencies, embedding model, Ollama and the vault; print fixes")
 
     s = sub.add_parser("check", parents=[common], help="consistency checks (exit 3 when errors are found)")
@@ -428,6 +432,28 @@ def cmd_recall(args) -> int:
     return 0
 
 
+def cmd_lint(args) -> int:
+    from engine.lint import fix, lint, write_dashboards
+
+    vault = _open(args)
+    fixed = fix(vault) if args.fix else []
+    report = lint(vault)
+    written = write_dashboards(vault, report)
+    if args.json:
+        print(json.dumps({"errors": report.errors, "counts": report.counts, "fixed": fixed, "dashboards": written,
+                          "findings": [f.__dict__ for f in report.findings]}, ensure_ascii=False, indent=2))
+    else:
+        for line in fixed:
+            print(f"fixed: {line}")
+        for f in report.findings:
+            if f.severity != "info":
+                other = f" <-> {f.other}" if f.other else ""
+                print(f"{f.severity:<7} {f.check:<15} {f.uri}{other}: {f.message}")
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(report.counts.items()))
+        print(f"{report.errors} errors; {counts or 'nothing to report'}; dashboards in {vault.root / 'dashboards'}")
+    return EXIT_PROBLEMS if report.errors else 0
+
+
 def cmd_doctor(args) -> int:
     import importlib
 
@@ -499,6 +525,7 @@ COMMANDS = {
     "check": cmd_check,
     "doctor": cmd_doctor,
     "commit": cmd_commit,
+    "lint": cmd_lint,
     "import-chat": cmd_import_chat,
     "recall": cmd_recall,
     "ingest": cmd_ingest,

@@ -1,0 +1,87 @@
+"""Every lint check has a fixture that trips it; --fix repairs only what is safe."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from conftest import make_pair
+from engine.lint import fix, lint, write_dashboards
+
+
+def findings(vault, check):
+    return [f for f in lint(vault, today=dt.date(2026, 12, 1)).findings if f.check == check]
+
+
+def test_structure(vault):
+    (vault.root / "entities" / "bad.md").write_text("no frontmatter\n")
+    (vault.root / "entities" / "alien.md").write_text("---\nmemory_type: alien\ncreated_at: '2026-01-01T00:00:00+00:00'\nfields: {}\n---\n")
+    msgs = " ".join(f.message for f in findings(vault, "structure"))
+    assert "no YAML frontmatter" in msgs and "unknown memory type" in msgs
+    assert all(f.severity == "error" for f in findings(vault, "structure"))
+
+
+def test_link_checks(vault):
+    a, b = make_pair(vault)
+    vault.link(b.uri, a.uri, "belongs_to", match_text="type hints", t_line_ranges="3")
+    vault.write_note("preference", {"topic": "Python code style", "content": "Completely different now."})  # match_text gone
+    car = vault.root / "entities" / ".relations.json"
+    entries = json.loads(car.read_text())
+    entries[0]["t_line_ranges"] = "40"  # out of bounds, on both sides
+    car.write_text(json.dumps(entries))
+    prefs = vault.root / "preferences" / ".relations.json"
+    p_entries = json.loads(prefs.read_text())
+    p_entries[0]["t_line_ranges"] = "40"
+    p_entries.append({**p_entries[0], "id": "dangling", "to_uri": "entities/ghost.md"})
+    prefs.write_text(json.dumps(p_entries))
+    codes = " ".join(f.message for f in findings(vault, "links"))
+    for code in ("match_text_missing", "bad_line_range", "dangling_link", "one_sided_link"):
+        assert code in codes
+
+
+def test_self_link_is_reported(vault):
+    a, _ = make_pair(vault)
+    link = {"id": "self", "from_uri": a.uri, "to_uri": a.uri, "link_type": "related_to", "weight": 1.0,
+            "t_field": "content", "created_at": "2026-01-01"}
+    (vault.root / "entities" / ".relations.json").write_text(json.dumps([{**link, "direction": "links"}, {**link, "direction": "backlinks"}]))
+    assert any("links to itself" in f.message for f in findings(vault, "links"))
+
+
+def test_provenance_questions_weights_freshness_orphans_contradictions(vault):
+    a, b = make_pair(vault)
+    vault.write_note("report", {"question": "Why?", "answer": "Because."})
+    vault.write_note("report_candidate", {"question": "What next?", "status": "pending"})
+    vault.write_note("entity", {"name": "Old"}, created_at="2026-01-01T00:00:00+00:00", updated_at="2026-01-01T00:00:00+00:00")
+    vault.link(b.uri, a.uri, "contradicts", weight=0.2, description="they disagree")
+    assert [f.message for f in findings(vault, "provenance") if f.uri == "reports/why.md"] == ["report without sources"]
+    assert any(f.uri == a.uri and "no source" in f.message for f in findings(vault, "provenance"))
+    assert [f.uri for f in findings(vault, "open_questions")] == ["report_candidates/what-next.md"]
+    assert [(f.uri, f.other) for f in findings(vault, "low_weight")] == [(b.uri, a.uri)]
+    assert [(f.uri, f.other, f.message) for f in findings(vault, "contradictions")] == [(b.uri, a.uri, "they disagree")]
+    stale = {f.uri: f for f in findings(vault, "freshness")}
+    assert stale["entities/old.md"].severity == "warning" and "stale" in stale["entities/old.md"].message
+    assert {f.uri for f in findings(vault, "orphans")} >= {"entities/old.md", "reports/why.md"}
+    assert a.uri not in {f.uri for f in findings(vault, "orphans")}
+
+
+def test_fix_restores_one_sided_links_and_drops_links_to_missing_notes(vault):
+    a, b = make_pair(vault)
+    c = vault.write_note("entity", {"name": "Gone"})
+    vault.link(b.uri, a.uri, "belongs_to")
+    vault.link(b.uri, c.uri, "related_to")
+    (vault.root / "entities" / ".relations.json").unlink()  # both backlink sides lost
+    vault.path(c.uri).unlink()  # and one target deleted by hand
+    done = fix(vault)
+    assert any("restored the backlinks side" in d for d in done) and any("a note is missing" in d for d in done)
+    assert lint(vault).errors == 0
+    assert [l.to_uri for l in vault.get_file_links(b.uri, "links")] == [a.uri]
+
+
+def test_dashboards_and_digest(sample):
+    report = lint(sample)
+    written = write_dashboards(sample, report)
+    assert "dashboards/contradictions.md" in written and "dashboards/digest.json" in written
+    digest = json.loads((sample.root / "dashboards" / "digest.json").read_text())
+    assert digest["notes"] == 72 and digest["per_type"]["event"] == 30 and len(digest["contradictions"]) == 5
+    assert "Vegetarian diet" in (sample.root / "dashboards" / "contradictions.md").read_text()
+    assert [p for p in sample.check() if p.severity == "error"] == []  # dashboards are not notes
