@@ -26,6 +26,7 @@ class CatalogEntry:
     size: int
     sha: str = ""  # content hash: the index compares it to what it has indexed
     error: Optional[str] = None
+    superseded: bool = False  # a review kept another note over this one (valid_until set)
 
 
 def content_hash(data: bytes) -> str:

@@ -44,6 +44,15 @@ class DeleteFile(_Op):
     before: Optional[str] = None
 
 
+class WriteSidecar(_Op):
+    """Put a whole sidecar back as it was (undo); None removes it."""
+
+    op: Literal["write_sidecar"] = "write_sidecar"
+    folder: str
+    text: Optional[str]
+    before: Optional[str] = None
+
+
 def file_hash(path: Path) -> str | None:
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -76,7 +85,7 @@ class RemoveLegacy(_Op):
     to_uri: str
 
 
-Op = Annotated[Union[WriteFile, DeleteFile, PutLink, RemoveLink, RemoveLegacy], Field(discriminator="op")]
+Op = Annotated[Union[WriteFile, DeleteFile, PutLink, RemoveLink, RemoveLegacy, WriteSidecar], Field(discriminator="op")]
 _OPS = TypeAdapter(list[Op])
 
 
@@ -190,6 +199,8 @@ def check_ops(root: Path, ops: list, cache: SidecarCache | None = None) -> None:
     for op in ops:
         if isinstance(op, (WriteFile, DeleteFile)):
             resolve_uri(root, op.uri)
+        elif isinstance(op, WriteSidecar):
+            sidecar_path(root, op.folder)
         else:
             read_sidecar(root, op.folder, cache)
             if isinstance(op, PutLink):
@@ -221,6 +232,19 @@ def apply_ops(root: Path, ops: list, cache: SidecarCache | None = None) -> list[
                 skipped.append(op.uri)
                 continue
             remove_file(path)
+        elif isinstance(op, WriteSidecar):
+            path = sidecar_path(root, op.folder)
+            now = file_hash(path)
+            target = None if op.text is None else hashlib.sha256(op.text.encode("utf-8")).hexdigest()
+            if now == target:
+                continue
+            if now != op.before:
+                skipped.append(f"{op.folder}/{SIDECAR}")
+                continue
+            if op.text is None:
+                remove_file(path)
+            else:
+                atomic_write_text(path, op.text)
         else:
             by_folder.setdefault(op.folder, []).append(op)
     for folder, folder_ops in by_folder.items():

@@ -137,6 +137,10 @@ def search(
         entry = catalog.get(uri)
         return entry is not None and not entry.error and (not types or entry.memory_type in types)
 
+    for uri in final:  # superseded knowledge (a review kept another note) ranks lower
+        entry = catalog.get(uri)
+        if entry is not None and entry.superseded:
+            final[uri] *= 0.5
     if graph is not None and cfg.backlink_boost:
         for uri in final:
             final[uri] *= 1.0 + 0.05 * math.log(1 + graph.backlink_count(uri))

@@ -444,9 +444,8 @@ class Vault:
             note = parse_note(data.decode("utf-8"), uri, self.types)
         except (MemlinkError, OSError, UnicodeDecodeError) as exc:
             return CatalogEntry(uri, "", uri, "", "", st.st_mtime_ns, st.st_size, error=str(exc))
-        return CatalogEntry(
-            uri, note.memory_type, self.title(note), note.created_at, note.updated_at, st.st_mtime_ns, st.st_size, content_hash(data)
-        )
+        return CatalogEntry(uri, note.memory_type, self.title(note), note.created_at, note.updated_at,
+                            st.st_mtime_ns, st.st_size, content_hash(data), superseded="valid_until" in note.extra)
 
     def catalog(self) -> dict[str, CatalogEntry]:
         return self._catalog if self._catalog is not None else self.sync_catalog()
@@ -460,7 +459,7 @@ class Vault:
         path = self.path(note.uri)
         st = path.stat()
         entry = CatalogEntry(note.uri, note.memory_type, self.title(note), note.created_at, note.updated_at,
-                             st.st_mtime_ns, st.st_size, content_hash(path.read_bytes()))
+                             st.st_mtime_ns, st.st_size, content_hash(path.read_bytes()), superseded="valid_until" in note.extra)
         if self._catalog is not None:
             self._catalog[note.uri] = entry
         CatalogStore(self.state).put(entry)

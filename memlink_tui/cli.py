@@ -107,6 +107,14 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.add_argument("--fix", action="store_true", help="safe repairs only (one-sided links, links to missing notes)")
 
+    s = sub.add_parser("review", parents=[common], help="resolve a contradiction between notes A and B")
+    s.add_argument("a", metavar="A")
+    s.add_argument("b", metavar="B")
+    s.add_argument("--action", required=True, choices=["keep-a", "keep-b", "merge", "dismiss", "research"])
+    s.add_argument("--text", help="the merged text (for --action merge)")
+
+    sub.add_parser("undo", parents=[common], help="reverse the last review action")
+
     sub.add_parser("doctor", parents=[common], help="check dependencies, embedding model, Ollama and the vault; print fixes")
 
     s = sub.add_parser("check", parents=[common], help="consistency checks (exit 3 when errors are found)")
@@ -454,6 +462,25 @@ def cmd_lint(args) -> int:
     return EXIT_PROBLEMS if report.errors else 0
 
 
+def cmd_review(args) -> int:
+    from engine.review import review
+
+    vault = _open(args)
+    result = review(vault, args.a, args.b, args.action, text=args.text)
+    vault.close()
+    print(result.message)
+    return 0
+
+
+def cmd_undo(args) -> int:
+    from engine.review import undo
+
+    vault = _open(args)
+    print(undo(vault))
+    vault.close()
+    return 0
+
+
 def cmd_doctor(args) -> int:
     import importlib
 
@@ -526,6 +553,8 @@ COMMANDS = {
     "doctor": cmd_doctor,
     "commit": cmd_commit,
     "lint": cmd_lint,
+    "review": cmd_review,
+    "undo": cmd_undo,
     "import-chat": cmd_import_chat,
     "recall": cmd_recall,
     "ingest": cmd_ingest,
