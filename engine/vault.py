@@ -35,6 +35,7 @@ from .uris import PathResolver, normalize_uri, uri_dir
 STATE_DIR = ".memlink"
 # Folders that hold other things than notes.
 NON_NOTE_DIRS = {"sessions", "dashboards", "memory_types"}
+NON_NOTE_FILES = {"DREAMS.md", "README.md"}  # generated diaries and read-me files at the vault root
 DEFAULT_FOLDERS = ("preferences", "entities", "events", "reports", "report_candidates", "sources", "sessions")
 LinkDirection = Literal["links", "backlinks", "both"]
 
@@ -407,6 +408,8 @@ class Vault:
                 d for d in dirnames if not d.startswith(".") and not (rel == "" and d in NON_NOTE_DIRS)
             )
             for name in sorted(filenames):
+                if rel == "" and name in NON_NOTE_FILES:
+                    continue
                 if (name.endswith(".md") and not name.startswith(".")) or name == SIDECAR:
                     path = os.path.join(dirpath, name)
                     try:

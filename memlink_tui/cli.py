@@ -103,6 +103,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--batch", type=Path, help="a file with one question per line; answers one JSON line each")
     s.add_argument("--json", action="store_true")
 
+    s = sub.add_parser("dream", parents=[common], help="find questions in what changed and write reports (cron-friendly)")
+    s.add_argument("--dry-run", action="store_true", help="only list the topics found")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--provider", choices=["rules", "ollama"], help="default: Ollama when it runs, else rules")
+    s.add_argument("--wait", type=float, default=0.0, help="seconds to wait if another dream is running (default: exit 4)")
+
     s = sub.add_parser("lint", parents=[common], help="lint the vault, write dashboards/ (exit 3 when errors exist)")
     s.add_argument("--json", action="store_true")
     s.add_argument("--fix", action="store_true", help="safe repairs only (one-sided links, links to missing notes)")
@@ -440,6 +446,42 @@ def cmd_recall(args) -> int:
     return 0
 
 
+EXIT_BUSY = 4
+
+
+def cmd_dream(args) -> int:
+    from engine.dream import DreamBusy, dream
+    from engine.llm.select import provider_status
+
+    vault = _open(args)
+    provider = None
+    if args.provider != "rules":
+        candidate, health = provider_status(vault.config.llm if args.provider is None else
+                                            vault.config.llm.model_copy(update={"provider": "ollama"}))
+        if args.provider == "ollama" and not health.ok:
+            raise MemlinkError(health.detail)
+        provider = candidate if health.ok else None
+    try:
+        report = dream(vault, provider=provider, dry_run=args.dry_run, wait=args.wait,
+                       progress=None if args.json else _progress("dreaming"))
+    except DreamBusy as exc:
+        print(f"memlink: busy: {exc}", file=sys.stderr)
+        return EXIT_BUSY
+    vault.close()
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+        return 0
+    print(f"dream ({report.provider}{', dry run' if report.dry_run else ''}): {len(report.topics)} topic(s), "
+          f"{len(report.written)} report(s) written, {len(report.skipped)} skipped")
+    for topic in report.topics:
+        print(f"  ? [{topic['kind']}] {topic['question']}")
+    for uri in report.written:
+        print(f"  + {uri}")
+    for why in report.skipped:
+        print(f"  ! {why}")
+    return 0
+
+
 def cmd_lint(args) -> int:
     from engine.lint import fix, lint, write_dashboards
 
@@ -553,6 +595,7 @@ COMMANDS = {
     "doctor": cmd_doctor,
     "commit": cmd_commit,
     "lint": cmd_lint,
+    "dream": cmd_dream,
     "review": cmd_review,
     "undo": cmd_undo,
     "import-chat": cmd_import_chat,
