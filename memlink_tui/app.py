@@ -21,6 +21,8 @@ class MemlinkApp(App):
         Binding("q", "quit", "Quit"),
         Binding("slash", "search", "Search"),
         Binding("c", "chat", "Chat"),
+        Binding("R", "reports", "Reports"),
+        Binding("L", "lint", "Lint"),
     ]
 
     def __init__(self, vault: Vault):
@@ -89,6 +91,24 @@ class MemlinkApp(App):
 
         if not isinstance(self.screen, ChatScreen):
             self.push_screen(ChatScreen(self.vault))
+
+    def _open_from(self, uri: str | None) -> None:
+        if uri:
+            if self.screen is not self.browser:
+                self.pop_screen()
+            self.run_worker(self.browser.open_note(uri))
+
+    def action_reports(self) -> None:
+        from .screens.reports import ReportScreen
+
+        if not isinstance(self.screen, ReportScreen):
+            self.push_screen(ReportScreen(self.vault), self._open_from)
+
+    def action_lint(self) -> None:
+        from .screens.lint import LintScreen
+
+        if not isinstance(self.screen, LintScreen):
+            self.push_screen(LintScreen(self.vault), self._open_from)
 
     def on_unmount(self) -> None:
         self.vault.close()

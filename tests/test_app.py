@@ -224,3 +224,63 @@ async def test_chat_pane_without_ollama_says_why(vault):
         assert isinstance(app.screen, ChatScreen)
         status = str(app.screen.query_one("#status", Static).render())
         assert "No chat model" in status and "ollama serve" in status and "keep working" in status
+
+
+async def test_report_queue_add_question_and_dream(sample):
+    from textual.widgets import Input, ListView, Static
+
+    from memlink_tui.screens.reports import AskScreen, ReportScreen
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(150, 45)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.press("R")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ReportScreen)
+        names = [item.name for item in screen.query_one("#queue", ListView).children]
+        assert names[0].startswith("report_candidates/")  # pending questions first
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, AskScreen)
+        app.screen.query_one(Input).value = "What glaze recipes did Noor suggest?"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "report_candidates/what-glaze-recipes-did-noor-suggest.md" in [i.name for i in screen.query_one("#queue", ListView).children]
+        await pilot.press("D")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        status = str(screen.query_one("#dream-status", Static).render())
+        assert "report(s) written" in status and "+ reports/what-glaze-recipes-did-noor-suggest.md" in status
+        assert sample.read_note("report_candidates/what-glaze-recipes-did-noor-suggest.md").fields["status"] == "done"
+
+
+async def test_lint_pane_reviews_a_contradiction_and_undoes_it(sample):
+    from textual.widgets import DataTable, ListView, Static
+
+    from memlink_tui.screens.lint import LintScreen
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.press("L")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, LintScreen)
+        checks = screen.query_one("#checks", ListView)
+        index = [i.name for i in checks.children].index("contradictions")
+        checks.index = index
+        await pilot.pause()
+        await pilot.press("enter")
+        table = screen.query_one("#findings", DataTable)
+        assert table.has_focus and table.row_count == 5
+        await pilot.pause()
+        a, b = screen.pair
+        await pilot.press("a")
+        await pilot.pause()
+        assert "superseded" in str(screen.query_one("#review-status", Static).render())
+        assert sample.read_note(b).extra.get("superseded_by") == a
+        await pilot.press("u")
+        await pilot.pause()
+        assert "undid keep-a" in str(screen.query_one("#review-status", Static).render())
+        assert "superseded_by" not in sample.read_note(b).extra

@@ -1,0 +1,143 @@
+"""The lint pane: counts per check, the findings of the chosen check (enter opens the
+note), and review mode for contradictions: both sides shown, single keys act —
+a keep A, b keep B, m merge, d dismiss, r research, u undo."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Input, Label, ListItem, ListView, Markdown, Static
+
+from engine import MemlinkError, Vault
+from engine.lint import lint, write_dashboards
+
+
+class LintScreen(Screen[str | None]):
+    BINDINGS = [
+        Binding("escape", "dismiss(None)", "Back"),
+        Binding("a", "review('keep-a')", "Keep A"),
+        Binding("b", "review('keep-b')", "Keep B"),
+        Binding("m", "merge", "Merge"),
+        Binding("d", "review('dismiss')", "Dismiss"),
+        Binding("r", "review('research')", "Research"),
+        Binding("u", "undo", "Undo"),
+    ]
+    DEFAULT_CSS = """
+    LintScreen #checks { width: 28; border: round $panel; }
+    LintScreen #checks:focus { border: round $accent; }
+    LintScreen #findings { height: 1fr; border: round $panel; }
+    LintScreen #findings:focus { border: round $accent; }
+    LintScreen #sides { height: 1fr; }
+    LintScreen .side { width: 1fr; border: round $panel; padding: 0 1; }
+    LintScreen #review-status { height: auto; padding: 0 1; }
+    LintScreen #merge-text { display: none; }
+    """
+
+    def __init__(self, vault: Vault):
+        super().__init__()
+        self.vault = vault
+        self.report = None
+        self.pair: tuple[str, str] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal():
+            yield ListView(id="checks")
+            with Vertical():
+                yield DataTable(id="findings", cursor_type="row", zebra_stripes=True)
+                yield Static("", id="review-status")
+                yield Input(placeholder="merged text for A, then enter", id="merge-text")
+                with Horizontal(id="sides"):
+                    yield VerticalScroll(Markdown("", open_links=False, id="side-a"), classes="side", id="box-a")
+                    yield VerticalScroll(Markdown("", open_links=False, id="side-b"), classes="side", id="box-b")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#findings", DataTable).add_columns("severity", "note", "other", "finding")
+        self.query_one("#checks").border_title = "Checks"
+        self.rerun()
+        self.set_focus(self.query_one("#checks"))
+
+    def rerun(self) -> None:
+        self.report = lint(self.vault)
+        write_dashboards(self.vault, self.report)
+        view = self.query_one("#checks", ListView)
+        view.clear()
+        for check, items in sorted(self.report.by_check().items()):
+            view.append(ListItem(Label(f"{check} ({len(items)})"), name=check))
+        view.border_title = f"Checks · {self.report.errors} errors"
+
+    @on(ListView.Highlighted, "#checks")
+    def _check(self, event: ListView.Highlighted) -> None:
+        if event.item is None or not event.item.name or self.report is None:
+            return
+        table = self.query_one("#findings", DataTable)
+        table.clear()
+        for i, f in enumerate(self.report.by_check()[event.item.name]):
+            table.add_row(f.severity, f.uri, f.other or "", f.message, key=f"{i}|{f.uri}|{f.other or ''}")
+        table.border_title = event.item.name
+
+    @on(ListView.Selected, "#checks")
+    def _enter_check(self, event: ListView.Selected) -> None:
+        self.set_focus(self.query_one("#findings", DataTable))
+
+    @on(DataTable.RowHighlighted, "#findings")
+    async def _row(self, event: DataTable.RowHighlighted) -> None:
+        _i, uri, other = event.row_key.value.split("|", 2)
+        self.pair = (uri, other) if other else None
+        await self._show(uri, other)
+
+    async def _show(self, a: str, b: str) -> None:
+        for side, uri in (("a", a), ("b", b)):
+            box = self.query_one(f"#box-{side}")
+            try:
+                text = self.vault.render_note(uri).text if uri and self.vault.exists(uri) else ""
+            except MemlinkError as exc:
+                text = f"*{exc}*"
+            await self.query_one(f"#side-{side}", Markdown).update(text)
+            box.border_title = f"{side.upper()}: {uri}" if uri else side.upper()
+
+    @on(DataTable.RowSelected, "#findings")
+    def _open(self, event: DataTable.RowSelected) -> None:
+        self.dismiss(event.row_key.value.split("|", 2)[1])
+
+    def _status(self, text: str) -> None:
+        self.query_one("#review-status", Static).update(text)
+
+    def action_review(self, action: str, text: str | None = None) -> None:
+        from engine.review import review
+
+        if self.pair is None:
+            self._status("choose a contradiction (two notes) first")
+            return
+        try:
+            result = review(self.vault, *self.pair, action, text=text)
+        except MemlinkError as exc:
+            self._status(f"[red]{escape(str(exc))}[/red]")
+            return
+        self._status(escape(result.message) + "   (u undoes)")
+        self.rerun()
+
+    def action_merge(self) -> None:
+        box = self.query_one("#merge-text", Input)
+        box.display = True
+        self.set_focus(box)
+
+    @on(Input.Submitted, "#merge-text")
+    def _merged(self, event: Input.Submitted) -> None:
+        event.input.display = False
+        self.action_review("merge", event.value)
+        event.input.value = ""
+
+    def action_undo(self) -> None:
+        from engine.review import undo
+
+        try:
+            self._status(escape(undo(self.vault)))
+        except MemlinkError as exc:
+            self._status(f"[red]{escape(str(exc))}[/red]")
+        self.rerun()

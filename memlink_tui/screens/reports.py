@@ -1,0 +1,127 @@
+"""The report queue: research questions (pending first) and reports; `n` adds a
+question, `D` runs the dream in a worker and shows what changed, enter opens a note."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Header, Input, Label, ListItem, ListView, Markdown, Static
+
+from engine import MemlinkError, Vault
+
+
+class AskScreen(ModalScreen[str | None]):
+    DEFAULT_CSS = "AskScreen { align: center middle; } AskScreen > Input { width: 80%; }"
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel")]
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="A question for the next dream, then enter")
+
+    @on(Input.Submitted)
+    def _done(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+
+class ReportScreen(Screen[str | None]):
+    """Dismisses with a note to open in the browser, or None."""
+
+    BINDINGS = [
+        Binding("escape", "dismiss(None)", "Back"),
+        Binding("n", "ask", "New question"),
+        Binding("D", "dream", "Run dream"),
+    ]
+    DEFAULT_CSS = """
+    ReportScreen #queue { width: 1fr; border: round $panel; }
+    ReportScreen #queue:focus { border: round $accent; }
+    ReportScreen #detail { width: 2fr; border: round $panel; padding: 0 1; }
+    ReportScreen #dream-status { height: auto; padding: 0 1; color: $text-muted; }
+    """
+
+    def __init__(self, vault: Vault):
+        super().__init__()
+        self.vault = vault
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("D runs the dream: pending questions, contradictions and changed views become reports.", id="dream-status")
+        with Horizontal():
+            yield ListView(id="queue")
+            with VerticalScroll(id="detail"):
+                yield Markdown("", open_links=False, id="report-body")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#queue").border_title = "Questions and reports"
+        self.refresh_queue()
+        self.set_focus(self.query_one("#queue"))
+
+    def refresh_queue(self) -> None:
+        self.vault.sync_catalog()
+        rows = []
+        for e in self.vault.list_notes("report_candidate"):
+            status = self.vault.read_note(e.uri).fields.get("status") or "pending"
+            rows.append((0 if status == "pending" else 1, f"[{status}] {e.title}", e.uri))
+        for e in self.vault.list_notes("report"):
+            rows.append((2, f"report · {e.title}", e.uri))
+        view = self.query_one("#queue", ListView)
+        view.clear()
+        for _order, label, uri in sorted(rows):
+            view.append(ListItem(Label(escape(label)), name=uri))
+
+    @on(ListView.Highlighted, "#queue")
+    async def _show(self, event: ListView.Highlighted) -> None:
+        if event.item is None or not event.item.name:
+            return
+        try:
+            rendered = self.vault.render_note(event.item.name)
+        except MemlinkError as exc:
+            rendered = None
+            text = f"*{exc}*"
+        await self.query_one("#report-body", Markdown).update(rendered.text if rendered else text)
+        self.query_one("#detail").border_title = event.item.name
+
+    @on(ListView.Selected, "#queue")
+    def _open(self, event: ListView.Selected) -> None:
+        if event.item.name:
+            self.dismiss(event.item.name)
+
+    def action_ask(self) -> None:
+        def asked(question: str | None) -> None:
+            if question:
+                try:
+                    note = self.vault.write_note("report_candidate", {"question": question, "status": "pending"})
+                except MemlinkError as exc:
+                    self.notify(str(exc), severity="error")
+                    return
+                self.notify(f"added {note.uri}")
+                self.refresh_queue()
+
+        self.app.push_screen(AskScreen(), asked)
+
+    def action_dream(self) -> None:
+        self.query_one("#dream-status", Static).update("dreaming…")
+        self.run_dream()
+
+    @work(thread=True, exclusive=True, group="dream")
+    def run_dream(self) -> None:
+        from engine.dream import DreamBusy, dream
+        from engine.llm.select import provider_status
+
+        provider, health = provider_status(self.vault.config.llm)
+
+        def progress(done: int, total: int) -> None:
+            self.app.call_from_thread(self.query_one("#dream-status", Static).update, f"dreaming… {done}/{total} topics")
+
+        try:
+            report = dream(self.vault, provider=provider if health.ok else None, progress=progress)
+        except (DreamBusy, MemlinkError) as exc:
+            self.app.call_from_thread(self.query_one("#dream-status", Static).update, f"[red]{escape(str(exc))}[/red]")
+            return
+        lines = [f"dream ({report.provider}): {len(report.topics)} topic(s), {len(report.written)} report(s) written"]
+        lines += [f"+ {escape(u)}" for u in report.written] + [f"! {escape(s)}" for s in report.skipped]
+        self.app.call_from_thread(self.query_one("#dream-status", Static).update, "\n".join(lines))
+        self.app.call_from_thread(self.refresh_queue)
