@@ -58,6 +58,32 @@ class LLMConfig(BaseModel):
     max_tokens: int = Field(2048, ge=16)
 
 
+class DreamInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(description="a memory type (its hub notes and their 1-hop in-link neighbours), or 'conflict'")
+    scope: Literal["1-hop-neighbors"] = "1-hop-neighbors"
+
+
+class DreamOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    memory_type: Literal["report"] = "report"
+
+
+class DreamTask(BaseModel):
+    """seed 000 §3.4.2: what the dream reads and what it writes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: DreamInput
+    output: DreamOutput = Field(default_factory=DreamOutput)
+
+
+def _default_tasks() -> list[DreamTask]:
+    return [DreamTask(input=DreamInput(source="entity")), DreamTask(input=DreamInput(source="conflict"))]
+
+
 class VaultConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -66,6 +92,9 @@ class VaultConfig(BaseModel):
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
+    dream_tasks: list[DreamTask] = Field(default_factory=_default_tasks)
+    dream_hubs: int = Field(3, ge=0, le=50, description="hub notes per anchor type a dream may report on")
+    dream_max_reports: int = Field(20, ge=1, description="reports one dream writes at most; the rest wait for the next run")
 
 
 def load_config(root: Path) -> VaultConfig:

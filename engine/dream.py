@@ -101,7 +101,9 @@ def discover(vault, state: dict) -> list[Topic]:
         topics.append(Topic("candidate", f"candidate:{uri}", note.fields["question"], related, candidate=uri))
 
     links = [l for l in vault.all_links() if not l.legacy and l.from_uri in catalog and l.to_uri in catalog]
-    for l in links:
+    tasks = vault.config.dream_tasks
+    conflicts_on = any(t.input.source == "conflict" for t in tasks)
+    for l in links if conflicts_on else []:
         if l.link_type is LinkType.CONTRADICTS and f"conflict:{l.id}" not in done:
             if catalog[l.from_uri].memory_type == "report" or catalog[l.to_uri].memory_type == "report":
                 continue  # dream output is never evidence
@@ -122,12 +124,48 @@ def discover(vault, state: dict) -> list[Topic]:
         if e.memory_type != "report":
             continue
         sources = [l.to_uri for l in vault.get_file_links(uri, "links") if l.link_type is LinkType.DERIVED_FROM]
-        changed = [s for s in sources if s in catalog and catalog[s].updated_at > e.updated_at]
+        # A source that changed, or a new note linked to a source, since the report was written.
+        newcomers = {l.from_uri for s in sources for l in vault.get_file_links(s, "backlinks")
+                     if l.from_uri in catalog and catalog[l.from_uri].memory_type not in ("report", "report_candidate")
+                     and l.from_uri not in sources and catalog[l.from_uri].updated_at >= e.updated_at}
+        changed = [s for s in sources if s in catalog and catalog[s].updated_at > e.updated_at] + sorted(newcomers)
+        sources = sources + sorted(newcomers - set(sources))
         if changed:
             key = f"re-research:{uri}:{max(catalog[s].updated_at for s in changed)}"
             if key not in done:
                 note = vault.read_note(uri)
                 topics.append(Topic("re-research", key, note.fields["question"], sources, report=uri))
+
+    # dream_tasks with an anchor type: the hubs of that type (PPR, uniform seeds) whose
+    # in-link neighbourhood has notes no report covers yet.
+    covered = {l.to_uri for l in links if l.link_type is LinkType.DERIVED_FROM and catalog[l.from_uri].memory_type == "report"}
+    from .graph import LinkGraph
+
+    graph = LinkGraph.for_vault(vault)
+    for task in tasks:
+        anchor = task.input.source
+        if anchor == "conflict":
+            continue
+        anchors = [u for u, e in catalog.items() if e.memory_type == anchor]
+        if not anchors:
+            continue
+        ranks = graph.ppr({u: 1.0 for u in anchors})
+        hubs = sorted(anchors, key=lambda u: -ranks.get(u, 0.0))
+        picked = 0
+        for hub in hubs:
+            if picked >= vault.config.dream_hubs:
+                break
+            neighbours = sorted({l.from_uri for l in vault.get_file_links(hub, "backlinks")
+                                 if l.from_uri in catalog and catalog[l.from_uri].memory_type not in ("report", "report_candidate")})
+            since = state.get("last_run", "")  # only what is new since the last dream
+            fresh = [n for n in neighbours if n not in covered and catalog[n].updated_at > since]
+            if len(fresh) < 2:
+                continue
+            key = f"hub:{hub}:{max(catalog[n].updated_at for n in fresh)}"
+            if key in done:
+                continue
+            picked += 1
+            topics.append(Topic("hub", key, f"What do the notes around {title(hub)} add up to?", [hub] + neighbours))
     return topics
 
 
@@ -173,8 +211,11 @@ def rules_draft(vault, topic: Topic) -> ReportDraft:
         parts.append("The view changed over time; the newest version is the last one below.")
         open_part = f"Current: {quoted[-1][1]}." if quoted else ""
     elif topic.kind == "re-research":
-        parts.append("Sources of this report changed since it was written; what they say now:")
+        parts.append("Sources of this report changed, or new notes joined them, since it was written; what they say now:")
         open_part = "Check whether the earlier answer still holds."
+    elif topic.kind == "hub":
+        parts.append(f"{quoted[0][1] if quoted else 'This note'} is a hub of the vault; the notes linking to it say:")
+        open_part = "What these add up to is for you (or an LLM provider) to judge; the notes are gathered here."
     else:
         parts.append("What the vault already knows about this question:")
         open_part = "Nothing outside the vault was consulted (zero-LLM rules); the question stays open for research."
@@ -242,6 +283,10 @@ def _run(vault, provider, dry_run, progress) -> DreamReport:
         sync = SearchIndex.for_vault(vault).sync()
         report.maintenance = {"links_repaired": len(repaired), "reindexed": sync.changed}
     topics = discover(vault, state)
+    limit = vault.config.dream_max_reports
+    if len(topics) > limit:  # the user's own questions come first in the list
+        report.skipped.append(f"{len(topics) - limit} more topic(s) wait for the next run (dream_max_reports: {limit})")
+        topics = topics[:limit]
     report.topics = [{"kind": t.kind, "question": t.question, "notes": t.notes} for t in topics]
     for n, topic in enumerate(topics, 1):
         if dry_run:

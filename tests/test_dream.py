@@ -77,3 +77,20 @@ def test_a_second_dream_gets_a_clear_busy_error(vault):
         assert r.returncode == 4 and "another dream is running" in r.stderr
     r = memlink("dream", "--dry-run", vault=vault.root)
     assert r.returncode == 0 and "dry run" in r.stdout
+
+
+def test_hub_topics_and_new_notes_next_to_a_reports_sources(vault):
+    hub = vault.write_note("entity", {"name": "Studio", "content": "The ceramics studio."}).uri
+    e1 = vault.write_note("event", {"event_name": "Glaze night", "date": "2026-11-01", "content": "Glazed bowls."}).uri
+    e2 = vault.write_note("event", {"event_name": "Kiln day", "date": "2026-11-02", "content": "Fired the kiln."}).uri
+    vault.link(e1, hub, "belongs_to")
+    vault.link(e2, hub, "belongs_to")
+    first = dream(vault)
+    hub_report = next(u for u in first.written if "around-studio" in u)
+    assert {l.to_uri for l in vault.get_file_links(hub_report, "links")} == {hub, e1, e2}
+    assert dream(vault).written == []
+    e3 = vault.write_note("event", {"event_name": "Open day", "date": "2026-11-20", "content": "Visitors at the studio."}).uri
+    vault.link(e3, hub, "related_to")
+    again = dream(vault)
+    assert [t["kind"] for t in again.topics] == ["re-research"] and again.written == [hub_report]
+    assert e3 in vault.read_note(hub_report).fields["source_uris"]
