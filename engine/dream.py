@@ -82,7 +82,41 @@ def save_state(vault, state: dict) -> None:
 
 
 # -- topic discovery ------------------------------------------------------------------------------
+SEARCHED_OFTEN = 3
+POORLY_COVERED = 0.45  # best vector similarity of the hits
+
+
+def searched_questions(vault, state: dict) -> list[str]:
+    """Queries searched at least 3 times whose results stayed thin: each becomes a
+    research question (once)."""
+    path = vault.state_dir / "search-log.jsonl"
+    if not path.exists():
+        return []
+    stats: dict[str, list[dict]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        stats.setdefault(str(entry.get("q", "")).lower(), []).append(entry)
+    done = state.get("done", {})
+    out = []
+    for q, entries in sorted(stats.items()):
+        if len(q) < 3 or len(entries) < SEARCHED_OFTEN or f"searched:{q}" in done:
+            continue
+        if max(e.get("hits", 0) for e in entries) < 3 or max(e.get("best_vector", 0) for e in entries) < POORLY_COVERED:
+            out.append(entries[-1]["q"])
+    return out
+
+
 def discover(vault, state: dict) -> list[Topic]:
+    for q in searched_questions(vault, state):  # searched often, found little: ask it
+        try:
+            vault.write_note("report_candidate", {"question": f"What do I know about {q}?", "status": "pending",
+                                                  "user_requirement": f"Searched {SEARCHED_OFTEN}+ times with thin results."})
+        except MemlinkError:
+            continue
+        state.setdefault("done", {})[f"searched:{q.lower()}"] = dt.date.today().isoformat()
     catalog = {u: e for u, e in vault.sync_catalog().items() if not e.error}
     done = state.get("done", {})
     topics: list[Topic] = []
@@ -229,13 +263,23 @@ def rules_draft(vault, topic: Topic) -> ReportDraft:
 
 
 def llm_draft(vault, provider, topic: Topic) -> ReportDraft:
-    blocks = []
+    """DreamContextProvider + one structured call: the topic's notes as plain text (links
+    not rendered), the links among them, and existing reports drawn from them."""
+    blocks, group = [], set(topic.notes)
     for uri in topic.notes:
         if vault.exists(uri):
             note = vault.read_note(uri)
             blocks.append(f"[{uri}] ({note.memory_type}, {note.created_at[:10]})\n{note.body.strip()}")
+    links = [f"{l.from_uri} -{l.link_type.value}-> {l.to_uri}: {l.description}"
+             for uri in topic.notes for l in vault.get_file_links(uri, "links") if l.to_uri in group]
+    reports = sorted({l.from_uri for uri in topic.notes for l in vault.get_file_links(uri, "backlinks")
+                      if l.link_type is LinkType.DERIVED_FROM and l.from_uri != topic.report})
+    existing = [f"[{u}] {vault.read_note(u).fields.get('question', '')}" for u in reports[:5] if vault.exists(u)]
     prompt = (f"Write a short research report answering: {topic.question}\nUse only these notes; quote them with "
-              f"their paths; list the conflicts you see.\n\n" + "\n\n".join(blocks))
+              f"their paths; list the conflicts you see; do not repeat what the existing reports already say.\n\n"
+              + "\n\n".join(blocks)
+              + ("\n\nLinks among them:\n" + "\n".join(links) if links else "")
+              + ("\n\nExisting related reports:\n" + "\n".join(existing) if existing else ""))
     return provider.structured([{"role": "user", "content": prompt}], ReportDraft)
 
 

@@ -90,6 +90,7 @@ def search(
     routes: tuple[str, ...] = ("vector", "keyword"),
     index: SearchIndex | None = None,
     snippets: bool = True,
+    log: bool = False,
 ) -> list[SearchHit]:
     cfg = vault.config.search
     index = index or SearchIndex.for_vault(vault)
@@ -110,6 +111,8 @@ def search(
             found.setdefault(uri, []).append(Route("keyword", rank, score))
     fused = rrf(ranked_lists, cfg.rrf_k)
     if not fused:
+        if log:
+            _log_query(vault, query, [], found)
         return []
     top = max(fused.values())
     base = {u: s / top for u, s in fused.items()}  # best hit = 1.0, comparable with propagation
@@ -163,6 +166,8 @@ def search(
         final.update({u: extra[u] for u in keep})
         ranked = ranked + keep
 
+    if log:
+        _log_query(vault, query, ranked, found)
     query_tokens = set(tokenize(query))
     hits = []
     for uri in ranked:
@@ -182,3 +187,20 @@ def _snippet(vault, uri: str, query_tokens: set[str]) -> str:
         return ""
     window = snippet(body, query_tokens)
     return render_links(window, vault.get_file_links(uri, "links")).text
+
+
+def _log_query(vault, query: str, ranked: list[str], found: dict) -> None:
+    """Interactive searches are logged (`.memlink/search-log.jsonl`) so the dream can spot
+    topics searched often but poorly covered."""
+    import datetime as dt
+    import json
+
+    best = max((r.score for u in ranked[:5] for r in found.get(u, []) if r.kind == "vector"), default=0.0)
+    entry = {"q": " ".join(query.split()), "hits": len(ranked), "best_vector": round(best, 3),
+             "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    try:
+        vault.state_dir.mkdir(exist_ok=True)
+        with open(vault.state_dir / "search-log.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    except OSError:
+        pass  # a log is a help; searching goes on

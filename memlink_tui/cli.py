@@ -282,7 +282,7 @@ def cmd_search(args) -> int:
     types = set(args.types) if args.types else None
     for t in types or ():
         vault.schema(t)  # unknown type -> clear error
-    hits = search(vault, args.query, k=args.k, types=types, use_graph=not args.no_graph, index=index)
+    hits = search(vault, args.query, k=args.k, types=types, use_graph=not args.no_graph, index=index, log=True)
     vault.close()
     if args.json:
         print(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2))

@@ -94,3 +94,52 @@ def test_hub_topics_and_new_notes_next_to_a_reports_sources(vault):
     again = dream(vault)
     assert [t["kind"] for t in again.topics] == ["re-research"] and again.written == [hub_report]
     assert e3 in vault.read_note(hub_report).fields["source_uris"]
+
+
+def test_topics_searched_often_but_poorly_covered_become_questions(vault):
+    from engine.search import search
+
+    vault.write_note("entity", {"name": "Studio", "content": "The ceramics studio."})
+    for _ in range(3):
+        search(vault, "sourdough starter feeding", log=True)
+    search(vault, "ceramics studio", log=True)
+    result = dream(vault)
+    assert "What do I know about sourdough starter feeding?" in [t["question"] for t in result.topics]
+    assert not any("ceramics studio" in t["question"] for t in result.topics)
+    assert dream(vault).topics == []  # asked once only
+
+
+def test_dream_with_ollama_and_a_concurrent_writer(vault):
+    import json
+    import subprocess
+    import sys
+
+    import yaml
+
+    from conftest import REPO
+    from ollama_stub import OllamaStub
+
+    a = vault.write_note("entity", {"name": "A", "content": "Says yes."}).uri
+    b = vault.write_note("entity", {"name": "B", "content": "Says no."}).uri
+    vault.link(a, b, "contradicts", description="yes vs no")
+    with OllamaStub() as stub:
+        cfg = yaml.safe_load((vault.root / "memlink.yaml").read_text())
+        cfg["llm"] = {"provider": "ollama", "model": "tiny", "host": stub.host, "timeout": 5}
+        (vault.root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
+        stub.script.append(("json", json.dumps({"answer": "They disagree; A is newer.", "conflicts": ["yes vs no"]})))
+        proc = subprocess.Popen([sys.executable, "-m", "memlink_tui", "--vault", str(vault.root), "dream", "--json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
+                                env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+        for i in range(10):  # the app keeps writing meanwhile
+            n = vault.write_note("event", {"event_name": f"Write {i}", "date": "2026-11-01", "content": "x"}).uri
+            vault.link(n, a, "related_to")
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    result = json.loads(out)
+    assert result["provider"] == "ollama:tiny"
+    conflict = "reports/which-holds-a-or-b.md"
+    assert conflict in result["written"]
+    assert "They disagree; A is newer." in vault.read_note(conflict).fields["answer"]
+    prompt = next(r["body"]["messages"][0]["content"] for r in stub.requests if "Which holds" in r["body"]["messages"][0]["content"])
+    assert "Links among them" in prompt and "-contradicts->" in prompt
+    assert [p for p in vault.check() if p.severity == "error"] == []

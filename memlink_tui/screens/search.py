@@ -72,7 +72,7 @@ class SearchScreen(ModalScreen[str | None]):
     def _search(self, query: str) -> None:
         try:
             SearchIndex.for_vault(self.vault).sync_if_stale()  # notes edited outside meanwhile
-            hits = search(self.vault, query, k=15, use_graph=self.use_graph)
+            hits = search(self.vault, query, k=15, use_graph=self.use_graph, log=True)
         except MemlinkError as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Search failed", severity="error")
             return
