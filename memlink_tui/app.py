@@ -10,6 +10,7 @@ from textual.binding import Binding
 
 from engine import MemlinkError, Vault
 
+from .commands import ActionCommands, NoteCommands
 from .screens.browser import BrowserScreen
 
 
@@ -23,7 +24,9 @@ class MemlinkApp(App):
         Binding("c", "chat", "Chat"),
         Binding("R", "reports", "Reports"),
         Binding("L", "lint", "Lint"),
+        Binding("question_mark", "help", "Help"),
     ]
+    COMMANDS = App.COMMANDS | {NoteCommands, ActionCommands}
 
     def __init__(self, vault: Vault):
         super().__init__()
@@ -91,6 +94,18 @@ class MemlinkApp(App):
 
         if not isinstance(self.screen, ChatScreen):
             self.push_screen(ChatScreen(self.vault))
+
+    def open_note(self, uri: str) -> None:
+        """Show ``uri`` in the memory browser, from wherever the user is."""
+        while self.screen is not self.browser and self.browser in self.screen_stack:
+            self.pop_screen()
+        self.run_worker(self.browser.open_note(uri))
+
+    def action_help(self) -> None:
+        from .screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
 
     def _open_from(self, uri: str | None) -> None:
         if uri:

@@ -284,3 +284,28 @@ async def test_lint_pane_reviews_a_contradiction_and_undoes_it(sample):
         await pilot.pause()
         assert "undid keep-a" in str(screen.query_one("#review-status", Static).render())
         assert "superseded_by" not in sample.read_note(b).extra
+
+
+async def test_help_lists_the_keys_and_the_palette_opens_a_note_by_title(sample):
+    from textual.widgets import Static
+
+    from memlink_tui.screens.help import HelpScreen
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await app.workers.wait_for_complete()
+        browser = app.screen
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one(Static).render())
+        assert "Graph" in text and "Reload" in text and "Search" in text
+        await pilot.press("escape")
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Man Met Bril")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.screen is browser and browser.current == "entities/man-met-bril-koffie.md"
