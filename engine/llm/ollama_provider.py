@@ -40,19 +40,25 @@ class OllamaProvider:
     def _missing(self) -> LLMModelMissing:
         return LLMModelMissing(f"model {self.model!r} is not pulled on {self.host}; run `ollama pull {self.model}`")
 
+    def _translate(self, exc: Exception) -> LLMError | None:
+        """The client's errors as ours, each with what to do about it."""
+        if isinstance(exc, (ConnectionError, httpx.ConnectError)):
+            return self._not_running()
+        if isinstance(exc, httpx.TimeoutException):
+            return LLMTimeout(f"Ollama at {self.host} did not answer within {self.timeout:g}s")
+        if isinstance(exc, ollama.ResponseError):
+            if exc.status_code == 404:
+                return self._missing()
+            return LLMError(f"Ollama error {exc.status_code}: {str(exc.error)[:200]}")
+        if isinstance(exc, httpx.HTTPError):
+            return LLMError(f"talking to Ollama at {self.host} failed: {type(exc).__name__}")
+        return None
+
     def _call(self, fn):
         try:
             return fn()
-        except (ConnectionError, httpx.ConnectError):
-            raise self._not_running() from None
-        except httpx.TimeoutException:
-            raise LLMTimeout(f"Ollama at {self.host} did not answer within {self.timeout:g}s") from None
-        except ollama.ResponseError as exc:
-            if exc.status_code == 404:
-                raise self._missing() from None
-            raise LLMError(f"Ollama error {exc.status_code}: {str(exc.error)[:200]}") from None
-        except httpx.HTTPError as exc:
-            raise LLMError(f"talking to Ollama at {self.host} failed: {type(exc).__name__}") from None
+        except (ConnectionError, httpx.HTTPError, ollama.ResponseError) as exc:
+            raise self._translate(exc) from None
 
     # -- the interface --------------------------------------------------------------------------
     def health(self) -> Health:
@@ -75,14 +81,8 @@ class OllamaProvider:
                 text = part.message.content or ""
                 if text:
                     yield text
-        except (ConnectionError, httpx.ConnectError):
-            raise self._not_running() from None
-        except httpx.TimeoutException:
-            raise LLMTimeout(f"Ollama at {self.host} stopped answering (timeout {self.timeout:g}s)") from None
-        except ollama.ResponseError as exc:
-            if exc.status_code == 404:
-                raise self._missing() from None
-            raise LLMError(f"Ollama error {exc.status_code}: {str(exc.error)[:200]}") from None
+        except (ConnectionError, httpx.HTTPError, ollama.ResponseError) as exc:  # the stream broke mid-way
+            raise self._translate(exc) from None
 
     def structured(self, messages: list[dict], schema: type[T]) -> T:
         response = self._call(lambda: self.client.chat(
