@@ -64,7 +64,6 @@ class Step:
 class Propagated:
     score: float = 0.0
     via: list[Step] = field(default_factory=list)  # strongest contributions first
-    forced: bool = False
 
 
 @dataclass
@@ -72,7 +71,6 @@ class PropagationParams:
     damping: float = 0.85
     depth: int = 1
     min_link_weight: float = 0.3
-    min_score: float = 0.05
     forced_follow: tuple[LinkType, ...] = (LinkType.CONTRADICTS, LinkType.EVOLVED_FROM)
     table: dict = field(default_factory=lambda: dict(PROPAGATION))
 

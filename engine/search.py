@@ -66,7 +66,6 @@ def propagation_params(cfg: SearchConfig) -> PropagationParams:
         damping=cfg.damping,
         depth=cfg.depth,
         min_link_weight=cfg.min_link_weight,
-        min_score=cfg.min_ppr_score,
         forced_follow=tuple(LinkType(t) for t in cfg.forced_follow),
     )
 

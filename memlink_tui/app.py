@@ -46,7 +46,6 @@ class MemlinkApp(App):
         from engine.llm.select import provider_status
 
         _provider, health = provider_status(self.vault.config.llm)
-        self.provider_health = health
         self.call_from_thread(setattr, self, "sub_title", f"LLM: {health.provider}")
         severity = "information" if health.provider != "rules" or health.ok else "warning"
         self.call_from_thread(self.notify, health.detail, title=f"LLM: {health.provider}", severity=severity, timeout=6)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,25 +42,15 @@ def run_extraction(vault, ctx: ExtractContext, extractor, source: str) -> RunRep
 
 
 # -- sessions -------------------------------------------------------------------------------
-def _session_events(vault, session_id: str) -> list[dict]:
-    path = vault.path(f"sessions/{session_id}.jsonl")
-    if not path.is_file():
-        raise InputError(f"no session {session_id!r} (looked for sessions/{session_id}.jsonl)")
-    events = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                events.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"sessions/{session_id}.jsonl line {n}: not JSON ({exc.msg})") from None
-    return events
-
-
 def commit_session(vault, session_id: str, extractor=None) -> RunReport | None:
     """Extract memories from the turns not committed yet. None when there is nothing new."""
     table = vault.state.db("commits").table("sessions")
     done = table.get(Query().session == session_id)
-    events = _session_events(vault, session_id)
+    from ..sessions.log import read_events, session_uri
+
+    if not vault.path(session_uri(session_id)).is_file():
+        raise InputError(f"no session {session_id!r} (looked for sessions/{session_id}.jsonl)")
+    events = read_events(vault, session_id)
     ids = [str(e.get("id")) for e in events]
     start = ids.index(done["last_id"]) + 1 if done and done["last_id"] in ids else 0
     new = [e for e in events[start:] if e.get("role") in ("user", "assistant") and isinstance(e.get("content"), str)]

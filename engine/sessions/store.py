@@ -77,15 +77,6 @@ class TurnStore:
         }
         return doc
 
-    def sessions(self) -> list[str]:
-        folder = self.vault.state.folder
-        names = set()
-        for path in folder.glob("turns-*.json") if folder.is_dir() else []:
-            for row in self.vault.state.db(path.stem).table("turns").all():
-                names.add(row["session"])
-                break
-        return sorted(names)
-
     def all(self) -> list[dict]:
         folder = self.vault.state.folder
         out = []
