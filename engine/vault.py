@@ -69,6 +69,7 @@ class Vault:
         # Per-vault caches of higher layers (the link graph...), never process-wide.
         self.cache: dict[str, object] = {}
         self.cache_lock = threading.RLock()
+        self._catalog_lock = threading.RLock()  # the app syncs from workers and the UI thread
 
     # -- opening ----------------------------------------------------------------------------
     @classmethod
@@ -422,6 +423,10 @@ class Vault:
         """Bring the catalog in line with the files (notes edited in vim or Obsidian, added
         or deleted). Only files whose mtime or size changed are read; only shards that
         changed are written. A sidecar changed outside memlink makes link caches stale."""
+        with self._catalog_lock:
+            return self._sync_catalog()
+
+    def _sync_catalog(self) -> dict[str, CatalogEntry]:
         store = CatalogStore(self.state)
         known = store.load() if self._catalog is None else self._catalog
         fresh: dict[str, CatalogEntry] = {}
@@ -450,8 +455,15 @@ class Vault:
         return CatalogEntry(uri, note.memory_type, self.title(note), note.created_at, note.updated_at,
                             st.st_mtime_ns, st.st_size, content_hash(data), superseded="valid_until" in note.extra)
 
+    def stored_notes(self) -> list[CatalogEntry]:
+        """The notes as the catalog last saw them, without checking the files: enough to
+        draw a first screen at once; ``sync_catalog`` then brings it up to date."""
+        catalog = self._catalog if self._catalog is not None else CatalogStore(self.state).load()
+        return [e for e in catalog.values() if not e.error]
+
     def catalog(self) -> dict[str, CatalogEntry]:
-        return self._catalog if self._catalog is not None else self.sync_catalog()
+        catalog = self._catalog
+        return catalog if catalog is not None else self.sync_catalog()
 
     def list_notes(self, memory_type: str | None = None) -> list[CatalogEntry]:
         return [

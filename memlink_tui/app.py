@@ -1,18 +1,68 @@
-"""The memlink Textual app. Thin: screens own their behaviour."""
+"""The memlink Textual app. Thin: the five panes are Textual modes (each keeps its own
+state while you are elsewhere), the app owns navigation history, the status line
+(provider, vault, index, queue), themes and the user's settings."""
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
-from textual.app import App
 from textual import work
+from textual.app import App
 from textual.binding import Binding
+from textual.reactive import reactive
+from textual.screen import ModalScreen
 
 from engine import MemlinkError, Vault
 
-from .commands import ActionCommands, NoteCommands
-from .screens.browser import BrowserScreen
+from .commands import ActionCommands, NoteCommands, ProviderCommands, ThemeCommands
+from .settings import SettingsFile
+from .theming import DEFAULT_THEME, load_themes
 
+PANES = ("browser", "chat", "graph", "reports", "lint")
+PANE_CLASSES = {
+    "browser": (".screens.browser", "BrowserScreen"),
+    "chat": (".screens.chat", "ChatScreen"),
+    "graph": (".screens.graph", "GraphScreen"),
+    "reports": (".screens.reports", "ReportScreen"),
+    "lint": (".screens.lint", "LintScreen"),
+}
+BACKGROUND_GROUPS = {"index", "dream", "commit", "import", "lint"}
+
+
+@dataclass(frozen=True)
+class Location:
+    pane: str
+    uri: str | None = None
+
+
+class History:
+    """Back/forward across panes and notes, like a browser's."""
+
+    def __init__(self, limit: int = 200):
+        self.back: list[Location] = []
+        self.forward: list[Location] = []
+        self.limit = limit
+
+    def visit(self, here: Location) -> None:
+        if not self.back or self.back[-1] != here:
+            self.back.append(here)
+            del self.back[: -self.limit]
+        self.forward.clear()
+
+    def go_back(self, here: Location) -> Location | None:
+        if not self.back:
+            return None
+        self.forward.append(here)
+        return self.back.pop()
+
+    def go_forward(self, here: Location) -> Location | None:
+        if not self.forward:
+            return None
+        self.back.append(here)
+        return self.forward.pop()
 
 
 class MemlinkApp(App):
@@ -21,45 +71,254 @@ class MemlinkApp(App):
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("slash", "search", "Search"),
-        Binding("c", "chat", "Chat"),
-        Binding("R", "reports", "Reports"),
-        Binding("L", "lint", "Lint"),
+        Binding("1", "go('browser')", "Memory", show=False),
+        Binding("2,c", "go('chat')", "Chat"),
+        Binding("3", "go('graph')", "Graph", show=False),
+        Binding("4,R", "go('reports')", "Reports"),
+        Binding("5,L", "go('lint')", "Lint"),
+        Binding("ctrl+left,alt+left", "back", "Back", show=False),
+        Binding("ctrl+right,alt+right", "forward", "Forward", show=False),
+        Binding("ctrl+t", "next_theme", "Theme", show=False),
         Binding("question_mark", "help", "Help"),
     ]
-    COMMANDS = App.COMMANDS | {NoteCommands, ActionCommands}
+    COMMANDS = App.COMMANDS | {NoteCommands, ActionCommands, ThemeCommands, ProviderCommands}
 
-    def __init__(self, vault: Vault):
+    provider_line: reactive[str] = reactive("LLM: checking…")
+    index_state: reactive[str] = reactive("not loaded")
+    queue_depth: reactive[int] = reactive(0)
+
+    def __init__(self, vault: Vault | None, *, vault_path: Path | None = None, settings: SettingsFile | None = None):
         super().__init__()
         self.vault = vault
+        self.vault_path = vault.root if vault else vault_path
+        self.settings = settings or SettingsFile()
+        self.history = History()
+        self.current_note: str | None = None
+        self.provider = None
+        self.health = None
+        self.panes: dict[str, object] = {}
+        self.memlink_themes, self._theme_problems = load_themes()
+        for theme in self.memlink_themes:
+            self.register_theme(theme)
 
+    # -- start ----------------------------------------------------------------------------------
     def on_mount(self) -> None:
-        self.title = f"memlink — {self.vault.config.name}"
-        self.browser = BrowserScreen(self.vault)
-        self.push_screen(self.browser)
-        self.prepare_index()
-        self.check_provider()
+        wanted = self.settings.settings.theme or DEFAULT_THEME
+        self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
+        self.theme_changed_signal.subscribe(self, self._remember_theme)
+        for problem in self._theme_problems + ([self.settings.error] if self.settings.error else []):
+            self.notify(problem, title="Settings", severity="warning", timeout=10)
+        if self.vault is None:
+            from .screens.first_run import FirstRunScreen
+
+            self.push_screen(FirstRunScreen(self.vault_path), self._first_run_done)
+        else:
+            self.start(self.vault)
+
+    def _first_run_done(self, vault: Vault | None) -> None:
+        if vault is None:
+            self.exit()
+        else:
+            self.start(vault)
+
+    def start(self, vault: Vault) -> None:
+        """Open the vault in the panes. The first paint needs only the catalog; the search
+        index and the provider check load in workers."""
+        self.vault, self.vault_path = vault, vault.root
+        self.title = f"memlink — {vault.config.name}"
+        overrides = {k: v for k, v in (("provider", self.settings.settings.llm_provider),
+                                       ("model", self.settings.settings.llm_model)) if v}
+        if overrides:
+            vault.config.llm = vault.config.llm.model_copy(update=overrides)
+        for pane in PANES:
+            self.add_mode(pane, lambda pane=pane: self._make_pane(pane))
+        self.switch_mode("browser")
+        # Background loading waits for the note tree (browser calls notes_shown): worker
+        # threads importing numpy/hnswlib/ollama hold the GIL while the UI paints.
+        self.set_timer(3, self.notes_shown)  # an empty vault, or a slow first catalog
         self.set_interval(30, self.checkpoint)
+        self.set_interval(0.5, self._count_queue)
+
+    def _make_pane(self, pane: str):
+        # Each pane's module is imported when first shown: chat pulls in the Ollama
+        # client, which the first paint should not wait for.
+        import importlib
+
+        module, name = PANE_CLASSES[pane]
+        cls = getattr(importlib.import_module(module, __package__), name)
+        screen = cls(self.vault)
+        self.panes[pane] = screen
+        return screen
+
+    @property
+    def browser(self):
+        return self.panes.get("browser")
+
+    # -- navigation -----------------------------------------------------------------------------
+    def location(self) -> Location | None:
+        if self.current_mode not in PANES or not self.screen_stack:
+            return None
+        base = self.screen_stack[0]
+        return Location(self.current_mode, getattr(base, "location_uri", None))
+
+    def go(self, pane: str, uri: str | None = None, *, record: bool = True) -> None:
+        """Show ``pane`` (at note ``uri`` when given), remembering where we were."""
+        if self.vault is None:
+            return
+        if pane == "graph":
+            uri = uri or self.current_note or self._default_graph_centre()
+            if uri is None:
+                self.notify("The vault has no notes to graph yet.", timeout=3)
+                return
+        target = Location(pane, uri)
+        here = self.location()
+        if record and here is not None and here != target:
+            self.history.visit(here)
+        self.run_worker(self._show(target), group="navigate")
+
+    async def _show(self, target: Location) -> None:
+        while len(self.screen_stack) > 1 and isinstance(self.screen, ModalScreen):
+            self.pop_screen()
+        if self.current_mode != target.pane:
+            await self.switch_mode(target.pane)
+        screen = self.screen_stack[0]
+        await screen.show_location(target.uri)
+        if target.uri and target.pane in ("browser", "graph"):
+            self.current_note = target.uri
+
+    def open_note(self, uri: str) -> None:
+        """Show ``uri`` in the memory browser, from wherever the user is."""
+        self.go("browser", uri)
+
+    def _default_graph_centre(self) -> str | None:
+        """With no note open yet, the graph starts at the best-linked note."""
+        from engine.graph import LinkGraph
+
+        graph = LinkGraph.for_vault(self.vault)
+        degrees = {e.uri: graph.degree(e.uri) for e in self.vault.list_notes()}
+        return max(degrees, key=lambda u: (degrees[u], u), default=None)
+
+    def action_go(self, pane: str) -> None:
+        self.go(pane)
+
+    def action_back(self) -> None:
+        here = self.location()
+        target = self.history.go_back(here) if here else None
+        if target is None:
+            if here is not None and here.pane != "browser":
+                self.go("browser", record=False)  # the browser is home
+            else:
+                self.notify("Nothing to go back to.", timeout=2)
+            return
+        self.run_worker(self._show(target), group="navigate")
+
+    def action_forward(self) -> None:
+        here = self.location()
+        target = self.history.go_forward(here) if here else None
+        if target is not None:
+            self.run_worker(self._show(target), group="navigate")
+
+    def action_search(self) -> None:
+        from .screens.search import SearchScreen
+
+        if self.vault is None or isinstance(self.screen, SearchScreen):
+            return
+
+        def chosen(uri: str | None) -> None:
+            if uri:
+                self.go("browser", uri)
+
+        self.push_screen(SearchScreen(self.vault), chosen)
+
+    def action_import_file(self) -> None:
+        from .screens.importer import ImportScreen
+
+        if self.vault is None:
+            return
+
+        def done(uri: str | None) -> None:
+            if self.browser is not None:
+                self.browser.action_reload()
+            if uri:
+                self.go("browser", uri)
+
+        self.push_screen(ImportScreen(self.vault), done)
+
+    def action_new_session(self) -> None:
+        self.go("chat")
+        self.call_after_refresh(lambda: self.panes["chat"].action_new_session())
+
+    def action_dream(self) -> None:
+        self.go("reports")
+        self.call_after_refresh(lambda: self.panes["reports"].action_dream())
+
+    def action_help(self) -> None:
+        from .screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    # -- themes ---------------------------------------------------------------------------------
+    def _remember_theme(self, theme) -> None:
+        if not self.settings.update(theme=theme.name):
+            self.notify(self.settings.error or "settings not saved", severity="warning")
+
+    def action_next_theme(self) -> None:
+        names = [t.name for t in self.memlink_themes]
+        if names:
+            i = names.index(self.theme) + 1 if self.theme in names else 0
+            self.theme = names[i % len(names)]
+            self.notify(f"theme: {self.theme}", timeout=2)
+
+    # -- provider -------------------------------------------------------------------------------
+    def set_provider(self, provider: str, model: str | None = None) -> None:
+        """Switch the LLM provider (and model) for this app, and remember it."""
+        update = {"provider": provider} | ({"model": model} if model else {})
+        self.vault.config.llm = self.vault.config.llm.model_copy(update=update)
+        if not self.settings.update(llm_provider=provider, llm_model=model or self.settings.settings.llm_model):
+            self.notify(self.settings.error or "settings not saved", severity="warning")
+        self.check_provider()
 
     @work(thread=True, exclusive=True, group="provider")
     def check_provider(self) -> None:
-        """Which LLM provider is active and why, shown in the header (Ollama or rules)."""
+        """Which LLM provider is active and why: in the status line and a notification."""
         from engine.llm.select import provider_status
 
-        _provider, health = provider_status(self.vault.config.llm)
-        self.call_from_thread(setattr, self, "sub_title", f"LLM: {health.provider}")
-        severity = "information" if health.provider != "rules" or health.ok else "warning"
-        self.call_from_thread(self.notify, health.detail, title=f"LLM: {health.provider}", severity=severity, timeout=6)
+        self.call_from_thread(setattr, self, "provider_line", "LLM: checking…")
+        provider, health = provider_status(self.vault.config.llm)
+        self.call_from_thread(self._provider_ready, provider, health)
 
+    def _provider_ready(self, provider, health) -> None:
+        self.provider, self.health = (provider if health.ok else None), health
+        if health.provider == "rules":
+            why = "offline rules" if "because" not in health.detail else health.detail.split("because", 1)[1].strip()
+            self.provider_line = f"LLM: rules ({why})"
+        else:
+            state = "" if health.ok else " — unavailable"
+            self.provider_line = f"LLM: ollama {self.vault.config.llm.model}{state}"
+        severity = "information" if health.ok else "warning"
+        self.notify(health.detail, title=f"LLM: {health.provider}", severity=severity, timeout=6)
+        chat = self.panes.get("chat")
+        if chat is not None:
+            chat.provider_changed()
+
+    # -- background work ------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="index")
     def prepare_index(self) -> None:
         """Load and sync the search index off the UI thread, so the first search is quick."""
         from engine.index import SearchIndex
 
+        def progress(done: int, total: int) -> None:
+            self.call_from_thread(setattr, self, "index_state", f"syncing {done}/{total}")
+
+        self.call_from_thread(setattr, self, "index_state", "loading…")
         try:
-            index = SearchIndex.for_vault(self.vault)
+            index = SearchIndex.for_vault(self.vault, progress=progress)
         except MemlinkError as exc:
+            self.call_from_thread(setattr, self, "index_state", "unavailable")
             self.call_from_thread(self.notify, str(exc), title="Index unavailable", severity="error")
             return
+        self.call_from_thread(setattr, self, "index_state", f"fresh · {len(index.indexed)} notes")
         report = index.last_sync
         for notice in report.notices if report else []:
             self.call_from_thread(self.notify, notice, title="Embedding model", severity="warning", timeout=10)
@@ -68,61 +327,36 @@ class MemlinkApp(App):
                 self.notify, f"indexed {report.changed} changed note(s) in {report.seconds:.1f}s", timeout=3
             )
 
+    def notes_shown(self) -> None:
+        """The first screen with notes is up: now check the LLM provider (once)."""
+        if self.health is None and not any(w.group == "provider" for w in self.workers):
+            self.check_provider()
+
+    def sync_index(self) -> None:
+        """After the browser read the catalog: load the index the first time, later pick
+        up edits made outside memlink."""
+        index = self.vault.cache.get("index") if self.vault else None
+        if index is None and self.index_state == "not loaded":
+            self.prepare_index()
+        elif index is not None:
+            self.run_worker(lambda: self._sync(index), thread=True, group="index", exclusive=True)
+
+    def _sync(self, index) -> None:
+        self.call_from_thread(setattr, self, "index_state", "syncing…")
+        index.sync(progress=lambda d, t: self.call_from_thread(setattr, self, "index_state", f"syncing {d}/{t}"))
+        self.call_from_thread(setattr, self, "index_state", f"fresh · {len(index.indexed)} notes")
+
+    def _count_queue(self) -> None:
+        extracting = sum(1 for t in threading.enumerate() if t.name.startswith("extract-"))
+        running = sum(1 for w in self.workers if w.group in BACKGROUND_GROUPS and not w.is_finished)
+        self.queue_depth = extracting + running
+
     @work(thread=True, exclusive=True, group="checkpoint")
     def checkpoint(self) -> None:
         index = self.vault.cache.get("index")
         if index is not None:
             index.checkpoint()
 
-    def action_search(self) -> None:
-        from .screens.search import SearchScreen
-
-        if isinstance(self.screen, SearchScreen):
-            return
-
-        def chosen(uri: str | None) -> None:
-            if uri:
-                if self.screen is not self.browser:
-                    self.pop_screen()
-                self.run_worker(self.browser.open_note(uri))
-
-        self.push_screen(SearchScreen(self.vault), chosen)
-
-    def action_chat(self) -> None:
-        from .screens.chat import ChatScreen
-
-        if not isinstance(self.screen, ChatScreen):
-            self.push_screen(ChatScreen(self.vault))
-
-    def open_note(self, uri: str) -> None:
-        """Show ``uri`` in the memory browser, from wherever the user is."""
-        while self.screen is not self.browser and self.browser in self.screen_stack:
-            self.pop_screen()
-        self.run_worker(self.browser.open_note(uri))
-
-    def action_help(self) -> None:
-        from .screens.help import HelpScreen
-
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.screen))
-
-    def _open_from(self, uri: str | None) -> None:
-        if uri:
-            if self.screen is not self.browser:
-                self.pop_screen()
-            self.run_worker(self.browser.open_note(uri))
-
-    def action_reports(self) -> None:
-        from .screens.reports import ReportScreen
-
-        if not isinstance(self.screen, ReportScreen):
-            self.push_screen(ReportScreen(self.vault), self._open_from)
-
-    def action_lint(self) -> None:
-        from .screens.lint import LintScreen
-
-        if not isinstance(self.screen, LintScreen):
-            self.push_screen(LintScreen(self.vault), self._open_from)
-
     def on_unmount(self) -> None:
-        self.vault.close()
+        if self.vault is not None:
+            self.vault.close()

@@ -151,7 +151,11 @@ def _open(args) -> Vault:
 def _run_app(vault_path: Path) -> int:
     from .app import MemlinkApp  # textual is imported only when the app runs
 
-    vault = Vault.open(vault_path)
+    path = Path(vault_path).expanduser()
+    if not (path / "memlink.yaml").exists() and (not path.exists() or (path.is_dir() and not any(path.iterdir()))):
+        MemlinkApp(None, vault_path=path).run()  # first run: offer to create a vault or open the demo
+        return 0
+    vault = Vault.open(path)
     MemlinkApp(vault).run()
     return 0
 

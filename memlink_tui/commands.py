@@ -1,10 +1,12 @@
-"""Command palette (ctrl+p): open a note by title, and the app's actions by name."""
+"""Command palette (ctrl+p): open a note by title, the panes and actions by name,
+switch theme, switch LLM provider or model."""
 
 from __future__ import annotations
 
+import asyncio
 from functools import partial
 
-from textual.command import Hit, Hits, Provider
+from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 
 class NoteCommands(Provider):
@@ -12,6 +14,8 @@ class NoteCommands(Provider):
 
     async def search(self, query: str) -> Hits:
         app = self.app
+        if app.vault is None:
+            return
         matcher = self.matcher(query)
         for entry in app.vault.list_notes():
             score = matcher.match(entry.title)
@@ -20,20 +24,87 @@ class NoteCommands(Provider):
                           help=f"{entry.memory_type} · {entry.uri}")
 
 
-class ActionCommands(Provider):
-    """memlink's panes and actions by name."""
+class _Listed(Provider):
+    """A fixed list of (name, callback, help) shown on an empty query too."""
 
-    ACTIONS = [
-        ("Search", "search", "hybrid search over the vault (/)"),
-        ("Chat", "chat", "the chat pane (c)"),
-        ("Report queue", "reports", "questions, reports, run the dream (R)"),
-        ("Lint and review", "lint", "lint checks and contradiction review (L)"),
-        ("Help", "help", "every key of the current screen (?)"),
-    ]
+    def entries(self) -> list[tuple[str, object, str]]:
+        raise NotImplementedError
+
+    async def discover(self) -> Hits:
+        for name, callback, help_text in self.entries():
+            yield DiscoveryHit(name, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for name, action, help_text in self.ACTIONS:
+        for name, callback, help_text in self.entries():
             score = matcher.match(name)
             if score > 0:
-                yield Hit(score, matcher.highlight(name), partial(self.app.run_action, action), help=help_text)
+                yield Hit(score, matcher.highlight(name), callback, help=help_text)
+
+
+class ActionCommands(_Listed):
+    """memlink's panes and actions by name."""
+
+    ACTIONS = [
+        ("Memory browser", "go('browser')", "notes by type, the open note and its links (1)"),
+        ("Chat", "go('chat')", "talk to the local model with recall (2, c)"),
+        ("Graph explorer", "go('graph')", "the open note's neighbours, PageRank, paths (3, g)"),
+        ("Report queue", "go('reports')", "research questions and reports (4, R)"),
+        ("Lint and review", "go('lint')", "lint checks and contradiction review (5, L)"),
+        ("Search", "search", "hybrid search over the vault (/)"),
+        ("Run dream", "dream", "turn questions, contradictions and changes into reports (D in reports)"),
+        ("Run lint", "go('lint')", "check the vault and refresh the dashboards"),
+        ("New chat session", "new_session", "start a fresh conversation (ctrl+n in chat)"),
+        ("Import file", "import_file", "ingest a text or markdown file and show the diff (i)"),
+        ("Back", "back", "where you were before (ctrl+left, b in the browser)"),
+        ("Forward", "forward", "undo a back (ctrl+right, f in the browser)"),
+        ("Next theme", "next_theme", "cycle memlink's themes (ctrl+t)"),
+        ("Help", "help", "every key of the current pane (?)"),
+    ]
+
+    def entries(self):
+        if self.app.vault is None:
+            return []
+        return [(name, partial(self.app.run_action, action), help_text) for name, action, help_text in self.ACTIONS]
+
+
+class ThemeCommands(_Listed):
+    """Theme: <name> for each of memlink's themes (bundled and the user's own)."""
+
+    def entries(self):
+        return [(f"Theme: {t.name}", partial(setattr, self.app, "theme", t.name),
+                 "light" if not t.dark else ("terminal colours" if t.ansi else "dark"))
+                for t in self.app.memlink_themes]
+
+
+class ProviderCommands(_Listed):
+    """Provider: rules / auto / ollama, and Model: <name> for each model Ollama has."""
+
+    async def startup(self) -> None:
+        self.models: list[str] = []
+        vault = self.app.vault
+        if vault is None:
+            return
+        from engine.llm import LLMError
+        from engine.llm.ollama_provider import OllamaProvider
+
+        cfg = vault.config.llm
+        try:
+            ollama = OllamaProvider(cfg.model, cfg.host, timeout=2.0)
+            self.models = await asyncio.to_thread(ollama.models)
+        except LLMError:
+            self.models = []  # Ollama not running: only the provider entries are offered
+
+    def entries(self):
+        if self.app.vault is None:
+            return []
+        app = self.app
+        current = app.vault.config.llm
+        out = [
+            ("Provider: rules", partial(app.set_provider, "rules"), "zero-LLM rules, never calls a model"),
+            ("Provider: auto", partial(app.set_provider, "auto"), "Ollama when it runs and has the model, else rules"),
+            ("Provider: ollama", partial(app.set_provider, "ollama"), f"always Ollama ({current.model})"),
+        ]
+        out += [(f"Model: {m}", partial(app.set_provider, "ollama", m), "use this Ollama model")
+                for m in getattr(self, "models", [])]
+        return out

@@ -30,3 +30,9 @@ def make_pair(v: Vault):
     a = v.write_note("entity", {"name": "Caroline", "kind": "person", "content": "Caroline leads Atlas.\nShe likes tea.\nShe runs on Sundays."})
     b = v.write_note("preference", {"topic": "Python code style", "sentiment": "dislike", "content": "User dislikes type hints.\nUser prefers concise comments."})
     return a, b
+
+
+@pytest.fixture(autouse=True)
+def _user_config(tmp_path_factory, monkeypatch):
+    """The app's user settings (theme, provider) go to a temp folder, never ~/.config."""
+    monkeypatch.setenv("MEMLINK_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))

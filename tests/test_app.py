@@ -196,7 +196,8 @@ async def test_chat_pane_streams_a_reply_and_shows_recall(sample):
             await pilot.pause()
             texts = [str(w.render()) for w in screen.query(".assistant")]
             assert texts[-1] == "Your flat white is at Man Met Bril."
-            recall = str(screen.query_one("#recall-text", Static).render())
+            listed = screen.query_one("#recall-list")
+            recall = "\n".join(str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count))
             assert "2026-08-11-evening-setup" in recall and "flat white" in recall.lower()
 
 

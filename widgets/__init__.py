@@ -4,5 +4,6 @@ from .link_table import LinkTable
 from .note_tree import NoteTree
 from .note_view import NoteView
 from .search_results import SearchResults
+from .status_bar import StatusBar
 
-__all__ = ["LinkTable", "NoteTree", "NoteView", "SearchResults"]
+__all__ = ["LinkTable", "NoteTree", "NoteView", "SearchResults", "StatusBar"]

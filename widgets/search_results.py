@@ -6,7 +6,10 @@ from rich.markup import escape
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from engine.search import SearchHit
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # engine.search pulls in numpy and the index; not needed to draw
+    from engine.search import SearchHit
 
 
 def _snippet_markup(snippet: str) -> str:
@@ -27,7 +30,7 @@ class SearchResults(OptionList):
     SearchResults { height: 1fr; }
     """
 
-    def show(self, hits: list[SearchHit]) -> None:
+    def show(self, hits: list["SearchHit"]) -> None:
         self.clear_options()
         for i, h in enumerate(hits):
             if i:

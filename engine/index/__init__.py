@@ -71,7 +71,7 @@ class SearchIndex:
         self.last_sync_at = 0.0
 
     @classmethod
-    def for_vault(cls, vault) -> "SearchIndex":
+    def for_vault(cls, vault, progress: Progress | None = None) -> "SearchIndex":
         """One index per open vault: loaded and synced with the files on first use, then
         kept up to date by the vault's write notifications (``sync()`` again picks up
         edits made outside memlink)."""
@@ -80,7 +80,7 @@ class SearchIndex:
             if index is None:
                 index = cls(vault)
                 index.load()
-                index.last_sync = index.sync()
+                index.last_sync = index.sync(progress)
                 vault.listeners.append(index.on_vault_change)
                 vault.cache["index"] = index
             return index

@@ -61,6 +61,11 @@ class OllamaProvider:
             raise self._translate(exc) from None
 
     # -- the interface --------------------------------------------------------------------------
+    def models(self) -> list[str]:
+        """The model names this Ollama has pulled (LLMError when it is not running)."""
+        listing = self._call(self.client.list)
+        return sorted(m.model for m in listing.models if m.model)
+
     def health(self) -> Health:
         try:
             listing = self._call(self.client.list)

@@ -45,18 +45,24 @@ class ChatSession:
     def turns(self):
         return project_turns(self.session, read_events(self.vault, self.session))
 
-    def prepare(self, text: str) -> list[dict]:
-        """Log the user's message, recall, and build what the model will see."""
+    def prepare(self, text: str, about: str | None = None) -> list[dict]:
+        """Log the user's message, recall, and build what the model will see. ``about``: a
+        note URI the user is asking about; it is given to the model and seeds recall with
+        its title."""
         append_events(self.vault, self.session, [self._event("user", text)])
         turns = self.turns()
+        note = self.vault.read_note(about) if about else None
+        title = self.vault.title(note) if note else ""
         try:
-            self.last_recall = TurnMemory.for_vault(self.vault).recall(text, k=3, visible=visible_sources(turns))
+            query = f"{text} {title}".strip()
+            self.last_recall = TurnMemory.for_vault(self.vault).recall(query, k=3, visible=visible_sources(turns))
         except Exception:  # recall is a help, never a blocker
             self.last_recall = []
         if self.last_recall:  # what was injected, kept in the log (never read back as a user fact)
             snapshot = "; ".join(f"{h.session}:{'/'.join(h.sources)} ({', '.join(h.routes)})" for h in self.last_recall)
             append_events(self.vault, self.session, [self._event("recall", snapshot, kind="recall")])
-        return assemble(SYSTEM, turns, text, self.last_recall)
+        about_text = (title, self.vault.render_note(note.uri).text) if note else None
+        return assemble(SYSTEM, turns, text, self.last_recall, about=about_text)
 
     def reply(self, messages: list[dict]) -> Iterator[str]:
         """Stream the answer from Ollama; the full answer is logged at the end."""

@@ -1,9 +1,11 @@
 """The memory browser: notes by type, the selected note with rendered links, and its
-links/backlinks. Enter on a link follows it; backspace goes back."""
+links/backlinks. Enter on a link follows it; backspace goes back (the app's history,
+shared by every pane). From the open note: g graph, x its contradictions, a ask about
+it in chat."""
 
 from __future__ import annotations
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -11,27 +13,27 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Markdown, Tree
 
 from engine import MemlinkError, Vault
-from widgets import LinkTable, NoteTree, NoteView
+from widgets import LinkTable, NoteTree, NoteView, StatusBar
 
 
 class BrowserScreen(Screen):
     BINDINGS = [
-        Binding("backspace,b", "back", "Back"),
-        Binding("f", "forward", "Forward", show=False),
+        Binding("backspace,b", "app.back", "Back"),
+        Binding("f", "app.forward", "Forward", show=False),
         Binding("t", "focus('tree')", "Tree"),
         Binding("n", "focus('note')", "Note"),
         Binding("l", "focus('links')", "Links"),
-        Binding("r", "reload", "Reload"),
+        Binding("r", "reload", "Reload", show=False),
         Binding("g", "graph", "Graph"),
-        Binding("i", "import_file", "Import"),
+        Binding("x", "contradictions", "Contradictions"),
+        Binding("a", "ask", "Ask in chat"),
+        Binding("i", "app.import_file", "Import"),
     ]
 
     def __init__(self, vault: Vault):
         super().__init__()
         self.vault = vault
         self.current: str | None = None
-        self._back: list[str] = []
-        self._forward: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -40,6 +42,7 @@ class BrowserScreen(Screen):
             with Vertical(id="reader"):
                 yield NoteView(id="note")
                 yield LinkTable(id="links")
+        yield StatusBar()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -50,7 +53,16 @@ class BrowserScreen(Screen):
         self.set_focus(self.query_one(NoteTree))
 
     # -- navigation ---------------------------------------------------------------------------
-    async def open_note(self, uri: str, *, record: bool = True) -> None:
+    @property
+    def location_uri(self) -> str | None:
+        return self.current
+
+    async def show_location(self, uri: str | None) -> None:
+        if uri:
+            await self.open_note(uri)
+
+    async def open_note(self, uri: str) -> None:
+        """Render ``uri`` here (the app's ``go`` records history and calls this)."""
         try:
             note = self.vault.read_note(uri)
             rendered = self.vault.render_note(uri)
@@ -58,9 +70,6 @@ class BrowserScreen(Screen):
         except MemlinkError as exc:
             self.notify(str(exc), title="Cannot open note", severity="error")
             return
-        if record and self.current and self.current != note.uri:
-            self._back.append(self.current)
-            self._forward.clear()
         self.current = note.uri
         catalog = self.vault.catalog()
         titles = {u: e.title for u, e in catalog.items()}
@@ -69,68 +78,75 @@ class BrowserScreen(Screen):
         self.query_one(NoteTree).reveal(note.uri)
         self.sub_title = note.uri
 
-    async def action_back(self) -> None:
-        if not self._back:
-            self.notify("Nothing to go back to.", timeout=2)
-            return
-        if self.current:
-            self._forward.append(self.current)
-        await self.open_note(self._back.pop(), record=False)
-
-    async def action_forward(self) -> None:
-        if not self._forward:
-            return
-        if self.current:
-            self._back.append(self.current)
-        await self.open_note(self._forward.pop(), record=False)
-
-    def action_graph(self) -> None:
+    def _need_note(self) -> bool:
         if not self.current:
             self.notify("Open a note first.", timeout=2)
-            return
-        from .graph import GraphScreen
+        return bool(self.current)
 
-        def opened(uri: str | None) -> None:
-            if uri:
-                self.run_worker(self.open_note(uri))
+    def action_graph(self) -> None:
+        if self._need_note():
+            self.app.go("graph", self.current)
 
-        self.app.push_screen(GraphScreen(self.vault, self.current), opened)
+    def action_contradictions(self) -> None:
+        if self._need_note():
+            self.app.go("lint", self.current)
 
-    def action_import_file(self) -> None:
-        from .importer import ImportScreen
-
-        def done(uri: str | None) -> None:
-            self.action_reload()
-            if uri:
-                self.run_worker(self.open_note(uri))
-
-        self.app.push_screen(ImportScreen(self.vault), done)
+    def action_ask(self) -> None:
+        if self._need_note():
+            self.app.go("chat", self.current)
 
     def action_focus(self, which: str) -> None:
         # set_focus is immediate, so a key typed right after (l, enter) reaches the new pane.
         self.set_focus(self.query_one(f"#{which}"))
 
     def action_reload(self) -> None:
-        self.vault.sync_catalog()
-        self.query_one(NoteTree).load(self.vault.list_notes())
+        """Re-read the vault (notes edited outside memlink too): the catalog syncs in a
+        worker, so the first paint never waits for it."""
+        self.query_one(NoteTree).border_title = "Notes · loading…"
+        self._load_catalog()
+
+    @work(thread=True, exclusive=True, group="catalog")
+    def _load_catalog(self) -> None:
+        try:
+            first = not self.query_one(NoteTree).loaded
+            if first:  # the stored catalog draws the tree at once; the file check follows
+                stored = self.vault.stored_notes()
+                if stored:
+                    self.app.call_from_thread(self._show_tree, stored)
+            self.vault.sync_catalog()
+            entries = self.vault.list_notes()
+        except MemlinkError as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="Cannot read the vault", severity="error")
+            return
+        self.app.call_from_thread(self._catalog_ready, entries)
+
+    def _show_tree(self, entries) -> None:
+        tree = self.query_one(NoteTree)
+        tree.load(entries)
+        tree.border_title = f"Notes · {len(entries)}"
+        self.call_after_refresh(self.app.notes_shown)
+
+    def _catalog_ready(self, entries) -> None:
+        tree = self.query_one(NoteTree)
+        if not tree.loaded or tree.signature != NoteTree.signature_of(entries):
+            self._show_tree(entries)
+        self.query_one(NoteTree).border_title = f"Notes · {len(entries)}"
         if self.current:
-            self.run_worker(self.open_note(self.current, record=False))
-        index = self.vault.cache.get("index")
-        if index is not None:
-            self.run_worker(index.sync, thread=True, group="index", exclusive=True)
+            self.run_worker(self.open_note(self.current))
+        self.app.sync_index()
 
     # -- events ------------------------------------------------------------------------------
     @on(Tree.NodeSelected, "#tree")
     async def _tree_selected(self, event: Tree.NodeSelected) -> None:
         if event.node.data:
-            await self.open_note(event.node.data)
+            self.app.go("browser", event.node.data)
 
     @on(LinkTable.Follow)
-    async def _follow(self, event: LinkTable.Follow) -> None:
-        await self.open_note(event.uri)
+    def _follow(self, event: LinkTable.Follow) -> None:
+        self.app.go("browser", event.uri)
 
     @on(Markdown.LinkClicked)
-    async def _link_clicked(self, event: Markdown.LinkClicked) -> None:
+    def _link_clicked(self, event: Markdown.LinkClicked) -> None:
         event.prevent_default()
         if self.vault.exists(event.href):
-            await self.open_note(event.href)
+            self.app.go("browser", event.href)

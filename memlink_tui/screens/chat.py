@@ -1,7 +1,9 @@
 """The chat pane: sessions on the left, the conversation in the middle (replies stream
 from Ollama), and on the right what recall injected and why. ctrl+n starts a session,
 ctrl+s commits the session into memory notes. With no Ollama the pane says why and how
-to start it; everything else keeps working."""
+to start it; everything else keeps working. `a` on a note in the browser opens this
+pane asking about that note: it is given to the model and seeds recall. Enter on a
+recall item opens its session, or the note."""
 
 from __future__ import annotations
 
@@ -11,17 +13,20 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, ListItem, ListView, Label, Static
+from textual.widgets import Footer, Header, Input, ListItem, ListView, Label, OptionList, Static
+from textual.widgets.option_list import Option
 
 from engine import MemlinkError, Vault
 from engine.llm import LLMError
 from engine.sessions.chat import ChatSession, new_session_id
 from engine.sessions.log import project_turns, read_events
+from widgets import StatusBar
 
 
 class ChatScreen(Screen):
     BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back"),
+        Binding("escape", "app.back", "Back"),
+        Binding("ctrl+r", "focus_recall", "Recall list"),
         Binding("ctrl+n", "new_session", "New session"),
         Binding("ctrl+s", "commit", "Commit to memory", priority=True),
     ]
@@ -30,7 +35,10 @@ class ChatScreen(Screen):
     ChatScreen #sessions:focus-within { border: round $accent; }
     ChatScreen #conversation { width: 2fr; }
     ChatScreen #transcript { height: 1fr; border: round $panel; padding: 0 1; }
-    ChatScreen #recall { width: 1fr; border: round $panel; padding: 0 1; }
+    ChatScreen #recall { width: 1fr; border: round $panel; }
+    ChatScreen #recall:focus-within { border: round $accent; }
+    ChatScreen #recall-text { padding: 0 1; height: auto; color: $text-muted; }
+    ChatScreen #recall-list { height: 1fr; }
     ChatScreen .user { color: $accent; margin-top: 1; }
     ChatScreen .assistant { margin-bottom: 1; }
     ChatScreen #status { height: auto; color: $text-muted; padding: 0 1; }
@@ -42,6 +50,8 @@ class ChatScreen(Screen):
         self.provider = None
         self.health = None
         self.chat: ChatSession | None = None
+        self.about: str | None = None  # a note the next messages ask about
+        self.related: list = []  # search hits for the last message, shown under recall
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -51,7 +61,10 @@ class ChatScreen(Screen):
                 yield VerticalScroll(id="transcript")
                 yield Static("", id="status")
                 yield Input(placeholder="Message…  (enter sends)", id="message")
-            yield VerticalScroll(Static("Recall shows here what past turns were given to the model, and why.", id="recall-text"), id="recall")
+            with Vertical(id="recall"):
+                yield Static("Recall shows here what past turns were given to the model, and why.", id="recall-text")
+                yield OptionList(id="recall-list")
+        yield StatusBar()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -59,19 +72,43 @@ class ChatScreen(Screen):
         self.query_one("#transcript").border_title = "Chat"
         self.query_one("#recall").border_title = "Recall"
         self.load_sessions()
-        self.check_provider()
+        self.provider_changed()
         self.open_session(self._sessions[-1] if self._sessions else new_session_id())
         self.set_focus(self.query_one("#message", Input))
 
+    # -- where we are ---------------------------------------------------------------------------
+    @property
+    def location_uri(self) -> str | None:
+        return self.about
+
+    async def show_location(self, uri: str | None) -> None:
+        """With a note: the next messages ask about it."""
+        if uri:
+            try:
+                title = self.vault.title(self.vault.read_note(uri))
+            except MemlinkError as exc:
+                self.notify(str(exc), severity="error")
+                return
+            self.about = uri
+            self.query_one("#message", Input).placeholder = f"Ask about “{title}”…  (enter sends)"
+            self._status(f"asking about [b]{escape(title)}[/b] — the note goes to the model and seeds recall")
+        self.set_focus(self.query_one("#message", Input))
+
+    def action_focus_recall(self) -> None:
+        self.set_focus(self.query_one("#recall-list", OptionList))
+
     # -- provider -------------------------------------------------------------------------------
+    def provider_changed(self) -> None:
+        """The app checked (or switched) the provider: pick it up here."""
+        if getattr(self.app, "health", None) is not None:
+            self.check_provider()
+
     @work(thread=True, exclusive=True, group="chat-provider")
     def check_provider(self) -> None:
-        from engine.llm.select import provider_status
         from engine.sessions.importer import turn_extractor
 
-        provider, health = provider_status(self.vault.config.llm)
         extractor = turn_extractor(self.vault)
-        self.app.call_from_thread(self._provider_ready, provider if health.ok else None, health, extractor)
+        self.app.call_from_thread(self._provider_ready, self.app.provider, self.app.health, extractor)
 
     def _provider_ready(self, provider, health, extractor) -> None:
         self.provider, self.health = provider, health
@@ -135,10 +172,11 @@ class ChatScreen(Screen):
     def talk(self, text: str, answer: Static) -> None:
         chat = self.chat
         try:
-            messages = chat.prepare(text)
+            messages = chat.prepare(text, about=self.about)
         except MemlinkError as exc:
             self.app.call_from_thread(answer.update, f"[red]{escape(str(exc))}[/red]")
             return
+        self.related = self._related(text)
         self.app.call_from_thread(self._show_recall, chat)
         parts: list[str] = []
         try:
@@ -157,17 +195,44 @@ class ChatScreen(Screen):
         if isinstance(report, Exception):
             self.notify(f"turn memory not updated: {report}", severity="warning")
 
+    def _related(self, text: str) -> list:
+        """Notes matching the message, listed under recall so one key opens them."""
+        from engine.search import search
+
+        try:
+            return search(self.vault, text, k=3)
+        except MemlinkError:
+            return []
+
     def _show_recall(self, chat: ChatSession) -> None:
         hits = chat.last_recall
-        if not hits:
-            text = "Nothing from past conversations was relevant to this message."
-        else:
-            lines = []
-            for h in hits:
-                lines.append(f"[b]{escape(h.session)}[/b] [dim]{escape(', '.join(h.sources))}[/dim]\n"
-                             f"[i]{escape('; '.join(h.routes))}[/i]\nQ: {escape(h.question[:200])}\nA: {escape(h.answer[:200])}\n")
-            text = "\n".join(lines)
-        self.query_one("#recall-text", Static).update(text)
+        head = (f"{len(hits)} past turn(s) given to the model" if hits
+                else "Nothing from past conversations was relevant to this message.")
+        self.query_one("#recall-text", Static).update(head + "  [dim](ctrl+r, enter opens)[/dim]")
+        options, self._recall_targets = [], []
+        if self.about:
+            options.append(Option(f"[b]note asked about[/b]\n{escape(self.about)}"))
+            self._recall_targets.append(("note", self.about))
+        for h in hits:
+            options.append(Option(f"[b]{escape(h.session)}[/b] [dim]{escape(', '.join(h.sources))}[/dim]\n"
+                                  f"[i]{escape('; '.join(h.routes))}[/i]\nQ: {escape(h.question[:200])}\n"
+                                  f"A: {escape(h.answer[:200])}"))
+            self._recall_targets.append(("session", h.session))
+        for hit in self.related:
+            options.append(Option(f"[b]related note[/b] {escape(hit.title)}\n[dim]{escape(hit.uri)}[/dim]"))
+            self._recall_targets.append(("note", hit.uri))
+        recall = self.query_one("#recall-list", OptionList)
+        recall.clear_options()
+        recall.add_options(options)
+
+    @on(OptionList.OptionSelected, "#recall-list")
+    def _open_recalled(self, event: OptionList.OptionSelected) -> None:
+        kind, target = self._recall_targets[event.option_index]
+        if kind == "note":
+            self.app.go("browser", target)
+        elif kind == "session":
+            self.open_session(target)
+            self.set_focus(self.query_one("#message", Input))
 
     # -- commit -----------------------------------------------------------------------------------
     def action_commit(self) -> None:

@@ -17,13 +17,12 @@ from textual.widgets.tree import TreeNode
 
 from engine import Vault
 from engine.graph import LinkGraph, Step
+from widgets import StatusBar
 
 
-class GraphScreen(Screen[str | None]):
-    """Dismisses with a note URI to open in the browser, or None."""
-
+class GraphScreen(Screen):
     BINDINGS = [
-        Binding("escape,backspace", "dismiss(None)", "Back"),
+        Binding("escape,backspace", "app.back", "Back"),
         Binding("o", "open", "Open note"),
         Binding("m", "mark", "Mark for path"),
         Binding("p", "path", "Path to mark"),
@@ -38,7 +37,7 @@ class GraphScreen(Screen[str | None]):
     GraphScreen #path { height: auto; min-height: 3; border: round $panel; padding: 0 1; }
     """
 
-    def __init__(self, vault: Vault, uri: str):
+    def __init__(self, vault: Vault, uri: str | None = None):
         super().__init__()
         self.vault = vault
         self.center = uri
@@ -51,12 +50,23 @@ class GraphScreen(Screen[str | None]):
             with Vertical(id="right"):
                 yield DataTable(id="ppr", cursor_type="row", zebra_stripes=True)
                 yield Static("m marks the highlighted note; p shows the path from the mark to it.", id="path")
+        yield StatusBar()
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#ppr", DataTable).add_columns("#", "score", "type", "note")
         self.query_one("#path").border_title = "Path"
-        self.load(self.center)
+        if self.center:
+            self.load(self.center)
+        self.set_focus(self.query_one("#neighbours", Tree))
+
+    @property
+    def location_uri(self) -> str | None:
+        return self.center
+
+    async def show_location(self, uri: str | None) -> None:
+        if uri and uri != self.center:
+            self.load(uri)
         self.set_focus(self.query_one("#neighbours", Tree))
 
     # -- building ---------------------------------------------------------------------------
@@ -129,12 +139,12 @@ class GraphScreen(Screen[str | None]):
     def action_open(self) -> None:
         uri = self._highlighted()
         if uri:
-            self.dismiss(uri)
+            self.app.go("browser", uri)
 
     def action_center(self) -> None:
         uri = self._highlighted()
         if uri:
-            self.load(uri)
+            self.app.go("graph", uri)
 
     def action_mark(self) -> None:
         self.mark = self._highlighted()
@@ -159,4 +169,4 @@ class GraphScreen(Screen[str | None]):
 
     @on(DataTable.RowSelected, "#ppr")
     def _ppr_selected(self, event: DataTable.RowSelected) -> None:
-        self.dismiss(event.row_key.value)
+        self.app.go("browser", event.row_key.value)

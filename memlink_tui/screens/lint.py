@@ -14,11 +14,12 @@ from textual.widgets import DataTable, Footer, Header, Input, Label, ListItem, L
 
 from engine import MemlinkError, Vault
 from engine.lint import lint, write_dashboards
+from widgets import StatusBar
 
 
-class LintScreen(Screen[str | None]):
+class LintScreen(Screen):
     BINDINGS = [
-        Binding("escape", "dismiss(None)", "Back"),
+        Binding("escape", "app.back", "Back"),
         Binding("a", "review('keep-a')", "Keep A"),
         Binding("b", "review('keep-b')", "Keep B"),
         Binding("m", "merge", "Merge"),
@@ -42,6 +43,7 @@ class LintScreen(Screen[str | None]):
         self.vault = vault
         self.report = None
         self.pair: tuple[str, str] | None = None
+        self.focus_note: str | None = None  # findings shown only for this note (x in the browser)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -54,13 +56,31 @@ class LintScreen(Screen[str | None]):
                 with Horizontal(id="sides"):
                     yield VerticalScroll(Markdown("", open_links=False, id="side-a"), classes="side", id="box-a")
                     yield VerticalScroll(Markdown("", open_links=False, id="side-b"), classes="side", id="box-b")
+        yield StatusBar()
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#findings", DataTable).add_columns("severity", "note", "other", "finding")
         self.query_one("#checks").border_title = "Checks"
-        self.rerun()
         self.set_focus(self.query_one("#checks"))
+
+    @property
+    def location_uri(self) -> str | None:
+        return self.focus_note
+
+    async def show_location(self, uri: str | None) -> None:
+        """With a note: its contradictions, ready to review; without: every check."""
+        self.focus_note = uri
+        self.rerun()
+        checks = self.query_one("#checks", ListView)
+        names = [item.name for item in checks.children]
+        if uri and "contradictions" in names:
+            checks.index = names.index("contradictions")
+            self._fill("contradictions")
+            table = self.query_one("#findings", DataTable)
+            if not table.row_count:
+                self._status(f"no open contradictions involve {escape(uri)}")
+            self.set_focus(table if table.row_count else checks)
 
     def rerun(self) -> None:
         self.report = lint(self.vault)
@@ -75,11 +95,17 @@ class LintScreen(Screen[str | None]):
     def _check(self, event: ListView.Highlighted) -> None:
         if event.item is None or not event.item.name or self.report is None:
             return
+        self._fill(event.item.name)
+
+    def _fill(self, check: str) -> None:
         table = self.query_one("#findings", DataTable)
         table.clear()
-        for i, f in enumerate(self.report.by_check()[event.item.name]):
+        focus = self.focus_note
+        for i, f in enumerate(self.report.by_check().get(check, [])):
+            if focus and focus not in (f.uri, f.other):
+                continue
             table.add_row(f.severity, f.uri, f.other or "", f.message, key=f"{i}|{f.uri}|{f.other or ''}")
-        table.border_title = event.item.name
+        table.border_title = check + (f" · involving {focus}" if focus else "")
 
     @on(ListView.Selected, "#checks")
     def _enter_check(self, event: ListView.Selected) -> None:
@@ -103,7 +129,7 @@ class LintScreen(Screen[str | None]):
 
     @on(DataTable.RowSelected, "#findings")
     def _open(self, event: DataTable.RowSelected) -> None:
-        self.dismiss(event.row_key.value.split("|", 2)[1])
+        self.app.go("browser", event.row_key.value.split("|", 2)[1])
 
     def _status(self, text: str) -> None:
         self.query_one("#review-status", Static).update(text)

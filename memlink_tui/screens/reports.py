@@ -12,6 +12,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input, Label, ListItem, ListView, Markdown, Static
 
 from engine import MemlinkError, Vault
+from widgets import StatusBar
 
 
 class AskScreen(ModalScreen[str | None]):
@@ -26,11 +27,9 @@ class AskScreen(ModalScreen[str | None]):
         self.dismiss(event.value.strip() or None)
 
 
-class ReportScreen(Screen[str | None]):
-    """Dismisses with a note to open in the browser, or None."""
-
+class ReportScreen(Screen):
     BINDINGS = [
-        Binding("escape", "dismiss(None)", "Back"),
+        Binding("escape", "app.back", "Back"),
         Binding("n", "ask", "New question"),
         Binding("D", "dream", "Run dream"),
     ]
@@ -52,6 +51,7 @@ class ReportScreen(Screen[str | None]):
             yield ListView(id="queue")
             with VerticalScroll(id="detail"):
                 yield Markdown("", open_links=False, id="report-body")
+        yield StatusBar()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -59,7 +59,19 @@ class ReportScreen(Screen[str | None]):
         self.refresh_queue()
         self.set_focus(self.query_one("#queue"))
 
-    def refresh_queue(self) -> None:
+    location_uri = None
+
+    async def show_location(self, uri: str | None) -> None:
+        self.refresh_queue(select=uri)
+
+    def on_screen_resume(self) -> None:
+        self.refresh_queue(select=self._selected())
+
+    def _selected(self) -> str | None:
+        item = self.query_one("#queue", ListView).highlighted_child
+        return item.name if item is not None else None
+
+    def refresh_queue(self, select: str | None = None) -> None:
         self.vault.sync_catalog()
         rows = []
         for e in self.vault.list_notes("report_candidate"):
@@ -69,8 +81,12 @@ class ReportScreen(Screen[str | None]):
             rows.append((2, f"report · {e.title}", e.uri))
         view = self.query_one("#queue", ListView)
         view.clear()
-        for _order, label, uri in sorted(rows):
+        ordered = sorted(rows)
+        for _order, label, uri in ordered:
             view.append(ListItem(Label(escape(label)), name=uri))
+        uris = [uri for _o, _l, uri in ordered]
+        if select in uris:
+            view.index = uris.index(select)
 
     @on(ListView.Highlighted, "#queue")
     async def _show(self, event: ListView.Highlighted) -> None:
@@ -87,7 +103,7 @@ class ReportScreen(Screen[str | None]):
     @on(ListView.Selected, "#queue")
     def _open(self, event: ListView.Selected) -> None:
         if event.item.name:
-            self.dismiss(event.item.name)
+            self.app.go("browser", event.item.name)
 
     def action_ask(self) -> None:
         def asked(question: str | None) -> None:
@@ -98,7 +114,7 @@ class ReportScreen(Screen[str | None]):
                     self.notify(str(exc), severity="error")
                     return
                 self.notify(f"added {note.uri}")
-                self.refresh_queue()
+                self.refresh_queue(select=note.uri)
 
         self.app.push_screen(AskScreen(), asked)
 
@@ -120,8 +136,10 @@ class ReportScreen(Screen[str | None]):
             report = dream(self.vault, provider=provider if health.ok else None, progress=progress)
         except (DreamBusy, MemlinkError) as exc:
             self.app.call_from_thread(self.query_one("#dream-status", Static).update, f"[red]{escape(str(exc))}[/red]")
+            self.app.call_from_thread(self.notify, str(exc).splitlines()[0], title="Dream failed", severity="error")
             return
-        lines = [f"dream ({report.provider}): {len(report.topics)} topic(s), {len(report.written)} report(s) written"]
-        lines += [f"+ {escape(u)}" for u in report.written] + [f"! {escape(s)}" for s in report.skipped]
+        summary = f"dream ({report.provider}): {len(report.topics)} topic(s), {len(report.written)} report(s) written"
+        lines = [summary] + [f"+ {escape(u)}" for u in report.written] + [f"! {escape(s)}" for s in report.skipped]
         self.app.call_from_thread(self.query_one("#dream-status", Static).update, "\n".join(lines))
-        self.app.call_from_thread(self.refresh_queue)
+        self.app.call_from_thread(self.refresh_queue, report.written[0] if report.written else None)
+        self.app.call_from_thread(self.notify, summary, title="Dream finished")

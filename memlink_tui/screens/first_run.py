@@ -1,0 +1,72 @@
+"""First run: no vault where memlink looks. Offer to create an empty one there, or to
+open a fresh copy of the demo vault. Dismisses with the opened Vault, or None (quit)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from engine import MemlinkError, Vault
+
+
+class FirstRunScreen(Screen[Vault | None]):
+    BINDINGS = [
+        Binding("n", "create", "Create an empty vault"),
+        Binding("d", "demo", "Open the demo"),
+        Binding("q,escape", "dismiss(None)", "Quit"),
+    ]
+    DEFAULT_CSS = """
+    FirstRunScreen { align: center middle; }
+    FirstRunScreen > Vertical { width: 80; height: auto; border: round $accent; padding: 1 2; }
+    FirstRunScreen #first-run-error { color: $error; height: auto; }
+    """
+
+    def __init__(self, path: Path):
+        super().__init__()
+        self.path = Path(path)
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Vertical():
+            yield Static(
+                "[b]Welcome to memlink.[/b]\n\n"
+                f"There is no vault at [b]{escape(str(self.path))}[/b] yet.\n\n"
+                "  [b]n[/b]  create an empty vault there\n"
+                "  [b]d[/b]  open a fresh copy of the demo vault (72 notes, 4 chat sessions)\n"
+                "  [b]q[/b]  quit (or start with --vault PATH / $MEMLINK_VAULT)\n"
+            )
+            yield Static("", id="first-run-error")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(Vertical).border_title = "First run"
+
+    def _fail(self, exc: Exception) -> None:
+        self.query_one("#first-run-error", Static).update(escape(str(exc)))
+
+    def action_create(self) -> None:
+        try:
+            vault = Vault.init(self.path)
+        except (MemlinkError, OSError) as exc:
+            self._fail(exc)
+            return
+        self.notify(f"created an empty vault at {vault.root}", timeout=5)
+        self.dismiss(vault)
+
+    def action_demo(self) -> None:
+        from ..paths import copy_sample_vault
+
+        try:
+            target = copy_sample_vault()
+            vault = Vault.open(target)
+        except (MemlinkError, OSError) as exc:
+            self._fail(exc)
+            return
+        self.notify(f"demo vault copied to {target}", timeout=5)
+        self.dismiss(vault)

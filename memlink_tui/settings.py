@@ -1,0 +1,55 @@
+"""The user's own settings (not the vault's): the theme, and the LLM provider/model
+chosen in the app. One small YAML file in the user's config folder, written atomically.
+A malformed file is reported and left alone — memlink never overwrites it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal, Optional
+
+import yaml
+from platformdirs import user_config_path
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from engine.atomic import atomic_write_text
+
+
+def config_dir() -> Path:
+    env = os.environ.get("MEMLINK_CONFIG_HOME")
+    return Path(env).expanduser() if env else user_config_path("memlink", appauthor=False)
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    theme: Optional[str] = None
+    llm_provider: Optional[Literal["auto", "ollama", "rules"]] = None
+    llm_model: Optional[str] = None
+
+
+class SettingsFile:
+    """Load once; ``save`` refuses to touch a file that could not be read."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = path or config_dir() / "settings.yaml"
+        self.error: str | None = None
+        self.settings = Settings()
+        try:
+            raw = yaml.safe_load(self.path.read_text(encoding="utf-8"))
+            self.settings = Settings.model_validate(raw or {})
+        except FileNotFoundError:
+            pass
+        except (OSError, yaml.YAMLError, ValidationError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            self.error = f"{self.path}: unreadable settings ({first}); using defaults and not saving"
+
+    def update(self, **changes) -> bool:
+        """Apply and save; False (nothing written) when the file on disk was unreadable."""
+        self.settings = self.settings.model_copy(update=changes)
+        if self.error:
+            return False
+        data = self.settings.model_dump(exclude_none=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.path, yaml.safe_dump(data, sort_keys=True, allow_unicode=True))
+        return True

@@ -1,0 +1,77 @@
+"""Themes are YAML files: the bundled ones in ``themes/`` and the user's own in
+``<config>/themes/``. Each file is validated; a bad file is skipped with a reason."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Optional
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from textual.color import Color, ColorParseError
+from textual.theme import Theme
+
+from .settings import config_dir
+
+DEFAULT_THEME = "memlink-dark"
+
+
+class ThemeFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    primary: str
+    secondary: Optional[str] = None
+    accent: Optional[str] = None
+    warning: Optional[str] = None
+    error: Optional[str] = None
+    success: Optional[str] = None
+    foreground: Optional[str] = None
+    background: Optional[str] = None
+    surface: Optional[str] = None
+    panel: Optional[str] = None
+    boost: Optional[str] = None
+    dark: bool = True
+    ansi: bool = False
+    variables: dict[str, str] = Field(default_factory=dict)
+
+
+def _colour_fields(spec: ThemeFile) -> list[str]:
+    names = ["primary", "secondary", "accent", "warning", "error", "success", "foreground", "background",
+             "surface", "panel", "boost"]
+    return [getattr(spec, n) for n in names if getattr(spec, n)]
+
+
+def load_theme(path: Path) -> Theme:
+    """One theme file → a Textual theme; ValueError with the file and reason if bad."""
+    try:
+        spec = ThemeFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+        for value in _colour_fields(spec):
+            Color.parse(value)
+    except (OSError, yaml.YAMLError, ValidationError, ColorParseError) as exc:
+        raise ValueError(f"{path.name}: {str(exc).strip().splitlines()[0]}") from None
+    return Theme(**spec.model_dump())
+
+
+def theme_files() -> list[Path]:
+    bundled = Path(str(resources.files("themes")))
+    user = config_dir() / "themes"
+    files = sorted(bundled.glob("*.yaml"))
+    if user.is_dir():
+        files += sorted(user.glob("*.yaml"))
+    return files
+
+
+def load_themes() -> tuple[list[Theme], list[str]]:
+    """(themes, problems). A user theme with a bundled theme's name replaces it."""
+    themes: dict[str, Theme] = {}
+    problems: list[str] = []
+    for path in theme_files():
+        try:
+            theme = load_theme(path)
+        except ValueError as exc:
+            problems.append(str(exc))
+            continue
+        themes[theme.name] = theme
+    return list(themes.values()), problems
