@@ -291,7 +291,8 @@ class MemlinkApp(App):
     def _provider_ready(self, provider, health) -> None:
         self.provider, self.health = (provider if health.ok else None), health
         if health.provider == "rules":
-            why = "offline rules" if "because" not in health.detail else health.detail.split("because", 1)[1].strip()
+            # The short reason; the notification carries the whole line with what to do.
+            why = "by choice" if "because" not in health.detail else health.detail.split("because", 1)[1].split(";")[0].strip()
             self.provider_line = f"LLM: rules ({why})"
         else:
             state = "" if health.ok else " — unavailable"
@@ -345,6 +346,9 @@ class MemlinkApp(App):
         self.call_from_thread(setattr, self, "index_state", "syncing…")
         index.sync(progress=lambda d, t: self.call_from_thread(setattr, self, "index_state", f"syncing {d}/{t}"))
         self.call_from_thread(setattr, self, "index_state", f"fresh · {len(index.indexed)} notes")
+
+    def on_worker_state_changed(self, _event) -> None:
+        self._count_queue()
 
     def _count_queue(self) -> None:
         extracting = sum(1 for t in threading.enumerate() if t.name.startswith("extract-"))

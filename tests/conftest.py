@@ -34,5 +34,7 @@ def make_pair(v: Vault):
 
 @pytest.fixture(autouse=True)
 def _user_config(tmp_path_factory, monkeypatch):
-    """The app's user settings (theme, provider) go to a temp folder, never ~/.config."""
+    """The app's user settings (theme, provider) and demo copies go to temp folders,
+    never the user's own ~/.config or ~/.local/share."""
     monkeypatch.setenv("MEMLINK_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+    monkeypatch.setenv("MEMLINK_HOME", str(tmp_path_factory.mktemp("data")))

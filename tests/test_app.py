@@ -135,72 +135,6 @@ async def test_graph_explorer_neighbours_ppr_and_path(sample):
         assert browser.current == target
 
 
-async def test_import_a_file_shows_the_diff_then_opens_the_source(sample, tmp_path):
-    from textual.widgets import Input, Static
-
-    from memlink_tui.screens.importer import ImportScreen
-
-    doc = tmp_path / "trip.md"
-    doc.write_text("# Kyoto trip ideas\n\nI love quiet temples. Talk to [[Tom Vermeulen]] about dates.\n")
-    app = MemlinkApp(sample)
-    async with app.run_test(size=(140, 45)) as pilot:
-        await app.workers.wait_for_complete()
-        browser = app.screen
-        await pilot.press("i")
-        await pilot.pause()
-        assert isinstance(app.screen, ImportScreen)
-        app.screen.query_one(Input).value = str(doc)
-        await pilot.press("enter")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        shown = str(app.screen.query_one("#import-result", Static).render())
-        assert "+ sources/kyoto-trip-ideas.md" in shown and "+ preferences/quiet-temples.md" in shown
-        assert "entities/tom-vermeulen.md" in shown
-        await pilot.press("escape")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        assert app.screen is browser and browser.current == "sources/kyoto-trip-ideas.md"
-
-
-async def test_chat_pane_streams_a_reply_and_shows_recall(sample):
-    import yaml
-    from textual.widgets import Input, Static
-
-    from engine import Vault
-    from memlink_tui.screens.chat import ChatScreen
-    from ollama_stub import OllamaStub
-
-    with OllamaStub() as stub:
-        cfg = yaml.safe_load((sample.root / "memlink.yaml").read_text())
-        cfg["llm"] = {"model": "tiny", "host": stub.host, "timeout": 5}
-        (sample.root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
-        vault = Vault.open(sample.root)
-        from engine.sessions.importer import extract_pending, RulesTurnExtractor
-
-        extract_pending(vault, ["2026-08-11-evening-setup"], RulesTurnExtractor())
-        app = MemlinkApp(vault)
-        async with app.run_test(size=(150, 45)) as pilot:
-            await app.workers.wait_for_complete()
-            await pilot.press("c")
-            await pilot.pause()
-            screen = app.screen
-            assert isinstance(screen, ChatScreen)
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-            assert "chat model: ollama:tiny" in str(screen.query_one("#status", Static).render())
-            await pilot.press("ctrl+n")
-            stub.script.append(("json", "Your flat white is at Man Met Bril."))
-            screen.query_one("#message", Input).value = "Where do I get my flat white?"
-            await pilot.press("enter")
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-            texts = [str(w.render()) for w in screen.query(".assistant")]
-            assert texts[-1] == "Your flat white is at Man Met Bril."
-            listed = screen.query_one("#recall-list")
-            recall = "\n".join(str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count))
-            assert "2026-08-11-evening-setup" in recall and "flat white" in recall.lower()
-
-
 async def test_chat_pane_without_ollama_says_why(vault):
     import socket
 
@@ -225,35 +159,6 @@ async def test_chat_pane_without_ollama_says_why(vault):
         assert isinstance(app.screen, ChatScreen)
         status = str(app.screen.query_one("#status", Static).render())
         assert "No chat model" in status and "ollama serve" in status and "keep working" in status
-
-
-async def test_report_queue_add_question_and_dream(sample):
-    from textual.widgets import Input, ListView, Static
-
-    from memlink_tui.screens.reports import AskScreen, ReportScreen
-
-    app = MemlinkApp(sample)
-    async with app.run_test(size=(150, 45)) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.press("R")
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, ReportScreen)
-        names = [item.name for item in screen.query_one("#queue", ListView).children]
-        assert names[0].startswith("report_candidates/")  # pending questions first
-        await pilot.press("n")
-        await pilot.pause()
-        assert isinstance(app.screen, AskScreen)
-        app.screen.query_one(Input).value = "What glaze recipes did Noor suggest?"
-        await pilot.press("enter")
-        await pilot.pause()
-        assert "report_candidates/what-glaze-recipes-did-noor-suggest.md" in [i.name for i in screen.query_one("#queue", ListView).children]
-        await pilot.press("D")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        status = str(screen.query_one("#dream-status", Static).render())
-        assert "report(s) written" in status and "+ reports/what-glaze-recipes-did-noor-suggest.md" in status
-        assert sample.read_note("report_candidates/what-glaze-recipes-did-noor-suggest.md").fields["status"] == "done"
 
 
 async def test_lint_pane_reviews_a_contradiction_and_undoes_it(sample):

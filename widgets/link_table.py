@@ -28,11 +28,13 @@ class LinkTable(DataTable):
         self._targets: list[str] = []
         self._links: list[StoredLink] = []
 
-    def on_mount(self) -> None:
-        self.add_columns("", "type", "weight", "note", "anchor", "why")
-
     def show(self, links: list[StoredLink], titles: dict[str, str], missing_ids: set[str]) -> None:
-        self.clear()
+        # Explicit column widths: auto widths computed while rows are replaced rendered
+        # at the header's width (a Textual DataTable caching quirk).
+        self.clear(columns=True)
+        note_width = min(36, max([4] + [len(titles.get(l.to_uri if l.direction == "links" else l.from_uri, "")) for l in links]))
+        for label, width in (("", 1), ("type", 14), ("weight", 6), ("note", note_width), ("anchor", 24), ("why", 60)):
+            self.add_column(label, width=width)
         self._targets = []
         self._links = list(links)
         out = sum(1 for l in links if l.direction == "links")

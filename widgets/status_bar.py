@@ -34,8 +34,8 @@ class StatusBar(Static):
         queue = getattr(app, "queue_depth", 0)
         parts = [
             getattr(app, "provider_line", ""),
-            f"vault {short_path(getattr(app, 'vault_path', '') or '—')}",
             f"index {getattr(app, 'index_state', '')}",
             f"queue {queue}" if queue else "queue idle",
+            f"vault {short_path(getattr(app, 'vault_path', '') or '—')}",
         ]
         self.update(escape("  │  ".join(p for p in parts if p)))

@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from engine import MemlinkError, Vault
+from widgets.status_bar import short_path
 
 
 class FirstRunScreen(Screen[Vault | None]):
@@ -36,10 +37,11 @@ class FirstRunScreen(Screen[Vault | None]):
         with Vertical():
             yield Static(
                 "[b]Welcome to memlink.[/b]\n\n"
-                f"There is no vault at [b]{escape(str(self.path))}[/b] yet.\n\n"
+                f"There is no vault at [b]{escape(short_path(self.path))}[/b] yet.\n\n"
                 "  [b]n[/b]  create an empty vault there\n"
                 "  [b]d[/b]  open a fresh copy of the demo vault (72 notes, 4 chat sessions)\n"
-                "  [b]q[/b]  quit (or start with --vault PATH / $MEMLINK_VAULT)\n"
+                "  [b]q[/b]  quit (or start with --vault PATH / $MEMLINK_VAULT)\n",
+                id="welcome",
             )
             yield Static("", id="first-run-error")
         yield Footer()

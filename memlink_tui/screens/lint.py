@@ -18,6 +18,8 @@ from widgets import StatusBar
 
 
 class LintScreen(Screen):
+    today = None  # the date freshness is judged at; None: today (tests pin it)
+
     BINDINGS = [
         Binding("escape", "app.back", "Back"),
         Binding("a", "review('keep-a')", "Keep A"),
@@ -83,7 +85,7 @@ class LintScreen(Screen):
             self.set_focus(table if table.row_count else checks)
 
     def rerun(self) -> None:
-        self.report = lint(self.vault)
+        self.report = lint(self.vault, today=self.today)
         write_dashboards(self.vault, self.report)
         view = self.query_one("#checks", ListView)
         view.clear()

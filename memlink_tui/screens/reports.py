@@ -85,8 +85,8 @@ class ReportScreen(Screen):
         for _order, label, uri in ordered:
             view.append(ListItem(Label(escape(label)), name=uri))
         uris = [uri for _o, _l, uri in ordered]
-        if select in uris:
-            view.index = uris.index(select)
+        if select in uris:  # once the new items are mounted
+            self.call_after_refresh(setattr, view, "index", uris.index(select))
 
     @on(ListView.Highlighted, "#queue")
     async def _show(self, event: ListView.Highlighted) -> None:

@@ -1,0 +1,104 @@
+"""Snapshot tests: each pane on the sample vault, rendered and compared with the SVG in
+tests/__snapshots__/. Stable by construction: the vault path is shown under a fixed
+HOME, the provider is the rules one, lint's "today" is pinned, notifications are
+cleared and the input cursor does not blink. After a deliberate UI change, review and
+refresh them with `./dev test tests/test_snapshots.py --snapshot-update`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+
+import pytest
+import yaml
+from textual.widgets import Input
+
+from engine import Vault
+from memlink_tui.app import MemlinkApp
+from memlink_tui.screens.lint import LintScreen
+
+from conftest import SAMPLE
+
+SIZE = (150, 42)
+NOTE = "entities/man-met-bril-koffie.md"
+
+
+@pytest.fixture
+def snap_vault(tmp_path, monkeypatch) -> Vault:
+    monkeypatch.setenv("HOME", str(tmp_path))  # the status line shows ~/sample
+    monkeypatch.setattr(LintScreen, "today", dt.date(2026, 9, 1))
+    target = tmp_path / "sample"
+    shutil.copytree(SAMPLE, target, ignore=shutil.ignore_patterns(".memlink"))
+    cfg = yaml.safe_load((target / "memlink.yaml").read_text())
+    cfg["llm"] = {"provider": "rules"}
+    (target / "memlink.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
+    return Vault.open(target)
+
+
+async def steady(pilot) -> None:
+    app = pilot.app
+    for _ in range(3):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    for field in app.screen.query(Input):
+        field.cursor_blink = False
+    app.clear_notifications()
+    await pilot.pause()
+
+
+def journey(*steps):
+    """run_before for snap_compare: settle, then each step (a key list or a callable)."""
+
+    async def run(pilot):
+        await steady(pilot)
+        for step in steps:
+            if callable(step):
+                step(pilot.app)
+            else:
+                await pilot.press(*step)
+            await steady(pilot)
+
+    return run
+
+
+def test_browser(snap_compare, snap_vault):
+    app = MemlinkApp(snap_vault)
+    assert snap_compare(app, terminal_size=SIZE, run_before=journey(lambda a: a.go("browser", NOTE)))
+
+
+def test_search(snap_compare, snap_vault):
+    app = MemlinkApp(snap_vault)
+    assert snap_compare(app, terminal_size=SIZE, run_before=journey(["slash", *"celadon glaze", "enter"]))
+
+
+def test_graph(snap_compare, snap_vault):
+    app = MemlinkApp(snap_vault)
+    assert snap_compare(app, terminal_size=SIZE, run_before=journey(lambda a: a.go("browser", NOTE), ["g"]))
+
+
+def test_chat(snap_compare, snap_vault):
+    app = MemlinkApp(snap_vault)
+    assert snap_compare(app, terminal_size=SIZE, run_before=journey(["c"]))
+
+
+def test_reports(snap_compare, snap_vault):
+    app = MemlinkApp(snap_vault)
+    assert snap_compare(app, terminal_size=SIZE, run_before=journey(["R"]))
+
+
+def test_lint_review(snap_compare, snap_vault):
+    contradiction = next(l for l in snap_vault.all_links() if l.link_type.value == "contradicts" and l.direction == "links")
+    app = MemlinkApp(snap_vault)
+    assert snap_compare(app, terminal_size=SIZE,
+                        run_before=journey(lambda a: a.go("browser", contradiction.from_uri), ["x"]))
+
+
+def test_help(snap_compare, snap_vault):
+    app = MemlinkApp(snap_vault)
+    assert snap_compare(app, terminal_size=SIZE, run_before=journey(["question_mark"]))
+
+
+def test_first_run(snap_compare, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    app = MemlinkApp(None, vault_path=tmp_path / "memlink-vault")
+    assert snap_compare(app, terminal_size=SIZE, run_before=journey())

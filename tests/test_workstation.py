@@ -1,0 +1,248 @@
+"""The app as a workstation: pane keys, palette actions, themes and the remembered
+settings, provider switching, the status line, first run, the paged note tree, and
+"ask about this note" in chat."""
+
+from __future__ import annotations
+
+import yaml
+from textual.app import App
+from textual.widgets import Input
+
+from engine import CatalogEntry, Vault
+from memlink_tui.app import History, Location, MemlinkApp
+from memlink_tui.screens.browser import BrowserScreen
+from memlink_tui.screens.chat import ChatScreen
+from memlink_tui.screens.first_run import FirstRunScreen
+from memlink_tui.screens.graph import GraphScreen
+from memlink_tui.screens.lint import LintScreen
+from memlink_tui.screens.reports import ReportScreen
+from memlink_tui.settings import SettingsFile, config_dir
+from memlink_tui.theming import load_themes
+from ollama_stub import OllamaStub
+from widgets import NoteTree, StatusBar
+from widgets.note_tree import PAGE
+
+SIZE = (150, 45)
+
+
+async def settle(app, pilot) -> None:
+    for _ in range(3):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+async def palette(pilot, text: str) -> None:
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    await pilot.press(*text)
+    await pilot.pause(0.5)
+    await pilot.press("enter")
+
+
+def test_history_goes_back_and_forward_and_a_new_visit_clears_forward():
+    h = History()
+    a, b, c = Location("browser", "a.md"), Location("graph", "a.md"), Location("chat")
+    h.visit(a)
+    h.visit(b)
+    assert h.go_back(c) == b and h.go_back(b) == a and h.go_back(a) is None
+    assert h.go_forward(a) == b
+    h.visit(b)
+    assert h.go_forward(c) is None
+
+
+async def test_number_keys_reach_every_pane_and_escape_comes_back(sample):
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        for key, cls in (("2", ChatScreen), ("3", GraphScreen), ("4", ReportScreen), ("5", LintScreen)):
+            await pilot.press("1")
+            await settle(app, pilot)
+            assert isinstance(app.screen, BrowserScreen)
+            await pilot.press(key)
+            await settle(app, pilot)
+            assert isinstance(app.screen, cls), key
+            await pilot.press("escape")
+            await settle(app, pilot)
+            assert isinstance(app.screen, BrowserScreen)
+        graph = app.panes["graph"]
+        assert graph.center, "with no note open the graph starts at the best-linked note"
+
+
+async def test_status_line_shows_provider_vault_index_and_queue(sample):
+    cfg = yaml.safe_load((sample.root / "memlink.yaml").read_text())
+    cfg["llm"] = {"provider": "rules"}
+    (sample.root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
+    app = MemlinkApp(Vault.open(sample.root))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        line = str(app.screen.query_one(StatusBar).render())
+        assert "LLM: rules" in line and str(sample.root.name) in line
+        assert "index fresh · 72 notes" in line and "queue idle" in line
+        app.queue_depth = 2
+        await pilot.pause()
+        assert "queue 2" in str(app.screen.query_one(StatusBar).render())
+
+
+async def test_palette_switches_theme_and_the_choice_is_remembered(sample):
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert app.theme == "memlink-dark"
+        await palette(pilot, "Theme: memlink-light")
+        await pilot.pause()
+        assert app.theme == "memlink-light"
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert app.theme == "memlink-terminal"
+    saved = yaml.safe_load((config_dir() / "settings.yaml").read_text())
+    assert saved == {"theme": "memlink-terminal"}
+    again = MemlinkApp(Vault.open(sample.root))
+    async with again.run_test(size=SIZE) as pilot:
+        await settle(again, pilot)
+        assert again.theme == "memlink-terminal"
+
+
+async def test_a_malformed_settings_file_is_reported_and_never_overwritten(sample):
+    path = config_dir() / "settings.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("theme: [unclosed\n")
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert any("unreadable settings" in n.message for n in app._notifications)
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+    assert path.read_text() == "theme: [unclosed\n"
+
+
+def test_theme_files_are_validated_and_user_themes_are_added(tmp_path):
+    folder = config_dir() / "themes"
+    folder.mkdir(parents=True)
+    (folder / "mine.yaml").write_text("name: sepia\nprimary: '#704214'\ndark: false\n")
+    (folder / "bad.yaml").write_text("name: broken\nprimary: not-a-colour\n")
+    (folder / "extra.yaml").write_text("name: extra\nprimary: red\nsparkle: true\n")
+    themes, problems = load_themes()
+    names = [t.name for t in themes]
+    assert {"memlink-dark", "memlink-light", "memlink-terminal", "sepia"} <= set(names)
+    assert "broken" not in names and "extra" not in names
+    assert any(p.startswith("bad.yaml") for p in problems) and any(p.startswith("extra.yaml") for p in problems)
+    terminal = next(t for t in themes if t.name == "memlink-terminal")
+    assert terminal.ansi, "the terminal theme uses the terminal's own colours"
+
+
+async def test_palette_switches_provider_and_model(sample):
+    with OllamaStub(models=["tiny:latest", "other:latest"]) as stub:
+        cfg = yaml.safe_load((sample.root / "memlink.yaml").read_text())
+        cfg["llm"] = {"model": "tiny", "host": stub.host, "timeout": 5}
+        (sample.root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
+        app = MemlinkApp(Vault.open(sample.root))
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            assert app.provider_line == "LLM: ollama tiny"
+            await palette(pilot, "Provider: rules")
+            await settle(app, pilot)
+            assert app.provider_line.startswith("LLM: rules") and app.provider is None
+            await palette(pilot, "Model: other")
+            await settle(app, pilot)
+            assert app.provider_line == "LLM: ollama other:latest" and app.provider is not None
+        assert SettingsFile().settings.llm_provider == "ollama"
+        assert SettingsFile().settings.llm_model == "other:latest"
+
+
+async def test_palette_runs_actions_new_session_and_lint(sample):
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await palette(pilot, "New chat session")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ChatScreen)
+        existing = {p.stem for p in (sample.root / "sessions").glob("*.jsonl")}
+        assert app.screen.chat.session not in existing and not app.screen.chat.turns()
+        await pilot.press("escape")
+        await settle(app, pilot)
+        await palette(pilot, "Run lint")
+        await settle(app, pilot)
+        assert isinstance(app.screen, LintScreen) and app.screen.report is not None
+        assert (sample.root / "dashboards" / "digest.json").is_file()
+
+
+async def test_first_run_offers_an_empty_vault_or_the_demo(tmp_path):
+    target = tmp_path / "new-vault"
+    app = MemlinkApp(None, vault_path=target)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, FirstRunScreen)
+        assert target.name in str(app.screen.query_one("#welcome").render())
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert isinstance(app.screen, BrowserScreen) and (target / "memlink.yaml").is_file()
+        assert app.vault.root == target and app.vault.list_notes() == []
+
+    demo = MemlinkApp(None, vault_path=tmp_path / "other")
+    async with demo.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("d")
+        await settle(demo, pilot)
+        assert isinstance(demo.screen, BrowserScreen) and len(demo.vault.list_notes()) == 72
+        assert not (tmp_path / "other").exists(), "the demo is a copy elsewhere; the chosen path stays free"
+
+
+async def test_ask_about_a_note_sends_it_to_the_model(sample):
+    with OllamaStub() as stub:
+        cfg = yaml.safe_load((sample.root / "memlink.yaml").read_text())
+        cfg["llm"] = {"model": "tiny", "host": stub.host, "timeout": 5}
+        (sample.root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
+        vault = Vault.open(sample.root)
+        uri = "entities/man-met-bril-koffie.md"
+        app = MemlinkApp(vault)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            app.go("browser", uri)
+            await settle(app, pilot)
+            await pilot.press("a")
+            await settle(app, pilot)
+            chat = app.screen
+            assert isinstance(chat, ChatScreen) and chat.about == uri
+            assert "Man Met Bril" in chat.query_one("#message", Input).placeholder
+            stub.script.append(("json", "It is a coffee roaster."))
+            await pilot.press(*"What is this place?", "enter")
+            await settle(app, pilot)
+            sent = [r["body"] for r in stub.requests if r["path"] == "/api/chat" and r["body"].get("stream")][-1]
+            about = [m for m in sent["messages"] if m["role"] == "system" and "asking about this note" in m["content"]]
+            assert about and "Man Met Bril" in about[0]["content"]
+            assert sent["messages"][-1] == {"role": "user", "content": "What is this place?"}
+
+
+class TreeApp(App):
+    def compose(self):
+        yield NoteTree(id="tree")
+
+
+async def test_the_note_tree_pages_big_groups():
+    entries = [CatalogEntry(f"entities/e{i:05d}.md", "entity", f"Entity {i:05d}", "", "", 0, 0, "x")
+               for i in range(3 * PAGE + 50)]
+    entries.append(CatalogEntry("profile/me.md", "profile", "Me", "", "", 0, 0, "x"))
+    entries.append(CatalogEntry("sources/a.md", "source", "A source", "", "", 0, 0, "x"))
+    app = TreeApp()
+    async with app.run_test(size=(80, 30)) as pilot:
+        tree = app.query_one(NoteTree)
+        tree.load(entries)
+        await pilot.pause()
+        branch = tree._branches["entity"]
+        assert len(branch.children) == 0, "leaves are added when a branch opens"
+        tree.focus()
+        tree.move_cursor(branch)
+        await pilot.press("space")
+        await pilot.pause()
+        assert len(branch.children) == PAGE + 1 and branch.children[-1].data.startswith("\0")
+        tree.move_cursor(branch.children[-1])
+        await pilot.press("enter")
+        await pilot.pause()
+        assert len(branch.children) == 2 * PAGE + 1
+        assert tree.cursor_node.data == f"entities/e{PAGE:05d}.md"
+        deep = f"entities/e{3 * PAGE + 40:05d}.md"
+        tree.reveal(deep)
+        await pilot.pause()
+        assert tree.cursor_node.data == deep
+        assert len(branch.children) <= PAGE + 2, "a far jump shows a page around the note"
+        assert branch.children[0].data.startswith("\0")  # "… earlier"
