@@ -25,7 +25,7 @@ _SHARD = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 class AtomicJSONStorage(Storage):
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self._cache: dict | None = None
+        self._text: str | None = None  # the shard's JSON as last read or written
         self._stamp: tuple[int, int] | None = None
 
     def _disk_stamp(self) -> tuple[int, int] | None:
@@ -36,26 +36,30 @@ class AtomicJSONStorage(Storage):
         return (st.st_mtime_ns, st.st_size)
 
     def read(self) -> dict | None:
+        # Each read parses the cached text: callers get their own copy to mutate, at the
+        # cost of one parse (cheaper than deep-copying a parsed dict).
         stamp = self._disk_stamp()
         if stamp is None:
             return None
-        if self._cache is not None and stamp == self._stamp:
-            return json.loads(json.dumps(self._cache))  # callers may mutate what they get
+        if self._text is not None and stamp == self._stamp:
+            return json.loads(self._text)
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8") or "{}")
+            text = self.path.read_text(encoding="utf-8") or "{}"
+            data = json.loads(text)
             if not isinstance(data, dict):
                 raise ValueError("not an object")
         except (ValueError, OSError) as exc:
             log.warning("discarding unreadable state shard %s: %s", self.path, exc)
             self.path.unlink(missing_ok=True)
-            self._cache, self._stamp = None, None
+            self._text, self._stamp = None, None
             return None
-        self._cache, self._stamp = data, stamp
-        return json.loads(json.dumps(data))
+        self._text, self._stamp = text, stamp
+        return data
 
     def write(self, data: dict) -> None:
-        atomic_write_text(self.path, json.dumps(data, ensure_ascii=False, separators=(",", ":")))
-        self._cache, self._stamp = json.loads(json.dumps(data)), self._disk_stamp()
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        atomic_write_text(self.path, text)
+        self._text, self._stamp = text, self._disk_stamp()
 
     def close(self) -> None:
         pass

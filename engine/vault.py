@@ -70,6 +70,7 @@ class Vault:
         self.cache: dict[str, object] = {}
         self.cache_lock = threading.RLock()
         self._catalog_lock = threading.RLock()  # the app syncs from workers and the UI thread
+        self._stored: dict[str, CatalogEntry] | None = None  # read by stored_notes, not yet synced
 
     # -- opening ----------------------------------------------------------------------------
     @classmethod
@@ -428,7 +429,8 @@ class Vault:
 
     def _sync_catalog(self) -> dict[str, CatalogEntry]:
         store = CatalogStore(self.state)
-        known = store.load() if self._catalog is None else self._catalog
+        known = self._catalog if self._catalog is not None else (self._stored or store.load())
+        self._stored = None
         fresh: dict[str, CatalogEntry] = {}
         sidecars: dict[str, tuple[int, int]] = {}
         for uri, st in self.iter_vault_files():
@@ -458,7 +460,10 @@ class Vault:
     def stored_notes(self) -> list[CatalogEntry]:
         """The notes as the catalog last saw them, without checking the files: enough to
         draw a first screen at once; ``sync_catalog`` then brings it up to date."""
-        catalog = self._catalog if self._catalog is not None else CatalogStore(self.state).load()
+        catalog = self._catalog
+        if catalog is None:
+            with self._catalog_lock:
+                catalog = self._stored = CatalogStore(self.state).load()  # sync_catalog reuses it
         return [e for e in catalog.values() if not e.error]
 
     def catalog(self) -> dict[str, CatalogEntry]:

@@ -530,6 +530,7 @@ def cmd_undo(args) -> int:
 def cmd_doctor(args) -> int:
     import importlib
 
+    from engine.config import VaultConfig
     from engine.embed import load_embedder
     from engine.llm.select import provider_status
 
@@ -548,13 +549,16 @@ def cmd_doctor(args) -> int:
             line(False, module, f"missing ({exc}); run ./dev test or pip install -e . to install it")
     try:
         vault = _open(args)
+        config = vault.config
     except MemlinkError as exc:
-        line(False, "vault", str(exc))
-        return EXIT_PROBLEMS
-    choice = load_embedder(vault.config.embedding.model)
+        vault, config = None, VaultConfig(name="defaults")  # still check the model and Ollama
+        line(False, "vault", f"{exc}; or open a copy of the demo with `memlink demo`")
+    choice = load_embedder(config.embedding.model)
     line(choice.notice is None, "embedding model", choice.notice or f"{choice.embedder.name} ({choice.embedder.dims} dims)")
-    _provider, health = provider_status(vault.config.llm)
+    _provider, health = provider_status(config.llm)
     line(health.ok, "LLM provider", f"{health.provider}: {health.detail}")
+    if vault is None:
+        return EXIT_PROBLEMS
     problems = vault.check()
     errors = sum(1 for p in problems if p.severity == "error")
     line(errors == 0, "vault", f"{vault.root}: {len(vault.list_notes())} notes, {errors} errors, "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import yaml
-from textual.widgets import DataTable, Input, ListView, Markdown, OptionList, Static
+from textual.widgets import DataTable, ListView, Markdown, OptionList, Static
 
 from engine import Vault
 from memlink_tui.app import MemlinkApp
@@ -16,7 +16,7 @@ from memlink_tui.screens.lint import LintScreen
 from memlink_tui.screens.reports import AskScreen, ReportScreen
 from memlink_tui.screens.search import SearchScreen
 from ollama_stub import OllamaStub
-from widgets import LinkTable, SearchResults
+from widgets import LinkTable
 
 SIZE = (150, 45)
 

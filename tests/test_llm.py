@@ -124,3 +124,13 @@ def test_doctor_reports_the_provider_and_why(tmp_path, stub):
     (root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
     r = memlink("doctor", vault=root)
     assert r.returncode == 3 and "ollama pull missing" in r.stdout
+
+
+def test_doctor_without_a_vault_still_checks_the_model_and_ollama(tmp_path):
+    from test_cli import memlink
+
+    r = memlink("doctor", vault=tmp_path / "nowhere", env={"OLLAMA_HOST": f"http://127.0.0.1:{free_port()}"})
+    assert r.returncode == 3
+    assert "FIX  vault" in r.stdout and "memlink init" in r.stdout and "memlink demo" in r.stdout
+    assert "ok   embedding model" in r.stdout and "Ollama is not running" in r.stdout
+    assert not (tmp_path / "nowhere").exists()

@@ -3,22 +3,31 @@
 # demo vault, search, open a hit, follow a link, open its graph, go back — checking the
 # captured screen after each step. Exit 0 when every step showed what it should.
 #
-#   tools/tmux_journey.sh [--captures DIR]   (DIR gets one text capture per step)
+#   tools/tmux_journey.sh [--captures DIR] [--tour]
+#     --captures DIR  one text capture per step in DIR
+#     --tour          then visit every other pane too (the README's captures)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v tmux >/dev/null || { echo "tmux is not installed" >&2; exit 2; }
 MEMLINK=${MEMLINK:-.venv/bin/memlink}
 [ -x "$MEMLINK" ] || { echo "no $MEMLINK: run ./dev test (or ./dev demo) once first" >&2; exit 2; }
 
-captures=""
-if [ "${1:-}" = "--captures" ]; then captures=$2; mkdir -p "$captures"; fi
+captures="" tour=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --captures) captures=$2; mkdir -p "$captures"; shift 2 ;;
+    --tour) tour=1; shift ;;
+    *) echo "usage: $0 [--captures DIR] [--tour]" >&2; exit 2 ;;
+  esac
+done
+cols=${COLUMNS_OVERRIDE:-150} rows=${ROWS_OVERRIDE:-45}
 work=$(mktemp -d)
 session="memlink-journey-$$"
 cleanup() { tmux kill-session -t "$session" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
 export MEMLINK_HOME="$work/home" MEMLINK_CONFIG_HOME="$work/config"
-tmux new-session -d -s "$session" -x 150 -y 45 \
+tmux new-session -d -s "$session" -x "$cols" -y "$rows" \
   "env MEMLINK_HOME=$MEMLINK_HOME MEMLINK_CONFIG_HOME=$MEMLINK_CONFIG_HOME OLLAMA_HOST=http://127.0.0.1:9 $MEMLINK demo --vault $work/vault"
 
 screen() { tmux capture-pane -p -t "$session"; }
@@ -65,6 +74,19 @@ sleep 0.5
 wait_for back "Links →"
 if screen | grep -qF "Personalized PageRank" || [ "$(shown)" != "$followed" ]; then
   echo "FAIL back: expected the browser on $followed" >&2; screen >&2; exit 1
+fi
+if [ -n "$tour" ]; then
+  # One key at a time: escape followed at once by a key reads as alt+key.
+  keys a; wait_for chat "Ask about"
+  keys Escape; wait_for chat-back "Links →"
+  keys 4; wait_for reports "Questions and reports"
+  keys Escape; wait_for reports-back "Links →"
+  keys 5; wait_for lint "Checks ·"
+  keys Escape; wait_for lint-back "Links →"
+  keys x; wait_for review "involving"
+  keys Escape; wait_for review-back "Links →"
+  sleep 0.3; keys "?"; wait_for help "Keys (esc closes)"
+  keys Escape; sleep 0.3
 fi
 keys q
 for _ in $(seq 50); do tmux has-session -t "$session" 2>/dev/null || break; sleep 0.1; done

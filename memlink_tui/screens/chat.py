@@ -38,7 +38,7 @@ class ChatScreen(Screen):
     ChatScreen #recall { width: 1fr; border: round $panel; }
     ChatScreen #recall:focus-within { border: round $accent; }
     ChatScreen #recall-text { padding: 0 1; height: auto; color: $text-muted; }
-    ChatScreen #recall-list { height: 1fr; }
+    ChatScreen #recall-list { height: 1fr; border: none; background: transparent; }
     ChatScreen .user { color: $accent; margin-top: 1; }
     ChatScreen .assistant { margin-bottom: 1; }
     ChatScreen #status { height: auto; color: $text-muted; padding: 0 1; }

@@ -23,21 +23,35 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         lines = [f"[b]{escape(type(self.under).__name__.replace('Screen', ''))}[/b]"]
-        for binding in self._listed(self.under) + [None] + self._listed(self.app):
-            if binding is None:
-                lines.append("\n[b]Everywhere[/b]")
-                continue
-            lines.append(f"  [b]{escape(binding.key):<18}[/b] {escape(binding.description or binding.action)}")
-        lines.append("\n  [b]ctrl+p[/b]             command palette (open a note by title, panes, actions)")
-        with VerticalScroll():
+        lines += self._lines(self._listed(type(self.under), inherited=False))
+        focused = getattr(self.under, "focused", None)
+        if focused is not None and self._listed(type(focused)):
+            lines.append(f"\n[b]In the focused {escape(type(focused).__name__)}[/b]")
+            lines += self._lines(self._listed(type(focused)))
+        lines.append("\n[b]Everywhere[/b]")
+        lines += self._lines(self._listed(type(self.app), inherited=False))
+        lines.append(f"  [b]{'ctrl+p':<22}[/b] command palette (open a note by title, panes, actions, themes, provider)")
+        with VerticalScroll() as box:
+            box.border_title = "Keys (esc closes)"
             yield Static("\n".join(lines))
 
     @staticmethod
-    def _listed(node) -> list:
+    def _lines(bindings: list[Binding]) -> list[str]:
         out = []
-        for b in getattr(node, "BINDINGS", []):
-            if isinstance(b, Binding):
-                out.append(b)
-            elif isinstance(b, tuple):
-                out.append(Binding(*b))
+        for b in bindings:
+            keys = ", ".join(b.key.split(","))
+            out.append(f"  [b]{escape(keys):<22}[/b] {escape(b.description or b.action)}")
+        return out
+
+    @staticmethod
+    def _listed(cls, inherited: bool = True) -> list[Binding]:
+        """The class's own bindings, and with ``inherited`` those of its bases (a Tree's
+        cursor keys); Textual's generic screen/app keys stay out."""
+        out, seen = [], set()
+        for klass in cls.__mro__ if inherited else (cls,):
+            for b in klass.__dict__.get("BINDINGS", []):
+                b = b if isinstance(b, Binding) else Binding(*b)
+                if b.key not in seen:
+                    seen.add(b.key)
+                    out.append(b)
         return out

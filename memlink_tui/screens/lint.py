@@ -62,7 +62,9 @@ class LintScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#findings", DataTable).add_columns("severity", "note", "other", "finding")
+        table = self.query_one("#findings", DataTable)
+        for label, width in (("severity", 8), ("note", 40), ("other", 40), ("finding", 80)):
+            table.add_column(label, width=width)  # fixed: auto widths render at the header's width
         self.query_one("#checks").border_title = "Checks"
         self.set_focus(self.query_one("#checks"))
 
@@ -73,25 +75,27 @@ class LintScreen(Screen):
     async def show_location(self, uri: str | None) -> None:
         """With a note: its contradictions, ready to review; without: every check."""
         self.focus_note = uri
-        self.rerun()
-        checks = self.query_one("#checks", ListView)
-        names = [item.name for item in checks.children]
-        if uri and "contradictions" in names:
-            checks.index = names.index("contradictions")
-            self._fill("contradictions")
+        await self.rerun(select="contradictions" if uri else None)
+        if uri:
             table = self.query_one("#findings", DataTable)
             if not table.row_count:
                 self._status(f"no open contradictions involve {escape(uri)}")
-            self.set_focus(table if table.row_count else checks)
+            self.set_focus(table if table.row_count else self.query_one("#checks"))
 
-    def rerun(self) -> None:
+    async def rerun(self, select: str | None = None) -> None:
+        """Lint again (and refresh the dashboards), keeping the chosen check in view."""
+        view = self.query_one("#checks", ListView)
+        current = view.highlighted_child.name if view.highlighted_child is not None else None
         self.report = lint(self.vault, today=self.today)
         write_dashboards(self.vault, self.report)
-        view = self.query_one("#checks", ListView)
-        view.clear()
-        for check, items in sorted(self.report.by_check().items()):
-            view.append(ListItem(Label(f"{check} ({len(items)})"), name=check))
+        names = sorted(self.report.by_check())
+        await view.clear()
+        await view.extend(ListItem(Label(f"{c} ({len(self.report.by_check()[c])})"), name=c) for c in names)
         view.border_title = f"Checks · {self.report.errors} errors"
+        target = next((c for c in (select, current) if c in names), names[0] if names else None)
+        if target:
+            view.index = names.index(target)
+            self._fill(target)
 
     @on(ListView.Highlighted, "#checks")
     def _check(self, event: ListView.Highlighted) -> None:
@@ -136,7 +140,7 @@ class LintScreen(Screen):
     def _status(self, text: str) -> None:
         self.query_one("#review-status", Static).update(text)
 
-    def action_review(self, action: str, text: str | None = None) -> None:
+    async def action_review(self, action: str, text: str | None = None) -> None:
         from engine.review import review
 
         if self.pair is None:
@@ -148,7 +152,7 @@ class LintScreen(Screen):
             self._status(f"[red]{escape(str(exc))}[/red]")
             return
         self._status(escape(result.message) + "   (u undoes)")
-        self.rerun()
+        await self.rerun()
 
     def action_merge(self) -> None:
         box = self.query_one("#merge-text", Input)
@@ -156,16 +160,16 @@ class LintScreen(Screen):
         self.set_focus(box)
 
     @on(Input.Submitted, "#merge-text")
-    def _merged(self, event: Input.Submitted) -> None:
+    async def _merged(self, event: Input.Submitted) -> None:
         event.input.display = False
-        self.action_review("merge", event.value)
+        await self.action_review("merge", event.value)
         event.input.value = ""
 
-    def action_undo(self) -> None:
+    async def action_undo(self) -> None:
         from engine.review import undo
 
         try:
             self._status(escape(undo(self.vault)))
         except MemlinkError as exc:
             self._status(f"[red]{escape(str(exc))}[/red]")
-        self.rerun()
+        await self.rerun()

@@ -56,22 +56,18 @@ class ReportScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#queue").border_title = "Questions and reports"
-        self.refresh_queue()
         self.set_focus(self.query_one("#queue"))
 
     location_uri = None
 
     async def show_location(self, uri: str | None) -> None:
-        self.refresh_queue(select=uri)
-
-    def on_screen_resume(self) -> None:
-        self.refresh_queue(select=self._selected())
+        await self.refresh_queue(select=uri or self._selected())
 
     def _selected(self) -> str | None:
         item = self.query_one("#queue", ListView).highlighted_child
         return item.name if item is not None else None
 
-    def refresh_queue(self, select: str | None = None) -> None:
+    async def refresh_queue(self, select: str | None = None) -> None:
         self.vault.sync_catalog()
         rows = []
         for e in self.vault.list_notes("report_candidate"):
@@ -80,13 +76,12 @@ class ReportScreen(Screen):
         for e in self.vault.list_notes("report"):
             rows.append((2, f"report · {e.title}", e.uri))
         view = self.query_one("#queue", ListView)
-        view.clear()
         ordered = sorted(rows)
-        for _order, label, uri in ordered:
-            view.append(ListItem(Label(escape(label)), name=uri))
+        await view.clear()
+        await view.extend(ListItem(Label(escape(label)), name=uri) for _order, label, uri in ordered)
         uris = [uri for _o, _l, uri in ordered]
-        if select in uris:  # once the new items are mounted
-            self.call_after_refresh(setattr, view, "index", uris.index(select))
+        if uris:
+            view.index = uris.index(select) if select in uris else 0
 
     @on(ListView.Highlighted, "#queue")
     async def _show(self, event: ListView.Highlighted) -> None:
@@ -106,7 +101,7 @@ class ReportScreen(Screen):
             self.app.go("browser", event.item.name)
 
     def action_ask(self) -> None:
-        def asked(question: str | None) -> None:
+        async def asked(question: str | None) -> None:
             if question:
                 try:
                     note = self.vault.write_note("report_candidate", {"question": question, "status": "pending"})
@@ -114,7 +109,7 @@ class ReportScreen(Screen):
                     self.notify(str(exc), severity="error")
                     return
                 self.notify(f"added {note.uri}")
-                self.refresh_queue(select=note.uri)
+                await self.refresh_queue(select=note.uri)
 
         self.app.push_screen(AskScreen(), asked)
 
