@@ -4,7 +4,6 @@ state while you are elsewhere), the app owns navigation history, the status line
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -351,7 +350,10 @@ class MemlinkApp(App):
         self._count_queue()
 
     def _count_queue(self) -> None:
-        extracting = sum(1 for t in threading.enumerate() if t.name.startswith("extract-"))
+        chat = self.panes.get("chat")
+        if chat is not None:
+            chat.extracting[:] = [t for t in chat.extracting if t.is_alive()]
+        extracting = len(chat.extracting) if chat is not None else 0
         running = sum(1 for w in self.workers if w.group in BACKGROUND_GROUPS and not w.is_finished)
         self.queue_depth = extracting + running
 

@@ -75,7 +75,11 @@ async def test_status_line_shows_provider_vault_index_and_queue(sample):
     app = MemlinkApp(Vault.open(sample.root))
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        line = str(app.screen.query_one(StatusBar).render())
+        for _ in range(50):  # the provider check and the index load finish on their own time
+            line = str(app.screen.query_one(StatusBar).render())
+            if "LLM: rules" in line and "index fresh" in line and "queue idle" in line:
+                break
+            await pilot.pause(0.1)
         assert "LLM: rules" in line and str(sample.root.name) in line
         assert "index fresh · 72 notes" in line and "queue idle" in line
         app.queue_depth = 2

@@ -52,6 +52,7 @@ class ChatScreen(Screen):
         self.chat: ChatSession | None = None
         self.about: str | None = None  # a note the next messages ask about
         self.related: list = []  # search hits for the last message, shown under recall
+        self.extracting: list = []  # background extraction threads (the status line counts them)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -187,7 +188,7 @@ class ChatScreen(Screen):
             self.app.call_from_thread(answer.update, f"[red]{escape(str(exc))}[/red]")
             return
         self.app.call_from_thread(self.query_one("#transcript", VerticalScroll).scroll_end, animate=False)
-        chat.extract_in_background(lambda report: self.app.call_from_thread(self._extracted, report))
+        self.extracting.append(chat.extract_in_background(lambda report: self.app.call_from_thread(self._extracted, report)))
         if chat.session not in self._sessions:
             self.app.call_from_thread(self.load_sessions)
 
