@@ -160,7 +160,7 @@ class MemlinkApp(App):
         base = self.screen_stack[0]
         return Location(self.current_mode, getattr(base, "location_uri", None))
 
-    def go(self, pane: str, uri: str | None = None, *, record: bool = True) -> None:
+    def go(self, pane: str, uri: str | None = None, *, record: bool = True, then=None) -> None:
         """Show ``pane`` (at note ``uri`` when given), remembering where we were."""
         if self.vault is None:
             return
@@ -173,9 +173,9 @@ class MemlinkApp(App):
         here = self.location()
         if record and here is not None and here != target:
             self.history.visit(here)
-        self.run_worker(self._show(target), group="navigate")
+        self.run_worker(self._show(target, then), group="navigate")
 
-    async def _show(self, target: Location) -> None:
+    async def _show(self, target: Location, then=None) -> None:
         while len(self.screen_stack) > 1 and isinstance(self.screen, ModalScreen):
             self.pop_screen()
         if self.current_mode != target.pane:
@@ -184,6 +184,8 @@ class MemlinkApp(App):
         await screen.show_location(target.uri)
         if target.uri and target.pane in ("browser", "graph"):
             self.current_note = target.uri
+        if then is not None:
+            then(screen)  # e.g. start a new session once the chat pane is up
 
     def open_note(self, uri: str) -> None:
         """Show ``uri`` in the memory browser, from wherever the user is."""
@@ -244,12 +246,10 @@ class MemlinkApp(App):
         self.push_screen(ImportScreen(self.vault), done)
 
     def action_new_session(self) -> None:
-        self.go("chat")
-        self.call_after_refresh(lambda: self.panes["chat"].action_new_session())
+        self.go("chat", then=lambda chat: chat.action_new_session())
 
     def action_dream(self) -> None:
-        self.go("reports")
-        self.call_after_refresh(lambda: self.panes["reports"].action_dream())
+        self.go("reports", then=lambda reports: reports.action_dream())
 
     def action_help(self) -> None:
         from .screens.help import HelpScreen

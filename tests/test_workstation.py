@@ -168,6 +168,11 @@ async def test_palette_runs_actions_new_session_and_lint(sample):
         await settle(app, pilot)
         assert isinstance(app.screen, LintScreen) and app.screen.report is not None
         assert (sample.root / "dashboards" / "digest.json").is_file()
+        await palette(pilot, "Run dream")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ReportScreen)
+        assert "report(s) written" in str(app.screen.query_one("#dream-status").render())
+        assert (sample.root / "DREAMS.md").is_file()
 
 
 async def test_first_run_offers_an_empty_vault_or_the_demo(tmp_path):
