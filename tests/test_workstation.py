@@ -255,3 +255,72 @@ async def test_the_note_tree_pages_big_groups():
         assert tree.cursor_node.data == deep
         assert len(branch.children) <= PAGE + 2, "a far jump shows a page around the note"
         assert branch.children[0].data.startswith("\0")  # "… earlier"
+
+
+async def test_link_two_notes_from_the_browser_then_remove_the_link(sample):
+    from widgets import LinkTable
+
+    source, target = "preferences/coffee.md", "entities/hangzhou.md"
+    assert not [l for l in sample.get_file_links(source, "links") if l.to_uri == target]
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.go("browser", source)
+        await settle(app, pilot)
+        await pilot.press("k")
+        await pilot.pause()
+        await pilot.press(*"hangzhou")
+        await pilot.press("tab", "tab", "tab")  # matches, type, weight
+        app.screen.query_one("#link-weight", Input).value = "0.4"
+        app.screen.query_one("#link-why", Input).value = "bought on the trip"
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        assert isinstance(app.screen, BrowserScreen)
+        made = [l for l in sample.get_file_links(source, "links") if l.to_uri == target]
+        assert len(made) == 1 and made[0].weight == 0.4 and made[0].description == "bought on the trip"
+        assert [l for l in sample.get_file_links(target, "backlinks") if l.from_uri == source]
+        table = app.screen.query_one(LinkTable)
+        await pilot.press("l")
+        row = next(i for i, l in enumerate(table._links) if l.id == made[0].id)
+        table.move_cursor(row=row)
+        await pilot.press("delete")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert not [l for l in sample.get_file_links(source, "links") if l.to_uri == target]
+        assert not [l for l in sample.get_file_links(target, "backlinks") if l.from_uri == source]
+
+
+async def test_a_bad_weight_writes_nothing(sample):
+    source = "preferences/coffee.md"
+    before = sample.get_file_links(source, "both")
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.go("browser", source)
+        await settle(app, pilot)
+        await pilot.press("k")
+        await pilot.pause()
+        await pilot.press(*"hangzhou")
+        app.screen.query_one("#link-weight", Input).value = "7"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert "weight" in str(app.screen.query_one("#link-error").render()).lower()
+    assert sample.get_file_links(source, "both") == before
+
+
+async def test_edit_a_note_in_the_editor_and_see_it_reread(sample, tmp_path, monkeypatch):
+    editor = tmp_path / "editor.sh"
+    editor.write_text("#!/bin/sh\nprintf '\\nAlso likes a cortado on Fridays.\\n' >> \"$1\"\n")
+    editor.chmod(0o755)
+    monkeypatch.setenv("VISUAL", str(editor))
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.go("browser", "preferences/coffee.md")
+        await settle(app, pilot)
+        await pilot.press("e")
+        await settle(app, pilot)
+        body = app.screen.query_one("#note-body").source
+        assert "cortado on Fridays" in body
+    assert "cortado on Fridays" in sample.read_note("preferences/coffee.md").body

@@ -62,6 +62,12 @@ class LinkTable(DataTable):
             return None
         return self._targets[self.cursor_row]
 
+    @property
+    def selected_link(self) -> StoredLink | None:
+        if not self._links or self.cursor_row < 0 or self.cursor_row >= len(self._links):
+            return None
+        return self._links[self.cursor_row]
+
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """Show the highlighted link's full details under the table."""
         if 0 <= event.cursor_row < len(self._links):

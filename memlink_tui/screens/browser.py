@@ -27,6 +27,9 @@ class BrowserScreen(Screen):
         Binding("g", "graph", "Graph"),
         Binding("x", "contradictions", "Contradictions"),
         Binding("a", "ask", "Ask in chat"),
+        Binding("k", "link", "Link to…"),
+        Binding("delete", "unlink", "Remove link", show=False),
+        Binding("e", "edit", "Edit"),
         Binding("i", "app.import_file", "Import"),
     ]
 
@@ -94,6 +97,67 @@ class BrowserScreen(Screen):
     def action_ask(self) -> None:
         if self._need_note():
             self.app.go("chat", self.current)
+
+    def action_link(self) -> None:
+        """Link the open note to another (both sides written at once)."""
+        if not self._need_note():
+            return
+        from .link_editor import LinkEditor
+
+        async def linked(target: str | None) -> None:
+            if target:
+                self.notify(f"linked to {target}", timeout=3)
+                await self.open_note(self.current)
+
+        self.app.push_screen(LinkEditor(self.vault, self.current), linked)
+
+    def action_unlink(self) -> None:
+        """Remove the highlighted link in the links table, on both sides, after a yes."""
+        table = self.query_one(LinkTable)
+        link = table.selected_link
+        if not table.has_focus or link is None:
+            self.notify("Highlight a link in the links table (l) first.", timeout=3)
+            return
+        from .link_editor import Confirm
+
+        source, target = (link.from_uri, link.to_uri)
+
+        async def answered(yes: bool | None) -> None:
+            if not yes:
+                return
+            try:
+                self.vault.unlink(source, target, link.link_type)
+            except MemlinkError as exc:
+                self.notify(str(exc), title="Link not removed", severity="error")
+                return
+            self.notify(f"removed {link.link_type.value} {source} → {target}", timeout=3)
+            await self.open_note(self.current)
+
+        self.app.push_screen(Confirm(f"Remove the {link.link_type.value} link {source} → {target} on both sides?"), answered)
+
+    def action_edit(self) -> None:
+        """Edit the note's file in $VISUAL / $EDITOR; memlink re-reads it afterwards."""
+        import os
+        import shlex
+        import subprocess
+
+        from textual.app import SuspendNotSupported
+
+        if not self._need_note():
+            return
+        editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+        path = self.vault.path(self.current)
+        try:
+            with self.app.suspend():
+                code = subprocess.call([*editor, str(path)])
+        except SuspendNotSupported:  # no terminal to hand over (tests, web): run it as is
+            code = subprocess.call([*editor, str(path)])
+        except OSError as exc:
+            self.notify(f"cannot run {editor[0]}: {exc}", title="Editor", severity="error")
+            return
+        if code != 0:
+            self.notify(f"{editor[0]} exited with {code}", severity="warning")
+        self.action_reload()
 
     def action_focus(self, which: str) -> None:
         # set_focus is immediate, so a key typed right after (l, enter) reaches the new pane.

@@ -1,0 +1,142 @@
+"""`k` in the browser: link the open note to another one. Type part of the target's
+title (↓/↑ pick among matches), choose the link type, weight, the words in this note
+the link hangs on (optional) and why; enter writes the link on both sides at once.
+Dismisses with the target's URI, or None."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, OptionList, Select, Static
+from textual.widgets.option_list import Option
+
+from engine import LinkType, MemlinkError, Vault
+
+MATCHES = 8
+
+
+class LinkEditor(ModalScreen[str | None]):
+    DEFAULT_CSS = """
+    LinkEditor { align: center middle; }
+    LinkEditor > Vertical { width: 90; height: auto; border: round $accent; background: $surface; padding: 0 1; }
+    LinkEditor #link-matches { height: auto; max-height: 10; }
+    LinkEditor Horizontal { height: auto; }
+    LinkEditor Label { padding: 1 1 0 0; }
+    LinkEditor #link-type { width: 24; }
+    LinkEditor #link-weight { width: 10; }
+    LinkEditor #link-error { color: $error; height: auto; }
+    """
+    BINDINGS = [
+        Binding("escape", "dismiss(None)", "Cancel"),
+        Binding("ctrl+s", "save", "Write the link", priority=True),
+    ]
+
+    def __init__(self, vault: Vault, source: str):
+        super().__init__()
+        self.vault = vault
+        self.source = source
+        self.entries = sorted((e for e in vault.list_notes() if e.uri != source), key=lambda e: e.title.lower())
+        self.target: str | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Input(placeholder="target note: type part of its title", id="link-target")
+            yield OptionList(id="link-matches")
+            with Horizontal():
+                yield Label("type")
+                yield Select([(t.value, t.value) for t in LinkType], value=LinkType.RELATED_TO.value,
+                             allow_blank=False, id="link-type")
+                yield Label("weight")
+                yield Input("0.7", id="link-weight")
+            yield Input(placeholder="anchor: words in this note the link hangs on (optional)", id="link-anchor")
+            yield Input(placeholder="why: one line on what the link means (optional)", id="link-why")
+            yield Static("", id="link-error")
+            yield Static("[dim]tab moves between fields · enter or ctrl+s writes the link · esc cancels[/dim]")
+
+    def on_mount(self) -> None:
+        title = self.vault.catalog().get(self.source)
+        self.query_one(Vertical).border_title = f"Link {title.title if title else self.source} →"
+        self._match("")
+
+    @on(Input.Changed, "#link-target")
+    def _typed(self, event: Input.Changed) -> None:
+        self._match(event.value)
+
+    def _match(self, text: str) -> None:
+        words, whole = text.lower().split(), text.strip().lower()
+
+        def rank(e) -> int:  # the exact title first, then titles starting with it, then the rest
+            title = e.title.lower()
+            return 0 if title == whole else 1 if title.startswith(whole) else 2 if all(w in title for w in words) else 3
+
+        found = sorted((e for e in self.entries if all(w in e.title.lower() or w in e.uri for w in words)), key=rank)[:MATCHES]
+        matches = self.query_one("#link-matches", OptionList)
+        matches.clear_options()
+        matches.add_options(Option(f"{escape(e.title)}  [dim]{e.memory_type} · {escape(e.uri)}[/dim]", id=e.uri)
+                            for e in found)
+        self.target = found[0].uri if found else None
+        if found:
+            matches.highlighted = 0
+
+    @on(OptionList.OptionHighlighted, "#link-matches")
+    def _picked(self, event: OptionList.OptionHighlighted) -> None:
+        self.target = event.option.id
+
+    def on_key(self, event) -> None:
+        """↓/↑ in the target field move through the matches."""
+        if self.focused is self.query_one("#link-target") and event.key in ("down", "up"):
+            matches = self.query_one("#link-matches", OptionList)
+            if event.key == "down":
+                matches.action_cursor_down()
+            else:
+                matches.action_cursor_up()
+            event.stop()
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        self.action_save()
+
+    def _fail(self, text: str) -> None:
+        self.query_one("#link-error", Static).update(escape(text))
+
+    def action_save(self) -> None:
+        if not self.target:
+            self._fail("no note matches the target; type part of its title")
+            return
+        try:
+            weight = float(self.query_one("#link-weight", Input).value)
+        except ValueError:
+            self._fail("weight must be a number between 0 and 1")
+            return
+        anchor = self.query_one("#link-anchor", Input).value.strip() or None
+        try:
+            self.vault.link(self.source, self.target, str(self.query_one("#link-type", Select).value),
+                            weight=weight, match_text=anchor, description=self.query_one("#link-why", Input).value.strip())
+        except (MemlinkError, ValueError) as exc:  # bad weight, unknown note, …: nothing was written
+            self._fail(str(exc).splitlines()[0])
+            return
+        self.dismiss(self.target)
+
+
+class Confirm(ModalScreen[bool]):
+    """y / enter confirms, n / esc cancels."""
+
+    DEFAULT_CSS = """
+    Confirm { align: center middle; }
+    Confirm > Static { width: 80; height: auto; border: round $warning; background: $surface; padding: 1 2; }
+    """
+    BINDINGS = [
+        Binding("y,enter", "dismiss(True)", "Yes"),
+        Binding("n,escape", "dismiss(False)", "No"),
+    ]
+
+    def __init__(self, question: str):
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"{escape(self.question)}\n\n[b]y[/b] yes   [b]n[/b] no")
