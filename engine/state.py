@@ -26,14 +26,16 @@ class AtomicJSONStorage(Storage):
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._text: str | None = None  # the shard's JSON as last read or written
-        self._stamp: tuple[int, int] | None = None
+        self._stamp: tuple[int, ...] | None = None
 
-    def _disk_stamp(self) -> tuple[int, int] | None:
+    def _disk_stamp(self) -> tuple[int, ...] | None:
+        # Every atomic write is a rename to a new inode: with the inode and ctime in the
+        # stamp a same-size rewrite by another process is seen even on coarse mtimes.
         try:
             st = self.path.stat()
         except FileNotFoundError:
             return None
-        return (st.st_mtime_ns, st.st_size)
+        return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
     def read(self) -> dict | None:
         # Each read parses the cached text: callers get their own copy to mutate, at the
@@ -59,7 +61,9 @@ class AtomicJSONStorage(Storage):
     def write(self, data: dict) -> None:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         atomic_write_text(self.path, text)
-        self._text, self._stamp = text, self._disk_stamp()
+        # Not cached: another process may replace the file between our rename and a stat,
+        # and caching our text under its stamp would hide its write. The next read parses.
+        self._text, self._stamp = None, None
 
     def close(self) -> None:
         pass

@@ -134,7 +134,8 @@ class Vault:
                 self.warnings += problems
                 if replayed:
                     self.links_version += 1
-                    self._catalog = None
+                    with self._catalog_lock:
+                        self._catalog = None
             yield
         finally:
             self._lock.release()
@@ -326,9 +327,11 @@ class Vault:
                 extra.append(RemoveLegacy(folder=from_folder, entry_id=old.id, from_uri=from_uri, to_uri=to_uri))
         return merged, extra
 
-    def unlink(self, from_uri: str, to_uri: str, link_type: LinkType | str | None = None) -> int:
-        """Remove the links from ``from_uri`` to ``to_uri`` (of one type, or all) on both
-        sides. Returns how many were removed; none found is an error."""
+    def unlink(self, from_uri: str, to_uri: str, link_type: LinkType | str | None = None,
+               link_id: str | None = None) -> int:
+        """Remove the links from ``from_uri`` to ``to_uri`` (of one type, or all; or just the
+        one with ``link_id``) on both sides. Returns how many were removed; none found is an
+        error."""
         from_uri, to_uri = normalize_uri(from_uri), normalize_uri(to_uri)
         if link_type is not None:
             try:
@@ -340,6 +343,7 @@ class Vault:
                 l
                 for l in self.get_file_links(from_uri, "links")
                 if l.to_uri == to_uri and (link_type is None or l.link_type == link_type)
+                and (link_id is None or l.id == link_id)
             ]
             if not targets:
                 what = f"{link_type.value} link" if link_type else "link"
@@ -463,12 +467,17 @@ class Vault:
         catalog = self._catalog
         if catalog is None:
             with self._catalog_lock:
-                catalog = self._stored = CatalogStore(self.state).load()  # sync_catalog reuses it
+                catalog = self._catalog
+                if catalog is None:
+                    catalog = self._stored = CatalogStore(self.state).load()  # sync_catalog reuses it
         return [e for e in catalog.values() if not e.error]
 
     def catalog(self) -> dict[str, CatalogEntry]:
         catalog = self._catalog
-        return catalog if catalog is not None else self.sync_catalog()
+        if catalog is None:
+            with self._catalog_lock:  # another thread may have synced while we waited
+                catalog = self._catalog if self._catalog is not None else self._sync_catalog()
+        return catalog
 
     def list_notes(self, memory_type: str | None = None) -> list[CatalogEntry]:
         return [
@@ -480,14 +489,18 @@ class Vault:
         st = path.stat()
         entry = CatalogEntry(note.uri, note.memory_type, self.title(note), note.created_at, note.updated_at,
                              st.st_mtime_ns, st.st_size, content_hash(path.read_bytes()), superseded="valid_until" in note.extra)
-        if self._catalog is not None:
-            self._catalog[note.uri] = entry
-        CatalogStore(self.state).put(entry)
+        # Copy on write under the lock: a sync in a worker must not lose this entry, and
+        # readers iterating the previous dict (the UI thread) never see it change.
+        with self._catalog_lock:
+            if self._catalog is not None:
+                self._catalog = {**self._catalog, note.uri: entry}
+            CatalogStore(self.state).put(entry)
 
     def _catalog_drop(self, uri: str) -> None:
-        if self._catalog is not None:
-            self._catalog.pop(uri, None)
-        CatalogStore(self.state).drop(uri)
+        with self._catalog_lock:
+            if self._catalog is not None:
+                self._catalog = {u: e for u, e in self._catalog.items() if u != uri}
+            CatalogStore(self.state).drop(uri)
 
     def _notify(self, event: str, uri: str) -> None:
         for listener in list(self.listeners):

@@ -4,6 +4,7 @@ state while you are elsewhere), the app owns navigation history, the status line
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -51,17 +52,22 @@ class History:
             del self.back[: -self.limit]
         self.forward.clear()
 
-    def go_back(self, here: Location) -> Location | None:
-        if not self.back:
-            return None
-        self.forward.append(here)
-        return self.back.pop()
+    def go_back(self, here: Location, alive=lambda loc: True) -> Location | None:
+        """The previous location still there (notes deleted since are skipped)."""
+        while self.back:
+            target = self.back.pop()
+            if alive(target) and target != here:
+                self.forward.append(here)
+                return target
+        return None
 
-    def go_forward(self, here: Location) -> Location | None:
-        if not self.forward:
-            return None
-        self.back.append(here)
-        return self.forward.pop()
+    def go_forward(self, here: Location, alive=lambda loc: True) -> Location | None:
+        while self.forward:
+            target = self.forward.pop()
+            if alive(target) and target != here:
+                self.back.append(here)
+                return target
+        return None
 
 
 class MemlinkApp(App):
@@ -92,6 +98,8 @@ class MemlinkApp(App):
         self.vault_path = vault.root if vault else vault_path
         self.settings = settings or SettingsFile()
         self.history = History()
+        self._nav_lock = asyncio.Lock()
+        self._provider_generation = 0
         self.current_note: str | None = None
         self.provider = None
         self.health = None
@@ -104,6 +112,7 @@ class MemlinkApp(App):
     def on_mount(self) -> None:
         wanted = self.settings.settings.theme or DEFAULT_THEME
         self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
+        self._applied_theme = self.theme  # what startup applied: not a choice to save
         self.theme_changed_signal.subscribe(self, self._remember_theme)
         for problem in self._theme_problems + ([self.settings.error] if self.settings.error else []):
             self.notify(problem, title="Settings", severity="warning", timeout=10)
@@ -169,11 +178,37 @@ class MemlinkApp(App):
             if uri is None:
                 self.notify("The vault has no notes to graph yet.", timeout=3)
                 return
-        target = Location(pane, uri)
-        here = self.location()
-        if record and here is not None and here != target:
-            self.history.visit(here)
-        self.run_worker(self._show(target, then), group="navigate")
+        self.run_worker(self._navigate("go", Location(pane, uri), record, then), group="navigate")
+
+    async def _navigate(self, how: str, target: Location | None = None, record: bool = True, then=None) -> None:
+        """One navigation at a time, in order: "here" is read when the previous one has
+        finished, and a step is recorded only if the screen really moved."""
+        async with self._nav_lock:
+            here = self.location()
+            if how == "back":
+                target = self.history.go_back(here, alive=self._alive) if here else None
+                if target is None:
+                    if here is not None and here.pane != "browser":
+                        target, how = Location("browser"), "home"  # the browser is home; not a step
+                    else:
+                        self.notify("Nothing to go back to.", timeout=2)
+                        return
+            elif how == "forward":
+                target = self.history.go_forward(here, alive=self._alive) if here else None
+                if target is None:
+                    return
+            try:
+                await self._show(target, then)
+            except Exception as exc:  # a pane that cannot show must not take the app down
+                self.notify(str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                            title=f"Cannot open {target.pane}", severity="error")
+                return
+            blank = here is not None and here.pane == "browser" and here.uri is None  # nothing open yet
+            if how == "go" and record and here is not None and not blank and self.location() != here:
+                self.history.visit(here)
+
+    def _alive(self, location: Location) -> bool:
+        return location.uri is None or self.vault.exists(location.uri)
 
     async def _show(self, target: Location, then=None) -> None:
         while len(self.screen_stack) > 1 and isinstance(self.screen, ModalScreen):
@@ -203,21 +238,12 @@ class MemlinkApp(App):
         self.go(pane)
 
     def action_back(self) -> None:
-        here = self.location()
-        target = self.history.go_back(here) if here else None
-        if target is None:
-            if here is not None and here.pane != "browser":
-                self.go("browser", record=False)  # the browser is home
-            else:
-                self.notify("Nothing to go back to.", timeout=2)
-            return
-        self.run_worker(self._show(target), group="navigate")
+        if self.vault is not None:
+            self.run_worker(self._navigate("back"), group="navigate")
 
     def action_forward(self) -> None:
-        here = self.location()
-        target = self.history.go_forward(here) if here else None
-        if target is not None:
-            self.run_worker(self._show(target), group="navigate")
+        if self.vault is not None:
+            self.run_worker(self._navigate("forward"), group="navigate")
 
     def action_search(self) -> None:
         from .screens.search import SearchScreen
@@ -259,6 +285,9 @@ class MemlinkApp(App):
 
     # -- themes ---------------------------------------------------------------------------------
     def _remember_theme(self, theme) -> None:
+        if theme.name == self._applied_theme:
+            return
+        self._applied_theme = theme.name
         if not self.settings.update(theme=theme.name):
             self.notify(self.settings.error or "settings not saved", severity="warning")
 
@@ -278,16 +307,22 @@ class MemlinkApp(App):
             self.notify(self.settings.error or "settings not saved", severity="warning")
         self.check_provider()
 
-    @work(thread=True, exclusive=True, group="provider")
     def check_provider(self) -> None:
         """Which LLM provider is active and why: in the status line and a notification."""
+        self._provider_generation += 1
+        self.provider_line = "LLM: checking…"
+        self._check_provider(self._provider_generation, self.vault.config.llm)
+
+    @work(thread=True, group="provider")
+    def _check_provider(self, generation: int, config) -> None:
         from engine.llm.select import provider_status
 
-        self.call_from_thread(setattr, self, "provider_line", "LLM: checking…")
-        provider, health = provider_status(self.vault.config.llm)
-        self.call_from_thread(self._provider_ready, provider, health)
+        provider, health = provider_status(config)
+        self.call_from_thread(self._provider_ready, provider, health, generation)
 
-    def _provider_ready(self, provider, health) -> None:
+    def _provider_ready(self, provider, health, generation: int) -> None:
+        if generation != self._provider_generation:
+            return  # a slower, older check (thread workers cannot be cancelled)
         self.provider, self.health = (provider if health.ok else None), health
         if health.provider == "rules":
             # The short reason; the notification carries the whole line with what to do.
@@ -296,8 +331,11 @@ class MemlinkApp(App):
         else:
             state = "" if health.ok else " — unavailable"
             self.provider_line = f"LLM: ollama {self.vault.config.llm.model}{state}"
+        detail = health.detail
+        if health.provider == "rules" and self.settings.settings.llm_provider == "rules":
+            detail = f"zero-LLM rules provider (chosen in the app, saved in {self.settings.path})"
         severity = "information" if health.ok else "warning"
-        self.notify(health.detail, title=f"LLM: {health.provider}", severity=severity, timeout=6)
+        self.notify(detail, title=f"LLM: {health.provider}", severity=severity, timeout=6)
         chat = self.panes.get("chat")
         if chat is not None:
             chat.provider_changed()

@@ -10,7 +10,7 @@ from typing import Literal, Optional
 
 import yaml
 from platformdirs import user_config_path
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from engine.atomic import atomic_write_text
 
@@ -29,27 +29,40 @@ class Settings(BaseModel):
 
 
 class SettingsFile:
-    """Load once; ``save`` refuses to touch a file that could not be read."""
+    """Load once; ``update`` re-reads the file and changes only the keys it is given (so
+    edits made by hand meanwhile survive), and never touches a file it cannot read."""
 
     def __init__(self, path: Path | None = None):
         self.path = path or config_dir() / "settings.yaml"
         self.error: str | None = None
-        self.settings = Settings()
+        self.settings = self._read()
+
+    def _read(self) -> Settings:
         try:
             raw = yaml.safe_load(self.path.read_text(encoding="utf-8"))
-            self.settings = Settings.model_validate(raw or {})
+            settings = Settings.model_validate(raw or {})
         except FileNotFoundError:
-            pass
-        except (OSError, yaml.YAMLError, ValidationError) as exc:
+            settings = Settings()
+        except (OSError, ValueError, yaml.YAMLError) as exc:  # ValueError: bad UTF-8, bad keys
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             self.error = f"{self.path}: unreadable settings ({first}); using defaults and not saving"
+            settings = Settings()
+        return settings
 
     def update(self, **changes) -> bool:
-        """Apply and save; False (nothing written) when the file on disk was unreadable."""
+        """Apply and save; False (and ``error`` says why) when nothing could be written."""
+        if not self.error:
+            on_disk = self._read()
+            if not self.error:
+                self.settings = on_disk
         self.settings = self.settings.model_copy(update=changes)
         if self.error:
             return False
-        data = self.settings.model_dump(exclude_none=True)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.path, yaml.safe_dump(data, sort_keys=True, allow_unicode=True))
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.path, yaml.safe_dump(self.settings.model_dump(exclude_none=True),
+                                                        sort_keys=True, allow_unicode=True))
+        except OSError as exc:
+            self.error = f"{self.path}: settings not saved ({exc})"
+            return False
         return True

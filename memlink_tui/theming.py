@@ -37,20 +37,44 @@ class ThemeFile(BaseModel):
     variables: dict[str, str] = Field(default_factory=dict)
 
 
-def _colour_fields(spec: ThemeFile) -> list[str]:
-    names = ["primary", "secondary", "accent", "warning", "error", "success", "foreground", "background",
-             "surface", "panel", "boost"]
-    return [getattr(spec, n) for n in names if getattr(spec, n)]
+TEXT_STYLES = {"none", "bold", "italic", "underline", "reverse", "strike", "dim", "blink", "not"}
+
+
+def _check_variable(name: str, value: str) -> None:
+    """Theme variables are colours, except the *-text-style ones (words like bold)."""
+    if name.endswith("text-style"):
+        if not value.split() or not set(value.split()) <= TEXT_STYLES:
+            raise ValueError(f"variables.{name}: {value!r} is not a text style ({', '.join(sorted(TEXT_STYLES))})")
+    else:
+        try:
+            Color.parse(value)
+        except ColorParseError:
+            raise ValueError(f"variables.{name}: {value!r} is not a colour") from None
 
 
 def load_theme(path: Path) -> Theme:
-    """One theme file → a Textual theme; ValueError with the file and reason if bad."""
+    """One theme file → a Textual theme; ValueError with the file, the field and why."""
     try:
         spec = ThemeFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
-        for value in _colour_fields(spec):
-            Color.parse(value)
-    except (OSError, yaml.YAMLError, ValidationError, ColorParseError) as exc:
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "file"
+        raise ValueError(f"{path.name}: {where}: {first['msg']}") from None
+    except (OSError, ValueError, yaml.YAMLError) as exc:
         raise ValueError(f"{path.name}: {str(exc).strip().splitlines()[0]}") from None
+    for field in ("primary", "secondary", "accent", "warning", "error", "success", "foreground", "background",
+                  "surface", "panel", "boost"):
+        value = getattr(spec, field)
+        if value:
+            try:
+                Color.parse(value)
+            except ColorParseError:
+                raise ValueError(f"{path.name}: {field}: {value!r} is not a colour") from None
+    for name, value in spec.variables.items():
+        try:
+            _check_variable(name, value)
+        except ValueError as exc:
+            raise ValueError(f"{path.name}: {exc}") from None
     return Theme(**spec.model_dump())
 
 

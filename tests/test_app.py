@@ -7,6 +7,13 @@ from memlink_tui.screens.browser import BrowserScreen
 from widgets import LinkTable, NoteTree, NoteView
 
 
+async def settle(app, pilot) -> None:
+    """Navigation runs in workers (one at a time): wait for them, then for the screen."""
+    for _ in range(3):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+
 def first_note_with_outgoing_links(vault) -> str:
     for entry in sorted(vault.list_notes(), key=lambda e: e.uri):
         if vault.get_file_links(entry.uri, "links"):
@@ -17,7 +24,7 @@ def first_note_with_outgoing_links(vault) -> str:
 async def test_open_sample_vault_and_follow_a_link_by_keyboard(sample):
     app = MemlinkApp(sample)
     async with app.run_test(size=(140, 45)) as pilot:
-        await pilot.pause()
+        await settle(app, pilot)
         screen = app.screen
         assert isinstance(screen, BrowserScreen)
         tree = screen.query_one(NoteTree)
@@ -28,12 +35,12 @@ async def test_open_sample_vault_and_follow_a_link_by_keyboard(sample):
         branch = next(n for n in tree.root.children if str(n.label).startswith(f"{mtype} "))
         tree.move_cursor(branch)
         await pilot.press("space")
-        await pilot.pause()
+        await settle(app, pilot)
         leaf = next(n for n in branch.children if n.data == start)
         while tree.cursor_node is not leaf:
             await pilot.press("down")
         await pilot.press("enter")
-        await pilot.pause()
+        await settle(app, pilot)
         assert screen.current == start
         table = screen.query_one(LinkTable)
         assert table.row_count == len(sample.get_file_links(start, "both"))
@@ -43,15 +50,15 @@ async def test_open_sample_vault_and_follow_a_link_by_keyboard(sample):
         outgoing = sample.get_file_links(start, "links")[0]
         assert target == outgoing.to_uri  # outgoing links are listed first, strongest first
         await pilot.press("enter")
-        await pilot.pause()
+        await settle(app, pilot)
         assert screen.current == target
         view = screen.query_one(NoteView)
         assert sample.title(sample.read_note(target)) in str(view.query_one("#note-meta").render())
         await pilot.press("backspace")
-        await pilot.pause()
+        await settle(app, pilot)
         assert screen.current == start
         await pilot.press("f")
-        await pilot.pause()
+        await settle(app, pilot)
         assert screen.current == target
 
 

@@ -238,3 +238,40 @@ def test_a_sidecar_with_a_path_outside_the_vault_is_rejected(vault):
     with pytest.raises(SidecarError, match="contains '..'"):
         vault.delete_note(a.uri)
     assert vault.exists(a.uri)  # nothing happened: the change was refused before it began
+
+
+def test_unlink_by_id_removes_only_that_link(vault):
+    a, b = make_pair(vault)
+    first = vault.link(b.uri, a.uri, "related_to", weight=0.4, t_line_ranges="1")
+    other = vault.link(b.uri, a.uri, "related_to", weight=0.8, t_line_ranges="2")
+    assert first.id != other.id
+    assert vault.unlink(b.uri, a.uri, "related_to", link_id=first.id) == 1
+    assert [l.id for l in vault.get_file_links(b.uri, "links")] == [other.id]
+    assert [l.id for l in vault.get_file_links(a.uri, "backlinks")] == [other.id]
+
+
+def test_a_note_written_during_a_catalog_sync_is_not_lost(vault, monkeypatch):
+    import threading
+    import time
+
+    from engine.catalog import CatalogStore
+
+    a, _b = make_pair(vault)
+    vault.sync_catalog()
+    walk = type(vault).iter_vault_files
+    started = threading.Event()
+
+    def slow_walk(self):
+        for item in walk(self):
+            started.set()
+            time.sleep(0.05)
+            yield item
+
+    monkeypatch.setattr(type(vault), "iter_vault_files", slow_walk)
+    syncing = threading.Thread(target=vault.sync_catalog)
+    syncing.start()
+    started.wait(5)
+    note = vault.write_note("entity", {"name": "Written mid-sync", "kind": "thing", "content": "x"})
+    syncing.join(10)
+    assert note.uri in vault.catalog()
+    assert note.uri in CatalogStore(vault.state).load()

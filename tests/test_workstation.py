@@ -32,10 +32,17 @@ async def settle(app, pilot) -> None:
 
 
 async def palette(pilot, text: str) -> None:
+    """Open the palette, type, wait until the first hit is ours, press enter."""
+    from textual.command import CommandList
+
     await pilot.press("ctrl+p")
     await pilot.pause()
     await pilot.press(*text)
-    await pilot.pause(0.5)
+    results = pilot.app.screen.query_one(CommandList)
+    for _ in range(100):  # the providers answer asynchronously
+        await pilot.pause(0.05)
+        if results.option_count and text.lower() in str(results.get_option_at_index(0).prompt).lower():
+            break
     await pilot.press("enter")
 
 
@@ -324,3 +331,97 @@ async def test_edit_a_note_in_the_editor_and_see_it_reread(sample, tmp_path, mon
         body = app.screen.query_one("#note-body").source
         assert "cortado on Fridays" in body
     assert "cortado on Fridays" in sample.read_note("preferences/coffee.md").body
+
+
+async def test_history_skips_deleted_notes_and_counts_only_real_moves(sample):
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("1")  # already in the browser: not a step
+        await settle(app, pilot)
+        assert app.history.back == []
+        for uri in ("preferences/coffee.md", "entities/hangzhou.md", "entities/mochi.md"):
+            app.go("browser", uri)
+            await settle(app, pilot)
+        assert [l.uri for l in app.history.back] == ["preferences/coffee.md", "entities/hangzhou.md"]
+        sample.delete_note("entities/hangzhou.md")
+        app.action_back()
+        app.action_back()  # queued: runs after the first one finished, finds nothing left
+        await settle(app, pilot)
+        assert app.screen.current == "preferences/coffee.md"  # hangzhou is gone: skipped
+        assert app.history.back == [] and [l.uri for l in app.history.forward] == ["entities/mochi.md"]
+        app.action_forward()
+        await settle(app, pilot)
+        assert app.screen.current == "entities/mochi.md"
+
+
+async def test_asking_about_a_note_ends_with_a_new_session_or_when_the_note_is_gone(sample):
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.go("browser", "preferences/coffee.md")
+        await settle(app, pilot)
+        await pilot.press("a")
+        await settle(app, pilot)
+        chat = app.screen
+        assert chat.about == "preferences/coffee.md"
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        assert chat.about is None and "Ask about" not in chat.query_one("#message", Input).placeholder
+        await pilot.press("escape")
+        await settle(app, pilot)
+        await pilot.press("a")
+        await settle(app, pilot)
+        assert chat.about == "preferences/coffee.md"
+        sample.delete_note("preferences/coffee.md")
+        await pilot.press(*"still there?", "enter")  # rules provider: no reply, but nothing breaks
+        await settle(app, pilot)
+        assert chat.about is None
+        assert any("no longer exists" in n.message for n in app._notifications)
+
+
+async def test_settings_are_not_rewritten_at_start_and_hand_edits_survive(sample):
+    path = config_dir() / "settings.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# my settings\ntheme: memlink-light\n")
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert app.theme == "memlink-light"
+        assert path.read_text() == "# my settings\ntheme: memlink-light\n", "startup must not save"
+        path.write_text("theme: memlink-light\nllm_provider: rules\n")  # edited by hand meanwhile
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+    assert yaml.safe_load(path.read_text()) == {"theme": "memlink-terminal", "llm_provider": "rules"}
+
+
+async def test_an_unwritable_settings_folder_or_bad_bytes_never_crash_the_app(sample, tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("MEMLINK_CONFIG_HOME", str(blocker / "sub"))  # a folder under a file
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert app.theme == "memlink-light" and app.is_running
+        assert any("not sav" in n.message for n in app._notifications)
+    good = tmp_path / "cfg"
+    good.mkdir()
+    (good / "settings.yaml").write_bytes(b"theme: \xff\xfe\n")
+    monkeypatch.setenv("MEMLINK_CONFIG_HOME", str(good))
+    app = MemlinkApp(Vault.open(sample.root))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert any("unreadable settings" in n.message for n in app._notifications)
+    assert (good / "settings.yaml").read_bytes() == b"theme: \xff\xfe\n"
+
+
+def test_a_theme_with_a_bad_variable_is_skipped():
+    folder = config_dir() / "themes"
+    folder.mkdir(parents=True)
+    (folder / "odd.yaml").write_text("name: odd\nprimary: '#123456'\nvariables:\n  block-cursor-background: notacolour\n")
+    (folder / "fine.yaml").write_text("name: fine\nprimary: '#123456'\nvariables:\n  input-cursor-text-style: bold\n")
+    themes, problems = load_themes()
+    assert "odd" not in [t.name for t in themes] and "fine" in [t.name for t in themes]
+    assert any("odd.yaml: variables.block-cursor-background" in p for p in problems)

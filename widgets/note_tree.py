@@ -99,7 +99,9 @@ class NoteTree(Tree[str]):
         if event.node.data not in (MORE, EARLIER):
             return
         event.stop()
-        mtype = next(t for t, b in self._branches.items() if b is event.node.parent)
+        mtype = next((t for t, b in self._branches.items() if b is event.node.parent), None)
+        if mtype is None:  # the tree was reloaded since this row was chosen
+            return
         lo, hi = self._range[mtype]
         if event.node.data == MORE:
             self._show_range(mtype, lo, hi + PAGE)

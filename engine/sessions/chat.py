@@ -49,9 +49,9 @@ class ChatSession:
         """Log the user's message, recall, and build what the model will see. ``about``: a
         note URI the user is asking about; it is given to the model and seeds recall with
         its title."""
+        note = self.vault.read_note(about) if about else None  # before logging: a missing note changes nothing
         append_events(self.vault, self.session, [self._event("user", text)])
         turns = self.turns()
-        note = self.vault.read_note(about) if about else None
         title = self.vault.title(note) if note else ""
         try:
             query = f"{text} {title}".strip()

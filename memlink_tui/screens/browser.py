@@ -126,7 +126,7 @@ class BrowserScreen(Screen):
             if not yes:
                 return
             try:
-                self.vault.unlink(source, target, link.link_type)
+                self.vault.unlink(source, target, link.link_type, link_id=link.id)  # just this one
             except MemlinkError as exc:
                 self.notify(str(exc), title="Link not removed", severity="error")
                 return

@@ -83,17 +83,26 @@ class ChatScreen(Screen):
         return self.about
 
     async def show_location(self, uri: str | None) -> None:
-        """With a note: the next messages ask about it."""
-        if uri:
+        """With a note: the next messages ask about it; without: plain chat again."""
+        if not uri:
+            self._ask_about(None)
+        else:
             try:
                 title = self.vault.title(self.vault.read_note(uri))
             except MemlinkError as exc:
                 self.notify(str(exc), severity="error")
                 return
-            self.about = uri
-            self.query_one("#message", Input).placeholder = f"Ask about “{title}”…  (enter sends)"
-            self._status(f"asking about [b]{escape(title)}[/b] — the note goes to the model and seeds recall")
+            self._ask_about(uri, title)
         self.set_focus(self.query_one("#message", Input))
+
+    def _ask_about(self, uri: str | None, title: str = "") -> None:
+        self.about = uri
+        box = self.query_one("#message", Input)
+        if uri:
+            box.placeholder = f"Ask about “{title}”…  (enter sends)"
+            self._status(f"asking about [b]{escape(title)}[/b] — the note goes to the model and seeds recall")
+        else:
+            box.placeholder = "Message…  (enter sends)"
 
     def action_focus_recall(self) -> None:
         self.set_focus(self.query_one("#recall-list", OptionList))
@@ -142,6 +151,8 @@ class ChatScreen(Screen):
             self.set_focus(self.query_one("#message", Input))
 
     def open_session(self, session: str) -> None:
+        if self.is_mounted and getattr(self, "about", None):
+            self._ask_about(None)  # a note asked about belongs to the conversation it was asked in
         self.chat = ChatSession(self.vault, session, self.provider, getattr(self, "_extractor", None))
         transcript = self.query_one("#transcript", VerticalScroll)
         transcript.remove_children()
@@ -172,8 +183,13 @@ class ChatScreen(Screen):
     @work(thread=True, group="chat")
     def talk(self, text: str, answer: Static) -> None:
         chat = self.chat
+        about = self.about
+        if about and not self.vault.exists(about):  # deleted since: plain chat, and say so
+            self.app.call_from_thread(self._ask_about, None)
+            self.app.call_from_thread(self.notify, f"{about} no longer exists; asking without it", severity="warning")
+            about = None
         try:
-            messages = chat.prepare(text, about=self.about)
+            messages = chat.prepare(text, about=about)
         except MemlinkError as exc:
             self.app.call_from_thread(answer.update, f"[red]{escape(str(exc))}[/red]")
             return
@@ -188,7 +204,8 @@ class ChatScreen(Screen):
             self.app.call_from_thread(answer.update, f"[red]{escape(str(exc))}[/red]")
             return
         self.app.call_from_thread(self.query_one("#transcript", VerticalScroll).scroll_end, animate=False)
-        self.extracting.append(chat.extract_in_background(lambda report: self.app.call_from_thread(self._extracted, report)))
+        thread = chat.extract_in_background(lambda report: self.app.call_from_thread(self._extracted, report))
+        self.app.call_from_thread(self.extracting.append, thread)  # the list is only touched on the UI thread
         if chat.session not in self._sessions:
             self.app.call_from_thread(self.load_sessions)
 

@@ -68,8 +68,7 @@ class ReportScreen(Screen):
         return item.name if item is not None else None
 
     async def refresh_queue(self, select: str | None = None) -> None:
-        self.vault.sync_catalog()
-        rows = []
+        rows = []  # the catalog as the app knows it (r in the browser re-reads the files)
         for e in self.vault.list_notes("report_candidate"):
             status = self.vault.read_note(e.uri).fields.get("status") or "pending"
             rows.append((0 if status == "pending" else 1, f"[{status}] {e.title}", e.uri))
