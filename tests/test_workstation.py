@@ -425,3 +425,23 @@ def test_a_theme_with_a_bad_variable_is_skipped():
     themes, problems = load_themes()
     assert "odd" not in [t.name for t in themes] and "fine" in [t.name for t in themes]
     assert any("odd.yaml: variables.block-cursor-background" in p for p in problems)
+
+
+async def test_capital_b_jumps_to_the_backlinks(sample):
+    from widgets import LinkTable
+
+    uri = "entities/cone-6-celadon.md"
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.go("browser", uri)
+        await settle(app, pilot)
+        await pilot.press("B")
+        await pilot.pause()
+        table = app.screen.query_one(LinkTable)
+        assert table.has_focus and table.selected_link.direction == "backlinks"
+        linking_here = table.selected_link.from_uri
+        assert linking_here != uri
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert app.screen.current == linking_here

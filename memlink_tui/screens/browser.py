@@ -23,6 +23,7 @@ class BrowserScreen(Screen):
         Binding("t", "focus('tree')", "Tree"),
         Binding("n", "focus('note')", "Note"),
         Binding("l", "focus('links')", "Links"),
+        Binding("B", "backlinks", "Backlinks", show=False),
         Binding("r", "reload", "Reload", show=False),
         Binding("g", "graph", "Graph"),
         Binding("x", "contradictions", "Contradictions"),
@@ -89,6 +90,18 @@ class BrowserScreen(Screen):
     def action_graph(self) -> None:
         if self._need_note():
             self.app.go("graph", self.current)
+
+    def action_backlinks(self) -> None:
+        """Into the links table at the first backlink (the notes that link here)."""
+        if not self._need_note():
+            return
+        table = self.query_one(LinkTable)
+        rows = [i for i, l in enumerate(table._links) if l.direction == "backlinks"]
+        if not rows:
+            self.notify("No note links here yet.", timeout=2)
+            return
+        self.set_focus(table)
+        table.move_cursor(row=rows[0])
 
     def action_contradictions(self) -> None:
         if self._need_note():
