@@ -174,10 +174,7 @@ class MemlinkApp(App):
         if self.vault is None:
             return
         if pane == "graph":
-            uri = uri or self.current_note or self._default_graph_centre()
-            if uri is None:
-                self.notify("The vault has no notes to graph yet.", timeout=3)
-                return
+            uri = uri or self.current_note  # None: the graph starts at the best-linked note
         self.run_worker(self._navigate("go", Location(pane, uri), record, then), group="navigate")
 
     async def _navigate(self, how: str, target: Location | None = None, record: bool = True, then=None) -> None:
@@ -225,14 +222,6 @@ class MemlinkApp(App):
     def open_note(self, uri: str) -> None:
         """Show ``uri`` in the memory browser, from wherever the user is."""
         self.go("browser", uri)
-
-    def _default_graph_centre(self) -> str | None:
-        """With no note open yet, the graph starts at the best-linked note."""
-        from engine.graph import LinkGraph
-
-        graph = LinkGraph.for_vault(self.vault)
-        degrees = {e.uri: graph.degree(e.uri) for e in self.vault.list_notes()}
-        return max(degrees, key=lambda u: (degrees[u], u), default=None)
 
     def action_go(self, pane: str) -> None:
         self.go(pane)

@@ -111,11 +111,11 @@ async def test_graph_explorer_neighbours_ppr_and_path(sample):
     app = MemlinkApp(sample)
     start = first_note_with_outgoing_links(sample)
     async with app.run_test(size=(140, 45)) as pilot:
-        await pilot.pause()
+        await settle(app, pilot)
         browser = app.screen
         await browser.open_note(start)
         await pilot.press("g")
-        await pilot.pause()
+        await settle(app, pilot)
         screen = app.screen
         assert isinstance(screen, GraphScreen)
         tree = screen.query_one("#neighbours", Tree)
@@ -135,10 +135,10 @@ async def test_graph_explorer_neighbours_ppr_and_path(sample):
         assert "hop" in str(screen.query_one("#path", Static).render())
         target = tree.cursor_node.data
         await pilot.press("o")
-        await pilot.pause()
+        await settle(app, pilot)
         assert app.screen is browser
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(app, pilot)
         assert browser.current == target
 
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections import defaultdict
 
 from rich.markup import escape
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, Tree
 from textual.widgets.tree import TreeNode
+from textual.worker import get_current_worker
 
 from engine import Vault
 from engine.graph import LinkGraph, Step
@@ -56,8 +57,6 @@ class GraphScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#ppr", DataTable).add_columns("#", "score", "type", "note")
         self.query_one("#path").border_title = "Path"
-        if self.center:
-            self.load(self.center)
         self.set_focus(self.query_one("#neighbours", Tree))
 
     @property
@@ -65,7 +64,7 @@ class GraphScreen(Screen):
         return self.center
 
     async def show_location(self, uri: str | None) -> None:
-        if uri and uri != self.center:
+        if uri != self.center or self.center is None:
             self.load(uri)
         self.set_focus(self.query_one("#neighbours", Tree))
 
@@ -74,19 +73,42 @@ class GraphScreen(Screen):
         entry = self.vault.catalog().get(uri)
         return entry.title if entry else uri
 
-    def load(self, uri: str) -> None:
+    def load(self, uri: str | None) -> None:
+        """Centre on ``uri`` (None: the best-linked note). The graph is built and ranked in
+        a worker: the first build takes seconds on a big vault."""
+        if uri is None and self.center is not None:
+            return
         self.center = uri
+        self.query_one("#neighbours", Tree).border_title = "Links · loading the graph…"
+        self._compute(uri)
+
+    @work(thread=True, exclusive=True, group="graph")
+    def _compute(self, uri: str | None) -> None:
         graph = LinkGraph.for_vault(self.vault)
+        if uri is None:
+            degrees = {e.uri: graph.degree(e.uri) for e in self.vault.list_notes()}
+            uri = max(degrees, key=lambda u: (degrees[u], u), default=None)
+            if uri is None:
+                self.app.call_from_thread(self.query_one("#neighbours", Tree).set_label, "no notes yet")
+                return
+        steps = list(graph.steps(uri))
+        ranks = graph.ppr({uri: 1.0}, both_ways=True)
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._show_graph, uri, steps, ranks)
+
+    def _show_graph(self, uri: str, steps: list[Step], ranks: dict[str, float]) -> None:
+        self.center = uri
+        self.app.current_note = uri
         tree: Tree = self.query_one("#neighbours", Tree)
         tree.clear()
         tree.root.set_label(self._title(uri))
         tree.root.data = uri
         tree.show_root = True
-        self._add_groups(tree.root, graph.steps(uri), exclude={uri})
+        self._add_groups(tree.root, steps, exclude={uri})
         tree.root.expand()
         tree.border_title = f"Links of {self._title(uri)}"
         self.sub_title = f"graph · {uri}"
-        self._fill_ppr(graph, uri)
+        self._fill_ppr(ranks, uri)
 
     def _add_groups(self, node: TreeNode, steps, exclude: set[str]) -> None:
         groups: dict[tuple[str, str], list[Step]] = defaultdict(list)
@@ -116,10 +138,9 @@ class GraphScreen(Screen):
             yield node
             node = node.parent
 
-    def _fill_ppr(self, graph: LinkGraph, uri: str) -> None:
+    def _fill_ppr(self, ranks: dict[str, float], uri: str) -> None:
         table = self.query_one("#ppr", DataTable)
         table.clear()
-        ranks = graph.ppr({uri: 1.0}, both_ways=True)
         top = [u for u in sorted(ranks, key=lambda u: -ranks[u]) if u != uri][:20]
         catalog = self.vault.catalog()
         for i, u in enumerate(top, 1):

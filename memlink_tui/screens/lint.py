@@ -5,7 +5,7 @@ a keep A, b keep B, m merge, d dismiss, r research, u undo."""
 from __future__ import annotations
 
 from rich.markup import escape
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -15,6 +15,9 @@ from textual.widgets import DataTable, Footer, Header, Input, Label, ListItem, L
 from engine import MemlinkError, Vault
 from engine.lint import lint, write_dashboards
 from widgets import StatusBar
+
+
+MAX_ROWS = 1000
 
 
 class LintScreen(Screen):
@@ -75,27 +78,42 @@ class LintScreen(Screen):
     async def show_location(self, uri: str | None) -> None:
         """With a note: its contradictions, ready to review; without: every check."""
         self.focus_note = uri
-        await self.rerun(select="contradictions" if uri else None)
-        if uri:
-            table = self.query_one("#findings", DataTable)
-            if not table.row_count:
-                self._status(f"no open contradictions involve {escape(uri)}")
-            self.set_focus(table if table.row_count else self.query_one("#checks"))
+        self.rerun(select="contradictions" if uri else None, review=bool(uri))
 
-    async def rerun(self, select: str | None = None) -> None:
-        """Lint again (and refresh the dashboards), keeping the chosen check in view."""
+    def rerun(self, select: str | None = None, review: bool = False) -> None:
+        """Lint again (and refresh the dashboards) in a worker — a big vault takes seconds —
+        then keep the chosen check in view."""
         view = self.query_one("#checks", ListView)
         current = view.highlighted_child.name if view.highlighted_child is not None else None
-        self.report = lint(self.vault, today=self.today)
-        write_dashboards(self.vault, self.report)
-        names = sorted(self.report.by_check())
+        view.border_title = "Checks · linting…"
+        self._lint(select or current, review)
+
+    @work(thread=True, exclusive=True, group="lint")
+    def _lint(self, select: str | None, review: bool) -> None:
+        try:
+            report = lint(self.vault, today=self.today)
+            write_dashboards(self.vault, report)
+        except MemlinkError as exc:
+            self.app.call_from_thread(self.notify, str(exc).splitlines()[0], title="Lint failed", severity="error")
+            return
+        self.app.call_from_thread(self._linted, report, select, review)
+
+    async def _linted(self, report, select: str | None, review: bool) -> None:
+        self.report = report
+        view = self.query_one("#checks", ListView)
+        names = sorted(report.by_check())
         await view.clear()
-        await view.extend(ListItem(Label(f"{c} ({len(self.report.by_check()[c])})"), name=c) for c in names)
-        view.border_title = f"Checks · {self.report.errors} errors"
-        target = next((c for c in (select, current) if c in names), names[0] if names else None)
+        await view.extend(ListItem(Label(f"{c} ({len(report.by_check()[c])})"), name=c) for c in names)
+        view.border_title = f"Checks · {report.errors} errors"
+        target = select if select in names else (names[0] if names else None)
         if target:
             view.index = names.index(target)
             self._fill(target)
+        if review:
+            table = self.query_one("#findings", DataTable)
+            if not table.row_count:
+                self._status(f"no open contradictions involve {escape(self.focus_note or '')}")
+            self.set_focus(table if table.row_count else view)
 
     @on(ListView.Highlighted, "#checks")
     def _check(self, event: ListView.Highlighted) -> None:
@@ -107,11 +125,12 @@ class LintScreen(Screen):
         table = self.query_one("#findings", DataTable)
         table.clear()
         focus = self.focus_note
-        for i, f in enumerate(self.report.by_check().get(check, [])):
-            if focus and focus not in (f.uri, f.other):
-                continue
+        rows = [(i, f) for i, f in enumerate(self.report.by_check().get(check, []))
+                if not focus or focus in (f.uri, f.other)]
+        for i, f in rows[:MAX_ROWS]:  # a big vault can have tens of thousands of findings
             table.add_row(f.severity, f.uri, f.other or "", f.message, key=f"{i}|{f.uri}|{f.other or ''}")
-        table.border_title = check + (f" · involving {focus}" if focus else "")
+        more = f" · first {MAX_ROWS} of {len(rows)} (all in dashboards/)" if len(rows) > MAX_ROWS else ""
+        table.border_title = check + (f" · involving {focus}" if focus else "") + more
 
     @on(ListView.Selected, "#checks")
     def _enter_check(self, event: ListView.Selected) -> None:
@@ -152,7 +171,7 @@ class LintScreen(Screen):
             self._status(f"[red]{escape(str(exc))}[/red]")
             return
         self._status(escape(result.message) + "   (u undoes)")
-        await self.rerun()
+        self.rerun()
 
     def action_merge(self) -> None:
         box = self.query_one("#merge-text", Input)
@@ -172,4 +191,4 @@ class LintScreen(Screen):
             self._status(escape(undo(self.vault)))
         except MemlinkError as exc:
             self._status(f"[red]{escape(str(exc))}[/red]")
-        await self.rerun()
+        self.rerun()
