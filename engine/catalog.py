@@ -8,7 +8,6 @@ import hashlib
 from dataclasses import dataclass
 from typing import Optional
 
-from tinydb import Query
 
 from .state import StateStore
 
@@ -75,8 +74,26 @@ class CatalogStore:
             if rows:
                 table.insert_multiple(dict(e.__dict__) for e in rows)  # asdict() deep-copies: slow
 
+    # put/drop edit the shard's raw rows (read, change, write) rather than through a TinyDB
+    # table: a table caches its next row id, which goes stale when another process (the
+    # CLI next to the app) has written the same shard. Callers hold the vault lock.
+    def _rows(self, shard: str) -> tuple:
+        storage = self.state.db(shard).storage
+        data = storage.read() or {}
+        return storage, data, data.setdefault("notes", {})
+
     def put(self, entry: CatalogEntry) -> None:
-        self._table(shard_of(entry.uri)).upsert(dict(entry.__dict__), Query().uri == entry.uri)
+        storage, data, rows = self._rows(shard_of(entry.uri))
+        key = next((k for k, row in rows.items() if row.get("uri") == entry.uri), None)
+        if key is None:
+            key = str(max((int(k) for k in rows if k.isdigit()), default=0) + 1)
+        rows[key] = dict(entry.__dict__)
+        storage.write(data)
 
     def drop(self, uri: str) -> None:
-        self._table(shard_of(uri)).remove(Query().uri == uri)
+        storage, data, rows = self._rows(shard_of(uri))
+        keys = [k for k, row in rows.items() if row.get("uri") == uri]
+        if keys:
+            for k in keys:
+                del rows[k]
+            storage.write(data)

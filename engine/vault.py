@@ -189,11 +189,13 @@ class Vault:
         uri: str | None = None,
         created_at: str | None = None,
         updated_at: str | None = None,
+        replace: bool = False,
     ) -> Note:
         """Create a note, or merge ``fields`` into the existing one (per each field's
-        merge_op). The note's path comes from the type's templates unless ``uri`` names an
-        existing note. Links into the note get their line ranges corrected in the same
-        transaction; links whose passage vanished are removed on both sides."""
+        merge_op; with ``replace`` they become its fields as given — a person's edit). The
+        note's path comes from the type's templates unless ``uri`` names an existing note.
+        Links into the note get their line ranges corrected in the same transaction; links
+        whose passage vanished are removed on both sides."""
         schema = self.schema(memory_type)
         with self.writing():
             if uri is None:
@@ -203,7 +205,7 @@ class Vault:
             old = self.read_note(uri) if self.path(uri).exists() else None
             if old is not None and old.memory_type != memory_type:
                 raise SchemaError(f"{uri} is a {old.memory_type} note, not a {memory_type}")
-            merged = merge_fields(schema, old.fields if old else None, fields)
+            merged = merge_fields(schema, None if replace else (old.fields if old else None), fields)
             merged = schema.validate_fields(merged, complete=True)
             if old is not None and merged == old.fields and updated_at is None:
                 return old  # nothing to change: no write, updated_at untouched (replays are no-ops)
@@ -499,7 +501,9 @@ class Vault:
     def _catalog_drop(self, uri: str) -> None:
         with self._catalog_lock:
             if self._catalog is not None:
-                self._catalog = {u: e for u, e in self._catalog.items() if u != uri}
+                catalog = dict(self._catalog)
+                catalog.pop(uri, None)
+                self._catalog = catalog
             CatalogStore(self.state).drop(uri)
 
     def _notify(self, event: str, uri: str) -> None:

@@ -100,6 +100,7 @@ class MemlinkApp(App):
         self.history = History()
         self._nav_lock = asyncio.Lock()
         self._provider_generation = 0
+        self._index_progress: str | None = None  # set by the index worker, shown by a timer
         self.current_note: str | None = None
         self.provider = None
         self.health = None
@@ -205,7 +206,8 @@ class MemlinkApp(App):
                 self.history.visit(here)
 
     def _alive(self, location: Location) -> bool:
-        return location.uri is None or self.vault.exists(location.uri)
+        """Browser and graph steps need their note; other panes are worth going back to."""
+        return location.uri is None or location.pane not in ("browser", "graph") or self.vault.exists(location.uri)
 
     async def _show(self, target: Location, then=None) -> None:
         while len(self.screen_stack) > 1 and isinstance(self.screen, ModalScreen):
@@ -292,7 +294,7 @@ class MemlinkApp(App):
         """Switch the LLM provider (and model) for this app, and remember it."""
         update = {"provider": provider} | ({"model": model} if model else {})
         self.vault.config.llm = self.vault.config.llm.model_copy(update=update)
-        if not self.settings.update(llm_provider=provider, llm_model=model or self.settings.settings.llm_model):
+        if not self.settings.update(llm_provider=provider, **({"llm_model": model} if model else {})):
             self.notify(self.settings.error or "settings not saved", severity="warning")
         self.check_provider()
 
@@ -336,7 +338,9 @@ class MemlinkApp(App):
         from engine.index import SearchIndex
 
         def progress(done: int, total: int) -> None:
-            self.call_from_thread(setattr, self, "index_state", f"syncing {done}/{total}")
+            # Not call_from_thread: the sync holds the vault lock, and a UI thread waiting
+            # for that lock would never run the call. The queue timer shows it instead.
+            self._index_progress = f"syncing {done}/{total}"
 
         self.call_from_thread(setattr, self, "index_state", "loading…")
         try:
@@ -345,6 +349,7 @@ class MemlinkApp(App):
             self.call_from_thread(setattr, self, "index_state", "unavailable")
             self.call_from_thread(self.notify, str(exc), title="Index unavailable", severity="error")
             return
+        self._index_progress = None
         self.call_from_thread(setattr, self, "index_state", f"fresh · {len(index.indexed)} notes")
         report = index.last_sync
         for notice in report.notices if report else []:
@@ -370,13 +375,17 @@ class MemlinkApp(App):
 
     def _sync(self, index) -> None:
         self.call_from_thread(setattr, self, "index_state", "syncing…")
-        index.sync(progress=lambda d, t: self.call_from_thread(setattr, self, "index_state", f"syncing {d}/{t}"))
+        index.sync(progress=lambda d, t: setattr(self, "_index_progress", f"syncing {d}/{t}"))
+        self._index_progress = None
         self.call_from_thread(setattr, self, "index_state", f"fresh · {len(index.indexed)} notes")
 
     def on_worker_state_changed(self, _event) -> None:
         self._count_queue()
 
     def _count_queue(self) -> None:
+        progress = self._index_progress
+        if progress:
+            self.index_state = progress
         chat = self.panes.get("chat")
         if chat is not None:
             chat.extracting[:] = [t for t in chat.extracting if t.is_alive()]

@@ -46,18 +46,17 @@ class SettingsFile:
         except (OSError, ValueError, yaml.YAMLError) as exc:  # ValueError: bad UTF-8, bad keys
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             self.error = f"{self.path}: unreadable settings ({first}); using defaults and not saving"
-            settings = Settings()
+            return Settings()
+        self.error = None
         return settings
 
     def update(self, **changes) -> bool:
         """Apply and save; False (and ``error`` says why) when nothing could be written."""
-        if not self.error:
-            on_disk = self._read()
-            if not self.error:
-                self.settings = on_disk
-        self.settings = self.settings.model_copy(update=changes)
+        on_disk = self._read()  # a fixed file is saved to again; a broken one never
         if self.error:
+            self.settings = self.settings.model_copy(update=changes)
             return False
+        self.settings = on_disk.model_copy(update=changes)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.path, yaml.safe_dump(self.settings.model_dump(exclude_none=True),

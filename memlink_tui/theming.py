@@ -37,19 +37,24 @@ class ThemeFile(BaseModel):
     variables: dict[str, str] = Field(default_factory=dict)
 
 
-TEXT_STYLES = {"none", "bold", "italic", "underline", "reverse", "strike", "dim", "blink", "not"}
-
-
 def _check_variable(name: str, value: str) -> None:
-    """Theme variables are colours, except the *-text-style ones (words like bold)."""
-    if name.endswith("text-style"):
-        if not value.split() or not set(value.split()) <= TEXT_STYLES:
-            raise ValueError(f"variables.{name}: {value!r} is not a text style ({', '.join(sorted(TEXT_STYLES))})")
-    else:
-        try:
-            Color.parse(value)
-        except ColorParseError:
-            raise ValueError(f"variables.{name}: {value!r} is not a colour") from None
+    """Theme variables are colours (optionally with an alpha like ``35%``, or ``auto`` /
+    ``initial``), except the ``*style`` ones, which take Textual's style words."""
+    from textual.css.constants import VALID_STYLE_FLAGS
+
+    words = value.split()
+    if "style" in name.split("-"):
+        if not words or not set(words) <= set(VALID_STYLE_FLAGS):
+            raise ValueError(f"variables.{name}: {value!r} is not a text style")
+        return
+    if words and words[-1].endswith("%") and words[-1][:-1].replace(".", "", 1).isdigit():
+        words = words[:-1]
+    if len(words) == 1 and words[0] in ("auto", "initial"):
+        return
+    try:
+        Color.parse(" ".join(words))
+    except ColorParseError:
+        raise ValueError(f"variables.{name}: {value!r} is not a colour") from None
 
 
 def load_theme(path: Path) -> Theme:

@@ -275,3 +275,24 @@ def test_a_note_written_during_a_catalog_sync_is_not_lost(vault, monkeypatch):
     syncing.join(10)
     assert note.uri in vault.catalog()
     assert note.uri in CatalogStore(vault.state).load()
+
+
+def test_two_vault_objects_on_one_folder_keep_one_catalog(vault):
+    """The app and the CLI write the same catalog shards; neither may break the other."""
+    from engine.catalog import CatalogStore
+
+    other = Vault.open(vault.root)
+    vault.sync_catalog()
+    other.sync_catalog()
+    from engine.catalog import shard_of
+
+    schema = vault.schema("entity")
+    names = [f"Thing {i}" for i in range(400)]
+    uri = {n: schema.note_uri(schema.validate_fields({"name": n, "kind": "thing", "content": "x"}, complete=False)) for n in names}
+    shard = shard_of(uri[names[0]])
+    same = [n for n in names if shard_of(uri[n]) == shard][:6]  # all in one shard: the hard case
+    written = [(vault if i % 2 else other).write_note("entity", {"name": n, "kind": "thing", "content": "x"}).uri
+               for i, n in enumerate(same)]
+    assert len(same) >= 4
+    stored = CatalogStore(Vault.open(vault.root).state).load()
+    assert set(written) <= set(stored)

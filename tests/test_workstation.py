@@ -4,6 +4,8 @@ settings, provider switching, the status line, first run, the paged note tree, a
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import yaml
 from textual.app import App
 from textual.widgets import Input
@@ -298,7 +300,7 @@ async def test_link_two_notes_from_the_browser_then_remove_the_link(sample):
         assert not [l for l in sample.get_file_links(target, "backlinks") if l.from_uri == source]
 
 
-async def test_a_bad_weight_writes_nothing(sample):
+async def test_a_bad_link_writes_nothing(sample):
     source = "preferences/coffee.md"
     before = sample.get_file_links(source, "both")
     app = MemlinkApp(sample)
@@ -313,24 +315,53 @@ async def test_a_bad_weight_writes_nothing(sample):
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert "weight" in str(app.screen.query_one("#link-error").render()).lower()
+        app.screen.query_one("#link-weight", Input).value = "0.5"
+        app.screen.query_one("#link-anchor", Input).value = "words not in the note"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert "not in this note" in str(app.screen.query_one("#link-error").render())
+        app.screen.query_one("#link-anchor", Input).value = ""
+        app.screen.query_one("#link-target", Input).value = "Man Met Bril Koffie"  # linked already
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert "already linked" in str(app.screen.query_one("#link-error").render())
     assert sample.get_file_links(source, "both") == before
 
 
-async def test_edit_a_note_in_the_editor_and_see_it_reread(sample, tmp_path, monkeypatch):
-    editor = tmp_path / "editor.sh"
-    editor.write_text("#!/bin/sh\nprintf '\\nAlso likes a cortado on Fridays.\\n' >> \"$1\"\n")
-    editor.chmod(0o755)
-    monkeypatch.setenv("VISUAL", str(editor))
-    app = MemlinkApp(sample)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
-        app.go("browser", "preferences/coffee.md")
-        await settle(app, pilot)
-        await pilot.press("e")
-        await settle(app, pilot)
-        body = app.screen.query_one("#note-body").source
-        assert "cortado on Fridays" in body
-    assert "cortado on Fridays" in sample.read_note("preferences/coffee.md").body
+async def test_edit_a_note_in_the_editor_is_validated_and_written_through_the_vault(sample, tmp_path, monkeypatch):
+    uri = "preferences/coffee.md"
+    path = sample.root / uri
+
+    async def edit_with(script: str) -> MemlinkApp:
+        editor = tmp_path / "editor.sh"
+        editor.write_text("#!/bin/sh\n" + script + "\n")
+        editor.chmod(0o755)
+        monkeypatch.setenv("VISUAL", str(editor))
+        app = MemlinkApp(Vault.open(sample.root))
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            app.go("browser", uri)
+            await settle(app, pilot)
+            await pilot.press("e")
+            await settle(app, pilot)
+            app.messages = [n.message for n in app._notifications]
+            app.body = str(app.screen.query_one("#note-body").source)
+        return app
+
+    # 1. A field edited in the frontmatter: saved, and the body is written from it.
+    app = await edit_with("sed -i 's/One flat white in the morning/One cortado in the morning/' \"$1\"")
+    assert "One cortado in the morning" in sample.read_note(uri).fields["content"]
+    assert "One cortado in the morning" in sample.read_note(uri).body and "cortado" in app.body
+    # 2. Only the generated body edited: nothing changes, and the app says why.
+    before = path.read_text()
+    app = await edit_with("printf '\\nAlso tea.\\n' >> \"$1\"")
+    assert path.read_text() == before and any("edit `content`" in m for m in app.messages)
+    # 3. Broken frontmatter: refused, nothing changes, the edit is kept for the user.
+    app = await edit_with("printf 'not: [valid' > \"$1\"")
+    assert path.read_text() == before
+    kept = [m for m in app.messages if "your edit is kept in" in m]
+    assert kept and Path(kept[0].rsplit("kept in ", 1)[1]).read_text() == "not: [valid"
 
 
 async def test_history_skips_deleted_notes_and_counts_only_real_moves(sample):
@@ -421,7 +452,8 @@ def test_a_theme_with_a_bad_variable_is_skipped():
     folder = config_dir() / "themes"
     folder.mkdir(parents=True)
     (folder / "odd.yaml").write_text("name: odd\nprimary: '#123456'\nvariables:\n  block-cursor-background: notacolour\n")
-    (folder / "fine.yaml").write_text("name: fine\nprimary: '#123456'\nvariables:\n  input-cursor-text-style: bold\n")
+    (folder / "fine.yaml").write_text("name: fine\nprimary: '#123456'\nvariables:\n  input-cursor-text-style: bold\n"
+                                      "  link-style-hover: bold not underline\n  border: '#81a1c1 35%'\n")
     themes, problems = load_themes()
     assert "odd" not in [t.name for t in themes] and "fine" in [t.name for t in themes]
     assert any("odd.yaml: variables.block-cursor-background" in p for p in problems)

@@ -5,6 +5,8 @@ it in chat."""
 
 from __future__ import annotations
 
+import shutil
+
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -149,28 +151,63 @@ class BrowserScreen(Screen):
         self.app.push_screen(Confirm(f"Remove the {link.link_type.value} link {source} → {target} on both sides?"), answered)
 
     def action_edit(self) -> None:
-        """Edit the note's file in $VISUAL / $EDITOR; memlink re-reads it afterwards."""
+        """Edit the note in $VISUAL / $EDITOR. The editor works on a copy; what it saves is
+        validated and written through the vault (journaled, line ranges of links into the
+        note corrected) — or refused with the copy kept, changing nothing."""
         import os
         import shlex
         import subprocess
+        import tempfile
+        from pathlib import Path
 
         from textual.app import SuspendNotSupported
 
         if not self._need_note():
             return
+        uri = self.current
+        original = self.vault.path(uri).read_text(encoding="utf-8")
+        draft = Path(tempfile.mkdtemp(prefix="memlink-edit-")) / Path(uri).name
+        draft.write_text(original, encoding="utf-8")
         editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
-        path = self.vault.path(self.current)
         try:
-            with self.app.suspend():
-                code = subprocess.call([*editor, str(path)])
-        except SuspendNotSupported:  # no terminal to hand over (tests, web): run it as is
-            code = subprocess.call([*editor, str(path)])
+            try:
+                with self.app.suspend():
+                    code = subprocess.call([*editor, str(draft)])
+            except SuspendNotSupported:  # no terminal to hand over (tests, web): run it as is
+                code = subprocess.call([*editor, str(draft)])
         except OSError as exc:
             self.notify(f"cannot run {editor[0]}: {exc}", title="Editor", severity="error")
             return
-        if code != 0:
-            self.notify(f"{editor[0]} exited with {code}", severity="warning")
-        self.action_reload()
+        edited = draft.read_text(encoding="utf-8")
+        if code != 0 or edited == original:
+            self.notify("no changes saved" + (f" ({editor[0]} exited with {code})" if code else ""), timeout=3)
+            shutil.rmtree(draft.parent, ignore_errors=True)
+            return
+        self._save_edit(uri, original, edited, draft)
+
+    @work(thread=True, group="import")
+    def _save_edit(self, uri: str, original: str, edited: str, draft) -> None:
+        from engine.notes import parse_note
+
+        try:
+            old = self.vault.read_note(uri)
+            note = parse_note(edited, uri, self.vault.types)
+            if note.memory_type != old.memory_type:
+                raise MemlinkError(f"the memory type cannot change ({old.memory_type} → {note.memory_type})")
+            with self.vault.writing():
+                if self.vault.path(uri).read_text(encoding="utf-8") != original:
+                    raise MemlinkError(f"{uri} changed on disk while you were editing")
+                self.vault.write_note(note.memory_type, note.fields, uri=uri, replace=True)
+        except MemlinkError as exc:
+            self.app.call_from_thread(self.notify, f"{exc}. Nothing was changed; your edit is kept in {draft}",
+                                      title="Edit not saved", severity="error", timeout=15)
+            return
+        shutil.rmtree(draft.parent, ignore_errors=True)
+        if note.fields == old.fields and note.body.strip() != old.body.strip():
+            self.app.call_from_thread(
+                self.notify, "The text under the frontmatter is written from the fields: edit `content` "
+                "(and the other fields) in the frontmatter instead.", title="Body not saved", severity="warning")
+        self.app.call_from_thread(self.action_reload)
 
     def action_focus(self, which: str) -> None:
         # set_focus is immediate, so a key typed right after (l, enter) reaches the new pane.

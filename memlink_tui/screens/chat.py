@@ -89,8 +89,10 @@ class ChatScreen(Screen):
         else:
             try:
                 title = self.vault.title(self.vault.read_note(uri))
-            except MemlinkError as exc:
-                self.notify(str(exc), severity="error")
+            except MemlinkError as exc:  # deleted since: plain chat
+                self.notify(str(exc), severity="warning")
+                self._ask_about(None)
+                self.set_focus(self.query_one("#message", Input))
                 return
             self._ask_about(uri, title)
         self.set_focus(self.query_one("#message", Input))
@@ -103,6 +105,8 @@ class ChatScreen(Screen):
             self._status(f"asking about [b]{escape(title)}[/b] — the note goes to the model and seeds recall")
         else:
             box.placeholder = "Message…  (enter sends)"
+            if self.health is not None:
+                self._provider_ready(self.provider, self.health, getattr(self, "_extractor", None))
 
     def action_focus_recall(self) -> None:
         self.set_focus(self.query_one("#recall-list", OptionList))

@@ -113,6 +113,15 @@ class LinkEditor(ModalScreen[str | None]):
             self._fail("weight must be a number between 0 and 1")
             return
         anchor = self.query_one("#link-anchor", Input).value.strip() or None
+        existing = [l for l in self.vault.get_file_links(self.source, "links") if l.to_uri == self.target]
+        if existing:  # linking again would merge into it and change its type: say so instead
+            l = existing[0]
+            self._fail(f"already linked: {l.link_type.value} {l.weight:.2f} {l.description!r} — "
+                       f"remove it first (delete in the links table) to link anew")
+            return
+        if anchor and anchor not in self.vault.read_note(self.source).body:
+            self._fail(f"the anchor {anchor!r} is not in this note's text; leave it empty or copy words from the note")
+            return
         try:
             self.vault.link(self.source, self.target, str(self.query_one("#link-type", Select).value),
                             weight=weight, match_text=anchor, description=self.query_one("#link-why", Input).value.strip())
