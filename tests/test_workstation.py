@@ -266,6 +266,16 @@ async def test_the_note_tree_pages_big_groups():
         assert branch.children[0].data.startswith("\0")  # "… earlier"
 
 
+async def open_link_editor(app, pilot, source: str, target_text: str) -> None:
+    """In the browser on ``source``, press k and type part of the target's title."""
+    await settle(app, pilot)
+    app.go("browser", source)
+    await settle(app, pilot)
+    await pilot.press("k")
+    await pilot.pause()
+    await pilot.press(*target_text)
+
+
 async def test_link_two_notes_from_the_browser_then_remove_the_link(sample):
     from widgets import LinkTable
 
@@ -273,12 +283,7 @@ async def test_link_two_notes_from_the_browser_then_remove_the_link(sample):
     assert not [l for l in sample.get_file_links(source, "links") if l.to_uri == target]
     app = MemlinkApp(sample)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
-        app.go("browser", source)
-        await settle(app, pilot)
-        await pilot.press("k")
-        await pilot.pause()
-        await pilot.press(*"hangzhou")
+        await open_link_editor(app, pilot, source, "hangzhou")
         await pilot.press("tab", "tab", "tab")  # matches, type, weight
         app.screen.query_one("#link-weight", Input).value = "0.4"
         app.screen.query_one("#link-why", Input).value = "bought on the trip"
@@ -305,12 +310,7 @@ async def test_a_bad_link_writes_nothing(sample):
     before = sample.get_file_links(source, "both")
     app = MemlinkApp(sample)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
-        app.go("browser", source)
-        await settle(app, pilot)
-        await pilot.press("k")
-        await pilot.pause()
-        await pilot.press(*"hangzhou")
+        await open_link_editor(app, pilot, source, "hangzhou")
         app.screen.query_one("#link-weight", Input).value = "7"
         await pilot.press("ctrl+s")
         await pilot.pause()
