@@ -55,7 +55,9 @@ class GraphScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#ppr", DataTable).add_columns("#", "score", "type", "note")
+        table = self.query_one("#ppr", DataTable)
+        for label, width in (("#", 3), ("score", 6), ("type", 16), ("note", 48)):
+            table.add_column(label, width=width)  # fixed: auto widths can render at the header's width
         self.query_one("#path").border_title = "Path"
         self.set_focus(self.query_one("#neighbours", Tree))
 
