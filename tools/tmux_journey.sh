@@ -81,7 +81,7 @@ if [ -n "$tour" ]; then
   keys Escape; wait_for chat-back "Links →"
   keys 4; wait_for reports "Questions and reports"
   keys Escape; wait_for reports-back "Links →"
-  keys 5; wait_for lint "Checks ·"
+  keys 5; wait_for lint " errors ─"
   keys Escape; wait_for lint-back "Links →"
   keys x; wait_for review "involving"
   keys Escape; wait_for review-back "Links →"
