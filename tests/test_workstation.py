@@ -91,9 +91,19 @@ async def test_status_line_shows_provider_vault_index_and_queue(sample):
             await pilot.pause(0.1)
         assert "LLM: rules" in line and str(sample.root.name) in line
         assert "index fresh · 72 notes" in line and "queue idle" in line
-        app.queue_depth = 2
-        await pilot.pause()
-        assert "queue 2" in str(app.screen.query_one(StatusBar).render())
+        import threading
+
+        gate = threading.Event()
+        app.run_worker(lambda: gate.wait(10), thread=True, group="dream")  # a job in the background
+        for _ in range(30):
+            await pilot.pause(0.1)
+            if "queue 1" in str(app.screen.query_one(StatusBar).render()):
+                break
+        assert "queue 1" in str(app.screen.query_one(StatusBar).render())
+        gate.set()
+        await settle(app, pilot)
+        await pilot.pause(0.6)
+        assert "queue idle" in str(app.screen.query_one(StatusBar).render())
 
 
 async def test_palette_switches_theme_and_the_choice_is_remembered(sample):
