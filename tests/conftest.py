@@ -38,3 +38,14 @@ def _user_config(tmp_path_factory, monkeypatch):
     never the user's own ~/.config or ~/.local/share."""
     monkeypatch.setenv("MEMLINK_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
     monkeypatch.setenv("MEMLINK_HOME", str(tmp_path_factory.mktemp("data")))
+
+
+def set_llm(root: Path, **llm) -> Vault:
+    """Rewrite the vault's `llm:` settings (e.g. provider="rules", or a stub's host) and
+    open it again."""
+    import yaml
+
+    cfg = yaml.safe_load((root / "memlink.yaml").read_text())
+    cfg["llm"] = llm
+    (root / "memlink.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
+    return Vault.open(root)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import yaml
 from textual.widgets import DataTable, ListView, Markdown, OptionList, Static
 
-from engine import Vault
 from memlink_tui.app import MemlinkApp
 from memlink_tui.paths import copy_sample_vault
 from memlink_tui.screens.browser import BrowserScreen
@@ -15,6 +13,7 @@ from memlink_tui.screens.importer import ImportScreen
 from memlink_tui.screens.lint import LintScreen
 from memlink_tui.screens.reports import AskScreen, ReportScreen
 from memlink_tui.screens.search import SearchScreen
+from conftest import set_llm
 from ollama_stub import OllamaStub
 from widgets import LinkTable
 
@@ -28,15 +27,8 @@ async def settle(app, pilot) -> None:
         await pilot.pause()
 
 
-def rules_only(root) -> Vault:
-    cfg = yaml.safe_load((root / "memlink.yaml").read_text())
-    cfg["llm"] = {"provider": "rules"}
-    (root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
-    return Vault.open(root)
-
-
 async def test_demo_search_open_hit_follow_link_graph_and_back(tmp_path):
-    vault = rules_only(copy_sample_vault(tmp_path / "demo"))
+    vault = set_llm(copy_sample_vault(tmp_path / "demo"), provider="rules")
     app = MemlinkApp(vault)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
@@ -159,10 +151,7 @@ async def test_chat_turn_recalls_a_past_turn_and_opens_it(sample):
     from engine.sessions.importer import RulesTurnExtractor, extract_pending
 
     with OllamaStub() as stub:
-        cfg = yaml.safe_load((sample.root / "memlink.yaml").read_text())
-        cfg["llm"] = {"model": "tiny", "host": stub.host, "timeout": 5}
-        (sample.root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
-        vault = Vault.open(sample.root)
+        vault = set_llm(sample.root, model="tiny", host=stub.host, timeout=5)
         extract_pending(vault, ["2026-08-11-evening-setup"], RulesTurnExtractor())
         app = MemlinkApp(vault)
         async with app.run_test(size=SIZE) as pilot:

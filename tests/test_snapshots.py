@@ -10,14 +10,13 @@ import datetime as dt
 import shutil
 
 import pytest
-import yaml
 from textual.widgets import Input
 
 from engine import Vault
 from memlink_tui.app import MemlinkApp
 from memlink_tui.screens.lint import LintScreen
 
-from conftest import SAMPLE
+from conftest import SAMPLE, set_llm
 
 SIZE = (150, 42)
 NOTE = "entities/man-met-bril-koffie.md"
@@ -29,10 +28,7 @@ def snap_vault(tmp_path, monkeypatch) -> Vault:
     monkeypatch.setattr(LintScreen, "today", dt.date(2026, 9, 1))
     target = tmp_path / "sample"
     shutil.copytree(SAMPLE, target, ignore=shutil.ignore_patterns(".memlink"))
-    cfg = yaml.safe_load((target / "memlink.yaml").read_text())
-    cfg["llm"] = {"provider": "rules"}
-    (target / "memlink.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
-    return Vault.open(target)
+    return set_llm(target, provider="rules")
 
 
 async def steady(pilot) -> None:

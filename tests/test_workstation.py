@@ -20,6 +20,7 @@ from memlink_tui.screens.lint import LintScreen
 from memlink_tui.screens.reports import ReportScreen
 from memlink_tui.settings import SettingsFile, config_dir
 from memlink_tui.theming import load_themes
+from conftest import set_llm
 from ollama_stub import OllamaStub
 from widgets import NoteTree, StatusBar
 from widgets.note_tree import PAGE
@@ -78,10 +79,7 @@ async def test_number_keys_reach_every_pane_and_escape_comes_back(sample):
 
 
 async def test_status_line_shows_provider_vault_index_and_queue(sample):
-    cfg = yaml.safe_load((sample.root / "memlink.yaml").read_text())
-    cfg["llm"] = {"provider": "rules"}
-    (sample.root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
-    app = MemlinkApp(Vault.open(sample.root))
+    app = MemlinkApp(set_llm(sample.root, provider="rules"))
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         for _ in range(50):  # the provider check and the index load finish on their own time
@@ -155,10 +153,7 @@ def test_theme_files_are_validated_and_user_themes_are_added(tmp_path):
 
 async def test_palette_switches_provider_and_model(sample):
     with OllamaStub(models=["tiny:latest", "other:latest"]) as stub:
-        cfg = yaml.safe_load((sample.root / "memlink.yaml").read_text())
-        cfg["llm"] = {"model": "tiny", "host": stub.host, "timeout": 5}
-        (sample.root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
-        app = MemlinkApp(Vault.open(sample.root))
+        app = MemlinkApp(set_llm(sample.root, model="tiny", host=stub.host, timeout=5))
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
             assert app.provider_line == "LLM: ollama tiny"
@@ -217,10 +212,7 @@ async def test_first_run_offers_an_empty_vault_or_the_demo(tmp_path):
 
 async def test_ask_about_a_note_sends_it_to_the_model(sample):
     with OllamaStub() as stub:
-        cfg = yaml.safe_load((sample.root / "memlink.yaml").read_text())
-        cfg["llm"] = {"model": "tiny", "host": stub.host, "timeout": 5}
-        (sample.root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
-        vault = Vault.open(sample.root)
+        vault = set_llm(sample.root, model="tiny", host=stub.host, timeout=5)
         uri = "entities/man-met-bril-koffie.md"
         app = MemlinkApp(vault)
         async with app.run_test(size=SIZE) as pilot:
