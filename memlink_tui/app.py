@@ -21,7 +21,6 @@ from .commands import ActionCommands, NoteCommands, ProviderCommands, ThemeComma
 from .settings import SettingsFile
 from .theming import DEFAULT_THEME, load_themes
 
-PANES = ("browser", "chat", "graph", "reports", "lint")
 PANE_CLASSES = {
     "browser": (".screens.browser", "BrowserScreen"),
     "chat": (".screens.chat", "ChatScreen"),
@@ -29,6 +28,7 @@ PANE_CLASSES = {
     "reports": (".screens.reports", "ReportScreen"),
     "lint": (".screens.lint", "LintScreen"),
 }
+PANES = tuple(PANE_CLASSES)
 BACKGROUND_GROUPS = {"index", "dream", "commit", "import", "lint"}
 
 
@@ -52,20 +52,19 @@ class History:
             del self.back[: -self.limit]
         self.forward.clear()
 
-    def go_back(self, here: Location, alive=lambda loc: True) -> Location | None:
+    def go_back(self, here: Location, alive=lambda _: True) -> Location | None:
         """The previous location still there (notes deleted since are skipped)."""
-        while self.back:
-            target = self.back.pop()
-            if alive(target) and target != here:
-                self.forward.append(here)
-                return target
-        return None
+        return self._step(self.back, self.forward, here, alive)
 
-    def go_forward(self, here: Location, alive=lambda loc: True) -> Location | None:
-        while self.forward:
-            target = self.forward.pop()
+    def go_forward(self, here: Location, alive=lambda _: True) -> Location | None:
+        return self._step(self.forward, self.back, here, alive)
+
+    @staticmethod
+    def _step(source: list[Location], other: list[Location], here: Location, alive) -> Location | None:
+        while source:
+            target = source.pop()
             if alive(target) and target != here:
-                self.back.append(here)
+                other.append(here)
                 return target
         return None
 

@@ -42,9 +42,10 @@ class NoteTree(Tree[str]):
         """What the tree shows: a reload with the same signature changes nothing."""
         return tuple(sorted((e.uri, e.memory_type, e.title) for e in entries))
 
-    def load(self, entries: Iterable[CatalogEntry]) -> None:
+    def load(self, entries: Iterable[CatalogEntry], signature: tuple | None = None) -> None:
+        """``signature``: ``signature_of(entries)`` if the caller has it (computed off the UI thread)."""
         entries = list(entries)
-        self.loaded, self.signature = True, self.signature_of(entries)
+        self.loaded, self.signature = True, signature if signature is not None else self.signature_of(entries)
         cursor = self.cursor_node.data if self.cursor_node is not None else None
         expanded = {t for t, b in self._branches.items() if b.is_expanded}
         self.clear()

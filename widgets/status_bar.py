@@ -9,7 +9,7 @@ import os
 from rich.markup import escape
 from textual.widgets import Static
 
-WATCHED = ("provider_line", "index_state", "queue_depth", "vault_path")
+WATCHED = ("provider_line", "index_state", "queue_depth")  # the vault path is fixed per pane
 
 
 def short_path(path) -> str:
@@ -25,7 +25,7 @@ class StatusBar(Static):
 
     def on_mount(self) -> None:
         for name in WATCHED:
-            if hasattr(type(self.app), name):
+            if hasattr(type(self.app), name):  # only the memlink app has these reactives
                 self.watch(self.app, name, self._changed, init=False)
         self._changed()
 

@@ -226,25 +226,26 @@ class BrowserScreen(Screen):
             if first:  # the stored catalog draws the tree at once; the file check follows
                 stored = self.vault.stored_notes()
                 if stored:
-                    self.app.call_from_thread(self._show_tree, stored)
+                    self.app.call_from_thread(self._show_tree, stored, NoteTree.signature_of(stored))
             self.vault.sync_catalog()
             entries = self.vault.list_notes()
+            signature = NoteTree.signature_of(entries)  # sorting 100k titles: here, not on the UI thread
         except MemlinkError as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Cannot read the vault", severity="error")
             return
-        self.app.call_from_thread(self._catalog_ready, entries)
+        self.app.call_from_thread(self._catalog_ready, entries, signature)
 
-    def _show_tree(self, entries) -> None:
+    def _show_tree(self, entries, signature: tuple) -> None:
         tree = self.query_one(NoteTree)
-        tree.load(entries)
+        tree.load(entries, signature)
         tree.border_title = f"Notes · {len(entries)}"
         self.call_after_refresh(self.app.notes_shown)
 
-    def _catalog_ready(self, entries) -> None:
+    def _catalog_ready(self, entries, signature: tuple) -> None:
         tree = self.query_one(NoteTree)
-        if not tree.loaded or tree.signature != NoteTree.signature_of(entries):
-            self._show_tree(entries)
-        self.query_one(NoteTree).border_title = f"Notes · {len(entries)}"
+        if not tree.loaded or tree.signature != signature:
+            self._show_tree(entries, signature)
+        tree.border_title = f"Notes · {len(entries)}"
         if self.current:
             self.run_worker(self.open_note(self.current))
         self.app.sync_index()
