@@ -5,7 +5,7 @@ that recording one note rewrites one small shard, not the whole catalog."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 
@@ -26,6 +26,10 @@ class CatalogEntry:
     sha: str = ""  # content hash: the index compares it to what it has indexed
     error: Optional[str] = None
     superseded: bool = False  # a review kept another note over this one (valid_until set)
+    # What other notes and questions may call this note by (engine.names): its aliases
+    # (other names, the path a file was imported from) and kind (person, company…).
+    aliases: list = field(default_factory=list)
+    kind: str = ""
 
 
 def content_hash(data: bytes) -> str:
@@ -52,6 +56,8 @@ class CatalogStore:
             # The raw rows, not TinyDB Documents: at 100k notes the wrappers cost a second.
             data = self.state.db(path.stem).storage.read() or {}
             for row in (data.get("notes") or {}).values():
+                if "kind" not in row:
+                    continue  # a row from before aliases and kinds: re-derived from the file
                 try:
                     entry = CatalogEntry(**row)
                 except TypeError:

@@ -461,7 +461,8 @@ class Vault:
         except (MemlinkError, OSError, UnicodeDecodeError) as exc:
             return CatalogEntry(uri, "", uri, "", "", st.st_mtime_ns, st.st_size, error=str(exc))
         return CatalogEntry(uri, note.memory_type, self.title(note), note.created_at, note.updated_at,
-                            st.st_mtime_ns, st.st_size, content_hash(data), superseded="valid_until" in note.extra)
+                            st.st_mtime_ns, st.st_size, content_hash(data), superseded="valid_until" in note.extra,
+                            **_names(note))
 
     def stored_notes(self) -> list[CatalogEntry]:
         """The notes as the catalog last saw them, without checking the files: enough to
@@ -490,7 +491,8 @@ class Vault:
         path = self.path(note.uri)
         st = path.stat()
         entry = CatalogEntry(note.uri, note.memory_type, self.title(note), note.created_at, note.updated_at,
-                             st.st_mtime_ns, st.st_size, content_hash(path.read_bytes()), superseded="valid_until" in note.extra)
+                             st.st_mtime_ns, st.st_size, content_hash(path.read_bytes()), superseded="valid_until" in note.extra,
+                             **_names(note))
         # Copy on write under the lock: a sync in a worker must not lose this entry, and
         # readers iterating the previous dict (the UI thread) never see it change.
         with self._catalog_lock:
@@ -621,6 +623,14 @@ class Vault:
                 if note(link.to_uri) is None:
                     problems.append(Problem("error", "dangling_link", link.from_uri, f"legacy entry {link.id}: {link.to_uri} does not exist"))
         return problems
+
+
+def _names(note: Note) -> dict:
+    """What the catalog keeps of a note's other names (aliases) and kind."""
+    aliases = note.fields.get("aliases")
+    kind = note.fields.get("kind")
+    return {"aliases": [str(a) for a in aliases] if isinstance(aliases, list) else [],
+            "kind": str(kind).strip().lower() if isinstance(kind, str) else ""}
 
 
 SESSION_KEYS = {"session", "id", "role", "content", "ts"}

@@ -93,7 +93,7 @@ def test_ingest_markdown_with_references(vault, tmp_path):
     src = result.source_uri
     assert src == "sources/offsite-notes.md"
     assert ("entities/atlas.md", "Atlas") in {(l.to_uri, l.match_text) for l in vault.get_file_links(src, "links")}
-    assert "[the plan](entities/ghost.md)" in result.report.unresolved
+    assert f"{doc}:3: [the plan](entities/ghost.md)" in result.report.unresolved  # file:line: reference
     assert not any("Not a link" in r for r in result.report.unresolved)  # code fences ignored
     pref = "preferences/short-standups.md"
     assert pref in result.report.created

@@ -1,90 +1,149 @@
 """References already in a note's text become links without any LLM (GBrain's auto-link,
-§2.1): markdown links ``[text](path)``, ``[[wikilinks]]`` and bare slug references to
-other notes. Code fences are ignored; one link per target per note; match_text is the
-visible text. A reference to a note that does not exist is reported, never linked."""
+§2.1): markdown links ``[text](path)`` (relative, root-relative, with or without ``.md``),
+``[[wikilinks]]`` (by title, alias or file name, with or without ``|shown``) and bare
+slug references (``people/mia-brown``). Paths resolve against the vault and against the
+paths files were imported from (their aliases). Code fences are ignored; one link per
+target per note; match_text is the visible text. A reference to a note that does not
+exist is reported with its line, never linked.
+
+Each link is typed by the relation its sentence states (engine.relations: works at,
+invested in, advises, attended …, kept in the description), else by the sentence cascade
+of the rules provider."""
 
 from __future__ import annotations
 
+import posixpath
 import re
+import urllib.parse
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
-from ..errors import UriError
-from ..uris import normalize_uri, uri_dir
+from ..names import NameIndex
+from ..relations import describe, relation_in
+from ..uris import uri_dir
 from .rules import link_type_for
 
 _FENCE = re.compile(r"```.*?```|~~~.*?~~~", re.S)
-_MD_LINK = re.compile(r"\[([^\]\n]+)\]\(([^)\s]+)\)")
-_WIKI = re.compile(r"\[\[([^\]|#\n]+)(?:#[^\]|\n]*)?(?:\|([^\]\n]+))?\]\]")
-_SLUG = re.compile(r"(?<![\w/])((?:entities|preferences|reports|report_candidates|sources|events/\d{4}/\d{2}/\d{2})/[\w\-\u4e00-\u9fff]+)(?:\.md)?\b")
+_MD_LINK = re.compile(r"!?\[([^\]\n]+)\]\(<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\)")
+_WIKI = re.compile(r"!?\[\[([^\]|#\n]+)(?:#[^\]|\n]*)?(?:\|([^\]\n]+))?\]\]")
+_SLUG = re.compile(r"(?<![\w/.:@#~-])((?:[\w-]+/)+[\w-]+)(?:\.md)?(?![\w/])")
+_WEB = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|//|#)", re.I)
+_SENT_END = re.compile(r"[.!?](?=\s|$)|\n")
+
+PLAIN_WEIGHT = 0.6  # a page names another
+RELATION_WEIGHT = 0.8  # … and says how they relate
 
 
 @dataclass
 class Reference:
     target: str  # vault URI
     text: str  # what the reader sees (match_text)
-    sentence: str
+    sentence: str  # the sentence around it, references masked
+    line: int = 0
+    at: int = 0  # where the reference starts in ``sentence``
+
+
+@dataclass
+class Missing:
+    raw: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.raw}"
 
 
 @dataclass
 class AutoLinks:
     found: list[Reference] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)  # references to notes that do not exist
+    missing: list[Missing] = field(default_factory=list)  # references to notes that do not exist
 
 
-def _sentence_around(text: str, start: int) -> str:
-    left = max(text.rfind(".", 0, start), text.rfind("\n", 0, start)) + 1
-    right_candidates = [i for i in (text.find(".", start), text.find("\n", start)) if i >= 0]
-    right = min(right_candidates) if right_candidates else len(text)
-    return text[left:right]
-
-
-def find_references(vault, from_uri: str, text: str) -> AutoLinks:
-    out = AutoLinks()
-    clean = _FENCE.sub(lambda m: " " * len(m.group(0)), text)
+def find_references(vault, from_uri: str, text: str, base: str | None = None, names: NameIndex | None = None) -> AutoLinks:
+    """The references in ``text`` (the note ``from_uri``'s, or the file it was imported
+    from: then ``base`` is that file's folder in the imported tree, for relative paths)."""
+    names = names or NameIndex.for_vault(vault)
     catalog = vault.catalog()
-    by_title = {e.title.lower(): u for u, e in catalog.items() if not e.error}
-    seen: set[str] = set()
+    out = AutoLinks()
+    clean = _FENCE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    spans: list[tuple[int, int, str | None, str, str, bool]] = []  # (start, end, target, shown, raw, report)
 
-    def add(target: str | None, shown: str, raw: str, at: int) -> None:
-        if target is None or target not in catalog or catalog[target].error:
-            out.missing.append(raw)
-            return
-        if target == from_uri or target in seen:
-            return
-        seen.add(target)
-        out.found.append(Reference(target, shown, _sentence_around(clean, at)))
+    def live(uri: str | None) -> str | None:
+        return uri if uri is not None and uri in catalog and not catalog[uri].error else None
 
-    def as_uri(path: str) -> str | None:
-        path = path.split("#", 1)[0]
-        if re.match(r"^[a-z]+:", path):
+    def by_path(raw: str) -> str | None:
+        path = urllib.parse.unquote(raw.split("#", 1)[0].split("?", 1)[0])
+        if not path:
             return None
-        candidates = [path, str(PurePosixPath(uri_dir(from_uri)) / path)] if uri_dir(from_uri) else [path]
-        for cand in candidates:
-            for c in (cand, cand + ".md"):
-                try:
-                    norm = normalize_uri(str(PurePosixPath(c)))
-                except UriError:
-                    continue
-                if norm in catalog:
-                    return norm
-        try:
-            return normalize_uri(path if path.endswith(".md") else path + ".md")
-        except UriError:
-            return None
+        bases = [] if path.startswith("/") else [b for b in (base, uri_dir(from_uri)) if b is not None]
+        for folder in [*bases, ""]:
+            joined = posixpath.normpath(posixpath.join(folder, path.lstrip("/")))
+            if joined.startswith(".."):
+                continue
+            for cand in (joined, joined + ".md"):
+                if cand in catalog:
+                    return live(cand)
+            if uri := names.by_path(joined):
+                return live(uri)
+        return None
 
     for m in _MD_LINK.finditer(clean):
-        if re.match(r"^[a-z]+://", m[2]) or m[2].startswith("mailto:"):
-            continue  # a web link, not a note
-        add(as_uri(m[2]), m[1], m[0], m.start())
+        if _WEB.match(m[2]) or m[0].startswith("!"):
+            continue  # a web link, an anchor or an image, not a note
+        spans.append((m.start(), m.end(), by_path(m[2]), m[1], m[0], True))
     for m in _WIKI.finditer(clean):
         name = m[1].strip()
-        target = by_title.get(name.lower()) or as_uri(name)
-        add(target, (m[2] or name).strip(), m[0], m.start())
-    for m in _SLUG.finditer(clean):
-        add(as_uri(m[1]), m[1], m[0], m.start())
+        if m[0].startswith("!"):
+            continue  # an embedded file
+        spans.append((m.start(), m.end(), live(names.by_name(name)) or by_path(name), (m[2] or name).strip(), m[0], True))
+    masked = _mask(clean, spans)
+    for m in _SLUG.finditer(masked):
+        target = by_path(m[1])
+        known_folder = m[1].split("/", 1)[0].lower() in names.folders
+        if target or known_folder:  # "and/or", dates and the like are not references
+            spans.append((m.start(), m.end(), target, m[1], m[0], True))
+    masked = _mask(clean, spans)
+    seen: set[str] = set()
+    for start, end, target, shown, raw, report in sorted(spans):
+        line = text.count("\n", 0, start) + 1
+        if target is None:
+            if report:
+                out.missing.append(Missing(raw, line))
+            continue
+        if target == from_uri or target in seen:
+            continue
+        seen.add(target)
+        left, right = _sentence_bounds(masked, start, end)
+        out.found.append(Reference(target, shown, masked[left:right], line, start - left))
     return out
 
 
+def _mask(text: str, spans) -> str:
+    """The text with each reference replaced by a neutral run of the same length, so that
+    a title inside a link ("… investor update") states no relation and a path's dots end
+    no sentence."""
+    chars = list(text)
+    for start, end, *_ in spans:
+        chars[start:end] = "§" * (end - start)
+    return "".join(chars)
+
+
+def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    left = 0
+    for m in _SENT_END.finditer(text, 0, start):
+        left = m.end()
+    m = _SENT_END.search(text, end)
+    return left, (m.end() if m else len(text))
+
+
+def reference_link(ref: Reference, from_kind: str = "", to_kind: str = "") -> tuple[str, dict]:
+    """(link type, link spec) for a reference: the relation its sentence states between
+    the two pages (in the description), else the sentence cascade."""
+    rel, from_is_subject = relation_in(ref.sentence, from_kind, to_kind, ref.at)
+    if rel is not None:
+        return rel.link_type.value, {"weight": RELATION_WEIGHT, "match_text": ref.text,
+                                     "description": describe(rel, from_is_subject)}
+    return link_type_for(ref.sentence), {"weight": PLAIN_WEIGHT, "match_text": ref.text,
+                                          "description": "referenced in the text"}
+
+
 def typed(ref: Reference) -> str:
-    return link_type_for(ref.sentence)
+    return reference_link(ref)[0]

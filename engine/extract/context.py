@@ -22,6 +22,8 @@ class ExtractContext:
     source_page: int | None = None  # the imported resource's own page, when there is one
     user_lines: list[str] = field(default_factory=list)  # what the user said (sessions)
     known_names: dict[str, str] = field(default_factory=dict)  # entity title/alias (lower) -> uri
+    base: str | None = None  # the imported file's folder in its tree, for its relative references
+    common_words: set[str] = field(default_factory=set)  # words the input writes in lower case
 
     def add(self, note: Note) -> int:
         page_id = self.pages.get_or_assign(note.uri)

@@ -13,7 +13,6 @@ from tinydb import Query
 
 from ..errors import MemlinkError
 from ..llm.select import provider_status
-from .autolink import find_references, typed
 from .context import ExtractContext
 from .loop import ExtractLoop, LLMExtractor
 from .rules import RulesExtractor
@@ -36,9 +35,9 @@ def choose_extractor(vault):
     return LLMExtractor(provider), health
 
 
-def run_extraction(vault, ctx: ExtractContext, extractor, source: str) -> RunReport:
+def run_extraction(vault, ctx: ExtractContext, extractor, source: str, deferred: list | None = None) -> RunReport:
     ops = ExtractLoop(vault, extractor).run(ctx)
-    return MemoryUpdater(vault).apply_operations(resolve_operations(ops, ctx), ctx, extractor.name, source)
+    return MemoryUpdater(vault).apply_operations(resolve_operations(ops, ctx), ctx, extractor.name, source, deferred)
 
 
 # -- sessions -------------------------------------------------------------------------------
@@ -95,40 +94,11 @@ def read_text_file(path: Path) -> str:
         raise InputError(f"{path}: not UTF-8 text") from None
 
 
-def _title(text: str, path: Path) -> str:
-    for line in text.splitlines():
-        if line.startswith("# "):
-            return line[2:].strip()
-    return path.stem.replace("_", " ").replace("-", " ").strip() or path.name
-
-
 def ingest(vault, path: Path, *, wiki: bool = True, extractor=None) -> IngestResult:
-    path = Path(path)
-    text = read_text_file(path)
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    table = vault.state.db("ingested").table("files")
-    seen = table.get(Query().sha256 == digest)
-    if seen and vault.exists(seen["uri"]):
-        return IngestResult(str(path), seen["uri"], None, skipped=f"already imported as {seen['uri']}")
-    title = _title(text, path)
-    source = vault.write_note("source", {"title": title, "kind": "document", "origin": str(path.resolve()),
-                                         "in_wiki": wiki, "content": text.strip()})
-    table.upsert({"sha256": digest, "uri": source.uri, "path": str(path.resolve())}, Query().sha256 == digest)
-    if extractor is None:
-        extractor, _health = choose_extractor(vault)
-    if wiki:
-        ctx = ExtractContext("resource", text, dt.date.today())
-        ctx.source_page = ctx.add(source)
-        report = run_extraction(vault, ctx, extractor, f"resource {path.name}")
-    else:
-        report = RunReport("none")  # kept, not extracted (scenario 3); notes may still link to it
-    report.created.insert(0, source.uri)
-    # The resource's own references to notes become links (auto-link, no LLM).
-    refs = find_references(vault, source.uri, text)
-    report.unresolved += refs.missing
-    specs = [(source.uri, r.target, typed(r), {"weight": 0.7, "match_text": r.text, "description": "referenced in the text"})
-             for r in refs.found]
-    for link in vault.link_many(specs) if specs else []:
-        report.links_added.append({"from": link.from_uri, "to": link.to_uri, "type": link.link_type.value,
-                                   "weight": link.weight, "match_text": link.match_text})
-    return IngestResult(str(path), source.uri, report)
+    """One file (a batch of one: see engine.extract.batch)."""
+    from .batch import ingest_batch
+
+    batch = ingest_batch(vault, [Path(path)], wiki=wiki, extractor=extractor)
+    if batch.failed:
+        raise InputError(batch.failed[0]["error"])
+    return batch.files[0]

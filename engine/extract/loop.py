@@ -121,9 +121,18 @@ class ExtractLoop:
         self.vault = vault
         self.extractor = extractor  # RulesExtractor or LLMExtractor
 
+    def _schema(self) -> type[BaseModel]:
+        """The output model, built once per open vault (building it costs ~25 ms)."""
+        cached = self.vault.cache.get("operations_model")
+        if cached is None or cached[0] is not self.vault.types:
+            names = [t.memory_type for t in self.vault.types if t.link_enabled]
+            cached = (self.vault.types, operations_model(self.vault.types, names))
+            self.vault.cache["operations_model"] = cached
+        return cached[1]
+
     def run(self, ctx: ExtractContext) -> BaseModel:
         prefetch(self.vault, ctx)
-        schema = operations_model(self.vault.types, [t.memory_type for t in self.vault.types if t.link_enabled])
+        schema = self._schema()
         try:
             ops = self.extractor.extract(ctx, schema)
             check_operations(ops, ctx, self.vault.types)

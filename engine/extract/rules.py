@@ -53,6 +53,21 @@ _RELATIVE = {"today": 0, "this morning": 0, "tonight": 0, "this afternoon": 0, "
 _CAPNAME = re.compile(r"\b([A-Z][a-z]+(?:\s+(?:[A-Z][a-z]+|de|van|von|der|el|El|al)){1,3})\b")
 _NOT_NAMES = {m.capitalize() for m in _MONTHS} | {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
                                                    "Sunday", "I", "The", "A", "An", "My", "We", "You", "It", "This", "That"}
+# Words capitalised only because they open a sentence or a headline: closed-class words
+# and common sentence openers never start a name ("Why Most", "Led Series").
+_NOT_NAMES |= {w.capitalize() for w in (
+    "why how what when where who whom whose which while whether if then than so and but or nor yet also "
+    "most more many much some any all every each both few several such no not none other another "
+    "our your their his her its these those there here he she they we us them me "
+    "is are was were be been being do does did have has had will would can could should may might must "
+    "on in at by for from with without of to into onto about after before during since until over under "
+    "led built grew sold raised ran went met saw got made took gave came bought left began spent told said sent "
+    "found won lost wrote held joined new old big small first last next early late key open recent notes lessons "
+    "yesterday today tomorrow tonight"
+).split()}
+_LOWER_WORD = re.compile(r"(?<![\w'-])[a-z][a-z'-]+")
+_HEADING_LINE = re.compile(r"^\s*#{1,6}\s")
+_SMALL = {"a", "an", "the", "of", "in", "on", "at", "for", "to", "and", "or", "from", "with", "by"}
 # Something happened: an English past tense, or a Chinese aspect marker, or an explicit date.
 _PAST = re.compile(r"\b\w+ed\b|\b(?:went|met|had|saw|got|made|ate|ran|took|gave|came|did|was|were|bought|left|moved|"
                    r"began|spent|told|said|sent|found|won|lost|fell|flew|drove|wrote|read|held)\b|了|过|\d{1,2}月\d{1,2}[日号]|"
@@ -80,6 +95,37 @@ def _topic(obj: str) -> str:
     obj = re.sub(r"^(?:to|the|a|an|my|it when|when)\s+", "", obj, flags=re.I)
     words = obj.split()
     return " ".join(words[:6]).rstrip(",;:") if words else ""
+
+
+def _headline(sentence: str) -> bool:
+    """A markdown heading, or a Title Case Line (most words capitalised): its capitals
+    say nothing about names."""
+    if _HEADING_LINE.match(sentence):
+        return True
+    if re.search(r"[.!?。！？]\s*$", sentence):
+        return False  # headlines carry no full stop
+    words = [w for w in re.findall(r"[A-Za-z][\w'-]*", sentence) if w.lower() not in _SMALL]
+    lower = sum(w[0].islower() for w in words)
+    return len(words) - lower >= 3 and lower <= 1
+
+
+def names_in(sentence: str, common: set[str] | frozenset = frozenset()) -> list[str]:
+    """New multi-word names in a sentence. Leading words that only open the sentence are
+    dropped (closed-class words, common openers, and — at the sentence start — words the
+    text also writes in lower case); what is left must still be two words or more."""
+    if _headline(sentence):
+        return []
+    out = []
+    for m in _CAPNAME.finditer(sentence):
+        words = m[1].split()
+        before = re.findall(r"\w+", sentence[: m.start()])
+        opening = all(w.capitalize() in _NOT_NAMES for w in before)  # only openers precede it
+        while words and (words[0] in _NOT_NAMES or (opening and words[0].lower() in common)):
+            words.pop(0)
+            opening = False
+        if len(words) >= 2 and words[-1] not in _NOT_NAMES:
+            out.append(" ".join(words))
+    return out
 
 
 def _overlap(a: str, b: str) -> float:
@@ -134,6 +180,7 @@ class RulesExtractor:
         out = _Out(items={name: [] for name in schema.model_fields if name != "links"})
         lines = ctx.user_lines or [ctx.text]
         profile = next((pid for pid, n in ctx.notes.items() if n.memory_type == "profile"), None)
+        ctx.common_words = ctx.common_words | set(_LOWER_WORD.findall(ctx.text))
         for line in lines:
             for sentence in (s.strip() for s in _SENT.findall(line)):
                 if sentence:
@@ -238,8 +285,8 @@ class RulesExtractor:
             for pid, _f in created:
                 self._link(out, pid, pid_known, link_type, "content" if "content" in note.fields else "name", mention,
                            f"mentions {note.fields.get('name') or mention}")
-        for name in _CAPNAME.findall(s):
-            if name.split()[0] in _NOT_NAMES or name.lower() in ctx.known_names:
+        for name in names_in(s, ctx.common_words):
+            if name.lower() in ctx.known_names:
                 continue
             pid_new = self._new(ctx, out, "entity", {"name": name, "content": s}, ("entity", name.lower()))
             if pid_new is not None:

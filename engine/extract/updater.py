@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from ..errors import MemlinkError
-from .autolink import find_references, typed
+from ..names import NameIndex
+from .autolink import find_references, reference_link
 from .context import ExtractContext
 from .operations import item_fields
 from ..merge import is_edit
@@ -42,7 +43,7 @@ class RunReport:
     unchanged: list[str] = field(default_factory=list)
     links_added: list[dict] = field(default_factory=list)
     links_kept: int = 0
-    unresolved: list[str] = field(default_factory=list)  # references to notes that do not exist
+    unresolved: list[str] = field(default_factory=list)  # "file:line: reference" to notes that do not exist
     problems: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -72,7 +73,10 @@ class MemoryUpdater:
     def __init__(self, vault):
         self.vault = vault
 
-    def apply_operations(self, resolved: Resolved, ctx: ExtractContext, provider: str, source: str) -> RunReport:
+    def apply_operations(self, resolved: Resolved, ctx: ExtractContext, provider: str, source: str,
+                         deferred: list | None = None) -> RunReport:
+        """Write the notes, then their links — or, given ``deferred``, add the link specs
+        to it for the caller to write."""
         v = self.vault
         report = RunReport(provider)
         uris: dict[int, str] = {pid: n.uri for pid, n in ctx.notes.items()}
@@ -103,28 +107,28 @@ class MemoryUpdater:
             if uris[f] == uris[t]:
                 continue  # two page ids that became one note (an update of the same page)
             specs.append((uris[f], uris[t], link_type, spec))
+        names = NameIndex.for_vault(v)
         for note in written:  # references already in the text (GBrain's auto-link)
             text = "\n".join(note.field_text(name) for name in note.fields)
-            refs = find_references(v, note.uri, text)
-            report.unresolved += refs.missing
+            refs = find_references(v, note.uri, text, base=ctx.base, names=names)
+            if ctx.source_page is None:  # an imported file's own references are reported by the import
+                report.unresolved += [f"{note.uri}:{m.line}: {m.raw}" for m in refs.missing]
             for ref in refs.found:
-                specs.append((note.uri, ref.target, typed(ref), {"weight": 0.7, "match_text": ref.text,
-                                                                   "description": "referenced in the text"}))
-        existing = {(l.from_uri, l.to_uri, l.link_type.value) for s in specs for l in v.get_file_links(s[0], "links")}
-        if specs:
+                link_type, spec = reference_link(ref, note.fields.get("kind") or "", names.kind(ref.target))
+                specs.append((note.uri, ref.target, link_type, spec))
+        if deferred is not None:
+            deferred += specs  # the caller writes them, with others, in one transaction
+        elif specs:
             try:
-                links = v.link_many(specs)
+                written_links = write_links(v, specs)
             except MemlinkError as exc:
                 report.problems.append(f"links not written: {exc}")
-                links = []
-            for link in links:
-                key = (link.from_uri, link.to_uri, link.link_type.value)
-                if key in existing:
-                    report.links_kept += 1
+                written_links = []
+            for link, new in written_links:
+                if new:
+                    report.links_added.append(link_entry(link))
                 else:
-                    existing.add(key)
-                    report.links_added.append({"from": link.from_uri, "to": link.to_uri, "type": link.link_type.value,
-                                               "weight": link.weight, "match_text": link.match_text})
+                    report.links_kept += 1
         self._audit(report, source)
         return report
 
@@ -134,6 +138,23 @@ class MemoryUpdater:
         entry = {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "source": source, **report.to_json()}
         with open(folder / f"{dt.date.today().isoformat()}.jsonl", "a", encoding="utf-8") as fh:
             fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+
+
+def write_links(vault, specs: list[tuple]) -> list[tuple]:
+    """Write link specs on both sides in one transaction; (link, whether it is new) each."""
+    existing = {(l.from_uri, l.to_uri, l.link_type.value) for f in {s[0] for s in specs}
+                for l in vault.get_file_links(f, "links")}
+    out = []
+    for link in vault.link_many(specs):
+        key = (link.from_uri, link.to_uri, link.link_type.value)
+        out.append((link, key not in existing))
+        existing.add(key)
+    return out
+
+
+def link_entry(link) -> dict:
+    return {"from": link.from_uri, "to": link.to_uri, "type": link.link_type.value, "weight": link.weight,
+            "match_text": link.match_text, "relation": link.description}
 
 
 def _stamp(ctx: ExtractContext) -> str:

@@ -1,0 +1,82 @@
+"""With an LLM running, the zero-LLM link types of an imported page's references are
+refined by the model: one structured call per page lists its references with the
+cascade's guess, and the model answers a link type and a relation for each. The answer is
+validated strictly (pydantic, extra="forbid", every reference at most once and in
+range); an answer that does not fit is quarantined and the cascade's types are kept —
+never repaired."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..links import LinkType
+from ..llm import LLMError, LLMInvalidOutput
+from ..relations import RELATIONS
+from .autolink import PLAIN_WEIGHT, RELATION_WEIGHT
+from .loop import quarantine
+
+MAX_TEXT = 4000
+PLAIN = "referenced in the text"
+
+
+class LinkChoice(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ref: int = Field(ge=1, description="the reference's number")
+    link_type: LinkType
+    relation: str = Field(max_length=60, description="from this page to the target, e.g. 'works at', or 'mentions'")
+
+
+class LinkChoices(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    links: list[LinkChoice]
+
+
+def _prompt(page, specs: list[tuple], vault) -> str:
+    catalog = vault.catalog()
+    labels = ", ".join(f"'{r.label}' / '{r.inverse}'" for r in RELATIONS)
+    rows = []
+    for i, (_f, to_uri, link_type, spec) in enumerate(specs, 1):
+        target = catalog[to_uri].title if to_uri in catalog else to_uri
+        rows.append(f"{i}. {target} ({to_uri}) shown as {spec.get('match_text')!r}; "
+                    f"guess: {link_type}, {spec.get('description')!r}")
+    return (
+        f"The page {page.title!r} ({page.kind}) refers to other pages. For each numbered reference, choose the link "
+        f"type (one of: {', '.join(t.value for t in LinkType)}) and the relation the page states, phrased from "
+        f"this page to the target ({labels}), or 'mentions' when it states none.\n\n"
+        f"PAGE:\n{page.body[:MAX_TEXT]}\n\nREFERENCES:\n" + "\n".join(rows) +
+        '\n\nAnswer {"links": [{"ref": 1, "link_type": "belongs_to", "relation": "works at"}, ...]}.'
+    )
+
+
+def refine_links(vault, provider, page, specs: list[tuple], report) -> list[tuple]:
+    """The specs with the model's link types and relations, or unchanged if it failed."""
+    try:
+        answer = provider.structured([{"role": "user", "content": _prompt(page, specs, vault)}], LinkChoices)
+        seen: set[int] = set()
+        for choice in answer.links:
+            if choice.ref > len(specs) or choice.ref in seen:
+                raise ValueError(f"reference {choice.ref} is not one of the {len(specs)} listed, or answered twice")
+            seen.add(choice.ref)
+    except LLMInvalidOutput as exc:
+        where = quarantine(vault, provider.name, str(exc), exc.raw)
+        report.problems.append(f"{page.path}: link types kept from the rules: {exc} (kept in {where})")
+        return specs
+    except ValueError as exc:
+        where = quarantine(vault, provider.name, str(exc), answer.model_dump_json())
+        report.problems.append(f"{page.path}: link types kept from the rules: {exc} (kept in {where})")
+        return specs
+    except (LLMError, ValidationError) as exc:
+        report.problems.append(f"{page.path}: link types kept from the rules: {exc}")
+        return specs
+    out = list(specs)
+    for choice in answer.links:
+        f, t, _type, spec = specs[choice.ref - 1]
+        relation = " ".join(choice.relation.lower().split())
+        stated = bool(relation) and relation not in ("mentions", "mentioned", "none")
+        out[choice.ref - 1] = (f, t, choice.link_type.value, {
+            **spec, "weight": RELATION_WEIGHT if stated else PLAIN_WEIGHT,
+            "description": relation if stated else PLAIN,
+        })
+    return out

@@ -1,0 +1,124 @@
+"""Relations the text states between two pages (seed 000 §2.1, GBrain's zero-LLM link-type
+cascade): founded → invested in → advises → reports to → works at → attended, strongest
+first (attended first when one end is a meeting), each mapped onto one of the six link
+types. The relation itself is kept in the link's description, phrased from the link's
+from-note to its to-note ("works at" from a person's page, "employs" from the
+company's), so search can answer "Who works at X?".
+
+Ingest uses ``relation_in`` on the sentence around a reference; search uses
+``asked_relation`` on the question and ``relation_of`` on a link's description."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .links import LinkType
+
+
+@dataclass(frozen=True)
+class Relation:
+    name: str
+    link_type: LinkType
+    label: str  # the subject's page links to the object's: "works at"
+    inverse: str  # the object's page links to the subject's: "employs"
+    said: re.Pattern  # the relation stated in a sentence
+    asked: re.Pattern  # the relation asked about in a question
+
+
+def _p(text: str) -> re.Pattern:
+    return re.compile(text, re.I)
+
+
+RELATIONS: list[Relation] = [  # strongest first: the first that matches a sentence decides
+    Relation("founded", LinkType.BELONGS_TO, "founded", "founded by",
+             _p(r"\b(?:co-?)?found(?:ed|er|ing (?:member|partner|team))\b"), _p(r"\b(?:co-?)?found(?:ed|er|ers)\b")),
+    Relation("invested_in", LinkType.RELATED_TO, "invested in", "backed by",
+             _p(r"\binvest(?:ed|or|ors|ment|ments|s|ing)?\b|\bback(?:ed|er|ers|s)\b|\bangel\b|\bstake\b|"
+                r"\bseries [a-f]\b|\b(?:seed|funding) round\b|\bfunded\b"),
+             _p(r"\binvest(?:ed|or|ors|s|ing)?\b|\bback(?:ed|er|ers|s)?\b|\bfund(?:ed|s|ers)?\b")),
+    Relation("advises", LinkType.RELATED_TO, "advises", "advised by",
+             _p(r"\badvis(?:e|es|ed|ing|or|ors|er|ers|ory)\b|\bmentor(?:s|ed|ing)?\b"),
+             _p(r"\badvis(?:e|es|ed|ing|or|ors|er|ers|ory)\b|\bmentor(?:s|ed|ing)?\b")),
+    Relation("reports_to", LinkType.BELONGS_TO, "reports to", "manages",
+             _p(r"\breports? (?:in)?to\b|\bmanaged by\b|\b(?:her|his|their) manager\b"),
+             _p(r"\breports? to\b|\bmanag(?:es|ed|er)\b")),
+    Relation("works_at", LinkType.BELONGS_TO, "works at", "employs",
+             _p(r"\bwork(?:s|ed|ing)? (?:at|for|here|there)\b|\bemploy(?:s|ed|ee|ees|er)\b|\bjoined\b|\bhired\b|"
+                r"\bstaff\b|\bon the team\b|\bteam at\b|\bleads? (?:a |the )?(?:team|engineering|sales|design|product)\b|"
+                r"\b(?:CEO|CTO|CFO|COO|CMO|CPO|VP|president|head of|director|engineer|manager|designer|"
+                r"lead|scientist|analyst)\b"),
+             _p(r"\bwork(?:s|ed|ing)?\b|\bemploy(?:s|ed|ees)?\b|\bstaff\b|\bteam\b|\bemployees\b")),
+    Relation("attended", LinkType.BELONGS_TO, "attended", "attended by",
+             _p(r"\battend(?:ed|s|ees?|ing|ance)\b|\bpresent\b|\bparticipants?\b|\bwas at\b|\bwere at\b|"
+                r"\bjoined\b|\bmet\b|\bin the room\b"),
+             _p(r"\battend(?:ed|s|ees?|ing)?\b|\bwas at\b|\bwere at\b|\bpresent at\b|\bparticipat")),
+]
+BY_NAME = {r.name: r for r in RELATIONS}
+# A meeting page that names a person records an attendee (GBrain) — unless the sentence
+# says the person was not there.
+ABSENT = _p(r"\bapolog(?:y|ies|ised|ized)\b|\babsent\b|\b(?:could ?n[o']t|did ?n[o']t|unable to) (?:attend|make it|join)\b|"
+            r"\bmissed\b|\bwill get the notes\b")
+MEETING_KINDS = {"meeting", "call", "event"}
+PERSON_KINDS = {"person", "people"}
+
+
+def relation_in(sentence: str, from_kind: str, to_kind: str, ref_at: int | None = None) -> tuple[Relation | None, bool]:
+    """(the relation a sentence states between the page it is on and the page it refers
+    to, whether the from-page is its subject). ``ref_at``: where the reference sits in the
+    sentence, used when the page kinds do not tell who the subject is."""
+    meeting = from_kind in MEETING_KINDS or to_kind in MEETING_KINDS
+    # "met", "joined" mean attending only when a meeting is one end, and then they do.
+    others = [r for r in RELATIONS if r.name != "attended"]
+    order = [BY_NAME["attended"], *others] if meeting else others
+    for rel in order:
+        m = rel.said.search(sentence)
+        if not m:
+            continue
+        if rel.name == "attended" and ABSENT.search(sentence):
+            return None, True
+        return rel, _from_is_subject(rel, from_kind, to_kind, m.start(), ref_at)
+    if from_kind in MEETING_KINDS and to_kind in PERSON_KINDS and not ABSENT.search(sentence):
+        return BY_NAME["attended"], False
+    return None, True
+
+
+def _from_is_subject(rel: Relation, from_kind: str, to_kind: str, cue_at: int, ref_at: int | None) -> bool:
+    if from_kind in PERSON_KINDS and to_kind not in PERSON_KINDS:
+        return True  # a person works at / invests in / attends something
+    if to_kind in PERSON_KINDS and from_kind not in PERSON_KINDS:
+        return False
+    if ref_at is None:
+        return True
+    return ref_at > cue_at  # "Mia reports to [Bob]": the reference after the cue is the object
+
+
+def describe(rel: Relation, from_is_subject: bool) -> str:
+    return rel.label if from_is_subject else rel.inverse
+
+
+def relation_of(description: str) -> tuple[Relation | None, bool]:
+    """The relation a link's description names, and whether its from-note is the subject."""
+    text = (description or "").strip().lower()
+    for rel in RELATIONS:
+        if text == rel.label or text.startswith(rel.label + ":"):
+            return rel, True
+        if text == rel.inverse or text.startswith(rel.inverse + ":"):
+            return rel, False
+    return None, True
+
+
+_WHO = re.compile(r"^\s*(?:who(?:m|se)?|which (?:people|persons?|investors?|advisors?|advisers?|founders?|employees?)|"
+                  r"name (?:the )?(?:people|persons?))\b", re.I)
+
+
+def asks_who(question: str) -> bool:
+    return bool(_WHO.search(question))
+
+
+def asked_relation(question: str) -> Relation | None:
+    """The relation a "Who …?" question asks about (the strongest one it names)."""
+    for rel in RELATIONS:
+        if rel.asked.search(question):
+            return rel
+    return None
