@@ -42,12 +42,39 @@ def nonzero(matrix: np.ndarray) -> np.ndarray:
     return np.linalg.norm(matrix, axis=1) > 1e-6
 
 
+def load_static_model(source: str | Path):
+    """A model2vec StaticModel. A local folder in model2vec's own layout is read directly
+    (safetensors + tokenizers into StaticModel), as ``from_pretrained`` does for it minus
+    the model-card parsing, which imports huggingface_hub and costs half a second on
+    every CLI start; anything else (a hub id in the local cache, another layout) goes
+    through ``from_pretrained``."""
+    folder = Path(source)
+    files = [folder / n for n in ("model.safetensors", "tokenizer.json", "config.json")]
+    if not all(f.is_file() for f in files):
+        from model2vec import StaticModel
+
+        return StaticModel.from_pretrained(str(source))
+    import json
+
+    from model2vec.model import StaticModel
+    from safetensors import safe_open
+    from tokenizers import Tokenizer
+
+    with safe_open(str(files[0]), framework="numpy") as tensors:
+        names = set(tensors.keys())
+        vectors = tensors.get_tensor("embeddings")
+        weights = tensors.get_tensor("weights") if "weights" in names else None
+        mapping = tensors.get_tensor("mapping") if "mapping" in names else None
+    config = json.loads(files[2].read_text(encoding="utf-8"))
+    return StaticModel(vectors=vectors, tokenizer=Tokenizer.from_file(str(files[1])), config=config,
+                       normalize=config.get("normalize", False), weights=weights, token_mapping=mapping,
+                       max_length=config.get("max_length", 512))
+
+
 class Model2VecEmbedder:
     def __init__(self, source: str | Path, name: str | None = None):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the network
-        from model2vec import StaticModel
-
-        self.model = StaticModel.from_pretrained(str(source))
+        self.model = load_static_model(source)
         self.name = name or str(source)
         self.dims = int(self.model.dim)
 

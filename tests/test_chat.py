@@ -16,8 +16,8 @@ from ollama_stub import OllamaStub
 
 
 def turn(i: int) -> Turn:
-    return Turn("s", {"id": f"q{i}", "role": "user", "content": f"question {i}"},
-            {"id": f"a{i}", "role": "assistant", "content": f"answer {i}"}, "ts")
+    return Turn("s", [{"id": f"q{i}", "role": "user", "content": f"question {i}"}],
+                [{"id": f"a{i}", "role": "assistant", "content": f"answer {i}"}], "ts")
 
 
 def test_window_keeps_the_head_and_the_last_five_turns_with_one_marker():

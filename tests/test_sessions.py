@@ -40,19 +40,40 @@ EVENTS = [
     {"id": "1", "role": "user", "content": "Plan my Kyoto trip with Tom Vermeulen", "ts": "2026-11-01T10:00:00Z"},
     {"id": "2", "role": "assistant", "kind": "reasoning", "content": "thinking about trains", "ts": "2026-11-01T10:00:01Z"},
     {"id": "3", "role": "tool", "content": "search(kyoto)", "ts": "2026-11-01T10:00:02Z"},
-    {"id": "4", "role": "assistant", "content": "Draft: day 1 …", "ts": "2026-11-01T10:00:03Z"},
+    {"id": "4", "role": "assistant", "kind": "draft", "content": "Draft: day 1 …", "ts": "2026-11-01T10:00:03Z"},
     {"id": "5", "role": "assistant", "content": "Booked: three days in Kyoto, temples first.", "ts": "2026-11-01T10:00:04Z"},
     {"id": "6", "role": "user", "kind": "recall", "content": "[recalled] an old turn", "ts": "2026-11-01T10:00:05Z"},
     {"id": "7", "role": "user", "content": "And a ryokan?", "ts": "2026-11-01T10:01:00Z"},
 ]
 
 
-def test_projection_keeps_the_question_and_the_last_visible_answer():
+def test_projection_keeps_the_question_and_the_visible_answer():
     (first, second) = project_turns("s", EVENTS[:-1] + [EVENTS[-1], {"id": "8", "role": "assistant", "content": "Yes.", "ts": "x"}])
     assert first.source_ids == ["1", "5"]
     assert set(first.skipped) == {"2", "3", "4", "6"}  # reasoning, tools, drafts, recall snapshots
     assert second.source_ids == ["7", "8"]
     assert project_turns("s", EVENTS) [-1].source_ids == ["1", "5"]  # "7" has no answer yet: not complete
+    assert project_turns("s", EVENTS, final=True)[-1].source_ids == ["7"]  # a finished transcript keeps it
+
+
+def test_projection_keeps_every_message():
+    """Sessions that open with the other side, several messages in a row from one side:
+    every visible message lands in exactly one turn, in order."""
+    events = [
+        {"id": "a1", "role": "assistant", "content": "Morning! How was the trip?", "ts": "t1"},
+        {"id": "u1", "role": "user", "content": "Great.", "ts": "t2"},
+        {"id": "u2", "role": "user", "content": "We saw the temples in Kyoto.", "ts": "t3"},
+        {"id": "a2", "role": "assistant", "content": "Lovely!", "ts": "t4"},
+        {"id": "a3", "role": "assistant", "content": "Which one did you like best?", "ts": "t5"},
+        {"id": "u3", "role": "user", "content": "Kinkaku-ji [image: a golden temple by a pond]", "ts": "t6"},
+    ]
+    turns = project_turns("s", events, final=True)
+    assert [t.source_ids for t in turns] == [["a1"], ["u1", "u2", "a2", "a3"], ["u3"]]
+    assert turns[0].question["content"] == "" and turns[0].answer["content"] == "Morning! How was the trip?"
+    assert turns[1].question["content"] == "Great.\nWe saw the temples in Kyoto."
+    assert turns[1].answer["content"] == "Lovely!\nWhich one did you like best?"
+    assert [t.pos for t in turns] == [0, 1, 2]
+    assert [t.source_ids for t in project_turns("s", events)] == [["a1"], ["u1", "u2", "a2", "a3"]]
 
 
 def test_replaying_a_session_creates_nothing_new(vault, tmp_path):

@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import re
 
-from ..extract.rules import _CAPNAME, _NOT_NAMES, _DISLIKE, _LIKE, _ZH_DISLIKE, _ZH_LIKE, _topic
+from ..extract.rules import _DISLIKE, _LIKE, _ZH_DISLIKE, _ZH_LIKE, _topic, names_in
 from .contract import Outcome, Triple, TurnExtraction
 from .log import Turn
 
 _DONE = re.compile(r"\b(done|finished|completed|booked|sent|fixed|created|scheduled|noted)\b|已完成|好了", re.I)
 _FAILED = re.compile(r"\b(failed|couldn'?t|can'?t|unable|error)\b|失败|不能", re.I)
 _PARTIAL = re.compile(r"\b(partly|partially|some of|not all|part of it)\b|部分", re.I)
+# Words that open a chat message before a name ("Hey John", "Thanks Nate"): what
+# follows them is the person spoken to, not a topic (docs/DESIGN.md, "Turn memory").
+_GREETINGS = frozenset("hey hi hello hiya yo thanks thank thx congrats congratulations wow woohoo yay yeah yes "
+                       "no ok okay oh ah aw aww bye goodbye morning evening night cheers sorry welcome dear great "
+                       "nice cool awesome amazing sure glad haha lol omg".split())
+_SENTENCES = re.compile(r"[^.!?\n。！？]+[.!?。！？]?")
 _FIRST = re.compile(r"^(.{1,160}?[.!?。！？])(\s|$)", re.S)
 
 
@@ -20,6 +26,21 @@ def _first_sentence(text: str) -> str:
     text = " ".join(text.split())
     m = _FIRST.match(text)
     return (m.group(1) if m else text[:160]).strip()
+
+
+def _names(text: str) -> list[str]:
+    """Multi-word names in chat text, greetings stripped ("Hey Mel Brown" → "Mel Brown")."""
+    out = []
+    for sentence in _SENTENCES.findall(text):
+        # Chat lines often end without a full stop; names_in would take such a line for a
+        # Title Case headline, a rule meant for documents.
+        for name in names_in(sentence.strip().rstrip(".!?。！？") + "."):
+            words = name.split()
+            while words and words[0].lower() in _GREETINGS:
+                words.pop(0)
+            if len(words) >= 2 and " ".join(words) not in out:
+                out.append(" ".join(words))
+    return out
 
 
 class RulesTurnExtractor:
@@ -49,7 +70,7 @@ class RulesTurnExtractor:
         low = (q + " " + a).lower()
         named = [shown for name, shown in self.known.items()
                  if (len(name) >= 2 and not name.isascii() or len(name) > 2) and name in low]
-        named += [n for n in _CAPNAME.findall(q + " " + a) if n.split()[0] not in _NOT_NAMES and n.lower() not in self.known]
+        named += [n for n in _names(q + "\n" + a) if n.lower() not in self.known and n not in named]
         for name in named:
             add("user", "talks about", name)
         for i, a_name in enumerate(named):  # names met in the same turn are related

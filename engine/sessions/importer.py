@@ -53,15 +53,20 @@ def turn_extractor(vault):
 
 
 def extract_pending(vault, sessions: list[str], extractor=None, progress: Callable[[int, int], None] | None = None,
-                    report: ImportReport | None = None) -> ImportReport:
-    """Extract every completed turn of these sessions that has no memory yet."""
+                    report: ImportReport | None = None, *, final: bool = False) -> ImportReport:
+    """Extract every completed turn of these sessions that has no memory yet (``final``: a
+    finished transcript, whose last turn counts even without an answer). Memories of turns
+    the projection no longer has are dropped."""
     report = report or ImportReport()
     extractor = extractor or turn_extractor(vault)
     report.provider = extractor.name
     store = TurnStore(vault)
     todo = []
+    changed = False
     for session in sessions:
-        turns = project_turns(session, read_events(vault, session))
+        turns = project_turns(session, read_events(vault, session), final=final)
+        if store.prune(session, {memory_id(t) for t in turns}):
+            changed = True
         have = {row["id"] for row in store._table(session).all()}
         for turn in turns:
             report.turns += 1
@@ -87,7 +92,8 @@ def extract_pending(vault, sessions: list[str], extractor=None, progress: Callab
             progress(n, len(todo))
     if docs:
         store.put_many(docs)
-        vault.cache.pop("turn_memory", None)  # recall's graph and vectors are stale now
+    if docs or changed:
+        vault.cache.pop("turn_memory", None)  # recall syncs its indexes with the store on next use
     return report
 
 
@@ -109,4 +115,4 @@ def import_chat(vault, path: Path, extractor=None, progress=None) -> ImportRepor
     report = ImportReport(sessions=len(by_session))
     for session, records in by_session.items():
         report.events_added += append_events(vault, session, records)
-    return extract_pending(vault, list(by_session), extractor, progress, report)
+    return extract_pending(vault, list(by_session), extractor, progress, report, final=True)

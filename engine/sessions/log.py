@@ -1,7 +1,7 @@
 """Session logs: `sessions/<id>.jsonl`, one event per line, append-only, never rewritten.
-Turn projection: a completed turn is the first real user message and the last visible
-assistant answer; reasoning, tool traffic, drafts and recall snapshots never reach
-extraction."""
+Turn projection: a turn is a run of user messages and the run of visible answers after it;
+every visible message lands in one turn (docs/DESIGN.md, "Turn memory"). Reasoning, tool
+traffic, drafts and recall snapshots never reach extraction."""
 
 from __future__ import annotations
 
@@ -70,42 +70,68 @@ def append_events(vault, session: str, events: list[dict]) -> int:
 
 @dataclass
 class Turn:
+    """One exchange: the user side's messages, then the other side's (either may hold
+    several messages in a row; the user side is empty when a session opens with the
+    assistant). Every visible message of a session belongs to exactly one turn."""
+
     session: str
-    question: dict
-    answer: dict
+    asked: list[dict]
+    answered: list[dict]
     ts: str
-    skipped: list[str] = field(default_factory=list)  # ids of events between Q and A left out
+    pos: int = 0  # the turn's place in its session
+    skipped: list[str] = field(default_factory=list)  # ids of events inside the turn left out
+
+    @property
+    def messages(self) -> list[dict]:
+        return self.asked + self.answered
 
     @property
     def source_ids(self) -> list[str]:
-        return [str(self.question["id"]), str(self.answer["id"])]
+        return [str(m["id"]) for m in self.messages]
+
+    @property
+    def question(self) -> dict:
+        return _joined(self.asked)
+
+    @property
+    def answer(self) -> dict:
+        return _joined(self.answered)
+
+
+def _joined(events: list[dict]) -> dict:
+    return {"id": str(events[0]["id"]) if events else "", "content": "\n".join(e["content"] for e in events)}
 
 
 def _visible(event: dict) -> bool:
     return isinstance(event.get("content"), str) and bool(event["content"].strip())
 
 
-def project_turns(session: str, events: list[dict]) -> list[Turn]:
-    """Completed turns, in order. A user event marked as a recall snapshot (kind: recall,
-    or role: recall) is not a user message; tool and reasoning events are skipped."""
+def project_turns(session: str, events: list[dict], *, final: bool = False) -> list[Turn]:
+    """Turns, in order. A user event marked as a recall snapshot (kind: recall, or role:
+    recall) is not a user message; tool, reasoning and draft events are skipped. A last
+    turn still waiting for its answer is left out of a live session; ``final`` (a
+    finished transcript) keeps it."""
     turns: list[Turn] = []
-    question, answer, between = None, None, []
+    asked: list[dict] = []
+    answered: list[dict] = []
+    between: list[str] = []
 
-    def close():
-        if question is not None and answer is not None:
-            turns.append(Turn(session, question, answer, str(answer.get("ts") or question.get("ts") or ""), between))
+    def close() -> None:
+        if asked or answered:
+            stamps = [str(e["ts"]) for e in answered + asked if e.get("ts")]
+            turns.append(Turn(session, list(asked), list(answered), stamps[0] if stamps else "", len(turns), list(between)))
 
     for event in events:
-        role = event.get("role")
-        real_user = role in QUESTION_ROLES and event.get("kind") not in ("recall", "tool") and _visible(event)
-        if real_user:
-            close()
-            question, answer, between = event, None, []
-        elif question is not None and role in ANSWER_ROLES and event.get("kind") not in ("reasoning", "tool", "draft") and _visible(event):
-            if answer is not None:
-                between.append(str(answer.get("id")))
-            answer = event
-        elif question is not None:
+        role, kind = event.get("role"), event.get("kind")
+        if role in QUESTION_ROLES and kind not in ("recall", "tool") and _visible(event):
+            if answered:
+                close()
+                asked, answered, between = [], [], []
+            asked.append(event)
+        elif role in ANSWER_ROLES and kind not in ("reasoning", "tool", "draft") and _visible(event):
+            answered.append(event)
+        elif asked or answered:
             between.append(str(event.get("id")))
-    close()
+    if answered or final:
+        close()
     return turns

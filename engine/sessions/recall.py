@@ -1,13 +1,18 @@
-"""Dual-route recall over turn memories (seed 002 §三–四).
+"""Recall over turn memories (seed 002 §三–四; docs/DESIGN.md, "Turn memory").
 
-- Summary route: the query's embedding against the turn summaries (hnswlib), above a
-  similarity floor; when the query embeds to nothing, a strict whole-phrase lexical match.
-- Graph route: terms the query names literally seed the search (else the ends of the
-  summary hits' triples); label-propagation communities of those terms bound the
-  candidates; Personalized PageRank inside them ranks terms, which map back to turns.
-- Reciprocal-rank fusion of both; nothing is returned when nothing passes the floors, so
-  an unrelated question recalls nothing. Hits carry the exact original Q/A and the triples
-  that explain the route; turns whose sources are already visible are left out."""
+- Keyword route: BM25 (tantivy) over what was said — the whole turn, its date and its
+  neighbours in the session.
+- Vector route: the question's embedding against each turn's own text (hnswlib).
+- The two are fused by score: BM25 relative to the best BM25 hit, plus the cosine. The
+  weights were measured on real long conversations (benchmarks/locomo.py).
+- Graph route: terms the question names (real entities: not a greeting, not a name that
+  occurs all over the history) seed Personalized PageRank in their label-propagation
+  community; terms map back to turns. It adds a small bonus, so it never lifts a turn
+  above a clearly stronger direct hit.
+- Nothing is returned when nothing matches well enough (the evidence gate below), so an
+  unrelated question recalls nothing. Ties break by turn id: the same store and question
+  give the same answer in every process. Hits carry the exact original messages; turns
+  whose sources are already visible are left out."""
 
 from __future__ import annotations
 
@@ -15,17 +20,31 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-import networkx as nx
-import numpy as np
-
-from ..embed import load_embedder, nonzero
-from ..index.vectors import VectorIndex
 from ..text import tokenize
-from .store import TurnStore, norm_term, term_id
+from .communities import label_propagation
+from .store import norm_term
+from .turnindex import TurnIndex
 
-SUMMARY_FLOOR = 0.5
-RRF_K = 10
-FALLBACK_WEIGHT = 0.25  # graph hits from second-hand seeds (the summary hits' triples) vote less
+__all__ = ["RecallHit", "RecallParams", "TurnMemory", "label_propagation"]
+
+_QUESTION_WORDS = frozenset(
+    "what who whom whose when where which why how did does do is are was were has have had can could would will "
+    "should shall may might the a an and or but if in on at of for to from with about hey hi hello thanks thank".split()
+)
+
+
+@dataclass
+class RecallParams:
+    """The recall model's knobs; defaults are the measured ones (benchmarks/locomo.py)."""
+
+    keyword: bool = True
+    vector: bool = True
+    graph: bool = True
+    vector_weight: float = 1.0  # cosine added to BM25 / best BM25
+    graph_weight: float = 0.1  # at most this much for the best graph hit
+    depth: int = 50  # candidates taken from each route
+    seed_share: float = 0.02  # a term in more than this share of turns seeds nothing
+    min_evidence: float = 0.7  # coverage + cosine the best hits need for anything to be recalled
 
 
 @dataclass
@@ -44,59 +63,23 @@ class RecallHit:
         return dict(self.__dict__, route="; ".join(self.routes), score=round(self.score, 4))
 
 
-def label_propagation(g: nx.Graph) -> dict[str, str]:
-    """Deterministic label propagation: nodes in sorted order, each takes the label most
-    common among its neighbours (by edge weight), ties broken by the smallest label;
-    at most as many rounds as nodes."""
-    labels = {n: n for n in g.nodes}
-    order = sorted(g.nodes)
-    for _ in range(max(1, len(order))):
-        changed = False
-        for node in order:
-            votes: dict[str, float] = defaultdict(float)
-            for nb, data in g[node].items():
-                votes[labels[nb]] += data.get("weight", 1.0)
-            if not votes:
-                continue
-            best = max(votes.values())
-            label = min(l for l, v in votes.items() if v == best)
-            if label != labels[node] and (votes.get(labels[node], 0) < best or label < labels[node]):
-                labels[node] = label
-                changed = True
-        if not changed:
-            break
-    return labels
-
-
 class TurnMemory:
-    """Everything recall needs for one vault, built once and dropped on every write."""
+    """Recall for one vault: the persisted turn indexes, opened once per vault object and
+    dropped on every turn write (the next open syncs what changed)."""
 
-    def __init__(self, vault, embedder=None):
+    def __init__(self, vault, embedder=None, params: RecallParams | None = None):
         self.vault = vault
-        self.turns = {t["id"]: t for t in TurnStore(vault).all()}
-        self.embedder = embedder or load_embedder(vault.config.embedding.model).embedder
-        ids = sorted(self.turns)
-        vectors = self.embedder.encode([self.turns[i]["summary"] for i in ids]) if ids else np.zeros((0, self.embedder.dims))
-        self.vectors = VectorIndex(self.embedder.dims, capacity=max(16, len(ids)))
-        self.vectors.put_many([(i, vectors[n : n + 1]) for n, i in enumerate(ids)])
-        self.g = nx.Graph()
-        self.term_text: dict[str, str] = {}
-        self.term_turns: dict[str, set[str]] = defaultdict(set)
-        speaker = {term_id("user"), term_id("i"), term_id("assistant")}
-        for mem_id, turn in self.turns.items():
-            for t in turn["triples"]:
-                a, b = t["subject_id"], t["object_id"]
-                for tid, text in ((a, t["subject"]), (b, t["object"])):
-                    if tid not in speaker:
-                        self.term_text[tid] = text
-                        self.term_turns[tid].add(mem_id)
-                        self.g.add_node(tid)
-                if a in speaker or b in speaker:
-                    continue  # the speaker would tie every term into one community
-                w = self.g[a][b]["weight"] + 1 if self.g.has_edge(a, b) else 1  # repeated evidence adds up
-                self.g.add_edge(a, b, weight=w)
-        self.community = label_propagation(self.g)
-        self._tokens: dict[str, set[str]] = {}
+        self.index = TurnIndex(vault, embedder).open()
+        self.embedder = self.index.embedder
+        self.params = params or RecallParams()
+
+    @property
+    def turns(self) -> dict[str, dict]:
+        return self.index.turns
+
+    @property
+    def term_text(self) -> dict[str, str]:
+        return self.index.graph.term_text
 
     @classmethod
     def for_vault(cls, vault) -> "TurnMemory":
@@ -107,43 +90,21 @@ class TurnMemory:
                 vault.cache["turn_memory"] = mem
             return mem
 
-    # -- routes -------------------------------------------------------------------------------
-    def summary_route(self, query: str, k: int, skip: set[str]) -> list[tuple[str, float, str]]:
-        """Vector hits above the floor, then strict lexical matches the vectors missed."""
-        hits: list[tuple[str, float, str]] = []
-        vec = self.embedder.encode([query])[0]
-        if nonzero(vec[None, :])[0]:
-            hits = [(m, s, "summary") for m, s, _ in self.vectors.query(vec, k + len(skip))
-                    if s >= SUMMARY_FLOOR and m not in skip][:k]
-        have = {m for m, _, _ in hits}
-        hits += [(m, s, "lexical") for m, s in self.lexical(query, k + len(skip)) if m not in have and m not in skip]
-        return hits[:k]
-
-    def lexical(self, query: str, k: int) -> list[tuple[str, float]]:
-        """Strict lexical match: every word of the question occurs in the turn's question
-        or summary (stemmed; CJK by characters and pairs)."""
-        wanted = set(tokenize(query))
-        if not wanted:
-            return []
-        hits = []
-        for m, t in self.turns.items():
-            have = self._tokens.get(m)
-            if have is None:
-                have = self._tokens[m] = set(tokenize(t["question"] + " " + t["summary"]))
-            if wanted <= have:
-                hits.append((m, 1.0))
-        return sorted(hits, key=lambda h: self.turns[h[0]]["ts"], reverse=True)[:k]
-
+    # -- graph route ----------------------------------------------------------------------------
     def literal_terms(self, query: str) -> list[str]:
-        """Terms the question names: the whole term, or one of its words when that word is a
-        name in the question (capitalised, or CJK)."""
+        """Terms the question names: the whole term, or one of its words when that word is
+        a name in the question (capitalised, or CJK). Terms found all over the history
+        (speakers' names, greetings) seed nothing."""
+        graph = self.index.graph
         flat = " " + re.sub(r"[^\w\u4e00-\u9fff]+", " ", query).strip() + " "
         low = flat.lower()
-        names = {w.lower() for w in flat.split() if (w[:1].isupper() and len(w) >= 3) or re.search(r"[\u4e00-\u9fff]", w)}
+        names = {w.lower() for w in flat.split()
+                 if ((w[:1].isupper() and len(w) >= 3) or re.search(r"[\u4e00-\u9fff]", w)) and w.lower() not in _QUESTION_WORDS}
+        limit = max(2, self.params.seed_share * len(self.turns))
         out = []
-        for tid, text in self.term_text.items():
-            t = norm_term(text).lower()
-            if len(t) < 2:
+        for tid in sorted(graph.term_text):
+            t = norm_term(graph.term_text[tid]).lower()
+            if len(t) < 2 or len(graph.term_turns[tid]) > limit or t.split()[0] in _QUESTION_WORDS:
                 continue
             cjk = bool(re.search(r"[\u4e00-\u9fff]", t))
             if (cjk and t in low) or f" {t} " in low or (names & set(t.split())):
@@ -151,57 +112,88 @@ class TurnMemory:
         return out
 
     def graph_route(self, seeds: list[str], k: int) -> list[tuple[str, float, list[dict]]]:
+        graph = self.index.graph
         if not seeds:
             return []
-        communities = {self.community.get(s) for s in seeds}
-        members = [n for n in self.g.nodes if self.community.get(n) in communities]
-        sub = self.g.subgraph(members)
+        communities = {graph.community.get(s) for s in seeds}
+        members = sorted(n for n in graph.term_text if graph.community.get(n) in communities)
+        sub = graph.g.subgraph(members)
         pers = {s: 1.0 for s in seeds if s in sub}
         if not pers:
             return []
+        import networkx as nx
+
         ranks = nx.pagerank(sub, alpha=0.85, personalization=pers, weight="weight", tol=1e-10, max_iter=300)
         scores: dict[str, float] = defaultdict(float)
-        why: dict[str, list[dict]] = defaultdict(list)
-        for term, r in ranks.items():
-            for mem in self.term_turns.get(term, ()):
-                scores[mem] += r
-        for mem in scores:
-            why[mem] = [t for t in self.turns[mem]["triples"] if t["subject_id"] in pers or t["object_id"] in pers] or \
-                self.turns[mem]["triples"][:2]
-        ranked = sorted(scores, key=lambda m: -scores[m])[:k]
-        return [(m, scores[m], why[m]) for m in ranked]
+        for term in sorted(ranks):
+            for mem in graph.term_turns.get(term, ()):
+                scores[mem] += ranks[term]
+        ranked = sorted(scores, key=lambda m: (-scores[m], m))[:k]
+        out = []
+        for m in ranked:
+            triples = self.turns[m]["triples"]
+            why = [t for t in triples if t["subject_id"] in pers or t["object_id"] in pers] or triples[:2]
+            out.append((m, scores[m], why))
+        return out
 
+    # -- recall ---------------------------------------------------------------------------------
     def recall(self, query: str, *, k: int = 5, session: str | None = None, visible: set[str] | None = None) -> list[RecallHit]:
+        p = self.params
         if not self.turns or not query.strip():
             return []
         visible = visible or set()
-        skip = {m for m, t in self.turns.items() if set(t["sources"]) <= visible or (session and t["session"] != session)}
-        summary = self.summary_route(query, k * 3, skip)
-        seeds = self.literal_terms(query)
-        graph_kind = "graph (terms in the question)"
-        graph_weight = 1.0
-        if not seeds and summary:
-            seeds = sorted({t[end] for m, _, _ in summary[:3] for t in self.turns[m]["triples"]
-                            for end in ("subject_id", "object_id")} & set(self.term_text))
-            graph_kind = "graph (from the summary hits)"
-            graph_weight = FALLBACK_WEIGHT  # second-hand seeds: a weaker vote than terms the user named
-        graph = self.graph_route(seeds, k * 3)
-        fused: dict[str, float] = defaultdict(float)
+
+        def usable(m: str) -> bool:
+            t = self.turns[m]
+            return not set(t["sources"]) <= visible and not (session and t["session"] != session)
+
+        depth = p.depth + len(visible) + (len(self.turns) if session else 0)
+        tokens = tokenize(query)
+        keyword = [(m, s) for m, s in self.index.keyword_hits(tokens, depth) if usable(m)] if p.keyword else []
+        vec = self.embedder.encode([query])[0]
+        vector = [(m, s) for m, s in self.index.vector_hits(vec, depth) if usable(m)] if p.vector else []
+        candidates = sorted({m for m, _ in keyword[: p.depth]} | {m for m, _ in vector[: p.depth]})
+        cos = self.index.cosines(vec, candidates) if p.vector else {}
+        bm25 = dict(keyword)
+        top = max(bm25.values(), default=0.0)
+        fused: dict[str, float] = {}
         routes: dict[str, list[str]] = defaultdict(list)
+        for rank, (m, s) in enumerate(keyword, 1):
+            if m in candidates:
+                routes[m].append(f"keyword #{rank} ({s:.2f})")
+        for rank, (m, s) in enumerate(vector, 1):
+            if m in candidates:
+                routes[m].append(f"vector #{rank} ({s:.2f})")
+        for m in candidates:
+            fused[m] = (bm25.get(m, 0.0) / top if top else 0.0) + p.vector_weight * cos.get(m, 0.0)
+        if not self._relevant(tokens, keyword, cos):
+            return []
         explain: dict[str, list[dict]] = {}
-        for rank, (m, s, how) in enumerate(summary, 1):
-            fused[m] += 1 / (RRF_K + rank) + 1e-6  # a direct summary hit wins a tie
-            routes[m].append(f"{how} #{rank} ({s:.2f})")
-        graph = [g for g in graph if g[0] not in skip]
-        for rank, (m, s, why) in enumerate(graph, 1):
-            fused[m] += graph_weight / (RRF_K + rank)
-            routes[m].append(f"{graph_kind} #{rank}")
-            explain[m] = why
+        if p.graph:
+            graph = [g for g in self.graph_route(self.literal_terms(query), p.depth) if usable(g[0])]
+            best = graph[0][1] if graph else 0.0
+            for rank, (m, s, why) in enumerate(graph, 1):
+                fused[m] = fused.get(m, 0.0) + p.graph_weight * s / best
+                routes[m].append(f"graph (terms in the question) #{rank}")
+                explain[m] = why
+        ranked = sorted(fused, key=lambda m: (-fused[m], m))[:k]
         hits = []
-        for m in sorted(fused, key=lambda x: -fused[x]):  # turns already in the window were skipped
+        for m in ranked:
             t = self.turns[m]
             hits.append(RecallHit(m, t["session"], t["sources"], t["summary"], t["question"], t["answer"], fused[m],
                                   routes[m], explain.get(m, [])))
-            if len(hits) >= k:
-                break
         return hits
+
+    def _relevant(self, tokens: list[str], keyword: list[tuple[str, float]], cos: dict[str, float]) -> bool:
+        """The evidence gate: the best keyword hits' coverage of the question (the share of
+        its idf they match: rare words count more, a word the history never used counts
+        most) plus the best cosine must reach ``min_evidence``. Measured on real and on
+        unrelated questions in benchmarks/locomo.py."""
+        coverage = 0.0
+        if keyword and tokens:
+            idf = self.index.idf(tokens)
+            total = sum(idf.values())
+            for m, _ in keyword[:5]:
+                have = self.index.tokens_of(m)
+                coverage = max(coverage, sum(v for t, v in idf.items() if t in have) / total)
+        return coverage + max(cos.values(), default=0.0) >= self.params.min_evidence

@@ -62,6 +62,30 @@ class TurnStore:
             table.truncate()
             table.insert_multiple(keep.values())
 
+    def prune(self, session: str, keep: set[str]) -> int:
+        """Drop the session's turn memories whose turn is gone from the projection (a turn
+        that grew, e.g. an answer imported after its question). Returns how many."""
+        table = self._table(session)
+        rows = [dict(r) for r in table.all()]
+        stay = [r for r in rows if r["id"] in keep]
+        if len(stay) != len(rows):
+            table.truncate()
+            table.insert_multiple(stay)
+        return len(rows) - len(stay)
+
+    def signature(self) -> list[list]:
+        """What the shards look like on disk (name, inode, size, mtime): equal signatures
+        mean nothing was written since (every write is an atomic rename)."""
+        folder = self.vault.state.folder
+        out = []
+        for path in sorted(folder.glob("turns-*.json")) if folder.is_dir() else []:
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                continue
+            out.append([path.name, st.st_ino, st.st_size, st.st_mtime_ns])
+        return out
+
     def doc(self, turn: Turn, extraction: TurnExtraction) -> dict:
         mem = memory_id(turn)
         triples = []
@@ -74,6 +98,7 @@ class TurnStore:
             "id": mem, "session": turn.session, "ts": turn.ts, "summary": extraction.summary,
             "outcome": extraction.outcome.value, "sources": turn.source_ids,
             "question": turn.question["content"], "answer": turn.answer["content"], "triples": triples,
+            "pos": turn.pos,
         }
         return doc
 

@@ -1,0 +1,218 @@
+"""Recall quality on real long conversations: LoCoMo, by the method in
+../shared/data/locomo-dev/README.md, with a plain BM25 baseline in the same run.
+
+For each conversation: a fresh vault, the messages imported with `memlink import-chat`
+(speaker_a → user, speaker_b → assistant, id = dia_id, ts = the session's date string,
+image captions appended), the questions answered by `memlink recall --batch FILE --k K
+--json` in one process each for K = 5 and 10, and any-evidence@K turns scored per
+category. The baseline is BM25 (k1 1.2, b 0.75, lower-case alphanumeric tokens, a small
+stop list) over single messages at 2K messages (a turn holds two).
+
+Then, in this process on the same vaults: the ablation rows (each route alone and the
+fusion with and without the graph), the evidence gate (how many of a set of questions
+about things never discussed recall nothing, and how many real questions it silences),
+and latency (per question, and one `memlink recall` process from a cold start).
+
+    .venv/bin/python benchmarks/locomo.py ../shared/data/locomo-dev/locomo-dev.json [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from engine import Vault  # noqa: E402
+from engine.sessions.recall import RecallParams, TurnMemory  # noqa: E402
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+STOP = frozenset("a an and are as at be by for from has have i in is it of on or that the this to was were what when "
+                 "where which who will with you did do does how".split())
+UNRELATED = REPO / "benchmarks" / "unrelated_questions.txt"
+MEMLINK = [sys.executable, "-m", "memlink_tui"]
+
+
+def transcript(sample: dict) -> list[dict]:
+    conv = sample["conversation"]
+    records, n = [], 1
+    while f"session_{n}" in conv:
+        date = conv[f"session_{n}_date_time"]
+        for m in conv[f"session_{n}"]:
+            text = m["text"] + (f" [image: {m['blip_caption']}]" if m.get("blip_caption") else "")
+            records.append({"session": f"{sample['sample_id']}-session_{n}", "id": m["dia_id"],
+                            "role": "user" if m["speaker"] == conv["speaker_a"] else "assistant",
+                            "content": text, "ts": date})
+        n += 1
+    return records
+
+
+def questions(sample: dict) -> list[dict]:
+    return [dict(q, question=" ".join(str(q["question"]).split())) for q in sample["qa"]]
+
+
+# -- the baseline ------------------------------------------------------------------------------
+def bm25_tokens(text: str) -> list[str]:
+    return [t for t in re.findall(r"[a-z0-9]+", text.lower()) if t not in STOP]
+
+
+class BM25:
+    def __init__(self, docs: list[list[str]], k1: float = 1.2, b: float = 0.75):
+        self.tf = [Counter(d) for d in docs]
+        self.len = [len(d) for d in docs]
+        self.avg = sum(self.len) / max(1, len(docs))
+        df = Counter(t for d in self.tf for t in d)
+        self.idf = {t: math.log(1 + (len(docs) - n + 0.5) / (n + 0.5)) for t, n in df.items()}
+        self.k1, self.b = k1, b
+
+    def top(self, query: list[str], k: int) -> list[int]:
+        scores = [0.0] * len(self.tf)
+        for t in set(query):
+            if t in self.idf:
+                for i, tf in enumerate(self.tf):
+                    f = tf.get(t)
+                    if f:
+                        scores[i] += self.idf[t] * f * (self.k1 + 1) / (f + self.k1 * (1 - self.b + self.b * self.len[i] / self.avg))
+        return sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:k]
+
+
+# -- scoring -----------------------------------------------------------------------------------
+class Tally:
+    def __init__(self):
+        self.found, self.total = Counter(), Counter()
+
+    def add(self, category: int, ok: bool) -> None:
+        self.found[category] += ok
+        self.total[category] += 1
+
+    def overall(self) -> float:
+        return sum(self.found.values()) / max(1, sum(self.total.values()))
+
+    def row(self) -> list[str]:
+        return [f"{self.overall():.3f}"] + [f"{self.found[c] / self.total[c]:.3f}" if self.total[c] else "-" for c in CATEGORIES]
+
+
+def found(hits_sources: list[list[str]], evidence: list[str]) -> bool:
+    ids = {s for sources in hits_sources for s in sources}
+    return any(e in ids for e in evidence)
+
+
+def memlink(*args: str, vault: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([*MEMLINK, "--vault", str(vault), *args], capture_output=True, text=True, env=env, check=True)
+
+
+def build(sample: dict, root: Path) -> tuple[Path, float]:
+    vault = Vault.init(root / sample["sample_id"], name=sample["sample_id"])
+    cfg = yaml.safe_load((vault.root / "memlink.yaml").read_text())
+    cfg["llm"] = {"provider": "rules"}  # the zero-LLM rules provider, as the method says
+    (vault.root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
+    vault.close()
+    chat = root / f"{sample['sample_id']}.jsonl"
+    chat.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in transcript(sample)))
+    started = time.perf_counter()
+    memlink("import-chat", str(chat), "--json", vault=vault.root)
+    return vault.root, time.perf_counter() - started
+
+
+def table(title: str, rows: list[tuple[str, Tally]]) -> None:
+    print(f"\n{title}\n")
+    print("| system | all | " + " | ".join(CATEGORIES.values()) + " |")
+    print("|---|" + "---|" * (len(CATEGORIES) + 1))
+    for name, tally in rows:
+        print(f"| {name} | " + " | ".join(tally.row()) + " |")
+
+
+ABLATIONS = [
+    ("keyword route only", RecallParams(vector=False, graph=False)),
+    ("vector route only", RecallParams(keyword=False, graph=False)),
+    ("keyword + vector", RecallParams(graph=False)),
+    ("keyword + vector + graph (default)", RecallParams()),
+    ("keyword + vector + graph, graph weight 0.5", RecallParams(graph_weight=0.5)),
+    ("keyword + vector + graph, no evidence gate", RecallParams(min_evidence=-1.0)),
+]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("data", type=Path, help="locomo-dev.json (or any file of that shape)")
+    ap.add_argument("--limit", type=int, default=0, help="only the first N conversations")
+    args = ap.parse_args()
+    samples = json.loads(args.data.read_text(encoding="utf-8"))[: args.limit or None]
+    unrelated = [l.strip() for l in UNRELATED.read_text(encoding="utf-8").splitlines() if l.strip() and not l.startswith("#")]
+    memlink_at = {5: Tally(), 10: Tally()}
+    baseline_at = {5: Tally(), 10: Tally()}
+    ablation = {name: Tally() for name, _ in ABLATIONS}
+    gated_real, silent_unrelated, latencies, imports, cold = 0, 0, [], [], []
+    n_questions = n_turns = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for sample in samples:
+            vault_root, seconds = build(sample, root)
+            imports.append(seconds)
+            qs = questions(sample)
+            n_questions += len(qs)
+            qfile = root / f"{sample['sample_id']}.txt"
+            qfile.write_text("".join(q["question"] + "\n" for q in qs))
+            for k in (5, 10):
+                out = memlink("recall", "--batch", str(qfile), "--k", str(k), "--json", vault=vault_root)
+                lines = [json.loads(l) for l in out.stdout.splitlines()]
+                assert len(lines) == len(qs), "one JSON line per question, in order"
+                for q, line in zip(qs, lines):
+                    memlink_at[k].add(q["category"], found([h["sources"] for h in line["hits"]], q["evidence"]))
+            messages = transcript(sample)
+            bm25 = BM25([bm25_tokens(m["content"]) for m in messages])
+            for q in qs:
+                for k in (5, 10):
+                    top = bm25.top(bm25_tokens(q["question"]), 2 * k)
+                    baseline_at[k].add(q["category"], found([[messages[i]["id"]] for i in top], q["evidence"]))
+            vault = Vault.open(vault_root)
+            try:
+                for name, params in ABLATIONS:
+                    memory = TurnMemory(vault, params=params)
+                    for q in qs:
+                        hits = memory.recall(q["question"], k=5)
+                        ablation[name].add(q["category"], found([h.sources for h in hits], q["evidence"]))
+                memory = TurnMemory(vault)
+                n_turns += len(memory.turns)
+                for q in qs:
+                    started = time.perf_counter()
+                    hits = memory.recall(q["question"], k=5)
+                    latencies.append(time.perf_counter() - started)
+                    gated_real += not hits
+                silent_unrelated += sum(1 for q in unrelated if not memory.recall(q, k=5))
+            finally:
+                vault.close()
+            started = time.perf_counter()
+            memlink("recall", qs[0]["question"], "--json", vault=vault_root)
+            cold.append(time.perf_counter() - started)
+    n = len(samples)
+    print(f"LoCoMo: {n} conversations, {n_questions} questions, {n_turns} turns; zero-LLM rules provider")
+    table("any-evidence@K turns (memlink) and @2K messages (BM25 baseline), same run",
+          [("memlink recall, K=5", memlink_at[5]), ("BM25 over messages, 10 messages", baseline_at[5]),
+           ("memlink recall, K=10", memlink_at[10]), ("BM25 over messages, 20 messages", baseline_at[10])])
+    table("Ablation: any-evidence@5 turns, by route", [(name, ablation[name]) for name, _ in ABLATIONS])
+    print(f"\nEvidence gate: {silent_unrelated}/{len(unrelated) * n} unrelated questions recall nothing; "
+          f"{gated_real}/{n_questions} real questions recall nothing")
+    lat = sorted(latencies)
+    print(f"Latency: recall p50 {statistics.median(lat) * 1000:.1f} ms, p95 {lat[int(len(lat) * 0.95)] * 1000:.1f} ms "
+          f"in process; one `memlink recall` process {statistics.median(cold):.2f} s wall (median); "
+          f"import-chat {sum(imports):.1f} s for {n_turns} turns")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
