@@ -153,11 +153,22 @@ MENTIONS = ["{p} once gave a talk at {c}.", "{p} wrote a blog post comparing {c}
 MENTIONS_CO = ["{p} gave a talk at our demo day.", "An article by {p} covered the launch.",
                "{p} visited the office in {place} once."]
 ATTENDED = ["{p} attended {m}.", "{p} was at {m}.", "{p} joined {m} and presented the numbers."]
+# Phrasings held out of the relation cascade's vocabulary (generate(unseen=True)): how the
+# zero-LLM rules do on wording they were not written for.
+UNSEEN = {
+    "works_at": (["{p} runs engineering at {c}.", "{p} spends her days building {c}'s product."],
+                 ["{p} runs engineering here."]),
+    "invested_in": (["{p} put money into {c} early on."], ["{p} wrote one of the first cheques."]),
+    "advises": (["{p} coaches the leadership team of {c}."], ["{p} coaches our leadership team."]),
+}
 TOPICS = ["pricing", "hiring", "security", "go-to-market", "fundraising", "logistics"]
 
 
-def generate(seed: int = 7, people: int = 110, companies: int = 60, meetings: int = 70) -> World:
+def generate(seed: int = 7, people: int = 110, companies: int = 60, meetings: int = 70, unseen: bool = False) -> World:
     rng = random.Random(seed)
+    phrasings = {rel: (own + UNSEEN[rel][0], theirs + UNSEEN[rel][1]) if unseen else (own, theirs)
+                 for rel, (own, theirs) in {"works_at": (WORKS, WORKS_CO), "invested_in": (INVESTS, INVESTS_CO),
+                                            "advises": (ADVISES, ADVISES_CO)}.items()}
     ref = _Refs(rng)
     pages: dict[str, Page] = {}
     names: set[str] = set(PLACES) | set(PRODUCTS) | set(OUTSIDERS) | set(EVENTS)
@@ -205,11 +216,11 @@ def generate(seed: int = 7, people: int = 110, companies: int = 60, meetings: in
 
     for person in persons:
         if rng.random() < 0.85:
-            state("works_at", person, rng.choice(cos), WORKS, WORKS_CO)
+            state("works_at", person, rng.choice(cos), *phrasings["works_at"])
         for co in rng.sample(cos, rng.choice([0, 0, 1, 1, 2])):
-            state("invested_in", person, co, INVESTS, INVESTS_CO)
+            state("invested_in", person, co, *phrasings["invested_in"])
         for co in rng.sample(cos, rng.choice([0, 0, 1, 1])):
-            state("advises", person, co, ADVISES, ADVISES_CO)
+            state("advises", person, co, *phrasings["advises"])
         if rng.random() < 0.15:
             state("founded", person, rng.choice(cos), FOUNDED, FOUNDED_CO)
         for co in rng.sample(cos, rng.choice([0, 1, 1, 2])):

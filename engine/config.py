@@ -38,6 +38,9 @@ class SearchConfig(BaseModel):
     forced_follow: list[str] = Field(default_factory=lambda: ["contradicts", "evolved_from"])
     backlink_boost: bool = False
     min_vector_similarity: float = Field(0.3, ge=-1, le=1, description="vector hits below this are noise")
+    min_confident_similarity: float = Field(
+        0.55, ge=-1, le=1,
+        description="with no query word in any note and no note named, vector hits below this are noise: nothing is returned")
     hnsw_m: int = Field(16, ge=4, le=64)
     hnsw_ef_construction: int = Field(100, ge=10)
     hnsw_ef_search: int = Field(300, ge=10)

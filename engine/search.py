@@ -10,16 +10,17 @@ from dataclasses import dataclass, field
 
 from .config import SearchConfig
 from .errors import MemlinkError
-from .graph import LinkGraph, PropagationParams, Step
+from .graph import PROPAGATION, LinkGraph, PropagationParams, Step
 from .index import SearchIndex
 from .links import LinkType
+from .relations import PERSON_KINDS, asked_relation, asks_who, relation_of
 from .render import render_links
 from .text import snippet, tokenize
 
 
 @dataclass
 class Route:
-    kind: str  # "vector" | "keyword" | "graph" | "forced"
+    kind: str  # "vector" | "keyword" | "name" | "answer" | "graph" | "forced"
     rank: int = 0
     score: float = 0.0
     via: Step | None = None
@@ -27,9 +28,21 @@ class Route:
     def describe(self) -> str:
         if self.kind in ("vector", "keyword"):
             return f"{self.kind} #{self.rank} ({self.score:.2f})"
+        if self.kind == "name":
+            return "named in the question"
         arrow = "→" if self.via.direction == "links" else "←"
+        if self.kind == "answer":
+            relation = self.via.link.description or self.via.link.link_type.value
+            return f"answer: {relation} ({self.via.link.link_type.value}) {arrow} {self.via.src}"
         verb = "always follows" if self.kind == "forced" else "via"
         return f"graph {verb} {self.via.link.link_type.value} {arrow} from {self.via.src}"
+
+    def to_json(self) -> dict:
+        out = {"kind": self.kind, "rank": self.rank, "score": round(self.score, 4)}
+        if self.via:
+            out |= {"from": self.via.src, "link_type": self.via.link.link_type.value, "direction": self.via.direction,
+                    "relation": self.via.link.description}
+        return out
 
 
 @dataclass
@@ -40,25 +53,28 @@ class SearchHit:
     score: float
     routes: list[Route] = field(default_factory=list)
     snippet: str = ""
+    evidence: list["SearchHit"] = field(default_factory=list)  # notes derived from this one that matched too
+    weak: bool = False  # found only by meaning, below the confident similarity
 
     @property
     def route(self) -> str:
         return "; ".join(r.describe() for r in self.routes)
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "uri": self.uri,
             "title": self.title,
             "memory_type": self.memory_type,
             "score": round(self.score, 4),
             "route": self.route,
-            "routes": [
-                {"kind": r.kind, "rank": r.rank, "score": round(r.score, 4)}
-                | ({"from": r.via.src, "link_type": r.via.link.link_type.value, "direction": r.via.direction} if r.via else {})
-                for r in self.routes
-            ],
+            "routes": [r.to_json() for r in self.routes],
             "snippet": self.snippet,
         }
+        if self.evidence:
+            out["evidence"] = [e.to_json() for e in self.evidence]
+        if self.weak:
+            out["weak"] = True
+        return out
 
 
 def propagation_params(cfg: SearchConfig) -> PropagationParams:
@@ -90,14 +106,26 @@ def search(
     index: SearchIndex | None = None,
     snippets: bool = True,
     log: bool = False,
+    use_names: bool = True,
+    group: bool = True,
 ) -> list[SearchHit]:
+    """The k best notes for ``query``. Notes the question names (title or alias) seed the
+    graph at full score; a "Who … X?" question puts the people X's links name first, those
+    whose link states the asked relation ahead; notes derived from a hit that matched too
+    are grouped under it (``group``). With no word of the query in any note and no note
+    named, only vector hits above ``min_confident_similarity`` are returned, marked weak."""
     cfg = vault.config.search
     index = index or SearchIndex.for_vault(vault)
     catalog = vault.catalog()
     n = max(cfg.candidates, k)
 
+    def allowed(uri: str) -> bool:
+        entry = catalog.get(uri)
+        return entry is not None and not entry.error and (not types or entry.memory_type in types)
+
     found: dict[str, list[Route]] = {}
     ranked_lists = []
+    vec, kw = [], []
     if "vector" in routes:
         vec = [(u, s) for u, s in index.vector_search(query, n) if s >= cfg.min_vector_similarity]
         ranked_lists.append([u for u, _ in vec])
@@ -108,19 +136,26 @@ def search(
         ranked_lists.append([u for u, _ in kw])
         for rank, (uri, score) in enumerate(kw, 1):
             found.setdefault(uri, []).append(Route("keyword", rank, score))
-    fused = rrf(ranked_lists, cfg.rrf_k)
-    if not fused:
+    named = _named(vault, query) if use_names else []
+    named = [u for u in named if allowed(u)]
+    weak = not kw and not named
+    if weak and (not vec or vec[0][1] < cfg.min_confident_similarity):
         if log:
             _log_query(vault, query, [], found)
-        return []
-    top = max(fused.values())
-    base = {u: s / top for u, s in fused.items()}  # best hit = 1.0, comparable with propagation
+        return []  # nothing in the vault says anything about it: no confident noise
+    fused = rrf(ranked_lists, cfg.rrf_k)
+    top = max(fused.values(), default=0.0)
+    base = {u: s / top for u, s in fused.items()} if top else {}  # best hit = 1.0, comparable with propagation
+    for uri in named:
+        base[uri] = 1.0
+        found.setdefault(uri, []).insert(0, Route("name", 0, 1.0))
 
     final: dict[str, float] = {}
     seeds = dict(sorted(base.items(), key=lambda kv: -kv[1])[: cfg.seeds])
+    seeds.update({u: 1.0 for u in named})
     graph = LinkGraph.for_vault(vault) if use_graph else None
+    params = propagation_params(cfg)
     if graph is not None:
-        params = propagation_params(cfg)
         spread = graph.propagate(seeds, params)
         # Every search hit is in the seed set of §3.5.1 (only the strongest spread score).
         for uri, b in base.items():
@@ -135,10 +170,6 @@ def search(
     else:
         final = dict(base)
 
-    def allowed(uri: str) -> bool:
-        entry = catalog.get(uri)
-        return entry is not None and not entry.error and (not types or entry.memory_type in types)
-
     for uri in final:  # superseded knowledge (a review kept another note) ranks lower
         entry = catalog.get(uri)
         if entry is not None and entry.superseded:
@@ -146,12 +177,31 @@ def search(
     if graph is not None and cfg.backlink_boost:
         for uri in final:
             final[uri] *= 1.0 + 0.05 * math.log(1 + graph.backlink_count(uri))
-    ranked = [u for u in sorted(final, key=lambda u: -final[u]) if allowed(u)][:k]
+    # Tiers: the answers a named note's links give, then the named notes, then the rest.
+    tier = {u: 1 for u in named}
+    answered = False  # the links answer the relation asked: only the answers and the named notes
+    if graph is not None and named and asks_who(query):
+        question = _without_names(query, vault)
+        for uri, (score, step, strong) in _answers(graph, catalog, named, question).items():
+            if not allowed(uri):
+                continue
+            final[uri] = max(final.get(uri, 0.0), score)
+            found[uri] = [Route("answer", 0, score, step)] + [r for r in found.get(uri, []) if r.kind != "graph"]
+            tier[uri] = 0 if strong else 2
+        answered = asked_relation(question) is not None and 0 in tier.values()
+    order = sorted((u for u in final if allowed(u) and (not answered or u in tier and tier[u] < 2)),
+                   key=lambda u: (tier.get(u, 2), -final[u]))
+    if answered:  # what the named notes' own derived notes say stays available, under them
+        order += [u for u in sorted(final, key=lambda u: -final[u]) if u not in tier and allowed(u)]
+    evidence = _group(graph, order, k) if group and graph is not None else {}
+    if evidence:  # a page takes the best place of its group
+        pages = [evidence.get(u, u) for u in order]
+        order = list(dict.fromkeys(pages)) + [u for u in order if u in evidence]
+    ranked = [u for u in order if u not in evidence and (not answered or u in tier)][:k]
 
     # Contradictions and newer/older versions of a hit are never left out (§3.2.7.3): they
     # follow the top k, so they add to the results without pushing a search hit out.
     if graph is not None:
-        params = propagation_params(cfg)
         extra: dict[str, float] = {}
         for uri in ranked:
             for step in graph.forced_neighbours(uri, params):
@@ -168,14 +218,82 @@ def search(
     if log:
         _log_query(vault, query, ranked, found)
     query_tokens = set(tokenize(query))
+
+    def hit(uri: str) -> SearchHit:
+        entry = catalog[uri]
+        h = SearchHit(uri, entry.title, entry.memory_type, final[uri], found.get(uri, []), weak=weak)
+        if snippets:
+            h.snippet = _snippet(vault, uri, query_tokens)
+        return h
+
     hits = []
     for uri in ranked:
-        entry = catalog[uri]
-        hit = SearchHit(uri, entry.title, entry.memory_type, final[uri], found.get(uri, []))
-        if snippets:
-            hit.snippet = _snippet(vault, uri, query_tokens)
-        hits.append(hit)
+        h = hit(uri)
+        h.evidence = [hit(e) for e in order if evidence.get(e) == uri]
+        hits.append(h)
     return hits
+
+
+def _named(vault, query: str) -> list[str]:
+    from .names import NameIndex
+
+    out: list[str] = []
+    for named in NameIndex.for_vault(vault).named_in(query):
+        if named.uri not in out:
+            out.append(named.uri)
+    return out
+
+
+def _without_names(query: str, vault) -> str:
+    """The question without the names in it: "Who attended the Acme investor update?"
+    asks about attending, whatever the meeting is called."""
+    from .names import NameIndex, words
+
+    spans = NameIndex.for_vault(vault).named_in(query)
+    qw = words(query)
+    keep = [w for i, w in enumerate(qw) if not any(s.start <= i < s.end for s in spans)]
+    return " ".join(keep)
+
+
+def _answers(graph, catalog, named: list[str], question: str) -> dict[str, tuple[float, Step, bool]]:
+    """The notes a "Who …?" question's named notes link to (either way): people first.
+    Each gets (score, the link, strong): strong when the link states the relation asked
+    with the person as its subject (or no relation is asked and it names a person). The
+    score follows the link's type and direction (§3.2.7.4) and its weight."""
+    asked = asked_relation(question)
+    out: dict[str, tuple[float, Step, bool]] = {}
+    for x in named:
+        for step in graph.steps(x):
+            dst = step.dst
+            if dst in named or dst not in catalog:
+                continue
+            person = catalog[dst].kind in PERSON_KINDS
+            rel, from_subject = relation_of(step.link.description)
+            subject_is_dst = from_subject if step.direction == "backlinks" else not from_subject
+            if asked is not None:
+                strong = rel is not None and rel.name == asked.name and subject_is_dst
+            else:
+                strong = person
+            if not (person or strong):
+                continue
+            rule = PROPAGATION.get((step.link.link_type, step.direction))
+            score = (rule.weight if rule else 0.4) * step.link.weight * (1.0 if strong else 0.5)
+            if dst not in out or score > out[dst][0]:
+                out[dst] = (score, step, strong)
+    return out
+
+
+def _group(graph, order: list[str], k: int) -> dict[str, str]:
+    """Notes derived from a page that is also a hit go under that page (uri -> page), so
+    one source does not take five slots with its fragments."""
+    shown = set(order[: 4 * k])
+    out: dict[str, str] = {}
+    for uri in order[: 4 * k]:
+        for edge in graph.out.get(uri, ()):
+            if edge.link_type is LinkType.DERIVED_FROM and edge.to_uri in shown and edge.to_uri not in out:
+                out[uri] = edge.to_uri
+                break
+    return out
 
 
 def _snippet(vault, uri: str, query_tokens: set[str]) -> str:

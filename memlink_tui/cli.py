@@ -87,8 +87,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("session", help="session id (sessions/<id>.jsonl)")
     s.add_argument("--json", action="store_true")
 
-    s = sub.add_parser("ingest", parents=[common], help="import text/markdown files as sources and extract memories")
-    s.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    s = sub.add_parser("ingest", parents=[common], help="import text/markdown files and folders as sources, link their "
+                       "references, extract memories")
+    s.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders (walked recursively)")
     s.add_argument("--no-wiki", action="store_true", help="keep the files as sources only; extract nothing")
     s.add_argument("--json", action="store_true")
 
@@ -351,7 +352,9 @@ def _print_report(report, heading: str) -> None:
         fields = ", ".join(k for k in change["after"] if change["before"].get(k) != change["after"].get(k))
         print(f"  ~ {change['uri']}  ({fields})")
     for link in report.links_added:
-        print(f"  -> {link['from']} -[{link['type']}]-> {link['to']}")
+        relation = link.get("relation") or ""
+        shown = f"{link['type']} · {relation}" if relation and relation != "referenced in the text" else link["type"]
+        print(f"  -> {link['from']} -[{shown}]-> {link['to']}")
     for ref in report.unresolved:
         print(f"  ! reference to a missing note: {ref}")
     for problem in report.problems:
@@ -377,31 +380,31 @@ def cmd_commit(args) -> int:
 
 
 def cmd_ingest(args) -> int:
-    from engine.extract.inputs import choose_extractor, ingest
+    from engine.extract.batch import ingest_batch
+    from engine.extract.inputs import choose_extractor
 
     vault = _open(args)
     extractor, health = choose_extractor(vault)
     if not args.json:
         print(f"provider: {health.provider} — {health.detail}", file=sys.stderr)
-    results, failed = [], 0
-    for path in args.paths:
-        try:
-            result = ingest(vault, path, wiki=not args.no_wiki, extractor=extractor)
-        except MemlinkError as exc:
-            failed += 1
-            print(f"memlink: error: {exc}", file=sys.stderr)
-            continue
-        results.append(result)
-        if not args.json:
-            if result.skipped:
-                print(f"{path}: skipped, {result.skipped}")
-            else:
-                _print_report(result.report, str(path))
+    result = ingest_batch(vault, args.paths, wiki=not args.no_wiki, extractor=extractor,
+                          progress=None if args.json else _progress("importing"))
     vault.close()
+    for failure in result.failed:
+        print(f"memlink: error: {failure['error']}", file=sys.stderr)
     if args.json:
-        print(json.dumps([{"path": r.path, "source": r.source_uri, "skipped": r.skipped,
-                           "report": r.report.to_json() if r.report else None} for r in results], ensure_ascii=False, indent=2))
-    return EXIT_ERROR if failed else 0
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+        return EXIT_ERROR if result.failed else 0
+    for r in result.files:
+        if not r.skipped:
+            _print_report(r.report, r.path)
+    for skip in result.skipped:
+        print(f"{skip['path']}: skipped, {skip['why']}")
+    imported = sum(1 for r in result.files if not r.skipped)
+    print(f"{imported} files imported, {len(result.skipped)} skipped, {len(result.failed)} failed; "
+          f"{len(result.links_added)} links between pages, {len(result.unresolved)} unresolved references "
+          f"({result.seconds:.1f}s)")
+    return EXIT_ERROR if result.failed else 0
 
 
 def cmd_import_chat(args) -> int:
