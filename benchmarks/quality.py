@@ -1,5 +1,6 @@
 """Search quality on the sample vault: recall@5 and MRR of the hand-labelled queries in
 benchmarks/quality_queries.yaml, for keyword-only, vector-only, hybrid and hybrid + graph.
+A result's evidence (notes derived from it, grouped under it) counts in its slot.
 
     .venv/bin/python benchmarks/quality.py [--vault PATH] [--verbose]
 """
@@ -37,9 +38,12 @@ def evaluate(vault: Vault, queries: list[dict], k: int = 5, verbose: bool = Fals
         recall = mrr = 0.0
         for q in queries:
             expected = set(q["expected"])
-            hits = [h.uri for h in search(vault, q["query"], k=k, index=index, snippets=False, **kwargs)][:k]
+            # A hit's evidence (derived notes grouped under it) is shown in its slot.
+            slots = [{h.uri, *(e.uri for e in h.evidence)}
+                     for h in search(vault, q["query"], k=k, index=index, snippets=False, **kwargs)[:k]]
+            hits = [u for slot in slots for u in slot]
             recall += len(expected & set(hits)) / len(expected)
-            rank = next((i for i, u in enumerate(hits, 1) if u in expected), None)
+            rank = next((i for i, slot in enumerate(slots, 1) if slot & expected), None)
             mrr += 1.0 / rank if rank else 0.0
             if verbose and not rank:
                 print(f"  [{mode}] miss: {q['query']!r} -> {hits[:3]}")

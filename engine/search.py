@@ -138,7 +138,10 @@ def search(
             found.setdefault(uri, []).append(Route("keyword", rank, score))
     named = _named(vault, query) if use_names else []
     named = [u for u in named if allowed(u)]
-    weak = not kw and not named
+    # Is there any real match? A word of the query in some note (asked of the keyword
+    # index even when its route is not used), or a note named.
+    lexical = bool(kw) or ("keyword" not in routes and bool(index.keyword_search(query, 1)))
+    weak = not lexical and not named
     if weak and (not vec or vec[0][1] < cfg.min_confident_similarity):
         if log:
             _log_query(vault, query, [], found)
@@ -178,10 +181,11 @@ def search(
         for uri in final:
             final[uri] *= 1.0 + 0.05 * math.log(1 + graph.backlink_count(uri))
     # Tiers: the answers a named note's links give, then the named notes, then the rest.
-    tier = {u: 1 for u in named}
+    tier: dict[str, int] = {}  # in a "Who …?" question: the answers (0), then the named notes (1)
     answered = False  # the links answer the relation asked: only the answers and the named notes
     if graph is not None and named and asks_who(query):
         question = _without_names(query, vault)
+        tier = {u: 1 for u in named}
         for uri, (score, step, strong) in _answers(graph, catalog, named, question).items():
             if not allowed(uri):
                 continue
@@ -194,9 +198,6 @@ def search(
     if answered:  # what the named notes' own derived notes say stays available, under them
         order += [u for u in sorted(final, key=lambda u: -final[u]) if u not in tier and allowed(u)]
     evidence = _group(graph, order, k) if group and graph is not None else {}
-    if evidence:  # a page takes the best place of its group
-        pages = [evidence.get(u, u) for u in order]
-        order = list(dict.fromkeys(pages)) + [u for u in order if u in evidence]
     ranked = [u for u in order if u not in evidence and (not answered or u in tier)][:k]
 
     # Contradictions and newer/older versions of a hit are never left out (§3.2.7.3): they
@@ -284,15 +285,17 @@ def _answers(graph, catalog, named: list[str], question: str) -> dict[str, tuple
 
 
 def _group(graph, order: list[str], k: int) -> dict[str, str]:
-    """Notes derived from a page that is also a hit go under that page (uri -> page), so
-    one source does not take five slots with its fragments."""
-    shown = set(order[: 4 * k])
+    """Notes derived from a page that ranks above them go under that page (uri -> page),
+    so one source does not take five slots with its fragments. A derived note that ranks
+    above its page keeps its own place: it is the better answer."""
+    above: set[str] = set()
     out: dict[str, str] = {}
     for uri in order[: 4 * k]:
         for edge in graph.out.get(uri, ()):
-            if edge.link_type is LinkType.DERIVED_FROM and edge.to_uri in shown and edge.to_uri not in out:
+            if edge.link_type is LinkType.DERIVED_FROM and edge.to_uri in above and edge.to_uri not in out:
                 out[uri] = edge.to_uri
                 break
+        above.add(uri)
     return out
 
 
