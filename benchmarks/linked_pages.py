@@ -29,7 +29,7 @@ from engine.extract.batch import ingest_batch  # noqa: E402
 from engine.extract.rules import RulesExtractor  # noqa: E402
 from engine.index import SearchIndex  # noqa: E402
 from engine.index.keywords import KeywordIndex  # noqa: E402
-from engine.relations import relation_of  # noqa: E402
+from engine.relations import relations_of  # noqa: E402
 from engine.search import search  # noqa: E402
 from linked_world import World, generate  # noqa: E402
 
@@ -86,13 +86,13 @@ def relation_accuracy(vault: Vault, world: World) -> tuple[int, int, int, int]:
     right = total = 0
     stated: set[tuple] = set()
     for link in vault.all_links():
-        rel, from_subject = relation_of(link.description)
-        if rel is None or link.from_uri not in path or link.to_uri not in path:
+        if link.from_uri not in path or link.to_uri not in path:
             continue
-        subject, obj = (link.from_uri, link.to_uri) if from_subject else (link.to_uri, link.from_uri)
-        total += 1
-        right += (rel.name, path[subject], path[obj]) in facts
-        stated.add((rel.name, path[subject], path[obj]))
+        for rel, from_subject in relations_of(link.description):
+            subject, obj = (link.from_uri, link.to_uri) if from_subject else (link.to_uri, link.from_uri)
+            total += 1
+            right += (rel.name, path[subject], path[obj]) in facts
+            stated.add((rel.name, path[subject], path[obj]))
     asked = {f for f in facts if f[0] != "mentions"}
     return right, total, len(asked & stated), len(asked)
 

@@ -97,15 +97,25 @@ def describe(rel: Relation, from_is_subject: bool) -> str:
     return rel.label if from_is_subject else rel.inverse
 
 
+def relations_of(description: str) -> list[tuple[Relation, bool]]:
+    """The relations a link's description names ("works at; invested in": one link per
+    pair of pages keeps every relation stated), each with whether the link's from-note is
+    its subject."""
+    out = []
+    for part in (description or "").lower().split(";"):
+        text = part.strip()
+        for rel in RELATIONS:
+            if text == rel.label:
+                out.append((rel, True))
+            elif text == rel.inverse:
+                out.append((rel, False))
+    return out
+
+
 def relation_of(description: str) -> tuple[Relation | None, bool]:
-    """The relation a link's description names, and whether its from-note is the subject."""
-    text = (description or "").strip().lower()
-    for rel in RELATIONS:
-        if text == rel.label or text.startswith(rel.label + ":"):
-            return rel, True
-        if text == rel.inverse or text.startswith(rel.inverse + ":"):
-            return rel, False
-    return None, True
+    """The first (strongest) relation a link's description names."""
+    found = relations_of(description)
+    return found[0] if found else (None, True)
 
 
 _WHO = re.compile(r"^\s*(?:who(?:m|se)?|which (?:people|persons?|investors?|advisors?|advisers?|founders?|employees?)|"

@@ -13,7 +13,7 @@ from .errors import MemlinkError
 from .graph import PROPAGATION, LinkGraph, PropagationParams, Step
 from .index import SearchIndex
 from .links import LinkType
-from .relations import PERSON_KINDS, asked_relation, asks_who, relation_of
+from .relations import PERSON_KINDS, asked_relation, asks_who, relations_of
 from .render import render_links
 from .text import snippet, tokenize
 
@@ -269,10 +269,9 @@ def _answers(graph, catalog, named: list[str], question: str) -> dict[str, tuple
             if dst in named or dst not in catalog:
                 continue
             person = catalog[dst].kind in PERSON_KINDS
-            rel, from_subject = relation_of(step.link.description)
-            subject_is_dst = from_subject if step.direction == "backlinks" else not from_subject
-            if asked is not None:
-                strong = rel is not None and rel.name == asked.name and subject_is_dst
+            if asked is not None:  # the link states it, with the other note as the subject
+                strong = any(rel.name == asked.name and (from_subject if step.direction == "backlinks" else not from_subject)
+                             for rel, from_subject in relations_of(step.link.description))
             else:
                 strong = person
             if not (person or strong):

@@ -18,7 +18,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 from ..names import NameIndex
-from ..relations import describe, relation_in
+from ..relations import RELATIONS, describe, relation_in
 from ..uris import uri_dir
 from .rules import link_type_for
 
@@ -40,6 +40,7 @@ class Reference:
     sentence: str  # the sentence around it, references masked
     line: int = 0
     at: int = 0  # where the reference starts in ``sentence``
+    more: list[tuple[str, int]] = field(default_factory=list)  # (sentence, at) of later references to the same note
 
 
 @dataclass
@@ -101,18 +102,21 @@ def find_references(vault, from_uri: str, text: str, base: str | None = None, na
         if target or known_folder:  # "and/or", dates and the like are not references
             spans.append((m.start(), m.end(), target, m[1], m[0], True))
     masked = _mask(clean, spans)
-    seen: set[str] = set()
+    seen: dict[str, Reference] = {}
     for start, end, target, shown, raw, report in sorted(spans):
         line = text.count("\n", 0, start) + 1
         if target is None:
             if report:
                 out.missing.append(Missing(raw, line))
             continue
-        if target == from_uri or target in seen:
+        if target == from_uri:
             continue
-        seen.add(target)
         left, right = _sentence_bounds(masked, start, end)
-        out.found.append(Reference(target, shown, masked[left:right], line, start - left))
+        if target in seen:  # one link per target; what each sentence says is kept
+            seen[target].more.append((masked[left:right], start - left))
+            continue
+        seen[target] = Reference(target, shown, masked[left:right], line, start - left)
+        out.found.append(seen[target])
     return out
 
 
@@ -135,12 +139,18 @@ def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def reference_link(ref: Reference, from_kind: str = "", to_kind: str = "") -> tuple[str, dict]:
-    """(link type, link spec) for a reference: the relation its sentence states between
-    the two pages (in the description), else the sentence cascade."""
-    rel, from_is_subject = relation_in(ref.sentence, from_kind, to_kind, ref.at)
-    if rel is not None:
-        return rel.link_type.value, {"weight": RELATION_WEIGHT, "match_text": ref.text,
-                                     "description": describe(rel, from_is_subject)}
+    """(link type, link spec) for a reference: the relations its sentences state between
+    the two pages (all in the description, the strongest one's type: GBrain keeps one
+    edge per pair), else the sentence cascade."""
+    stated: dict[str, tuple] = {}
+    for sentence, at in [(ref.sentence, ref.at), *ref.more]:
+        rel, from_is_subject = relation_in(sentence, from_kind, to_kind, at)
+        if rel is not None:
+            stated.setdefault(describe(rel, from_is_subject), (RELATIONS.index(rel), rel))
+    if stated:
+        ordered = sorted(stated.items(), key=lambda kv: kv[1][0])
+        return ordered[0][1][1].link_type.value, {"weight": RELATION_WEIGHT, "match_text": ref.text,
+                                                  "description": "; ".join(label for label, _ in ordered)}
     return link_type_for(ref.sentence), {"weight": PLAIN_WEIGHT, "match_text": ref.text,
                                           "description": "referenced in the text"}
 

@@ -1,0 +1,184 @@
+"""Linked pages: folder ingest, second-pass reference resolution (every form), unresolved
+references with file:line, link types and relations (rules cascade, LLM refinement),
+headline fragments not made entities, no confident noise, "Who works at X?"."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, set_llm
+from engine import Vault
+from engine.extract.batch import ingest_batch
+from engine.extract.rules import RulesExtractor, names_in
+from engine.search import search
+from ollama_stub import OllamaStub
+from test_cli import memlink
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from linked_world import generate  # noqa: E402
+
+RULES = RulesExtractor()
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text, encoding="utf-8")
+    return root
+
+
+def links_of(v: Vault, uri: str) -> dict[str, tuple[str, str]]:
+    return {l.to_uri: (l.link_type.value, l.description) for l in v.get_file_links(uri, "links")}
+
+
+def test_folder_ingest_skips_non_text_reports_failures_and_unresolved(tmp_path):
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    set_llm(root, provider="rules")
+    pages = write(tmp_path / "pages", {
+        "people/mia.md": "# Mia Brown\n\nMia works at [Acme](../companies/acme.md).\n\n"
+                         "She often quotes [Zed](../people/zed).\n",
+        "companies/acme.md": "# Acme\n\nA harbour software company.\n",
+        "notes.txt": "Loose notes that mention people/mia.\n",
+        "logo.png": b"\x89PNG\r\n",
+        "broken.md": b"# Broken\x00\x00",
+        ".obsidian/workspace.md": "# not a page\n",
+    })
+    r = memlink("ingest", str(pages), "--json", vault=root)
+    assert r.returncode == 1, r.stderr  # one file failed
+    out = json.loads(r.stdout)
+    assert sorted(f["source"] for f in out["files"]) == ["sources/acme.md", "sources/mia-brown.md", "sources/notes.md"]
+    assert [(Path(s["path"]).name, s["why"]) for s in out["skipped"]] == [("logo.png", "not a text or markdown file (.png)")]
+    assert [Path(f["path"]).name for f in out["failed"]] == ["broken.md"] and "broken.md" in out["failed"][0]["error"]
+    assert "broken.md" in r.stderr
+    assert out["unresolved"] == [{"file": str(pages / "people/mia.md"), "line": 5, "ref": "[Zed](../people/zed)"}]
+    v = Vault.open(root)
+    assert v.read_note("sources/mia-brown.md").fields["aliases"] == ["people/mia.md"]
+    assert v.read_note("sources/mia-brown.md").fields["kind"] == "person"
+    assert links_of(v, "sources/notes.md") == {"sources/mia-brown.md": ("related_to", "referenced in the text")}
+    assert [p for p in v.check() if p.severity == "error"] == []
+    text = memlink("ingest", str(pages), vault=root)  # again: everything known, the unresolved still reported
+    assert f"{pages / 'people/mia.md'}:5: [Zed](../people/zed)" not in text.stdout  # known files print no report
+    assert "3 files imported" not in text.stdout and "0 files imported" in text.stdout
+
+
+def test_every_reference_form_resolves_in_the_second_pass(vault, tmp_path):
+    # a.md is read first and names pages imported after it, in every form.
+    pages = write(tmp_path / "pages", {
+        "a.md": ("# Alpha\n\n"
+                 "- [one](sub/t1.md) and [two](sub/t2)\n"
+                 "- [three](/sub/t3.md) and [four](/sub/t4)\n"
+                 "- [[Target Five]] and [[t6|the sixth]]\n"
+                 "- see sub/t7 and sub/t8.md\n"
+                 "- [nine](sub/deeper/../t9.md)\n"
+                 "```\n[[Target Five]] [x](sub/nowhere.md)\n```\n"
+                 "- [web](https://example.com/sub/t1) and [gone](sub/t10.md) and [[Nobody Here]]\n"),
+        **{f"sub/t{i}.md": (f"# Target {'Five' if i == 5 else i}\n\n"
+                             + ("Back to [Alpha](../a.md).\n" if i == 1 else "Plain.\n")) for i in range(1, 10)},
+    })
+    result = ingest_batch(vault, [pages], extractor=RULES)
+    uris = {Path(f.path).stem: f.source_uri for f in result.files}
+    got = links_of(vault, uris["a"])
+    assert set(got) == {uris[f"t{i}"] for i in range(1, 10)}
+    assert {(l.to_uri, l.match_text) for l in vault.get_file_links(uris["a"], "links")} >= {
+        (uris["t6"], "the sixth"), (uris["t7"], "sub/t7"), (uris["t5"], "Target Five")}
+    assert links_of(vault, uris["t1"]) == {uris["a"]: ("related_to", "referenced in the text")}  # relative "../a.md"
+    assert [(u["line"], u["ref"]) for u in result.unresolved] == [(11, "[gone](sub/t10.md)"), (11, "[[Nobody Here]]")]
+    assert vault.read_note(uris["t3"]).fields["aliases"] == ["sub/t3.md"]
+    assert [p for p in vault.check() if p.severity == "error"] == []
+
+
+def test_links_carry_the_relation_the_text_states(vault, tmp_path):
+    pages = write(tmp_path / "pages", {
+        "people/mia-brown.md": "---\ntitle: Mia Brown\ntype: person\n---\n\nMia is the CTO of [Acme](../companies/acme.md).\n",
+        "people/bob-stone.md": "# Bob Stone\n\nAn angel investor.\n",
+        "people/carla-diaz.md": "# Carla Diaz\n\nLawyer.\n",
+        "people/dan-ek.md": "# Dan Ek\n\nSales.\n",
+        "companies/acme.md": ("# Acme\n\n[Bob Stone](../people/bob-stone) invested in the seed round.\n"
+                              "[[Carla Diaz]] advises the founders on hiring.\n"
+                              "[[dan-ek|Dan]] reports to [[Mia Brown]].\n"),
+        "meetings/acme-q3-investor-update.md": ("# Acme Q3 investor update\n\nAttendees: [[Mia Brown]], [[Bob Stone]]\n\n"
+                                                "[[Carla Diaz]] sent apologies.\n"),
+    })
+    ingest_batch(vault, [pages], extractor=RULES)
+    s = lambda name: f"sources/{name}.md"  # noqa: E731
+    assert links_of(vault, s("mia-brown"))[s("acme")] == ("belongs_to", "works at")
+    acme = links_of(vault, s("acme"))
+    assert acme[s("bob-stone")] == ("related_to", "backed by")
+    assert acme[s("carla-diaz")] == ("related_to", "advised by")
+    meeting = links_of(vault, s("acme-q3-investor-update"))  # "investor" in its title states nothing
+    assert meeting[s("mia-brown")] == meeting[s("bob-stone")] == ("belongs_to", "attended by")
+    assert meeting[s("carla-diaz")][1] == "referenced in the text"  # sent apologies: not there
+
+
+def answer(v: Vault) -> str:
+    return json.dumps({**{t.memory_type: [] for t in v.types if t.link_enabled}, "links": []})
+
+
+@pytest.mark.parametrize("reply", ["good", "bad"])
+def test_an_llm_refines_the_link_types_or_its_answer_is_quarantined(vault, tmp_path, reply):
+    pages = write(tmp_path / "pages", {
+        "companies/acme.md": "# Acme\n\nWe see a lot of [Mia](../people/mia.md).\n",
+        "people/mia.md": "# Mia\n\nEngineer.\n",
+    })
+    with OllamaStub() as stub:
+        v = set_llm(vault.root, provider="ollama", model="tiny", host=stub.host, timeout=3)
+        refined = {"links": [{"ref": 1, "link_type": "belongs_to", "relation": "employs"}]}
+        if reply == "bad":
+            refined["links"][0]["mood"] = "sure"  # a key the contract does not have
+        stub.script += [("json", answer(v)), ("json", answer(v)), ("json", json.dumps(refined))]
+        result = ingest_batch(v, [pages])
+    asked = stub.requests[-1]["body"]
+    assert "refers to other pages" in asked["messages"][0]["content"] and asked["format"]["title"] == "LinkChoices"
+    got = links_of(v, "sources/acme.md")["sources/mia.md"]
+    if reply == "good":
+        assert got == ("belongs_to", "employs") and not result.problems
+    else:
+        assert got == ("related_to", "referenced in the text")  # the rules' type, kept
+        assert "link types kept from the rules" in result.problems[0]
+        assert len(list((v.state_dir / "quarantine").glob("*.json"))) == 1
+
+
+def test_headline_fragments_are_not_entities(vault, tmp_path):
+    assert names_in("Led Series B round on 3 March 2021.") == []
+    assert names_in("Why Most Startups Fail") == []
+    assert names_in("On 5 June 2024 we met Dana Whitfield at Web Summit.") == ["Dana Whitfield", "Web Summit"]
+    doc = write(tmp_path, {"co.md": "# Kestrel Labs\n\n## Why Most Startups Fail\n\n"
+                                    "- Led Series B round on 3 March 2021.\n"
+                                    "- On 5 June 2024 the team met Dana Whitfield at Web Summit.\n"})
+    ingest_batch(vault, [doc / "co.md"], extractor=RULES)
+    assert sorted(e.title for e in vault.list_notes("entity")) == ["Dana Whitfield", "Web Summit"]
+
+
+def test_nonsense_returns_nothing(sample):
+    assert search(sample, "xyzzyqq") == []
+    assert search(sample, "xyzzyqq", routes=("vector",)) == []
+    assert search(sample, "Man Met Bril")  # a real query still answers
+    r = memlink("search", "xyzzyqq", "--json", vault=sample.root)
+    assert r.returncode == 0 and json.loads(r.stdout) == []
+    assert memlink("search", "xyzzyqq", vault=sample.root).stdout.strip() == "no results"
+
+
+def test_who_works_at_x_on_a_small_generated_world(vault, tmp_path):
+    world = generate(seed=3, people=14, companies=4, meetings=3)
+    world.write(tmp_path / "pages")
+    ingest_batch(vault, [tmp_path / "pages"], extractor=RULES)
+    person = {e.uri: e.aliases[0] for e in vault.list_notes("source")}
+    asked = [q for q in world.questions if q.relation in ("works_at", "invested_in")]
+    assert asked
+    for q in asked:
+        hits = search(vault, q.text, k=5)
+        answers = [h for h in hits if h.routes[0].kind == "answer"]
+        assert sorted(person[h.uri] for h in answers) == q.gold, q.text
+        assert hits[: len(answers)] == answers  # the people first …
+        assert person[hits[len(answers)].uri] == q.target  # … then the page the question names
+        assert all(h.routes[0].via.src == hits[len(answers)].uri for h in answers)
+    q = asked[0]
+    out = json.loads(memlink("search", q.text, "--json", vault=vault.root).stdout)
+    first = out[0]["routes"][0]
+    assert first["kind"] == "answer" and first["relation"] in ("works at", "employs", "invested in", "backed by")
