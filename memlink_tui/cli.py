@@ -294,11 +294,15 @@ def cmd_search(args) -> int:
         return 0
     if not hits:
         print("no results")
+    elif hits[0].weak:
+        print("weak matches: no word of the query occurs in any note; these are only close in meaning")
     for i, h in enumerate(hits, 1):
         print(f"{i:>2}. {h.score:.3f}  {h.title}  ({h.memory_type} · {h.uri})")
         print(f"      found by: {h.route}")
         if h.snippet:
             print(f"      {h.snippet}")
+        for e in h.evidence:
+            print(f"      ↳ derived: {e.title}  ({e.memory_type} · {e.uri})")
     return 0
 
 

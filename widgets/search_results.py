@@ -36,10 +36,13 @@ class SearchResults(OptionList):
             if i:
                 self.add_option(None)  # a separator line between hits
             text = (
-                f"[b]{escape(h.title)}[/b]  [dim]{h.memory_type} · {escape(h.uri)} · {h.score:.2f}[/dim]\n"
+                f"[b]{escape(h.title)}[/b]  [dim]{h.memory_type} · {escape(h.uri)} · {h.score:.2f}"
+                f"{' · weak match' if h.weak else ''}[/dim]\n"
                 f"  [i $text-muted]{escape(h.route)}[/]\n"
                 f"  {_snippet_markup(h.snippet)}"
             )
+            for e in h.evidence:  # notes derived from this one that matched too
+                text += f"\n  [dim]↳ {escape(e.title)} · {e.memory_type} · {escape(e.uri)}[/dim]"
             self.add_option(Option(text, id=h.uri))
         if hits:
             self.highlighted = 0
