@@ -1,7 +1,10 @@
-"""Chat memory figures: import throughput (turns/s, rules provider) and recall latency
-on a generated long session (10k turns by default), and recall quality on the
-hand-labelled sample questions (benchmarks/recall_queries.yaml) plus generated questions
-about the long session — recall@5 for summary-only, graph-only and fused routes.
+"""Chat memory figures: import throughput (turns/s, rules provider), recall latency on a
+generated long session (10k turns by default) beside a full-scan BM25 baseline, the wall
+time of one `memlink recall` process (the first builds and saves the turn indexes, later
+ones load them), and recall quality on the hand-labelled sample questions
+(benchmarks/recall_queries.yaml) plus generated questions about the long session —
+recall@5 for keyword + vector, graph only and fused. Real-conversation quality:
+benchmarks/locomo.py.
 
     .venv/bin/python benchmarks/bench_recall.py [--turns 10000]
 """
@@ -10,12 +13,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import yaml
@@ -28,7 +35,8 @@ from synthetic import TextMaker  # noqa: E402
 
 from engine import Vault  # noqa: E402
 from engine.sessions.importer import import_chat, turn_extractor  # noqa: E402
-from engine.sessions.recall import TurnMemory  # noqa: E402
+from engine.sessions.recall import RecallParams, TurnMemory  # noqa: E402
+from engine.text import tokenize  # noqa: E402
 
 PEOPLE = ["Astrid Holm", "Bram Visser", "Chen Wei", "Dara Okafor", "Emil Novak", "Farah Aziz", "Gus Moreno", "Hana Sato"]
 
@@ -55,19 +63,43 @@ def long_session(n: int, seed: int = 5) -> tuple[list[dict], list[dict]]:
     return records, questions
 
 
+MODES = {"keyword + vector": RecallParams(graph=False), "graph": None, "fused": RecallParams()}
+
+
 def recall_at_5(memory: TurnMemory, queries: list[dict], mode: str) -> float:
     total = 0.0
     for q in queries:
         expected = {tuple(e) for e in q["expected"]}
-        if mode == "summary":
-            got = [tuple(memory.turns[m]["sources"]) for m, _, _ in memory.summary_route(q["query"], 5, set())]
-        elif mode == "graph":
+        if MODES[mode] is None:
             seeds = memory.literal_terms(q["query"])
             got = [tuple(memory.turns[m]["sources"]) for m, _, _ in memory.graph_route(seeds, 5)]
         else:
+            memory.params = MODES[mode]
             got = [tuple(h.sources) for h in memory.recall(q["query"], k=5)]
         total += len(expected & set(got[:5])) / len(expected)
     return total / max(1, len(queries))
+
+
+def full_scan_bm25(docs: dict[str, Counter], query: list[str], k: int) -> list[str]:
+    """The baseline: score every turn's text with BM25, no index."""
+    n = len(docs)
+    avg = sum(sum(c.values()) for c in docs.values()) / max(1, n)
+    scores = {}
+    for m, counts in docs.items():
+        length = sum(counts.values())
+        s = 0.0
+        for tok in set(query):
+            tf = counts.get(tok)
+            if tf:
+                df = sum(1 for c in docs.values() if tok in c) if tok not in _DF else _DF[tok]
+                _DF[tok] = df
+                s += math.log(1 + (n - df + 0.5) / (df + 0.5)) * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avg))
+        if s:
+            scores[m] = s
+    return sorted(scores, key=lambda m: (-scores[m], m))[:k]
+
+
+_DF: dict[str, int] = {}
 
 
 def main() -> None:
@@ -90,10 +122,19 @@ def main() -> None:
         took = time.perf_counter() - t
         print(f"import-chat: {report.extracted:,} turns in {took:.1f}s = {report.extracted / took:,.0f} turns/s "
               f"(rules provider: log append, projection, extraction, storage)")
+        vault.close()
+        walls = []
+        for _ in range(4):
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "memlink_tui", "--vault", str(root), "recall", "who handles the kiln",
+                            "--json"], check=True, capture_output=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+            walls.append(time.perf_counter() - t)
+        print(f"one `memlink recall` process over the store: first {walls[0]:.2f} s (builds and saves the turn "
+              f"indexes), then {statistics.median(walls[1:]):.2f} s wall (median of 3, loads them)")
+        vault = Vault.open(root)
         t = time.perf_counter()
         memory = TurnMemory.for_vault(vault)
-        print(f"recall index load ({len(memory.turns):,} turns: summary vectors, term graph, communities): "
-              f"{time.perf_counter() - t:.1f}s")
+        print(f"recall index open in process ({len(memory.turns):,} turns): {time.perf_counter() - t:.2f}s")
         rng = random.Random(9)
         questions = [q["query"] for q in generated] + [text for text in
                      ("what did I say about my coffee", "the winter market", "Wang Jun and the migration", "kiln for home")]
@@ -103,14 +144,22 @@ def main() -> None:
             memory.recall(q, k=5)
             lat.append((time.perf_counter() - t) * 1000)
         lat.sort()
-        print(f"recall latency at {len(memory.turns):,} turns: p50 {statistics.median(lat):.1f} ms  p95 {lat[int(len(lat) * .95)]:.1f} ms")
+        docs = {m: Counter(tokenize(t["question"] + " " + t["answer"])) for m, t in memory.turns.items()}
+        scan = []
+        for q in rng.choices(questions, k=30):
+            t = time.perf_counter()
+            full_scan_bm25(docs, tokenize(q), 5)
+            scan.append((time.perf_counter() - t) * 1000)
+        print(f"recall latency at {len(memory.turns):,} turns: p50 {statistics.median(lat):.1f} ms  "
+              f"p95 {lat[int(len(lat) * .95)]:.1f} ms; full-scan BM25 baseline over the same turns: "
+              f"p50 {statistics.median(scan):.1f} ms")
         labelled_path = REPO / "benchmarks" / "recall_queries.yaml"
         labelled = yaml.safe_load(labelled_path.read_text(encoding="utf-8")) if labelled_path.exists() else []
         for name, qs in (("hand-labelled sample questions", labelled), ("generated long-session questions", generated)):
             if not qs:
                 continue
             print(f"{name} ({len(qs)}): recall@5 " + "  ".join(
-                f"{mode} {recall_at_5(memory, qs, mode):.3f}" for mode in ("summary", "graph", "fused")))
+                f"{mode} {recall_at_5(memory, qs, mode):.3f}" for mode in MODES))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

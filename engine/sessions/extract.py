@@ -17,7 +17,7 @@ _PARTIAL = re.compile(r"\b(partly|partially|some of|not all|part of it)\b|部分
 # follows them is the person spoken to, not a topic (docs/DESIGN.md, "Turn memory").
 _GREETINGS = frozenset("hey hi hello hiya yo thanks thank thx congrats congratulations wow woohoo yay yeah yes "
                        "no ok okay oh ah aw aww bye goodbye morning evening night cheers sorry welcome dear great "
-                       "nice cool awesome amazing sure glad haha lol omg".split())
+                       "nice cool awesome amazing sure glad haha lol omg woah whoa wowza ooh hmm yep nope".split())
 _SENTENCES = re.compile(r"[^.!?\n。！？]+[.!?。！？]?")
 _FIRST = re.compile(r"^(.{1,160}?[.!?。！？])(\s|$)", re.S)
 

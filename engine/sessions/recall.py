@@ -33,6 +33,12 @@ _QUESTION_WORDS = frozenset(
 )
 
 
+# The frame of a question about the past ("what did we say about …"): words that say
+# nothing about what is asked, so the evidence gate neither needs nor credits them.
+_FRAME = frozenset(tokenize(" ".join(_QUESTION_WORDS) + " did do does done say said says tell told talk talked "
+                            "mention mentioned remember know think we us our me my i you your"))
+
+
 @dataclass
 class RecallParams:
     """The recall model's knobs; defaults are the measured ones (benchmarks/locomo.py)."""
@@ -43,7 +49,8 @@ class RecallParams:
     vector_weight: float = 1.0  # cosine added to BM25 / best BM25
     graph_weight: float = 0.1  # at most this much for the best graph hit
     depth: int = 50  # candidates taken from each route
-    seed_share: float = 0.02  # a term in more than this share of turns seeds nothing
+    seed_share: float = 0.02  # a term in more than this share of turns seeds nothing ...
+    word_share: float = 0.05  # ... nor a match on words all in more than this share of indexed turns
     min_evidence: float = 0.7  # coverage + cosine the best hits need for anything to be recalled
 
 
@@ -93,8 +100,9 @@ class TurnMemory:
     # -- graph route ----------------------------------------------------------------------------
     def literal_terms(self, query: str) -> list[str]:
         """Terms the question names: the whole term, or one of its words when that word is
-        a name in the question (capitalised, or CJK). Terms found all over the history
-        (speakers' names, greetings) seed nothing."""
+        a name in the question (capitalised, or CJK). What matches must be rare: a term
+        found all over the history, or a match on a word that is (a speaker's name, a
+        greeting before it: "Woah Joanna"), seeds nothing."""
         graph = self.index.graph
         flat = " " + re.sub(r"[^\w\u4e00-\u9fff]+", " ", query).strip() + " "
         low = flat.lower()
@@ -107,7 +115,12 @@ class TurnMemory:
             if len(t) < 2 or len(graph.term_turns[tid]) > limit or t.split()[0] in _QUESTION_WORDS:
                 continue
             cjk = bool(re.search(r"[\u4e00-\u9fff]", t))
-            if (cjk and t in low) or f" {t} " in low or (names & set(t.split())):
+            if (cjk and t in low) or f" {t} " in low:
+                matched = t.split()
+            else:
+                matched = sorted(names & set(t.split()))
+            # A word said in two turns is indexed in up to six (each turn and its neighbours).
+            if matched and min(self.index.doc_freq(matched).values()) <= max(6, self.params.word_share * len(self.turns)):
                 out.append(tid)
         return out
 
@@ -149,25 +162,25 @@ class TurnMemory:
 
         depth = p.depth + len(visible) + (len(self.turns) if session else 0)
         tokens = tokenize(query)
-        keyword = [(m, s) for m, s in self.index.keyword_hits(tokens, depth) if usable(m)] if p.keyword else []
         vec = self.embedder.encode([query])[0]
-        vector = [(m, s) for m, s in self.index.vector_hits(vec, depth) if usable(m)] if p.vector else []
-        candidates = sorted({m for m, _ in keyword[: p.depth]} | {m for m, _ in vector[: p.depth]})
-        cos = self.index.cosines(vec, candidates) if p.vector else {}
+        # Both routes are always asked: the evidence gate weighs both, whichever rank.
+        keyword = [(m, s) for m, s in self.index.keyword_hits(tokens, depth) if usable(m)][: p.depth]
+        vector = [(m, s) for m, s in self.index.vector_hits(vec, depth) if usable(m)][: p.depth]
+        cos = self.index.cosines(vec, sorted({m for m, _ in keyword} | {m for m, _ in vector}))
+        if not self._relevant(tokens, keyword, cos):
+            return []
+        keyword, vector = keyword if p.keyword else [], vector if p.vector else []
         bm25 = dict(keyword)
         top = max(bm25.values(), default=0.0)
         fused: dict[str, float] = {}
         routes: dict[str, list[str]] = defaultdict(list)
         for rank, (m, s) in enumerate(keyword, 1):
-            if m in candidates:
-                routes[m].append(f"keyword #{rank} ({s:.2f})")
+            fused[m] = s / top + (p.vector_weight * cos.get(m, 0.0) if p.vector else 0.0)
+            routes[m].append(f"keyword #{rank} ({s:.2f})")
         for rank, (m, s) in enumerate(vector, 1):
-            if m in candidates:
-                routes[m].append(f"vector #{rank} ({s:.2f})")
-        for m in candidates:
-            fused[m] = (bm25.get(m, 0.0) / top if top else 0.0) + p.vector_weight * cos.get(m, 0.0)
-        if not self._relevant(tokens, keyword, cos):
-            return []
+            fused[m] = bm25.get(m, 0.0) / top if top else 0.0
+            fused[m] += p.vector_weight * cos.get(m, s)
+            routes[m].append(f"vector #{rank} ({s:.2f})")
         explain: dict[str, list[dict]] = {}
         if p.graph:
             graph = [g for g in self.graph_route(self.literal_terms(query), p.depth) if usable(g[0])]
@@ -190,6 +203,7 @@ class TurnMemory:
         most) plus the best cosine must reach ``min_evidence``. Measured on real and on
         unrelated questions in benchmarks/locomo.py."""
         coverage = 0.0
+        tokens = [t for t in tokens if t not in _FRAME]
         if keyword and tokens:
             idf = self.index.idf(tokens)
             total = sum(idf.values())

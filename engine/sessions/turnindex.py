@@ -5,13 +5,16 @@
   sides), its date in words, and the neighbouring turns of the same session, which carry
   the context a single message leaves out ("Yes, last Saturday!").
 - Vectors: hnswlib over the embedding of the turn's own text.
-- The term graph of the turns' triples (for the graph route) is rebuilt from the stored
-  turns at load; its communities are saved with it.
+- `turns.sqlite`: the turns as recall shows them, each one's neighbours and the hash of
+  its indexed text, the term graph of the triples with its communities, and the
+  bookkeeping (store signature, vector snapshot). Turns are read from it one by one as
+  recall needs them, so opening the index costs the same at 100 turns or 100k.
 
-Sync compares the store's shard signature (cheap: a stat per shard) and, when it changed,
-the hash of every turn's indexed text, so a new turn re-indexes itself and its two
-neighbours only. Everything here is derived from the turn store: a missing, damaged or
-differently built index is rebuilt."""
+Sync compares the store's shard signature (a stat per shard) and, when it changed, the
+hash of every turn's indexed text, so a new turn re-indexes itself and its neighbours.
+Writes go keywords → vector snapshot → one SQLite transaction, and every step is
+idempotent: a crash anywhere is repaired by the next sync. Everything here is derived
+from the turn store; a missing, damaged or differently built index is rebuilt."""
 
 from __future__ import annotations
 
@@ -19,21 +22,29 @@ import datetime as dt
 import hashlib
 import json
 import shutil
+import sqlite3
 import uuid
 from collections import defaultdict
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 import tantivy
 
-from ..atomic import atomic_write_text, remove_file
+from ..atomic import remove_file
 from ..embed import Embedder, load_embedder
 from ..index.vectors import VectorIndex
 from ..text import cjk_expand, tokenize
 from .communities import label_propagation
 from .store import TurnStore
 
-FORMAT = 2
-SPEAKERS = ("user", "i", "assistant")
+FORMAT = 3
+SPEAKERS = frozenset({"user", "i", "assistant"})
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS turn (id TEXT PRIMARY KEY, hash TEXT NOT NULL, near TEXT NOT NULL, doc TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS term (id TEXT PRIMARY KEY, text TEXT NOT NULL, turns TEXT NOT NULL, community TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS edge (a TEXT NOT NULL, b TEXT NOT NULL, weight INTEGER NOT NULL, PRIMARY KEY (a, b));
+"""
 
 
 def date_words(ts: str) -> str:
@@ -50,22 +61,19 @@ def own_text(turn: dict) -> str:
     return f"{turn['question']}\n{turn['answer']}".strip()
 
 
-def ordered(turns: dict[str, dict]) -> list[dict]:
-    """Turns in conversation order: by session, then place in the session."""
-    return sorted(turns.values(), key=lambda t: (t["session"], t.get("pos", 0), t["ts"], t["id"]))
-
-
-def indexed_texts(turns: dict[str, dict]) -> dict[str, str]:
-    """What the keyword route indexes for each turn: its text, date and neighbours."""
-    rows = ordered(turns)
-    out = {}
+def neighbours(turns: dict[str, dict]) -> dict[str, list[str]]:
+    """Each turn's previous and next turn in its session (by place, then time, then id)."""
+    rows = sorted(turns.values(), key=lambda t: (t["session"], t.get("pos", 0), t["ts"], t["id"]))
+    out: dict[str, list[str]] = {}
     for i, t in enumerate(rows):
-        parts = [own_text(t), date_words(t["ts"])]
-        for j in (i - 1, i + 1):
-            if 0 <= j < len(rows) and rows[j]["session"] == t["session"]:
-                parts.append(own_text(rows[j]))
-        out[t["id"]] = "\n".join(p for p in parts if p)
+        out[t["id"]] = [rows[j]["id"] for j in (i - 1, i + 1) if 0 <= j < len(rows) and rows[j]["session"] == t["session"]]
     return out
+
+
+def indexed_text(turn: dict, near: list[dict]) -> str:
+    """What the keyword route indexes for a turn: its text, its date, its neighbours."""
+    parts = [own_text(turn), date_words(turn["ts"])] + [own_text(n) for n in near]
+    return "\n".join(p for p in parts if p)
 
 
 def _sha(text: str) -> str:
@@ -85,31 +93,29 @@ class TermGraph:
     networkx graph is built on first use: most questions name no term, and importing
     networkx would cost every `memlink recall` process a few tenths of a second."""
 
-    def __init__(self, turns: dict[str, dict]):
-        self.edges: dict[tuple[str, str], int] = {}
+    def __init__(self):
         self.term_text: dict[str, str] = {}
         self.term_turns: dict[str, set[str]] = defaultdict(set)
-        speaker = {t for t in SPEAKERS}
-        for mem_id in sorted(turns):
-            for t in turns[mem_id]["triples"]:
-                a, b = t["subject_id"], t["object_id"]
-                ends = ((a, t["subject"]), (b, t["object"]))
-                if any(text.lower() in speaker for _, text in ends):
-                    for tid, text in ends:
-                        if text.lower() not in speaker:
-                            self._add(tid, text, mem_id)
-                    continue
-                for tid, text in ends:
-                    self._add(tid, text, mem_id)
-                if a != b:
-                    key = (a, b) if a < b else (b, a)
-                    self.edges[key] = self.edges.get(key, 0) + 1
+        self.edges: dict[tuple[str, str], int] = {}
         self.community: dict[str, str] = {}
         self._g = None
 
-    def _add(self, tid: str, text: str, mem_id: str) -> None:
-        self.term_text.setdefault(tid, text)
-        self.term_turns[tid].add(mem_id)
+    @classmethod
+    def of(cls, turns: dict[str, dict]) -> "TermGraph":
+        graph = cls()
+        for mem_id in sorted(turns):
+            for t in turns[mem_id]["triples"]:
+                ends = [(t["subject_id"], t["subject"]), (t["object_id"], t["object"])]
+                kept = [(tid, text) for tid, text in ends if text.lower() not in SPEAKERS]
+                for tid, text in kept:
+                    graph.term_text.setdefault(tid, text)
+                    graph.term_turns[tid].add(mem_id)
+                (a, _), (b, _) = ends
+                if len(kept) == 2 and a != b:
+                    key = (a, b) if a < b else (b, a)
+                    graph.edges[key] = graph.edges.get(key, 0) + 1
+        graph.community = label_propagation(graph.g)
+        return graph
 
     @property
     def g(self):
@@ -123,6 +129,37 @@ class TermGraph:
         return self._g
 
 
+class TurnRows(Mapping):
+    """The indexed turns by id, read from SQLite on first use and kept."""
+
+    def __init__(self, db: sqlite3.Connection | None, rows: dict[str, dict] | None = None):
+        self.db = db
+        self.cache: dict[str, dict] = dict(rows or {})
+        self.complete = rows is not None
+        self._ids: list[str] | None = sorted(self.cache) if self.complete else None
+
+    def __getitem__(self, mem_id: str) -> dict:
+        if mem_id not in self.cache:
+            if self.complete or self.db is None:
+                raise KeyError(mem_id)
+            row = self.db.execute("SELECT doc FROM turn WHERE id = ?", (mem_id,)).fetchone()
+            if row is None:
+                raise KeyError(mem_id)
+            self.cache[mem_id] = json.loads(row[0])
+        return self.cache[mem_id]
+
+    def _all_ids(self) -> list[str]:
+        if self._ids is None:
+            self._ids = [r[0] for r in self.db.execute("SELECT id FROM turn ORDER BY id")] if self.db else []
+        return self._ids
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all_ids())
+
+    def __len__(self) -> int:
+        return len(self._all_ids())
+
+
 class TurnIndex:
     def __init__(self, vault, embedder: Embedder | None = None):
         self.vault = vault
@@ -130,91 +167,136 @@ class TurnIndex:
         self.embedder = embedder or load_embedder(vault.config.embedding.model).embedder
         self.fingerprint = {"format": FORMAT, "model": self.embedder.name, "dims": self.embedder.dims,
                             "tokenizer": "tantivy-en_stem+cjk-bigram-2"}
-        self.turns: dict[str, dict] = {}
-        self.hashes: dict[str, str] = {}  # turn id -> hash of its indexed text
-        self.signature: list = []
+        self.db: sqlite3.Connection | None = None
+        self.turns: Mapping[str, dict] = TurnRows(None, {})
+        self.near: dict[str, list[str]] = {}
         self.vectors = VectorIndex(self.embedder.dims)
         self.keywords: tantivy.Index | None = None
-        self.graph = TermGraph({})
+        self._graph: TermGraph | None = TermGraph()
 
     # -- loading and syncing --------------------------------------------------------------------
     def open(self) -> "TurnIndex":
         """Load the saved index, then bring it up to date with the store."""
         store = TurnStore(self.vault)
         signature = store.signature()
-        state = self._load()
-        if state is not None and state["signature"] == signature:
+        if self._load() and self._meta("signature") == signature:
             return self
         self.sync(store.all(), signature)
         return self
 
-    def _load(self) -> dict | None:
+    def _connect(self) -> sqlite3.Connection:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.folder / "turns.sqlite", check_same_thread=False)
+        db.executescript(_SCHEMA)
+        return db
+
+    def _meta(self, key: str):
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone() if self.db else None
+        return json.loads(row[0]) if row else None
+
+    def _load(self) -> bool:
+        if not (self.folder / "turns.sqlite").is_file():
+            return False
         try:
-            state = json.loads((self.folder / "state.json").read_text(encoding="utf-8"))
-            if not isinstance(state, dict) or state.get("fingerprint") != self.fingerprint:
-                return None
-            turns = json.loads((self.folder / state["turns_file"]).read_text(encoding="utf-8"))
-            vectors = VectorIndex.load(self.folder, state["vectors"])
+            self.db = self._connect()
+            if self._meta("fingerprint") != self.fingerprint:
+                return False
+            vectors = VectorIndex.load(self.folder, self._meta("vectors"))
             keywords = tantivy.Index(_schema(), path=str(self.folder / "keywords"), reuse=True)
-            if keywords.searcher().num_docs != len(turns):
-                return None
-        except (OSError, ValueError, KeyError, TypeError, RuntimeError):
-            return None  # derived data: rebuilt by sync
-        self.turns = {t["id"]: t for t in turns}
-        self.hashes, self.signature = dict(state["hashes"]), state["signature"]
+            count = self.db.execute("SELECT count(*) FROM turn").fetchone()[0]
+            if keywords.searcher().num_docs != count:
+                return False
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError, sqlite3.Error):
+            return False  # derived data: rebuilt by sync
         self.vectors, self.keywords = vectors, keywords
-        self.graph = TermGraph(self.turns)
-        self.graph.community = dict(state["community"])
-        return state
+        self.turns = TurnRows(self.db)
+        self._graph = None  # read on first use
+        return True
+
+    @property
+    def graph(self) -> TermGraph:
+        if self._graph is None:
+            graph = TermGraph()
+            for tid, text, turns, community in self.db.execute("SELECT id, text, turns, community FROM term"):
+                graph.term_text[tid] = text
+                graph.term_turns[tid] = set(json.loads(turns))
+                graph.community[tid] = community
+            graph.edges = {(a, b): w for a, b, w in self.db.execute("SELECT a, b, weight FROM edge")}
+            self._graph = graph
+        return self._graph
+
+    def neighbours_of(self, mem_id: str) -> list[str]:
+        if mem_id not in self.near and self.db is not None:
+            row = self.db.execute("SELECT near FROM turn WHERE id = ?", (mem_id,)).fetchone()
+            self.near[mem_id] = json.loads(row[0]) if row else []
+        return self.near.get(mem_id, [])
 
     def sync(self, rows: list[dict], signature: list) -> None:
+        """Index what changed in the store (everything, when nothing usable was saved)."""
+        try:
+            self.db = self.db or self._connect()
+            old = dict(self.db.execute("SELECT id, hash FROM turn")) if self.keywords is not None else {}
+        except sqlite3.Error:
+            self.db, old = None, {}
         fresh = self.keywords is None
         if fresh:
             shutil.rmtree(self.folder / "keywords", ignore_errors=True)
             (self.folder / "keywords").mkdir(parents=True, exist_ok=True)
             self.keywords = tantivy.Index(_schema(), path=str(self.folder / "keywords"), reuse=True)
-            self.vectors, self.hashes = VectorIndex(self.embedder.dims, capacity=len(rows) + 16), {}
+            self.vectors = VectorIndex(self.embedder.dims, capacity=len(rows) + 16)
         turns = {r["id"]: dict(r) for r in rows}
-        texts = indexed_texts(turns)
+        near = neighbours(turns)
+        texts = {m: indexed_text(turns[m], [turns[n] for n in near[m]]) for m in turns}
         hashes = {m: _sha(texts[m] + "\x1f" + own_text(turns[m])) for m in turns}
-        todo = sorted(m for m in turns if self.hashes.get(m) != hashes[m])
-        gone = sorted(m for m in self.hashes if m not in turns)
-        writer = self.keywords.writer(heap_size=50_000_000, num_threads=1)
-        for m in gone + todo:
-            writer.delete_documents_by_term("id", m)
-            self.vectors.remove(m)
-        for m in todo:
-            writer.add_document(tantivy.Document(id=m, text=cjk_expand(texts[m])))
-        matrix = self.embedder.encode([own_text(turns[m]) for m in todo]) if todo else None
-        if todo:
-            self.vectors.put_many([(m, matrix[n : n + 1]) for n, m in enumerate(todo)], threads=2)
-        writer.commit()
-        writer.wait_merging_threads()
-        self.keywords.reload()
-        self.turns, self.hashes, self.signature = turns, hashes, signature
-        self.graph = TermGraph(turns)
-        self.graph.community = label_propagation(self.graph.g)
-        self._save()
+        todo = sorted(m for m in turns if old.get(m) != hashes[m])
+        gone = sorted(m for m in old if m not in turns)
+        with self.vault.writing():
+            writer = self.keywords.writer(heap_size=50_000_000, num_threads=1)
+            for m in gone + todo:
+                writer.delete_documents_by_term("id", m)
+                self.vectors.remove(m)
+            for m in todo:
+                writer.add_document(tantivy.Document(id=m, text=cjk_expand(texts[m])))
+            if todo:
+                matrix = self.embedder.encode([own_text(turns[m]) for m in todo])
+                self.vectors.put_many([(m, matrix[n : n + 1]) for n, m in enumerate(todo)], threads=2)
+            writer.commit()
+            writer.wait_merging_threads()
+            self.keywords.reload()
+            graph = TermGraph.of(turns)
+            self._save(turns, near, hashes, todo, gone, graph, signature, fresh)
+        self.turns, self.near, self._graph = TurnRows(self.db, turns), near, graph
 
-    def _save(self) -> None:
+    def _save(self, turns, near, hashes, todo, gone, graph: TermGraph, signature, fresh: bool) -> None:
+        if self.db is None:
+            return  # a read-only vault still recalls, from memory
         try:
-            with self.vault.writing():
-                tag = uuid.uuid4().hex[:10]
-                meta = self.vectors.save(self.folder, tag)
-                turns_file = f"turns-{tag}.json"
-                atomic_write_text(self.folder / turns_file, json.dumps(ordered(self.turns), ensure_ascii=False))
-                state = {"fingerprint": self.fingerprint, "signature": self.signature, "hashes": self.hashes,
-                         "vectors": meta, "turns_file": turns_file, "community": self.graph.community}
-                atomic_write_text(self.folder / "state.json", json.dumps(state, ensure_ascii=False))
-                for old in [*self.folder.glob("vectors-*.bin"), *self.folder.glob("turns-*.json")]:
-                    if old.name not in (meta["file"], turns_file):
-                        remove_file(old)
-        except OSError:
+            meta = self.vectors.save(self.folder, uuid.uuid4().hex[:10])
+            with self.db:  # one transaction: the saved index moves from one whole state to the next
+                if fresh:
+                    self.db.execute("DELETE FROM turn")
+                self.db.executemany("DELETE FROM turn WHERE id = ?", [(m,) for m in gone])
+                self.db.executemany("INSERT OR REPLACE INTO turn (id, hash, near, doc) VALUES (?, ?, ?, ?)",
+                                    [(m, hashes[m], json.dumps(near[m]), json.dumps(turns[m], ensure_ascii=False))
+                                     for m in todo])
+                self.db.executemany("UPDATE turn SET near = ? WHERE id = ?", [(json.dumps(near[m]), m) for m in sorted(turns)])
+                self.db.execute("DELETE FROM term")
+                self.db.executemany("INSERT INTO term VALUES (?, ?, ?, ?)",
+                                    [(tid, graph.term_text[tid], json.dumps(sorted(graph.term_turns[tid])),
+                                      graph.community.get(tid, tid)) for tid in sorted(graph.term_text)])
+                self.db.execute("DELETE FROM edge")
+                self.db.executemany("INSERT INTO edge VALUES (?, ?, ?)", [(a, b, w) for (a, b), w in sorted(graph.edges.items())])
+                for key, value in (("fingerprint", self.fingerprint), ("signature", signature), ("vectors", meta)):
+                    self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+            for old in self.folder.glob("vectors-*.bin"):
+                if old.name != meta["file"]:
+                    remove_file(old)
+        except (OSError, sqlite3.Error):
             pass  # a read-only vault still recalls, from memory; the next writable run saves
 
     # -- querying -------------------------------------------------------------------------------
     def keyword_hits(self, tokens: list[str], k: int) -> list[tuple[str, float]]:
-        if not tokens or not self.turns:
+        if not tokens or self.keywords is None:
             return []
         Q, Occur = tantivy.Query, tantivy.Occur
         schema = _schema()
@@ -233,6 +315,11 @@ class TurnIndex:
             out[tok] = float(np.log(1 + (n - df + 0.5) / (df + 0.5)))
         return out
 
+    def doc_freq(self, words: list[str]) -> dict[str, int]:
+        """How many indexed turns hold each word (stemmed like the index)."""
+        searcher = self.keywords.searcher()
+        return {w: max((searcher.doc_freq("text", t) for t in tokenize(w)), default=0) for w in words}
+
     def vector_hits(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         return [(m, s) for m, s, _ in self.vectors.query(vector, k)]
 
@@ -246,12 +333,5 @@ class TurnIndex:
         return {m: float(s) for (m, _), s in zip(labels, sims)}
 
     def tokens_of(self, mem_id: str) -> set[str]:
-        return set(tokenize(indexed_texts_one(self.turns, mem_id)))
-
-
-def indexed_texts_one(turns: dict[str, dict], mem_id: str) -> str:
-    """The indexed text of one turn (its neighbours found by session and place)."""
-    t = turns[mem_id]
-    same = sorted((x for x in turns.values() if x["session"] == t["session"]),
-                  key=lambda x: (x.get("pos", 0), x["ts"], x["id"]))
-    return indexed_texts({x["id"]: x for x in same})[mem_id]
+        near = [self.turns[n] for n in self.neighbours_of(mem_id)]
+        return set(tokenize(indexed_text(self.turns[mem_id], near)))

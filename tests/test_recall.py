@@ -1,0 +1,130 @@
+"""Recall on real conversation shapes: the whole turn, its date and its neighbours are
+indexed; greetings seed nothing; the indexes persist with the store; the same question
+gives the same answer in every process; nonsense recalls nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.embed import bundled_model_path, load_static_model
+from engine.sessions.extract import RulesTurnExtractor
+from engine.sessions.importer import extract_pending, import_chat
+from engine.sessions.log import append_events
+from engine.sessions.recall import TurnMemory
+from engine.sessions.turnindex import TurnIndex
+
+REPO = Path(__file__).resolve().parent.parent
+LOCOMO = REPO.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"
+
+
+def chat(vault, session: str, lines: list[tuple[str, str]], ts: str = "2026-11-01T10:00:00Z") -> None:
+    events = [{"session": session, "id": f"{session}-{i}", "role": role, "content": text, "ts": ts}
+              for i, (role, text) in enumerate(lines, 1)]
+    append_events(vault, session, events)
+    extract_pending(vault, [session], RulesTurnExtractor(), final=True)
+
+
+def test_the_whole_answer_is_recalled_not_its_first_sentence(vault):
+    chat(vault, "s", [("user", "How did the weekend go?"),
+                      ("assistant", "Thanks! Got the tattoo on Saturday. It stands for freedom and my new job."),
+                      ("user", "Did you water the ferns?"), ("assistant", "Yes, all of them.")])
+    hits = TurnMemory.for_vault(vault).recall("what does the tattoo stand for", k=1)
+    assert [h.sources for h in hits] == [["s-1", "s-2"]]
+    assert hits[0].answer.endswith("my new job.")  # the exact original text
+
+
+def test_neighbouring_turns_carry_context_and_dates_are_words(vault):
+    chat(vault, "may", [("user", "I finally went to the Ed Sheeran concert."), ("assistant", "How was it?"),
+                        ("user", "Amazing, we danced all night."), ("assistant", "Love that.")],
+         ts="1:56 pm on 8 May, 2023")
+    chat(vault, "june", [("user", "We baked bread with the kids."), ("assistant", "Yum!")], ts="2023-06-20T09:00:00")
+    memory = TurnMemory.for_vault(vault)
+    hits = memory.recall("How was the Ed Sheeran concert?", k=2)
+    assert ["may-3", "may-4"] in [h.sources for h in hits]  # "Amazing…" names no concert: its neighbour does
+    assert memory.recall("what did we do in June 2023", k=1)[0].sources == ["june-1", "june-2"]
+
+
+def test_greetings_and_speaker_names_seed_nothing(vault):
+    turn_lines = [("user", "Hey Caroline! Thanks Nate for the tip."), ("assistant", "Hey Mel Brown! Sure thing.")]
+    chat(vault, "s", turn_lines + [("user", "Lunch with Noor El Mansouri at the studio"), ("assistant", "Noted.")])
+    memory = TurnMemory.for_vault(vault)
+    terms = sorted(memory.term_text.values())
+    assert "Mel Brown" in terms and "Noor El Mansouri" in terms
+    assert not [t for t in terms if t.split()[0] in ("Hey", "Thanks")]
+    hits = memory.recall("What did Noor say about lunch?", k=3)
+    assert hits[0].sources == ["s-3", "s-4"] and any("graph" in r for r in hits[0].routes)
+
+
+def test_nonsense_recalls_nothing(vault):
+    chat(vault, "s", [("user", "Book the dentist for Tuesday"), ("assistant", "Done, 9:30 on Tuesday.")])
+    memory = TurnMemory.for_vault(vault)
+    assert memory.recall("xyzzyqq", k=5) == []
+    assert memory.recall("quantum chromodynamics lecture notes", k=5) == []
+    assert memory.recall("when is the dentist", k=5)
+
+
+def test_indexes_persist_and_sync_only_what_changed(vault, monkeypatch):
+    chat(vault, "s", [("user", "Plan the Kyoto trip"), ("assistant", "Three days, temples first.")])
+    first = TurnMemory(vault)
+    assert (vault.state_dir / "turns" / "turns.sqlite").is_file()
+    synced: list[int] = []
+    real_sync = TurnIndex.sync
+    monkeypatch.setattr(TurnIndex, "sync", lambda self, rows, sig: (synced.append(len(rows)), real_sync(self, rows, sig)))
+    again = TurnMemory(vault)  # nothing changed: loaded, not rebuilt
+    assert synced == [] and again.recall("Kyoto trip", k=1)[0].memory_id == first.recall("Kyoto trip", k=1)[0].memory_id
+    chat(vault, "s", [("user", "Plan the Kyoto trip"), ("assistant", "Three days, temples first."),
+                      ("user", "And a ryokan near Gion?"), ("assistant", "Booked one for two nights.")])
+    later = TurnMemory(vault)
+    assert synced == [2]
+    assert later.recall("ryokan in Gion", k=1)[0].sources == ["s-3", "s-4"]
+    (vault.state_dir / "turns" / "turns.sqlite").write_bytes(b"not a database")  # derived: rebuilt, never fatal
+    assert TurnMemory(vault).recall("ryokan in Gion", k=1)[0].sources == ["s-3", "s-4"]
+
+
+def test_fast_model_load_matches_model2vec():
+    from model2vec import StaticModel
+
+    texts = ["When did Caroline go to the support group?", "xyzzyqq", "我喜欢茶", ""]
+    ours = load_static_model(bundled_model_path()).encode(texts)
+    theirs = StaticModel.from_pretrained(str(bundled_model_path())).encode(texts)
+    assert np.array_equal(ours, theirs)
+
+
+@pytest.mark.skipif(not LOCOMO.is_file(), reason="needs ../shared/data/locomo-dev")
+def test_recall_is_the_same_in_every_process(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import locomo
+
+    sample = json.loads(LOCOMO.read_text(encoding="utf-8"))[0]
+    root, _ = locomo.build(sample, tmp_path)
+    questions = tmp_path / "q.txt"
+    questions.write_text("".join(q["question"] + "\n" for q in locomo.questions(sample)[:60]))
+    outputs = []
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONHASHSEED=seed)
+        run = subprocess.run([sys.executable, "-m", "memlink_tui", "--vault", str(root), "recall", "--batch",
+                              str(questions), "--k", "5", "--json"], capture_output=True, text=True, env=env, timeout=120)
+        assert run.returncode == 0, run.stderr
+        outputs.append([[h["memory_id"] for h in json.loads(line)["hits"]] for line in run.stdout.splitlines()])
+    assert len(outputs[0]) == 60 and outputs[0] == outputs[1]
+    assert sum(1 for hits in outputs[0] if hits) >= 55
+
+
+def test_import_chat_keeps_every_message(vault, tmp_path):
+    records = [{"session": "s", "id": i, "role": role, "content": text, "ts": "t"} for i, role, text in [
+        ("1", "assistant", "Morning!"), ("2", "user", "Hi."), ("3", "user", "I got the job [image: a signed letter]"),
+        ("4", "assistant", "Congrats!"), ("5", "user", "Thanks, starting Monday.")]]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    report = import_chat(vault, path, RulesTurnExtractor())
+    memory = TurnMemory.for_vault(vault)
+    assert report.extracted == 3
+    assert sorted(s for t in memory.turns.values() for s in t["sources"]) == ["1", "2", "3", "4", "5"]
+    assert memory.recall("signed letter", k=1)[0].sources == ["2", "3", "4"]
