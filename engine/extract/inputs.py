@@ -1,11 +1,11 @@
 """The two inputs of the write path: a chat session's new turns (`memlink commit`) and
-resources (`memlink ingest`): text and markdown files, deduplicated by SHA-256, each
-kept as a `sources/` note; with --no-wiki a resource is kept but not extracted."""
+resources (`memlink ingest`): text and markdown files and folders, deduplicated by
+SHA-256, each kept as a `sources/` note (engine.extract.batch); with --no-wiki a resource
+is kept but not extracted."""
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
