@@ -24,8 +24,8 @@ def assemble(system: str, turns: list[Turn], current: str, recalled: list[Recall
     if older:
         messages.append({"role": "system", "content": ARCHIVE_MARKER})  # one marker, however long the past
     for turn in recent:
-        messages.append({"role": "user", "content": turn.question["content"]})
-        messages.append({"role": "assistant", "content": turn.answer["content"]})
+        messages.extend({"role": "user", "content": m["content"]} for m in turn.asked)
+        messages.extend({"role": "assistant", "content": m["content"]} for m in turn.answered)
     if recalled:
         parts = [RECALL_HEADER]
         for hit in recalled:

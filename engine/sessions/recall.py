@@ -47,6 +47,7 @@ class RecallParams:
     vector: bool = True
     graph: bool = True
     vector_weight: float = 1.0  # cosine added to BM25 / best BM25
+    own_weight: float = 0.3  # BM25 over the turn alone, added: its own words outrank its neighbours'
     graph_weight: float = 0.1  # at most this much for the best graph hit
     depth: int = 50  # candidates taken from each route
     seed_share: float = 0.02  # a term in more than this share of turns seeds nothing ...
@@ -164,7 +165,7 @@ class TurnMemory:
         tokens = tokenize(query)
         vec = self.embedder.encode([query])[0]
         # Both routes are always asked: the evidence gate weighs both, whichever rank.
-        keyword = [(m, s) for m, s in self.index.keyword_hits(tokens, depth) if usable(m)][: p.depth]
+        keyword = [(m, s) for m, s in self.index.keyword_hits(tokens, depth, p.own_weight) if usable(m)][: p.depth]
         vector = [(m, s) for m, s in self.index.vector_hits(vec, depth) if usable(m)][: p.depth]
         cos = self.index.cosines(vec, sorted({m for m, _ in keyword} | {m for m, _ in vector}))
         if not self._relevant(tokens, keyword, cos):

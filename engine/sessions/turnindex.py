@@ -37,7 +37,7 @@ from ..text import cjk_expand, tokenize
 from .communities import label_propagation
 from .store import TurnStore
 
-FORMAT = 3
+FORMAT = 4
 SPEAKERS = frozenset({"user", "i", "assistant"})
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -70,10 +70,10 @@ def neighbours(turns: dict[str, dict]) -> dict[str, list[str]]:
     return out
 
 
-def indexed_text(turn: dict, near: list[dict]) -> str:
-    """What the keyword route indexes for a turn: its text, its date, its neighbours."""
-    parts = [own_text(turn), date_words(turn["ts"])] + [own_text(n) for n in near]
-    return "\n".join(p for p in parts if p)
+def indexed_text(turn: dict, near: list[dict]) -> tuple[str, str]:
+    """What the keyword route indexes for a turn: its text and date; its neighbours'."""
+    own = "\n".join(p for p in (own_text(turn), date_words(turn["ts"])) if p)
+    return own, "\n".join(own_text(n) for n in near)
 
 
 def _sha(text: str) -> str:
@@ -84,6 +84,7 @@ def _schema() -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("id", stored=True, tokenizer_name="raw")
     sb.add_text_field("text", stored=False, tokenizer_name="en_stem")
+    sb.add_text_field("own", stored=False, tokenizer_name="en_stem")
     return sb.build()
 
 
@@ -247,7 +248,7 @@ class TurnIndex:
         turns = {r["id"]: dict(r) for r in rows}
         near = neighbours(turns)
         texts = {m: indexed_text(turns[m], [turns[n] for n in near[m]]) for m in turns}
-        hashes = {m: _sha(texts[m] + "\x1f" + own_text(turns[m])) for m in turns}
+        hashes = {m: _sha("\x1f".join(texts[m])) for m in turns}
         todo = sorted(m for m in turns if old.get(m) != hashes[m])
         gone = sorted(m for m in old if m not in turns)
         with self.vault.writing():
@@ -256,7 +257,8 @@ class TurnIndex:
                 writer.delete_documents_by_term("id", m)
                 self.vectors.remove(m)
             for m in todo:
-                writer.add_document(tantivy.Document(id=m, text=cjk_expand(texts[m])))
+                own, near_text = texts[m]
+                writer.add_document(tantivy.Document(id=m, text=cjk_expand(own + "\n" + near_text), own=cjk_expand(own)))
             if todo:
                 matrix = self.embedder.encode([own_text(turns[m]) for m in todo])
                 self.vectors.put_many([(m, matrix[n : n + 1]) for n, m in enumerate(todo)], threads=2)
@@ -295,12 +297,18 @@ class TurnIndex:
             pass  # a read-only vault still recalls, from memory; the next writable run saves
 
     # -- querying -------------------------------------------------------------------------------
-    def keyword_hits(self, tokens: list[str], k: int) -> list[tuple[str, float]]:
+    def keyword_hits(self, tokens: list[str], k: int, own_weight: float = 0.0) -> list[tuple[str, float]]:
+        """BM25 over the turn with its neighbours, plus, weighted, over the turn alone."""
         if not tokens or self.keywords is None:
             return []
         Q, Occur = tantivy.Query, tantivy.Occur
         schema = _schema()
-        query = Q.boolean_query([(Occur.Should, Q.term_query(schema, "text", t)) for t in sorted(set(tokens))])
+        clauses = []
+        for t in sorted(set(tokens)):
+            clauses.append((Occur.Should, Q.term_query(schema, "text", t)))
+            if own_weight:
+                clauses.append((Occur.Should, Q.boost_query(Q.term_query(schema, "own", t), own_weight)))
+        query = Q.boolean_query(clauses)
         searcher = self.keywords.searcher()
         hits = searcher.search(query, k, count=False).hits
         return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in hits]
@@ -334,4 +342,4 @@ class TurnIndex:
 
     def tokens_of(self, mem_id: str) -> set[str]:
         near = [self.turns[n] for n in self.neighbours_of(mem_id)]
-        return set(tokenize(indexed_text(self.turns[mem_id], near)))
+        return set(tokenize("\n".join(indexed_text(self.turns[mem_id], near))))

@@ -160,9 +160,11 @@ class ChatScreen(Screen):
         self.chat = ChatSession(self.vault, session, self.provider, getattr(self, "_extractor", None))
         transcript = self.query_one("#transcript", VerticalScroll)
         transcript.remove_children()
-        for turn in project_turns(session, read_events(self.vault, session)):
-            transcript.mount(Static(f"[b]you[/b]  {escape(turn.question['content'])}", classes="user"))
-            transcript.mount(Static(escape(turn.answer["content"]), classes="assistant"))
+        for turn in project_turns(session, read_events(self.vault, session), final=True):  # an unanswered message shows too
+            for message in turn.asked:
+                transcript.mount(Static(f"[b]you[/b]  {escape(message['content'])}", classes="user"))
+            for message in turn.answered:
+                transcript.mount(Static(escape(message["content"]), classes="assistant"))
         transcript.border_title = f"Chat · {session}"
         transcript.scroll_end(animate=False)
 
