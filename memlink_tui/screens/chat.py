@@ -166,7 +166,8 @@ class ChatScreen(Screen):
             for message in turn.answered:
                 transcript.mount(Static(escape(message["content"]), classes="assistant"))
         transcript.border_title = f"Chat · {session}"
-        transcript.scroll_end(animate=False)
+        # After the refresh: the new messages must be laid out before the end is known.
+        transcript.call_after_refresh(transcript.scroll_end, animate=False)
 
     def action_new_session(self) -> None:
         self.open_session(new_session_id())
