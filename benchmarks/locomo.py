@@ -140,6 +140,7 @@ ABLATIONS = [
     ("keyword route only", RecallParams(vector=False, graph=False)),
     ("vector route only", RecallParams(keyword=False, graph=False)),
     ("keyword + vector", RecallParams(graph=False)),
+    ("keyword + vector, no own-text BM25 term", RecallParams(graph=False, own_weight=0.0)),
     ("keyword + vector + graph (default)", RecallParams()),
     ("keyword + vector + graph, graph weight 0.5", RecallParams(graph_weight=0.5)),
     ("keyword + vector + graph, no evidence gate", RecallParams(min_evidence=-1.0)),

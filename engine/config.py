@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import VaultError
+from .yamlio import safe_load
 
 CONFIG_FILE = "memlink.yaml"
 
@@ -103,7 +104,7 @@ class VaultConfig(BaseModel):
 def load_config(root: Path) -> VaultConfig:
     path = Path(root) / CONFIG_FILE
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = safe_load(path.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
         raise VaultError(f"{root} is not a memlink vault (no {CONFIG_FILE}); create one with `memlink init`") from None
     except yaml.YAMLError as exc:

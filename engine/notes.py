@@ -14,9 +14,9 @@ import yaml
 
 from .errors import NoteError, SchemaError
 from .schema import MemoryTypeSchema, TypeRegistry
+from .yamlio import safe_load
 
 FRONT = "---"
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
 TOP_KEYS = ("memory_type", "created_at", "updated_at", "fields")
 
 
@@ -89,7 +89,7 @@ def parse_note(text: str, uri: str, types: TypeRegistry) -> Note:
     if body is None:
         raise NoteError(f"{uri}: frontmatter is not closed with '---'")
     try:
-        meta = yaml.load(front, Loader=_Loader) or {}
+        meta = safe_load(front) or {}
     except yaml.YAMLError as exc:
         raise NoteError(f"{uri}: frontmatter is not valid YAML: {exc}") from exc
     if not isinstance(meta, dict):

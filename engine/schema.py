@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .errors import SchemaError, UriError
 from .templates import compile_template, render_template
 from .uris import normalize_uri
+from .yamlio import safe_load
 
 RESERVED_FIELDS = {"memory_type", "created_at", "updated_at", "page_id", "links", "uri"}
 
@@ -198,7 +199,7 @@ def coerce_value(field: MemoryField, value: Any, type_name: str = "") -> Any:
 
 def parse_type_yaml(text: str, origin: str) -> MemoryTypeSchema:
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         raise SchemaError(f"{origin}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):

@@ -34,6 +34,7 @@ from ..names import NameIndex
 from .autolink import find_references, reference_link
 from .context import ExtractContext
 from .updater import RunReport, link_entry, write_links
+from ..yamlio import safe_load
 
 TEXT_SUFFIXES = {".md", ".markdown", ".mdown", ".txt", ".text"}
 # Folder names that say what the pages in them are (GBrain's brain layout and the like).
@@ -113,7 +114,7 @@ def read_page(page: Page) -> None:
     page.body, meta = page.text, {}
     if m := _FRONT.match(page.text):
         try:
-            loaded = yaml.safe_load(m.group(1))
+            loaded = safe_load(m.group(1))
         except yaml.YAMLError:
             loaded = None
         if isinstance(loaded, dict):
