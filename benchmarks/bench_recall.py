@@ -114,6 +114,11 @@ def main() -> None:
         sample = tmp / "sample.jsonl"
         sample.write_text("".join(p.read_text(encoding="utf-8") for p in sorted((root / "sessions").glob("*.jsonl"))))
         import_chat(vault, sample, turn_extractor(vault))
+        labelled_path = REPO / "benchmarks" / "recall_queries.yaml"
+        labelled = yaml.safe_load(labelled_path.read_text(encoding="utf-8"))
+        alone = TurnMemory(vault)
+        print(f"hand-labelled sample questions ({len(labelled)}), the sample sessions alone: recall@5 " + "  ".join(
+            f"{mode} {recall_at_5(alone, labelled, mode):.3f}" for mode in MODES))
         records, generated = long_session(args.turns)
         path = tmp / "long.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -153,9 +158,8 @@ def main() -> None:
         print(f"recall latency at {len(memory.turns):,} turns: p50 {statistics.median(lat):.1f} ms  "
               f"p95 {lat[int(len(lat) * .95)]:.1f} ms; full-scan BM25 baseline over the same turns: "
               f"p50 {statistics.median(scan):.1f} ms")
-        labelled_path = REPO / "benchmarks" / "recall_queries.yaml"
-        labelled = yaml.safe_load(labelled_path.read_text(encoding="utf-8")) if labelled_path.exists() else []
-        for name, qs in (("hand-labelled sample questions", labelled), ("generated long-session questions", generated)):
+        for name, qs in (("hand-labelled sample questions, with the long session", labelled),
+                         ("generated long-session questions", generated)):
             if not qs:
                 continue
             print(f"{name} ({len(qs)}): recall@5 " + "  ".join(
