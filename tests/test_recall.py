@@ -117,14 +117,69 @@ def test_recall_is_the_same_in_every_process(tmp_path):
     assert sum(1 for hits in outputs[0] if hits) >= 55
 
 
-def test_import_chat_keeps_every_message(vault, tmp_path):
+def test_import_chat_keeps_every_message_its_image_caption_and_speaker(vault, tmp_path):
     records = [{"session": "s", "id": i, "role": role, "content": text, "ts": "t"} for i, role, text in [
-        ("1", "assistant", "Morning!"), ("2", "user", "Hi."), ("3", "user", "I got the job [image: a signed letter]"),
-        ("4", "assistant", "Congrats!"), ("5", "user", "Thanks, starting Monday.")]]
+        ("1", "assistant", "Morning!"), ("2", "user", "Hi."), ("3", "user", "I got the job!"),
+        ("4", "assistant", "Congrats!"), ("5", "user", "Thanks, starting Monday."), ("6", "assistant", "")]]
+    records[2]["caption"] = "a signed letter on a desk"
+    records[5]["caption"] = "a cake with candles"  # an image with no text is a message too
+    records[4]["speaker"] = "Astrid"
     path = tmp_path / "chat.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     report = import_chat(vault, path, RulesTurnExtractor())
     memory = TurnMemory.for_vault(vault)
     assert report.extracted == 3
-    assert sorted(s for t in memory.turns.values() for s in t["sources"]) == ["1", "2", "3", "4", "5"]
-    assert memory.recall("signed letter", k=1)[0].sources == ["2", "3", "4"]
+    assert sorted(s for t in memory.turns.values() for s in t["sources"]) == ["1", "2", "3", "4", "5", "6"]
+    hit = memory.recall("signed letter", k=1)[0]
+    assert hit.sources == ["2", "3", "4"] and "[image: a signed letter on a desk]" in hit.question
+    assert memory.recall("cake with candles", k=1)[0].sources == ["5", "6"]
+    assert memory.recall("what did Astrid say about Monday", k=1)[0].sources == ["5", "6"]
+
+
+def test_recall_never_waits_for_the_vault_lock(vault):
+    """Recall is a read: a writer holding the vault (an ingest, a dream run) does not hold
+    it up, even when the turn indexes must be built first."""
+    import time
+
+    from engine import Vault
+
+    chat(vault, "s", [("user", "Plan the Kyoto trip"), ("assistant", "Three days, temples first.")])
+    with vault.writing():
+        other = Vault.open(vault.root)
+        started = time.monotonic()
+        assert TurnMemory(other).recall("Kyoto trip", k=1)[0].sources == ["s-1", "s-2"]
+        assert time.monotonic() - started < 10
+
+
+def test_a_long_lived_recall_follows_other_processes(vault):
+    """The app keeps one TurnMemory open; an import in another process that adds turns,
+    or grows one (its old memory dropped), shows up on the next recall, never a crash."""
+    import time
+
+    from engine import Vault
+
+    append_events(vault, "s", [{"session": "s", "id": "1", "role": "user", "content": "Did you book the ryokan?", "ts": "t"}])
+    extract_pending(vault, ["s"], RulesTurnExtractor(), final=True)
+    memory = TurnMemory(vault)
+    assert memory.recall("ryokan", k=1)[0].sources == ["1"]
+    elsewhere = Vault.open(vault.root)  # stands for another process: its own objects and caches
+    append_events(elsewhere, "s", [{"session": "s", "id": "2", "role": "assistant", "content": "Yes, in Gion.", "ts": "t"}])
+    extract_pending(elsewhere, ["s"], RulesTurnExtractor(), final=True)
+    TurnMemory(elsewhere)  # syncs and saves the index; the old one-message turn is gone from it
+    time.sleep(1.1)
+    assert memory.recall("ryokan in Gion", k=1)[0].sources == ["1", "2"]
+
+
+def test_processes_building_the_index_at_once_all_answer(tmp_path):
+    from engine import Vault
+
+    vault = Vault.init(tmp_path / "v")
+    chat(vault, "s", [(("user", "assistant")[i % 2], f"Note {i} about the harbour audit and item {i * 7}")
+                      for i in range(80)])
+    vault.close()
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    cmd = [sys.executable, "-m", "memlink_tui", "--vault", str(vault.root), "recall", "harbour audit item 21", "--json"]
+    runs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
+    outs = [r.communicate(timeout=120) for r in runs]
+    assert [r.returncode for r in runs] == [0, 0, 0], [e for _, e in outs]
+    assert len({json.dumps([h["memory_id"] for h in json.loads(o)]) for o, _ in outs}) == 1

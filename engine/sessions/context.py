@@ -5,7 +5,7 @@ and marked as untrusted history, then the current message."""
 
 from __future__ import annotations
 
-from .log import Turn
+from .log import Turn, message_text
 from .recall import RecallHit
 
 FRESH_TURNS = 5
@@ -24,8 +24,8 @@ def assemble(system: str, turns: list[Turn], current: str, recalled: list[Recall
     if older:
         messages.append({"role": "system", "content": ARCHIVE_MARKER})  # one marker, however long the past
     for turn in recent:
-        messages.extend({"role": "user", "content": m["content"]} for m in turn.asked)
-        messages.extend({"role": "assistant", "content": m["content"]} for m in turn.answered)
+        messages.extend({"role": "user", "content": message_text(m)} for m in turn.asked)
+        messages.extend({"role": "assistant", "content": message_text(m)} for m in turn.answered)
     if recalled:
         parts = [RECALL_HEADER]
         for hit in recalled:

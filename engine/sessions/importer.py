@@ -67,7 +67,7 @@ def extract_pending(vault, sessions: list[str], extractor=None, progress: Callab
         turns = project_turns(session, read_events(vault, session), final=final)
         if store.prune(session, {memory_id(t) for t in turns}):
             changed = True
-        have = {row["id"] for row in store._table(session).all()}
+        have = store.ids(session)
         for turn in turns:
             report.turns += 1
             if memory_id(turn) in have:

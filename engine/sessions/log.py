@@ -98,12 +98,22 @@ class Turn:
         return _joined(self.answered)
 
 
+def message_text(event: dict) -> str:
+    """A message as said: its content, and the caption of an image it carries (an optional
+    ``caption`` field) as `[image: …]`."""
+    content = event.get("content") if isinstance(event.get("content"), str) else ""
+    caption = event.get("caption")
+    if isinstance(caption, str) and caption.strip():
+        return f"{content} [image: {caption.strip()}]".strip()
+    return content
+
+
 def _joined(events: list[dict]) -> dict:
-    return {"id": str(events[0]["id"]) if events else "", "content": "\n".join(e["content"] for e in events)}
+    return {"id": str(events[0]["id"]) if events else "", "content": "\n".join(message_text(e) for e in events)}
 
 
 def _visible(event: dict) -> bool:
-    return isinstance(event.get("content"), str) and bool(event["content"].strip())
+    return bool(message_text(event).strip())
 
 
 def project_turns(session: str, events: list[dict], *, final: bool = False) -> list[Turn]:

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -80,6 +81,17 @@ class TurnMemory:
         self.index = TurnIndex(vault, embedder).open()
         self.embedder = self.index.embedder
         self.params = params or RecallParams()
+        self._checked = time.monotonic()
+
+    def _follow_the_store(self) -> None:
+        """Another process (an import, the app's extraction) may have written turns since
+        the index was opened: at most once a second, compare the store's signature (a stat
+        per shard) and sync when it moved."""
+        if time.monotonic() - self._checked < 1.0:
+            return
+        self._checked = time.monotonic()
+        if self.index.stale():
+            self.index = TurnIndex(self.vault, self.embedder).open()
 
     @property
     def turns(self) -> dict[str, dict]:
@@ -142,7 +154,7 @@ class TurnMemory:
         for term in sorted(ranks):
             for mem in graph.term_turns.get(term, ()):
                 scores[mem] += ranks[term]
-        ranked = sorted(scores, key=lambda m: (-scores[m], m))[:k]
+        ranked = [m for m in sorted(scores, key=lambda m: (-scores[m], m)) if m in self.turns][:k]
         out = []
         for m in ranked:
             triples = self.turns[m]["triples"]
@@ -153,13 +165,14 @@ class TurnMemory:
     # -- recall ---------------------------------------------------------------------------------
     def recall(self, query: str, *, k: int = 5, session: str | None = None, visible: set[str] | None = None) -> list[RecallHit]:
         p = self.params
+        self._follow_the_store()
         if not self.turns or not query.strip():
             return []
         visible = visible or set()
 
         def usable(m: str) -> bool:
-            t = self.turns[m]
-            return not set(t["sources"]) <= visible and not (session and t["session"] != session)
+            t = self.turns.get(m)  # None: dropped by another process since this index was read
+            return t is not None and not set(t["sources"]) <= visible and not (session and t["session"] != session)
 
         depth = p.depth + len(visible) + (len(self.turns) if session else 0)
         tokens = tokenize(query)

@@ -9,8 +9,6 @@ from __future__ import annotations
 import hashlib
 import re
 
-from tinydb import Query
-
 from .contract import TurnExtraction
 from .log import Turn
 
@@ -39,15 +37,29 @@ class TurnStore:
     def __init__(self, vault):
         self.vault = vault
 
-    def _table(self, session: str):
-        return self.vault.state.db(_shard(session)).table("turns")
+    def _rows(self, session: str) -> list[dict]:
+        """The session's turn memories as stored (raw rows, in order)."""
+        data = self.vault.state.db(_shard(session)).storage.read() or {}
+        return list((data.get("turns") or {}).values())
+
+    def _write(self, session: str, rows: list[dict]) -> None:
+        """Replace the session's turn memories in one atomic write of its shard (never a
+        truncate and an insert: a kill between the two would lose them all). Writes edit
+        the raw rows, as the catalog does; TinyDB is only used to read."""
+        storage = self.vault.state.db(_shard(session)).storage
+        data = storage.read() or {}
+        data["turns"] = {str(n): row for n, row in enumerate(rows, 1)}
+        storage.write(data)
 
     def get(self, session: str, mem_id: str) -> dict | None:
-        return self._table(session).get(Query().id == mem_id)
+        return next((r for r in self._rows(session) if r["id"] == mem_id), None)
+
+    def ids(self, session: str) -> set[str]:
+        return {r["id"] for r in self._rows(session)}
 
     def put(self, turn: Turn, extraction: TurnExtraction) -> dict:
         doc = self.doc(turn, extraction)
-        self._table(turn.session).upsert(doc, Query().id == doc["id"])
+        self.put_many([doc])
         return doc
 
     def put_many(self, docs: list[dict]) -> None:
@@ -56,21 +68,17 @@ class TurnStore:
         for doc in docs:
             by_session.setdefault(doc["session"], []).append(doc)
         for session, rows in by_session.items():
-            table = self._table(session)
-            keep = {r["id"]: dict(r) for r in table.all()}  # plain dicts: TinyDB would reuse their doc ids
+            keep = {r["id"]: r for r in self._rows(session)}
             keep.update({r["id"]: r for r in rows})
-            table.truncate()
-            table.insert_multiple(keep.values())
+            self._write(session, list(keep.values()))
 
     def prune(self, session: str, keep: set[str]) -> int:
         """Drop the session's turn memories whose turn is gone from the projection (a turn
         that grew, e.g. an answer imported after its question). Returns how many."""
-        table = self._table(session)
-        rows = [dict(r) for r in table.all()]
+        rows = self._rows(session)
         stay = [r for r in rows if r["id"] in keep]
         if len(stay) != len(rows):
-            table.truncate()
-            table.insert_multiple(stay)
+            self._write(session, stay)
         return len(rows) - len(stay)
 
     def signature(self) -> list[list]:
@@ -99,6 +107,7 @@ class TurnStore:
             "outcome": extraction.outcome.value, "sources": turn.source_ids,
             "question": turn.question["content"], "answer": turn.answer["content"], "triples": triples,
             "pos": turn.pos,
+            "speakers": sorted({str(m["speaker"]) for m in turn.messages if isinstance(m.get("speaker"), str)}),
         }
         return doc
 
@@ -106,5 +115,6 @@ class TurnStore:
         folder = self.vault.state.folder
         out = []
         for path in sorted(folder.glob("turns-*.json")) if folder.is_dir() else []:
-            out += self.vault.state.db(path.stem).table("turns").all()
+            data = self.vault.state.db(path.stem).storage.read() or {}
+            out += list((data.get("turns") or {}).values())
         return out

@@ -30,6 +30,8 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 import tantivy
 
+from filelock import FileLock, Timeout
+
 from ..atomic import remove_file
 from ..embed import Embedder, load_embedder
 from ..index.vectors import VectorIndex
@@ -71,8 +73,9 @@ def neighbours(turns: dict[str, dict]) -> dict[str, list[str]]:
 
 
 def indexed_text(turn: dict, near: list[dict]) -> tuple[str, str]:
-    """What the keyword route indexes for a turn: its text and date; its neighbours'."""
-    own = "\n".join(p for p in (own_text(turn), date_words(turn["ts"])) if p)
+    """What the keyword route indexes for a turn: its text, date and speakers' names; its
+    neighbours' text."""
+    own = "\n".join(p for p in (own_text(turn), date_words(turn["ts"]), " ".join(turn.get("speakers") or [])) if p)
     return own, "\n".join(own_text(n) for n in near)
 
 
@@ -169,6 +172,8 @@ class TurnIndex:
         self.fingerprint = {"format": FORMAT, "model": self.embedder.name, "dims": self.embedder.dims,
                             "tokenizer": "tantivy-en_stem+cjk-bigram-2"}
         self.db: sqlite3.Connection | None = None
+        self.memory = False  # built in memory only (the vault is read-only)
+        self.signature: list | None = None  # the store's signature the index was synced with
         self.turns: Mapping[str, dict] = TurnRows(None, {})
         self.near: dict[str, list[str]] = {}
         self.vectors = VectorIndex(self.embedder.dims)
@@ -177,13 +182,53 @@ class TurnIndex:
 
     # -- loading and syncing --------------------------------------------------------------------
     def open(self) -> "TurnIndex":
-        """Load the saved index, then bring it up to date with the store."""
+        """Load the saved index, then bring it up to date with the store. Syncing holds the
+        index's own lock (`.memlink/turns/lock`), not the vault's: recall is a read and never
+        waits for a vault writer; two processes never sync at once, and the second one loads
+        what the first saved. Where the lock cannot be made (a read-only vault), the index
+        is built in memory for this process."""
         store = TurnStore(self.vault)
-        signature = store.signature()
-        if self._load() and self._meta("signature") == signature:
+        if self._load() and self.signature == store.signature():
             return self
-        self.sync(store.all(), signature)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(str(self.folder / "lock"))
+            lock.acquire(timeout=max(60.0, self.vault.config.lock_timeout))
+        except (OSError, Timeout):
+            self._reset(memory=True)
+            self.sync(store.all(), store.signature())
+            return self
+        try:
+            signature = store.signature()
+            if not self._load():
+                self._reset()
+            elif self.signature == signature:
+                return self  # another process synced while this one waited
+            self.sync(store.all(), signature)
+        finally:
+            lock.release()
         return self
+
+    def _reset(self, memory: bool = False) -> None:
+        """Start from an empty index, on disk (under the lock) or in memory."""
+        self.memory = memory
+        if memory:
+            self.db = None
+            self.keywords = tantivy.Index(_schema())
+        else:
+            shutil.rmtree(self.folder / "keywords", ignore_errors=True)
+            (self.folder / "keywords").mkdir(parents=True, exist_ok=True)
+            self.keywords = tantivy.Index(_schema(), path=str(self.folder / "keywords"), reuse=True)
+            if self.db is not None:
+                self.db.close()
+            for name in ("turns.sqlite", "turns.sqlite-journal"):  # possibly damaged: start a new file
+                (self.folder / name).unlink(missing_ok=True)
+            self.db = self._connect()
+        self.vectors = VectorIndex(self.embedder.dims)
+
+    def stale(self) -> bool:
+        """Whether the store changed since this index was synced (another process wrote)."""
+        return self.signature != TurnStore(self.vault).signature()
 
     def _connect(self) -> sqlite3.Connection:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -210,6 +255,7 @@ class TurnIndex:
         except (OSError, ValueError, KeyError, TypeError, RuntimeError, sqlite3.Error):
             return False  # derived data: rebuilt by sync
         self.vectors, self.keywords = vectors, keywords
+        self.signature = self._meta("signature")
         self.turns = TurnRows(self.db)
         self._graph = None  # read on first use
         return True
@@ -233,50 +279,38 @@ class TurnIndex:
         return self.near.get(mem_id, [])
 
     def sync(self, rows: list[dict], signature: list) -> None:
-        """Index what changed in the store (everything, when nothing usable was saved)."""
-        try:
-            self.db = self.db or self._connect()
-            old = dict(self.db.execute("SELECT id, hash FROM turn")) if self.keywords is not None else {}
-        except sqlite3.Error:
-            self.db, old = None, {}
-        fresh = self.keywords is None
-        if fresh:
-            shutil.rmtree(self.folder / "keywords", ignore_errors=True)
-            (self.folder / "keywords").mkdir(parents=True, exist_ok=True)
-            self.keywords = tantivy.Index(_schema(), path=str(self.folder / "keywords"), reuse=True)
-            self.vectors = VectorIndex(self.embedder.dims, capacity=len(rows) + 16)
+        """Index what changed in the store since the loaded state (everything after a
+        reset). The caller holds the index lock."""
+        old = dict(self.db.execute("SELECT id, hash FROM turn")) if self.db is not None else {}
         turns = {r["id"]: dict(r) for r in rows}
         near = neighbours(turns)
         texts = {m: indexed_text(turns[m], [turns[n] for n in near[m]]) for m in turns}
         hashes = {m: _sha("\x1f".join(texts[m])) for m in turns}
         todo = sorted(m for m in turns if old.get(m) != hashes[m])
         gone = sorted(m for m in old if m not in turns)
-        with self.vault.writing():
-            writer = self.keywords.writer(heap_size=50_000_000, num_threads=1)
-            for m in gone + todo:
-                writer.delete_documents_by_term("id", m)
-                self.vectors.remove(m)
-            for m in todo:
-                own, near_text = texts[m]
-                writer.add_document(tantivy.Document(id=m, text=cjk_expand(own + "\n" + near_text), own=cjk_expand(own)))
-            if todo:
-                matrix = self.embedder.encode([own_text(turns[m]) for m in todo])
-                self.vectors.put_many([(m, matrix[n : n + 1]) for n, m in enumerate(todo)], threads=2)
-            writer.commit()
-            writer.wait_merging_threads()
-            self.keywords.reload()
-            graph = TermGraph.of(turns)
-            self._save(turns, near, hashes, todo, gone, graph, signature, fresh)
-        self.turns, self.near, self._graph = TurnRows(self.db, turns), near, graph
+        writer = self.keywords.writer(heap_size=50_000_000, num_threads=1)
+        for m in gone + todo:
+            writer.delete_documents_by_term("id", m)
+            self.vectors.remove(m)
+        for m in todo:
+            own, near_text = texts[m]
+            writer.add_document(tantivy.Document(id=m, text=cjk_expand(own + "\n" + near_text), own=cjk_expand(own)))
+        if todo:
+            matrix = self.embedder.encode([own_text(turns[m]) for m in todo])
+            self.vectors.put_many([(m, matrix[n : n + 1]) for n, m in enumerate(todo)], threads=2)
+        writer.commit()
+        writer.wait_merging_threads()
+        self.keywords.reload()
+        graph = TermGraph.of(turns)
+        self._save(turns, near, hashes, todo, gone, graph, signature)
+        self.turns, self.near, self._graph, self.signature = TurnRows(self.db, turns), near, graph, signature
 
-    def _save(self, turns, near, hashes, todo, gone, graph: TermGraph, signature, fresh: bool) -> None:
+    def _save(self, turns, near, hashes, todo, gone, graph: TermGraph, signature) -> None:
         if self.db is None:
-            return  # a read-only vault still recalls, from memory
+            return  # built in memory for this process
         try:
             meta = self.vectors.save(self.folder, uuid.uuid4().hex[:10])
             with self.db:  # one transaction: the saved index moves from one whole state to the next
-                if fresh:
-                    self.db.execute("DELETE FROM turn")
                 self.db.executemany("DELETE FROM turn WHERE id = ?", [(m,) for m in gone])
                 self.db.executemany("INSERT OR REPLACE INTO turn (id, hash, near, doc) VALUES (?, ?, ?, ?)",
                                     [(m, hashes[m], json.dumps(near[m]), json.dumps(turns[m], ensure_ascii=False))

@@ -19,7 +19,7 @@ from textual.widgets.option_list import Option
 from engine import MemlinkError, Vault
 from engine.llm import LLMError
 from engine.sessions.chat import ChatSession, new_session_id
-from engine.sessions.log import project_turns, read_events
+from engine.sessions.log import message_text, project_turns, read_events
 from widgets import StatusBar
 
 
@@ -162,9 +162,9 @@ class ChatScreen(Screen):
         transcript.remove_children()
         for turn in project_turns(session, read_events(self.vault, session), final=True):  # an unanswered message shows too
             for message in turn.asked:
-                transcript.mount(Static(f"[b]you[/b]  {escape(message['content'])}", classes="user"))
+                transcript.mount(Static(f"[b]you[/b]  {escape(message_text(message))}", classes="user"))
             for message in turn.answered:
-                transcript.mount(Static(escape(message["content"]), classes="assistant"))
+                transcript.mount(Static(escape(message_text(message)), classes="assistant"))
         transcript.border_title = f"Chat · {session}"
         # After the refresh: the new messages must be laid out before the end is known.
         transcript.call_after_refresh(transcript.scroll_end, animate=False)
