@@ -1,7 +1,8 @@
 """Notes on disk: YAML frontmatter (memory_type, created_at, updated_at, fields) + body.
 
-The body is rendered from the memory type's content_template and never contains links;
-links live in the folder's `.relations.json` sidecar.
+The body's generated view is rendered from the memory type's content_template and never
+contains links (they live in the folder's `.relations.json` sidecar); text a person types
+above or below that view belongs to them and survives every write (``rebuild_body``).
 """
 
 from __future__ import annotations
@@ -136,5 +137,22 @@ def serialize_note(note: Note, schema: MemoryTypeSchema) -> str:
 
 def render_note_body(schema: MemoryTypeSchema, fields: dict[str, Any], created_at: str, updated_at: str) -> str:
     return schema.render_body(fields, {"created_at": created_at, "updated_at": updated_at})
+
+
+def rebuild_body(old_body: str, old_view: str, new_view: str) -> str:
+    """A note's new body: its generated view (``old_view``, rendered from the old fields)
+    replaced by ``new_view``, and the text a person wrote around it, above or below, kept
+    as it is. When the old view is no longer in the body (someone edited the generated
+    text itself, or the type's template changed), what the body holds cannot be told
+    apart from generated text, so all of it is kept, under the new view: a write never
+    loses what a person typed."""
+    view = old_view.strip("\n")
+    at = old_body.find(view) if view else -1
+    if at < 0:
+        kept = old_body.strip("\n")
+        return new_view if not kept else new_view.rstrip("\n") + "\n\n" + kept + "\n"
+    before, after = old_body[:at], old_body[at + len(view) :]
+    body = before + new_view.strip("\n") + after
+    return body if body.endswith("\n") else body + "\n"
 
 

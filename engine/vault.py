@@ -26,7 +26,7 @@ from .journal import DeleteFile, Journal, PutLink, RemoveLegacy, RemoveLink, Sid
 from .lineranges import ExactOnlyMatcher, LineRangeMatcher, check_ranges, correct_ranges, format_ranges
 from .links import SIDECAR, LinkType, Sidecar, StoredLink, merge_link, new_link_id
 from .merge import is_edit, merge_fields
-from .notes import Note, now_iso, parse_note, parse_timestamp, render_note_body, serialize_note, split_body
+from .notes import Note, now_iso, parse_note, parse_timestamp, rebuild_body, render_note_body, serialize_note, split_body
 from .render import Rendered, render_links
 from .schema import MemoryTypeSchema, TypeRegistry
 from .state import StateStore
@@ -194,8 +194,9 @@ class Vault:
         """Create a note, or merge ``fields`` into the existing one (per each field's
         merge_op; with ``replace`` they become its fields as given — a person's edit). The
         note's path comes from the type's templates unless ``uri`` names an existing note.
-        Links into the note get their line ranges corrected in the same transaction; links
-        whose passage vanished are removed on both sides."""
+        The body's generated view is rendered anew; text a person wrote around it is kept
+        (engine.notes.rebuild_body). Links into the note get their line ranges corrected in
+        the same transaction; links whose passage vanished are removed on both sides."""
         schema = self.schema(memory_type)
         with self.writing():
             if uri is None:
@@ -212,13 +213,16 @@ class Vault:
             stamp = now_iso()
             created = old.created_at if old else parse_timestamp(created_at or stamp, "created_at")
             updated = parse_timestamp(updated_at or stamp, "updated_at")
+            body = render_note_body(schema, merged, created, updated)
+            if old is not None:  # the text a person typed under the frontmatter survives
+                body = rebuild_body(old.body, render_note_body(schema, old.fields, old.created_at, old.updated_at), body)
             note = Note(
                 uri=uri,
                 memory_type=memory_type,
                 fields=merged,
                 created_at=created,
                 updated_at=updated,
-                body=render_note_body(schema, merged, created, updated),
+                body=body,
                 extra=old.extra if old else {},
             )
             ops: list = [WriteFile(uri=uri, text=serialize_note(note, schema), before=file_hash(self.path(uri)))]

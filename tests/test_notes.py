@@ -97,3 +97,28 @@ def test_corrupt_state_shard_is_rebuilt(vault):
 def test_malformed_session_log_is_reported(vault):
     (vault.root / "sessions" / "s1.jsonl").write_text('{"session": "s1", "id": "1", "role": "user", "content": "hi", "ts": "2026-01-01"}\n{oops\n')
     assert [(p.code, p.uri) for p in vault.check()] == [("malformed_session", "sessions/s1.jsonl")]
+
+
+def test_text_a_person_typed_under_the_frontmatter_survives_every_write(vault):
+    note = vault.write_note("entity", {"name": "Ana", "kind": "person", "content": "Ana codes."})
+    path = vault.path(note.uri)
+    text = path.read_text()
+    head, body = text.split("\n---\n", 1)
+    path.write_text(f"{head}\n---\nA line I typed above.\n\n{body}\nMy own notes: call Ana on Friday.\n")
+    vault.write_note("entity", {"content": "Ana codes in Go."}, uri=note.uri)  # a merge
+    vault.write_note("entity", {"name": "Ana", "kind": "person", "content": "Ana codes in Rust."}, uri=note.uri, replace=True)
+    body = vault.read_note(note.uri).body
+    assert body.startswith("A line I typed above.\n")
+    assert body.rstrip().endswith("My own notes: call Ana on Friday.")
+    assert "Ana codes in Rust." in body and "Ana codes in Go." not in body and "Ana codes.\n" not in body
+    vault.write_note("entity", {"content": "Ana codes in Rust."}, uri=note.uri)  # nothing new: no write
+    assert vault.read_note(note.uri).body == body
+    # The generated text itself edited by hand: nothing can be told apart, so all is kept.
+    head, body = path.read_text().split("\n---\n", 1)
+    path.write_text(f"{head}\n---\n" + body.replace("Ana codes in Rust.", "Ana codes in Rust (I checked)."))
+    vault.write_note("entity", {"content": "Ana codes in Zig."}, uri=note.uri)
+    body = vault.read_note(note.uri).body
+    assert "Ana codes in Zig." in body and "Ana codes in Rust (I checked)." in body and "call Ana on Friday" in body
+    vault.write_note("entity", {"content": "Ana codes in C."}, uri=note.uri)  # and it does not pile up
+    again = vault.read_note(note.uri).body
+    assert again.count("I checked") == 1 and again.count("call Ana on Friday") == 1 and "Ana codes in C." in again
