@@ -1,5 +1,6 @@
 """Text helpers shared by the indexes: tokens for BM25 (English words stemmed, CJK as
-unigrams + bigrams), chunks for embedding, snippets for results."""
+unigrams + bigrams), chunks for embedding, snippets for results; ``printable`` for text
+shown on a terminal."""
 
 from __future__ import annotations
 
@@ -20,6 +21,21 @@ _STOP = frozenset(
 )
 _HEADING = re.compile(r"^#{1,6}\s", re.MULTILINE)
 CHUNK_WORDS = 300
+# Terminal escape sequences (CSI, OSC, DCS/SOS/PM/APC strings, two-byte ESC sequences),
+# in their 7-bit and 8-bit forms, then any C0/C1 control left (newline and tab stay).
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[\x20-\x3f]*[\x40-\x7e]?"  # CSI … final byte
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # OSC, DCS, SOS, PM, APC … terminator
+    r"|\x1b[\x20-\x2f]*[\x30-\x7e]?"  # other ESC sequences (and a lone ESC)
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal: escape sequences and control characters
+    (C0 and C1, except newline and tab) removed, so that imported or note text can never
+    move the cursor, retitle the window or hide what follows."""
+    return _ESCAPES.sub("", str(text))
 
 
 @lru_cache(maxsize=1)
