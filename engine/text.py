@@ -38,6 +38,11 @@ def printable(text: str) -> str:
     return _ESCAPES.sub("", str(text))
 
 
+def has_cjk(text: str) -> bool:
+    """Whether the text holds Han, kana or hangul (scripts written without spaces)."""
+    return bool(_IS_CJK.search(text))
+
+
 @lru_cache(maxsize=1)
 def _stemmer():
     return Stemmer.Stemmer("english")

@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..text import tokenize
+from ..text import has_cjk, tokenize
 from .communities import label_propagation
 from .store import norm_term
 from .turnindex import TurnIndex
@@ -117,18 +117,17 @@ class TurnMemory:
         found all over the history, or a match on a word that is (a speaker's name, a
         greeting before it: "Woah Joanna"), seeds nothing."""
         graph = self.index.graph
-        flat = " " + re.sub(r"[^\w\u4e00-\u9fff]+", " ", query).strip() + " "
+        flat = " " + re.sub(r"[^\w]+", " ", query).strip() + " "  # \w holds every script's letters
         low = flat.lower()
         names = {w.lower() for w in flat.split()
-                 if ((w[:1].isupper() and len(w) >= 3) or re.search(r"[\u4e00-\u9fff]", w)) and w.lower() not in _QUESTION_WORDS}
+                 if ((w[:1].isupper() and len(w) >= 3) or has_cjk(w)) and w.lower() not in _QUESTION_WORDS}
         limit = max(2, self.params.seed_share * len(self.turns))
         out = []
         for tid in sorted(graph.term_text):
             t = norm_term(graph.term_text[tid]).lower()
             if len(t) < 2 or len(graph.term_turns[tid]) > limit or t.split()[0] in _QUESTION_WORDS:
                 continue
-            cjk = bool(re.search(r"[\u4e00-\u9fff]", t))
-            if (cjk and t in low) or f" {t} " in low:
+            if (has_cjk(t) and t in low) or f" {t} " in low:
                 matched = t.split()
             else:
                 matched = sorted(names & set(t.split()))
