@@ -11,10 +11,11 @@ import difflib
 import posixpath
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_EXT = re.compile(r"\.(?:md|markdown|mdown|txt|text)$", re.I)
+TEXT_SUFFIXES = (".md", ".markdown", ".mdown", ".txt", ".text")  # what ingest takes from a folder
+_EXT = re.compile(r"\.(?:" + "|".join(s[1:] for s in TEXT_SUFFIXES) + r")$", re.I)
 NEAR = 0.88  # difflib ratio for a near match of a name in a question ("Acme Robotic" ~ "Acme Robotics")
 
 
@@ -36,11 +37,36 @@ class Named:
     exact: bool
 
 
+@dataclass
+class Scope:
+    """Where a reference is read: the import it comes with — the pages of its folder
+    (import paths as ``path_key``s, to their notes) and every page of the batch — and the
+    referring page's folder in the imported tree. Those come first, in that order."""
+    paths: dict[str, str] = field(default_factory=dict)
+    batch: set[str] = field(default_factory=set)
+    folder: str = ""
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What a reference resolves to: one note, or nothing — and then, when several notes
+    answer to it and nothing tells them apart, the candidates (an ambiguous reference,
+    reported, never guessed)."""
+    uri: str | None = None
+    candidates: tuple[str, ...] = ()
+
+    @property
+    def ambiguous(self) -> bool:
+        return self.uri is None and len(self.candidates) > 1
+
+
 class NameIndex:
     def __init__(self, catalog: dict):
         self.titles: dict[str, set[str]] = defaultdict(set)  # " ".join(words(title)) -> uris
-        self.paths: dict[str, str] = {}  # path_key(alias or uri) -> uri
+        self.paths: dict[str, set[str]] = defaultdict(set)  # path_key(import path) -> uris
+        self.own: dict[str, str] = {}  # path_key(uri) -> uri
         self.stems: dict[str, set[str]] = defaultdict(set)  # file name without extension -> uris
+        self.homes: dict[str, set[str]] = defaultdict(set)  # uri -> folders of its import paths
         self.kinds: dict[str, str] = {}
         self.folders: set[str] = set()  # first path segments of notes and aliases
         self.by_first: dict[str, set[str]] = defaultdict(set)  # first word -> names (for near matches)
@@ -48,7 +74,7 @@ class NameIndex:
             if entry.error:
                 continue
             self.kinds[uri] = entry.kind
-            self.paths.setdefault(path_key(uri), uri)
+            self.own.setdefault(path_key(uri), uri)
             self.stems[path_key(uri).rsplit("/", 1)[-1]].add(uri)
             if "/" in uri:
                 self.folders.add(uri.split("/", 1)[0].lower())
@@ -58,10 +84,12 @@ class NameIndex:
                     self.titles[key].add(uri)
                     self.by_first[key.split()[0]].add(key)
                 if "/" in name or _EXT.search(name):  # an import path
-                    self.paths[path_key(name)] = uri
-                    self.stems[path_key(name).rsplit("/", 1)[-1]].add(uri)
+                    key = path_key(name)
+                    self.paths[key].add(uri)
+                    self.stems[key.rsplit("/", 1)[-1]].add(uri)
+                    self.homes[uri].add(posixpath.dirname(key))
                     if "/" in name:
-                        self.folders.add(path_key(name).split("/", 1)[0])
+                        self.folders.add(key.split("/", 1)[0])
 
     @classmethod
     def for_vault(cls, vault) -> "NameIndex":
@@ -76,21 +104,54 @@ class NameIndex:
     def kind(self, uri: str) -> str:
         return self.kinds.get(uri, "")
 
+    def _pick(self, uris: set[str] | None, scope: Scope | None) -> Lookup:
+        """One of ``uris``: the only one, else the only one imported with the referring page
+        (from its folder given, then its batch), else the only one in the referring page's
+        folder; otherwise ambiguous."""
+        if not uris:
+            return Lookup()
+        if len(uris) == 1:
+            return Lookup(next(iter(uris)))
+        narrowed = set(uris)
+        if scope is not None:
+            mine = set(scope.paths.values())
+            for keep in (lambda u: u in mine, lambda u: u in scope.batch, lambda u: scope.folder in self.homes.get(u, ())):
+                subset = {u for u in narrowed if keep(u)}
+                if len(subset) == 1:
+                    return Lookup(next(iter(subset)))
+                narrowed = subset or narrowed
+        return Lookup(None, tuple(sorted(narrowed)))
+
+    def lookup_path(self, path: str, scope: Scope | None = None) -> Lookup:
+        """An import path (or a note's own vault path): the batch's own page at that path
+        first, then a note's path, then the paths other imports came from."""
+        key = path_key(path)
+        if scope is not None and key in scope.paths:
+            return Lookup(scope.paths[key])
+        if key in self.own:
+            return Lookup(self.own[key])
+        return self._pick(self.paths.get(key), scope)
+
     def by_path(self, path: str) -> str | None:
-        return self.paths.get(path_key(path))
+        return self.lookup_path(path).uri
+
+    def lookup_name(self, name: str, scope: Scope | None = None) -> Lookup:
+        """A wikilink's target: a title or alias, an import path, or a file name. Several
+        notes with that name: the batch's, else the one in the referring page's folder,
+        else the reference is ambiguous."""
+        titled = self._pick(self.titles.get(" ".join(words(name))), scope)
+        if titled.uri:
+            return titled
+        by_path = self.lookup_path(name, scope)
+        if by_path.uri:
+            return by_path
+        stem = self._pick(self.stems.get(path_key(name).rsplit("/", 1)[-1]), scope)
+        if stem.uri and not titled.ambiguous:
+            return stem
+        return titled if titled.ambiguous else (by_path if by_path.ambiguous else stem)
 
     def by_name(self, name: str) -> str | None:
-        """A wikilink's target: a title or alias, an import path, or a file name (when only
-        one note has it)."""
-        uris = self.titles.get(" ".join(words(name)))
-        if uris and len(uris) == 1:
-            return next(iter(uris))
-        if uri := self.by_path(name):
-            return uri
-        stems = self.stems.get(path_key(name).rsplit("/", 1)[-1])
-        if stems and len(stems) == 1:
-            return next(iter(stems))
-        return sorted(uris)[0] if uris else None
+        return self.lookup_name(name).uri
 
     def named_in(self, question: str, min_words: int = 2) -> list[Named]:
         """The notes a question names by title or alias: the longest spans first, exactly or

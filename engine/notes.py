@@ -65,7 +65,7 @@ class Note:
 
 
 
-def _split(text: str) -> tuple[str | None, str | None]:
+def split_frontmatter(text: str) -> tuple[str | None, str | None]:
     """(frontmatter, body). Frontmatter is None when the file does not start with '---';
     body is None when the frontmatter is never closed."""
     lines = text.split("\n")
@@ -79,12 +79,12 @@ def _split(text: str) -> tuple[str | None, str | None]:
 
 def split_body(text: str) -> str:
     """The body of a note file: what follows the closing '---' of its frontmatter."""
-    return _split(text)[1] or ""
+    return split_frontmatter(text)[1] or ""
 
 
 def parse_note(text: str, uri: str, types: TypeRegistry) -> Note:
     """Parse and validate a note file. Raises NoteError / SchemaError with the note's path."""
-    front, body = _split(text)
+    front, body = split_frontmatter(text)
     if front is None:
         raise NoteError(f"{uri}: no YAML frontmatter (the file must start with '---')")
     if body is None:

@@ -182,3 +182,164 @@ def test_who_works_at_x_on_a_small_generated_world(vault, tmp_path):
     out = json.loads(memlink("search", q.text, "--json", vault=vault.root).stdout)
     first = out[0]["routes"][0]
     assert first["kind"] == "answer" and first["relation"] in ("works at", "employs", "invested in", "backed by")
+
+
+# -- review fixes: what a folder may hold, crashes, user text, paths and titles across batches --
+def test_symlinks_and_special_files_in_a_folder_are_skipped_never_followed(vault, tmp_path):
+    import os
+
+    secret = write(tmp_path / "outside", {"secret.md": "# Secret\n\nroot:x:0:0\n"})
+    pages = write(tmp_path / "pages", {"people/mia.md": "# Mia\n\nEngineer.\n"})
+    (pages / "people" / "link.md").symlink_to(secret / "secret.md")
+    (pages / "linked").symlink_to(secret, target_is_directory=True)
+    os.mkfifo(pages / "pipe.md")  # reading it would block forever
+    result = ingest_batch(vault, [pages], extractor=RULES)
+    assert [f.source_uri for f in result.files] == ["sources/mia.md"]
+    why = {Path(s["path"]).name: s["why"] for s in result.skipped}
+    assert why == {"link.md": "a symbolic link (not followed)", "linked": "a symbolic link (not followed)",
+                   "pipe.md": "not a regular file (a FIFO, socket or device)"}
+    assert not any("root:x" in vault.read_body(e.uri) for e in vault.list_notes())
+    # A FIFO named on the command line is skipped too, not waited on.
+    assert [s["why"] for s in ingest_batch(vault, [pages / "pipe.md"], extractor=RULES).skipped] == [
+        "not a regular file (a FIFO, socket or device)"]
+
+
+def test_a_file_swapped_for_a_fifo_or_link_after_collecting_is_refused(tmp_path):
+    import os
+
+    from engine.extract.inputs import InputError, read_text_file
+
+    os.mkfifo(tmp_path / "pipe.md")
+    with pytest.raises(InputError, match="not a regular file"):
+        read_text_file(tmp_path / "pipe.md")
+    (tmp_path / "real.md").write_text("# Real\n")
+    (tmp_path / "link.md").symlink_to(tmp_path / "real.md")
+    with pytest.raises(InputError, match="symbolic link"):
+        read_text_file(tmp_path / "link.md", follow=False)
+    assert read_text_file(tmp_path / "link.md") == "# Real\n"  # a chat export named by its link still reads
+
+
+def test_the_vault_cannot_be_ingested_into_itself(vault, tmp_path):
+    from engine.extract.inputs import InputError
+
+    vault.write_note("entity", {"name": "Ana", "content": "Ana codes."})
+    for inside in (vault.root, vault.root / "entities", vault.root / "entities" / "ana.md"):
+        with pytest.raises(InputError, match="inside the vault"):
+            ingest_batch(vault, [inside], extractor=RULES)
+    r = memlink("ingest", str(vault.root / "entities"), vault=vault.root)
+    assert r.returncode != 0 and "inside the vault" in r.stderr
+    # A folder that holds the vault: the vault is left out, named.
+    write(tmp_path, {"notes/a.md": "# A page\n\nText.\n"})
+    result = ingest_batch(vault, [tmp_path], extractor=RULES)
+    assert [f.source_uri for f in result.files] == ["sources/a-page.md"]
+    assert {"path": str(tmp_path / "vault"), "why": "the vault itself"} in result.skipped
+
+
+CRASH_PAGES = {
+    "companies/acme-robotics.md": ("# Acme Robotics\n\nAcme Robotics employs [Mia Brown](../people/mia-brown.md).\n\n"
+                                   "On 3 March 2024 Jordan Lee signed the Kestrel Ventures term sheet in Berlin.\n"),
+    "people/mia-brown.md": ("# Mia Brown\n\nMia Brown works at [Acme Robotics](../companies/acme-robotics.md). "
+                            "She met Jordan Lee in Berlin on 4 May 2024.\n"),
+    "people/bob-stone.md": "# Bob Stone\n\nBob Stone invested in [[Acme Robotics]] on 5 June 2023.\n",
+    "meetings/kickoff.md": "# Kickoff\n\nAttendees: [[Mia Brown]], [[Bob Stone]].\n",
+}
+
+
+def state_of(v: Vault) -> tuple[dict, set]:
+    notes = {e.uri: v.read_note(e.uri).fields for e in v.list_notes()}
+    links = {(l.from_uri, l.to_uri, l.link_type.value, l.weight, l.match_text, l.description, l.t_field, l.t_line_ranges)
+             for l in v.all_links()}
+    return notes, links
+
+
+class Killed(BaseException):
+    """The process dying: nothing in the batch catches it."""
+
+
+@pytest.mark.parametrize("step", ["source:2", "extract:1", "extract:3", "links:1", "after-links:1"])
+def test_a_rerun_after_a_crash_anywhere_converges_to_a_clean_run(tmp_path, monkeypatch, step):
+    import engine.extract.batch as batch
+    import engine.extract.inputs as inputs
+
+    pages = write(tmp_path / "pages", CRASH_PAGES)
+    clean = Vault.init(tmp_path / "clean")
+    ingest_batch(clean, [pages], extractor=RULES)
+    want = state_of(clean)
+    assert len(want[1]) >= 8 and any(u.startswith("events/") for u in want[0])
+
+    v = Vault.init(tmp_path / "crashed")
+    what, nth = step.split(":")
+    calls = {"n": 0}
+
+    def dying(original):
+        def run(*a, **k):
+            calls["n"] += 1
+            if what == "after-links":
+                original(*a, **k)
+                raise Killed()  # the links landed, the files are not recorded as done yet
+            if calls["n"] == int(nth):
+                raise Killed()
+            return original(*a, **k)
+        return run
+
+    target = {"source": (batch, "_write_source"), "extract": (inputs, "run_extraction"),
+              "links": (batch, "write_links"), "after-links": (batch, "_write_batch_links")}[what]
+    with monkeypatch.context() as m:
+        m.setattr(*target, dying(getattr(*target)))
+        with pytest.raises(Killed):
+            ingest_batch(v, [pages], extractor=RULES)
+    v.close()
+    v = Vault.open(tmp_path / "crashed")
+    again = ingest_batch(v, [pages], extractor=RULES)
+    assert not again.skipped and not again.failed  # nothing was recorded as done before the crash
+    assert state_of(v) == want
+    assert [p for p in v.check() if p.severity == "error"] == []
+    third = ingest_batch(v, [pages], extractor=RULES)  # and now it is done
+    assert len(third.skipped) == len(CRASH_PAGES) and state_of(v) == want
+
+
+def test_the_same_text_at_another_path_keeps_what_the_user_typed_under_its_note(vault, tmp_path):
+    first = write(tmp_path / "one", {"notes/plan.md": "# Plan\n\nShip in May.\n"})
+    ingest_batch(vault, [first], extractor=RULES)
+    path = vault.path("sources/plan.md")
+    path.write_text(path.read_text() + "\nMy own remark: May is optimistic.\n")
+    second = write(tmp_path / "two", {"copy/plan.md": "# Plan\n\nShip in May.\n"})
+    result = ingest_batch(vault, [second], extractor=RULES)
+    assert result.skipped == [{"path": str(second / "copy/plan.md"), "why": "already imported as sources/plan.md"}]
+    note = vault.read_note("sources/plan.md")
+    assert note.fields["aliases"] == ["notes/plan.md", "copy/plan.md"]
+    assert "My own remark: May is optimistic." in note.body
+
+
+def test_import_paths_resolve_within_their_own_batch_and_collisions_are_reported(vault, tmp_path):
+    one = write(tmp_path / "one", {"people/alex.md": "# Alex One\n\nFirst.\n"})
+    two = write(tmp_path / "two", {"people/alex.md": "# Alex Two\n\nSecond.\n",
+                                   "team.md": "# Team\n\n[Alex](people/alex.md) leads.\n"})
+    ingest_batch(vault, [one], extractor=RULES)
+    ingest_batch(vault, [two], extractor=RULES)
+    assert set(links_of(vault, "sources/team.md")) == {"sources/alex-two.md"}  # its own batch's page
+    # A third import that names people/alex.md without having it: two pages answer, reported.
+    three = write(tmp_path / "three", {"notes.md": "# Loose\n\nAsk [Alex](people/alex.md).\n"})
+    result = ingest_batch(vault, [three / "notes.md"], extractor=RULES)
+    assert result.ambiguous == [{"file": str(three / "notes.md"), "line": 3, "ref": "[Alex](people/alex.md)",
+                                 "candidates": ["sources/alex-one.md", "sources/alex-two.md"]}]
+    assert links_of(vault, "sources/loose.md") == {}
+    # Two folders in one batch, each with its people/alex.md: each resolves its own.
+    v2 = Vault.init(tmp_path / "v2")
+    a = write(tmp_path / "a", {"people/alex.md": "# Alex A\n\nA.\n", "team.md": "# Team A\n\n[Alex](people/alex.md).\n"})
+    b = write(tmp_path / "b", {"people/alex.md": "# Alex B\n\nB.\n", "team.md": "# Team B\n\n[Alex](people/alex.md).\n"})
+    ingest_batch(v2, [a, b], extractor=RULES)
+    assert set(links_of(v2, "sources/team-a.md")) == {"sources/alex-a.md"}
+    assert set(links_of(v2, "sources/team-b.md")) == {"sources/alex-b.md"}
+
+
+def test_a_title_several_pages_have_resolves_next_to_the_referring_page_or_is_reported(vault, tmp_path):
+    pages = write(tmp_path / "pages", {"a/dup.md": "# Dup\n\nIn a.\n", "b/dup.md": "# Dup\n\nIn b.\n",
+                                       "a/acme.md": "# Acme\n\nSee [[Dup]].\n", "c/other.md": "# Other\n\nSee [[Dup]].\n"})
+    result = ingest_batch(vault, [pages], extractor=RULES)
+    dup_a = next(f.source_uri for f in result.files if f.path.endswith("a/dup.md"))
+    assert set(links_of(vault, "sources/acme.md")) == {dup_a}  # the one in its folder
+    assert links_of(vault, "sources/other.md") == {}  # nothing tells them apart
+    [amb] = result.ambiguous
+    assert (Path(amb["file"]).name, amb["line"], amb["ref"]) == ("other.md", 3, "[[Dup]]")
+    assert sorted(amb["candidates"]) == ["sources/dup-2.md", "sources/dup.md"]

@@ -1,10 +1,12 @@
 """References already in a note's text become links without any LLM (GBrain's auto-link,
 §2.1): markdown links ``[text](path)`` (relative, root-relative, with or without ``.md``),
 ``[[wikilinks]]`` (by title, alias or file name, with or without ``|shown``) and bare
-slug references (``people/mia-brown``). Paths resolve against the vault and against the
-paths files were imported from (their aliases). Code fences are ignored; one link per
-target per note; match_text is the visible text. A reference to a note that does not
-exist is reported with its line, never linked.
+slug references (``people/mia-brown``). Paths resolve against the batch being imported
+(its own pages first), the vault, and the paths files were imported from (their aliases).
+Code fences are ignored; one link per target per note; match_text is the visible text. A
+reference to a note that does not exist, or to several notes nothing tells apart (two
+imports with a page at the same path, two pages with the same title in other folders),
+is reported with its line, never linked.
 
 Each link is typed by the relation its sentence states (engine.relations: works at,
 invested in, advises, attended …, kept in the description), else by the sentence cascade
@@ -17,7 +19,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass, field
 
-from ..names import NameIndex
+from ..names import Lookup, NameIndex, Scope, path_key
 from ..relations import RELATIONS, describe, relation_in
 from ..uris import uri_dir
 from .rules import link_type_for
@@ -47,9 +49,10 @@ class Reference:
 class Missing:
     raw: str
     line: int
+    candidates: tuple[str, ...] = ()  # several notes answer to it: ambiguous
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.raw}"
+        return f"line {self.line}: {self.raw}" + (f" (ambiguous: {', '.join(self.candidates)})" if self.candidates else "")
 
 
 @dataclass
@@ -58,56 +61,67 @@ class AutoLinks:
     missing: list[Missing] = field(default_factory=list)  # references to notes that do not exist
 
 
-def find_references(vault, from_uri: str, text: str, base: str | None = None, names: NameIndex | None = None) -> AutoLinks:
+def find_references(vault, from_uri: str, text: str, base: str | None = None, names: NameIndex | None = None,
+                    scope: Scope | None = None) -> AutoLinks:
     """The references in ``text`` (the note ``from_uri``'s, or the file it was imported
-    from: then ``base`` is that file's folder in the imported tree, for relative paths)."""
+    from: then ``base`` is that file's folder in the imported tree, for relative paths,
+    and ``scope`` the batch it is imported with)."""
     names = names or NameIndex.for_vault(vault)
     catalog = vault.catalog()
     out = AutoLinks()
     clean = _FENCE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
-    spans: list[tuple[int, int, str | None, str, str, bool]] = []  # (start, end, target, shown, raw, report)
+    # (start, end, what it resolved to, shown, raw)
+    spans: list[tuple[int, int, Lookup, str, str]] = []
 
-    def live(uri: str | None) -> str | None:
-        return uri if uri is not None and uri in catalog and not catalog[uri].error else None
+    def live(found: Lookup) -> Lookup:
+        if found.uri is None:
+            return found
+        return found if found.uri in catalog and not catalog[found.uri].error else Lookup()
 
-    def by_path(raw: str) -> str | None:
+    def by_path(raw: str) -> Lookup:
         path = urllib.parse.unquote(raw.split("#", 1)[0].split("?", 1)[0])
         if not path:
-            return None
+            return Lookup()
         bases = [] if path.startswith("/") else [b for b in (base, uri_dir(from_uri)) if b is not None]
         for folder in [*bases, ""]:
             joined = posixpath.normpath(posixpath.join(folder, path.lstrip("/")))
             if joined.startswith(".."):
                 continue
+            if scope is not None and (mine := scope.paths.get(path_key(joined))):
+                return live(Lookup(mine))  # the batch's own page at that path
             for cand in (joined, joined + ".md"):
                 if cand in catalog:
-                    return live(cand)
-            if uri := names.by_path(joined):
-                return live(uri)
-        return None
+                    return live(Lookup(cand))
+            found = names.lookup_path(joined, scope)
+            if found.uri or found.ambiguous:
+                return live(found)
+        return Lookup()
 
     for m in _MD_LINK.finditer(clean):
         if _WEB.match(m[2]) or m[0].startswith("!"):
             continue  # a web link, an anchor or an image, not a note
-        spans.append((m.start(), m.end(), by_path(m[2]), m[1], m[0], True))
+        spans.append((m.start(), m.end(), by_path(m[2]), m[1], m[0]))
     for m in _WIKI.finditer(clean):
         name = m[1].strip()
         if m[0].startswith("!"):
             continue  # an embedded file
-        spans.append((m.start(), m.end(), live(names.by_name(name)) or by_path(name), (m[2] or name).strip(), m[0], True))
+        found = live(names.lookup_name(name, scope))
+        if found.uri is None and not found.ambiguous:
+            found = by_path(name)
+        spans.append((m.start(), m.end(), found, (m[2] or name).strip(), m[0]))
     masked = _mask(clean, spans)
     for m in _SLUG.finditer(masked):
-        target = by_path(m[1])
+        found = by_path(m[1])
         known_folder = m[1].split("/", 1)[0].lower() in names.folders
-        if target or known_folder:  # "and/or", dates and the like are not references
-            spans.append((m.start(), m.end(), target, m[1], m[0], True))
+        if found.uri or found.ambiguous or known_folder:  # "and/or", dates and the like are not references
+            spans.append((m.start(), m.end(), found, m[1], m[0]))
     masked = _mask(clean, spans)
     seen: dict[str, Reference] = {}
-    for start, end, target, shown, raw, report in sorted(spans):
+    for start, end, found, shown, raw in sorted(spans, key=lambda s: (s[0], s[1])):
         line = text.count("\n", 0, start) + 1
+        target = found.uri
         if target is None:
-            if report:
-                out.missing.append(Missing(raw, line))
+            out.missing.append(Missing(raw, line, found.candidates if found.ambiguous else ()))
             continue
         if target == from_uri:
             continue
@@ -153,7 +167,3 @@ def reference_link(ref: Reference, from_kind: str = "", to_kind: str = "") -> tu
                                                   "description": "; ".join(label for label, _ in ordered)}
     return link_type_for(ref.sentence), {"weight": PLAIN_WEIGHT, "match_text": ref.text,
                                           "description": "referenced in the text"}
-
-
-def typed(ref: Reference) -> str:
-    return reference_link(ref)[0]

@@ -1,19 +1,27 @@
 """`memlink ingest PATH…`: files and folders of text and markdown, imported as one batch.
 
 1. Collect: folders are walked recursively (hidden files and folders left out); only
-   text and markdown files are taken from a folder, the others are reported as skipped.
+   regular text and markdown files are taken from a folder. Symbolic links, FIFOs and
+   other special files are reported as skipped (never followed, never opened), as is
+   anything whose real path leaves the folder given. A path inside the vault is refused.
 2. Every file becomes a `sources/` note first, named by its title, recording the path it
    was imported from (relative to the folder given, or to the files' common folder) as an
    alias, and its kind (from its frontmatter `type`, else its folder: people/ → person).
 3. Then, with every page of the batch a note, memories are extracted from each file (the
    batch's page titles are known names, so a mention links the page instead of making an
    entity) and the references of each file are resolved — markdown links, wikilinks and
-   bare slugs — into typed two-sided links carrying the relation the text states. With
-   an LLM provider the link types are then refined by the model (engine.extract.linktype).
-   References that resolve to nothing are reported with file and line.
+   bare slugs — into typed two-sided links carrying the relation the text states. The
+   batch's own pages come first (a path another import also used resolves to this
+   batch's page), then the page next to the referring one; references that resolve to
+   nothing, or to several pages nothing tells apart, are reported with file and line.
+   With an LLM provider the link types are then refined by the model
+   (engine.extract.linktype).
 
-Each step is as safe as a single-file ingest: every note write and every file's links
-are atomic (both sides or neither); a failure names the file and the batch goes on."""
+A file counts as imported (its SHA-256 recorded, so that a re-run skips it) only once its
+note, its extracted memories and its links have all landed. Each write is atomic (every
+note, and all of the batch's links in one transaction); if the process dies anywhere in
+between, a re-run does the unfinished files again and ends with the same vault as a run
+that was never interrupted. A failure names the file and the batch goes on."""
 
 from __future__ import annotations
 
@@ -22,6 +30,7 @@ import hashlib
 import os
 import posixpath
 import re
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,26 +39,28 @@ import yaml
 from tinydb import Query
 
 from ..errors import MemlinkError
-from ..names import NameIndex
+from ..names import TEXT_SUFFIXES, NameIndex, Scope, path_key
+from ..notes import split_frontmatter
+from ..yamlio import safe_load
 from .autolink import find_references, reference_link
 from .context import ExtractContext
+from .inputs import InputError
 from .updater import RunReport, link_entry, write_links
-from ..yamlio import safe_load
 
-TEXT_SUFFIXES = {".md", ".markdown", ".mdown", ".txt", ".text"}
 # Folder names that say what the pages in them are (GBrain's brain layout and the like).
 FOLDER_KINDS = {
     "people": "person", "person": "person", "persons": "person", "contacts": "person",
     "companies": "company", "company": "company", "orgs": "company", "organisations": "company",
     "organizations": "company", "meetings": "meeting", "meeting": "meeting", "calls": "meeting",
 }
-_FRONT = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*(?:\n|\Z)", re.S)
 
 
 @dataclass
 class Page:
-    path: Path
+    path: Path  # as given or found in a folder: how it is reported
     alias: str  # the path it was imported from, relative to the batch's root
+    real: Path | None = None  # the file to read (resolved, checked to be a regular file)
+    root: int = 0  # which of the paths given it came from
     text: str = ""
     body: str = ""  # the text without its frontmatter
     title: str = ""
@@ -65,7 +76,8 @@ class BatchResult:
     skipped: list[dict] = field(default_factory=list)  # {path, why}: not text, already imported
     failed: list[dict] = field(default_factory=list)  # {path, error}
     unresolved: list[dict] = field(default_factory=list)  # {file, line, ref}
-    links_added: list[dict] = field(default_factory=list)  # page-to-page links
+    ambiguous: list[dict] = field(default_factory=list)  # {file, line, ref, candidates}
+    links_added: list[dict] = field(default_factory=list)  # every new link: page-to-page and derived notes'
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -74,33 +86,93 @@ class BatchResult:
             "files": [{"path": r.path, "source": r.source_uri, "skipped": r.skipped,
                        "report": r.report.to_json() if r.report else None} for r in self.files],
             "skipped": self.skipped, "failed": self.failed, "unresolved": self.unresolved,
-            "links_added": self.links_added, "problems": self.problems, "seconds": round(self.seconds, 3),
+            "ambiguous": self.ambiguous, "links_added": self.links_added, "page_links": len(self.page_links()),
+            "problems": self.problems, "seconds": round(self.seconds, 3),
         }
+
+    def page_links(self) -> list[dict]:
+        """The new links between the batch's pages (source notes), not those of the notes
+        extracted from them."""
+        pages = {r.source_uri for r in self.files}
+        return [l for l in self.links_added if l["from"] in pages and l["to"] in pages]
 
 
 # -- collecting -----------------------------------------------------------------------------
-def collect(paths: list[Path]) -> tuple[list[Page], list[dict], list[dict]]:
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def refuse_vault_paths(vault, paths: list[Path]) -> None:
+    """Files already in the vault are its notes, not resources to import."""
+    for arg in map(Path, paths):
+        real = Path(os.path.realpath(arg))
+        if _inside(real, vault.root):
+            raise InputError(f"{arg} is inside the vault ({vault.root}); ingest imports files from outside it — "
+                             f"notes in the vault are indexed as they are")
+
+
+def collect(paths: list[Path], vault_root: Path | None = None) -> tuple[list[Page], list[dict], list[dict]]:
     """(pages to read, skipped, failed). A folder is its files' root; files given one by
-    one share their common folder as root."""
+    one share their common folder as root. In a folder only regular files are taken: a
+    symbolic link or a special file (FIFO, socket, device) is skipped, named, and so is
+    a file whose real path is outside the folder, or the vault when a folder holds it."""
     pages: list[Page] = []
     skipped: list[dict] = []
     failed: list[dict] = []
+
+    def skip(path: Path, why: str) -> None:
+        skipped.append({"path": str(path), "why": why})
+
     files = [Path(p) for p in paths if Path(p).is_file()]
     root = Path(os.path.commonpath([str(f.resolve().parent) for f in files])) if files else None
-    for arg in map(Path, paths):
+    for n, arg in enumerate(map(Path, paths)):
         if arg.is_dir():
-            for dirpath, dirnames, filenames in os.walk(arg):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            top = Path(os.path.realpath(arg))
+            for dirpath, dirnames, filenames in os.walk(top):  # never follows a linked folder
+                here = Path(dirpath)
+                keep = []
+                for d in sorted(dirnames):
+                    if d.startswith("."):
+                        continue
+                    if (here / d).is_symlink():
+                        skip(arg / (here / d).relative_to(top), "a symbolic link (not followed)")
+                    elif here / d == vault_root:
+                        skip(arg / (here / d).relative_to(top), "the vault itself")
+                    else:
+                        keep.append(d)
+                dirnames[:] = keep
                 for name in sorted(filenames):
                     if name.startswith("."):
                         continue
-                    path = Path(dirpath) / name
-                    if path.suffix.lower() not in TEXT_SUFFIXES:
-                        skipped.append({"path": str(path), "why": f"not a text or markdown file ({path.suffix or 'no suffix'})"})
+                    path = here / name
+                    shown = arg / path.relative_to(top)
+                    try:
+                        st = os.lstat(path)
+                    except OSError as exc:
+                        failed.append({"path": str(shown), "error": f"{shown}: cannot read ({exc.strerror})"})
                         continue
-                    pages.append(Page(path, path.relative_to(arg).as_posix()))
+                    if stat.S_ISLNK(st.st_mode):
+                        skip(shown, "a symbolic link (not followed)")
+                        continue
+                    if not stat.S_ISREG(st.st_mode):
+                        skip(shown, "not a regular file (a FIFO, socket or device)")
+                        continue
+                    if path.suffix.lower() not in TEXT_SUFFIXES:
+                        skip(shown, f"not a text or markdown file ({path.suffix or 'no suffix'})")
+                        continue
+                    real = Path(os.path.realpath(path))
+                    if not _inside(real, top):
+                        skip(shown, f"outside the folder given ({real})")
+                        continue
+                    pages.append(Page(shown, path.relative_to(top).as_posix(), real, root=n))
         elif arg.is_file():
-            pages.append(Page(arg, arg.resolve().relative_to(root).as_posix()))
+            real = arg.resolve()
+            if not stat.S_ISREG(os.stat(real).st_mode):
+                skip(arg, "not a regular file (a FIFO, socket or device)")
+                continue
+            pages.append(Page(arg, real.relative_to(root).as_posix(), real, root=-1))  # files given share a root
+        elif os.path.exists(arg):
+            skip(arg, "not a regular file (a FIFO, socket or device)")
         else:
             failed.append({"path": str(arg), "error": f"{arg}: no such file or folder"})
     return pages, skipped, failed
@@ -109,16 +181,17 @@ def collect(paths: list[Path]) -> tuple[list[Page], list[dict], list[dict]]:
 def read_page(page: Page) -> None:
     from .inputs import read_text_file
 
-    page.text = read_text_file(page.path)
+    page.text = read_text_file(page.real or page.path, follow=False)
     page.sha = hashlib.sha256(page.text.encode("utf-8")).hexdigest()
     page.body, meta = page.text, {}
-    if m := _FRONT.match(page.text):
+    front, body = split_frontmatter(page.text)
+    if front is not None and body is not None:
         try:
-            loaded = safe_load(m.group(1))
+            loaded = safe_load(front)
         except yaml.YAMLError:
             loaded = None
         if isinstance(loaded, dict):
-            meta, page.body = loaded, page.text[m.end():]
+            meta, page.body = loaded, body
     page.title = _title(meta, page.body, page.path)
     kind = meta.get("type") or meta.get("kind")
     if isinstance(kind, str) and kind.strip():
@@ -139,10 +212,11 @@ def _title(meta: dict, body: str, path: Path) -> str:
 
 # -- the batch ------------------------------------------------------------------------------
 def ingest_batch(vault, paths: list[Path], *, wiki: bool = True, extractor=None, progress=None) -> BatchResult:
-    from .inputs import IngestResult, InputError, choose_extractor, run_extraction
+    from .inputs import IngestResult, choose_extractor, run_extraction
 
     started = time.perf_counter()
-    pages, skipped, failed = collect(paths)
+    refuse_vault_paths(vault, paths)
+    pages, skipped, failed = collect(paths, vault.root)
     result = BatchResult(skipped=skipped, failed=failed)
     ok: list[Page] = []
     for page in pages:
@@ -154,13 +228,14 @@ def ingest_batch(vault, paths: list[Path], *, wiki: bool = True, extractor=None,
         ok.append(page)
     if extractor is None and ok:
         extractor, _health = choose_extractor(vault)
-    reports: dict[str, RunReport] = {}
     # Pass 1: every file a note, before any reference is resolved.
     table = vault.state.db("ingested").table("files")
     written: list[Page] = []
+    reports: dict[int, RunReport] = {}  # id(page) -> its report
+    in_batch: dict[str, str] = {}  # sha -> uri of a page of this batch with that text
     for page in ok:
         try:
-            reports[page.alias] = _write_source(vault, table, page, wiki, extractor)
+            reports[id(page)] = _write_source(vault, table, page, wiki, extractor, in_batch)
         except MemlinkError as exc:
             result.failed.append({"path": str(page.path), "error": f"{page.path}: {exc}"})
             continue
@@ -169,7 +244,8 @@ def ingest_batch(vault, paths: list[Path], *, wiki: bool = True, extractor=None,
     # links wait, to be written with the references' links.
     known = {page.title.lower(): page.uri for page in written}
     common = {w for page in written for w in re.findall(r"(?<![\w'-])[a-z][a-z'-]+", page.body)}
-    specs: dict[str, list[tuple]] = {page.alias: [] for page in written}
+    specs: dict[int, list[tuple]] = {id(page): [] for page in written}
+    unfinished: set[int] = set()  # pages whose memories could not be extracted: not recorded as done
     for i, page in enumerate(written):
         if progress:
             progress(i, 2 * len(written))
@@ -178,24 +254,35 @@ def ingest_batch(vault, paths: list[Path], *, wiki: bool = True, extractor=None,
         ctx = ExtractContext("resource", page.body, dt.date.today(), base=posixpath.dirname(page.alias),
                              known_names=dict(known), common_words=common)
         ctx.source_page = ctx.add(vault.read_note(page.uri))
+        own = reports[id(page)]
         try:
-            report = run_extraction(vault, ctx, extractor, f"resource {page.alias}", deferred=specs[page.alias])
+            report = run_extraction(vault, ctx, extractor, f"resource {page.alias}", deferred=specs[id(page)])
         except MemlinkError as exc:
-            reports[page.alias].problems.append(f"{page.path}: extraction failed: {exc}")
+            own.problems.append(f"{page.path}: extraction failed (a re-run tries it again): {exc}")
+            unfinished.add(id(page))
             continue
-        own = reports[page.alias]
-        own.created += report.created
+        own.created += [u for u in report.created if u not in own.created]
         own.changed += report.changed
         own.problems += report.problems
-    # Pass 3: each file's references, resolved against the whole batch and the vault.
+    # Pass 3: each file's references: its own import's pages first, then the whole batch,
+    # then the vault.
     names = NameIndex.for_vault(vault)
+    by_root: dict[int, dict[str, str]] = {}
+    for page in written:
+        by_root.setdefault(page.root, {})[path_key(page.alias)] = page.uri
+    batch = {page.uri for page in written}
     for i, page in enumerate(written):
         if progress:
             progress(len(written) + i, 2 * len(written))
-        specs[page.alias] += _references(vault, page, names, reports[page.alias], extractor, result)
-    _write_batch_links(vault, written, specs, reports, result)
+        scope = Scope(by_root[page.root], batch, posixpath.dirname(path_key(page.alias)))
+        specs[id(page)] += _references(vault, page, names, scope, reports[id(page)], extractor, result)
+    landed = _write_batch_links(vault, written, specs, reports, result)
+    # Only now is a file done: its SHA-256 is recorded, and a re-run skips it.
+    done = [page for page in written if id(page) in landed and id(page) not in unfinished and not page.known]
+    for page in done:
+        table.upsert({"sha256": page.sha, "uri": page.uri, "path": str(page.real or page.path)}, Query().sha256 == page.sha)
     for page in written:
-        report = reports[page.alias]
+        report = reports[id(page)]
         result.files.append(IngestResult(str(page.path), page.uri, None if page.known else report, skipped=page.known))
         if page.known:
             result.skipped.append({"path": str(page.path), "why": page.known})
@@ -206,44 +293,51 @@ def ingest_batch(vault, paths: list[Path], *, wiki: bool = True, extractor=None,
     return result
 
 
-def _write_batch_links(vault, written: list[Page], specs: dict[str, list[tuple]], reports: dict, result: BatchResult) -> None:
+def _write_batch_links(vault, written: list[Page], specs: dict[int, list[tuple]], reports: dict,
+                       result: BatchResult) -> set[int]:
     """All the batch's links in one transaction (one rewrite per sidecar); if that fails,
-    file by file, so that the failure names its file and the other files' links land."""
+    file by file, so that the failure names its file and the other files' links land.
+    Returns the pages whose links landed."""
     try:
-        done: dict[str, list] = {}
-        flat = [spec for page in written for spec in specs[page.alias]]
+        done: dict[int, list] = {}
+        flat = [spec for page in written for spec in specs[id(page)]]
         links = write_links(vault, flat) if flat else []
         at = 0
         for page in written:
-            n = len(specs[page.alias])
-            done[page.alias] = links[at : at + n]
+            n = len(specs[id(page)])
+            done[id(page)] = links[at : at + n]
             at += n
     except MemlinkError:
         done = {}
         for page in written:
             try:
-                done[page.alias] = write_links(vault, specs[page.alias]) if specs[page.alias] else []
+                done[id(page)] = write_links(vault, specs[id(page)]) if specs[id(page)] else []
             except MemlinkError as exc:
-                reports[page.alias].problems.append(f"{page.path}: links not written: {exc}")
-    for alias, links in done.items():
+                reports[id(page)].problems.append(f"{page.path}: links not written (a re-run tries again): {exc}")
+    for key, links in done.items():
         for link, new in links:
             if not new:
-                reports[alias].links_kept += 1
+                reports[key].links_kept += 1
                 continue
             entry = link_entry(link)
-            reports[alias].links_added.append(entry)
+            reports[key].links_added.append(entry)
             result.links_added.append(entry)
+    return set(done)
 
 
-def _write_source(vault, table, page: Page, wiki: bool, extractor) -> RunReport:
+def _write_source(vault, table, page: Page, wiki: bool, extractor, in_batch: dict[str, str]) -> RunReport:
+    """The page's source note. A text already imported (recorded as done, or earlier in
+    this batch) is not imported again: its note gets this path as another alias (the
+    text a person added under that note is kept: engine.notes.rebuild_body)."""
     seen = table.get(Query().sha256 == page.sha)
-    if seen and vault.exists(seen["uri"]):
-        page.uri = seen["uri"]
-        page.known = f"already imported as {seen['uri']}"
+    uri = in_batch.get(page.sha) or (seen["uri"] if seen and vault.exists(seen["uri"]) else None)
+    if uri is not None:
+        page.uri = uri
+        page.known = f"already imported as {uri}"
         if page.alias not in (vault.read_note(page.uri).fields.get("aliases") or []):
             vault.write_note("source", {"aliases": [page.alias]}, uri=page.uri)  # the same text at another path
         return RunReport("none")
-    origin = str(page.path.resolve())
+    origin = str(page.real or page.path.resolve())
     schema = vault.schema("source")
     fields = {"title": page.title, "kind": page.kind, "aliases": [page.alias], "origin": origin,
               "in_wiki": wiki, "content": page.body.strip()}
@@ -251,20 +345,27 @@ def _write_source(vault, table, page: Page, wiki: bool, extractor) -> RunReport:
     stem, n = uri[:-3], 2
     while vault.exists(uri) and vault.read_note(uri).fields.get("origin") != origin:
         uri, n = f"{stem}-{n}.md", n + 1  # another page with the same title: both are kept
+    existed = vault.exists(uri)  # imported before but not finished (a re-run after a crash)
     note = vault.write_note("source", fields, uri=uri)
-    table.upsert({"sha256": page.sha, "uri": note.uri, "path": origin}, Query().sha256 == page.sha)
-    page.uri = note.uri
+    in_batch[page.sha] = page.uri = note.uri
     report = RunReport(extractor.name if wiki else "none")
-    report.created.append(note.uri)
+    if not existed:
+        report.created.append(note.uri)
     return report
 
 
-def _references(vault, page: Page, names: NameIndex, report: RunReport, extractor, result: BatchResult) -> list[tuple]:
-    """The link specs of a file's references; the unresolved ones are reported."""
-    refs = find_references(vault, page.uri, page.text, base=posixpath.dirname(page.alias), names=names)
+def _references(vault, page: Page, names: NameIndex, scope: Scope, report: RunReport, extractor,
+                result: BatchResult) -> list[tuple]:
+    """The link specs of a file's references; the unresolved and ambiguous ones are reported."""
+    refs = find_references(vault, page.uri, page.text, base=posixpath.dirname(page.alias), names=names, scope=scope)
     for miss in refs.missing:
-        result.unresolved.append({"file": str(page.path), "line": miss.line, "ref": miss.raw})
-        report.unresolved.append(f"{page.path}:{miss.line}: {miss.raw}")
+        if miss.candidates:
+            result.ambiguous.append({"file": str(page.path), "line": miss.line, "ref": miss.raw,
+                                     "candidates": list(miss.candidates)})
+            report.unresolved.append(f"{page.path}:{miss.line}: {miss.raw} (ambiguous: {', '.join(miss.candidates)})")
+        else:
+            result.unresolved.append({"file": str(page.path), "line": miss.line, "ref": miss.raw})
+            report.unresolved.append(f"{page.path}:{miss.line}: {miss.raw}")
     specs = []
     for ref in refs.found:
         link_type, spec = reference_link(ref, page.kind, names.kind(ref.target))

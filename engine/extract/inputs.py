@@ -6,6 +6,9 @@ is kept but not extracted."""
 from __future__ import annotations
 
 import datetime as dt
+import errno
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,11 +84,24 @@ class IngestResult:
     skipped: str | None = None  # why nothing was done
 
 
-def read_text_file(path: Path) -> str:
+def read_text_file(path: Path, *, follow: bool = True) -> str:
+    """A regular file's text. Opened without blocking (a FIFO or device is refused, never
+    waited on); with ``follow=False`` a symbolic link is refused too."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
     try:
-        data = path.read_bytes()
+        fd = os.open(path, flags)
+    except OSError as exc:
+        why = "a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
+        raise InputError(f"{path}: cannot read ({why})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(f"{path}: not a regular file (a FIFO, socket or device)")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read()
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
     if b"\x00" in data[:4096]:
         raise InputError(f"{path}: looks binary (NUL byte in the first 4 KiB); only text and markdown files are imported")
     try:

@@ -267,7 +267,9 @@ class RulesExtractor:
         if day is not None and not created and _PAST.search(s):
             words = re.sub(r"[^\w\s'-]", " ", s).split()
             name = " ".join(words[:8]) if words else s[:40]
-            participants = [n.fields.get("name") for n in self._mentions(s, ctx).values() if n.fields.get("kind") == "person"]
+            participants = [n.fields.get("name") or n.fields.get("title") for n in self._mentions(s, ctx).values()
+                            if n.fields.get("kind") == "person"]  # an entity's name, an imported person page's title
+            participants = [p for p in participants if isinstance(p, str) and p]
             fields = {"event_name": name, "date": day.isoformat(), "content": s}
             if participants:
                 fields["participants"] = participants
