@@ -5,8 +5,13 @@ types. The relation itself is kept in the link's description, phrased from the l
 from-note to its to-note ("works at" from a person's page, "employs" from the
 company's), so search can answer "Who works at X?".
 
+A cue can state the relation either way round: "Mia works at Acme" has the relation's
+subject before the cue, "Acme employs Mia", "Acme was backed by Bob" after it (the
+relation's ``reverse`` cues). When the page kinds do not say who the subject is, the
+reference's place around the cue does, flipped for a reverse cue.
+
 Ingest uses ``relation_in`` on the sentence around a reference; search uses
-``asked_relation`` on the question and ``relation_of`` on a link's description."""
+``asked_relation`` on the question and ``relations_of`` on a link's description."""
 
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ class Relation:
     inverse: str  # the object's page links to the subject's: "employs"
     said: re.Pattern  # the relation stated in a sentence
     asked: re.Pattern  # the relation asked about in a question
+    reverse: re.Pattern | None = None  # cues (among ``said``) whose grammatical subject is the relation's object
 
 
 def _p(text: str) -> re.Pattern:
@@ -32,27 +38,34 @@ def _p(text: str) -> re.Pattern:
 
 RELATIONS: list[Relation] = [  # strongest first: the first that matches a sentence decides
     Relation("founded", LinkType.BELONGS_TO, "founded", "founded by",
-             _p(r"\b(?:co-?)?found(?:ed|er|ing (?:member|partner|team))\b"), _p(r"\b(?:co-?)?found(?:ed|er|ers)\b")),
+             _p(r"\b(?:co-?)?found(?:ed|er|ing (?:member|partner|team))\b"), _p(r"\b(?:co-?)?found(?:ed|er|ers)\b"),
+             _p(r"(?:co-?)?founded by\b")),
     Relation("invested_in", LinkType.RELATED_TO, "invested in", "backed by",
              _p(r"\binvest(?:ed|or|ors|ment|ments|s|ing)?\b|\bback(?:ed|er|ers|s)\b|\bangel\b|\bstake\b|"
                 r"\bseries [a-f]\b|\b(?:seed|funding) round\b|\bfunded\b"),
-             _p(r"\binvest(?:ed|or|ors|s|ing)?\b|\bback(?:ed|er|ers|s)?\b|\bfund(?:ed|s|ers)?\b")),
+             _p(r"\binvest(?:ed|or|ors|s|ing)?\b|\bback(?:ed|er|ers|s)?\b|\bfund(?:ed|s|ers)?\b"),
+             _p(r"(?:backed|funded|invested in) by\b")),
     Relation("advises", LinkType.RELATED_TO, "advises", "advised by",
              _p(r"\badvis(?:e|es|ed|ing|or|ors|er|ers|ory)\b|\bmentor(?:s|ed|ing)?\b"),
-             _p(r"\badvis(?:e|es|ed|ing|or|ors|er|ers|ory)\b|\bmentor(?:s|ed|ing)?\b")),
+             _p(r"\badvis(?:e|es|ed|ing|or|ors|er|ers|ory)\b|\bmentor(?:s|ed|ing)?\b"),
+             _p(r"(?:advised|mentored) by\b")),
     Relation("reports_to", LinkType.BELONGS_TO, "reports to", "manages",
-             _p(r"\breports? (?:in)?to\b|\bmanaged by\b|\b(?:her|his|their) manager\b"),
-             _p(r"\breports? to\b|\bmanag(?:es|ed|er)\b")),
+             _p(r"\breports? (?:in)?to\b|\bmanaged by\b|\b(?:her|his|their) manager\b|"
+                r"\bmanages\b(?!\s+(?:the|a|an|our|their|his|her|its)\b)"),
+             _p(r"\breports? to\b|\bmanag(?:es|ed|er)\b"),
+             _p(r"manages\b")),  # "Bob manages Mia": Mia reports to Bob ("managed by" says it the right way round)
     Relation("works_at", LinkType.BELONGS_TO, "works at", "employs",
-             _p(r"\bwork(?:s|ed|ing)? (?:at|for|here|there)\b|\bemploy(?:s|ed|ee|ees|er)\b|\bjoined\b|\bhired\b|"
+             _p(r"\bwork(?:s|ed|ing)? (?:at|for|here|there)\b|\bemploy(?:s|ed|ee|ees|er)?\b|\bjoined\b|\bhired\b|"
                 r"\bstaff\b|\bon the team\b|\bteam at\b|\bleads? (?:a |the )?(?:team|engineering|sales|design|product)\b|"
                 r"\b(?:CEO|CTO|CFO|COO|CMO|CPO|VP|president|head of|director|engineer|manager|designer|"
                 r"lead|scientist|analyst)\b"),
-             _p(r"\bwork(?:s|ed|ing)?\b|\bemploy(?:s|ed|ees)?\b|\bstaff\b|\bteam\b|\bemployees\b")),
+             _p(r"\bwork(?:s|ed|ing)?\b|\bemploy(?:s|ed|ees)?\b|\bstaff\b|\bteam\b|\bemployees\b"),
+             _p(r"employs?\b|hired\b(?!\s+by\b)")),  # "Acme employs / hired Mia"; "hired by", "employed by" are not
     Relation("attended", LinkType.BELONGS_TO, "attended", "attended by",
              _p(r"\battend(?:ed|s|ees?|ing|ance)\b|\bpresent\b|\bparticipants?\b|\bwas at\b|\bwere at\b|"
                 r"\bjoined\b|\bmet\b|\bin the room\b"),
-             _p(r"\battend(?:ed|s|ees?|ing)?\b|\bwas at\b|\bwere at\b|\bpresent at\b|\bparticipat")),
+             _p(r"\battend(?:ed|s|ees?|ing)?\b|\bwas at\b|\bwere at\b|\bpresent at\b|\bparticipat"),
+             _p(r"attended by\b")),
 ]
 BY_NAME = {r.name: r for r in RELATIONS}
 # A meeting page that names a person records an attendee (GBrain) — unless the sentence
@@ -77,20 +90,24 @@ def relation_in(sentence: str, from_kind: str, to_kind: str, ref_at: int | None 
             continue
         if rel.name == "attended" and ABSENT.search(sentence):
             return None, True
-        return rel, _from_is_subject(rel, from_kind, to_kind, m.start(), ref_at)
+        reverse = rel.reverse is not None and rel.reverse.match(sentence, m.start()) is not None
+        return rel, _from_is_subject(rel, from_kind, to_kind, m.start(), ref_at, reverse)
     if from_kind in MEETING_KINDS and to_kind in PERSON_KINDS and not ABSENT.search(sentence):
         return BY_NAME["attended"], False
     return None, True
 
 
-def _from_is_subject(rel: Relation, from_kind: str, to_kind: str, cue_at: int, ref_at: int | None) -> bool:
+def _from_is_subject(rel: Relation, from_kind: str, to_kind: str, cue_at: int, ref_at: int | None,
+                     reverse: bool = False) -> bool:
     if from_kind in PERSON_KINDS and to_kind not in PERSON_KINDS:
         return True  # a person works at / invests in / attends something
     if to_kind in PERSON_KINDS and from_kind not in PERSON_KINDS:
         return False
     if ref_at is None:
-        return True
-    return ref_at > cue_at  # "Mia reports to [Bob]": the reference after the cue is the object
+        return not reverse
+    # "Mia reports to [Bob]": the reference after the cue is the object — unless the cue
+    # says it the other way round ("Acme employs [Mia]": the reference is the subject).
+    return (ref_at > cue_at) != reverse
 
 
 def describe(rel: Relation, from_is_subject: bool) -> str:
@@ -110,12 +127,6 @@ def relations_of(description: str) -> list[tuple[Relation, bool]]:
             elif text == rel.inverse:
                 out.append((rel, False))
     return out
-
-
-def relation_of(description: str) -> tuple[Relation | None, bool]:
-    """The first (strongest) relation a link's description names."""
-    found = relations_of(description)
-    return found[0] if found else (None, True)
 
 
 _WHO = re.compile(r"^\s*(?:who(?:m|se)?|which (?:people|persons?|investors?|advisors?|advisers?|founders?|employees?)|"

@@ -343,3 +343,36 @@ def test_a_title_several_pages_have_resolves_next_to_the_referring_page_or_is_re
     [amb] = result.ambiguous
     assert (Path(amb["file"]).name, amb["line"], amb["ref"]) == ("other.md", 3, "[[Dup]]")
     assert sorted(amb["candidates"]) == ["sources/dup-2.md", "sources/dup.md"]
+
+
+def test_reverse_cues_flip_the_relation_when_page_kinds_are_unknown(vault, tmp_path):
+    from engine.relations import describe, relation_in
+
+    def said(sentence: str, ref: str) -> str | None:
+        rel, from_is_subject = relation_in(sentence, "", "", sentence.index(ref))
+        return describe(rel, from_is_subject) if rel else None
+
+    assert said("Acme employs [Mia].", "[Mia]") == "employs"
+    assert said("Acme hired [Mia] last year.", "[Mia]") == "employs"
+    assert said("Acme was backed by [Bob].", "[Bob]") == "backed by"
+    assert said("Acme was funded by [Kestrel].", "[Kestrel]") == "backed by"
+    assert said("Acme was founded by [Mia].", "[Mia]") == "founded by"
+    assert said("Acme is advised by [Carla].", "[Carla]") == "advised by"
+    assert said("Bob manages [Mia].", "[Mia]") == "manages"
+    assert said("Mia is managed by [Bob].", "[Bob]") == "reports to"  # already the right way round
+    assert said("[Acme] employs Mia.", "[Acme]") == "works at"  # the reference is the subject
+    assert said("[Acme] was founded by Mia.", "[Acme]") == "founded"
+    assert said("Mia was hired by [Acme].", "[Acme]") == "works at"
+    assert said("Mia works at [Acme].", "[Acme]") == "works at"
+    # A folder with no people/ or companies/ and no frontmatter type.
+    pages = write(tmp_path / "pages", {
+        "acme.md": "# Acme\n\nAcme employs [[Mia]]. Acme was backed by [[Bob]]. Acme was founded by [[Zoe]].\n",
+        "mia.md": "# Mia\n\nEngineer.\n", "bob.md": "# Bob\n\nInvestor.\n", "zoe.md": "# Zoe\n\nFounder.\n",
+        "lead.md": "# Lead\n\nLead manages [[Mia]].\n",
+    })
+    ingest_batch(vault, [pages], extractor=RULES)
+    got = links_of(vault, "sources/acme.md")
+    assert got["sources/mia.md"][1] == "employs"
+    assert got["sources/bob.md"][1] == "backed by"
+    assert got["sources/zoe.md"][1] == "founded by"
+    assert links_of(vault, "sources/lead.md")["sources/mia.md"][1] == "manages"
