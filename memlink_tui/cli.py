@@ -447,13 +447,15 @@ def cmd_recall(args) -> int:
         return 0
     if not hits:
         print("nothing relevant recalled")
-    for i, h in enumerate(hits, 1):
-        print(f"{i}. {h.score:.3f}  {h.session}  [{', '.join(h.sources)}]  found by: {'; '.join(h.routes)}")
-        print(f"   {h.summary}")
-        print(f"   Q: {h.question[:200]}")
-        print(f"   A: {h.answer[:200]}")
+    from engine.text import printable
+
+    for i, h in enumerate(hits, 1):  # chat text is data: no escape sequence reaches the terminal
+        print(printable(f"{i}. {h.score:.3f}  {h.session}  [{', '.join(h.sources)}]  found by: {'; '.join(h.routes)}"))
+        print(printable(f"   {h.summary}"))
+        print(printable(f"   Q: {h.question[:200]}"))
+        print(printable(f"   A: {h.answer[:200]}"))
         for t in h.triples[:3]:
-            print(f"   ({t['subject']} — {t['predicate']} — {t['object']})")
+            print(printable(f"   ({t['subject']} — {t['predicate']} — {t['object']})"))
     return 0
 
 

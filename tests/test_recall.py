@@ -183,3 +183,13 @@ def test_processes_building_the_index_at_once_all_answer(tmp_path):
     outs = [r.communicate(timeout=120) for r in runs]
     assert [r.returncode for r in runs] == [0, 0, 0], [e for _, e in outs]
     assert len({json.dumps([h["memory_id"] for h in json.loads(o)]) for o, _ in outs}) == 1
+
+
+def test_recalled_text_never_reaches_the_terminal_as_escape_sequences(vault, tmp_path):
+    from test_cli import memlink
+
+    chat(vault, "s", [("user", "Paint the \x1b[2Jfence \x1b]52;c;cm0gLXJmIH4=\x07green"), ("assistant", "Done \x1b[31mred\x1b[0m.")])
+    vault.close()
+    out = memlink("recall", "paint the fence", vault=vault.root)
+    assert out.returncode == 0 and "fence" in out.stdout
+    assert "\x1b" not in out.stdout and "\x07" not in out.stdout
