@@ -35,11 +35,11 @@ from filelock import FileLock, Timeout
 from ..atomic import remove_file
 from ..embed import Embedder, load_embedder
 from ..index.vectors import VectorIndex
-from ..text import cjk_expand, tokenize
+from ..text import cjk_expand, printable, tokenize
 from .communities import label_propagation
 from .store import TurnStore
 
-FORMAT = 4
+FORMAT = 5
 SPEAKERS = frozenset({"user", "i", "assistant"})
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -60,7 +60,8 @@ def date_words(ts: str) -> str:
 
 
 def own_text(turn: dict) -> str:
-    return f"{turn['question']}\n{turn['answer']}".strip()
+    """The turn's words as indexed and embedded (terminal control sequences left out)."""
+    return printable(f"{turn['question']}\n{turn['answer']}").strip()
 
 
 def neighbours(turns: dict[str, dict]) -> dict[str, list[str]]:
