@@ -376,3 +376,17 @@ def test_reverse_cues_flip_the_relation_when_page_kinds_are_unknown(vault, tmp_p
     assert got["sources/bob.md"][1] == "backed by"
     assert got["sources/zoe.md"][1] == "founded by"
     assert links_of(vault, "sources/lead.md")["sources/mia.md"][1] == "manages"
+
+
+def test_real_names_keep_their_first_word_and_openers_are_dropped_only_at_the_start():
+    assert names_in("She moved to New Zealand.") == ["New Zealand"]
+    assert names_in("She studied at New York University.") == ["New York University"]
+    assert names_in("New York University hired her.") == ["New York University"]
+    assert names_in("Will Smith joined the board.") == ["Will Smith"]
+    assert names_in("We met Will Smith at First Republic Bank.") == ["Will Smith", "First Republic Bank"]
+    assert names_in("First Republic Bank failed in 2023.") == ["First Republic Bank"]
+    assert names_in("Big Sur is lovely in May.") == ["Big Sur"]
+    assert names_in("## Open Questions") == [] and names_in("Recent Press Coverage") == []  # headlines
+    assert names_in("Why Mia Brown left is unclear.") == ["Mia Brown"]  # an opener, at the start
+    assert names_in("On Monday Mia Brown called.") == ["Mia Brown"]
+    assert names_in("Led Series B round on 3 March 2021.") == []

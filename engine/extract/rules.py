@@ -51,19 +51,23 @@ _DATE_ZH = re.compile(r"(\d{1,2})月(\d{1,2})[日号]")
 _RELATIVE = {"today": 0, "this morning": 0, "tonight": 0, "this afternoon": 0, "yesterday": -1, "last night": -1,
              "今天": 0, "今晚": 0, "昨天": -1, "昨晚": -1}
 _CAPNAME = re.compile(r"\b([A-Z][a-z]+(?:\s+(?:[A-Z][a-z]+|de|van|von|der|el|El|al)){1,3})\b")
+# Never a name, wherever they stand: months, weekdays, and words capitalised only as a
+# sentence's first word.
 _NOT_NAMES = {m.capitalize() for m in _MONTHS} | {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
                                                    "Sunday", "I", "The", "A", "An", "My", "We", "You", "It", "This", "That"}
-# Words capitalised only because they open a sentence or a headline: closed-class words
-# and common sentence openers never start a name ("Why Most", "Led Series").
-_NOT_NAMES |= {w.capitalize() for w in (
+# Words that, capitalised, only open a sentence ("Why Mia left", "Led Series B round"):
+# closed-class words and common opening verbs. Dropped at the start of a sentence only —
+# mid-sentence a capitalised word is part of a name ("moved to New Zealand"). Words that
+# do start names ("New York", "First Republic Bank", "Will Smith") are not among them;
+# title-case lines are left to ``_headline``.
+_OPENERS = {w.capitalize() for w in (
     "why how what when where who whom whose which while whether if then than so and but or nor yet also "
     "most more many much some any all every each both few several such no not none other another "
     "our your their his her its these those there here he she they we us them me "
-    "is are was were be been being do does did have has had will would can could should may might must "
+    "is are was were be been being do does did have has had would can could should might must "
     "on in at by for from with without of to into onto about after before during since until over under "
     "led built grew sold raised ran went met saw got made took gave came bought left began spent told said sent "
-    "found won lost wrote held joined new old big small first last next early late key open recent notes lessons "
-    "yesterday today tomorrow tonight"
+    "found won lost wrote held joined yesterday today tomorrow tonight"
 ).split()}
 _LOWER_WORD = re.compile(r"(?<![\w'-])[a-z][a-z'-]+")
 _HEADING_LINE = re.compile(r"^\s*#{1,6}\s")
@@ -110,19 +114,22 @@ def _headline(sentence: str) -> bool:
 
 
 def names_in(sentence: str, common: set[str] | frozenset = frozenset()) -> list[str]:
-    """New multi-word names in a sentence. Leading words that only open the sentence are
-    dropped (closed-class words, common openers, and — at the sentence start — words the
-    text also writes in lower case); what is left must still be two words or more."""
+    """New multi-word names in a sentence. At the sentence's start (only openers before
+    the name) its leading openers are dropped, and a first word the text also writes in
+    lower case; months and weekdays never start a name. What is left must still be two
+    words or more."""
     if _headline(sentence):
         return []
     out = []
     for m in _CAPNAME.finditer(sentence):
         words = m[1].split()
         before = re.findall(r"\w+", sentence[: m.start()])
-        opening = all(w.capitalize() in _NOT_NAMES for w in before)  # only openers precede it
-        while words and (words[0] in _NOT_NAMES or (opening and words[0].lower() in common)):
+        opening = all(w.capitalize() in _OPENERS or w.capitalize() in _NOT_NAMES for w in before)
+        first = True
+        while words and (words[0] in _NOT_NAMES or opening and (
+                words[0] in _OPENERS or (first and words[0].lower() in common))):
             words.pop(0)
-            opening = False
+            first = False
         if len(words) >= 2 and words[-1] not in _NOT_NAMES:
             out.append(" ".join(words))
     return out
