@@ -39,9 +39,14 @@ class SearchConfig(BaseModel):
     forced_follow: list[str] = Field(default_factory=lambda: ["contradicts", "evolved_from"])
     backlink_boost: bool = False
     min_vector_similarity: float = Field(0.3, ge=-1, le=1, description="vector hits below this are noise")
+    min_query_coverage: float = Field(
+        0.2, ge=0, le=1,
+        description="share of the question's content words' idf (frame words left out) the notes must hold to count as a "
+                    "real match; below it, and with no note named, only vector hits above min_confident_similarity, marked weak")
     min_confident_similarity: float = Field(
         0.55, ge=-1, le=1,
-        description="with no query word in any note and no note named, vector hits below this are noise: nothing is returned")
+        description="with no real match (min_query_coverage) and no note named, vector hits below this are noise: "
+                    "nothing is returned")
     hnsw_m: int = Field(16, ge=4, le=64)
     hnsw_ef_construction: int = Field(100, ge=10)
     hnsw_ef_search: int = Field(300, ge=10)

@@ -15,7 +15,7 @@ from .index import SearchIndex
 from .links import LinkType
 from .relations import PERSON_KINDS, asked_relation, asks_who, relations_of
 from .render import render_links
-from .text import snippet, tokenize
+from .text import content_tokens, snippet, tokenize
 
 
 @dataclass
@@ -112,8 +112,9 @@ def search(
     """The k best notes for ``query``. Notes the question names (title or alias) seed the
     graph at full score; a "Who … X?" question puts the people X's links name first, those
     whose link states the asked relation ahead; notes derived from a hit that matched too
-    are grouped under it (``group``). With no word of the query in any note and no note
-    named, only vector hits above ``min_confident_similarity`` are returned, marked weak."""
+    are grouped under it (``group``). When the notes hold too little of the question's
+    content words (``query_coverage`` below ``min_query_coverage``) and it names no note,
+    only vector hits above ``min_confident_similarity`` are returned, marked weak."""
     cfg = vault.config.search
     index = index or SearchIndex.for_vault(vault)
     catalog = vault.catalog()
@@ -138,9 +139,10 @@ def search(
             found.setdefault(uri, []).append(Route("keyword", rank, score))
     named = _named(vault, query) if use_names else []
     named = [u for u in named if allowed(u)]
-    # Is there any real match? A word of the query in some note (asked of the keyword
-    # index even when its route is not used), or a note named.
-    lexical = bool(kw) or ("keyword" not in routes and bool(index.keyword_search(query, 1)))
+    # Is there any real match? The question's own words (not its frame: "what about",
+    # "tell me", "when did we discuss") in the notes — most of their weight, rare words
+    # counting more — or a note named.
+    lexical = query_coverage(index, query) >= cfg.min_query_coverage
     weak = not lexical and not named
     if weak and (not vec or vec[0][1] < cfg.min_confident_similarity):
         if log:
@@ -233,6 +235,19 @@ def search(
         h.evidence = [hit(e) for e in order if evidence.get(e) == uri]
         hits.append(h)
     return hits
+
+
+def query_coverage(index: SearchIndex, query: str) -> float:
+    """The share of a question's content words' idf that some note holds: 1.0 when every
+    word occurs somewhere, 0.0 when none does. Frame words (engine.text.QUESTION_FRAME) do
+    not count; a question made only of them is judged on all its words."""
+    tokens = content_tokens(query) or list(dict.fromkeys(tokenize(query)))
+    if not tokens:
+        return 0.0
+    df, n = index.keyword_doc_freq(tokens)
+    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in tokens}
+    total = sum(idf.values())
+    return sum(v for t, v in idf.items() if df[t]) / total if total else 0.0
 
 
 def _named(vault, query: str) -> list[str]:

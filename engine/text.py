@@ -19,6 +19,15 @@ _STOP = frozenset(
     "a an and are as at be but by for from has have he her his i in is it its of on or she so that the "
     "their them they this to was were what when where which who will with you your".split()
 )
+# The frame of a question ("what about …", "tell me about …", "when did we discuss …"):
+# words that say how something is asked, not what. Search's evidence gate neither needs
+# nor credits them. (As tokens: stemmed, the stop words above already gone.)
+QUESTION_FRAME = frozenset(
+    "about tell told telling say said says talk talked talking discuss discussed discussing discussion mention "
+    "mentioned remember recall know knew think thought we us our me my i you your did do does done had has have "
+    "can could would should shall may might please show give any anything something everything someone anyone "
+    "hey hi hello thanks thank again ever".split()
+)
 _HEADING = re.compile(r"^#{1,6}\s", re.MULTILINE)
 CHUNK_WORDS = 300
 # Terminal escape sequences (CSI, OSC, DCS/SOS/PM/APC strings, two-byte ESC sequences),
@@ -46,6 +55,17 @@ def has_cjk(text: str) -> bool:
 @lru_cache(maxsize=1)
 def _stemmer():
     return Stemmer.Stemmer("english")
+
+
+def content_tokens(text: str) -> list[str]:
+    """A question's tokens without its frame (QUESTION_FRAME), each once, in order."""
+    frame = _frame_tokens()
+    return [t for t in dict.fromkeys(tokenize(text)) if t not in frame]
+
+
+@lru_cache(maxsize=1)
+def _frame_tokens() -> frozenset[str]:
+    return frozenset(tokenize(" ".join(QUESTION_FRAME)))
 
 
 def tokenize(text: str) -> list[str]:

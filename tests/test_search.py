@@ -277,3 +277,24 @@ def test_pending_keyword_updates_score_like_committed_ones(small):
     assert before["entities/quokka.md"] == pytest.approx(after["entities/quokka.md"], rel=0.25)
     small.delete_note("entities/quokka.md")
     assert "entities/quokka.md" not in dict(index.keyword_search("quokka", 5))
+
+
+# -- the evidence gate: a question's frame is no match ------------------------------------
+@pytest.mark.parametrize("question", ["what about xyzzyqq", "tell me about xyzzyqq", "when did we discuss xyzzyqq"])
+def test_nonsense_inside_an_ordinary_question_is_no_confident_match(sample, question):
+    from test_cli import memlink
+
+    hits = search(sample, question)
+    assert all(h.weak for h in hits)  # nothing, or only weak-marked hits close in meaning
+    out = memlink("search", question, vault=sample.root).stdout
+    assert out.strip() == "no results" or out.startswith("weak matches")
+    assert search(sample, "what about the coffee")  # the frame does not hide a real question
+    assert not search(sample, "tell me about Man Met Bril")[0].weak
+
+
+def test_search_output_strips_terminal_control_sequences(vault):
+    from test_cli import memlink
+
+    vault.write_note("entity", {"name": "Evil \x1b]0;pwned\x07Corp", "content": "Evil Corp sells \x1b[2J zorblax widgets.\x9b31m"})
+    out = memlink("search", "zorblax", vault=vault.root).stdout
+    assert "zorblax" in out and not any(c in out for c in "\x1b\x07\x9b")

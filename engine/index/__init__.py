@@ -255,3 +255,6 @@ class SearchIndex:
 
     def keyword_search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:
         return self.keywords.search(query, k, types)
+
+    def keyword_doc_freq(self, tokens: list[str]) -> tuple[dict[str, int], int]:
+        return self.keywords.doc_freq(tokens)

@@ -176,3 +176,16 @@ class KeywordIndex:
 
     def count(self) -> int:
         return self.index.searcher().num_docs
+
+    def doc_freq(self, tokens: list[str]) -> tuple[dict[str, int], int]:
+        """({token: how many notes hold it}, how many notes there are), for tokens as
+        ``tokenize`` makes them. A note counts once whether the token is in its title or
+        its body (the larger of the two counts); notes not yet committed are counted too."""
+        searcher = self.index.searcher()
+        live = [d for d in self.pending.values() if d is not None]
+        n = searcher.num_docs + len(live)
+        out = {}
+        for tok in tokens:
+            stored = max(searcher.doc_freq("title", tok), searcher.doc_freq("body", tok))
+            out[tok] = stored + sum(1 for d in live if d.title[tok] or d.body[tok])
+        return out, n
