@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from engine import LinkType, MemlinkError, Vault
+from engine.text import printable
 
 from .paths import copy_sample_vault, default_vault
 
@@ -295,14 +296,14 @@ def cmd_search(args) -> int:
     if not hits:
         print("no results")
     elif hits[0].weak:
-        print("weak matches: no word of the query occurs in any note; these are only close in meaning")
-    for i, h in enumerate(hits, 1):
-        print(f"{i:>2}. {h.score:.3f}  {h.title}  ({h.memory_type} · {h.uri})")
-        print(f"      found by: {h.route}")
+        print("weak matches: the notes hold too few of the question's words; these are only close in meaning")
+    for i, h in enumerate(hits, 1):  # note text is data: printed without its control sequences
+        print(printable(f"{i:>2}. {h.score:.3f}  {h.title}  ({h.memory_type} · {h.uri})"))
+        print(printable(f"      found by: {h.route}"))
         if h.snippet:
-            print(f"      {h.snippet}")
+            print(printable(f"      {h.snippet}"))
         for e in h.evidence:
-            print(f"      ↳ derived: {e.title}  ({e.memory_type} · {e.uri})")
+            print(printable(f"      ↳ derived: {e.title}  ({e.memory_type} · {e.uri})"))
     return 0
 
 
@@ -349,20 +350,25 @@ def cmd_reindex(args) -> int:
 
 
 def _print_report(report, heading: str) -> None:
-    print(f"{heading}: {report.summary()}  [provider: {report.provider}]")
+    """A run's report; what came from notes or imported files is printed without its
+    terminal control sequences."""
+    def say(text: str) -> None:
+        print(printable(text))
+
+    say(f"{heading}: {report.summary()}  [provider: {report.provider}]")
     for uri in report.created:
-        print(f"  + {uri}")
+        say(f"  + {uri}")
     for change in report.changed:
         fields = ", ".join(k for k in change["after"] if change["before"].get(k) != change["after"].get(k))
-        print(f"  ~ {change['uri']}  ({fields})")
+        say(f"  ~ {change['uri']}  ({fields})")
     for link in report.links_added:
         relation = link.get("relation") or ""
         shown = f"{link['type']} · {relation}" if relation and relation != "referenced in the text" else link["type"]
-        print(f"  -> {link['from']} -[{shown}]-> {link['to']}")
+        say(f"  -> {link['from']} -[{shown}]-> {link['to']}")
     for ref in report.unresolved:
-        print(f"  ! reference to a missing note: {ref}")
+        say(f"  ! reference to a missing note: {ref}" if "(ambiguous:" not in ref else f"  ! ambiguous reference: {ref}")
     for problem in report.problems:
-        print(f"  ! {problem}")
+        say(f"  ! {problem}")
 
 
 def cmd_commit(args) -> int:
@@ -395,7 +401,7 @@ def cmd_ingest(args) -> int:
                           progress=None if args.json else _progress("importing"))
     vault.close()
     for failure in result.failed:
-        print(f"memlink: error: {failure['error']}", file=sys.stderr)
+        print(printable(f"memlink: error: {failure['error']}"), file=sys.stderr)
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
         return EXIT_ERROR if result.failed else 0
@@ -403,11 +409,14 @@ def cmd_ingest(args) -> int:
         if not r.skipped:
             _print_report(r.report, r.path)
     for skip in result.skipped:
-        print(f"{skip['path']}: skipped, {skip['why']}")
+        print(printable(f"{skip['path']}: skipped, {skip['why']}"))
     imported = sum(1 for r in result.files if not r.skipped)
+    page_links = len(result.page_links())
+    others = len(result.links_added) - page_links
     print(f"{imported} files imported, {len(result.skipped)} skipped, {len(result.failed)} failed; "
-          f"{len(result.links_added)} links between pages, {len(result.unresolved)} unresolved references "
-          f"({result.seconds:.1f}s)")
+          f"{page_links} links between pages" + (f" (+{others} from extracted notes)" if others else "") +
+          f", {len(result.unresolved)} unresolved references"
+          + (f", {len(result.ambiguous)} ambiguous" if result.ambiguous else "") + f" ({result.seconds:.1f}s)")
     return EXIT_ERROR if result.failed else 0
 
 

@@ -390,3 +390,26 @@ def test_real_names_keep_their_first_word_and_openers_are_dropped_only_at_the_st
     assert names_in("Why Mia Brown left is unclear.") == ["Mia Brown"]  # an opener, at the start
     assert names_in("On Monday Mia Brown called.") == ["Mia Brown"]
     assert names_in("Led Series B round on 3 March 2021.") == []
+
+
+def test_ingest_output_is_printable_and_counts_page_links_honestly(tmp_path):
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    set_llm(root, provider="rules")
+    pages = write(tmp_path / "pages", {
+        "people/mia.md": "# Mia \x1b]0;owned\x07Brown\x1b[2J\n\nMia works at [Acme](../companies/acme.md). "
+                         "See [gone\x1b[31m](nowhere\x9b1m.md).\n\nOn 3 March 2024 Mia met Jordan Lee in Berlin.\n",
+        "companies/acme.md": "# Acme\n\nA harbour software company.\n",
+    })
+    r = memlink("ingest", str(pages), vault=root)
+    assert r.returncode == 0, r.stderr
+    assert not any(c in r.stdout for c in "\x1b\x07\x9b"), r.stdout
+    assert "]0;owned" not in r.stdout and "[gone](nowhere.md)" in r.stdout
+    out = json.loads(memlink("ingest", str(pages), "--json", vault=tmp_path / "v").stdout)  # all known: no new links
+    assert out["page_links"] == 0
+    v = Vault.open(root)
+    pages_links = sum(1 for l in v.all_links() if l.from_uri.startswith("sources/") and l.to_uri.startswith("sources/"))
+    assert pages_links == 1
+    summary = r.stdout.strip().splitlines()[-1]
+    derived = sum(1 for _ in v.all_links()) - pages_links
+    assert derived > 0 and f"{pages_links} links between pages (+{derived} from extracted notes)" in summary
