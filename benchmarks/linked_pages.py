@@ -7,7 +7,15 @@ BM25 over the page files, in the same run.
 
 A hit is a person's page in the top 5: the note imported from that person's file, or an
 entity note with that person's name. P@5 = hits / results shown (at most 5; no results
-= 0); P@5/5 = hits / 5; R@5 = hits / min(5, answers). Also: ingest time, references
+= 0); P@5/5 = hits / 5; R@5 = hits / min(5, answers).
+
+Why both precisions: a "Who works at X?" answer lists only the people X's links name, so
+memlink often shows fewer than 5 results. P@5 (over what is shown) is the share of what a
+reader sees that is right — it rewards not padding the list with noise; P@5/5 (over 5
+slots, as BM25 always fills them) is the comparable number across systems, and is capped
+by the answers there are (mean ~2.3 per question, so a perfect system scores well under
+1.0). A system that shows only its one sure answer scores high on the first and low on
+the second; one that pads to 5 the other way round: read them together. Also: ingest time, references
 resolved / unresolved, relations of the page links against the hidden facts, and the
 precision of the entities the rules extractor made."""
 
