@@ -165,7 +165,7 @@ def main() -> None:
     good = sum(1 for e in entities if e in world.names)
     print(f"ingest: {ingest_s:.1f} s for {len(batch.files)} files (rules provider); "
           f"references resolved: {len(page_links)} page-to-page links ({len(batch.links_added)} links in all), "
-          f"unresolved: {len(batch.unresolved)} (reported with file:line)")
+          f"unresolved: {len(batch.unresolved)}, ambiguous: {len(batch.ambiguous)} (reported with file:line)")
     print(f"relations on page links: {right}/{total} agree with the hidden facts; they state {covered}/{facts} "
           f"of the facts (works at, invested in, advises, founded, attended)")
     print(f"rules entities: {len(entities)} made, {good} real names: precision "

@@ -15,20 +15,26 @@ from textual.widgets import Checkbox, Input, Static
 
 from engine import MemlinkError, Vault
 from engine.extract.updater import RunReport
+from engine.text import printable
 
 
 def diff_markup(report: RunReport) -> str:
-    lines = [f"[b]{escape(report.summary())}[/b]  [dim]provider: {escape(report.provider)}[/dim]", ""]
-    lines += [f"[green]+ {escape(u)}[/green]" for u in report.created]
+    """The report as Rich markup; imported text escaped and stripped of terminal control
+    sequences."""
+    def esc(text) -> str:
+        return escape(printable(str(text)))
+
+    lines = [f"[b]{esc(report.summary())}[/b]  [dim]provider: {esc(report.provider)}[/dim]", ""]
+    lines += [f"[green]+ {esc(u)}[/green]" for u in report.created]
     for change in report.changed:
-        lines.append(f"[yellow]~ {escape(change['uri'])}[/yellow]")
+        lines.append(f"[yellow]~ {esc(change['uri'])}[/yellow]")
         for key, after in change["after"].items():
             before = change["before"].get(key)
             if before != after:
-                lines.append(f"    {escape(key)}: [red]{escape(str(before))[:80]}[/red] → [green]{escape(str(after))[:80]}[/green]")
-    lines += [f"[cyan]→ {escape(l['from'])} -[{escape(l['type'])}]-> {escape(l['to'])}[/cyan]" for l in report.links_added]
-    lines += [f"[red]! missing note referenced: {escape(r)}[/red]" for r in report.unresolved]
-    lines += [f"[red]! {escape(p)}[/red]" for p in report.problems]
+                lines.append(f"    {esc(key)}: [red]{esc(before)[:80]}[/red] → [green]{esc(after)[:80]}[/green]")
+    lines += [f"[cyan]→ {esc(l['from'])} -[{esc(l['type'])}]-> {esc(l['to'])}[/cyan]" for l in report.links_added]
+    lines += [f"[red]! missing note referenced: {esc(r)}[/red]" for r in report.unresolved]
+    lines += [f"[red]! {esc(p)}[/red]" for p in report.problems]
     return "\n".join(lines)
 
 
