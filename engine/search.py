@@ -108,13 +108,16 @@ def search(
     log: bool = False,
     use_names: bool = True,
     group: bool = True,
+    question: bool = True,
 ) -> list[SearchHit]:
     """The k best notes for ``query``. Notes the question names (title or alias) seed the
     graph at full score; a "Who … X?" question puts the people X's links name first, those
     whose link states the asked relation ahead; notes derived from a hit that matched too
     are grouped under it (``group``). When the notes hold too little of the question's
     content words (``query_coverage`` below ``min_query_coverage``) and it names no note,
-    only vector hits above ``min_confident_similarity`` are returned, marked weak."""
+    only vector hits above ``min_confident_similarity`` are returned, marked weak. With
+    ``question=False`` (the query is a whole text, e.g. a document being imported, whose
+    related notes are wanted) any word of it in a note is a match."""
     cfg = vault.config.search
     index = index or SearchIndex.for_vault(vault)
     catalog = vault.catalog()
@@ -142,7 +145,10 @@ def search(
     # Is there any real match? The question's own words (not its frame: "what about",
     # "tell me", "when did we discuss") in the notes — most of their weight, rare words
     # counting more — or a note named.
-    lexical = query_coverage(index, query) >= cfg.min_query_coverage
+    if question:
+        lexical = query_coverage(index, query) >= cfg.min_query_coverage
+    else:
+        lexical = bool(kw) or ("keyword" not in routes and bool(index.keyword_search(query, 1)))
     weak = not lexical and not named
     if weak and (not vec or vec[0][1] < cfg.min_confident_similarity):
         if log:

@@ -39,7 +39,7 @@ def prefetch(vault, ctx: ExtractContext) -> None:
         if entry.memory_type == "entity" and not entry.error:
             ctx.known_names.setdefault(entry.title.lower(), uri)
     query = ctx.text[:2000]
-    hits = search(vault, query, k=PREFETCH_HITS, snippets=False) if query.strip() else []
+    hits = search(vault, query, k=PREFETCH_HITS, snippets=False, question=False) if query.strip() else []
     graph = LinkGraph.for_vault(vault)
     wanted: list[str] = []
     for hit in hits:
