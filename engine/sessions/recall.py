@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..text import has_cjk, tokenize
+from ..text import content_tokens, has_cjk, tokenize
 from .communities import label_propagation
 from .store import norm_term
 from .turnindex import TurnIndex
@@ -32,12 +32,6 @@ _QUESTION_WORDS = frozenset(
     "what who whom whose when where which why how did does do is are was were has have had can could would will "
     "should shall may might the a an and or but if in on at of for to from with about hey hi hello thanks thank".split()
 )
-
-
-# The frame of a question about the past ("what did we say about …"): words that say
-# nothing about what is asked, so the evidence gate neither needs nor credits them.
-_FRAME = frozenset(tokenize(" ".join(_QUESTION_WORDS) + " did do does done say said says tell told talk talked "
-                            "mention mentioned remember know think we us our me my i you your"))
 
 
 @dataclass
@@ -180,7 +174,7 @@ class TurnMemory:
         keyword = [(m, s) for m, s in self.index.keyword_hits(tokens, depth, p.own_weight) if usable(m)][: p.depth]
         vector = [(m, s) for m, s in self.index.vector_hits(vec, depth) if usable(m)][: p.depth]
         cos = self.index.cosines(vec, sorted({m for m, _ in keyword} | {m for m, _ in vector}))
-        if not self._relevant(tokens, keyword, cos):
+        if not self._relevant(query, keyword, cos):
             return []
         keyword, vector = keyword if p.keyword else [], vector if p.vector else []
         bm25 = dict(keyword)
@@ -210,13 +204,14 @@ class TurnMemory:
                                   routes[m], explain.get(m, [])))
         return hits
 
-    def _relevant(self, tokens: list[str], keyword: list[tuple[str, float]], cos: dict[str, float]) -> bool:
-        """The evidence gate: the best keyword hits' coverage of the question (the share of
-        its idf they match: rare words count more, a word the history never used counts
-        most) plus the best cosine must reach ``min_evidence``. Measured on real and on
-        unrelated questions in benchmarks/locomo.py."""
+    def _relevant(self, query: str, keyword: list[tuple[str, float]], cos: dict[str, float]) -> bool:
+        """The evidence gate: the best keyword hits' coverage of the question's content
+        words (the share of their idf they match: rare words count more, a word the
+        history never used counts most; the frame of a question — "what did we say
+        about" — counts neither way) plus the best cosine must reach ``min_evidence``.
+        Measured on real and on unrelated questions in benchmarks/locomo.py."""
         coverage = 0.0
-        tokens = [t for t in tokens if t not in _FRAME]
+        tokens = content_tokens(query)
         if keyword and tokens:
             idf = self.index.idf(tokens)
             total = sum(idf.values())
