@@ -32,14 +32,20 @@ def write(root: Path, files: dict[str, str | bytes]) -> Path:
     return root
 
 
+def cli_vault(tmp_path: Path) -> Path:
+    """A vault made by `memlink init`, on the rules provider."""
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    set_llm(root, provider="rules")
+    return root
+
+
 def links_of(v: Vault, uri: str) -> dict[str, tuple[str, str]]:
     return {l.to_uri: (l.link_type.value, l.description) for l in v.get_file_links(uri, "links")}
 
 
 def test_folder_ingest_skips_non_text_reports_failures_and_unresolved(tmp_path):
-    root = tmp_path / "v"
-    assert memlink("init", vault=root).returncode == 0
-    set_llm(root, provider="rules")
+    root = cli_vault(tmp_path)
     pages = write(tmp_path / "pages", {
         "people/mia.md": "# Mia Brown\n\nMia works at [Acme](../companies/acme.md).\n\n"
                          "She often quotes [Zed](../people/zed).\n",
@@ -393,9 +399,7 @@ def test_real_names_keep_their_first_word_and_openers_are_dropped_only_at_the_st
 
 
 def test_ingest_output_is_printable_and_counts_page_links_honestly(tmp_path):
-    root = tmp_path / "v"
-    assert memlink("init", vault=root).returncode == 0
-    set_llm(root, provider="rules")
+    root = cli_vault(tmp_path)
     pages = write(tmp_path / "pages", {
         "people/mia.md": "# Mia \x1b]0;owned\x07Brown\x1b[2J\n\nMia works at [Acme](../companies/acme.md). "
                          "See [gone\x1b[31m](nowhere\x9b1m.md).\n\nOn 3 March 2024 Mia met Jordan Lee in Berlin.\n",
