@@ -157,7 +157,7 @@ def main() -> int:
     memlink_at = {5: Tally(), 10: Tally()}
     baseline_at = {5: Tally(), 10: Tally()}
     ablation = {name: Tally() for name, _ in ABLATIONS}
-    gated_real, silent_unrelated, latencies, imports, cold = 0, 0, [], [], []
+    gated_real, silent_unrelated, seeded, latencies, imports, cold = 0, 0, 0, [], [], []
     n_questions = n_turns = 0
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -194,6 +194,7 @@ def main() -> int:
                     hits = memory.recall(q["question"], k=5)
                     latencies.append(time.perf_counter() - started)
                     gated_real += not hits
+                    seeded += bool(memory.literal_terms(q["question"]))
                 silent_unrelated += sum(1 for q in unrelated if not memory.recall(q, k=5))
             finally:
                 vault.close()
@@ -206,7 +207,8 @@ def main() -> int:
           [("memlink recall, K=5", memlink_at[5]), ("BM25 over messages, 10 messages", baseline_at[5]),
            ("memlink recall, K=10", memlink_at[10]), ("BM25 over messages, 20 messages", baseline_at[10])])
     table("Ablation: any-evidence@5 turns, by route", [(name, ablation[name]) for name, _ in ABLATIONS])
-    print(f"\nEvidence gate: {silent_unrelated}/{len(unrelated) * n} unrelated questions recall nothing; "
+    print(f"\nGraph route: {seeded}/{n_questions} questions name a term that seeds it")
+    print(f"Evidence gate: {silent_unrelated}/{len(unrelated) * n} unrelated questions recall nothing; "
           f"{gated_real}/{n_questions} real questions recall nothing")
     lat = sorted(latencies)
     print(f"Latency: recall p50 {statistics.median(lat) * 1000:.1f} ms, p95 {lat[int(len(lat) * 0.95)] * 1000:.1f} ms "

@@ -2,7 +2,9 @@
 
 Rules: only direction "links" renders; every occurrence is replaced; longer match texts
 win over shorter ones they contain; a match_text absent from the text leaves the text
-alone and is reported (the link itself stays).
+alone and is reported (the link itself stays). Link syntax already in the text (an
+imported page's `[[page|Shown]]` or `[Shown](path)`) is never nested into: when its shown
+text is a match_text it becomes that one link, otherwise it is left as written.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ class Rendered:
     text: str
     rendered: list[StoredLink] = field(default_factory=list)  # links placed in the text
     missing: list[StoredLink] = field(default_factory=list)  # match_text not found
+
+
+_EXISTING = re.compile(r"(?P<img>!\[[^\]]*\]\([^)\s]*\))|\[\[(?P<wiki>[^\]|]+)(?:\|(?P<wiki_shown>[^\]]+))?\]\]|(?<!!)\[(?P<md>[^\]]+)\]\([^)\s]+\)")
 
 
 def _default_href(link: StoredLink) -> str:
@@ -38,14 +43,23 @@ def render_links(text: str, links: list[StoredLink], href: Callable[[StoredLink]
     result.missing = [l for t, l in by_text.items() if t not in present]
     if not present:
         return result
-    # Longest first: at any position the regex engine tries alternatives in order.
-    pattern = re.compile("|".join(re.escape(t) for t in sorted(present, key=len, reverse=True)))
+    # Existing links first, then match texts longest first: at any position the regex
+    # engine tries the alternatives in order.
+    texts = "|".join(re.escape(t) for t in sorted(present, key=len, reverse=True))
+    pattern = re.compile(rf"{_EXISTING.pattern}|(?P<plain>{texts})")
     used: dict[str, StoredLink] = {}
 
     def repl(m: re.Match) -> str:
-        link = present[m.group(0)]
+        shown = m.group("plain")
+        if m.group("img"):
+            return m.group(0)  # an image's alt text stays as written
+        if shown is None:  # link syntax already there
+            shown = m.group("wiki_shown") or m.group("wiki") or m.group("md")
+            if shown not in present:
+                return m.group(0)
+        link = present[shown]
         used[link.id + link.to_uri] = link
-        label = m.group(0).replace("[", "\\[").replace("]", "\\]")
+        label = shown.replace("[", "\\[").replace("]", "\\]")
         return f"[{label}]({href(link)})"
 
     result.text = pattern.sub(repl, text)

@@ -139,6 +139,11 @@ def test_rendering_rules():
     assert [l.to_uri for l in out.missing] == ["n.md"]
     twice = render_links("Ana met Ana.", [mk("Ana", "ana.md")])
     assert twice.text == "[Ana](ana.md) met [Ana](ana.md)."
+    # An imported page's own link syntax is never nested into: its shown text becomes the link.
+    page = "Sara joined [[basalt-labs|Basalt Labs]], then [Bluefin](../companies/bluefin) and [[Other]]. ![Bluefin](x.png)"
+    out = render_links(page, [mk("Basalt Labs", "sources/basalt-labs.md"), mk("Bluefin", "sources/bluefin.md")])
+    assert out.text == ("Sara joined [Basalt Labs](sources/basalt-labs.md), then [Bluefin](sources/bluefin.md) and "
+                        "[[Other]]. ![Bluefin](x.png)")
 
 
 def test_render_note_uses_outgoing_links_only(vault):
