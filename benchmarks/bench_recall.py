@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
 import shutil
@@ -36,6 +35,7 @@ from synthetic import TextMaker  # noqa: E402
 from engine import Vault  # noqa: E402
 from engine.sessions.importer import import_chat, turn_extractor  # noqa: E402
 from engine.sessions.recall import RecallParams, TurnMemory  # noqa: E402
+from engine.index.keywords import bm25_idf  # noqa: E402
 from engine.text import tokenize  # noqa: E402
 
 PEOPLE = ["Astrid Holm", "Bram Visser", "Chen Wei", "Dara Okafor", "Emil Novak", "Farah Aziz", "Gus Moreno", "Hana Sato"]
@@ -81,25 +81,20 @@ def recall_at_5(memory: TurnMemory, queries: list[dict], mode: str) -> float:
 
 
 def full_scan_bm25(docs: dict[str, Counter], query: list[str], k: int) -> list[str]:
-    """The baseline: score every turn's text with BM25, no index."""
+    """The baseline: BM25 by scoring every turn's text, no index (one pass for the
+    document frequencies, one for the scores)."""
     n = len(docs)
     avg = sum(sum(c.values()) for c in docs.values()) / max(1, n)
+    terms = set(query)
+    df = Counter(t for counts in docs.values() for t in terms if t in counts)
     scores = {}
     for m, counts in docs.items():
         length = sum(counts.values())
-        s = 0.0
-        for tok in set(query):
-            tf = counts.get(tok)
-            if tf:
-                df = sum(1 for c in docs.values() if tok in c) if tok not in _DF else _DF[tok]
-                _DF[tok] = df
-                s += math.log(1 + (n - df + 0.5) / (df + 0.5)) * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avg))
+        s = sum(bm25_idf(df[t], n) * counts[t] * 2.2 / (counts[t] + 1.2 * (0.25 + 0.75 * length / avg))
+                for t in terms if t in counts)
         if s:
             scores[m] = s
     return sorted(scores, key=lambda m: (-scores[m], m))[:k]
-
-
-_DF: dict[str, int] = {}
 
 
 def main() -> None:

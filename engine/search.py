@@ -12,6 +12,7 @@ from .config import SearchConfig
 from .errors import MemlinkError
 from .graph import PROPAGATION, LinkGraph, PropagationParams, Step
 from .index import SearchIndex
+from .index.keywords import bm25_idf
 from .links import LinkType
 from .relations import PERSON_KINDS, asked_relation, asks_who, relations_of
 from .render import render_links
@@ -192,15 +193,15 @@ def search(
     tier: dict[str, int] = {}  # in a "Who …?" question: the answers (0), then the named notes (1)
     answered = False  # the links answer the relation asked: only the answers and the named notes
     if graph is not None and named and asks_who(query):
-        question = _without_names(query, vault)
+        asked = _without_names(query, vault)
         tier = {u: 1 for u in named}
-        for uri, (score, step, strong) in _answers(graph, catalog, named, question).items():
+        for uri, (score, step, strong) in _answers(graph, catalog, named, asked).items():
             if not allowed(uri):
                 continue
             final[uri] = max(final.get(uri, 0.0), score)
             found[uri] = [Route("answer", 0, score, step)] + [r for r in found.get(uri, []) if r.kind != "graph"]
             tier[uri] = 0 if strong else 2
-        answered = asked_relation(question) is not None and 0 in tier.values()
+        answered = asked_relation(asked) is not None and 0 in tier.values()
     order = sorted((u for u in final if allowed(u) and (not answered or u in tier and tier[u] < 2)),
                    key=lambda u: (tier.get(u, 2), -final[u]))
     if answered:  # what the named notes' own derived notes say stays available, under them
@@ -251,7 +252,7 @@ def query_coverage(index: SearchIndex, query: str) -> float:
     if not tokens:
         return 0.0
     df, n = index.keyword_doc_freq(tokens)
-    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in tokens}
+    idf = {t: bm25_idf(df[t], n) for t in tokens}
     total = sum(idf.values())
     return sum(v for t, v in idf.items() if df[t]) / total if total else 0.0
 

@@ -30,6 +30,12 @@ K1, B = 1.2, 0.75  # tantivy's BM25 parameters
 _WORDS = re.compile(r"\w+")
 
 
+def bm25_idf(df: int, n: int) -> float:
+    """BM25's idf (tantivy's): a word in fewer of the n documents weighs more; one in none
+    weighs most."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
 def field_length(text: str) -> int:
     """Tokens as tantivy counts them for BM25 length normalisation (stopwords included)."""
     return len(_WORDS.findall(cjk_expand(text)))
@@ -157,7 +163,7 @@ class KeywordIndex:
                 df = searcher.doc_freq(field, tok) + sum(
                     1 for d in self.pending.values() if d is not None and getattr(d, field)[tok]
                 )
-                idf[field, tok] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                idf[field, tok] = bm25_idf(df, n)
         out = []
         for uri, doc in self.pending.items():
             if doc is None or (types and doc.mtype not in types):

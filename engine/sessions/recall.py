@@ -20,6 +20,7 @@ import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..text import content_tokens, has_cjk, tokenize
 from .communities import label_propagation
@@ -28,10 +29,10 @@ from .turnindex import TurnIndex
 
 __all__ = ["RecallHit", "RecallParams", "TurnMemory", "label_propagation"]
 
-_QUESTION_WORDS = frozenset(
-    "what who whom whose when where which why how did does do is are was were has have had can could would will "
-    "should shall may might the a an and or but if in on at of for to from with about hey hi hello thanks thank".split()
-)
+@lru_cache(maxsize=8192)
+def _frame_word(word: str) -> bool:
+    """A question word, stop word or greeting ("What", "Did", "Hey"): never a name."""
+    return not content_tokens(word)
 
 
 @dataclass
@@ -114,12 +115,12 @@ class TurnMemory:
         flat = " " + re.sub(r"[^\w]+", " ", query).strip() + " "  # \w holds every script's letters
         low = flat.lower()
         names = {w.lower() for w in flat.split()
-                 if ((w[:1].isupper() and len(w) >= 3) or has_cjk(w)) and w.lower() not in _QUESTION_WORDS}
+                 if ((w[:1].isupper() and len(w) >= 3) or has_cjk(w)) and not _frame_word(w)}
         limit = max(2, self.params.seed_share * len(self.turns))
         out = []
         for tid in sorted(graph.term_text):
             t = norm_term(graph.term_text[tid]).lower()
-            if len(t) < 2 or len(graph.term_turns[tid]) > limit or t.split()[0] in _QUESTION_WORDS:
+            if len(t) < 2 or len(graph.term_turns[tid]) > limit or _frame_word(t.split()[0]):
                 continue
             if (has_cjk(t) and t in low) or f" {t} " in low:
                 matched = t.split()
@@ -182,12 +183,11 @@ class TurnMemory:
         fused: dict[str, float] = {}
         routes: dict[str, list[str]] = defaultdict(list)
         for rank, (m, s) in enumerate(keyword, 1):
-            fused[m] = s / top + (p.vector_weight * cos.get(m, 0.0) if p.vector else 0.0)
             routes[m].append(f"keyword #{rank} ({s:.2f})")
         for rank, (m, s) in enumerate(vector, 1):
-            fused[m] = bm25.get(m, 0.0) / top if top else 0.0
-            fused[m] += p.vector_weight * cos.get(m, s)
             routes[m].append(f"vector #{rank} ({s:.2f})")
+        for m in routes:
+            fused[m] = (bm25.get(m, 0.0) / top if top else 0.0) + (p.vector_weight * cos.get(m, 0.0) if p.vector else 0.0)
         explain: dict[str, list[dict]] = {}
         if p.graph:
             graph = [g for g in self.graph_route(self.literal_terms(query), p.depth) if usable(g[0])]

@@ -34,6 +34,7 @@ from filelock import FileLock, Timeout
 
 from ..atomic import remove_file
 from ..embed import Embedder, load_embedder
+from ..index.keywords import bm25_idf
 from ..index.vectors import VectorIndex
 from ..text import cjk_expand, printable, tokenize
 from .communities import label_propagation
@@ -352,11 +353,7 @@ class TurnIndex:
         """BM25's idf of each token in this collection (a token it never saw: the highest)."""
         searcher = self.keywords.searcher()
         n = max(1, searcher.num_docs)
-        out = {}
-        for tok in set(tokens):
-            df = searcher.doc_freq("text", tok)
-            out[tok] = float(np.log(1 + (n - df + 0.5) / (df + 0.5)))
-        return out
+        return {tok: bm25_idf(searcher.doc_freq("text", tok), n) for tok in set(tokens)}
 
     def doc_freq(self, words: list[str]) -> dict[str, int]:
         """How many indexed turns hold each word (stemmed like the index)."""
