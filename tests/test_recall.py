@@ -193,3 +193,14 @@ def test_recalled_text_never_reaches_the_terminal_as_escape_sequences(vault, tmp
     out = memlink("recall", "paint the fence", vault=vault.root)
     assert out.returncode == 0 and "fence" in out.stdout
     assert "\x1b" not in out.stdout and "\x07" not in out.stdout
+
+
+def test_a_bad_session_id_anywhere_in_a_transcript_imports_nothing(vault, tmp_path):
+    from engine.errors import MemlinkError
+
+    path = tmp_path / "chat.jsonl"
+    path.write_text(json.dumps({"session": "good", "id": "1", "role": "user", "content": "hi", "ts": "t"}) + "\n"
+                    + json.dumps({"session": "../escape", "id": "2", "role": "user", "content": "hi", "ts": "t"}) + "\n")
+    with pytest.raises(MemlinkError, match="line 2: bad session id"):
+        import_chat(vault, path, RulesTurnExtractor())
+    assert not (vault.root / "sessions" / "good.jsonl").exists()

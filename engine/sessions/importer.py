@@ -17,7 +17,7 @@ from ..extract.loop import quarantine
 from ..llm import LLMError, LLMInvalidOutput
 from ..llm.select import provider_status
 from .extract import LLMTurnExtractor, RulesTurnExtractor
-from .log import append_events, project_turns, read_events
+from .log import SessionError, append_events, project_turns, read_events, session_uri
 from .store import TurnStore, memory_id
 
 REQUIRED = ("session", "id", "role", "content", "ts")
@@ -111,6 +111,10 @@ def import_chat(vault, path: Path, extractor=None, progress=None) -> ImportRepor
             raise MemlinkError(f"{path} line {n}: not JSON ({exc.msg}); nothing was imported") from None
         if not isinstance(record, dict) or any(k not in record for k in REQUIRED):
             raise MemlinkError(f"{path} line {n}: needs the keys {', '.join(REQUIRED)}; nothing was imported")
+        try:
+            session_uri(str(record["session"]))
+        except SessionError as exc:
+            raise MemlinkError(f"{path} line {n}: {exc}; nothing was imported") from None
         by_session[str(record["session"])].append(record)
     report = ImportReport(sessions=len(by_session))
     for session, records in by_session.items():
