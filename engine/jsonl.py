@@ -1,0 +1,116 @@
+"""JSON Lines: the one reader and the one appender for every append-only log memlink
+keeps (session logs, the extraction audit, the review action log, the search log).
+
+Appends are one ``write`` of whole lines on an ``O_APPEND`` descriptor, then ``fsync``;
+a torn last line left by a killed writer stays as it was, on its own line, and the next
+record starts on a fresh one. Readers name the file and line of anything malformed
+(strict), or skip it where a lost line only costs a hint (``strict=False``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable, TypeVar
+
+from filelock import FileLock
+from pydantic import BaseModel, ValidationError
+
+from .errors import MemlinkError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class JsonlError(MemlinkError):
+    """A line of a log is not a JSON object (or not the record it should be)."""
+
+
+def _where(path: Path, label: str | None, n: int) -> str:
+    return f"{label or path} line {n}"
+
+
+def read_jsonl(path: Path, *, strict: bool = True, label: str | None = None) -> list[dict[str, Any]]:
+    """Every JSON object of a log, in order ([] when the file does not exist). ``label``
+    names the file in errors (a vault-relative path reads better than an absolute one)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        if not strict:
+            return []
+        raise JsonlError(f"{label or path}: unreadable ({exc})") from None
+    out: list[dict[str, Any]] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if strict:
+                raise JsonlError(f"{_where(Path(path), label, n)}: not JSON ({exc.msg})") from None
+            continue
+        if not isinstance(record, dict):
+            if strict:
+                raise JsonlError(f"{_where(Path(path), label, n)}: not a JSON object")
+            continue
+        out.append(record)
+    return out
+
+
+def read_records(path: Path, model: type[M], *, strict: bool = True, label: str | None = None) -> list[M]:
+    """The log's lines validated as ``model``. Strict: the first bad line raises, naming
+    it; otherwise bad lines are skipped."""
+    out: list[M] = []
+    for n, raw in enumerate(read_jsonl(path, strict=strict, label=label), 1):
+        try:
+            out.append(model.model_validate(raw))
+        except ValidationError as exc:
+            if strict:
+                first = exc.errors()[0]
+                loc = ".".join(str(p) for p in first["loc"]) or "(record)"
+                raise JsonlError(f"{label or path}: record {n}: {loc}: {first['msg']}") from None
+    return out
+
+
+def encode(record: dict[str, Any] | BaseModel) -> str:
+    """One record as one line (no trailing newline)."""
+    if isinstance(record, BaseModel):
+        return record.model_dump_json(exclude_none=False)
+    return json.dumps(record, ensure_ascii=False)
+
+
+def append_jsonl(path: Path, records: Iterable[dict[str, Any] | BaseModel], *, lock: bool = True) -> int:
+    """Append records as lines in one write, then fsync. With ``lock`` (the default) a
+    file lock beside the log serialises writers across processes; pass ``lock=False``
+    when the caller already holds a lock that covers the file (the vault's write lock).
+    Returns how many records were written."""
+    lines = [encode(r) for r in records]
+    if not lines:
+        return 0
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    if lock:
+        with FileLock(str(path) + ".lock"):
+            _append(path, data)
+    else:
+        _append(path, data)
+    return len(lines)
+
+
+def _append(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size:
+            with open(path, "rb") as fh:  # only the last byte: is the last line whole?
+                fh.seek(size - 1)
+                if fh.read(1) != b"\n":
+                    data = b"\n" + data
+        view = memoryview(data)
+        while view:  # os.write may write less than asked
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
