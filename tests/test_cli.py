@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from conftest import REPO, SAMPLE, make_pair
+
 from engine import Vault
 
 

@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--no-app", action="store_true", help="only make the copy and print its path")
     s.set_defaults(func=cmd_demo)
 
-    s = sub.add_parser("doctor", parents=[common], help="check dependencies, embedding model, Ollama and the vault; print fixes")
+    s = sub.add_parser("doctor", parents=[common],
+                       help="check dependencies, embedding model, Ollama and the vault; print fixes")
     s.set_defaults(func=cmd_doctor)
 
 
@@ -72,7 +73,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         bad += 0 if ok else 1
         say(f"{'ok ' if ok else 'FIX'}  {what:<16} {detail}")
 
-    for module in ("textual", "pydantic", "yaml", "jinja2", "tinydb", "networkx", "numpy", "hnswlib", "tantivy", "model2vec", "ollama"):
+    for module in ("textual", "pydantic", "yaml", "jinja2", "tinydb", "networkx", "numpy", "hnswlib", "tantivy",
+                   "model2vec", "ollama"):
         try:
             mod = importlib.import_module(module)
             line(True, module, getattr(mod, "__version__", "installed"))
@@ -85,7 +87,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         vault = None  # still check the model and Ollama, with the default settings
         line(False, "vault", f"{exc}; or open a copy of the demo with `memlink demo`")
     choice = load_embedder(settings(vault).embedding.model)
-    line(choice.notice is None, "embedding model", choice.notice or f"{choice.embedder.name} ({choice.embedder.dims} dims)")
+    line(choice.notice is None, "embedding model",
+         choice.notice or f"{choice.embedder.name} ({choice.embedder.dims} dims)")
     _llm, health = provider(vault)
     line(health.ok, "LLM provider", f"{health.provider}: {health.detail}")
     if vault is None:

@@ -12,11 +12,13 @@ from .wiring import EXIT_BUSY, EXIT_PROBLEMS, open_vault, progress, provider, sa
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    s = sub.add_parser("dream", parents=[common], help="find questions in what changed and write reports (cron-friendly)")
+    s = sub.add_parser("dream", parents=[common],
+                       help="find questions in what changed and write reports (cron-friendly)")
     s.add_argument("--dry-run", action="store_true", help="only list the topics found")
     s.add_argument("--json", action="store_true")
     s.add_argument("--provider", choices=["rules", "ollama"], help="default: Ollama when it runs, else rules")
-    s.add_argument("--wait", type=float, default=0.0, help="seconds to wait if another dream is running (default: exit 4)")
+    s.add_argument("--wait", type=float, default=0.0,
+                   help="seconds to wait if another dream is running (default: exit 4)")
     s.set_defaults(func=cmd_dream)
 
     s = sub.add_parser("lint", parents=[common], help="lint the vault, write dashboards/ (exit 3 when errors exist)")

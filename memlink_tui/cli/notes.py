@@ -61,14 +61,14 @@ def _link_dict(link: StoredLink) -> dict[str, Any]:
 
 def _print_links(links: list[StoredLink], heading: str) -> None:
     print(f"{heading} ({len(links)})")
-    for l in links:
-        other = l.to_uri if l.direction == "links" else l.from_uri
-        arrow = "->" if l.direction == "links" else "<-"
-        extra = f"  [{l.t_field}:{l.t_line_ranges}]" if l.t_line_ranges else ""
-        legacy = "  (legacy entry)" if l.legacy else ""
-        say(f"  {arrow} {l.link_type.value:<13} {l.weight:.2f}  {other}{extra}{legacy}")
-        if l.description:
-            say(f"       {l.description}")
+    for link in links:
+        other = link.to_uri if link.direction == "links" else link.from_uri
+        arrow = "->" if link.direction == "links" else "<-"
+        extra = f"  [{link.t_field}:{link.t_line_ranges}]" if link.t_line_ranges else ""
+        legacy = "  (legacy entry)" if link.legacy else ""
+        say(f"  {arrow} {link.link_type.value:<13} {link.weight:.2f}  {other}{extra}{legacy}")
+        if link.description:
+            say(f"       {link.description}")
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -87,9 +87,9 @@ def cmd_show(args: argparse.Namespace) -> int:
             "fields": note.fields,
             "body": note.body,
             "rendered": rendered.text,
-            "missing_match_text": [l.id for l in rendered.missing],
-            "links": [_link_dict(l) for l in links],
-            "backlinks": [_link_dict(l) for l in backlinks],
+            "missing_match_text": [link.id for link in rendered.missing],
+            "links": [_link_dict(link) for link in links],
+            "backlinks": [_link_dict(link) for link in backlinks],
         }, ensure_ascii=False, indent=2))
         return 0
     say(f"{note.uri}  ({note.memory_type})  created {note.created_at}  updated {note.updated_at}")
@@ -109,12 +109,12 @@ def cmd_links(args: argparse.Namespace) -> int:
     vault.read_note(args.uri)  # a clear error for a missing note
     links = vault.get_file_links(args.uri, args.direction)
     if args.json:
-        print(json.dumps([_link_dict(l) for l in links], ensure_ascii=False, indent=2))
+        print(json.dumps([_link_dict(link) for link in links], ensure_ascii=False, indent=2))
     else:
         if args.direction in ("links", "both"):
-            _print_links([l for l in links if l.direction == "links"], "links")
+            _print_links([link for link in links if link.direction == "links"], "links")
         if args.direction in ("backlinks", "both"):
-            _print_links([l for l in links if l.direction == "backlinks"], "backlinks")
+            _print_links([link for link in links if link.direction == "backlinks"], "backlinks")
     return 0
 
 

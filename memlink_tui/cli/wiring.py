@@ -73,7 +73,7 @@ def settings(vault: Vault | None) -> VaultConfig:
     """The vault's settings, or the defaults when no vault could be opened (doctor)."""
     from engine.config import VaultConfig
 
-    return vault.config if vault is not None else VaultConfig(name="defaults")
+    return vault.config if vault is not None else VaultConfig.model_validate({"name": "defaults"})
 
 
 # One provider check per process: it may probe Ollama over the network, and a command that

@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_ingest)
 
-    s = sub.add_parser("import-chat", parents=[common], help="import a chat transcript (JSONL) as sessions and turn memories")
+    s = sub.add_parser("import-chat", parents=[common],
+                       help="import a chat transcript (JSONL) as sessions and turn memories")
     s.add_argument("file", type=Path)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_import_chat)
@@ -43,10 +44,11 @@ def _print_report(report: RunReport, heading: str) -> None:
         say(f"  ~ {change['uri']}  ({fields})")
     for link in report.links_added:
         relation = link.get("relation") or ""
-        shown = f"{link['type']} · {relation}" if relation and relation != "referenced in the text" else link["type"]
+        named = relation and relation != "referenced in the text"
+        shown = f"{link['type']} · {relation}" if named else link["type"]
         say(f"  -> {link['from']} -[{shown}]-> {link['to']}")
     for ref in report.unresolved:
-        say(f"  ! reference to a missing note: {ref}" if "(ambiguous:" not in ref else f"  ! ambiguous reference: {ref}")
+        say(f"  ! ambiguous reference: {ref}" if "(ambiguous:" in ref else f"  ! reference to a missing note: {ref}")
     for problem in report.problems:
         say(f"  ! {problem}")
 
