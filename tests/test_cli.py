@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from conftest import REPO, SAMPLE, make_pair
+
 from engine import Vault
 
 
@@ -92,3 +93,78 @@ def test_demo_copies_the_sample_vault_and_leaves_the_original_alone(tmp_path):
     after = sorted((p.relative_to(SAMPLE).as_posix(), p.stat().st_mtime_ns) for p in SAMPLE.rglob("*"))
     assert before == after
     assert not (SAMPLE / ".memlink").exists()
+
+
+def _listed_commands() -> list[str]:
+    """The subcommands `memlink --help` lists, in its order."""
+    out = memlink("--help").stdout
+    block = out.split("  COMMAND\n", 1)[1].split("\n\n", 1)[0]
+    return [line.split()[0] for line in block.splitlines() if line.startswith("    ") and not line.startswith("     ")]
+
+
+def test_every_listed_command_is_registered_by_exactly_one_group_module():
+    import argparse
+
+    from memlink_tui.cli import GROUPS
+
+    listed = _listed_commands()
+    assert "search" in listed and "dream" in listed and len(listed) == len(set(listed)) >= 20
+    owners: dict[str, list[str]] = {}
+    for group in GROUPS:
+        sub = argparse.ArgumentParser().add_subparsers(dest="command")
+        group.register(sub, argparse.ArgumentParser(add_help=False))
+        for name, parser in sub.choices.items():
+            owners.setdefault(name, []).append(group.__name__)
+            handler = parser.get_default("func")
+            assert handler is not None and handler.__module__ == group.__name__, (name, handler)
+    assert sorted(owners) == sorted(listed)
+    assert {name: len(groups) for name, groups in owners.items() if len(groups) != 1} == {}
+
+
+def test_only_the_wiring_module_opens_vaults_and_picks_the_provider():
+    import ast
+
+    package = REPO / "memlink_tui" / "cli"
+    offenders = []
+    for path in sorted(package.glob("*.py")):
+        if path.name == "wiring.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "Vault" \
+                    and node.attr in ("open", "init"):
+                offenders.append(f"{path.name}: Vault.{node.attr}")
+            if isinstance(node, ast.Name) and node.id == "provider_status":
+                offenders.append(f"{path.name}: provider_status")
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.endswith("llm.select"):
+                offenders.append(f"{path.name}: imports {node.module}")
+    assert offenders == []
+    wiring = (package / "wiring.py").read_text(encoding="utf-8")
+    assert "Vault.open(" in wiring and "provider_status(" in wiring
+
+
+def test_the_provider_is_chosen_once_per_process(tmp_path, monkeypatch):
+    import engine.llm.select as select
+    from memlink_tui.cli import wiring
+
+    calls = []
+    real = select.provider_status
+
+    def counting(cfg):
+        calls.append(cfg.provider)
+        return real(cfg)
+
+    monkeypatch.setattr(select, "provider_status", counting)
+    monkeypatch.setattr(wiring, "_providers", {})
+    vault = Vault.init(tmp_path / "v")
+    vault.config.llm.provider = "rules"
+    first = wiring.provider(vault)
+    assert first[0] is None and first[1].provider == "rules"
+    assert wiring.provider(vault) is first and wiring.provider(vault, force="rules") is first
+    assert calls == ["rules"]
+
+
+def test_unknown_command_is_a_usage_error_listing_commands_in_help_order():
+    r = memlink("no-such-command")
+    assert r.returncode == 2
+    choices = r.stderr.split("choose from ", 1)[1].strip().rstrip(")").replace("'", "").split(", ")
+    assert choices == _listed_commands()

@@ -1,0 +1,54 @@
+"""The `memlink` command line. Errors: one line on stderr, non-zero exit.
+
+One module per command group; each has ``register(sub, common)``, which adds its
+subcommands and binds each to its handler with ``set_defaults(func=...)``, so a new
+command is a change to one group module. What the commands share (opening the vault, the
+LLM provider, the index, progress, printing, exit codes, the error handler) is in
+``wiring``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from . import app, dream, notes, search, write
+from .wiring import EXIT_ERROR, EXIT_PROBLEMS, EXIT_USAGE, VAULT_HELP, run, vault_parent
+
+__all__ = ["EXIT_ERROR", "EXIT_PROBLEMS", "EXIT_USAGE", "GROUPS", "main", "parser"]
+
+GROUPS = (app, notes, search, write, dream)
+
+# The order `memlink --help` lists the commands in (the order people learn them in, not
+# by group). A command missing here is listed after these, in registration order.
+HELP_ORDER = ("app", "init", "demo", "show", "links", "link", "unlink", "search", "graph-query", "reindex",
+              "commit", "ingest", "import-chat", "recall", "dream", "lint", "review", "undo", "doctor", "check")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="memlink", description="Offline personal memory workstation.")
+    p.add_argument("--vault", type=Path, help=VAULT_HELP)
+    p.set_defaults(func=app.cmd_app)  # no command: open the app
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    common = vault_parent()
+    for group in GROUPS:
+        group.register(sub, common)
+    _list_in_order(sub)
+    return p
+
+
+def _list_in_order(sub: argparse._SubParsersAction) -> None:
+    """Sort the help listing and the 'choose from' list by HELP_ORDER (a stable sort)."""
+    rank = {name: i for i, name in enumerate(HELP_ORDER)}
+    sub._choices_actions.sort(key=lambda action: rank.get(action.dest, len(rank)))
+    ordered = sorted(sub.choices.items(), key=lambda item: rank.get(item[0], len(rank)))
+    sub.choices.clear()
+    sub.choices.update(ordered)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return run(args.func, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

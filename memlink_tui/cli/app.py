@@ -1,0 +1,102 @@
+"""The app and the set-up commands: `app` (the default), `init`, `demo`, `doctor`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from engine import MemlinkError, Vault
+
+from ..paths import copy_sample_vault
+from .wiring import EXIT_PROBLEMS, init_vault, open_vault, provider, say, settings, vault_path
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    s = sub.add_parser("app", parents=[common], help="open the app (the default command)")
+    s.set_defaults(func=cmd_app)
+
+    s = sub.add_parser("init", parents=[common], help="create an empty vault at --vault")
+    s.add_argument("--name", help="a display name for the vault")
+    s.set_defaults(func=cmd_init)
+
+    s = sub.add_parser("demo", parents=[common], help="copy the sample vault to a fresh folder and open it")
+    s.add_argument("--no-app", action="store_true", help="only make the copy and print its path")
+    s.set_defaults(func=cmd_demo)
+
+    s = sub.add_parser("doctor", parents=[common],
+                       help="check dependencies, embedding model, Ollama and the vault; print fixes")
+    s.set_defaults(func=cmd_doctor)
+
+
+def _run_app(path: Path) -> int:
+    from ..app import MemlinkApp  # textual is imported only when the app runs
+
+    path = Path(path).expanduser()
+    if not (path / "memlink.yaml").exists() and (not path.exists() or (path.is_dir() and not any(path.iterdir()))):
+        MemlinkApp(None, vault_path=path).run()  # first run: offer to create a vault or open the demo
+        return 0
+    MemlinkApp(open_vault(path)).run()
+    return 0
+
+
+def cmd_app(args: argparse.Namespace) -> int:
+    return _run_app(vault_path(args))
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    vault = init_vault(args)
+    say(f"created an empty vault at {vault.root}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    try:
+        target = copy_sample_vault(args.vault)
+    except FileExistsError as exc:
+        raise MemlinkError(str(exc)) from None
+    say(f"sample vault copied to {target}", file=sys.stderr if not args.no_app else sys.stdout)
+    if args.no_app:
+        return 0
+    return _run_app(target)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import importlib
+
+    from engine.embed import load_embedder
+
+    bad = 0
+
+    def line(ok: bool, what: str, detail: str) -> None:
+        nonlocal bad
+        bad += 0 if ok else 1
+        say(f"{'ok ' if ok else 'FIX'}  {what:<16} {detail}")
+
+    for module in ("textual", "pydantic", "yaml", "jinja2", "tinydb", "networkx", "numpy", "hnswlib", "tantivy",
+                   "model2vec", "ollama"):
+        try:
+            mod = importlib.import_module(module)
+            line(True, module, getattr(mod, "__version__", "installed"))
+        except ImportError as exc:
+            line(False, module, f"missing ({exc}); run ./dev test or pip install -e . to install it")
+    vault: Vault | None
+    try:
+        vault = open_vault(args)
+    except MemlinkError as exc:
+        vault = None  # still check the model and Ollama, with the default settings
+        line(False, "vault", f"{exc}; or open a copy of the demo with `memlink demo`")
+    choice = load_embedder(settings(vault).embedding.model)
+    line(choice.notice is None, "embedding model",
+         choice.notice or f"{choice.embedder.name} ({choice.embedder.dims} dims)")
+    _llm, health = provider(vault)
+    line(health.ok, "LLM provider", f"{health.provider}: {health.detail}")
+    if vault is None:
+        return EXIT_PROBLEMS
+    problems = vault.check()
+    errors = sum(1 for p in problems if p.severity == "error")
+    line(errors == 0, "vault", f"{vault.root}: {len(vault.list_notes())} notes, {errors} errors, "
+         f"{len(problems) - errors} warnings" + ("; run `memlink check` for details" if problems else ""))
+    for warning in vault.warnings:
+        line(False, "vault", warning)
+    return EXIT_PROBLEMS if bad else 0

@@ -1,0 +1,128 @@
+"""Dream, lint and review: `dream`, `lint`, `review`, `undo`, `check`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from engine import MemlinkError
+
+from .wiring import EXIT_BUSY, EXIT_PROBLEMS, open_vault, progress, provider, say
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    s = sub.add_parser("dream", parents=[common],
+                       help="find questions in what changed and write reports (cron-friendly)")
+    s.add_argument("--dry-run", action="store_true", help="only list the topics found")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--provider", choices=["rules", "ollama"], help="default: Ollama when it runs, else rules")
+    s.add_argument("--wait", type=float, default=0.0,
+                   help="seconds to wait if another dream is running (default: exit 4)")
+    s.set_defaults(func=cmd_dream)
+
+    s = sub.add_parser("lint", parents=[common], help="lint the vault, write dashboards/ (exit 3 when errors exist)")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--fix", action="store_true", help="safe repairs only (one-sided links, links to missing notes)")
+    s.set_defaults(func=cmd_lint)
+
+    s = sub.add_parser("review", parents=[common], help="resolve a contradiction between notes A and B")
+    s.add_argument("a", metavar="A")
+    s.add_argument("b", metavar="B")
+    s.add_argument("--action", required=True, choices=["keep-a", "keep-b", "merge", "dismiss", "research"])
+    s.add_argument("--text", help="the merged text (for --action merge)")
+    s.set_defaults(func=cmd_review)
+
+    s = sub.add_parser("undo", parents=[common], help="reverse the last review action")
+    s.set_defaults(func=cmd_undo)
+
+    s = sub.add_parser("check", parents=[common], help="consistency checks (exit 3 when errors are found)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_check)
+
+
+def cmd_dream(args: argparse.Namespace) -> int:
+    from engine.dream import DreamBusy, dream
+
+    vault = open_vault(args)
+    llm = None
+    if args.provider != "rules":
+        candidate, health = provider(vault, force=args.provider)
+        if args.provider == "ollama" and not health.ok:
+            raise MemlinkError(health.detail)
+        llm = candidate if health.ok else None
+    try:
+        report = dream(vault, provider=llm, dry_run=args.dry_run, wait=args.wait,
+                       progress=None if args.json else progress("dreaming"))
+    except DreamBusy as exc:
+        print(f"memlink: busy: {exc}", file=sys.stderr)
+        return EXIT_BUSY
+    vault.close()
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+        return 0
+    print(f"dream ({report.provider}{', dry run' if report.dry_run else ''}): {len(report.topics)} topic(s), "
+          f"{len(report.written)} report(s) written, {len(report.skipped)} skipped")
+    for topic in report.topics:
+        say(f"  ? [{topic['kind']}] {topic['question']}")
+    for uri in report.written:
+        say(f"  + {uri}")
+    for why in report.skipped:
+        say(f"  ! {why}")
+    return 0
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from engine.lint import fix, lint, write_dashboards
+
+    vault = open_vault(args)
+    fixed = fix(vault) if args.fix else []
+    report = lint(vault)
+    written = write_dashboards(vault, report)
+    if args.json:
+        print(json.dumps({"errors": report.errors, "counts": report.counts, "fixed": fixed, "dashboards": written,
+                          "findings": [f.__dict__ for f in report.findings]}, ensure_ascii=False, indent=2))
+    else:
+        for line in fixed:
+            say(f"fixed: {line}")
+        for f in report.findings:
+            if f.severity != "info":
+                other = f" <-> {f.other}" if f.other else ""
+                say(f"{f.severity:<7} {f.check:<15} {f.uri}{other}: {f.message}")
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(report.counts.items()))
+        say(f"{report.errors} errors; {counts or 'nothing to report'}; dashboards in {vault.root / 'dashboards'}")
+    return EXIT_PROBLEMS if report.errors else 0
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from engine.review import review
+
+    vault = open_vault(args)
+    result = review(vault, args.a, args.b, args.action, text=args.text)
+    vault.close()
+    say(result.message)
+    return 0
+
+
+def cmd_undo(args: argparse.Namespace) -> int:
+    from engine.review import undo
+
+    vault = open_vault(args)
+    say(undo(vault))
+    vault.close()
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    vault = open_vault(args)
+    problems = vault.check()
+    errors = [p for p in problems if p.severity == "error"]
+    if args.json:
+        print(json.dumps([p.__dict__ for p in problems], ensure_ascii=False, indent=2))
+    else:
+        notes = len(vault.list_notes())
+        links = sum(1 for _ in vault.all_links())
+        for p in problems:
+            say(f"{p.severity:<7} {p.code:<20} {p.uri}: {p.message}")
+        print(f"{notes} notes, {links} links: {len(errors)} errors, {len(problems) - len(errors)} warnings")
+    return EXIT_PROBLEMS if errors else 0

@@ -1,0 +1,170 @@
+"""Notes and links: `show`, `links`, `link`, `unlink`, `graph-query`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING, Any
+
+from engine import LinkType
+
+from .wiring import open_vault, positive, say
+
+if TYPE_CHECKING:
+    from engine.links import StoredLink
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    link_types = [t.value for t in LinkType]
+
+    s = sub.add_parser("show", parents=[common], help="a note: frontmatter, rendered body, links, backlinks")
+    s.add_argument("uri")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_show)
+
+    s = sub.add_parser("links", parents=[common], help="a note's links and/or backlinks")
+    s.add_argument("uri")
+    s.add_argument("--direction", choices=["links", "backlinks", "both"], default="both")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_links)
+
+    s = sub.add_parser("link", parents=[common], help="link two notes (written on both sides)")
+    s.add_argument("from_uri", metavar="FROM")
+    s.add_argument("to_uri", metavar="TO")
+    s.add_argument("--type", required=True, choices=link_types, dest="link_type")
+    s.add_argument("--weight", type=float, default=1.0)
+    s.add_argument("--match-text")
+    s.add_argument("--description", default="")
+    s.add_argument("--t-field")
+    s.add_argument("--t-lines", help="line range(s) in the target field, e.g. 3-5 or 3-5,8")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_link)
+
+    s = sub.add_parser("unlink", parents=[common], help="remove links FROM -> TO (both sides)")
+    s.add_argument("from_uri", metavar="FROM")
+    s.add_argument("to_uri", metavar="TO")
+    s.add_argument("--type", choices=link_types, dest="link_type")
+    s.set_defaults(func=cmd_unlink)
+
+    s = sub.add_parser("graph-query", parents=[common], help="notes linked to a note, by type, direction and depth")
+    s.add_argument("uri")
+    s.add_argument("--type", action="append", dest="types", choices=link_types, metavar="T")
+    s.add_argument("--direction", choices=["in", "out", "both"], default="both")
+    s.add_argument("--depth", type=positive, default=1)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_graph_query)
+
+
+def _link_dict(link: StoredLink) -> dict[str, Any]:
+    return link.model_dump(mode="json")
+
+
+def _print_links(links: list[StoredLink], heading: str) -> None:
+    print(f"{heading} ({len(links)})")
+    for link in links:
+        other = link.to_uri if link.direction == "links" else link.from_uri
+        arrow = "->" if link.direction == "links" else "<-"
+        extra = f"  [{link.t_field}:{link.t_line_ranges}]" if link.t_line_ranges else ""
+        legacy = "  (legacy entry)" if link.legacy else ""
+        say(f"  {arrow} {link.link_type.value:<13} {link.weight:.2f}  {other}{extra}{legacy}")
+        if link.description:
+            say(f"       {link.description}")
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    vault = open_vault(args)
+    note = vault.read_note(args.uri)
+    rendered = vault.render_note(note.uri)
+    links = vault.get_file_links(note.uri, "links")
+    backlinks = vault.get_file_links(note.uri, "backlinks")
+    if args.json:
+        print(json.dumps({
+            "uri": note.uri,
+            "memory_type": note.memory_type,
+            "title": vault.title(note),
+            "created_at": note.created_at,
+            "updated_at": note.updated_at,
+            "fields": note.fields,
+            "body": note.body,
+            "rendered": rendered.text,
+            "missing_match_text": [link.id for link in rendered.missing],
+            "links": [_link_dict(link) for link in links],
+            "backlinks": [_link_dict(link) for link in backlinks],
+        }, ensure_ascii=False, indent=2))
+        return 0
+    say(f"{note.uri}  ({note.memory_type})  created {note.created_at}  updated {note.updated_at}")
+    for k, v in note.fields.items():
+        if k != "content":
+            say(f"  {k}: {v}")
+    print()
+    say(rendered.text.rstrip())
+    print()
+    _print_links(links, "links")
+    _print_links(backlinks, "backlinks")
+    return 0
+
+
+def cmd_links(args: argparse.Namespace) -> int:
+    vault = open_vault(args)
+    vault.read_note(args.uri)  # a clear error for a missing note
+    links = vault.get_file_links(args.uri, args.direction)
+    if args.json:
+        print(json.dumps([_link_dict(link) for link in links], ensure_ascii=False, indent=2))
+    else:
+        if args.direction in ("links", "both"):
+            _print_links([link for link in links if link.direction == "links"], "links")
+        if args.direction in ("backlinks", "both"):
+            _print_links([link for link in links if link.direction == "backlinks"], "backlinks")
+    return 0
+
+
+def cmd_link(args: argparse.Namespace) -> int:
+    vault = open_vault(args)
+    link = vault.link(
+        args.from_uri,
+        args.to_uri,
+        args.link_type,
+        weight=args.weight,
+        t_field=args.t_field,
+        t_line_ranges=args.t_lines,
+        match_text=args.match_text,
+        description=args.description,
+    )
+    if args.json:
+        print(json.dumps(_link_dict(link), ensure_ascii=False, indent=2))
+    else:
+        say(f"linked {link.from_uri} -[{link.link_type.value} {link.weight:.2f}]-> {link.to_uri}  ({link.id})")
+    return 0
+
+
+def cmd_unlink(args: argparse.Namespace) -> int:
+    vault = open_vault(args)
+    n = vault.unlink(args.from_uri, args.to_uri, args.link_type)
+    say(f"removed {n} link{'s' if n != 1 else ''} from {args.from_uri} to {args.to_uri}")
+    return 0
+
+
+def cmd_graph_query(args: argparse.Namespace) -> int:
+    from engine.graph import LinkGraph
+
+    vault = open_vault(args)
+    uri = vault.read_note(args.uri).uri  # a clear error for a missing note
+    graph = LinkGraph.for_vault(vault)
+    types = {LinkType(t) for t in args.types} if args.types else None
+    rows = graph.neighbourhood(uri, types, args.direction, max(1, args.depth))
+    catalog = vault.catalog()
+    if args.json:
+        print(json.dumps([
+            {"uri": s.dst, "title": catalog[s.dst].title if s.dst in catalog else s.dst, "depth": hop,
+             "from": s.src, "direction": "out" if s.direction == "links" else "in",
+             "link_type": s.link.link_type.value, "weight": s.link.weight, "description": s.link.description}
+            for hop, s in rows
+        ], ensure_ascii=False, indent=2))
+        return 0
+    if not rows:
+        print("no linked notes")
+    for hop, s in rows:
+        arrow = "->" if s.direction == "links" else "<-"
+        title = catalog[s.dst].title if s.dst in catalog else s.dst
+        say(f"{'  ' * (hop - 1)}{arrow} {s.link.link_type.value:<13} {s.link.weight:.2f}  {title}  ({s.dst})")
+    return 0

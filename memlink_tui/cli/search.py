@@ -1,0 +1,100 @@
+"""Search and recall: `search`, `recall`, `reindex`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from engine import MemlinkError
+
+from .wiring import open_vault, positive, say, synced_index
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    s = sub.add_parser("search", parents=[common], help="hybrid search: vectors + keywords + the link graph")
+    s.add_argument("query")
+    s.add_argument("--k", type=positive, default=10, help="number of results (default 10)")
+    s.add_argument("--type", action="append", dest="types", metavar="T", help="only this memory type (repeatable)")
+    s.add_argument("--no-graph", action="store_true", help="no propagation over links")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_search)
+
+    s = sub.add_parser("reindex", parents=[common], help="bring the search indexes up to date (--full rebuilds)")
+    s.add_argument("--full", action="store_true", help="rebuild from scratch")
+    s.set_defaults(func=cmd_reindex)
+
+    s = sub.add_parser("recall", parents=[common], help="recall past chat turns relevant to a question")
+    s.add_argument("query", nargs="?")
+    s.add_argument("--session")
+    s.add_argument("--k", type=positive, default=5)
+    s.add_argument("--batch", type=Path, help="a file with one question per line; answers one JSON line each")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_recall)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from engine.search import search
+
+    vault = open_vault(args)
+    index, _report = synced_index(vault, quiet=args.json)
+    types = set(args.types) if args.types else None
+    for t in types or ():
+        vault.schema(t)  # unknown type -> clear error
+    hits = search(vault, args.query, k=args.k, types=types, use_graph=not args.no_graph, index=index, log=True)
+    vault.close()
+    if args.json:
+        print(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2))
+        return 0
+    if not hits:
+        print("no results")
+    elif hits[0].weak:
+        print("weak matches: the notes hold too few of the question's words; these are only close in meaning")
+    for i, h in enumerate(hits, 1):
+        say(f"{i:>2}. {h.score:.3f}  {h.title}  ({h.memory_type} · {h.uri})")
+        say(f"      found by: {h.route}")
+        if h.snippet:
+            say(f"      {h.snippet}")
+        for e in h.evidence:
+            say(f"      ↳ derived: {e.title}  ({e.memory_type} · {e.uri})")
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    vault = open_vault(args)
+    index, report = synced_index(vault, full=args.full)
+    why = f" ({report.reason})" if report.rebuilt else ""
+    print(f"indexed {len(index.indexed)} notes, {len(index.vectors)} chunks: {report.added} added, "
+          f"{report.updated} updated, {report.removed} removed in {report.seconds:.2f}s"
+          f"{' — rebuilt' + why if report.rebuilt else ''}")
+    vault.close()
+    return 0
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    from engine.sessions.recall import TurnMemory
+
+    vault = open_vault(args)
+    memory = TurnMemory.for_vault(vault)
+    if args.batch:
+        for line in args.batch.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                hits = memory.recall(line.strip(), k=args.k, session=args.session)
+                print(json.dumps({"query": line.strip(), "hits": [h.to_json() for h in hits]}, ensure_ascii=False))
+        return 0
+    if not args.query:
+        raise MemlinkError("give a question, or --batch FILE")
+    hits = memory.recall(args.query, k=args.k, session=args.session)
+    if args.json:
+        print(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2))
+        return 0
+    if not hits:
+        print("nothing relevant recalled")
+    for i, h in enumerate(hits, 1):
+        say(f"{i}. {h.score:.3f}  {h.session}  [{', '.join(h.sources)}]  found by: {'; '.join(h.routes)}")
+        say(f"   {h.summary}")
+        say(f"   Q: {h.question[:200]}")
+        say(f"   A: {h.answer[:200]}")
+        for t in h.triples[:3]:
+            say(f"   ({t['subject']} — {t['predicate']} — {t['object']})")
+    return 0

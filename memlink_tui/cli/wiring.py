@@ -1,0 +1,158 @@
+"""What every `memlink` command shares, in one place: the --vault option, opening the
+vault, choosing the LLM provider, syncing the search index, progress bars, printing data
+safely, the exit codes and the one error handler. Group modules import from here and
+never open a vault or pick a provider themselves."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from engine import MemlinkError, Vault
+from engine.text import printable
+
+from ..paths import default_vault
+
+if TYPE_CHECKING:
+    from engine.config import LLMConfig, VaultConfig
+    from engine.index import SearchIndex, SyncReport
+    from engine.llm import Health
+    from engine.llm.ollama_provider import OllamaProvider
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2  # argparse's own exit code for a bad command line
+EXIT_PROBLEMS = 3
+EXIT_BUSY = 4
+EXIT_INTERRUPTED = 130
+
+Handler = Callable[[argparse.Namespace], int]
+Progress = Callable[[int, int], None]
+
+VAULT_HELP = "vault folder (default: $MEMLINK_VAULT or the per-user data dir)"
+
+
+def vault_parent() -> argparse.ArgumentParser:
+    """The parent parser giving every subcommand --vault. SUPPRESS keeps a subcommand's
+    missing --vault from erasing one given before the command name."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--vault", type=Path, default=argparse.SUPPRESS, help=VAULT_HELP)
+    return common
+
+
+def positive(text: str) -> int:
+    """An argparse type: a whole number of 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
+def vault_path(args: argparse.Namespace) -> Path:
+    """The folder --vault names, else the default vault."""
+    return args.vault or default_vault()
+
+
+def open_vault(args: argparse.Namespace | Path) -> Vault:
+    """The vault of --vault (or the default one), or the vault at a given path."""
+    return Vault.open(args if isinstance(args, Path) else vault_path(args))
+
+
+def init_vault(args: argparse.Namespace) -> Vault:
+    """A new empty vault at --vault (or the default place)."""
+    return Vault.init(vault_path(args), name=args.name)
+
+
+def settings(vault: Vault | None) -> VaultConfig:
+    """The vault's settings, or the defaults when no vault could be opened (doctor)."""
+    from engine.config import VaultConfig
+
+    return vault.config if vault is not None else VaultConfig.model_validate({"name": "defaults"})
+
+
+# One provider check per process: it may probe Ollama over the network, and a command that
+# needs the provider twice must see the same answer both times.
+_providers: dict[str, tuple[OllamaProvider | None, Health]] = {}
+
+
+def provider(vault: Vault | None, *, force: str | None = None) -> tuple[OllamaProvider | None, Health]:
+    """(the Ollama provider to use or None, its health line) for this vault's llm settings
+    (the defaults when there is no vault); ``force`` overrides llm.provider."""
+    from engine.llm.select import provider_status
+
+    config: LLMConfig = settings(vault).llm
+    if force is not None:
+        config = config.model_copy(update={"provider": force})
+    key = config.model_dump_json()
+    if key not in _providers:
+        _providers[key] = provider_status(config)
+    return _providers[key]
+
+
+def say(text: str, file: TextIO | None = None) -> None:
+    """Print one line that may hold note, chat or model text: that text is data, so its
+    terminal control sequences are dropped."""
+    print(printable(text), file=file)
+
+
+def notice(text: str) -> None:
+    """A side note on stderr (the index was rebuilt, a model is missing...)."""
+    say(f"memlink: note: {text}", file=sys.stderr)
+
+
+def progress(label: str) -> Progress | None:
+    """A progress callback drawing a bar on stderr when it is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+    from rich.progress import Progress as Bar
+
+    state: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        if "bar" not in state:
+            state["bar"] = Bar(transient=True)
+            state["bar"].start()
+            state["task"] = state["bar"].add_task(label, total=total)
+        state["bar"].update(state["task"], completed=done, total=total)
+        if done >= total:
+            state.pop("bar").stop()
+
+    return update
+
+
+def synced_index(vault: Vault, quiet: bool = False, full: bool = False) -> tuple[SearchIndex, SyncReport]:
+    """The vault's search index brought up to date (a bar unless ``quiet``), and the sync report."""
+    from engine.index import SearchIndex
+
+    index = SearchIndex.for_vault(vault)
+    report = index.sync(progress=None if quiet else progress("indexing"), full=full)
+    for line in report.notices:
+        notice(line)
+    return index, report
+
+
+def run(handler: Handler, args: argparse.Namespace) -> int:
+    """Run one command: any error becomes one line on stderr and a non-zero exit code."""
+    try:
+        return handler(args)
+    except MemlinkError as exc:
+        say(f"memlink: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # e.g. `memlink search … | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as exc:  # a folder that cannot be created, a read-only vault...
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"memlink: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_ERROR
+    except (ValueError, RuntimeError, UnicodeError) as exc:  # last resort: one line, not a traceback
+        print(f"memlink: error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", file=sys.stderr)
+        return EXIT_ERROR

@@ -1,0 +1,119 @@
+"""The write path: `commit`, `ingest`, `import-chat`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .wiring import EXIT_ERROR, open_vault, progress, say
+
+if TYPE_CHECKING:
+    from engine.extract.updater import RunReport
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    s = sub.add_parser("commit", parents=[common], help="extract memories from a chat session's new turns")
+    s.add_argument("session", help="session id (sessions/<id>.jsonl)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_commit)
+
+    s = sub.add_parser("ingest", parents=[common], help="import text/markdown files and folders as sources, link their "
+                       "references, extract memories")
+    s.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders (walked recursively)")
+    s.add_argument("--no-wiki", action="store_true", help="keep the files as sources only; extract nothing")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_ingest)
+
+    s = sub.add_parser("import-chat", parents=[common],
+                       help="import a chat transcript (JSONL) as sessions and turn memories")
+    s.add_argument("file", type=Path)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_import_chat)
+
+
+def _print_report(report: RunReport, heading: str) -> None:
+    """A run's report; what came from notes or imported files is data, printed through say."""
+    say(f"{heading}: {report.summary()}  [provider: {report.provider}]")
+    for uri in report.created:
+        say(f"  + {uri}")
+    for change in report.changed:
+        fields = ", ".join(k for k in change["after"] if change["before"].get(k) != change["after"].get(k))
+        say(f"  ~ {change['uri']}  ({fields})")
+    for link in report.links_added:
+        relation = link.get("relation") or ""
+        named = relation and relation != "referenced in the text"
+        shown = f"{link['type']} · {relation}" if named else link["type"]
+        say(f"  -> {link['from']} -[{shown}]-> {link['to']}")
+    for ref in report.unresolved:
+        say(f"  ! ambiguous reference: {ref}" if "(ambiguous:" in ref else f"  ! reference to a missing note: {ref}")
+    for problem in report.problems:
+        say(f"  ! {problem}")
+
+
+def cmd_commit(args: argparse.Namespace) -> int:
+    from engine.extract.inputs import choose_extractor, commit_session
+
+    vault = open_vault(args)
+    extractor, health = choose_extractor(vault)
+    if not args.json:
+        print(f"provider: {health.provider} — {health.detail}", file=sys.stderr)
+    report = commit_session(vault, args.session, extractor)
+    vault.close()
+    if args.json:
+        print(json.dumps(report.to_json() if report else None, ensure_ascii=False, indent=2))
+    elif report is None:
+        say(f"session {args.session}: nothing new to commit")
+    else:
+        _print_report(report, f"session {args.session}")
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from engine.extract.batch import ingest_batch
+    from engine.extract.inputs import choose_extractor
+
+    vault = open_vault(args)
+    extractor, health = choose_extractor(vault)
+    if not args.json:
+        print(f"provider: {health.provider} — {health.detail}", file=sys.stderr)
+    result = ingest_batch(vault, args.paths, wiki=not args.no_wiki, extractor=extractor,
+                          progress=None if args.json else progress("importing"))
+    vault.close()
+    for failure in result.failed:
+        say(f"memlink: error: {failure['error']}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+        return EXIT_ERROR if result.failed else 0
+    for r in result.files:
+        if not r.skipped:
+            _print_report(r.report, r.path)
+    for skip in result.skipped:
+        say(f"{skip['path']}: skipped, {skip['why']}")
+    imported = sum(1 for r in result.files if not r.skipped)
+    page_links = len(result.page_links())
+    others = len(result.links_added) - page_links
+    print(f"{imported} files imported, {len(result.skipped)} skipped, {len(result.failed)} failed; "
+          f"{page_links} links between pages" + (f" (+{others} from extracted notes)" if others else "") +
+          f", {len(result.unresolved)} unresolved references"
+          + (f", {len(result.ambiguous)} ambiguous" if result.ambiguous else "") + f" ({result.seconds:.1f}s)")
+    return EXIT_ERROR if result.failed else 0
+
+
+def cmd_import_chat(args: argparse.Namespace) -> int:
+    from engine.sessions.importer import import_chat, turn_extractor
+
+    vault = open_vault(args)
+    extractor = turn_extractor(vault)
+    report = import_chat(vault, args.file, extractor, progress=None if args.json else progress("extracting turns"))
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+    else:
+        print(f"{report.sessions} session(s), {report.events_added} new events, {report.turns} turns: "
+              f"{report.extracted} extracted, {report.already} already known, {len(report.failed)} failed "
+              f"[provider: {report.provider}]")
+        for failure in report.failed:
+            say(f"  ! {failure}")
+    return 0
