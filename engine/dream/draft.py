@@ -19,8 +19,8 @@ from ..lineranges import parse_ranges
 from ..links import LinkType, StoredLink, WikiLink
 from ..llm import LLMInvalidOutput
 from ..templates import render_template
-from .operations import NOT_EVIDENCE, DreamOperations, ReportItem, check_dream_operations
-from .topics import Topic
+from .operations import DreamOperations, ReportItem, check_dream_operations
+from .topics import NOT_EVIDENCE, Topic
 
 if TYPE_CHECKING:
     from ..llm import LLMProvider
@@ -109,8 +109,9 @@ def llm_operations(vault: Vault, provider: LLMProvider, topic: Topic, ctx: Extra
 # -- the rules ---------------------------------------------------------------------------------
 def rules_operations(vault: Vault, topic: Topic, ctx: ExtractContext) -> DreamOperations:
     """Today's deterministic report as operations: one report (the re-researched page, or
-    a new one) deriving from every note of the topic."""
-    sources = [pid for pid, note in sorted(ctx.notes.items()) if note.uri in topic.notes]
+    a new one) deriving from every note of the topic (never from a report)."""
+    sources = [pid for pid, note in sorted(ctx.notes.items())
+               if note.uri in topic.notes and note.memory_type not in NOT_EVIDENCE]
     draft = rules_draft(vault, topic, [ctx.notes[pid].uri for pid in sources])
     page = (ctx.page_of(topic.report) if topic.report else None) or FIRST_NEW
     links = [WikiLink(f=page, t=pid, t_field=vault.schema(ctx.notes[pid].memory_type).text_field,

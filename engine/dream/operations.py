@@ -16,6 +16,7 @@ from ..errors import MemlinkError
 from ..extract.loop import check_operations
 from ..extract.updater import NoteOp, Resolved, resolve_operations
 from ..links import LinkType, WikiLink
+from .topics import NOT_EVIDENCE
 
 if TYPE_CHECKING:
     from ..extract.context import ExtractContext
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 
 # The links a dream may propose: a report's sources, and what it finds between notes.
 DREAM_LINK_TYPES = (LinkType.DERIVED_FROM, LinkType.CONTRADICTS, LinkType.EVOLVED_FROM)
-NOT_EVIDENCE = ("report", "report_candidate")  # dream output is never a source
 
 
 class _Strict(BaseModel):

@@ -15,7 +15,7 @@ from ..atomic import atomic_write_text
 from ..errors import MemlinkError
 from ..extract.updater import MemoryUpdater
 from .draft import dream_context, llm_operations, rules_operations
-from .operations import resolve_dream
+from .operations import check_dream_operations, resolve_dream
 from .topics import Topic, discover
 
 if TYPE_CHECKING:
@@ -115,7 +115,14 @@ def handle_topic(vault: Vault, provider: LLMProvider | None, topic: Topic, repor
     A candidate (the user's question) is handled only by a report: with none it stays
     pending for the next dream, which may know more."""
     ctx = dream_context(vault, topic)
-    ops = llm_operations(vault, provider, topic, ctx) if provider else rules_operations(vault, topic, ctx)
+    if provider:
+        ops = llm_operations(vault, provider, topic, ctx)
+    else:
+        ops = rules_operations(vault, topic, ctx)
+        try:  # the rules meet the same contract; a miss here is a bug, reported, not written
+            check_dream_operations(ops, ctx, vault)
+        except ValueError as exc:
+            raise MemlinkError(f"the rules' report does not fit: {exc}") from None
     run = MemoryUpdater(vault).apply_operations(resolve_dream(ops, ctx), ctx, provider.name if provider else "rules",
                                                 f"dream {topic.key}", autolink=False)
     written = run.created + [c["uri"] for c in run.changed] + run.unchanged

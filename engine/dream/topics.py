@@ -32,6 +32,7 @@ class Topic:
 
 
 # -- topic discovery ------------------------------------------------------------------------------
+NOT_EVIDENCE = ("report", "report_candidate")  # dream output is never a source
 SEARCHED_OFTEN = 3
 POORLY_COVERED = 0.45  # best vector similarity of the hits
 
@@ -72,7 +73,9 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False) -> list[Topic]
     catalog = {u: e for u, e in (vault.catalog() if dry_run else vault.sync_catalog()).items() if not e.error}
     done = state.get("done", {})
     topics: list[Topic] = []
-    title = lambda u: catalog[u].title if u in catalog else u  # noqa: E731
+
+    def title(uri: str) -> str:
+        return catalog[uri].title if uri in catalog else uri
 
     for uri, e in sorted(catalog.items()):  # the user's own questions first
         if e.memory_type != "report_candidate":
@@ -84,17 +87,17 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False) -> list[Topic]
         topics.append(Topic("candidate", f"candidate:{uri}", note.fields["question"], related, candidate=uri))
     topics += searched
 
-    links = [l for l in vault.all_links() if not l.legacy and l.from_uri in catalog and l.to_uri in catalog]
+    links = [link for link in vault.all_links() if not link.legacy and link.from_uri in catalog and link.to_uri in catalog]
     tasks = vault.config.dream_tasks
     conflicts_on = any(t.input.source == "conflict" for t in tasks)
-    for l in links if conflicts_on else []:
-        if l.link_type is LinkType.CONTRADICTS and f"conflict:{l.id}" not in done:
-            if catalog[l.from_uri].memory_type == "report" or catalog[l.to_uri].memory_type == "report":
+    for link in links if conflicts_on else []:
+        if link.link_type is LinkType.CONTRADICTS and f"conflict:{link.id}" not in done:
+            if catalog[link.from_uri].memory_type == "report" or catalog[link.to_uri].memory_type == "report":
                 continue  # dream output is never evidence
-            q = f"Which holds: {title(l.from_uri)} or {title(l.to_uri)}?"
-            topics.append(Topic("conflict", f"conflict:{l.id}", q, [l.from_uri, l.to_uri], link=l))
+            q = f"Which holds: {title(link.from_uri)} or {title(link.to_uri)}?"
+            topics.append(Topic("conflict", f"conflict:{link.id}", q, [link.from_uri, link.to_uri], link=link))
 
-    newer = {l.from_uri: l.to_uri for l in links if l.link_type is LinkType.EVOLVED_FROM}
+    newer = {link.from_uri: link.to_uri for link in links if link.link_type is LinkType.EVOLVED_FROM}
     older = set(newer.values())
     for head in sorted(set(newer) - older):  # newest version of each chain
         chain = [head]
@@ -107,11 +110,11 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False) -> list[Topic]
     for uri, e in sorted(catalog.items()):
         if e.memory_type != "report":
             continue
-        sources = [l.to_uri for l in vault.get_file_links(uri, "links") if l.link_type is LinkType.DERIVED_FROM]
+        sources = [link.to_uri for link in vault.get_file_links(uri, "links") if link.link_type is LinkType.DERIVED_FROM]
         # A source that changed, or a new note linked to a source, since the report was written.
-        newcomers = {l.from_uri for s in sources for l in vault.get_file_links(s, "backlinks")
-                     if l.from_uri in catalog and catalog[l.from_uri].memory_type not in ("report", "report_candidate")
-                     and l.from_uri not in sources and catalog[l.from_uri].updated_at >= e.updated_at}
+        newcomers = {link.from_uri for s in sources for link in vault.get_file_links(s, "backlinks")
+                     if link.from_uri in catalog and catalog[link.from_uri].memory_type not in NOT_EVIDENCE
+                     and link.from_uri not in sources and catalog[link.from_uri].updated_at >= e.updated_at}
         changed = [s for s in sources if s in catalog and catalog[s].updated_at > e.updated_at] + sorted(newcomers)
         sources = sources + sorted(newcomers - set(sources))
         if changed:
@@ -122,7 +125,8 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False) -> list[Topic]
 
     # dream_tasks with an anchor type: the hubs of that type (PPR, uniform seeds) whose
     # in-link neighbourhood has notes no report covers yet.
-    covered = {l.to_uri for l in links if l.link_type is LinkType.DERIVED_FROM and catalog[l.from_uri].memory_type == "report"}
+    covered = {link.to_uri for link in links
+               if link.link_type is LinkType.DERIVED_FROM and catalog[link.from_uri].memory_type == "report"}
     from ..graph import LinkGraph
 
     graph = LinkGraph.for_vault(vault)
@@ -139,8 +143,8 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False) -> list[Topic]
         for hub in hubs:
             if picked >= vault.config.dream_hubs:
                 break
-            neighbours = sorted({l.from_uri for l in vault.get_file_links(hub, "backlinks")
-                                 if l.from_uri in catalog and catalog[l.from_uri].memory_type not in ("report", "report_candidate")})
+            neighbours = sorted({link.from_uri for link in vault.get_file_links(hub, "backlinks")
+                                 if link.from_uri in catalog and catalog[link.from_uri].memory_type not in NOT_EVIDENCE})
             since = state.get("last_run", "")  # only what is new since the last dream
             fresh = [n for n in neighbours if n not in covered and catalog[n].updated_at > since]
             if len(fresh) < 2:
@@ -160,4 +164,4 @@ def _related(vault: Vault, question: str) -> list[str]:
     from ..search import search
 
     return [h.uri for h in search(vault, question, k=8, snippets=False)
-            if h.memory_type not in ("report", "report_candidate")]
+            if h.memory_type not in NOT_EVIDENCE]
