@@ -48,8 +48,10 @@ def dream_context(vault: Vault, topic: Topic) -> ExtractContext:
         _add(vault, ctx, uri)
     if topic.report:
         _add(vault, ctx, topic.report)
+    catalog = vault.catalog()
     related = sorted({link.from_uri for uri in topic.notes[:MAX_TOPIC_NOTES] for link in vault.get_file_links(uri, "backlinks")
-                      if link.link_type is LinkType.DERIVED_FROM and link.from_uri != topic.report})
+                      if link.link_type is LinkType.DERIVED_FROM and link.from_uri != topic.report
+                      and link.from_uri in catalog and catalog[link.from_uri].memory_type == "report"})
     for uri in related[:MAX_RELATED_REPORTS]:
         _add(vault, ctx, uri)
     ctx.collect_links(vault)
