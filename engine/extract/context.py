@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..links import StoredLink
 from ..notes import Note
 from .pageids import PageIdMap
 
+if TYPE_CHECKING:
+    from ..vault import Vault
+
 
 @dataclass
 class ExtractContext:
-    kind: str  # "session" | "resource"
+    kind: str  # "session" | "resource" | "dream"
     text: str  # the conversation (user/assistant lines) or the resource's text
     when: dt.date  # the day the input happened, for relative dates
     pages: PageIdMap = field(default_factory=PageIdMap)
@@ -35,3 +39,10 @@ class ExtractContext:
             if note.uri == uri:
                 return pid
         return None
+
+    def collect_links(self, vault: Vault) -> None:
+        """Add the stored links that join two of the context's pages."""
+        for note in list(self.notes.values()):
+            for link in vault.get_file_links(note.uri, "links"):
+                if self.page_of(link.to_uri) is not None:
+                    self.links.append(link)

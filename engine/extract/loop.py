@@ -59,11 +59,7 @@ def prefetch(vault, ctx: ExtractContext) -> None:
         if note.memory_type == "entity":
             for alias in note.fields.get("aliases") or []:
                 ctx.known_names.setdefault(str(alias).lower(), uri)
-    for pid, note in list(ctx.notes.items()):
-        for link in vault.get_file_links(note.uri, "links"):
-            t = ctx.page_of(link.to_uri)
-            if t is not None:
-                ctx.links.append(link)
+    ctx.collect_links(vault)
 
 
 def messages_for(ctx: ExtractContext) -> list[dict]:

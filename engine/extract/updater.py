@@ -74,9 +74,11 @@ class MemoryUpdater:
         self.vault = vault
 
     def apply_operations(self, resolved: Resolved, ctx: ExtractContext, provider: str, source: str,
-                         deferred: list | None = None) -> RunReport:
+                         deferred: list | None = None, autolink: bool = True) -> RunReport:
         """Write the notes, then their links — or, given ``deferred``, add the link specs
-        to it for the caller to write."""
+        to it for the caller to write. ``autolink=False`` leaves references in the text
+        unlinked (a dream report quotes its sources' paths; its derived_from links say
+        what they are)."""
         v = self.vault
         report = RunReport(provider)
         uris: dict[int, str] = {pid: n.uri for pid, n in ctx.notes.items()}
@@ -108,7 +110,7 @@ class MemoryUpdater:
                 continue  # two page ids that became one note (an update of the same page)
             specs.append((uris[f], uris[t], link_type, spec))
         names = NameIndex.for_vault(v)
-        for note in written:  # references already in the text (GBrain's auto-link)
+        for note in written if autolink else []:  # references already in the text (GBrain's auto-link)
             text = "\n".join(note.field_text(name) for name in note.fields)
             refs = find_references(v, note.uri, text, base=ctx.base, names=names)
             if ctx.source_page is None:  # an imported file's own references are reported by the import

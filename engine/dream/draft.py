@@ -1,0 +1,182 @@
+"""One topic's answer (docs/DESIGN.md, *Dream*): the context, then the operations from the
+LLM (one structured call, checked strictly, quarantined when it does not fit) or from the
+rules (a deterministic report). Both give DreamOperations, so one apply path serves
+both."""
+
+from __future__ import annotations
+
+import datetime as dt
+from importlib import resources
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..errors import MemlinkError
+from ..extract.context import ExtractContext
+from ..extract.loop import ExtractionRejected, quarantine
+from ..extract.pageids import FIRST_NEW
+from ..lineranges import parse_ranges
+from ..links import LinkType, StoredLink, WikiLink
+from ..llm import LLMInvalidOutput
+from ..templates import render_template
+from .operations import DreamOperations, ReportItem, check_dream_operations
+from .topics import NOT_EVIDENCE, Topic
+
+if TYPE_CHECKING:
+    from ..llm import LLMProvider
+    from ..vault import Vault
+
+MAX_TOPIC_NOTES = 90  # page ids 1–99 hold the topic's notes, then the reports beside them
+MAX_RELATED_REPORTS = 5
+
+
+class ReportDraft(BaseModel):
+    """The rules' report for one topic."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str
+    conflicts: list[str]
+
+
+# -- the context --------------------------------------------------------------------------------
+def dream_context(vault: Vault, topic: Topic) -> ExtractContext:
+    """The topic's notes under page ids 1…, the report it re-researches and existing
+    reports drawn from its notes after them, and the links among all of these."""
+    ctx = ExtractContext(kind="dream", text=topic.question, when=dt.date.today())
+    for uri in topic.notes[:MAX_TOPIC_NOTES]:
+        _add(vault, ctx, uri)
+    if topic.report:
+        _add(vault, ctx, topic.report)
+    catalog = vault.catalog()
+    related = sorted({link.from_uri for uri in topic.notes[:MAX_TOPIC_NOTES] for link in vault.get_file_links(uri, "backlinks")
+                      if link.link_type is LinkType.DERIVED_FROM and link.from_uri != topic.report
+                      and link.from_uri in catalog and catalog[link.from_uri].memory_type == "report"})
+    for uri in related[:MAX_RELATED_REPORTS]:
+        _add(vault, ctx, uri)
+    ctx.collect_links(vault)
+    return ctx
+
+
+def _add(vault: Vault, ctx: ExtractContext, uri: str) -> None:
+    if ctx.page_of(uri) is not None or not vault.exists(uri):
+        return
+    try:
+        ctx.add(vault.read_note(uri))
+    except MemlinkError:
+        pass  # a note that does not parse is for `memlink check` to report
+
+
+def _quoted(text: str) -> str:
+    """Data lines: each starts with "| ", so no line of a note can end the data block or
+    read as an instruction line of the prompt."""
+    return "\n".join("| " + line for line in str(text).splitlines() or [""])
+
+
+def dream_messages(ctx: ExtractContext, topic: Topic) -> list[dict]:
+    template = (resources.files("engine") / "templates" / "dream.j2").read_text(encoding="utf-8")
+    pages = []
+    for pid, note in sorted(ctx.notes.items()):
+        fields = "\n".join(f"{k}: {v}" for k, v in note.fields.items())
+        pages.append({"pid": pid, "memory_type": note.memory_type, "uri": note.uri, "date": note.created_at[:10],
+                      "evidence": note.memory_type not in NOT_EVIDENCE, "text": _quoted(fields)})
+    links = [{"f": ctx.page_of(link.from_uri), "t": ctx.page_of(link.to_uri), "link_type": link.link_type.value,
+              "description": _quoted(link.description) if link.description else ""} for link in ctx.links]
+    report_page = ctx.page_of(topic.report) if topic.report else None
+    prompt = render_template(template, {
+        "kind": topic.kind, "question": _quoted(topic.question), "pages": pages, "links": links,
+        "report_page": report_page, "first_new": FIRST_NEW,
+    }, "dream prompt")
+    return [{"role": "user", "content": prompt}]
+
+
+# -- the LLM -------------------------------------------------------------------------------------
+def llm_operations(vault: Vault, provider: LLMProvider, topic: Topic, ctx: ExtractContext) -> DreamOperations:
+    """One structured call. An answer that does not fit the contract or the checks is
+    quarantined and changes nothing (ExtractionRejected names where it is kept)."""
+    ops = None
+    try:
+        ops = provider.structured(dream_messages(ctx, topic), DreamOperations)
+        check_dream_operations(ops, ctx, vault)
+    except LLMInvalidOutput as exc:
+        where = quarantine(vault, provider.name, str(exc), exc.raw)
+        raise ExtractionRejected(f"{exc}; nothing was changed, the answer is kept in {where}") from None
+    except (ValueError, ValidationError) as exc:
+        where = quarantine(vault, provider.name, str(exc), ops.model_dump_json() if ops is not None else "")
+        raise ExtractionRejected(f"the answer does not fit: {str(exc).splitlines()[0]}; nothing was changed, "
+                                 f"the answer is kept in {where}") from None
+    return ops
+
+
+# -- the rules ---------------------------------------------------------------------------------
+def rules_operations(vault: Vault, topic: Topic, ctx: ExtractContext) -> DreamOperations:
+    """Today's deterministic report as operations: one report (the re-researched page, or
+    a new one) deriving from every note of the topic (never from a report)."""
+    sources = [pid for pid, note in sorted(ctx.notes.items())
+               if note.uri in topic.notes and note.memory_type not in NOT_EVIDENCE]
+    draft = rules_draft(vault, topic, [ctx.notes[pid].uri for pid in sources])
+    page = (ctx.page_of(topic.report) if topic.report else None) or FIRST_NEW
+    links = [WikiLink(f=page, t=pid, t_field=vault.schema(ctx.notes[pid].memory_type).text_field,
+                      link_type=LinkType.DERIVED_FROM, weight=0.9, description="a source of this report")
+             for pid in sources]
+    item = ReportItem(page_id=page, question=topic.question, answer=draft.answer, conflicts=draft.conflicts)
+    return DreamOperations(report=[item], links=links)
+
+
+def rules_draft(vault: Vault, topic: Topic, uris: list[str]) -> ReportDraft:
+    """The question, the statements quoted with their notes and lines, a timeline, what
+    is still open."""
+    parts: list[str] = []
+    conflicts: list[str] = []
+    quoted = [(u, *_lines(vault, u)) for u in uris]
+    if topic.kind == "conflict":
+        parts.append("Two notes disagree:")
+        for uri, t, first, _day in quoted:
+            where, line = _disputed(vault, uri, topic.link, first)
+            parts.append(f'- {t} (`{uri}`, {where}): "{line}"')
+        conflicts = [f"{quoted[0][1]} vs {quoted[1][1]}"] if len(quoted) >= 2 else []
+        open_part = "Which statement holds is still open: review the pair (keep one, merge, or dismiss)."
+    elif topic.kind == "evolution":
+        parts.append("The view changed over time; the newest version is the last one below.")
+        open_part = f"Current: {quoted[-1][1]}." if quoted else ""
+    elif topic.kind == "re-research":
+        parts.append("Sources of this report changed, or new notes joined them, since it was written; what they say now:")
+        open_part = "Check whether the earlier answer still holds."
+    elif topic.kind == "hub":
+        parts.append(f"{quoted[0][1] if quoted else 'This note'} is a hub of the vault; the notes linking to it say:")
+        open_part = "What these add up to is for you (or an LLM provider) to judge; the notes are gathered here."
+    else:
+        parts.append("What the vault already knows about this question:")
+        open_part = "Nothing outside the vault was consulted (zero-LLM rules); the question stays open for research."
+    if topic.kind != "conflict":
+        for uri, t, first, _day in quoted:
+            parts.append(f"- {t} (`{uri}`): {first}")
+    timeline = sorted(quoted, key=lambda q: q[3])
+    parts += ["", "Timeline:"] + [f"- {day}: {t}" for _u, t, _f, day in timeline]
+    parts += ["", f"Still open: {open_part}"]
+    return ReportDraft(answer="\n".join(parts), conflicts=conflicts)
+
+
+def _lines(vault: Vault, uri: str) -> tuple[str, str, str]:
+    note = vault.read_note(uri)
+    schema = vault.schema(note.memory_type)
+    text = note.field_text(schema.text_field)
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    return vault.title(note), first, note.fields.get("date") or note.created_at[:10]
+
+
+def _disputed(vault: Vault, uri: str, link: StoredLink | None, fallback: str) -> tuple[str, str]:
+    """The line of ``uri`` the contradicts link points at: the from side's line holding
+    the link's match_text, the to side's t_line_ranges; else the first line."""
+    note = vault.read_note(uri)
+    if link is not None and uri == link.to_uri and link.t_line_ranges:
+        text = note.field_text(link.t_field).splitlines()
+        start, end = parse_ranges(link.t_line_ranges)[0]
+        chosen = " ".join(line.strip() for line in text[start - 1 : end])
+        if chosen:
+            return f"{link.t_field} line {link.t_line_ranges}", chosen
+    if link is not None and uri == link.from_uri and link.match_text:
+        for n, line in enumerate(note.field_text(vault.schema(note.memory_type).text_field).splitlines(), 1):
+            if link.match_text in line:
+                return f"line {n}", line.strip()
+    return "line 1", fallback

@@ -1,0 +1,156 @@
+"""The dream run (docs/DESIGN.md, *Dream*): maintenance, topics, one answer per topic
+applied through the extraction updater, the state of handled topics, the DREAMS.md
+diary. A dry run lists the topics and writes nothing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+from filelock import FileLock, Timeout
+
+from ..atomic import atomic_write_text
+from ..errors import MemlinkError
+from ..extract.updater import MemoryUpdater
+from .draft import dream_context, llm_operations, rules_operations
+from .operations import check_dream_operations, resolve_dream
+from .topics import Topic, discover
+
+if TYPE_CHECKING:
+    from ..llm import LLMProvider
+    from ..vault import Vault
+
+DREAMS_FILE = "DREAMS.md"
+
+
+class DreamBusy(MemlinkError):
+    """Another dream is running on this vault."""
+
+
+@dataclass
+class DreamReport:
+    topics: list[dict] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+    no_report: list[str] = field(default_factory=list)  # topics whose answer held no report
+    links_added: int = 0  # links the answers proposed that were new (derived_from included)
+    skipped: list[str] = field(default_factory=list)
+    maintenance: dict = field(default_factory=dict)
+    provider: str = "rules"
+    dry_run: bool = False
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+# -- state ----------------------------------------------------------------------------------------
+def _state_path(vault: Vault):
+    return vault.state_dir / "dream" / "state.json"
+
+
+def load_state(vault: Vault) -> dict:
+    try:
+        return json.loads(_state_path(vault).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return {"done": {}}
+
+
+def save_state(vault: Vault, state: dict) -> None:
+    atomic_write_text(_state_path(vault), json.dumps(state, ensure_ascii=False, indent=1))
+
+
+# -- the run ----------------------------------------------------------------------------------------
+def dream(vault: Vault, *, provider: LLMProvider | None = None, dry_run: bool = False,
+          progress: Callable[[int, int], None] | None = None, wait: float = 0.0) -> DreamReport:
+    lock = FileLock(str(vault.state_dir / "dream.lock"))
+    vault.state_dir.mkdir(exist_ok=True)
+    try:
+        lock.acquire(timeout=wait)
+    except Timeout:
+        raise DreamBusy(f"another dream is running on {vault.root}") from None
+    try:
+        return _run(vault, provider, dry_run, progress)
+    finally:
+        lock.release()
+
+
+def _run(vault: Vault, provider: LLMProvider | None, dry_run: bool,
+         progress: Callable[[int, int], None] | None) -> DreamReport:
+    from ..index import SearchIndex
+    from ..lint import fix, lint
+
+    report = DreamReport(provider=provider.name if provider else "rules", dry_run=dry_run)
+    state = load_state(vault)
+    day = dt.date.today().isoformat()
+    if not dry_run:  # maintenance first: the topics then see a tidy vault
+        repaired = fix(vault)
+        sync = SearchIndex.for_vault(vault).sync()
+        report.maintenance = {"links_repaired": len(repaired), "reindexed": sync.changed}
+    topics = discover(vault, state, dry_run=dry_run)
+    limit = vault.config.dream_max_reports
+    if len(topics) > limit:  # the user's own questions come first in the list
+        report.skipped.append(f"{len(topics) - limit} more topic(s) wait for the next run (dream_max_reports: {limit})")
+        topics = topics[:limit]
+    report.topics = [{"kind": t.kind, "question": t.question, "notes": t.notes} for t in topics]
+    if dry_run:
+        return report
+    for n, topic in enumerate(topics, 1):
+        try:
+            if handle_topic(vault, provider, topic, report):
+                state.setdefault("done", {})[topic.key] = day
+        except MemlinkError as exc:
+            report.skipped.append(f"{topic.question}: {exc}")
+        if progress:
+            progress(n, len(topics))
+    report.maintenance["orphans"] = len([f for f in lint(vault).findings if f.check == "orphans"])
+    state["last_run"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    save_state(vault, state)
+    _diary(vault, report)
+    return report
+
+
+def handle_topic(vault: Vault, provider: LLMProvider | None, topic: Topic, report: DreamReport) -> bool:
+    """Answer one topic and apply the answer; True when the topic counts as handled.
+    A candidate (the user's question) is handled only by a report: with none it stays
+    pending for the next dream, which may know more."""
+    ctx = dream_context(vault, topic)
+    if provider:
+        ops = llm_operations(vault, provider, topic, ctx)
+    else:
+        ops = rules_operations(vault, topic, ctx)
+        try:  # the rules meet the same contract; a miss here is a bug, reported, not written
+            check_dream_operations(ops, ctx, vault)
+        except ValueError as exc:
+            raise MemlinkError(f"the rules' report does not fit: {exc}") from None
+    run = MemoryUpdater(vault).apply_operations(resolve_dream(ops, ctx), ctx, provider.name if provider else "rules",
+                                                f"dream {topic.key}", autolink=False)
+    written = run.created + [c["uri"] for c in run.changed] + run.unchanged
+    report.written += written
+    report.links_added += len(run.links_added)
+    report.skipped += [f"{topic.question}: {p}" for p in run.problems]
+    if not written:
+        report.no_report.append(topic.question)
+        return topic.candidate is None
+    if topic.candidate:
+        vault.write_note("report_candidate", {"status": "done", "report_uri": written[0]}, uri=topic.candidate)
+        vault.link_many([(topic.candidate, uri, "related_to", {"description": "answered by this report"})
+                         for uri in written])
+    return True
+
+
+def _diary(vault: Vault, report: DreamReport) -> None:
+    lines = [f"## Dream {dt.datetime.now().strftime('%Y-%m-%d %H:%M')} ({report.provider})", ""]
+    if not report.topics:
+        lines.append("Nothing new: no pending questions, contradictions, changed views or changed sources.")
+    for topic in report.topics:
+        lines.append(f"- found ({topic['kind']}): {topic['question']}")
+    lines += [f"- wrote `{uri}`" for uri in report.written]
+    lines += [f"- no report for: {q}" for q in report.no_report]
+    lines += [f"- skipped: {why}" for why in report.skipped]
+    m = report.maintenance
+    lines.append(f"- maintenance: {m.get('links_repaired', 0)} links repaired, {m.get('reindexed', 0)} notes re-indexed, "
+                 f"{m.get('orphans', 0)} orphans")
+    path = vault.root / DREAMS_FILE
+    old = path.read_text(encoding="utf-8") if path.exists() else "# Dream diary\n\nWritten by `memlink dream`.\n"
+    atomic_write_text(path, old.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n")
