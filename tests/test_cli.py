@@ -168,3 +168,18 @@ def test_unknown_command_is_a_usage_error_listing_commands_in_help_order():
     assert r.returncode == 2
     choices = r.stderr.split("choose from ", 1)[1].strip().rstrip(")").replace("'", "").split(", ")
     assert choices == _listed_commands()
+
+
+def test_ask_files_a_research_question_once(tmp_path):
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    first = memlink("ask", "Which coffee grinder should I buy?", "--requirement", "under 200 euros", vault=root)
+    assert first.returncode == 0, first.stderr
+    uri = first.stdout.strip()
+    assert uri.startswith("report_candidates/") and (root / uri).is_file()
+    note = Vault.open(root).read_note(uri)
+    assert note.fields["status"] == "pending" and note.fields["user_requirement"] == "under 200 euros"
+    again = memlink("ask", "which coffee grinder  should I buy", vault=root)
+    assert again.stdout.strip() == uri
+    assert len(list((root / "report_candidates").glob("*.md"))) == 1
+    assert memlink("ask", "  ", vault=root).returncode == 1

@@ -21,6 +21,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="seconds to wait if another dream is running (default: exit 4)")
     s.set_defaults(func=cmd_dream)
 
+    s = sub.add_parser("ask", parents=[common], help="file a research question for the next dream; prints its uri")
+    s.add_argument("question")
+    s.add_argument("--requirement", help="what a good answer covers (kept with the question)")
+    s.set_defaults(func=cmd_ask)
+
     s = sub.add_parser("lint", parents=[common], help="lint the vault, write dashboards/ (exit 3 when errors exist)")
     s.add_argument("--json", action="store_true")
     s.add_argument("--fix", action="store_true", help="safe repairs only (one-sided links, links to missing notes)")
@@ -67,8 +72,20 @@ def cmd_dream(args: argparse.Namespace) -> int:
         say(f"  ? [{topic['kind']}] {topic['question']}")
     for uri in report.written:
         say(f"  + {uri}")
+    for question in report.no_report:
+        say(f"  - no report: {question}")
     for why in report.skipped:
         say(f"  ! {why}")
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from engine.dream import ask
+
+    vault = open_vault(args)
+    uri = ask(vault, args.question, args.requirement)
+    vault.close()
+    say(uri)
     return 0
 
 
