@@ -59,10 +59,9 @@ class LinkType(str, metaclass=_LinkTypeMeta):
     EVOLVED_FROM: ClassVar[LinkType]
 
     def __new__(cls, name: object) -> LinkType:
-        text = str.__str__(name) if isinstance(name, str) else name
-        if not isinstance(text, str) or text not in cls._known:
+        if not isinstance(name, str) or str.__str__(name) not in cls._known:
             raise ValueError(f"unknown link type {name!r}")
-        return cls._interned[text]
+        return cls._interned[str.__str__(name)]
 
     @classmethod
     def named(cls, name: str) -> LinkType:
@@ -70,7 +69,7 @@ class LinkType(str, metaclass=_LinkTypeMeta):
         hit = cls._interned.get(name)
         if hit is not None:
             return hit
-        if not isinstance(name, str) or not NAME.match(name):
+        if not NAME.match(name):
             raise ValueError(f"{name!r} is not a link type name (lower-case letters, digits, _)")
         made = str.__new__(cls, name)
         cls._interned[str.__str__(made)] = made
@@ -145,7 +144,7 @@ class LinkTypeSpec(BaseModel):
     roles: list[Role] = Field(default_factory=list)
     cues: list[str] = Field(default_factory=list, description="regular expressions (case-insensitive) that type a mention")
     cue_rank: int = Field(100, ge=0, description="cues are tried lowest rank first")
-    _cue: re.Pattern | None = PrivateAttr(None)
+    _cue: re.Pattern[str] | None = PrivateAttr(None)
 
     @field_validator("cues")
     @classmethod
@@ -161,7 +160,7 @@ class LinkTypeSpec(BaseModel):
         self._cue = re.compile("|".join(self.cues), re.I) if self.cues else None
 
     @property
-    def cue(self) -> re.Pattern | None:
+    def cue(self) -> re.Pattern[str] | None:
         return self._cue
 
     @property

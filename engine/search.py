@@ -13,7 +13,7 @@ from .errors import MemlinkError
 from .graph import LinkGraph, PropagationParams, Step
 from .index import SearchIndex
 from .index.keywords import bm25_idf
-from .linktypes import LinkTypeTable, builtin_table
+from .linktypes import LinkType, LinkTypeTable, builtin_table
 from .relations import PERSON_KINDS, asked_relation, asks_who, relations_of
 from .render import render_links
 from .text import content_tokens, snippet, tokenize
@@ -82,7 +82,7 @@ def propagation_params(cfg: SearchConfig, link_types: LinkTypeTable | None = Non
     """The propagation parameters: ``cfg``'s numbers, the link-type table's weights, and
     its forced-follow types unless ``cfg.forced_follow`` names others."""
     table = link_types or builtin_table()
-    extra = {} if cfg.forced_follow is None else {"forced_follow": tuple(table.require(t) for t in cfg.forced_follow)}
+    extra: dict[str, tuple[LinkType, ...]] = {} if cfg.forced_follow is None else {"forced_follow": tuple(table.require(t) for t in cfg.forced_follow)}
     return PropagationParams.for_table(table, damping=cfg.damping, depth=cfg.depth, min_link_weight=cfg.min_link_weight, **extra)
 
 
