@@ -82,8 +82,11 @@ def propagation_params(cfg: SearchConfig, link_types: LinkTypeTable | None = Non
     """The propagation parameters: ``cfg``'s numbers, the link-type table's weights, and
     its forced-follow types unless ``cfg.forced_follow`` names others."""
     table = link_types or builtin_table()
-    extra: dict[str, tuple[LinkType, ...]] = {} if cfg.forced_follow is None else {"forced_follow": tuple(table.require(t) for t in cfg.forced_follow)}
-    return PropagationParams.for_table(table, damping=cfg.damping, depth=cfg.depth, min_link_weight=cfg.min_link_weight, **extra)
+    extra: dict[str, tuple[LinkType, ...]] = {}
+    if cfg.forced_follow is not None:
+        extra["forced_follow"] = tuple(table.require(t) for t in cfg.forced_follow)
+    return PropagationParams.for_table(table, damping=cfg.damping, depth=cfg.depth,
+                                       min_link_weight=cfg.min_link_weight, **extra)
 
 
 def rrf(ranked_lists: list[list[str]], k: int) -> dict[str, float]:
