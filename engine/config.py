@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Literal, Optional
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from .errors import VaultError
+from .linktypes import LinkTypeSpec, LinkTypeTable, builtin_table
 from .yamlio import safe_load
 
 CONFIG_FILE = "memlink.yaml"
@@ -36,7 +37,9 @@ class SearchConfig(BaseModel):
     depth: int = Field(1, ge=1, le=5)
     min_link_weight: float = Field(0.3, ge=0, le=1)
     min_ppr_score: float = Field(0.05, ge=0)
-    forced_follow: list[str] = Field(default_factory=lambda: ["contradicts", "evolved_from"])
+    forced_follow: Optional[list[str]] = Field(
+        None, description="link types search always follows one hop; default: those the link-type table marks "
+                          "forced_follow (docs/DESIGN.md \"Link types\")")
     backlink_boost: bool = False
     min_vector_similarity: float = Field(0.3, ge=-1, le=1, description="vector hits below this are noise")
     min_query_coverage: float = Field(
@@ -104,6 +107,22 @@ class VaultConfig(BaseModel):
     dream_tasks: list[DreamTask] = Field(default_factory=_default_tasks)
     dream_hubs: int = Field(3, ge=0, le=50, description="hub notes per anchor type a dream may report on")
     dream_max_reports: int = Field(20, ge=1, description="reports one dream writes at most; the rest wait for the next run")
+    link_types: list[LinkTypeSpec] = Field(
+        default_factory=list, description="the vault's own link types, added to the built-ins (docs/DESIGN.md \"Link types\")")
+    _link_table: LinkTypeTable = PrivateAttr(default_factory=builtin_table)
+
+    @model_validator(mode="after")
+    def _table(self) -> "VaultConfig":
+        # Built once: a name clash with a built-in or a role claimed twice is a config error.
+        self._link_table = builtin_table().with_types(self.link_types)
+        for name in self.search.forced_follow or ():
+            if name not in self._link_table:
+                raise ValueError(f"search.forced_follow: unknown link type {name!r}")
+        return self
+
+    def link_table(self) -> LinkTypeTable:
+        """The vault's link types: the built-ins plus ``link_types``."""
+        return self._link_table
 
 
 def load_config(root: Path) -> VaultConfig:
@@ -129,5 +148,5 @@ def load_config(root: Path) -> VaultConfig:
 
 def dump_config(config: VaultConfig) -> str:
     """Only what differs from the defaults (plus the name), so new defaults reach old vaults."""
-    data = {"name": config.name, **config.model_dump(mode="json", exclude_defaults=True)}
+    data = {"name": config.name, **config.model_dump(mode="json", exclude_defaults=True, by_alias=True)}
     return yaml.safe_dump(data, allow_unicode=True, sort_keys=False)

@@ -1,6 +1,7 @@
 """The link graph (networkx) built from the sidecars: typed propagation for search
-(seed 000 §3.5.1 with the §3.2.7.4 table), Personalized PageRank for hub finding,
-neighbourhood queries (GBrain's graph-query) and paths.
+(docs/DESIGN.md "Search", with the weights of the link-type table, "Link types"),
+Personalized PageRank for hub finding, neighbourhood queries (GBrain's graph-query) and
+paths.
 
 One graph per open Vault, kept in ``vault.cache`` and rebuilt when ``vault.links_version``
 moves (every link write, and sidecars changed outside memlink)."""
@@ -10,40 +11,22 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Literal
+from typing import Any, Iterable, Literal
 
 import networkx as nx
 
 from .links import LinkType, StoredLink
+from .linktypes import Flow, LinkTypeTable, builtin_table
 
 Direction = Literal["links", "backlinks"]
 
 
-@dataclass(frozen=True)
-class Rule:
-    """How score flows along one (link_type, direction): weight, continue, max depth."""
-
-    weight: float
-    cont: bool
-    max_depth: int
-
-
-# §3.2.7.4. "links" = following a link from its from-note to its to-note; "backlinks" =
-# arriving at a note's backlink and walking to the note that links to it.
-PROPAGATION: dict[tuple[LinkType, Direction], Rule] = {
-    (LinkType.CONTRADICTS, "links"): Rule(0.8, False, 1),
-    (LinkType.CONTRADICTS, "backlinks"): Rule(0.8, False, 1),
-    (LinkType.BELONGS_TO, "links"): Rule(0.7, True, 3),
-    (LinkType.BELONGS_TO, "backlinks"): Rule(0.7, True, 3),
-    (LinkType.CAUSED_BY, "links"): Rule(0.5, True, 2),
-    (LinkType.CAUSED_BY, "backlinks"): Rule(0.3, False, 1),
-    (LinkType.DERIVED_FROM, "links"): Rule(0.2, False, 1),
-    (LinkType.DERIVED_FROM, "backlinks"): Rule(0.6, False, 1),
-    (LinkType.EVOLVED_FROM, "links"): Rule(0.3, False, 1),
-    (LinkType.EVOLVED_FROM, "backlinks"): Rule(0.9, True, 5),
-    (LinkType.RELATED_TO, "links"): Rule(0.4, False, 1),
-    (LinkType.RELATED_TO, "backlinks"): Rule(0.4, False, 1),
-}
+# How score flows along one (link_type, direction): weight, continue, max depth. The
+# values are the link-type table's (docs/DESIGN.md "Link types"). "links" = following a
+# link from its from-note to its to-note; "backlinks" = arriving at a note's backlink and
+# walking to the note that links to it.
+Rule = Flow
+PROPAGATION: dict[tuple[LinkType, Direction], Rule] = builtin_table().propagation()
 
 
 @dataclass(frozen=True)
@@ -71,8 +54,14 @@ class PropagationParams:
     damping: float = 0.85
     depth: int = 1
     min_link_weight: float = 0.3
-    forced_follow: tuple[LinkType, ...] = (LinkType.CONTRADICTS, LinkType.EVOLVED_FROM)
-    table: dict = field(default_factory=lambda: dict(PROPAGATION))
+    forced_follow: tuple[LinkType, ...] = field(default_factory=lambda: builtin_table().forced_follow())
+    table: dict[tuple[LinkType, Direction], Rule] = field(default_factory=lambda: dict(PROPAGATION))
+
+    @classmethod
+    def for_table(cls, link_types: LinkTypeTable, **params: Any) -> PropagationParams:
+        """Parameters whose propagation table and forced follow are ``link_types``'s."""
+        params.setdefault("forced_follow", link_types.forced_follow())
+        return cls(table=link_types.propagation(), **params)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +194,8 @@ class LinkGraph:
         return dict(out)
 
     def forced_neighbours(self, uri: str, params: PropagationParams) -> list[Step]:
-        """Links that search always follows one hop, whatever their weight (§3.2.7.3)."""
+        """Links that search always follows one hop, whatever their weight (the table's
+        forced_follow types, docs/DESIGN.md "Link types")."""
         return [s for s in self.steps(uri) if s.link.link_type in params.forced_follow]
 
     # -- whole-graph views ------------------------------------------------------------------

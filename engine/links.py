@@ -1,32 +1,37 @@
-"""The link model of seed 000 §3.2: LinkType, WikiLink (LLM layer, page ids),
-StoredWikiLink / StoredLink (storage layer, URIs), the `.relations.json` sidecar format
-with its legacy `{uris, reason}` entries, and the links merge rules of §3.2.5.
+"""The link model: WikiLink (LLM layer, page ids), StoredWikiLink / StoredLink (storage
+layer, URIs), the `.relations.json` sidecar format with its legacy `{uris, reason}`
+entries, and the links merge rules of §3.2.5. What each link type means lives in the
+link-type table (``engine/linktypes.py``, docs/DESIGN.md "Link types").
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from enum import Enum
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, ValidationError, WithJsonSchema, field_validator
 
 from .errors import LinkError, SidecarError, UriError
 from .lineranges import format_ranges, parse_ranges
+from .linktypes import LinkType, any_link_type, builtin_table
 from .uris import normalize_uri
 
 SIDECAR = ".relations.json"
 Direction = Literal["links", "backlinks"]
 
 
-class LinkType(str, Enum):
-    RELATED_TO = "related_to"  # general association
-    BELONGS_TO = "belongs_to"  # part of / about
-    CAUSED_BY = "caused_by"  # A was caused by B
-    DERIVED_FROM = "derived_from"  # A is a synthesis made from B
-    CONTRADICTS = "contradicts"  # A conflicts with B
-    EVOLVED_FROM = "evolved_from"  # A is the newer version of B
+__all__ = ["LinkType", "SIDECAR", "Sidecar", "StoredLink", "StoredWikiLink", "WikiLink", "links_merge", "merge_link", "new_link_id"]
+
+# A stored link's type: any well-formed name, so a sidecar holding a type this vault does
+# not declare still reads (the link is kept; it carries no meaning until declared).
+StoredLinkType = Annotated[
+    LinkType, PlainValidator(any_link_type), PlainSerializer(lambda t: t.value, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string"}),
+]
+# The built-ins hold every role and a vault cannot take one over, so this is every
+# vault's default type.
+DEFAULT_TYPE = builtin_table().role("default")
 
 
 def _check_ranges(value: Optional[str]) -> Optional[str]:
@@ -82,7 +87,7 @@ class StoredLink(BaseModel):
     from_uri: str
     to_uri: str
     direction: Direction
-    link_type: LinkType
+    link_type: StoredLinkType
     weight: float = Field(ge=0.0, le=1.0)
     t_field: str = "content"
     t_line_ranges: Optional[str] = None
@@ -208,7 +213,8 @@ class Sidecar:
         return "[\n" + ",\n".join(rows) + "\n]\n"
 
     def legacy_links(self, folder: str) -> list[StoredLink]:
-        """Legacy entries read as related_to links (§3.2.3): weight 1.0, reason → description.
+        """Legacy entries read as links of the default type (related_to; docs/DESIGN.md
+        "Link types"): weight 1.0, reason → description.
         An entry without from_uri is a folder-level relation: its from_uri is the folder."""
         out = []
         for raw in self.legacy:
@@ -219,7 +225,7 @@ class Sidecar:
                         from_uri=str(raw.get("from_uri") or folder),
                         to_uri=uri,
                         direction="links",
-                        link_type=LinkType.RELATED_TO,
+                        link_type=DEFAULT_TYPE,
                         weight=1.0,
                         description=str(raw.get("reason") or ""),
                         created_at=str(raw.get("created_at") or ""),

@@ -1,7 +1,8 @@
 """Relations the text states between two pages (seed 000 §2.1, GBrain's zero-LLM link-type
 cascade): founded → invested in → advises → reports to → works at → attended, strongest
-first (attended first when one end is a meeting), each mapped onto one of the six link
-types. The relation itself is kept in the link's description, phrased from the link's
+first (attended first when one end is a meeting), each mapped onto a link type by role:
+the membership type (belongs_to) or the default type (related_to); see docs/DESIGN.md
+"Link types". The relation itself is kept in the link's description, phrased from the link's
 from-note to its to-note ("works at" from a person's page, "employs" from the
 company's), so search can answer "Who works at X?".
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .links import LinkType
+from .linktypes import LinkType, builtin_table
 
 
 @dataclass(frozen=True)
@@ -36,32 +37,37 @@ def _p(text: str) -> re.Pattern:
     return re.compile(text, re.I)
 
 
+# Roles, not names: a relation means membership or plain association whatever the types
+# are called. The built-ins hold every role, so these are every vault's.
+_MEMBER = builtin_table().role("membership")
+_PLAIN = builtin_table().role("default")
+
 RELATIONS: list[Relation] = [  # strongest first: the first that matches a sentence decides
-    Relation("founded", LinkType.BELONGS_TO, "founded", "founded by",
+    Relation("founded", _MEMBER, "founded", "founded by",
              _p(r"\b(?:co-?)?found(?:ed|er|ing (?:member|partner|team))\b"), _p(r"\b(?:co-?)?found(?:ed|er|ers)\b"),
              _p(r"(?:co-?)?founded by\b")),
-    Relation("invested_in", LinkType.RELATED_TO, "invested in", "backed by",
+    Relation("invested_in", _PLAIN, "invested in", "backed by",
              _p(r"\binvest(?:ed|or|ors|ment|ments|s|ing)?\b|\bback(?:ed|er|ers|s)\b|\bangel\b|\bstake\b|"
                 r"\bseries [a-f]\b|\b(?:seed|funding) round\b|\bfunded\b"),
              _p(r"\binvest(?:ed|or|ors|s|ing)?\b|\bback(?:ed|er|ers|s)?\b|\bfund(?:ed|s|ers)?\b"),
              _p(r"(?:backed|funded|invested in) by\b")),
-    Relation("advises", LinkType.RELATED_TO, "advises", "advised by",
+    Relation("advises", _PLAIN, "advises", "advised by",
              _p(r"\badvis(?:e|es|ed|ing|or|ors|er|ers|ory)\b|\bmentor(?:s|ed|ing)?\b"),
              _p(r"\badvis(?:e|es|ed|ing|or|ors|er|ers|ory)\b|\bmentor(?:s|ed|ing)?\b"),
              _p(r"(?:advised|mentored) by\b")),
-    Relation("reports_to", LinkType.BELONGS_TO, "reports to", "manages",
+    Relation("reports_to", _MEMBER, "reports to", "manages",
              _p(r"\breports? (?:in)?to\b|\bmanaged by\b|\b(?:her|his|their) manager\b|"
                 r"\bmanages\b(?!\s+(?:the|a|an|our|their|his|her|its)\b)"),
              _p(r"\breports? to\b|\bmanag(?:es|ed|er)\b"),
              _p(r"manages\b")),  # "Bob manages Mia": Mia reports to Bob ("managed by" says it the right way round)
-    Relation("works_at", LinkType.BELONGS_TO, "works at", "employs",
+    Relation("works_at", _MEMBER, "works at", "employs",
              _p(r"\bwork(?:s|ed|ing)? (?:at|for|here|there)\b|\bemploy(?:s|ed|ee|ees|er)?\b|\bjoined\b|\bhired\b|"
                 r"\bstaff\b|\bon the team\b|\bteam at\b|\bleads? (?:a |the )?(?:team|engineering|sales|design|product)\b|"
                 r"\b(?:CEO|CTO|CFO|COO|CMO|CPO|VP|president|head of|director|engineer|manager|designer|"
                 r"lead|scientist|analyst)\b"),
              _p(r"\bwork(?:s|ed|ing)?\b|\bemploy(?:s|ed|ees)?\b|\bstaff\b|\bteam\b|\bemployees\b"),
              _p(r"employs?\b|hired\b(?!\s+by\b)")),  # "Acme employs / hired Mia"; "hired by", "employed by" are not
-    Relation("attended", LinkType.BELONGS_TO, "attended", "attended by",
+    Relation("attended", _MEMBER, "attended", "attended by",
              _p(r"\battend(?:ed|s|ees?|ing|ance)\b|\bpresent\b|\bparticipants?\b|\bwas at\b|\bwere at\b|"
                 r"\bjoined\b|\bmet\b|\bin the room\b"),
              _p(r"\battend(?:ed|s|ees?|ing)?\b|\bwas at\b|\bwere at\b|\bpresent at\b|\bparticipat"),

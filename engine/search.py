@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 from .config import SearchConfig
 from .errors import MemlinkError
-from .graph import PROPAGATION, LinkGraph, PropagationParams, Step
+from .graph import LinkGraph, PropagationParams, Step
 from .index import SearchIndex
 from .index.keywords import bm25_idf
-from .links import LinkType
+from .linktypes import LinkType, LinkTypeTable, builtin_table
 from .relations import PERSON_KINDS, asked_relation, asks_who, relations_of
 from .render import render_links
 from .text import content_tokens, snippet, tokenize
@@ -78,13 +78,15 @@ class SearchHit:
         return out
 
 
-def propagation_params(cfg: SearchConfig) -> PropagationParams:
-    return PropagationParams(
-        damping=cfg.damping,
-        depth=cfg.depth,
-        min_link_weight=cfg.min_link_weight,
-        forced_follow=tuple(LinkType(t) for t in cfg.forced_follow),
-    )
+def propagation_params(cfg: SearchConfig, link_types: LinkTypeTable | None = None) -> PropagationParams:
+    """The propagation parameters: ``cfg``'s numbers, the link-type table's weights, and
+    its forced-follow types unless ``cfg.forced_follow`` names others."""
+    table = link_types or builtin_table()
+    extra: dict[str, tuple[LinkType, ...]] = {}
+    if cfg.forced_follow is not None:
+        extra["forced_follow"] = tuple(table.require(t) for t in cfg.forced_follow)
+    return PropagationParams.for_table(table, damping=cfg.damping, depth=cfg.depth,
+                                       min_link_weight=cfg.min_link_weight, **extra)
 
 
 def rrf(ranked_lists: list[list[str]], k: int) -> dict[str, float]:
@@ -166,7 +168,7 @@ def search(
     seeds = dict(sorted(base.items(), key=lambda kv: -kv[1])[: cfg.seeds])
     seeds.update({u: 1.0 for u in named})
     graph = LinkGraph.for_vault(vault) if use_graph else None
-    params = propagation_params(cfg)
+    params = propagation_params(cfg, vault.config.link_table())
     if graph is not None:
         spread = graph.propagate(seeds, params)
         # Every search hit is in the seed set of §3.5.1 (only the strongest spread score).
@@ -195,7 +197,7 @@ def search(
     if graph is not None and named and asks_who(query):
         asked = _without_names(query, vault)
         tier = {u: 1 for u in named}
-        for uri, (score, step, strong) in _answers(graph, catalog, named, asked).items():
+        for uri, (score, step, strong) in _answers(graph, catalog, named, asked, params).items():
             if not allowed(uri):
                 continue
             final[uri] = max(final.get(uri, 0.0), score)
@@ -206,7 +208,7 @@ def search(
                    key=lambda u: (tier.get(u, 2), -final[u]))
     if answered:  # what the named notes' own derived notes say stays available, under them
         order += [u for u in sorted(final, key=lambda u: -final[u]) if u not in tier and allowed(u)]
-    evidence = _group(graph, order, k) if group and graph is not None else {}
+    evidence = _group(graph, order, k, vault.config.link_table()) if group and graph is not None else {}
     ranked = [u for u in order if u not in evidence and (not answered or u in tier)][:k]
 
     # Contradictions and newer/older versions of a hit are never left out (§3.2.7.3): they
@@ -278,11 +280,13 @@ def _without_names(query: str, vault) -> str:
     return " ".join(keep)
 
 
-def _answers(graph, catalog, named: list[str], question: str) -> dict[str, tuple[float, Step, bool]]:
+def _answers(graph: LinkGraph, catalog: dict, named: list[str], question: str,
+             params: PropagationParams) -> dict[str, tuple[float, Step, bool]]:
     """The notes a "Who …?" question's named notes link to (either way): people first.
     Each gets (score, the link, strong): strong when the link states the relation asked
     with the person as its subject (or no relation is asked and it names a person). The
-    score follows the link's type and direction (§3.2.7.4) and its weight."""
+    score follows the link's type and direction (the propagation table, docs/DESIGN.md
+    "Link types") and its weight."""
     asked = asked_relation(question)
     out: dict[str, tuple[float, Step, bool]] = {}
     for x in named:
@@ -298,22 +302,23 @@ def _answers(graph, catalog, named: list[str], question: str) -> dict[str, tuple
                 strong = person
             if not (person or strong):
                 continue
-            rule = PROPAGATION.get((step.link.link_type, step.direction))
+            rule = params.table.get((step.link.link_type, step.direction))
             score = (rule.weight if rule else 0.4) * step.link.weight * (1.0 if strong else 0.5)
             if dst not in out or score > out[dst][0]:
                 out[dst] = (score, step, strong)
     return out
 
 
-def _group(graph, order: list[str], k: int) -> dict[str, str]:
+def _group(graph: LinkGraph, order: list[str], k: int, link_types: LinkTypeTable) -> dict[str, str]:
     """Notes derived from a page that ranks above them go under that page (uri -> page),
     so one source does not take five slots with its fragments. A derived note that ranks
     above its page keeps its own place: it is the better answer."""
+    provenance = link_types.role("provenance")
     above: set[str] = set()
     out: dict[str, str] = {}
     for uri in order[: 4 * k]:
         for edge in graph.out.get(uri, ()):
-            if edge.link_type is LinkType.DERIVED_FROM and edge.to_uri in above and edge.to_uri not in out:
+            if edge.link_type is provenance and edge.to_uri in above and edge.to_uri not in out:
                 out[uri] = edge.to_uri
                 break
         above.add(uri)

@@ -308,10 +308,7 @@ class Vault:
         from_uri, to_uri = normalize_uri(from_uri), normalize_uri(to_uri)
         if from_uri == to_uri:
             raise LinkError(f"a note cannot link to itself ({from_uri})")
-        try:
-            link_type = LinkType(link_type)
-        except ValueError:
-            raise LinkError(f"unknown link type {link_type!r} (one of: {', '.join(t.value for t in LinkType)})") from None
+        link_type = self.config.link_table().require(link_type)  # this vault's types only
         self._link_end(from_uri, "from")
         dst = self._link_end(to_uri, "to")
         dst_schema = self.schema(dst.memory_type)

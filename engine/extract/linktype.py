@@ -7,13 +7,20 @@ never repaired."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..links import LinkType
+from ..linktypes import LinkTypeTable
 from ..llm import LLMError, LLMInvalidOutput
 from ..relations import RELATIONS
 from .autolink import PLAIN_WEIGHT, RELATION_WEIGHT
 from .loop import quarantine
+
+if TYPE_CHECKING:
+    from ..vault import Vault
+    from .batch import Page
 
 MAX_TEXT = 4000
 PLAIN = "referenced in the text"
@@ -33,9 +40,16 @@ class LinkChoices(BaseModel):
     links: list[LinkChoice]
 
 
-def _prompt(page, specs: list[tuple], vault) -> str:
+def choices_model(link_types: LinkTypeTable) -> type[LinkChoices]:
+    """LinkChoices whose link types must be the vault's (docs/DESIGN.md "Link types")."""
+    choice = create_model("LinkChoice", __base__=LinkChoice, link_type=(link_types.field_type(), ...))
+    return create_model("LinkChoices", __base__=LinkChoices, links=(list[choice], ...))
+
+
+def _prompt(page: Page, specs: list[tuple], vault: Vault) -> str:
     catalog = vault.catalog()
     labels = ", ".join(f"'{r.label}' / '{r.inverse}'" for r in RELATIONS)
+    link_types = ", ".join(t.value for t in vault.config.link_table().names())
     rows = []
     for i, (_f, to_uri, link_type, spec) in enumerate(specs, 1):
         target = catalog[to_uri].title if to_uri in catalog else to_uri
@@ -43,17 +57,18 @@ def _prompt(page, specs: list[tuple], vault) -> str:
                     f"guess: {link_type}, {spec.get('description')!r}")
     return (
         f"The page {page.title!r} ({page.kind}) refers to other pages. For each numbered reference, choose the link "
-        f"type (one of: {', '.join(t.value for t in LinkType)}) and the relation the page states, phrased from "
+        f"type (one of: {link_types}) and the relation the page states, phrased from "
         f"this page to the target ({labels}), or 'mentions' when it states none.\n\n"
         f"PAGE:\n{page.body[:MAX_TEXT]}\n\nREFERENCES:\n" + "\n".join(rows) +
         '\n\nAnswer {"links": [{"ref": 1, "link_type": "belongs_to", "relation": "works at"}, ...]}.'
     )
 
 
-def refine_links(vault, provider, page, specs: list[tuple], report) -> list[tuple]:
+def refine_links(vault: Vault, provider: Any, page: Page, specs: list[tuple], report: Any) -> list[tuple]:
     """The specs with the model's link types and relations, or unchanged if it failed."""
     try:
-        answer = provider.structured([{"role": "user", "content": _prompt(page, specs, vault)}], LinkChoices)
+        schema = choices_model(vault.config.link_table())
+        answer = provider.structured([{"role": "user", "content": _prompt(page, specs, vault)}], schema)
         seen: set[int] = set()
         for choice in answer.links:
             if choice.ref > len(specs) or choice.ref in seen:

@@ -122,7 +122,7 @@ class ExtractLoop:
         cached = self.vault.cache.get("operations_model")
         if cached is None or cached[0] is not self.vault.types:
             names = [t.memory_type for t in self.vault.types if t.link_enabled]
-            cached = (self.vault.types, operations_model(self.vault.types, names))
+            cached = (self.vault.types, operations_model(self.vault.types, names, self.vault.config.link_table()))
             self.vault.cache["operations_model"] = cached
         return cached[1]
 

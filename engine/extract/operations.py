@@ -1,7 +1,8 @@
 """The model's output contract (seed 000 §3.3): ``StructuredMemoryOperations`` generated
 from the registered memory types. Each type becomes a list of flat items carrying a
 ``page_id`` (1–99: update that existing page, 100+: a new page) plus the type's fields;
-``links`` is one top-level list of WikiLinks. Every key is required and nothing extra is
+``links`` is one top-level list of WikiLinks whose ``link_type`` is one of the vault's
+link types (docs/DESIGN.md "Link types"). Every key is required and nothing extra is
 allowed: an answer that does not fit is rejected, never repaired."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..links import WikiLink
+from ..linktypes import LinkTypeTable, builtin_table
 from ..schema import FieldType, MemoryTypeSchema, TypeRegistry
 
 _PY = {
@@ -38,12 +40,30 @@ def item_model(schema: MemoryTypeSchema) -> type[BaseModel]:
     return create_model(f"{schema.memory_type.title().replace('_', '')}Item", __base__=_Strict, **fields)
 
 
-def operations_model(types: TypeRegistry, names: list[str] | None = None) -> type[BaseModel]:
-    """The output model for the given memory types (all linkable types by default)."""
+def wikilink_model(link_types: LinkTypeTable) -> type[WikiLink]:
+    """WikiLink whose ``link_type`` must be one of ``link_types`` (in the JSON schema the
+    model is given, too): a type another vault declared in this process is rejected."""
+    return create_model("WikiLink", __base__=WikiLink, link_type=(link_types.field_type(), ...))
+
+
+def operations_model(types: TypeRegistry, names: list[str] | None = None,
+                     link_types: LinkTypeTable | None = None) -> type[BaseModel]:
+    """The output model for the given memory types (all linkable types by default) and
+    link types (the built-ins by default; pass the vault's ``config.link_table()``)."""
+    table = link_types or builtin_table()
     chosen = [t for t in types if (names is None or t.memory_type in names)]
     fields: dict[str, Any] = {t.memory_type: (list[item_model(t)], ...) for t in chosen}
-    fields["links"] = (list[WikiLink], ...)
-    return create_model("StructuredMemoryOperations", __base__=_Strict, **fields)
+    fields["links"] = (list[wikilink_model(table)], ...)
+    model = create_model("StructuredMemoryOperations", __base__=_Strict, **fields)
+    model.link_types = table  # type: ignore[attr-defined]  # read back by link_types_of
+    return model
+
+
+def link_types_of(model: type[BaseModel]) -> LinkTypeTable:
+    """The link-type table an output model was built for: the rules extractor types links
+    with the same table the model validates them against."""
+    table = getattr(model, "link_types", None)
+    return table if isinstance(table, LinkTypeTable) else builtin_table()
 
 
 def item_fields(item: BaseModel) -> dict[str, Any]:

@@ -6,9 +6,11 @@
 - dated events: a sentence with a date (ISO, "3 September", today / yesterday, 10月14日 …)
 - entities: known titles and aliases mentioned; new multi-word capitalised names
 - links by mention, typed by a cascade in GBrain's spirit on the sentence around the
-  mention (no longer / instead of → evolved_from, because → caused_by, part of / works at
-  → belongs_to, according to → derived_from, else related_to); a preference opposite to
-  an existing one on the same topic → contradicts; a changed opinion → evolved_from.
+  mention: the cues of the link-type table (docs/DESIGN.md "Link types"; no longer /
+  instead of → evolved_from, because → caused_by, part of / works at → belongs_to,
+  according to → derived_from, else related_to); a preference opposite to an existing
+  one on the same topic → the conflict type (contradicts); a changed opinion → the
+  supersedes type (evolved_from).
 
 It produces the same StructuredMemoryOperations an LLM would, so everything after it
 (resolve, merge, write, links) is shared."""
@@ -21,9 +23,11 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from ..linktypes import LinkType, LinkTypeTable, builtin_table
 from ..templates import slugify
 from ..text import tokenize
 from .context import ExtractContext
+from .operations import link_types_of
 
 _SENT = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
 _LIKE = re.compile(r"\bI\s+(?:really\s+|do\s+|still\s+|now\s+)?(?:like|love|enjoy|prefer|adore)\s+(?P<obj>[^.!?;\n]+)", re.I)
@@ -78,20 +82,10 @@ _PAST = re.compile(r"\b\w+ed\b|\b(?:went|met|had|saw|got|made|ate|ran|took|gave|
                    r"\b20\d\d-\d\d-\d\d\b", re.I)
 _TRIM = re.compile(r"\s+(?:because|but|since|although|when|so|and then|which)\b.*$", re.I)
 
-CASCADE = [  # strongest first; the first that matches the sentence decides the type
-    ("evolved_from", re.compile(r"no longer|changed my mind|instead of|used to|不再|改成", re.I)),
-    ("contradicts", re.compile(r"\bcontradict|\bnot true\b|\bactually (?:not|no)\b|相反|矛盾", re.I)),
-    ("caused_by", re.compile(r"\bbecause\b|\bdue to\b|\bcaused by\b|\bled to\b|\bso that\b|因为|由于", re.I)),
-    ("belongs_to", re.compile(r"\bpart of\b|\bbelongs? to\b|\bworks? (?:at|for)\b|\bmember of\b|\bCEO of\b|\bteam\b|属于", re.I)),
-    ("derived_from", re.compile(r"\baccording to\b|\bbased on\b|\bderived from\b|\bsummar", re.I)),
-]
-
-
-def link_type_for(sentence: str) -> str:
-    for link_type, pattern in CASCADE:
-        if pattern.search(sentence):
-            return link_type
-    return "related_to"
+def link_type_for(sentence: str, link_types: LinkTypeTable | None = None) -> str:
+    """The link type a mention in ``sentence`` gets: the first type (by cue rank) whose
+    cue the sentence holds, else the default type (related_to)."""
+    return (link_types or builtin_table()).type_for(sentence).value
 
 
 def _topic(obj: str) -> str:
@@ -178,13 +172,14 @@ class _Out:
     items: dict[str, list[dict]] = field(default_factory=dict)
     links: list[dict] = field(default_factory=list)
     seen: set = field(default_factory=set)
+    link_types: LinkTypeTable = field(default_factory=builtin_table)  # the vault's, from the output model
 
 
 class RulesExtractor:
     name = "rules"
 
     def extract(self, ctx: ExtractContext, schema: type[BaseModel]) -> BaseModel:
-        out = _Out(items={name: [] for name in schema.model_fields if name != "links"})
+        out = _Out(items={name: [] for name in schema.model_fields if name != "links"}, link_types=link_types_of(schema))
         lines = ctx.user_lines or [ctx.text]
         profile = next((pid for pid, n in ctx.notes.items() if n.memory_type == "profile"), None)
         ctx.common_words = ctx.common_words | set(_LOWER_WORD.findall(ctx.text))
@@ -203,12 +198,13 @@ class RulesExtractor:
         out.items[mtype].append({"page_id": page_id, **fields})
         return page_id
 
-    def _link(self, out: _Out, f: int, t: int, link_type: str, t_field: str, match_text: str | None, why: str, weight: float = 0.8) -> None:
+    def _link(self, out: _Out, f: int, t: int, link_type: LinkType, t_field: str, match_text: str | None, why: str,
+              weight: float = 0.8) -> None:
         key = (f, t)
         if f == t or key in out.seen:
             return
         out.seen.add(key)
-        out.links.append({"f": f, "t": t, "t_field": t_field, "link_type": link_type, "weight": weight,
+        out.links.append({"f": f, "t": t, "t_field": t_field, "link_type": link_type.value, "weight": weight,
                           "match_text": match_text or None, "description": why})
 
     def _sentence(self, s: str, ctx: ExtractContext, out: _Out, profile: int | None) -> None:
@@ -237,7 +233,7 @@ class RulesExtractor:
                 break
             created.append((pid, "content"))
             if profile is not None:
-                self._link(out, pid, profile, "belongs_to", "content", None, "a preference of the user", 0.6)
+                self._link(out, pid, profile, out.link_types.role("membership"), "content", None, "a preference of the user", 0.6)
             for other_pid, note in ctx.notes.items():
                 if note.memory_type != "preference":
                     continue
@@ -246,16 +242,17 @@ class RulesExtractor:
                     continue
                 old = note.fields.get("sentiment")
                 if changed:
-                    self._link(out, pid, other_pid, "evolved_from", "content", obj.strip(), "the user's view changed")
+                    self._link(out, pid, other_pid, out.link_types.role("supersedes"), "content", obj.strip(), "the user's view changed")
                 elif old and old != sentiment and old != "neutral":
-                    self._link(out, pid, other_pid, "contradicts", "content", obj.strip(),
+                    self._link(out, pid, other_pid, out.link_types.role("conflict"), "content", obj.strip(),
                                f"says {sentiment} where the earlier note says {old}")
             break
         if m := _INSTEAD.search(s):
             for other_pid, note in ctx.notes.items():
                 if note.memory_type == "preference" and _overlap(note.fields.get("topic", ""), m["old"]) >= 0.5:
                     for pid, _f in created:
-                        self._link(out, pid, other_pid, "evolved_from", "content", m["new"].strip(), "chosen instead of the earlier preference")
+                        self._link(out, pid, other_pid, out.link_types.role("supersedes"), "content", m["new"].strip(),
+                                   "chosen instead of the earlier preference")
         # Research requests.
         m = _RESEARCH.search(s) or _ZH_RESEARCH.search(s)
         if m:
@@ -287,9 +284,10 @@ class RulesExtractor:
             return
         if ctx.source_page is not None:
             for pid, _f in created:
-                self._link(out, pid, ctx.source_page, "derived_from", "content", None, "drawn from the imported resource", 0.9)
+                self._link(out, pid, ctx.source_page, out.link_types.role("provenance"), "content", None,
+                           "drawn from the imported resource", 0.9)
         # Mentions of known entities, and new capitalised names.
-        link_type = link_type_for(s)
+        link_type = out.link_types.type_for(s)
         for mention, (pid_known, note) in self._mention_pages(s, ctx).items():
             for pid, _f in created:
                 self._link(out, pid, pid_known, link_type, "content" if "content" in note.fields else "name", mention,
