@@ -65,7 +65,7 @@ def test_errors_are_one_line_on_stderr_with_nonzero_exit(tmp_path):
     r = memlink("init", vault=root)
     assert r.returncode == 1 and "already a memlink vault" in r.stderr
     r = memlink("link", "a.md", "b.md", "--type", "likes", vault=root)
-    assert r.returncode == 2  # argparse usage error
+    assert r.returncode == 1 and "unknown link type 'likes' (one of: related_to" in r.stderr
 
 
 def test_check_exits_3_on_errors(tmp_path):
@@ -183,3 +183,19 @@ def test_ask_files_a_research_question_once(tmp_path):
     assert again.stdout.strip() == uri
     assert len(list((root / "report_candidates").glob("*.md"))) == 1
     assert memlink("ask", "  ", vault=root).returncode == 1
+
+
+def test_link_types_a_vault_declares_work_from_the_cli(tmp_path):
+    from test_linktypes import SUPPORTS
+
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    a, b = make_pair(Vault.open(root))
+    (root / "memlink.yaml").write_text((root / "memlink.yaml").read_text(encoding="utf-8") + SUPPORTS, encoding="utf-8")
+    r = memlink("link", b.uri, a.uri, "--type", "supports", "--json", vault=root)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["link_type"] == "supports"
+    rows = json.loads(memlink("graph-query", a.uri, "--type", "supports", "--json", vault=root).stdout)
+    assert [(row["uri"], row["link_type"]) for row in rows] == [(b.uri, "supports")]
+    assert memlink("unlink", b.uri, a.uri, "--type", "supports", vault=root).returncode == 0
+    assert Vault.open(root).get_file_links(b.uri) == []

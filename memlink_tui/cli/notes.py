@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from engine import LinkType
+from engine.linktypes import builtin_table
 
 from .wiring import open_vault, positive, say
 
@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    link_types = [t.value for t in LinkType]
+    # Link types are the vault's (memlink.yaml may declare more than the built-ins), so
+    # they are checked once the vault is open, not by argparse.
+    type_help = f"a link type of the vault ({', '.join(builtin_table().names())}, or one memlink.yaml declares)"
 
     s = sub.add_parser("show", parents=[common], help="a note: frontmatter, rendered body, links, backlinks")
     s.add_argument("uri")
@@ -31,7 +33,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s = sub.add_parser("link", parents=[common], help="link two notes (written on both sides)")
     s.add_argument("from_uri", metavar="FROM")
     s.add_argument("to_uri", metavar="TO")
-    s.add_argument("--type", required=True, choices=link_types, dest="link_type")
+    s.add_argument("--type", required=True, dest="link_type", metavar="TYPE", help=type_help)
     s.add_argument("--weight", type=float, default=1.0)
     s.add_argument("--match-text")
     s.add_argument("--description", default="")
@@ -43,12 +45,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s = sub.add_parser("unlink", parents=[common], help="remove links FROM -> TO (both sides)")
     s.add_argument("from_uri", metavar="FROM")
     s.add_argument("to_uri", metavar="TO")
-    s.add_argument("--type", choices=link_types, dest="link_type")
+    s.add_argument("--type", dest="link_type", metavar="TYPE", help=type_help)
     s.set_defaults(func=cmd_unlink)
 
     s = sub.add_parser("graph-query", parents=[common], help="notes linked to a note, by type, direction and depth")
     s.add_argument("uri")
-    s.add_argument("--type", action="append", dest="types", choices=link_types, metavar="T")
+    s.add_argument("--type", action="append", dest="types", metavar="T", help=type_help + "; repeatable")
     s.add_argument("--direction", choices=["in", "out", "both"], default="both")
     s.add_argument("--depth", type=positive, default=1)
     s.add_argument("--json", action="store_true")
@@ -139,7 +141,8 @@ def cmd_link(args: argparse.Namespace) -> int:
 
 def cmd_unlink(args: argparse.Namespace) -> int:
     vault = open_vault(args)
-    n = vault.unlink(args.from_uri, args.to_uri, args.link_type)
+    link_type = vault.config.link_table().require(args.link_type) if args.link_type else None
+    n = vault.unlink(args.from_uri, args.to_uri, link_type)
     say(f"removed {n} link{'s' if n != 1 else ''} from {args.from_uri} to {args.to_uri}")
     return 0
 
@@ -150,7 +153,8 @@ def cmd_graph_query(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     uri = vault.read_note(args.uri).uri  # a clear error for a missing note
     graph = LinkGraph.for_vault(vault)
-    types = {LinkType(t) for t in args.types} if args.types else None
+    table = vault.config.link_table()
+    types = {table.require(t) for t in args.types} if args.types else None
     rows = graph.neighbourhood(uri, types, args.direction, max(1, args.depth))
     catalog = vault.catalog()
     if args.json:
