@@ -16,7 +16,7 @@ from ..extract.context import ExtractContext
 from ..extract.loop import ExtractionRejected, quarantine
 from ..extract.pageids import FIRST_NEW
 from ..lineranges import parse_ranges
-from ..links import LinkType, StoredLink, WikiLink
+from ..links import StoredLink, WikiLink
 from ..llm import LLMInvalidOutput
 from ..templates import render_template
 from .operations import DreamOperations, ReportItem, check_dream_operations
@@ -49,8 +49,9 @@ def dream_context(vault: Vault, topic: Topic) -> ExtractContext:
     if topic.report:
         _add(vault, ctx, topic.report)
     catalog = vault.catalog()
+    provenance = vault.config.link_table().role("provenance")
     related = sorted({link.from_uri for uri in topic.notes[:MAX_TOPIC_NOTES] for link in vault.get_file_links(uri, "backlinks")
-                      if link.link_type is LinkType.DERIVED_FROM and link.from_uri != topic.report
+                      if link.link_type is provenance and link.from_uri != topic.report
                       and link.from_uri in catalog and catalog[link.from_uri].memory_type == "report"})
     for uri in related[:MAX_RELATED_REPORTS]:
         _add(vault, ctx, uri)
@@ -117,7 +118,7 @@ def rules_operations(vault: Vault, topic: Topic, ctx: ExtractContext) -> DreamOp
     draft = rules_draft(vault, topic, [ctx.notes[pid].uri for pid in sources])
     page = (ctx.page_of(topic.report) if topic.report else None) or FIRST_NEW
     links = [WikiLink(f=page, t=pid, t_field=vault.schema(ctx.notes[pid].memory_type).text_field,
-                      link_type=LinkType.DERIVED_FROM, weight=0.9, description="a source of this report")
+                      link_type=vault.config.link_table().role("provenance"), weight=0.9, description="a source of this report")
              for pid in sources]
     item = ReportItem(page_id=page, question=topic.question, answer=draft.answer, conflicts=draft.conflicts)
     return DreamOperations(report=[item], links=links)

@@ -22,8 +22,14 @@ if TYPE_CHECKING:
     from ..extract.context import ExtractContext
     from ..vault import Vault
 
-# The links a dream may propose: a report's sources, and what it finds between notes.
-DREAM_LINK_TYPES = (LinkType.DERIVED_FROM, LinkType.CONTRADICTS, LinkType.EVOLVED_FROM)
+# The links a dream may propose, by role (docs/DESIGN.md, "Link types"): a report's
+# sources, and what it finds between notes.
+DREAM_LINK_ROLES = ("provenance", "conflict", "supersedes")
+
+
+def dream_link_types(vault: Vault) -> tuple[LinkType, ...]:
+    table = vault.config.link_table()
+    return tuple(table.role(role) for role in DREAM_LINK_ROLES)
 
 
 class _Strict(BaseModel):
@@ -66,14 +72,16 @@ def check_dream_operations(ops: DreamOperations, ctx: ExtractContext, vault: Vau
                 schema.validate_fields(fields, complete=False)
         except MemlinkError as exc:
             raise ValueError(f"report {item.page_id}: {exc}") from None
+    allowed_types = dream_link_types(vault)
+    provenance = vault.config.link_table().role("provenance")
     for i, link in enumerate(ops.links):
-        if link.link_type not in DREAM_LINK_TYPES:
-            allowed = ", ".join(t.value for t in DREAM_LINK_TYPES)
+        if link.link_type not in allowed_types:
+            allowed = ", ".join(t.value for t in allowed_types)
             raise ValueError(f"links[{i}] is {link.link_type.value}; a dream proposes only {allowed}")
         target = ctx.notes.get(link.t)
         if target is None or target.memory_type in NOT_EVIDENCE:
             raise ValueError(f"links[{i}] points at page {link.t}, which is not an existing note (reports are never evidence)")
-        if link.link_type is LinkType.DERIVED_FROM:
+        if link.link_type is provenance:
             if link.f not in reports:
                 raise ValueError(f"links[{i}] is derived_from from page {link.f}, which is not a report of this answer")
         else:
@@ -83,14 +91,14 @@ def check_dream_operations(ops: DreamOperations, ctx: ExtractContext, vault: Vau
                                  "which is not an existing note (reports are never evidence)")
 
 
-def resolve_dream(ops: DreamOperations, ctx: ExtractContext) -> Resolved:
+def resolve_dream(ops: DreamOperations, ctx: ExtractContext, provenance: LinkType) -> Resolved:
     """Page ids become URIs through extraction's resolve; each report's ``source_uris``
     are the notes it links derived_from. Re-research keeps the report's question (its
     file name comes from it)."""
     resolved = resolve_operations(ops, ctx)
     sources: dict[int, list[str]] = {}
     for link in ops.links:
-        if link.link_type is LinkType.DERIVED_FROM:
+        if link.link_type is provenance:
             sources.setdefault(link.f, []).append(ctx.notes[link.t].uri)
     notes = []
     for op in resolved.notes:

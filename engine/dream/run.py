@@ -123,7 +123,7 @@ def handle_topic(vault: Vault, provider: LLMProvider | None, topic: Topic, repor
             check_dream_operations(ops, ctx, vault)
         except ValueError as exc:
             raise MemlinkError(f"the rules' report does not fit: {exc}") from None
-    run = MemoryUpdater(vault).apply_operations(resolve_dream(ops, ctx), ctx, provider.name if provider else "rules",
+    run = MemoryUpdater(vault).apply_operations(resolve_dream(ops, ctx, vault.config.link_table().role("provenance")), ctx, provider.name if provider else "rules",
                                                 f"dream {topic.key}", autolink=False)
     written = run.created + [c["uri"] for c in run.changed] + run.unchanged
     report.written += written

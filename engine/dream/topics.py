@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import MemlinkError
 from ..jsonl import read_jsonl
-from ..links import LinkType, StoredLink
+from ..links import StoredLink
 
 if TYPE_CHECKING:
     from ..vault import Vault
@@ -87,17 +87,19 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False) -> list[Topic]
         topics.append(Topic("candidate", f"candidate:{uri}", note.fields["question"], related, candidate=uri))
     topics += searched
 
+    table = vault.config.link_table()
+    conflict, supersedes, provenance = table.role("conflict"), table.role("supersedes"), table.role("provenance")
     links = [link for link in vault.all_links() if not link.legacy and link.from_uri in catalog and link.to_uri in catalog]
     tasks = vault.config.dream_tasks
     conflicts_on = any(t.input.source == "conflict" for t in tasks)
     for link in links if conflicts_on else []:
-        if link.link_type is LinkType.CONTRADICTS and f"conflict:{link.id}" not in done:
+        if link.link_type is conflict and f"conflict:{link.id}" not in done:
             if catalog[link.from_uri].memory_type == "report" or catalog[link.to_uri].memory_type == "report":
                 continue  # dream output is never evidence
             q = f"Which holds: {title(link.from_uri)} or {title(link.to_uri)}?"
             topics.append(Topic("conflict", f"conflict:{link.id}", q, [link.from_uri, link.to_uri], link=link))
 
-    newer = {link.from_uri: link.to_uri for link in links if link.link_type is LinkType.EVOLVED_FROM}
+    newer = {link.from_uri: link.to_uri for link in links if link.link_type is supersedes}
     older = set(newer.values())
     for head in sorted(set(newer) - older):  # newest version of each chain
         chain = [head]
@@ -110,7 +112,7 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False) -> list[Topic]
     for uri, e in sorted(catalog.items()):
         if e.memory_type != "report":
             continue
-        sources = [link.to_uri for link in vault.get_file_links(uri, "links") if link.link_type is LinkType.DERIVED_FROM]
+        sources = [link.to_uri for link in vault.get_file_links(uri, "links") if link.link_type is provenance]
         # A source that changed, or a new note linked to a source, since the report was written.
         newcomers = {link.from_uri for s in sources for link in vault.get_file_links(s, "backlinks")
                      if link.from_uri in catalog and catalog[link.from_uri].memory_type not in NOT_EVIDENCE
@@ -126,7 +128,7 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False) -> list[Topic]
     # dream_tasks with an anchor type: the hubs of that type (PPR, uniform seeds) whose
     # in-link neighbourhood has notes no report covers yet.
     covered = {link.to_uri for link in links
-               if link.link_type is LinkType.DERIVED_FROM and catalog[link.from_uri].memory_type == "report"}
+               if link.link_type is provenance and catalog[link.from_uri].memory_type == "report"}
     from ..graph import LinkGraph
 
     graph = LinkGraph.for_vault(vault)
