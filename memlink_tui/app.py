@@ -167,7 +167,7 @@ class MemlinkApp(App):
         self.set_interval(30, self.checkpoint)
         self.set_interval(0.5, self._count_queue)
 
-    def _make_pane(self, pane: str):
+    def _make_pane(self, pane: str) -> Pane:
         # Each pane's module is imported when first shown: chat pulls in the Ollama
         # client, which the first paint should not wait for.
         import importlib
