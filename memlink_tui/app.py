@@ -1,25 +1,44 @@
 """The memlink Textual app. Thin: the five panes are Textual modes (each keeps its own
 state while you are elsewhere), the app owns navigation history, the status line
-(provider, vault, index, queue), themes and the user's settings."""
+(provider, vault, index, queue), themes and the user's settings. Panes talk to it
+through the messages in messages.py; it answers a pane with a message too."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import ModalScreen
 
 from engine import MemlinkError, Vault
+from widgets.status_bar import Status
 
 from .commands import ActionCommands, NoteCommands, ProviderCommands, ThemeCommands
+from .messages import (
+    CatalogSynced,
+    ExtractionStarted,
+    Navigate,
+    NoteChanged,
+    NoteFocused,
+    NotesShown,
+    ProviderChanged,
+    StatusChanged,
+    VaultChanged,
+)
 from .settings import SettingsFile
 from .theming import DEFAULT_THEME, load_themes
+
+if TYPE_CHECKING:
+    from .screens.pane import Pane
 
 PANE_CLASSES = {
     "browser": (".screens.browser", "BrowserScreen"),
@@ -103,7 +122,8 @@ class MemlinkApp(App):
         self.current_note: str | None = None
         self.provider = None
         self.health = None
-        self.panes: dict[str, object] = {}
+        self.panes: dict[str, Pane] = {}
+        self._extracting: list[threading.Thread] = []  # chat's turn extractions, counted in the queue
         self.memlink_themes, self._theme_problems = load_themes()
         for theme in self.memlink_themes:
             self.register_theme(theme)
@@ -147,20 +167,44 @@ class MemlinkApp(App):
         self.set_interval(30, self.checkpoint)
         self.set_interval(0.5, self._count_queue)
 
-    def _make_pane(self, pane: str):
+    def _make_pane(self, pane: str) -> Pane:
         # Each pane's module is imported when first shown: chat pulls in the Ollama
         # client, which the first paint should not wait for.
         import importlib
 
         module, name = PANE_CLASSES[pane]
         cls = getattr(importlib.import_module(module, __package__), name)
-        screen = cls(self.vault)
+        screen = cls(self.vault, status=self._status())
         self.panes[pane] = screen
+        if pane == "chat" and self.health is not None:  # handled once the pane is mounted
+            screen.post_message(ProviderChanged(self.provider, self.health))
         return screen
 
-    @property
-    def browser(self):
-        return self.panes.get("browser")
+    def _tell(self, pane: str, message: Message) -> None:
+        """Send a pane a message, if it has been opened (an unopened one reads fresh)."""
+        screen = self.panes.get(pane)
+        if screen is not None:
+            screen.post_message(message)
+
+    # -- messages from the panes ----------------------------------------------------------------
+    def on_navigate(self, message: Navigate) -> None:
+        self.go(message.pane, message.uri)
+
+    def on_notes_shown(self, _message: NotesShown) -> None:
+        self.notes_shown()
+
+    def on_catalog_synced(self, _message: CatalogSynced) -> None:
+        self.sync_index()
+
+    def on_note_changed(self, message: NoteChanged) -> None:
+        self._tell("browser", VaultChanged(message.uri))
+
+    def on_note_focused(self, message: NoteFocused) -> None:
+        self.current_note = message.uri
+
+    def on_extraction_started(self, message: ExtractionStarted) -> None:
+        self._extracting.append(message.thread)
+        self._count_queue()
 
     # -- navigation -----------------------------------------------------------------------------
     def location(self) -> Location | None:
@@ -254,8 +298,7 @@ class MemlinkApp(App):
             return
 
         def done(uri: str | None) -> None:
-            if self.browser is not None:
-                self.browser.action_reload()
+            self._tell("browser", VaultChanged(uri))
             if uri:
                 self.go("browser", uri)
 
@@ -326,9 +369,7 @@ class MemlinkApp(App):
             detail = f"zero-LLM rules provider (chosen in the app, saved in {self.settings.path})"
         severity = "information" if health.ok else "warning"
         self.notify(detail, title=f"LLM: {health.provider}", severity=severity, timeout=6)
-        chat = self.panes.get("chat")
-        if chat is not None:
-            chat.provider_changed()
+        self._tell("chat", ProviderChanged(self.provider, health))
 
     # -- background work ------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="index")
@@ -385,12 +426,26 @@ class MemlinkApp(App):
         progress = self._index_progress
         if progress:
             self.index_state = progress
-        chat = self.panes.get("chat")
-        if chat is not None:
-            chat.extracting[:] = [t for t in chat.extracting if t.is_alive()]
-        extracting = len(chat.extracting) if chat is not None else 0
+        self._extracting[:] = [t for t in self._extracting if t.is_alive()]
         running = sum(1 for w in self.workers if w.group in BACKGROUND_GROUPS and not w.is_finished)
-        self.queue_depth = extracting + running
+        self.queue_depth = len(self._extracting) + running
+
+    # -- the status line ------------------------------------------------------------------------
+    def _status(self) -> Status:
+        return Status(self.provider_line, self.index_state, self.queue_depth, self.vault_path)
+
+    def _publish_status(self) -> None:
+        for pane in self.panes.values():
+            pane.post_message(StatusChanged(self._status()))
+
+    def watch_provider_line(self) -> None:
+        self._publish_status()
+
+    def watch_index_state(self) -> None:
+        self._publish_status()
+
+    def watch_queue_depth(self) -> None:
+        self._publish_status()
 
     @work(thread=True, exclusive=True, group="checkpoint")
     def checkpoint(self) -> None:

@@ -216,3 +216,125 @@ async def test_help_lists_the_keys_and_the_palette_opens_a_note_by_title(sample)
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.screen is browser and browser.current == "entities/man-met-bril-koffie.md"
+
+
+# -- the app and its panes talk through messages --------------------------------------------------
+# Textual's own App API a pane may use; anything else on the app is state another pane or
+# the app owns, and reaches a pane by message (memlink_tui/messages.py).
+TEXTUAL_APP_API = {"push_screen", "pop_screen", "notify", "exit", "call_from_thread", "suspend", "run_action"}
+
+
+def cross_pane_access(source: str) -> list[str]:
+    """Where a screen or widget module reads or sets what another object owns: an app
+    attribute outside Textual's API, ``getattr``/``setattr`` on the app, an assignment
+    through ``.app``, or ``query_one`` on anything but itself."""
+    import ast
+
+    def is_app(node: ast.AST) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "app"
+
+    def through_app(node: ast.AST) -> bool:
+        while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+            node = node.func if isinstance(node, ast.Call) else node.value
+            if is_app(node):
+                return True
+        return False
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and is_app(node.value) and node.attr not in TEXTUAL_APP_API:
+            found.append(f"line {node.lineno}: .app.{node.attr}")
+        elif isinstance(node, ast.Call) and any(is_app(a) for a in node.args):
+            # getattr/setattr/watch on the app read its state; type(self.app) is its class (help's keys)
+            if not (isinstance(node.func, ast.Name) and node.func.id == "type"):
+                found.append(f"line {node.lineno}: the app passed to a call")
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found += [f"line {node.lineno}: assignment through .app" for t in targets if through_app(t)]
+            if is_app(node.value):  # an alias (app = self.app) would hide what is read from it
+                found.append(f"line {node.lineno}: the app under another name")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "query_one"
+              and not (isinstance(node.func.value, ast.Name) and node.func.value.id == "self")):
+            found.append(f"line {node.lineno}: query_one on another object")
+    return found
+
+
+def test_no_pane_or_widget_reads_or_sets_another_objects_attributes():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    modules = sorted((root / "memlink_tui" / "screens").glob("*.py")) + sorted((root / "widgets").glob("*.py"))
+    assert len(modules) > 10
+    offenders = {str(p.relative_to(root)): hits for p in modules if (hits := cross_pane_access(p.read_text()))}
+    assert offenders == {}
+
+
+def test_the_scan_catches_each_kind_of_poke():
+    pokes = [
+        "self.app.provider",
+        "self.app.current_note = uri",
+        "getattr(self.app, 'health', None)",
+        "app.query_one(ChatScreen).extracting = []",
+        "screen.query_one('#x').value",
+        "self.app.go('browser', uri)",
+        "app = self.app",
+        "self.watch(self.app, 'queue_depth', self._changed)",
+    ]
+    assert [line for line in pokes if not cross_pane_access(line)] == []
+    allowed = ["self.app.call_from_thread(self.notify, 'x')", "self.app.push_screen(Help(), done)",
+               "self.query_one('#x').border_title = 'x'", "self.post_message(Navigate('graph'))",
+               "self._listed(type(self.app), inherited=False)"]
+    assert [line for line in allowed if cross_pane_access(line)] == []
+
+
+def labels(node) -> list[str]:
+    return [str(node.label)] + [label for child in node.children for label in labels(child)]
+
+
+async def test_a_note_saved_in_the_editor_refreshes_the_browser(sample, tmp_path, monkeypatch):
+    import sys
+
+    from memlink_tui.messages import NoteChanged, VaultChanged
+
+    editor = tmp_path / "rename.py"
+    editor.write_text("import sys, pathlib\np = pathlib.Path(sys.argv[1])\n"
+                      "p.write_text(p.read_text().replace('name: Man Met Bril Koffie', 'name: Renamed Roastery'))\n")
+    monkeypatch.setenv("VISUAL", f"{sys.executable} {editor}")
+    uri = "entities/man-met-bril-koffie.md"
+    messages: list = []
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(140, 45), message_hook=messages.append) as pilot:
+        await settle(app, pilot)
+        app.go("browser", uri)
+        await settle(app, pilot)
+        browser = app.screen
+        tree = browser.query_one(NoteTree)
+        assert "Renamed Roastery" not in labels(tree.root)
+        await pilot.press("e")
+        for _ in range(50):  # the save runs in a worker, the reload in another
+            await settle(app, pilot)
+            if "Renamed Roastery" in labels(tree.root):
+                break
+        assert {m.uri for m in messages if isinstance(m, NoteChanged)} == {uri}  # seen by the screen, then the app
+        assert any(isinstance(m, VaultChanged) for m in messages)
+        assert "Renamed Roastery" in labels(tree.root)
+        assert "Renamed Roastery" in str(browser.query_one(NoteView).query_one("#note-meta").render())
+
+
+async def test_graph_key_asks_the_app_to_navigate_and_the_graph_reports_its_centre(sample):
+    from memlink_tui.messages import Navigate, NoteFocused
+    from memlink_tui.screens.graph import GraphScreen
+
+    start = first_note_with_outgoing_links(sample)
+    messages: list = []
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(140, 45), message_hook=messages.append) as pilot:
+        await settle(app, pilot)
+        app.go("browser", start)
+        await settle(app, pilot)
+        await pilot.press("g")
+        await settle(app, pilot)
+        assert isinstance(app.screen, GraphScreen)
+        assert Navigate("graph", start) in [m for m in messages if isinstance(m, Navigate)]
+        assert [m.uri for m in messages if isinstance(m, NoteFocused)][-1] == start
+        assert app.current_note == start

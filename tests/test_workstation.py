@@ -479,3 +479,32 @@ async def test_capital_b_jumps_to_the_backlinks(sample):
         await pilot.press("enter")
         await settle(app, pilot)
         assert app.screen.current == linking_here
+
+
+async def test_an_extraction_started_in_chat_shows_in_the_status_line_until_it_ends(sample):
+    from memlink_tui.messages import ExtractionStarted, ProviderChanged
+
+    with OllamaStub() as stub:
+        app = MemlinkApp(set_llm(sample.root, model="tiny", host=stub.host, timeout=10))
+        messages: list = []
+        async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+            await settle(app, pilot)
+            await pilot.press("c")
+            await settle(app, pilot)
+            chat = app.screen
+            assert isinstance(chat, ChatScreen)
+            assert any(isinstance(m, ProviderChanged) and m.provider is not None for m in messages)
+            await pilot.press("ctrl+n")  # a fresh session: its one turn is all there is to extract
+            stub.script += [("json", "Noted."), ("hang", 2)]  # the reply, then a slow extraction call
+            await pilot.press(*"I switched to oat milk.", "enter")
+            await settle(app, pilot)
+            started = [m for m in messages if isinstance(m, ExtractionStarted)]
+            assert started and started[0].thread.is_alive()
+            assert "queue 1" in str(chat.query_one(StatusBar).render())
+            for _ in range(300):  # not join(): the thread ends by calling into the UI thread
+                await pilot.pause(0.1)
+                if not started[0].thread.is_alive():
+                    break
+            assert not started[0].thread.is_alive()
+            await pilot.pause(0.6)  # the queue timer's next count
+            assert "queue idle" in str(chat.query_one(StatusBar).render())

@@ -1,21 +1,39 @@
 """One line above the footer on every pane: the LLM provider (and why), the vault,
-the search index state and how many background jobs are running. It reads the app's
-reactive fields, so every pane shows the same, live."""
+the search index state and how many background jobs are running. The app sends each
+pane a ``Status`` when one of them changes (memlink_tui/messages.py: StatusChanged), so
+every pane shows the same, live."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from pathlib import Path
 
 from rich.markup import escape
 from textual.widgets import Static
 
-WATCHED = ("provider_line", "index_state", "queue_depth")  # the vault path is fixed per pane
 
-
-def short_path(path) -> str:
+def short_path(path: Path | str) -> str:
     text = str(path)
     home = os.path.expanduser("~")
     return "~" + text[len(home):] if home not in ("", "/") and text.startswith(home + os.sep) else text
+
+
+@dataclass(frozen=True)
+class Status:
+    provider_line: str = ""
+    index_state: str = ""
+    queue_depth: int = 0
+    vault_path: Path | None = None
+
+    def line(self) -> str:
+        parts = [
+            self.provider_line,
+            f"index {self.index_state}",
+            f"queue {self.queue_depth}" if self.queue_depth else "queue idle",
+            f"vault {short_path(self.vault_path or '—')}",
+        ]
+        return "  │  ".join(p for p in parts if p)
 
 
 class StatusBar(Static):
@@ -23,19 +41,13 @@ class StatusBar(Static):
     StatusBar { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
     """
 
-    def on_mount(self) -> None:
-        for name in WATCHED:
-            if hasattr(type(self.app), name):  # only the memlink app has these reactives
-                self.watch(self.app, name, self._changed, init=False)
-        self._changed()
+    def __init__(self, status: Status | None = None) -> None:
+        super().__init__()
+        self.status = status or Status()
 
-    def _changed(self, *_args) -> None:
-        app = self.app
-        queue = getattr(app, "queue_depth", 0)
-        parts = [
-            getattr(app, "provider_line", ""),
-            f"index {getattr(app, 'index_state', '')}",
-            f"queue {queue}" if queue else "queue idle",
-            f"vault {short_path(getattr(app, 'vault_path', '') or '—')}",
-        ]
-        self.update(escape("  │  ".join(p for p in parts if p)))
+    def on_mount(self) -> None:
+        self.show(self.status)
+
+    def show(self, status: Status) -> None:
+        self.status = status
+        self.update(escape(status.line()))

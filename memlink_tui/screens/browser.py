@@ -11,14 +11,17 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Markdown, Tree
 
 from engine import MemlinkError, Vault
-from widgets import LinkTable, NoteTree, NoteView, StatusBar
+from widgets import LinkTable, NoteTree, NoteView
+from widgets.status_bar import Status
+
+from ..messages import CatalogSynced, NoteChanged, NotesShown, VaultChanged
+from .pane import Pane
 
 
-class BrowserScreen(Screen):
+class BrowserScreen(Pane):
     BINDINGS = [
         Binding("backspace,b", "app.back", "Back"),
         Binding("f", "app.forward", "Forward", show=False),
@@ -36,9 +39,8 @@ class BrowserScreen(Screen):
         Binding("i", "app.import_file", "Import"),
     ]
 
-    def __init__(self, vault: Vault):
-        super().__init__()
-        self.vault = vault
+    def __init__(self, vault: Vault, status: Status | None = None) -> None:
+        super().__init__(vault, status)
         self.current: str | None = None
 
     def compose(self) -> ComposeResult:
@@ -48,7 +50,7 @@ class BrowserScreen(Screen):
             with Vertical(id="reader"):
                 yield NoteView(id="note")
                 yield LinkTable(id="links")
-        yield StatusBar()
+        yield self.status_bar()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -91,7 +93,7 @@ class BrowserScreen(Screen):
 
     def action_graph(self) -> None:
         if self._need_note():
-            self.app.go("graph", self.current)
+            self.go("graph", self.current)
 
     def action_backlinks(self) -> None:
         """Into the links table at the first backlink (the notes that link here)."""
@@ -107,11 +109,11 @@ class BrowserScreen(Screen):
 
     def action_contradictions(self) -> None:
         if self._need_note():
-            self.app.go("lint", self.current)
+            self.go("lint", self.current)
 
     def action_ask(self) -> None:
         if self._need_note():
-            self.app.go("chat", self.current)
+            self.go("chat", self.current)
 
     def action_link(self) -> None:
         """Link the open note to another (both sides written at once)."""
@@ -207,7 +209,7 @@ class BrowserScreen(Screen):
             self.app.call_from_thread(
                 self.notify, "The text under the frontmatter is written from the fields: edit `content` "
                 "(and the other fields) in the frontmatter instead.", title="Body not saved", severity="warning")
-        self.app.call_from_thread(self.action_reload)
+        self.post_message(NoteChanged(uri))  # the app reloads this browser (and whoever else cares)
 
     def action_focus(self, which: str) -> None:
         # set_focus is immediate, so a key typed right after (l, enter) reaches the new pane.
@@ -239,7 +241,7 @@ class BrowserScreen(Screen):
         tree = self.query_one(NoteTree)
         tree.load(entries, signature)
         tree.border_title = f"Notes · {len(entries)}"
-        self.call_after_refresh(self.app.notes_shown)
+        self.call_after_refresh(self.post_message, NotesShown())
 
     def _catalog_ready(self, entries, signature: tuple) -> None:
         tree = self.query_one(NoteTree)
@@ -248,20 +250,23 @@ class BrowserScreen(Screen):
         tree.border_title = f"Notes · {len(entries)}"
         if self.current:
             self.run_worker(self.open_note(self.current))
-        self.app.sync_index()
+        self.post_message(CatalogSynced())
 
     # -- events ------------------------------------------------------------------------------
+    def on_vault_changed(self, _message: VaultChanged) -> None:
+        self.action_reload()
+
     @on(Tree.NodeSelected, "#tree")
     async def _tree_selected(self, event: Tree.NodeSelected) -> None:
         if event.node.data:
-            self.app.go("browser", event.node.data)
+            self.go("browser", event.node.data)
 
     @on(LinkTable.Follow)
     def _follow(self, event: LinkTable.Follow) -> None:
-        self.app.go("browser", event.uri)
+        self.go("browser", event.uri)
 
     @on(Markdown.LinkClicked)
     def _link_clicked(self, event: Markdown.LinkClicked) -> None:
         event.prevent_default()
         if self.vault.exists(event.href):
-            self.app.go("browser", event.href)
+            self.go("browser", event.href)

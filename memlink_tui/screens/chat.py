@@ -7,12 +7,13 @@ recall item opens its session, or the note."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, ListItem, ListView, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -20,10 +21,16 @@ from engine import MemlinkError, Vault
 from engine.llm import LLMError
 from engine.sessions.chat import ChatSession, new_session_id
 from engine.sessions.log import message_text, project_turns, read_events
-from widgets import StatusBar
+from widgets.status_bar import Status
+
+from ..messages import ExtractionStarted, ProviderChanged
+from .pane import Pane
+
+if TYPE_CHECKING:
+    from engine.llm.ollama_provider import OllamaProvider
 
 
-class ChatScreen(Screen):
+class ChatScreen(Pane):
     BINDINGS = [
         Binding("escape", "app.back", "Back"),
         Binding("ctrl+r", "focus_recall", "Recall list"),
@@ -44,15 +51,13 @@ class ChatScreen(Screen):
     ChatScreen #status { height: auto; color: $text-muted; padding: 0 1; }
     """
 
-    def __init__(self, vault: Vault):
-        super().__init__()
-        self.vault = vault
+    def __init__(self, vault: Vault, status: Status | None = None) -> None:
+        super().__init__(vault, status)
         self.provider = None
         self.health = None
         self.chat: ChatSession | None = None
         self.about: str | None = None  # a note the next messages ask about
         self.related: list = []  # search hits for the last message, shown under recall
-        self.extracting: list = []  # background extraction threads (the status line counts them)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -65,7 +70,7 @@ class ChatScreen(Screen):
             with Vertical(id="recall"):
                 yield Static("Recall shows here what past turns were given to the model, and why.", id="recall-text")
                 yield OptionList(id="recall-list")
-        yield StatusBar()
+        yield self.status_bar()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -73,7 +78,6 @@ class ChatScreen(Screen):
         self.query_one("#transcript").border_title = "Chat"
         self.query_one("#recall").border_title = "Recall"
         self.load_sessions()
-        self.provider_changed()
         self.open_session(self._sessions[-1] if self._sessions else new_session_id())
         self.set_focus(self.query_one("#message", Input))
 
@@ -112,17 +116,16 @@ class ChatScreen(Screen):
         self.set_focus(self.query_one("#recall-list", OptionList))
 
     # -- provider -------------------------------------------------------------------------------
-    def provider_changed(self) -> None:
+    def on_provider_changed(self, message: ProviderChanged) -> None:
         """The app checked (or switched) the provider: pick it up here."""
-        if getattr(self.app, "health", None) is not None:
-            self.check_provider()
+        self.check_provider(message.provider, message.health)
 
     @work(thread=True, exclusive=True, group="chat-provider")
-    def check_provider(self) -> None:
+    def check_provider(self, provider: OllamaProvider | None, health: Any) -> None:
         from engine.sessions.importer import turn_extractor
 
         extractor = turn_extractor(self.vault)
-        self.app.call_from_thread(self._provider_ready, self.app.provider, self.app.health, extractor)
+        self.app.call_from_thread(self._provider_ready, provider, health, extractor)
 
     def _provider_ready(self, provider, health, extractor) -> None:
         self.provider, self.health = provider, health
@@ -212,7 +215,7 @@ class ChatScreen(Screen):
             return
         self.app.call_from_thread(self.query_one("#transcript", VerticalScroll).scroll_end, animate=False)
         thread = chat.extract_in_background(lambda report: self.app.call_from_thread(self._extracted, report))
-        self.app.call_from_thread(self.extracting.append, thread)  # the list is only touched on the UI thread
+        self.post_message(ExtractionStarted(thread))  # the app counts it in the status line's queue
         if chat.session not in self._sessions:
             self.app.call_from_thread(self.load_sessions)
 
@@ -254,7 +257,7 @@ class ChatScreen(Screen):
     def _open_recalled(self, event: OptionList.OptionSelected) -> None:
         kind, target = self._recall_targets[event.option_index]
         if kind == "note":
-            self.app.go("browser", target)
+            self.go("browser", target)
         elif kind == "session":
             self.open_session(target)
             self.set_focus(self.query_one("#message", Input))

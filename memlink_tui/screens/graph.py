@@ -11,17 +11,19 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, Tree
 from textual.widgets.tree import TreeNode
 from textual.worker import get_current_worker
 
 from engine import Vault
 from engine.graph import LinkGraph, Step
-from widgets import StatusBar
+from widgets.status_bar import Status
+
+from ..messages import NoteFocused
+from .pane import Pane
 
 
-class GraphScreen(Screen):
+class GraphScreen(Pane):
     BINDINGS = [
         Binding("escape,backspace", "app.back", "Back"),
         Binding("o", "open", "Open note"),
@@ -38,9 +40,8 @@ class GraphScreen(Screen):
     GraphScreen #path { height: auto; min-height: 3; border: round $panel; padding: 0 1; }
     """
 
-    def __init__(self, vault: Vault, uri: str | None = None):
-        super().__init__()
-        self.vault = vault
+    def __init__(self, vault: Vault, uri: str | None = None, status: Status | None = None) -> None:
+        super().__init__(vault, status)
         self.center = uri
         self.mark: str | None = None
 
@@ -51,7 +52,7 @@ class GraphScreen(Screen):
             with Vertical(id="right"):
                 yield DataTable(id="ppr", cursor_type="row", zebra_stripes=True)
                 yield Static("m marks the highlighted note; p shows the path from the mark to it.", id="path")
-        yield StatusBar()
+        yield self.status_bar()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -100,7 +101,7 @@ class GraphScreen(Screen):
 
     def _show_graph(self, uri: str, steps: list[Step], ranks: dict[str, float]) -> None:
         self.center = uri
-        self.app.current_note = uri
+        self.post_message(NoteFocused(uri))  # the graph key starts here next time
         tree: Tree = self.query_one("#neighbours", Tree)
         tree.clear()
         tree.root.set_label(self._title(uri))
@@ -162,12 +163,12 @@ class GraphScreen(Screen):
     def action_open(self) -> None:
         uri = self._highlighted()
         if uri:
-            self.app.go("browser", uri)
+            self.go("browser", uri)
 
     def action_center(self) -> None:
         uri = self._highlighted()
         if uri:
-            self.app.go("graph", uri)
+            self.go("graph", uri)
 
     def action_mark(self) -> None:
         self.mark = self._highlighted()
@@ -192,4 +193,4 @@ class GraphScreen(Screen):
 
     @on(DataTable.RowSelected, "#ppr")
     def _ppr_selected(self, event: DataTable.RowSelected) -> None:
-        self.app.go("browser", event.row_key.value)
+        self.go("browser", event.row_key.value)

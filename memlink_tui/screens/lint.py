@@ -9,18 +9,19 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Label, ListItem, ListView, Markdown, Static
 
 from engine import MemlinkError, Vault
 from engine.lint import lint, write_dashboards
-from widgets import StatusBar
+from widgets.status_bar import Status
+
+from .pane import Pane
 
 
 MAX_ROWS = 1000
 
 
-class LintScreen(Screen):
+class LintScreen(Pane):
     today = None  # the date freshness is judged at; None: today (tests pin it)
 
     BINDINGS = [
@@ -43,9 +44,8 @@ class LintScreen(Screen):
     LintScreen #merge-text { display: none; }
     """
 
-    def __init__(self, vault: Vault):
-        super().__init__()
-        self.vault = vault
+    def __init__(self, vault: Vault, status: Status | None = None) -> None:
+        super().__init__(vault, status)
         self.report = None
         self.pair: tuple[str, str] | None = None
         self.focus_note: str | None = None  # findings shown only for this note (x in the browser)
@@ -61,7 +61,7 @@ class LintScreen(Screen):
                 with Horizontal(id="sides"):
                     yield VerticalScroll(Markdown("", open_links=False, id="side-a"), classes="side", id="box-a")
                     yield VerticalScroll(Markdown("", open_links=False, id="side-b"), classes="side", id="box-b")
-        yield StatusBar()
+        yield self.status_bar()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -154,7 +154,7 @@ class LintScreen(Screen):
 
     @on(DataTable.RowSelected, "#findings")
     def _open(self, event: DataTable.RowSelected) -> None:
-        self.app.go("browser", event.row_key.value.split("|", 2)[1])
+        self.go("browser", event.row_key.value.split("|", 2)[1])
 
     def _status(self, text: str) -> None:
         self.query_one("#review-status", Static).update(text)

@@ -8,11 +8,13 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import Footer, Header, Input, Label, ListItem, ListView, Markdown, Static
 
 from engine import MemlinkError, Vault
-from widgets import StatusBar
+from widgets.status_bar import Status
+
+from .pane import Pane
 
 
 class AskScreen(ModalScreen[str | None]):
@@ -27,7 +29,7 @@ class AskScreen(ModalScreen[str | None]):
         self.dismiss(event.value.strip() or None)
 
 
-class ReportScreen(Screen):
+class ReportScreen(Pane):
     BINDINGS = [
         Binding("escape", "app.back", "Back"),
         Binding("n", "ask", "New question"),
@@ -40,9 +42,8 @@ class ReportScreen(Screen):
     ReportScreen #dream-status { height: auto; padding: 0 1; color: $text-muted; }
     """
 
-    def __init__(self, vault: Vault):
-        super().__init__()
-        self.vault = vault
+    def __init__(self, vault: Vault, status: Status | None = None) -> None:
+        super().__init__(vault, status)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -51,7 +52,7 @@ class ReportScreen(Screen):
             yield ListView(id="queue")
             with VerticalScroll(id="detail"):
                 yield Markdown("", open_links=False, id="report-body")
-        yield StatusBar()
+        yield self.status_bar()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -97,7 +98,7 @@ class ReportScreen(Screen):
     @on(ListView.Selected, "#queue")
     def _open(self, event: ListView.Selected) -> None:
         if event.item.name:
-            self.app.go("browser", event.item.name)
+            self.go("browser", event.item.name)
 
     def action_ask(self) -> None:
         async def asked(question: str | None) -> None:
