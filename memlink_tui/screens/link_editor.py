@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from engine import LinkType, MemlinkError, Vault
+from engine import MemlinkError, Vault
 
 MATCHES = 8
 
@@ -48,7 +48,8 @@ class LinkEditor(ModalScreen[str | None]):
             yield OptionList(id="link-matches")
             with Horizontal():
                 yield Label("type")
-                yield Select([(t.value, t.value) for t in LinkType], value=LinkType.RELATED_TO.value,
+                table = self.vault.config.link_table()  # the vault's types, memlink.yaml's own included
+                yield Select([(t.value, t.value) for t in table.names()], value=table.role("default").value,
                              allow_blank=False, id="link-type")
                 yield Label("weight")
                 yield Input("0.7", id="link-weight")

@@ -103,13 +103,15 @@ class ReportScreen(Pane):
     def action_ask(self) -> None:
         async def asked(question: str | None) -> None:
             if question:
+                from engine.dream import ask
+
                 try:
-                    note = self.vault.write_note("report_candidate", {"question": question, "status": "pending"})
+                    uri = ask(self.vault, question)  # the same question again gives the same note
                 except MemlinkError as exc:
                     self.notify(str(exc), severity="error")
                     return
-                self.notify(f"added {note.uri}")
-                await self.refresh_queue(select=note.uri)
+                self.notify(f"added {uri}")
+                await self.refresh_queue(select=uri)
 
         self.app.push_screen(AskScreen(), asked)
 
