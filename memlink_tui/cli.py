@@ -520,7 +520,7 @@ def cmd_lint(args) -> int:
         for f in report.findings:
             if f.severity != "info":
                 other = f" <-> {f.other}" if f.other else ""
-                print(f"{f.severity:<7} {f.check:<15} {f.uri}{other}: {f.message}")
+                print(f"{f.severity:<7} {f.check:<15} {f.uri}{other}: {f.text}")
         counts = ", ".join(f"{k} {v}" for k, v in sorted(report.counts.items()))
         print(f"{report.errors} errors; {counts or 'nothing to report'}; dashboards in {vault.root / 'dashboards'}")
     return EXIT_PROBLEMS if report.errors else 0

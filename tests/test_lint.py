@@ -34,7 +34,7 @@ def test_link_checks(vault):
     p_entries[0]["t_line_ranges"] = "40"
     p_entries.append({**p_entries[0], "id": "dangling", "to_uri": "entities/ghost.md"})
     prefs.write_text(json.dumps(p_entries))
-    codes = " ".join(f.message for f in findings(vault, "links"))
+    codes = " ".join(f.code for f in findings(vault, "links"))  # the code is its own field now
     for code in ("match_text_missing", "bad_line_range", "dangling_link", "one_sided_link"):
         assert code in codes
 
