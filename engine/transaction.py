@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any, Union
 
 from pydantic import BaseModel
 
-from .journal import AppendRecords, DeleteFile, PutLink, RemoveLegacy, RemoveLink, WriteFile, WriteSidecar, apply_sidecar_op, file_hash
+from .journal import (
+    AppendRecords, DeleteFile, PutLink, RemoveLegacy, RemoveLink, WriteFile, WriteSidecar, apply_sidecar_op, file_hash,
+    log_path,
+)
 from .links import SIDECAR, Sidecar, StoredLink
 
 if TYPE_CHECKING:
@@ -46,7 +49,9 @@ class Transaction:
         self._restores: dict[str, WriteSidecar] = {}  # whole sidecars put back (undo)
         self._link_ops: list[LinkOp] = []
         self._sidecars: dict[str, Sidecar] = {}  # staged sidecar states by folder
-        self._sidecar_texts: dict[str, str | None] = {}  # what each staged sidecar file will hold
+        self._restored: dict[str, str | None] = {}  # sidecar texts put back whole, by folder
+        self._changed: set[str] = set()  # folders whose staged sidecar link ops changed
+        self._owned: set[str] = set()  # staged sidecars this savepoint may change in place
         self._records: dict[str, list[dict[str, Any]]] = {}  # log -> records to append
         self._events: list[tuple[str, str]] = []
 
@@ -76,7 +81,9 @@ class Transaction:
         self._restores[folder] = WriteSidecar(folder=folder, text=text, before=before)
         self._link_ops = [op for op in self._link_ops if op.folder != folder]
         self._sidecars[folder] = Sidecar.parse(text or "", sidecar_rel(folder), folder)
-        self._sidecar_texts[folder] = text
+        self._owned.add(folder)
+        self._restored[folder] = text
+        self._changed.discard(folder)
 
     def restore(self, rel: str, text: str | None) -> None:
         """Put a vault file (a note or a sidecar) back as ``text`` (None: no file)."""
@@ -90,17 +97,22 @@ class Transaction:
     def link_ops(self, ops: list[LinkOp]) -> None:
         """Stage link changes; each folder's staged sidecar follows them."""
         for op in ops:
-            car = self.sidecar(op.folder)
-            car = car.copy() if car is not None else self.vault.sidecars.read(self.vault.root, op.folder)
+            car = self._sidecars.get(op.folder)
+            if car is None:
+                car = self.vault.sidecars.read(self.vault.root, op.folder)  # a copy of the parsed file
+            elif op.folder not in self._owned:
+                car = car.copy()  # copy on write, once per folder and savepoint: a mark keeps the old one
+            self._sidecars[op.folder] = car
+            self._owned.add(op.folder)
             if apply_sidecar_op(car, op):
-                self._sidecar_texts[op.folder] = car.dump() if car.entries or car.legacy else None
-            self._sidecars[op.folder] = car  # copy on write: a savepoint keeps the old object
+                self._changed.add(op.folder)
             self._link_ops.append(op)
 
     def append(self, log: str, record: dict[str, Any] | BaseModel) -> dict[str, Any]:
         """Stage a record for an append-only log (a vault-relative path under
         ``.memlink/``). The record gets an ``id`` if it has none: a replay of the journal
         uses it to append the record once. Returns the record as it will be written."""
+        log_path(self.vault.root, log)  # refused now, not at commit, when outside .memlink/
         row = record.model_dump(mode="json") if isinstance(record, BaseModel) else dict(record)
         row.setdefault("id", uuid.uuid4().hex)
         self._records.setdefault(log, []).append(row)
@@ -129,8 +141,11 @@ class Transaction:
         """What a vault file (a note or a sidecar) will hold once this transaction commits."""
         if rel == SIDECAR or rel.endswith("/" + SIDECAR):
             folder = rel[: -len(SIDECAR)].rstrip("/")
-            if folder in self._sidecar_texts:
-                return self._sidecar_texts[folder]
+            car = self._sidecars.get(folder)
+            if folder in self._changed and car is not None:  # what the journal's apply will write
+                return car.dump() if car.entries or car.legacy else None
+            if folder in self._restored:
+                return self._restored[folder]
         elif rel in self._texts:
             return self._texts[rel]
         try:
@@ -140,13 +155,15 @@ class Transaction:
 
     # -- savepoints: a joined block that raises leaves nothing staged ----------------------
     def mark(self) -> tuple:
+        self._owned = set()  # from here on a staged sidecar is copied before it changes
         return (dict(self._files), dict(self._texts), dict(self._notes), dict(self._restores), list(self._link_ops),
-                dict(self._sidecars), dict(self._sidecar_texts), {k: list(v) for k, v in self._records.items()},
-                list(self._events))
+                dict(self._sidecars), dict(self._restored), set(self._changed),
+                {k: list(v) for k, v in self._records.items()}, list(self._events))
 
     def rollback(self, mark: tuple) -> None:
-        (self._files, self._texts, self._notes, self._restores, self._link_ops, self._sidecars, self._sidecar_texts,
-         self._records, self._events) = mark
+        (self._files, self._texts, self._notes, self._restores, self._link_ops, self._sidecars, self._restored,
+         self._changed, self._records, self._events) = mark
+        self._owned = set()
 
     # -- what the vault commits ------------------------------------------------------------
     def ops(self) -> list:

@@ -26,7 +26,7 @@ from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
 from .errors import LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, SidecarError, VaultError, VaultLocked
 from .journal import STATE_DIR, Journal, PutLink, RemoveLegacy, RemoveLink, SidecarCache
 from .lineranges import ExactOnlyMatcher, LineRangeMatcher, check_ranges, correct_ranges, format_ranges
-from .links import SIDECAR, LinkType, Sidecar, StoredLink, merge_link, new_link_id
+from .links import SIDECAR, LinkType, StoredLink, merge_link, new_link_id
 from .merge import is_edit, merge_fields
 from .notes import Note, now_iso, parse_note, parse_timestamp, rebuild_body, render_note_body, serialize_note, split_body
 from .transaction import Transaction
@@ -337,7 +337,8 @@ class Vault:
         description: str = "",
         created_at: str | None = None,
     ) -> StoredLink:
-        """Write one link on both sides (merged per §3.2.5 with an existing one)."""
+        """Write one link on both sides (merged with an existing one of the same type and
+        ends; docs/DESIGN.md, "Vault format")."""
         spec = dict(weight=weight, t_field=t_field, t_line_ranges=t_line_ranges, match_text=match_text,
                     description=description, created_at=created_at)
         return self.link_many([(from_uri, to_uri, link_type, spec)])[0]
@@ -452,7 +453,8 @@ class Vault:
         ]
 
     def _range_corrections(self, old: Note, new: Note) -> list:
-        """§3.2.6: links pointing into ``new`` follow their passage or are removed."""
+        """Links pointing into ``new`` follow their passage or are removed (docs/DESIGN.md,
+        "Vault format": `t_line_ranges`)."""
         ops: list = []
         for link in self.get_file_links(new.uri, "backlinks"):
             if not link.t_line_ranges:
@@ -470,7 +472,7 @@ class Vault:
 
     # -- reading for people -------------------------------------------------------------------
     def render_note(self, uri: str, href=None) -> Rendered:
-        """The note body with its outgoing links rendered by match_text (§3.2.4)."""
+        """The note body with its outgoing links rendered at their match_text."""
         note = self.read_note(uri)
         links = self.get_file_links(note.uri, "links")
         return render_links(note.body, links, href) if href else render_links(note.body, links)
