@@ -15,10 +15,11 @@ from .errors import (
 from .links import LinkType, StoredLink, StoredWikiLink, WikiLink
 from .notes import Note
 from .schema import MemoryTypeSchema, TypeRegistry
-from .vault import CatalogEntry, Problem, Vault
+from .checks import Finding
+from .vault import CatalogEntry, Vault
 
 __all__ = [
     "CatalogEntry", "LinkError", "LinkType", "MemlinkError", "MemoryTypeSchema", "MergeError", "Note",
-    "NoteError", "NoteNotFound", "Problem", "SchemaError", "SidecarError", "StoredLink", "StoredWikiLink",
+    "NoteError", "NoteNotFound", "Finding", "SchemaError", "SidecarError", "StoredLink", "StoredWikiLink",
     "TypeRegistry", "UriError", "Vault", "VaultError", "VaultLocked", "WikiLink",
 ]

@@ -11,6 +11,8 @@ else (roll-forward). Replaying twice gives the same result.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import time
 import uuid
 from pathlib import Path
@@ -19,9 +21,12 @@ from typing import Annotated, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from .atomic import atomic_write_text, remove_file
-from .errors import MemlinkError, SidecarError
+from .errors import MemlinkError, SidecarError, UriError
+from .jsonl import append_jsonl
 from .links import SIDECAR, Sidecar, StoredLink
 from .uris import PathResolver, resolve_uri
+
+STATE_DIR = ".memlink"  # the vault's derived-state folder (engine.vault re-exports it)
 
 
 class _Op(BaseModel):
@@ -75,6 +80,18 @@ class RemoveLink(_Op):
     direction: Literal["links", "backlinks"]
 
 
+class AppendRecords(_Op):
+    """Append records to an append-only log under ``.memlink/`` (the review action log,
+    the extraction audit). Each record carries an ``id``; a replay appends nothing when
+    the log's last record already has the last id of this batch, so a kill after the
+    journal landed leaves the records in the log exactly once (docs/DESIGN.md, "Units of
+    work"). The batch is one write, so it lands whole or not at all."""
+
+    op: Literal["append_records"] = "append_records"
+    log: str  # vault-relative, inside .memlink/
+    records: list[dict]
+
+
 class RemoveLegacy(_Op):
     """Drop one target from a legacy {uris, reason} entry (and the entry once empty)."""
 
@@ -85,7 +102,8 @@ class RemoveLegacy(_Op):
     to_uri: str
 
 
-Op = Annotated[Union[WriteFile, DeleteFile, PutLink, RemoveLink, RemoveLegacy, WriteSidecar], Field(discriminator="op")]
+Op = Annotated[Union[WriteFile, DeleteFile, PutLink, RemoveLink, RemoveLegacy, WriteSidecar, AppendRecords],
+              Field(discriminator="op")]
 _OPS = TypeAdapter(list[Op])
 
 
@@ -155,11 +173,44 @@ class SidecarCache:
         self._by_note.pop(path, None)
 
 
+def log_path(root: Path, log: str) -> Path:
+    """An append-only log's path: only files inside the vault's ``.memlink/`` folder."""
+    parts = log.split("/")
+    if parts[0] != STATE_DIR or len(parts) < 2 or any(p in ("", ".", "..") for p in parts[1:]):
+        raise UriError(f"{log!r} is not a log inside {STATE_DIR}/")
+    return Path(root).joinpath(*parts)
+
+
+def last_record_id(path: Path) -> object:
+    """The ``id`` of a log's last whole record (None: no file, no records, or a torn last
+    line). Reads the file from its end, so a long log costs one block."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            end = size = fh.tell()
+            tail = b""
+            while end > 0 and tail.rstrip(b"\n").count(b"\n") < 1:
+                start = max(0, end - 65536)
+                fh.seek(start)
+                tail = fh.read(end - start) + tail
+                end = start
+    except FileNotFoundError:
+        return None
+    lines = [l for l in tail.split(b"\n") if l.strip()] if size else []
+    if not lines:
+        return None
+    try:
+        record = json.loads(lines[-1])
+    except ValueError:
+        return None
+    return record.get("id") if isinstance(record, dict) else None
+
+
 def read_sidecar(root: Path, folder: str, cache: SidecarCache | None = None) -> Sidecar:
     return (cache or SidecarCache()).read(root, folder)
 
 
-def _apply_sidecar_op(car: Sidecar, op) -> bool:
+def apply_sidecar_op(car: Sidecar, op: PutLink | RemoveLink | RemoveLegacy) -> bool:
     """Apply one operation to a parsed sidecar; True when something changed."""
     if isinstance(op, PutLink):
         new = op.link
@@ -201,6 +252,8 @@ def check_ops(root: Path, ops: list, cache: SidecarCache | None = None) -> None:
             resolve_uri(root, op.uri)
         elif isinstance(op, WriteSidecar):
             sidecar_path(root, op.folder)
+        elif isinstance(op, AppendRecords):
+            log_path(root, op.log)
         else:
             read_sidecar(root, op.folder, cache)
             if isinstance(op, PutLink):
@@ -245,13 +298,17 @@ def apply_ops(root: Path, ops: list, cache: SidecarCache | None = None) -> list[
                 remove_file(path)
             else:
                 atomic_write_text(path, op.text)
+        elif isinstance(op, AppendRecords):
+            path = log_path(root, op.log)
+            if op.records and last_record_id(path) != op.records[-1].get("id"):
+                append_jsonl(path, op.records)
         else:
             by_folder.setdefault(op.folder, []).append(op)
     for folder, folder_ops in by_folder.items():
         car = read_sidecar(root, folder, cache)
         changed = False
         for op in folder_ops:
-            changed = _apply_sidecar_op(car, op) or changed
+            changed = apply_sidecar_op(car, op) or changed
         if changed:
             path = sidecar_path(root, folder)
             if not car.entries and not car.legacy:

@@ -10,24 +10,21 @@ import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .atomic import atomic_write_text
+from .checks import Finding, run_checks
 from .errors import MemlinkError
 from .journal import PutLink, RemoveLegacy, RemoveLink
 from .uris import uri_dir
 
-FRESH_DAYS, STALE_DAYS = 30, 90
-LOW_WEIGHT = 0.5
+if TYPE_CHECKING:
+    from .links import StoredLink
+    from .vault import Vault
+
+__all__ = ["Finding", "LintReport", "fix", "lint", "write_dashboards"]
+
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
-
-
-@dataclass
-class Finding:
-    check: str
-    severity: str  # error | warning | info
-    uri: str
-    message: str
-    other: str | None = None  # the note on the other side (links, contradictions)
 
 
 @dataclass
@@ -47,97 +44,24 @@ class LintReport:
         return out
 
 
-def _age_days(stamp: str, today: dt.date) -> int | None:
-    try:
-        return (today - dt.datetime.fromisoformat(stamp).date()).days
-    except ValueError:
-        return None
-
-
-def _provenanced(vault) -> set[str]:
-    """Notes that came from a session or a file: in the audit of an extraction run."""
-    out: set[str] = set()
-    folder = vault.state_dir / "audit"
-    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            out.update(entry.get("created", []))
-            out.update(c.get("uri") for c in entry.get("changed", []) if isinstance(c, dict))
-    return out
-
-
-def lint(vault, today: dt.date | None = None) -> LintReport:
-    today = today or dt.date.today()
-    report = LintReport()
-    add = report.findings.append
-    catalog = vault.sync_catalog()
-    # Structure and link integrity: the vault's own consistency checks.
-    for p in vault.check():
-        check = {"malformed_note": "structure", "malformed_sidecar": "structure", "malformed_session": "structure",
-                 "failed_journal": "structure"}.get(p.code, "links")
-        add(Finding(check, p.severity, p.uri, f"{p.code}: {p.message}"))
-    notes = {u: e for u, e in catalog.items() if not e.error}
-    for uri, entry in notes.items():
-        if not entry.title or entry.title == uri:
-            add(Finding("structure", "error", uri, "missing title"))
-    links = [l for l in vault.all_links() if not l.legacy]
-    degree: Counter = Counter()
-    for l in links:
-        degree[l.from_uri] += 1
-        degree[l.to_uri] += 1
-        if l.from_uri == l.to_uri:
-            add(Finding("links", "error", l.from_uri, f"{l.id}: links to itself"))
-        if l.weight < LOW_WEIGHT:
-            add(Finding("low_weight", "info", l.from_uri, f"{l.link_type.value} link weight {l.weight:.2f} (< {LOW_WEIGHT})", l.to_uri))
-        if l.link_type.value == "contradicts":
-            add(Finding("contradictions", "warning", l.from_uri, l.description or "contradicts", l.to_uri))
-    for l in vault.all_links():
-        if l.legacy:
-            degree[l.from_uri] += 1
-            degree[l.to_uri] += 1
-    provenance = _provenanced(vault)
-    derived = {l.from_uri for l in links if l.link_type.value == "derived_from"}
-    for uri, entry in notes.items():
-        if entry.memory_type == "report":
-            try:
-                sources = vault.read_note(uri).fields.get("source_uris") or []
-            except MemlinkError:
-                sources = []
-            if not sources and uri not in derived:
-                add(Finding("provenance", "warning", uri, "report without sources"))
-        elif entry.memory_type not in ("profile", "source") and uri not in provenance and uri not in derived:
-            add(Finding("provenance", "info", uri, "no source session or file recorded"))
-        if entry.memory_type == "report_candidate":
-            try:
-                status = vault.read_note(uri).fields.get("status") or "pending"
-            except MemlinkError:
-                status = "pending"
-            if status == "pending":
-                add(Finding("open_questions", "info", uri, f"open research question: {entry.title}"))
-        age = _age_days(entry.updated_at, today)
-        if age is not None:
-            level = "fresh" if age < FRESH_DAYS else "aging" if age < STALE_DAYS else "stale"
-            if level != "fresh":
-                add(Finding("freshness", "warning" if level == "stale" else "info", uri, f"{level}: updated {age} days ago"))
-        if degree[uri] == 0 and entry.memory_type != "profile":
-            add(Finding("orphans", "warning", uri, "no links in or out"))
+def lint(vault: Vault, today: dt.date | None = None) -> LintReport:
+    """Every registered check (engine.checks), worst first."""
+    report = LintReport(findings=run_checks(vault, today=today))
     report.findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], f.check, f.uri))
     report.counts = dict(Counter(f.check for f in report.findings))
     return report
 
 
-def fix(vault) -> list[str]:
-    """Safe repairs only: restore the missing side of a one-sided link whose two notes
-    exist; remove links (both sides) to or from notes that no longer exist."""
+def fix(vault: Vault) -> list[str]:
+    """Safe repairs only, in one unit of work: restore the missing side of a one-sided
+    link whose two notes exist; remove links (both sides) to or from notes that no
+    longer exist."""
     done: list[str] = []
     catalog = vault.sync_catalog()
     exists = {u for u, e in catalog.items() if not e.error}
-    with vault.writing():
-        ops: list = []
-        seen: dict[tuple, object] = {}
+    with vault.transaction() as tx:
+        ops: list[PutLink | RemoveLink | RemoveLegacy] = []
+        seen: dict[tuple[str, str], tuple[str, StoredLink]] = {}
         for folder in vault.sidecar_folders():
             try:
                 car = vault.sidecars.read(vault.root, folder)
@@ -159,8 +83,7 @@ def fix(vault) -> list[str]:
                 twin_folder = uri_dir(l.to_uri if direction == "links" else l.from_uri)
                 ops.append(PutLink(folder=twin_folder, link=l.as_direction(twin_dir)))
                 done.append(f"restored the {twin_dir} side of {l.id} {l.from_uri} -> {l.to_uri}")
-        if ops:
-            vault._commit(ops, links_changed=True)
+        tx.link_ops(ops)
     return done
 
 
@@ -176,7 +99,7 @@ DASHBOARDS = {
 }
 
 
-def write_dashboards(vault, report: LintReport, today: dt.date | None = None) -> list[str]:
+def write_dashboards(vault: Vault, report: LintReport, today: dt.date | None = None) -> list[str]:
     """Regenerate `dashboards/*.md` (never hand-edited) and `dashboards/digest.json`."""
     today = today or dt.date.today()
     folder: Path = vault.root / "dashboards"
@@ -190,7 +113,7 @@ def write_dashboards(vault, report: LintReport, today: dt.date | None = None) ->
         lines = [header, f"# {title}\n", f"{len(rows)} item(s).\n"]
         for f in rows:
             other = f" ↔ {titles.get(f.other, f.other)} (`{f.other}`)" if f.other else ""
-            lines.append(f"- **{f.severity}** {titles.get(f.uri, f.uri)} (`{f.uri}`){other} — {f.message}")
+            lines.append(f"- **{f.severity}** {titles.get(f.uri, f.uri)} (`{f.uri}`){other} — {f.text}")
         atomic_write_text(folder / f"{name}.md", "\n".join(lines) + "\n")
         written.append(f"dashboards/{name}.md")
     # Relationship summary: link types and the most linked notes.

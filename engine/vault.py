@@ -1,8 +1,10 @@
 """The vault: a folder of markdown notes plus link sidecars. The source of truth.
 
-Every change goes through ``Vault.writing()`` (the cross-process vault lock, with any
-journal left by a killed writer replayed first) and ``Journal.commit`` (all files of one
-change land together). ``.memlink/`` holds only derived state and can be deleted.
+Every change is a unit of work, ``Vault.transaction()`` (engine.transaction): it holds
+``Vault.writing()`` (the cross-process vault lock, with any journal left by a killed
+writer replayed first) and commits through ``Journal.commit`` (all files of one change
+land together). ``.memlink/`` holds only derived state and can be deleted. See
+docs/DESIGN.md, "Vault format" and "Units of work".
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ import json
 import os
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
@@ -20,32 +21,25 @@ from pydantic import ValidationError
 
 from .atomic import atomic_write_text, sweep_temp_files
 from .catalog import CatalogEntry, CatalogStore, content_hash
+from .checks import Finding, run_checks
 from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
 from .errors import LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, SidecarError, VaultError, VaultLocked
-from .journal import DeleteFile, Journal, PutLink, RemoveLegacy, RemoveLink, SidecarCache, WriteFile, file_hash
+from .journal import STATE_DIR, Journal, PutLink, RemoveLegacy, RemoveLink, SidecarCache
 from .lineranges import ExactOnlyMatcher, LineRangeMatcher, check_ranges, correct_ranges, format_ranges
-from .links import SIDECAR, LinkType, Sidecar, StoredLink, merge_link, new_link_id
+from .links import SIDECAR, LinkType, StoredLink, merge_link, new_link_id
 from .merge import is_edit, merge_fields
 from .notes import Note, now_iso, parse_note, parse_timestamp, rebuild_body, render_note_body, serialize_note, split_body
+from .transaction import Transaction
 from .render import Rendered, render_links
 from .schema import MemoryTypeSchema, TypeRegistry
 from .state import StateStore
 from .uris import PathResolver, normalize_uri, uri_dir
 
-STATE_DIR = ".memlink"
 # Folders that hold other things than notes.
 NON_NOTE_DIRS = {"sessions", "dashboards", "memory_types"}
 NON_NOTE_FILES = {"DREAMS.md", "README.md"}  # generated diaries and read-me files at the vault root
 DEFAULT_FOLDERS = ("preferences", "entities", "events", "reports", "report_candidates", "sources", "sessions")
 LinkDirection = Literal["links", "backlinks", "both"]
-
-
-@dataclass
-class Problem:
-    severity: Literal["error", "warning"]
-    code: str
-    uri: str
-    message: str
 
 
 class Vault:
@@ -71,6 +65,7 @@ class Vault:
         self.cache_lock = threading.RLock()
         self._catalog_lock = threading.RLock()  # the app syncs from workers and the UI thread
         self._stored: dict[str, CatalogEntry] | None = None  # read by stored_notes, not yet synced
+        self._local = threading.local()  # the open transaction of each thread
 
     # -- opening ----------------------------------------------------------------------------
     @classmethod
@@ -140,17 +135,61 @@ class Vault:
         finally:
             self._lock.release()
 
-    def _commit(self, ops: list, links_changed: bool) -> None:
+    # -- units of work ------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """One unit of work: everything staged on the yielded transaction (and by this
+        vault's write methods called in the block, on this thread) is committed through
+        the journal as one atomic step when the block ends; nothing when it raises.
+        Nested blocks join the open transaction; one that raises undoes only its own
+        staging. Listeners hear of the changes after the commit."""
+        open_tx = self._tx()
+        if open_tx is not None:
+            mark = open_tx.mark()
+            try:
+                yield open_tx
+            except BaseException:
+                open_tx.rollback(mark)
+                raise
+            return
+        with self.writing():
+            tx = Transaction(self)
+            self._local.tx = tx
+            try:
+                yield tx
+            finally:
+                self._local.tx = None
+            self._commit(tx)
+        for event, uri in tx.events():
+            self._notify(event, uri)
+
+    def _tx(self) -> Transaction | None:
+        return getattr(self._local, "tx", None)
+
+    def _commit(self, tx: Transaction) -> None:
+        ops = tx.ops()
+        if not ops:
+            return
         self.journal.commit(ops)
-        if links_changed:
+        if tx.links_changed:
             self.links_version += 1
+        for uri, note in tx.written():
+            if note is not None:
+                self._catalog_put(note)
+            else:
+                self._catalog_refresh(uri)
+        for uri in tx.deleted():
+            self._catalog_drop(uri)
 
     # -- notes ------------------------------------------------------------------------------
     def path(self, uri: str) -> Path:
         return self.resolve(uri)
 
     def exists(self, uri: str) -> bool:
+        tx = self._tx()
         try:
+            if tx is not None and tx.staged(normalize_uri(uri)):
+                return tx.text(normalize_uri(uri)) is not None
             return self.path(uri).is_file()
         except MemlinkError:
             return False
@@ -158,6 +197,12 @@ class Vault:
     def read_note(self, uri: str) -> Note:
         uri = normalize_uri(uri)
         path = self.path(uri)
+        tx = self._tx()
+        if tx is not None and tx.staged(uri):
+            staged = tx.text(uri)
+            if staged is None:
+                raise NoteNotFound(f"no note at {uri}")
+            return parse_note(staged, uri, self.types)
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -169,6 +214,12 @@ class Vault:
     def read_body(self, uri: str) -> str:
         """A note's body without parsing its frontmatter (fast; for indexing and snippets
         of notes the catalog already vouches for)."""
+        tx = self._tx()
+        if tx is not None and tx.staged(normalize_uri(uri)):
+            staged = tx.text(normalize_uri(uri))
+            if staged is None:
+                raise NoteNotFound(f"no note at {uri}")
+            return split_body(staged)
         try:
             text = self.path(uri).read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
@@ -198,12 +249,13 @@ class Vault:
         (engine.notes.rebuild_body). Links into the note get their line ranges corrected in
         the same transaction; links whose passage vanished are removed on both sides."""
         schema = self.schema(memory_type)
-        with self.writing():
+        with self.transaction() as tx:
             if uri is None:
                 plain = {k: v for k, v in fields.items() if not is_edit(v)}
                 uri = schema.note_uri(schema.validate_fields(plain, complete=False))
             uri = normalize_uri(uri)
-            old = self.read_note(uri) if self.path(uri).exists() else None
+            present = (tx.text(uri) is not None) if tx.staged(uri) else self.path(uri).exists()
+            old = self.read_note(uri) if present else None
             if old is not None and old.memory_type != memory_type:
                 raise SchemaError(f"{uri} is a {old.memory_type} note, not a {memory_type}")
             merged = merge_fields(schema, None if replace else (old.fields if old else None), fields)
@@ -225,33 +277,42 @@ class Vault:
                 body=body,
                 extra=old.extra if old else {},
             )
-            ops: list = [WriteFile(uri=uri, text=serialize_note(note, schema), before=file_hash(self.path(uri)))]
-            link_ops = self._range_corrections(old, note) if old else []
-            self._commit(ops + link_ops, links_changed=bool(link_ops))
-            self._catalog_put(note)
-        self._notify("changed", uri)
+            tx.put_text(uri, serialize_note(note, schema), note)
+            if old is not None:
+                tx.link_ops(self._range_corrections(old, note))
         return note
 
     def delete_note(self, uri: str) -> int:
         """Delete a note and every link into or out of it (both sides). Returns links removed."""
         uri = normalize_uri(uri)
-        with self.writing():
-            if not self.path(uri).is_file():
+        with self.transaction() as tx:
+            if not self.exists(uri):
                 raise NoteNotFound(f"no note at {uri}")
-            ops: list = [DeleteFile(uri=uri, before=file_hash(self.path(uri)))]
+            tx.delete(uri)
             links = self.get_file_links(uri, "both")
+            ops: list = []
             for link in links:
                 ops += self._remove_ops(link)
-            self._commit(ops, links_changed=bool(links))
-            self._catalog_drop(uri)
-        self._notify("deleted", uri)
+            tx.link_ops(ops)
         return len(links)
+
+    def supersede(self, old_uri: str, new_uri: str, day: str) -> Note:
+        """Mark ``old_uri`` as superseded by ``new_uri`` from ``day`` on (``valid_until``
+        and ``superseded_by`` in its frontmatter); nothing is deleted."""
+        old_uri = normalize_uri(old_uri)
+        with self.transaction() as tx:
+            note = self.read_note(old_uri)
+            note.extra = {**note.extra, "valid_until": day, "superseded_by": normalize_uri(new_uri)}
+            tx.put_text(old_uri, serialize_note(note, self.schema(note.memory_type)), note)
+        return note
 
     # -- links ----------------------------------------------------------------------------
     def relations(self, folder: str) -> list[StoredLink]:
         """Every entry of a folder's sidecar (legacy entries read as related_to links)."""
         folder = normalize_uri(folder) if folder else ""
-        return self.sidecars.read(self.root, folder).all_links(folder)
+        tx = self._tx()
+        staged = tx.sidecar(folder) if tx is not None else None
+        return (staged if staged is not None else self.sidecars.read(self.root, folder)).all_links(folder)
 
     def get_file_links(self, uri: str, direction: LinkDirection = "both") -> list[StoredLink]:
         """A note's outgoing links ("links"), incoming ones ("backlinks"), or both."""
@@ -260,7 +321,7 @@ class Vault:
         out = []
         for d in ("links", "backlinks"):
             if direction in (d, "both"):
-                out += self.sidecars.note_links(self.root, folder, uri, d)
+                out += self._note_links(folder, uri, d)
         return sorted(out, key=lambda l: -l.weight)
 
     def link(
@@ -276,7 +337,8 @@ class Vault:
         description: str = "",
         created_at: str | None = None,
     ) -> StoredLink:
-        """Write one link on both sides (merged per §3.2.5 with an existing one)."""
+        """Write one link on both sides (merged with an existing one of the same type and
+        ends; docs/DESIGN.md, "Vault format")."""
         spec = dict(weight=weight, t_field=t_field, t_line_ranges=t_line_ranges, match_text=match_text,
                     description=description, created_at=created_at)
         return self.link_many([(from_uri, to_uri, link_type, spec)])[0]
@@ -285,7 +347,7 @@ class Vault:
         """Write many links, each on both sides, in one transaction (all or none).
         Each spec is (from_uri, to_uri, link_type, {weight, t_field, t_line_ranges,
         match_text, description, created_at})."""
-        with self.writing():
+        with self.transaction() as tx:
             ops: list = []
             planned: dict[tuple, StoredLink] = {}
             order: list[tuple] = []
@@ -299,8 +361,7 @@ class Vault:
                     PutLink(folder=uri_dir(merged.from_uri), link=merged.as_direction("links")),
                     PutLink(folder=uri_dir(merged.to_uri), link=merged.as_direction("backlinks")),
                 ]
-            if ops:
-                self._commit(ops, links_changed=True)
+            tx.link_ops(ops)
         return [planned[k].as_direction("links") for k in order]
 
     def _plan_link(self, from_uri, to_uri, link_type, planned, *, weight=1.0, t_field=None, t_line_ranges=None,
@@ -341,7 +402,7 @@ class Vault:
                 link_type = LinkType(link_type)
             except ValueError:
                 raise LinkError(f"unknown link type {link_type!r}") from None
-        with self.writing():
+        with self.transaction() as tx:
             targets = [
                 l
                 for l in self.get_file_links(from_uri, "links")
@@ -354,7 +415,7 @@ class Vault:
             ops: list = []
             for link in targets:
                 ops += self._remove_ops(link)
-            self._commit(ops, links_changed=True)
+            tx.link_ops(ops)
         return len(targets)
 
     def _link_end(self, uri: str, end: str) -> Note:
@@ -368,10 +429,15 @@ class Vault:
 
     def _find(self, folder: str, direction: str, key: tuple) -> StoredLink | None:
         owner = key[0] if direction == "links" else key[1]
-        for entry in self.sidecars.note_links(self.root, folder, owner, direction):
+        for entry in self._note_links(folder, owner, direction):
             if entry.key == key and not entry.legacy:
                 return entry
         return None
+
+    def _note_links(self, folder: str, uri: str, direction: str) -> list[StoredLink]:
+        tx = self._tx()
+        staged = tx.note_links(folder, uri, direction) if tx is not None else None
+        return staged if staged is not None else self.sidecars.note_links(self.root, folder, uri, direction)
 
     def _remove_ops(self, link: StoredLink) -> list:
         if link.legacy:
@@ -384,7 +450,8 @@ class Vault:
         ]
 
     def _range_corrections(self, old: Note, new: Note) -> list:
-        """§3.2.6: links pointing into ``new`` follow their passage or are removed."""
+        """Links pointing into ``new`` follow their passage or are removed (docs/DESIGN.md,
+        "Vault format": `t_line_ranges`)."""
         ops: list = []
         for link in self.get_file_links(new.uri, "backlinks"):
             if not link.t_line_ranges:
@@ -402,7 +469,7 @@ class Vault:
 
     # -- reading for people -------------------------------------------------------------------
     def render_note(self, uri: str, href=None) -> Rendered:
-        """The note body with its outgoing links rendered by match_text (§3.2.4)."""
+        """The note body with its outgoing links rendered at their match_text."""
         note = self.read_note(uri)
         links = self.get_file_links(note.uri, "links")
         return render_links(note.body, links, href) if href else render_links(note.body, links)
@@ -491,14 +558,20 @@ class Vault:
     def _catalog_put(self, note: Note) -> None:
         path = self.path(note.uri)
         st = path.stat()
-        entry = CatalogEntry(note.uri, note.memory_type, self.title(note), note.created_at, note.updated_at,
-                             st.st_mtime_ns, st.st_size, content_hash(path.read_bytes()), superseded="valid_until" in note.extra,
-                             **_names(note))
+        self._catalog_store(CatalogEntry(note.uri, note.memory_type, self.title(note), note.created_at, note.updated_at,
+                                         st.st_mtime_ns, st.st_size, content_hash(path.read_bytes()),
+                                         superseded="valid_until" in note.extra, **_names(note)))
+
+    def _catalog_refresh(self, uri: str) -> None:
+        """Record a file written without a parsed note at hand (an undo's restore)."""
+        self._catalog_store(self._catalog_entry(uri, self.path(uri).stat()))
+
+    def _catalog_store(self, entry: CatalogEntry) -> None:
         # Copy on write under the lock: a sync in a worker must not lose this entry, and
         # readers iterating the previous dict (the UI thread) never see it change.
         with self._catalog_lock:
             if self._catalog is not None:
-                self._catalog = {**self._catalog, note.uri: entry}
+                self._catalog = {**self._catalog, entry.uri: entry}
             CatalogStore(self.state).put(entry)
 
     def _catalog_drop(self, uri: str) -> None:
@@ -512,13 +585,6 @@ class Vault:
     def _notify(self, event: str, uri: str) -> None:
         for listener in list(self.listeners):
             listener(event, uri)
-
-    def _check_sessions(self) -> list[Problem]:
-        folder = self.root / "sessions"
-        problems: list[Problem] = []
-        for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
-            problems += _session_problems(path, f"sessions/{path.name}")
-        return problems
 
     # -- consistency --------------------------------------------------------------------------
     def sidecar_folders(self) -> Iterator[str]:
@@ -560,70 +626,11 @@ class Vault:
                 if link.direction == "links":
                     yield link
 
-    def check(self) -> list[Problem]:
-        """The vault's own consistency checks: notes parse, every link has both sides,
-        identical, in the right folders, pointing at notes that exist, with valid fields
-        and line ranges; match_text that no longer occurs is a warning."""
-        problems: list[Problem] = []
-        for path in self.journal.failed():
-            problems.append(Problem("error", "failed_journal", f".memlink/journal/{path.name}",
-                                    "a change that could not be completed; inspect it, then delete the file"))
-        catalog = self.sync_catalog()
-        for entry in catalog.values():
-            if entry.error:
-                problems.append(Problem("error", "malformed_note", entry.uri, entry.error))
-        cars: dict[str, Sidecar] = {}
-        for folder in self.sidecar_folders():
-            try:
-                cars[folder] = self.sidecars.read(self.root, folder)
-            except SidecarError as exc:
-                problems.append(Problem("error", "malformed_sidecar", f"{folder}/{SIDECAR}".lstrip("/"), str(exc)))
-        notes: dict[str, Note | None] = {}
-
-        def note(uri: str) -> Note | None:
-            if uri not in notes:
-                entry = catalog.get(uri)
-                notes[uri] = None if entry is None or entry.error else self.read_note(uri)
-            return notes[uri]
-
-        index = {(f, l.direction, l.id): l for f, car in cars.items() for l in car.entries}
-        for (folder, direction, _id), link in index.items():
-            home = uri_dir(link.from_uri if direction == "links" else link.to_uri)
-            where = link.from_uri if direction == "links" else link.to_uri
-            if home != folder:
-                problems.append(Problem("error", "misplaced_link", where, f"{link.id} ({direction}) sits in {folder or '.'}/ but belongs in {home or '.'}/"))
-                continue
-            other_dir = "backlinks" if direction == "links" else "links"
-            other_folder = uri_dir(link.to_uri if direction == "links" else link.from_uri)
-            twin = index.get((other_folder, other_dir, link.id))
-            if twin is None:
-                problems.append(Problem("error", "one_sided_link", where, f"{link.id} {link.from_uri} -> {link.to_uri} has no {other_dir} entry"))
-            elif direction == "links" and not twin.same_record(link):
-                problems.append(Problem("error", "mismatched_link", where, f"{link.id}: the two sides differ"))
-            if direction != "links":
-                continue
-            src, dst = note(link.from_uri), note(link.to_uri)
-            for end, n in (("from", src), ("to", dst)):
-                if n is None:
-                    uri = link.from_uri if end == "from" else link.to_uri
-                    problems.append(Problem("error", "dangling_link", link.from_uri, f"{link.id}: {end} note {uri} does not exist"))
-            if dst is not None:
-                schema = self.schema(dst.memory_type)
-                if link.t_field not in schema.field_names:
-                    problems.append(Problem("error", "bad_t_field", link.from_uri, f"{link.id}: {link.to_uri} has no field {link.t_field!r}"))
-                elif link.t_line_ranges:
-                    try:
-                        check_ranges(link.t_line_ranges, dst.field_text(link.t_field))
-                    except LinkError as exc:
-                        problems.append(Problem("warning", "bad_line_range", link.from_uri, f"{link.id}: {exc}"))
-            if src is not None and link.match_text and link.match_text not in src.body:
-                problems.append(Problem("warning", "match_text_missing", link.from_uri, f"{link.id}: {link.match_text!r} not in the note"))
-        problems += self._check_sessions()
-        for folder, car in cars.items():
-            for link in car.legacy_links(folder):
-                if note(link.to_uri) is None:
-                    problems.append(Problem("error", "dangling_link", link.from_uri, f"legacy entry {link.id}: {link.to_uri} does not exist"))
-        return problems
+    def check(self) -> list[Finding]:
+        """The vault's integrity findings (engine.checks): notes and logs that parse, links
+        with both sides pointing at notes that exist, no failed journals. Errors here are
+        exactly lint's errors; this is what `memlink check` reports."""
+        return run_checks(self, integrity_only=True)
 
 
 def _names(note: Note) -> dict:
@@ -632,32 +639,6 @@ def _names(note: Note) -> dict:
     kind = note.fields.get("kind")
     return {"aliases": [str(a) for a in aliases] if isinstance(aliases, list) else [],
             "kind": str(kind).strip().lower() if isinstance(kind, str) else ""}
-
-
-SESSION_KEYS = {"session", "id", "role", "content", "ts"}
-
-
-def _session_problems(path: Path, uri: str) -> list[Problem]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        return [Problem("error", "malformed_session", uri, f"unreadable: {exc}")]
-    ids: set[str] = set()
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError as exc:
-            return [Problem("error", "malformed_session", uri, f"line {n}: not JSON ({exc.msg})")]
-        if not isinstance(event, dict) or not SESSION_KEYS <= set(event):
-            return [Problem("error", "malformed_session", uri, f"line {n}: needs keys {', '.join(sorted(SESSION_KEYS))}")]
-        if not isinstance(event["id"], (str, int)) or not isinstance(event["content"], str):
-            return [Problem("error", "malformed_session", uri, f"line {n}: id must be text or a number, content text")]
-        if event["id"] in ids:
-            return [Problem("error", "malformed_session", uri, f"line {n}: duplicate id {event['id']!r}")]
-        ids.add(event["id"])
-    return []
 
 
 def _new_stored(from_uri, to_uri, link_type, weight, t_field, t_line_ranges, match_text, description, created_at) -> StoredLink:

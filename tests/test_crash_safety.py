@@ -1,5 +1,6 @@
 """Nothing lost: writers SIGKILLed at random moments never leave a one-sided link or a
-torn file; concurrent writers serialise on the vault lock."""
+torn file; concurrent writers serialise on the vault lock; a review action or an undo
+killed at any step of its commit lands whole, with its action-log record, or not at all."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from conftest import REPO
 from engine import Vault, VaultLocked
 from engine.atomic import TMP_SUFFIX, sweep_temp_files
+from engine.jsonl import read_jsonl
 
 WORKER = Path(__file__).with_name("crash_worker.py")
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -176,3 +178,104 @@ def test_swapping_a_folder_for_a_symlink_is_noticed(tmp_path):
     os.symlink(outside, v.root / "entities")
     with pytest.raises(UriError, match="outside the vault"):
         v.read_note("entities/person-0.md")
+
+
+# -- review actions and undo: killed at every step of their one commit ---------------------
+REVIEW_WORKER = Path(__file__).with_name("review_crash_worker.py")
+ACTION_LOG = ".memlink/review/actions.jsonl"
+
+
+def _vault_files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+            if p.is_file() and ".memlink" not in p.parts}
+
+
+def _seed_contradiction(root: Path) -> tuple[str, str]:
+    v = Vault.init(root)
+    a = v.write_note("preference", {"topic": "Coffee", "sentiment": "like", "content": "Loves a morning flat white."})
+    b = v.write_note("event", {"event_name": "Quit coffee", "date": "2026-11-01", "content": "Stopped drinking coffee."})
+    v.link(b.uri, a.uri, "contradicts", weight=0.8, description="quit what she loves")
+    v.close()
+    return a.uri, b.uri
+
+
+def _kill_at_each_step(template: Path, work: Path, action: str, a: str, b: str):
+    """Run the worker killed before step 1, 2, ... until a run finishes; yield the vault
+    folder left by each killed run."""
+    import shutil
+
+    for step in range(1, 50):
+        if work.exists():
+            shutil.rmtree(work)
+        shutil.copytree(template, work)
+        run = subprocess.run([sys.executable, str(REVIEW_WORKER), str(work), action, a, b, str(step)],
+                             capture_output=True, env=ENV, cwd=REPO, timeout=120)
+        if run.returncode == 0:
+            assert run.stdout.strip() == b"done"
+            assert step > 3, "the commit should have several steps to kill"
+            return
+        assert run.returncode == -signal.SIGKILL, run.stderr.decode()
+        yield step
+    raise AssertionError("the worker never finished")
+
+
+@pytest.mark.parametrize("action", ["keep-a", "research"])
+def test_a_review_action_killed_at_any_step_lands_with_its_undo_record_or_not_at_all(tmp_path, action):
+    from engine.review import last_action, undo
+
+    template = tmp_path / "template"
+    a, b = _seed_contradiction(template)
+    before = _vault_files(template)
+    work = tmp_path / "work"
+    landed = 0
+    for step in _kill_at_each_step(template, work, action, a, b):
+        assert_files_whole(work)
+        vault = Vault.open(work)  # replays the journal, if the kill left one
+        assert [p for p in vault.check() if p.severity == "error"] == [], f"kill before step {step}"
+        record = last_action(vault)
+        contradicts = [l for l in vault.get_file_links(b, "links") if l.link_type.value == "contradicts"]
+        if record is None:
+            assert _vault_files(work) == before and contradicts, f"kill before step {step}: half an action"
+            continue
+        landed += 1
+        assert record["action"] == action
+        assert len(read_jsonl(work / ACTION_LOG)) == 1, f"kill before step {step}: the record twice"
+        if action == "keep-a":
+            assert not contradicts and vault.read_note(b).extra["superseded_by"] == a
+        else:
+            assert vault.exists(record["message"].split(": ", 1)[1])
+        assert undo(vault).startswith(f"undid {action}")
+        assert _vault_files(work) == before and last_action(vault) is None
+        assert [p for p in vault.check() if p.severity == "error"] == []
+    assert landed, "no kill fell after the journal was written"
+
+
+def test_an_undo_killed_at_any_step_restores_everything_with_its_record_or_nothing(tmp_path):
+    from engine.review import last_action, review, undo
+
+    template = tmp_path / "template"
+    a, b = _seed_contradiction(template)
+    before = _vault_files(template)
+    v = Vault.open(template)
+    review(v, a, b, "keep-a")
+    v.close()
+    after = _vault_files(template)
+    work = tmp_path / "work"
+    outcomes = set()
+    for step in _kill_at_each_step(template, work, "undo", a, b):
+        assert_files_whole(work)
+        vault = Vault.open(work)
+        assert [p for p in vault.check() if p.severity == "error"] == [], f"kill before step {step}"
+        if last_action(vault) is None:  # the undo landed: files back and its record written
+            assert _vault_files(work) == before, f"kill before step {step}"
+            assert [r for r in read_jsonl(work / ACTION_LOG) if "undo" in r][1:] == [], "the undo record twice"
+            outcomes.add("undone")
+            continue
+        assert _vault_files(work) == after, f"kill before step {step}: half an undo"
+        outcomes.add("not undone")
+        assert undo(vault).startswith("undid keep-a")  # a later undo works
+        assert _vault_files(work) == before and last_action(vault) is None
+    assert outcomes == {"undone", "not undone"}
+    cli = subprocess.run([sys.executable, "-m", "memlink_tui", "--vault", str(work), "check"],
+                         capture_output=True, text=True, env=ENV, cwd=REPO, timeout=60)
+    assert cli.returncode == 0 and " 0 errors" in cli.stdout, cli.stdout + cli.stderr

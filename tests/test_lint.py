@@ -34,7 +34,7 @@ def test_link_checks(vault):
     p_entries[0]["t_line_ranges"] = "40"
     p_entries.append({**p_entries[0], "id": "dangling", "to_uri": "entities/ghost.md"})
     prefs.write_text(json.dumps(p_entries))
-    codes = " ".join(f.message for f in findings(vault, "links"))
+    codes = " ".join(f.code for f in findings(vault, "links"))  # the code is its own field now
     for code in ("match_text_missing", "bad_line_range", "dangling_link", "one_sided_link"):
         assert code in codes
 
@@ -85,3 +85,35 @@ def test_dashboards_and_digest(sample):
     assert digest["notes"] == 72 and digest["per_type"]["event"] == 30 and len(digest["contradictions"]) == 5
     assert "Vegetarian diet" in (sample.root / "dashboards" / "contradictions.md").read_text()
     assert [p for p in sample.check() if p.severity == "error"] == []  # dashboards are not notes
+
+
+def test_check_is_the_integrity_part_of_the_same_run_with_the_same_errors(vault):
+    from engine.checks import CHECKS, Finding
+
+    a, b = make_pair(vault)
+    vault.link(b.uri, a.uri, "belongs_to", weight=0.2)
+    (vault.root / "entities" / ".relations.json").unlink()  # a one-sided link
+    (vault.root / "entities" / "bad.md").write_text("no frontmatter\n")  # a malformed note
+    (vault.root / "sessions" / "s1.jsonl").write_text('{"session": "s1"}\n')  # a malformed session log
+    report = lint(vault, today=dt.date(2026, 12, 1))
+    checked = vault.check()
+    assert all(isinstance(f, Finding) for f in checked + report.findings)
+    lint_errors = sorted((f.code, f.uri, f.message) for f in report.findings if f.severity == "error")
+    check_errors = sorted((f.code, f.uri, f.message) for f in checked if f.severity == "error")
+    assert check_errors == lint_errors and {c for c, _u, _m in check_errors} == {"one_sided_link", "malformed_note", "malformed_session"}
+    assert {f.check for f in checked} <= {"structure", "links"}  # no hygiene findings (low weight, provenance...)
+    assert {f.check for f in report.findings} >= {"low_weight", "provenance"}
+    assert any(not c.integrity for c in CHECKS) and all(c.integrity for c in CHECKS if c.name in ("link_records", "titles"))
+
+
+def test_check_and_lint_on_the_command_line_agree(vault):
+    from test_cli import memlink
+
+    a, b = make_pair(vault)
+    vault.link(b.uri, a.uri, "belongs_to")
+    (vault.root / "entities" / ".relations.json").unlink()
+    vault.close()
+    checked, linted = memlink("check", vault=vault.root), memlink("lint", vault=vault.root)
+    assert checked.returncode == linted.returncode == 3
+    assert "one_sided_link" in checked.stdout and "1 errors, 0 warnings" in checked.stdout
+    assert "one_sided_link: " in linted.stdout and linted.stdout.splitlines()[-1].startswith("1 errors;")

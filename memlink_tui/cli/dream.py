@@ -105,7 +105,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         for f in report.findings:
             if f.severity != "info":
                 other = f" <-> {f.other}" if f.other else ""
-                say(f"{f.severity:<7} {f.check:<15} {f.uri}{other}: {f.message}")
+                say(f"{f.severity:<7} {f.check:<15} {f.uri}{other}: {f.text}")
         counts = ", ".join(f"{k} {v}" for k, v in sorted(report.counts.items()))
         say(f"{report.errors} errors; {counts or 'nothing to report'}; dashboards in {vault.root / 'dashboards'}")
     return EXIT_PROBLEMS if report.errors else 0
@@ -135,7 +135,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     problems = vault.check()
     errors = [p for p in problems if p.severity == "error"]
     if args.json:
-        print(json.dumps([p.__dict__ for p in problems], ensure_ascii=False, indent=2))
+        print(json.dumps([p.model_dump() for p in problems], ensure_ascii=False, indent=2))
     else:
         notes = len(vault.list_notes())
         links = sum(1 for _ in vault.all_links())

@@ -1,0 +1,343 @@
+"""Every check of a vault, registered in one list: each is a small function that reads
+the vault through a shared ``CheckContext`` and yields ``Finding``s.
+
+``integrity`` checks find a broken vault (files that do not parse, one-sided or dangling
+links, a journal that could not be replayed); they are the only ones that report errors,
+and ``memlink check`` (``Vault.check``) runs just them. Lint runs them all. See
+docs/DESIGN.md, "Checks".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import Counter
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Literal, Optional
+
+from pydantic import BaseModel
+
+from .catalog import CatalogEntry
+from .errors import LinkError, MemlinkError, SidecarError
+from .jsonl import read_jsonl
+from .lineranges import check_ranges
+from .links import SIDECAR, Sidecar, StoredLink
+from .uris import uri_dir
+
+if TYPE_CHECKING:
+    from .notes import Note
+    from .vault import Vault
+
+Severity = Literal["error", "warning", "info"]
+FRESH_DAYS, STALE_DAYS = 30, 90
+LOW_WEIGHT = 0.5
+
+
+class Finding(BaseModel):
+    """One thing a check found. ``check`` groups findings for people (the lint pane, the
+    dashboards); ``code`` names an integrity problem for tools (empty for hygiene
+    findings, which their check names well enough)."""
+
+    check: str
+    severity: Severity
+    uri: str
+    message: str
+    other: Optional[str] = None  # the note on the other side (links, contradictions)
+    code: str = ""
+
+    @property
+    def text(self) -> str:
+        """The message as lint shows it: with its code when it has one."""
+        return f"{self.code}: {self.message}" if self.code else self.message
+
+
+class CheckContext:
+    """What several checks read, read once per run."""
+
+    def __init__(self, vault: Vault, today: dt.date) -> None:
+        self.vault = vault
+        self.today = today
+        self._notes: dict[str, Note | None] = {}
+
+    @cached_property
+    def catalog(self) -> dict[str, CatalogEntry]:
+        return self.vault.sync_catalog()
+
+    @cached_property
+    def good(self) -> dict[str, CatalogEntry]:
+        """Catalog entries of notes that parse."""
+        return {u: e for u, e in self.catalog.items() if not e.error}
+
+    @cached_property
+    def sidecars(self) -> tuple[dict[str, Sidecar], dict[str, str]]:
+        """Parsed sidecars by folder, and the error of each one that does not parse."""
+        cars: dict[str, Sidecar] = {}
+        broken: dict[str, str] = {}
+        for folder in self.vault.sidecar_folders():
+            try:
+                cars[folder] = self.vault.sidecars.read(self.vault.root, folder)
+            except SidecarError as exc:
+                broken[folder] = str(exc)
+        return cars, broken
+
+    @cached_property
+    def links(self) -> list[StoredLink]:
+        """Every outgoing link (legacy entries included), each two-sided link once."""
+        return list(self.vault.all_links())
+
+    def note(self, uri: str) -> Note | None:
+        """A note that exists and parses (None otherwise), read once."""
+        if uri not in self._notes:
+            entry = self.catalog.get(uri)
+            self._notes[uri] = None if entry is None or entry.error else self.vault.read_note(uri)
+        return self._notes[uri]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    run: Callable[[CheckContext], Iterable[Finding]]
+    integrity: bool
+
+
+CHECKS: list[Check] = []  # in the order they run; `memlink check` output follows it
+
+
+def register(integrity: bool = False) -> Callable[[Callable[[CheckContext], Iterable[Finding]]], Callable[[CheckContext], Iterable[Finding]]]:
+    def add(fn: Callable[[CheckContext], Iterable[Finding]]) -> Callable[[CheckContext], Iterable[Finding]]:
+        CHECKS.append(Check(fn.__name__, fn, integrity))
+        return fn
+    return add
+
+
+def run_checks(vault: Vault, *, integrity_only: bool = False, today: dt.date | None = None) -> list[Finding]:
+    """Run the registered checks (only the integrity ones with ``integrity_only``) in
+    registration order; one context is shared, so each file is read once."""
+    ctx = CheckContext(vault, today or dt.date.today())
+    out: list[Finding] = []
+    for check in CHECKS:
+        if check.integrity or not integrity_only:
+            out += check.run(ctx)
+    return out
+
+
+def _problem(check: str, severity: Severity, code: str, uri: str, message: str) -> Finding:
+    return Finding(check=check, severity=severity, uri=uri, message=message, code=code)
+
+
+# -- integrity: structure ----------------------------------------------------------------------
+@register(integrity=True)
+def failed_journals(ctx: CheckContext) -> Iterator[Finding]:
+    for path in ctx.vault.journal.failed():
+        yield _problem("structure", "error", "failed_journal", f".memlink/journal/{path.name}",
+                       "a change that could not be completed; inspect it, then delete the file")
+
+
+@register(integrity=True)
+def malformed_notes(ctx: CheckContext) -> Iterator[Finding]:
+    for entry in ctx.catalog.values():
+        if entry.error:
+            yield _problem("structure", "error", "malformed_note", entry.uri, entry.error)
+
+
+@register(integrity=True)
+def malformed_sidecars(ctx: CheckContext) -> Iterator[Finding]:
+    for folder, error in ctx.sidecars[1].items():
+        yield _problem("structure", "error", "malformed_sidecar", f"{folder}/{SIDECAR}".lstrip("/"), error)
+
+
+# -- integrity: links --------------------------------------------------------------------------
+@register(integrity=True)
+def link_records(ctx: CheckContext) -> Iterator[Finding]:
+    """Every link has both sides, identical, in the right folders, pointing at notes that
+    exist, with valid fields and line ranges; match_text that no longer occurs is a warning."""
+    cars = ctx.sidecars[0]
+    index = {(f, l.direction, l.id): l for f, car in cars.items() for l in car.entries}
+    for (folder, direction, _id), link in index.items():
+        home = uri_dir(link.from_uri if direction == "links" else link.to_uri)
+        where = link.from_uri if direction == "links" else link.to_uri
+        if home != folder:
+            yield _problem("links", "error", "misplaced_link", where,
+                           f"{link.id} ({direction}) sits in {folder or '.'}/ but belongs in {home or '.'}/")
+            continue
+        other_dir = "backlinks" if direction == "links" else "links"
+        other_folder = uri_dir(link.to_uri if direction == "links" else link.from_uri)
+        twin = index.get((other_folder, other_dir, link.id))
+        if twin is None:
+            yield _problem("links", "error", "one_sided_link", where,
+                           f"{link.id} {link.from_uri} -> {link.to_uri} has no {other_dir} entry")
+        elif direction == "links" and not twin.same_record(link):
+            yield _problem("links", "error", "mismatched_link", where, f"{link.id}: the two sides differ")
+        if direction != "links":
+            continue
+        src, dst = ctx.note(link.from_uri), ctx.note(link.to_uri)
+        for end, n in (("from", src), ("to", dst)):
+            if n is None:
+                uri = link.from_uri if end == "from" else link.to_uri
+                yield _problem("links", "error", "dangling_link", link.from_uri, f"{link.id}: {end} note {uri} does not exist")
+        if dst is not None:
+            schema = ctx.vault.schema(dst.memory_type)
+            if link.t_field not in schema.field_names:
+                yield _problem("links", "error", "bad_t_field", link.from_uri,
+                               f"{link.id}: {link.to_uri} has no field {link.t_field!r}")
+            elif link.t_line_ranges:
+                try:
+                    check_ranges(link.t_line_ranges, dst.field_text(link.t_field))
+                except LinkError as exc:
+                    yield _problem("links", "warning", "bad_line_range", link.from_uri, f"{link.id}: {exc}")
+        if src is not None and link.match_text and link.match_text not in src.body:
+            yield _problem("links", "warning", "match_text_missing", link.from_uri,
+                           f"{link.id}: {link.match_text!r} not in the note")
+
+
+SESSION_KEYS = {"session", "id", "role", "content", "ts"}
+
+
+@register(integrity=True)
+def session_logs(ctx: CheckContext) -> Iterator[Finding]:
+    folder = ctx.vault.root / "sessions"
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        problem = _session_problem(path)
+        if problem:
+            yield _problem("structure", "error", "malformed_session", f"sessions/{path.name}", problem)
+
+
+def _session_problem(path: Path) -> str | None:
+    """The first thing wrong with a session log, by line number. A validator rather than
+    a reader (engine.jsonl reads logs): it names the line, blank ones counted."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"unreadable: {exc}"
+    ids: set[object] = set()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError as exc:
+            return f"line {n}: not JSON ({exc.msg})"
+        if not isinstance(event, dict) or not SESSION_KEYS <= set(event):
+            return f"line {n}: needs keys {', '.join(sorted(SESSION_KEYS))}"
+        if not isinstance(event["id"], (str, int)) or not isinstance(event["content"], str):
+            return f"line {n}: id must be text or a number, content text"
+        if event["id"] in ids:
+            return f"line {n}: duplicate id {event['id']!r}"
+        ids.add(event["id"])
+    return None
+
+
+@register(integrity=True)
+def legacy_links(ctx: CheckContext) -> Iterator[Finding]:
+    for folder, car in ctx.sidecars[0].items():
+        for link in car.legacy_links(folder):
+            if ctx.note(link.to_uri) is None:
+                yield _problem("links", "error", "dangling_link", link.from_uri,
+                               f"legacy entry {link.id}: {link.to_uri} does not exist")
+
+
+@register(integrity=True)
+def titles(ctx: CheckContext) -> Iterator[Finding]:
+    for uri, entry in ctx.good.items():
+        if not entry.title or entry.title == uri:
+            yield _problem("structure", "error", "missing_title", uri, "missing title")
+
+
+@register(integrity=True)
+def self_links(ctx: CheckContext) -> Iterator[Finding]:
+    for l in ctx.links:
+        if not l.legacy and l.from_uri == l.to_uri:
+            yield _problem("links", "error", "self_link", l.from_uri, f"{l.id}: links to itself")
+
+
+# -- hygiene: what a person reviewing the vault cares about -----------------------------------
+@register()
+def low_weight(ctx: CheckContext) -> Iterator[Finding]:
+    for l in ctx.links:
+        if not l.legacy and l.weight < LOW_WEIGHT:
+            yield Finding(check="low_weight", severity="info", uri=l.from_uri, other=l.to_uri,
+                          message=f"{l.link_type.value} link weight {l.weight:.2f} (< {LOW_WEIGHT})")
+
+
+@register()
+def contradictions(ctx: CheckContext) -> Iterator[Finding]:
+    for l in ctx.links:
+        if not l.legacy and l.link_type.value == "contradicts":
+            yield Finding(check="contradictions", severity="warning", uri=l.from_uri, other=l.to_uri,
+                          message=l.description or "contradicts")
+
+
+def provenanced(vault: Vault) -> set[str]:
+    """Notes that came from a session or a file: in the audit of an extraction run."""
+    out: set[str] = set()
+    folder = vault.state_dir / "audit"
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        for entry in read_jsonl(path, strict=False):  # a lost line only costs a hint
+            created = entry.get("created", [])
+            changed = entry.get("changed", [])
+            if isinstance(created, list):
+                out.update(u for u in created if isinstance(u, str))
+            if isinstance(changed, list):
+                out.update(c.get("uri") for c in changed if isinstance(c, dict) and isinstance(c.get("uri"), str))
+    return out
+
+
+@register()
+def provenance(ctx: CheckContext) -> Iterator[Finding]:
+    recorded = provenanced(ctx.vault)
+    derived = {l.from_uri for l in ctx.links if not l.legacy and l.link_type.value == "derived_from"}
+    for uri, entry in ctx.good.items():
+        if entry.memory_type == "report":
+            try:
+                sources = ctx.vault.read_note(uri).fields.get("source_uris") or []
+            except MemlinkError:
+                sources = []
+            if not sources and uri not in derived:
+                yield Finding(check="provenance", severity="warning", uri=uri, message="report without sources")
+        elif entry.memory_type not in ("profile", "source") and uri not in recorded and uri not in derived:
+            yield Finding(check="provenance", severity="info", uri=uri, message="no source session or file recorded")
+
+
+@register()
+def open_questions(ctx: CheckContext) -> Iterator[Finding]:
+    for uri, entry in ctx.good.items():
+        if entry.memory_type != "report_candidate":
+            continue
+        try:
+            status = ctx.vault.read_note(uri).fields.get("status") or "pending"
+        except MemlinkError:
+            status = "pending"
+        if status == "pending":
+            yield Finding(check="open_questions", severity="info", uri=uri, message=f"open research question: {entry.title}")
+
+
+def _age_days(stamp: str, today: dt.date) -> int | None:
+    try:
+        return (today - dt.datetime.fromisoformat(stamp).date()).days
+    except ValueError:
+        return None
+
+
+@register()
+def freshness(ctx: CheckContext) -> Iterator[Finding]:
+    for uri, entry in ctx.good.items():
+        age = _age_days(entry.updated_at, ctx.today)
+        if age is None:
+            continue
+        level = "fresh" if age < FRESH_DAYS else "aging" if age < STALE_DAYS else "stale"
+        if level != "fresh":
+            yield Finding(check="freshness", severity="warning" if level == "stale" else "info", uri=uri,
+                          message=f"{level}: updated {age} days ago")
+
+
+@register()
+def orphans(ctx: CheckContext) -> Iterator[Finding]:
+    degree: Counter[str] = Counter()
+    for l in ctx.links:
+        degree[l.from_uri] += 1
+        degree[l.to_uri] += 1
+    for uri, entry in ctx.good.items():
+        if degree[uri] == 0 and entry.memory_type != "profile":
+            yield Finding(check="orphans", severity="warning", uri=uri, message="no links in or out")

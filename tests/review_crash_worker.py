@@ -1,0 +1,44 @@
+"""A review action or an undo that SIGKILLs itself at a chosen step of its commit.
+
+Usage: python review_crash_worker.py VAULT (keep-a|merge|dismiss|research|undo) A B KILL_AT
+
+Every file operation of the journal (writing the journal, each file it applies, the log
+append, removing the journal) is a step; the process kills itself, for real, just before
+step KILL_AT (1-based). Prints "done" when the action finished before that step.
+"""
+
+import os
+import signal
+import sys
+
+import engine.journal as journal
+from engine import Vault
+from engine.review import review, undo
+
+steps = 0
+
+
+def killing(fn):
+    def step(*args, **kwargs):
+        global steps
+        steps += 1
+        if steps == int(sys.argv[5]):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return fn(*args, **kwargs)
+    return step
+
+
+def main() -> None:
+    root, action, a, b = sys.argv[1:5]
+    for name in ("atomic_write_text", "remove_file", "append_jsonl"):
+        setattr(journal, name, killing(getattr(journal, name)))
+    vault = Vault.open(root)
+    if action == "undo":
+        undo(vault)
+    else:
+        review(vault, a, b, action, text="Merged: both are true at different times.")
+    print("done", flush=True)
+
+
+if __name__ == "__main__":
+    main()
