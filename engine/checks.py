@@ -24,6 +24,7 @@ from .errors import LinkError, MemlinkError, SidecarError
 from .jsonl import read_jsonl
 from .lineranges import check_ranges
 from .links import SIDECAR, Sidecar, StoredLink
+from .linktypes import LinkTypeTable
 from .uris import uri_dir
 
 if TYPE_CHECKING:
@@ -81,6 +82,11 @@ class CheckContext:
             except SidecarError as exc:
                 broken[folder] = str(exc)
         return cars, broken
+
+    @cached_property
+    def table(self) -> LinkTypeTable:
+        """The vault's link types (docs/DESIGN.md, "Link types"): checks ask by role."""
+        return self.vault.config.link_table()
 
     @cached_property
     def links(self) -> list[StoredLink]:
@@ -262,9 +268,20 @@ def low_weight(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @register()
+def unknown_link_types(ctx: CheckContext) -> Iterator[Finding]:
+    """A link whose type the vault does not declare (a memlink.yaml entry removed, or a
+    sidecar written by another tool): it reads and can be removed, but search does not
+    follow it."""
+    for l in ctx.links:
+        if not l.legacy and l.link_type not in ctx.table:
+            yield Finding(check="links", severity="warning", uri=l.from_uri, other=l.to_uri, code="unknown_link_type",
+                          message=f"{l.id}: link type {l.link_type.value!r} is not declared (memlink.yaml link_types)")
+
+
+@register()
 def contradictions(ctx: CheckContext) -> Iterator[Finding]:
     for l in ctx.links:
-        if not l.legacy and l.link_type.value == "contradicts":
+        if not l.legacy and l.link_type is ctx.table.role("conflict"):
             yield Finding(check="contradictions", severity="warning", uri=l.from_uri, other=l.to_uri,
                           message=l.description or "contradicts")
 
@@ -287,7 +304,8 @@ def provenanced(vault: Vault) -> set[str]:
 @register()
 def provenance(ctx: CheckContext) -> Iterator[Finding]:
     recorded = provenanced(ctx.vault)
-    derived = {l.from_uri for l in ctx.links if not l.legacy and l.link_type.value == "derived_from"}
+    provenance_type = ctx.table.role("provenance")
+    derived = {l.from_uri for l in ctx.links if not l.legacy and l.link_type is provenance_type}
     for uri, entry in ctx.good.items():
         if entry.memory_type == "report":
             try:

@@ -59,8 +59,10 @@ def review(vault: Vault, a: str, b: str, action: str, *, text: str | None = None
         raise ReviewError(f"unknown action {action!r} (one of: {', '.join(ACTIONS)})")
     day = (today or dt.date.today()).isoformat()
     with vault.transaction() as tx:
-        pair = [l for l in vault.get_file_links(a, "links") if l.to_uri == b and l.link_type.value == "contradicts"]
-        pair += [l for l in vault.get_file_links(b, "links") if l.to_uri == a and l.link_type.value == "contradicts"]
+        table = vault.config.link_table()  # link types by role (docs/DESIGN.md, "Link types")
+        conflict, supersedes, default = table.role("conflict"), table.role("supersedes"), table.role("default")
+        pair = [l for l in vault.get_file_links(a, "links") if l.to_uri == b and l.link_type is conflict]
+        pair += [l for l in vault.get_file_links(b, "links") if l.to_uri == a and l.link_type is conflict]
         if not pair:
             raise ReviewError(f"no contradicts link between {a} and {b}")
         link = pair[0]
@@ -77,21 +79,21 @@ def review(vault: Vault, a: str, b: str, action: str, *, text: str | None = None
                     raise ReviewError("merge needs the merged text")
                 schema = vault.schema(vault.read_note(keep).memory_type)
                 vault.write_note(schema.memory_type, {schema.text_field: text.strip()}, uri=keep)
-            vault.unlink(link.from_uri, link.to_uri, "contradicts")
-            vault.link(keep, drop, "evolved_from", weight=link.weight, description=f"review {day}: kept over the contradicting note")
+            vault.unlink(link.from_uri, link.to_uri, conflict)
+            vault.link(keep, drop, supersedes, weight=link.weight, description=f"review {day}: kept over the contradicting note")
             vault.supersede(drop, keep, day)
             message = f"kept {keep}; {drop} is superseded (valid until {day})"
         elif action == "dismiss":
-            vault.unlink(link.from_uri, link.to_uri, "contradicts")
-            vault.link(link.from_uri, link.to_uri, "related_to", weight=link.weight, match_text=link.match_text,
+            vault.unlink(link.from_uri, link.to_uri, conflict)
+            vault.link(link.from_uri, link.to_uri, default, weight=link.weight, match_text=link.match_text,
                        description=f"review {day}: not a contradiction — {link.description}".strip(" —"))
             message = "dismissed: the link is now related_to"
         else:
             assert candidate is not None
             vault.write_note("report_candidate", {"question": question, "status": "pending",
                                                   "user_requirement": f"Reconcile: {link.description}".strip()})
-            vault.link(candidate, a, "related_to", description="contradiction to research")
-            vault.link(candidate, b, "related_to", description="contradiction to research")
+            vault.link(candidate, a, default, description="contradiction to research")
+            vault.link(candidate, b, default, description="contradiction to research")
             message = f"research question added: {candidate}"
 
         after = {rel: text_hash(tx.text_after(rel)) for rel in files}

@@ -184,6 +184,10 @@ def test_an_undeclared_type_in_a_sidecar_still_reads(vault):
     assert [l.link_type.value for l in links] == ["refutes_maybe"]
     assert vault.config.link_table().unknown(l.link_type for l in links) == ["refutes_maybe"]
     assert not [p for p in vault.check() if p.code == "malformed_sidecar"]
+    from engine.lint import lint
+
+    flagged = [f for f in lint(vault).findings if f.code == "unknown_link_type"]
+    assert [(f.severity, f.uri, f.other) for f in flagged] == [("warning", b.uri, a.uri)]
     graph = LinkGraph.for_vault(vault)  # carries no meaning: nothing flows over it
     assert graph.propagate({b.uri: 1.0}, propagation_params(vault.config.search, vault.config.link_table())) == {}
     assert vault.unlink(b.uri, a.uri) == 1  # and it can be removed

@@ -134,7 +134,7 @@ def handle_topic(vault: Vault, provider: LLMProvider | None, topic: Topic, repor
         return topic.candidate is None
     if topic.candidate:
         vault.write_note("report_candidate", {"status": "done", "report_uri": written[0]}, uri=topic.candidate)
-        vault.link_many([(topic.candidate, uri, "related_to", {"description": "answered by this report"})
+        vault.link_many([(topic.candidate, uri, vault.config.link_table().role("default"), {"description": "answered by this report"})
                          for uri in written])
     return True
 
