@@ -212,3 +212,17 @@ def test_health_reads_without_splitting_a_message():
     assert explicit.health.state == "unavailable" and explicit.health.line() == "LLM: ollama llama3.2 — unavailable"
     ok = Health(state="ok", provider="ollama:tiny", reason="Ollama at x has tiny")
     assert ok.line() == "LLM: ollama tiny" and ok.summary == "Ollama at x has tiny"
+
+
+def test_racing_first_uses_share_one_check(stub):
+    import threading
+
+    registry = ProviderRegistry()
+    cfg = LLMConfig(model="tiny", host=stub.host)
+    seen = []
+    threads = [threading.Thread(target=lambda: seen.append(registry.get(cfg))) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(s) for s in seen}) == 1 and registry.checks == 1 and stub.count("/api/tags") == 1
