@@ -93,8 +93,7 @@ def run(n: int, queries_n: int, tmp: Path) -> None:
     print(f"full reindex (`memlink reindex --full`): {took:.1f}s = {n / took:,.0f} notes/s ({len(index.vectors):,} chunks: "
           f"read, chunk, embed, hnswlib, tantivy, snapshot)")
     print(f"cold start, both: {cat + took:.1f}s = {n / (cat + took):,.0f} notes/s   peak memory so far {peak_mb():,.0f} MB")
-    vault.cache["index"] = index
-    vault.listeners.append(index.on_vault_change)
+    vault.services.adopt_index(index)
 
     t = time.perf_counter()
     LinkGraph.for_vault(vault)

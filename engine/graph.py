@@ -3,20 +3,23 @@
 Personalized PageRank for hub finding, neighbourhood queries (GBrain's graph-query) and
 paths.
 
-One graph per open Vault, kept in ``vault.cache`` and rebuilt when ``vault.links_version``
-moves (every link write, and sidecars changed outside memlink)."""
+One graph per open Vault, kept by its services (``vault.services.graph``), rebuilt when
+``vault.links_version`` moves (every link write, and sidecars changed outside memlink)."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal
+from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 import networkx as nx
 
 from .links import LinkType, StoredLink
 from .linktypes import Flow, LinkTypeTable, builtin_table
+
+if TYPE_CHECKING:
+    from .vault import Vault
 
 Direction = Literal["links", "backlinks"]
 
@@ -94,12 +97,13 @@ class LinkGraph:
         self._nx: nx.MultiDiGraph | None = None
 
     @classmethod
-    def for_vault(cls, vault) -> "LinkGraph":
-        """The vault's graph, rebuilt only when its links changed."""
-        vault.catalog()  # a first sync records sidecar stamps
-        cached = vault.cache.get("graph")
-        if cached is not None and cached[0] == vault.links_version:
-            return cached[1]
+    def for_vault(cls, vault: Vault) -> "LinkGraph":
+        """The vault's graph, kept by its services and rebuilt when its links changed."""
+        return vault.services.graph
+
+    @classmethod
+    def build(cls, vault: Vault) -> "LinkGraph":
+        """A fresh graph from the vault's sidecars (``vault.services.graph`` keeps one)."""
         notes = {e.uri for e in vault.list_notes()}
         edges = []
         for raw in vault.raw_links():
@@ -110,9 +114,7 @@ class LinkGraph:
                 continue  # malformed entries are for `memlink check` to report
             if edge.from_uri in notes and edge.to_uri in notes:
                 edges.append(edge)
-        graph = cls(edges, notes)
-        vault.cache["graph"] = (vault.links_version, graph)
-        return graph
+        return cls(edges, notes)
 
     @property
     def g(self) -> nx.MultiDiGraph:

@@ -12,6 +12,10 @@ import posixpath
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .vault import Vault
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 TEXT_SUFFIXES = (".md", ".markdown", ".mdown", ".txt", ".text")  # what ingest takes from a folder
@@ -92,14 +96,9 @@ class NameIndex:
                         self.folders.add(key.split("/", 1)[0])
 
     @classmethod
-    def for_vault(cls, vault) -> "NameIndex":
-        catalog = vault.catalog()
-        cached = vault.cache.get("names")
-        if cached is not None and cached[0] is catalog:
-            return cached[1]
-        index = cls(catalog)
-        vault.cache["names"] = (catalog, index)
-        return index
+    def for_vault(cls, vault: Vault) -> "NameIndex":
+        """The name index of the vault's current catalog, kept by its services."""
+        return vault.services.names
 
     def kind(self, uri: str) -> str:
         return self.kinds.get(uri, "")

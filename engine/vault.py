@@ -14,7 +14,8 @@ import os
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping
 
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
@@ -25,7 +26,7 @@ from .checks import Finding, run_checks
 from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
 from .errors import LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, SidecarError, VaultError, VaultLocked
 from .journal import STATE_DIR, Journal, PutLink, RemoveLegacy, RemoveLink, SidecarCache
-from .lineranges import ExactOnlyMatcher, LineRangeMatcher, check_ranges, correct_ranges, format_ranges
+from .lineranges import LineRangeMatcher, check_ranges, correct_ranges, format_ranges
 from .links import SIDECAR, LinkType, StoredLink, merge_link, new_link_id
 from .merge import is_edit, merge_fields
 from .notes import Note, now_iso, parse_note, parse_timestamp, rebuild_body, render_note_body, serialize_note, split_body
@@ -34,6 +35,9 @@ from .render import Rendered, render_links
 from .schema import MemoryTypeSchema, TypeRegistry
 from .state import StateStore
 from .uris import PathResolver, normalize_uri, uri_dir
+
+if TYPE_CHECKING:
+    from .services import Services
 
 # Folders that hold other things than notes.
 NON_NOTE_DIRS = {"sessions", "dashboards", "memory_types"}
@@ -52,7 +56,6 @@ class Vault:
         self.resolve = PathResolver(self.root)
         self.sidecars = SidecarCache(self.resolve)
         self.journal = Journal(self.root, self.state_dir / "journal", self.sidecars)
-        self.matcher: LineRangeMatcher = ExactOnlyMatcher()
         self.links_version = 0  # bumped on every link write; caches keyed on it go stale
         self._lock: FileLock | None = None
         self.warnings: list[str] = []  # things a user should hear about (e.g. a journal set aside)
@@ -60,9 +63,10 @@ class Vault:
         self._sidecar_stamps: dict[str, tuple[int, int]] | None = None
         # Higher layers (indexes) subscribe to ("changed" | "deleted", uri) after each write.
         self.listeners: list = []
-        # Per-vault caches of higher layers (the link graph...), never process-wide.
-        self.cache: dict[str, object] = {}
-        self.cache_lock = threading.RLock()
+        # The typed services of higher layers (index, graph, turn memory, provider...),
+        # per vault and never process-wide; created on first use (see ``services``).
+        self._services: Services | None = None
+        self._services_lock = threading.Lock()
         self._catalog_lock = threading.RLock()  # the app syncs from workers and the UI thread
         self._stored: dict[str, CatalogEntry] | None = None  # read by stored_notes, not yet synced
         self._local = threading.local()  # the open transaction of each thread
@@ -100,12 +104,32 @@ class Vault:
         except VaultLocked:
             pass
 
+    @property
+    def services(self) -> Services:
+        """This vault's services (docs/DESIGN.md, "Services and providers")."""
+        with self._services_lock:
+            if self._services is None:
+                from .services import Services
+
+                self._services = Services(self)
+            return self._services
+
+    @property
+    def matcher(self) -> LineRangeMatcher:
+        """Line-range correction beyond exact search, as the services choose it."""
+        return self.services.matcher
+
+    @property
+    def cache(self) -> Mapping[str, object]:
+        """Deprecated and read-only: only the app's ``cache.get("index")`` still reads it;
+        use ``services.loaded_index``. Goes when memlink_tui/app.py no longer reads it."""
+        index = self._services.loaded_index if self._services is not None else None
+        return MappingProxyType({} if index is None else {"index": index})
+
     def close(self) -> None:
-        """Flush the caches of higher layers (e.g. the search index's snapshot)."""
-        for item in list(self.cache.values()):
-            closer = getattr(item, "close", None)
-            if callable(closer):
-                closer()
+        """Close the services (flushes the search index's snapshot) and the state store."""
+        if self._services is not None:
+            self._services.close()
         self.state.close()
 
     # -- the write lock -----------------------------------------------------------------------

@@ -1,9 +1,12 @@
 """A loopback HTTP server that speaks the part of Ollama's API memlink uses
-(`GET /api/tags`, `POST /api/chat`), so tests run the real `ollama` client.
+(`GET /api/tags`, `POST /api/show`, `POST /api/chat`), so tests run the real `ollama`
+client. Models named in ``embedding`` are embedding models: `/api/show` gives them the
+capability "embedding" (chat models get "completion") and a BERT family, as Ollama does.
 
 Each chat request takes the next scripted reply: ("json", text) answers with ``text`` as
 the assistant message, ("status", code, error) answers with an HTTP error, ("hang", s)
-waits ``s`` seconds before answering. Requests are recorded for assertions."""
+waits ``s`` seconds before answering. Chat requests are recorded ({path, body}) in
+``requests``; ``hits`` records the path of every request, whatever it is."""
 
 from __future__ import annotations
 
@@ -14,10 +17,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class OllamaStub:
-    def __init__(self, models: list[str] | None = None):
-        self.models = models if models is not None else ["tiny:latest"]
+    def __init__(self, models: list[str] | None = None, embedding: list[str] | None = None):
+        self.embedding = list(embedding or [])
+        self.models = (models if models is not None else ["tiny:latest"]) + self.embedding
         self.script: list[tuple] = []
         self.requests: list[dict] = []
+        self.hits: list[str] = []
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -50,10 +55,11 @@ class OllamaStub:
                 self.close_connection = True
 
             def do_GET(self):
+                stub.hits.append(self.path)
                 if self.path == "/api/tags":
                     self._send(200, {"models": [
                         {"name": m, "model": m, "modified_at": "2026-11-01T00:00:00Z", "size": 1, "digest": "0" * 12,
-                         "details": {"format": "gguf", "family": "tiny", "parameter_size": "1M", "quantization_level": "Q4"}}
+                         "details": stub.details(m)}
                         for m in stub.models
                     ]})
                 else:
@@ -62,10 +68,19 @@ class OllamaStub:
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
-                stub.requests.append({"path": self.path, "body": body})
+                stub.hits.append(self.path)
+                if self.path == "/api/show":
+                    name = stub.known(str(body.get("model", "")))
+                    if name is None:
+                        self._send(404, {"error": f"model '{body.get('model')}' not found"})
+                    else:
+                        self._send(200, {"modified_at": "2026-11-01T00:00:00Z", "details": stub.details(name),
+                                         "model_info": {}, "capabilities": stub.capabilities(name)})
+                    return
                 if self.path != "/api/chat":
                     self._send(404, {"error": "not found"})
                     return
+                stub.requests.append({"path": self.path, "body": body})
                 reply = stub.script.pop(0) if stub.script else ("status", 500, "no scripted reply")
                 if reply[0] == "hang":
                     time.sleep(reply[1])
@@ -86,6 +101,26 @@ class OllamaStub:
         self.server.daemon_threads = True
         self.host = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def known(self, name: str) -> str | None:
+        """The pulled model a request names (``llama3.2`` is ``llama3.2:latest``)."""
+        for candidate in (name, f"{name}:latest"):
+            if candidate in self.models:
+                return candidate
+        return None
+
+    def is_embedding(self, name: str) -> bool:
+        return name in self.embedding or f"{name}:latest" in self.embedding
+
+    def capabilities(self, name: str) -> list[str]:
+        return ["embedding"] if self.is_embedding(name) else ["completion"]
+
+    def details(self, name: str) -> dict:
+        family = "nomic-bert" if self.is_embedding(name) else "tiny"
+        return {"format": "gguf", "family": family, "parameter_size": "1M", "quantization_level": "Q4"}
+
+    def count(self, path: str) -> int:
+        return self.hits.count(path)
 
     def __enter__(self) -> "OllamaStub":
         self.thread.start()

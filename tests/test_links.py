@@ -205,7 +205,7 @@ def test_pluggable_matcher_is_used_by_the_vault(vault):
         def relocate(self, segments, new_text):
             return "1"
 
-    vault.matcher = AlwaysFirst()
+    vault.services.matcher = AlwaysFirst()
     vault.write_note("entity", {"name": "Caroline", "content": "Completely rewritten."})
     (fwd,) = vault.get_file_links(b.uri, "links")
     assert fwd.t_line_ranges == "1"

@@ -1,4 +1,5 @@
-"""The Ollama provider through the real `ollama` client against a loopback server."""
+"""The providers: Ollama through the real `ollama` client against a loopback server, the
+rules provider, and the registry that chooses between them once per configuration."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from engine.config import LLMConfig
-from engine.llm import LLMError, LLMInvalidOutput, LLMModelMissing, LLMTimeout, LLMUnavailable
+from engine.llm import (Health, LLMError, LLMInvalidOutput, LLMModelMissing, LLMTimeout, LLMUnavailable, NeedsOllama,
+                        Provider)
 from engine.llm.ollama_provider import OllamaProvider
+from engine.llm.registry import ProviderRegistry
+from engine.llm.rules_provider import RulesProvider
 from engine.llm.select import provider_status
 from ollama_stub import OllamaStub
 
@@ -134,3 +138,91 @@ def test_doctor_without_a_vault_still_checks_the_model_and_ollama(tmp_path):
     assert "FIX  vault" in r.stdout and "memlink init" in r.stdout and "memlink demo" in r.stdout
     assert "ok   embedding model" in r.stdout and "Ollama is not running" in r.stdout
     assert not (tmp_path / "nowhere").exists()
+
+
+# -- the provider interface, chat models only, the registry -------------------------------------
+def test_embedding_models_are_never_offered_as_chat_models():
+    with OllamaStub(models=["llama3.2:latest"], embedding=["nomic-embed-text:latest"]) as stub:
+        p = OllamaProvider("llama3.2", host=stub.host, timeout=5)
+        assert p.models() == ["llama3.2:latest"]
+        assert p.health().ok
+        embed = OllamaProvider("nomic-embed-text", host=stub.host, timeout=5).health()
+        assert embed.state == "degraded" and "embedding model" in embed.reason and "chat model" in embed.fix
+        chosen = ProviderRegistry().get(LLMConfig(model="nomic-embed-text", host=stub.host))
+        assert chosen.provider.name == "rules" and chosen.llm is None and chosen.health.fallback
+
+
+def test_registry_checks_once_per_configuration_until_refreshed(stub):
+    registry = ProviderRegistry()
+    cfg = LLMConfig(model="tiny", host=stub.host)
+    first = registry.get(cfg)
+    assert first.llm is not None and first.health.ok and first.provider.name == "ollama:tiny"
+    assert registry.get(cfg) is first and registry.get(cfg.model_copy()) is first
+    assert stub.count("/api/tags") == 1 and registry.checks == 1
+    again = registry.refresh(cfg)
+    assert again is not first and registry.get(cfg) is again
+    assert stub.count("/api/tags") == 2 and registry.checks == 2
+    registry.get(LLMConfig(provider="rules", host=stub.host))  # another configuration: its own choice
+    assert stub.count("/api/tags") == 2 and registry.checks == 3
+
+
+def test_one_health_check_per_process_for_every_engine_caller(tmp_path, stub):
+    from conftest import set_llm
+    from engine import Vault
+    from engine.extract.inputs import choose_extractor
+    from engine.sessions.importer import turn_extractor
+
+    Vault.init(tmp_path / "a")
+    Vault.init(tmp_path / "b")
+    a = set_llm(tmp_path / "a", model="tiny", host=stub.host, timeout=7)  # a configuration no other test uses
+    b = set_llm(tmp_path / "b", model="tiny", host=stub.host, timeout=7)
+    extractor, health = choose_extractor(a)
+    assert extractor.name == "ollama:tiny" and health.ok
+    assert turn_extractor(a).name == "ollama:tiny"
+    assert b.services.provider is a.services.provider and b.services.health.ok
+    assert stub.count("/api/tags") == 1
+    assert a.services.refresh_provider().health.ok and stub.count("/api/tags") == 2
+
+
+def test_rules_provider_is_a_provider_with_typed_refusals():
+    rules = RulesProvider()
+    assert isinstance(rules, Provider) and not rules.is_llm and rules.models() == []
+    health = rules.health()
+    assert health.ok and health.state == "ok" and health.provider == "rules" and "llm.provider: rules" in health.reason
+    assert health.line() == "LLM: rules (by choice)"
+    with pytest.raises(NeedsOllama, match="ollama serve") as info:
+        rules.structured([{"role": "user", "content": "hi"}], TurnSummary)
+    assert isinstance(info.value, LLMUnavailable) and "chat" not in info.value.reason
+    with pytest.raises(NeedsOllama, match="chat replies need an LLM"):
+        next(iter(rules.stream_chat([{"role": "user", "content": "hi"}])))
+
+
+def test_health_reads_without_splitting_a_message():
+    down = f"http://127.0.0.1:{free_port()}"
+    chosen = ProviderRegistry().get(LLMConfig(host=down))
+    h = chosen.health
+    assert chosen.provider.name == "rules" and h.ok and h.fallback
+    assert h.reason == f"Ollama is not running at {down}" and "ollama serve" in h.fix
+    assert h.line() == f"LLM: rules (Ollama is not running at {down})"
+    assert h.summary.startswith(f"zero-LLM rules provider, because Ollama is not running at {down}; start it")
+    with pytest.raises(NeedsOllama, match="Ollama is not running"):
+        chosen.provider.structured([], TurnSummary)
+    explicit = ProviderRegistry().get(LLMConfig(provider="ollama", host=down))
+    assert explicit.provider.is_llm and explicit.llm is None
+    assert explicit.health.state == "unavailable" and explicit.health.line() == "LLM: ollama llama3.2 — unavailable"
+    ok = Health(state="ok", provider="ollama:tiny", reason="Ollama at x has tiny")
+    assert ok.line() == "LLM: ollama tiny" and ok.summary == "Ollama at x has tiny"
+
+
+def test_racing_first_uses_share_one_check(stub):
+    import threading
+
+    registry = ProviderRegistry()
+    cfg = LLMConfig(model="tiny", host=stub.host)
+    seen = []
+    threads = [threading.Thread(target=lambda: seen.append(registry.get(cfg))) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(s) for s in seen}) == 1 and registry.checks == 1 and stub.count("/api/tags") == 1

@@ -12,30 +12,33 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from tinydb import Query
 
 from ..errors import MemlinkError
-from ..llm.select import provider_status
 from .context import ExtractContext
 from .loop import ExtractLoop, LLMExtractor
 from .rules import RulesExtractor
 from .updater import MemoryUpdater, RunReport, resolve_operations
+
+if TYPE_CHECKING:
+    from ..llm import Health
+    from ..vault import Vault
 
 
 class InputError(MemlinkError):
     pass
 
 
-def choose_extractor(vault):
-    """(extractor, health): Ollama when configured and healthy, else the rules. With
-    Ollama, line-range correction also gets the LLM's semantic matcher."""
-    provider, health = provider_status(vault.config.llm)
-    if provider is None:
-        return RulesExtractor(), health
-    from .linematch import LLMLineMatcher
-
-    vault.matcher = LLMLineMatcher(provider)
-    return LLMExtractor(provider), health
+def choose_extractor(vault: Vault) -> tuple[RulesExtractor | LLMExtractor, Health]:
+    """(extractor, health) for the vault's provider (``vault.services.selection``): the
+    LLM when it is one, else the rules. Line-range correction follows the same provider
+    through ``vault.services.matcher``; nothing is replaced here."""
+    chosen = vault.services.selection
+    if not chosen.provider.is_llm:
+        return RulesExtractor(), chosen.health
+    return LLMExtractor(chosen.provider), chosen.health
 
 
 def run_extraction(vault, ctx: ExtractContext, extractor, source: str, deferred: list | None = None) -> RunReport:

@@ -1,13 +1,17 @@
-"""The LLM side of line-range correction (§3.2.6): when exact search cannot find a
-linked passage after an edit, ask the model where it went — or that it is gone."""
+"""The LLM side of line-range correction (docs/DESIGN.md, "Services and providers"):
+when exact search cannot find a linked passage after an edit, ask the model where it
+went — or that it is gone."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from pydantic import BaseModel, ConfigDict
 
-from ..llm import LLMError
+from ..llm import LLMError, Provider
+
+if TYPE_CHECKING:
+    from ..services import Services
 
 
 class Relocated(BaseModel):
@@ -17,7 +21,7 @@ class Relocated(BaseModel):
 
 
 class LLMLineMatcher:
-    def __init__(self, provider):
+    def __init__(self, provider: Provider):
         self.provider = provider
 
     def relocate(self, old_segments: list[str], new_text: str) -> str | None:
@@ -34,3 +38,18 @@ class LLMLineMatcher:
         except LLMError:
             return None  # no answer: the link is treated as gone, on both sides
         return answer.t_line_ranges
+
+
+class ProviderLineMatcher:
+    """A vault's matcher (``vault.services.matcher``): the LLM matcher when the vault's
+    provider is a healthy LLM, else nothing beyond exact search. The provider is looked
+    up only when exact search failed, so plain edits never wait for a health check."""
+
+    def __init__(self, services: Services):
+        self.services = services
+
+    def relocate(self, old_segments: list[str], new_text: str) -> str | None:
+        llm = self.services.selection.llm
+        if llm is None:
+            return None
+        return LLMLineMatcher(llm).relocate(old_segments, new_text)

@@ -18,7 +18,6 @@ from ..llm import LLMInvalidOutput
 from ..search import search
 from ..templates import render_template
 from .context import ExtractContext
-from .operations import operations_model
 
 PREFETCH_HITS = 8
 MAX_PAGES = 60
@@ -118,13 +117,8 @@ class ExtractLoop:
         self.extractor = extractor  # RulesExtractor or LLMExtractor
 
     def _schema(self) -> type[BaseModel]:
-        """The output model, built once per open vault (building it costs ~25 ms)."""
-        cached = self.vault.cache.get("operations_model")
-        if cached is None or cached[0] is not self.vault.types:
-            names = [t.memory_type for t in self.vault.types if t.link_enabled]
-            cached = (self.vault.types, operations_model(self.vault.types, names, self.vault.config.link_table()))
-            self.vault.cache["operations_model"] = cached
-        return cached[1]
+        """The output model, kept by the vault's services."""
+        return self.vault.services.operations_model
 
     def run(self, ctx: ExtractContext) -> BaseModel:
         prefetch(self.vault, ctx)

@@ -13,7 +13,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from ..errors import MemlinkError
 from ..text import CHUNK_WORDS, chunk_text
 from .keywords import KeywordIndex
 from .vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from ..vault import Vault
 
 FORMAT = 1
 BATCH = 256
@@ -71,19 +74,9 @@ class SearchIndex:
         self.last_sync_at = 0.0
 
     @classmethod
-    def for_vault(cls, vault, progress: Progress | None = None) -> "SearchIndex":
-        """One index per open vault: loaded and synced with the files on first use, then
-        kept up to date by the vault's write notifications (``sync()`` again picks up
-        edits made outside memlink)."""
-        with vault.cache_lock:  # the app's startup worker and a first search may race here
-            index = vault.cache.get("index")
-            if index is None:
-                index = cls(vault)
-                index.load()
-                index.last_sync = index.sync(progress)
-                vault.listeners.append(index.on_vault_change)
-                vault.cache["index"] = index
-            return index
+    def for_vault(cls, vault: Vault, progress: Progress | None = None) -> "SearchIndex":
+        """The vault's index, kept by its services (``vault.services.open_index``)."""
+        return vault.services.open_index(progress)
 
     # -- persistence ------------------------------------------------------------------------
     def load(self) -> None:

@@ -1,21 +1,31 @@
-"""LLM providers behind one method in spirit: ``structured(messages, schema)`` → a
-validated pydantic object, or a typed error. Output is parsed and validated only: no JSON
-repair, no default-filling, no retries (seed 002 §一)."""
+"""LLM providers behind one interface (docs/DESIGN.md, "Services and providers"):
+``structured(messages, schema)`` → a validated pydantic object or a typed error,
+``stream_chat``, ``models`` (chat models only) and ``health`` (a typed state with the
+reason and the fix). Output is parsed and validated only: no JSON repair, no
+default-filling, no retries."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from abc import ABC, abstractmethod
+from typing import Iterator, Literal, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ..errors import MemlinkError
 
 T = TypeVar("T", bound=BaseModel)
 
+HealthState = Literal["ok", "degraded", "unavailable"]
+
 
 class LLMError(MemlinkError):
-    """The model could not give a usable answer."""
+    """The model could not give a usable answer. ``reason`` says what went wrong and
+    ``fix`` what to do about it (empty when there is nothing to do)."""
+
+    def __init__(self, reason: str, fix: str = ""):
+        super().__init__(f"{reason}; {fix}" if fix else reason)
+        self.reason = reason
+        self.fix = fix
 
 
 class LLMUnavailable(LLMError):
@@ -23,7 +33,7 @@ class LLMUnavailable(LLMError):
 
 
 class LLMModelMissing(LLMError):
-    """The server runs, but the model is not pulled."""
+    """The server runs, but the model is not pulled (or is no chat model)."""
 
 
 class LLMTimeout(LLMError):
@@ -38,16 +48,66 @@ class LLMInvalidOutput(LLMError):
         self.raw = raw
 
 
-@dataclass
-class Health:
-    ok: bool
+class NeedsOllama(LLMUnavailable):
+    """The rules provider was asked for something only a model can do (a chat reply)."""
+
+
+class Health(BaseModel):
+    """What a provider can do right now, why, and how to fix it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    state: HealthState
     provider: str  # "ollama:<model>" or "rules"
-    detail: str  # why this provider, or what is wrong, with the fix
+    reason: str  # why this provider, or what is wrong
+    fix: str = ""  # what to do about it; empty when nothing needs doing
+    fallback: bool = False  # the rules stand in for an LLM that is not available
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "ok"
+
+    @property
+    def summary(self) -> str:
+        """The whole sentence people read (a notification, `memlink doctor`)."""
+        if self.provider == "rules":
+            text = "zero-LLM rules provider" + (f", because {self.reason}" if self.fallback else f" ({self.reason})")
+        else:
+            text = self.reason
+        return f"{text}; {self.fix}" if self.fix else text
+
+    @property
+    def detail(self) -> str:
+        """Deprecated name of ``summary``, for callers not moved yet."""
+        return self.summary
+
+    def line(self) -> str:
+        """The short status-line text, e.g. ``LLM: rules (by choice)``."""
+        if self.provider == "rules":
+            return f"LLM: rules ({self.reason if self.fallback else 'by choice'})"
+        name = self.provider.replace(":", " ", 1)
+        return f"LLM: {name}" if self.ok else f"LLM: {name} — {self.state}"
 
 
-class LLMProvider(Protocol):
+class Provider(ABC):
+    """One source of model answers. ``is_llm`` tells the callers that pick an extractor
+    or a line matcher whether a model stands behind it."""
+
     name: str
+    is_llm: bool
 
-    def structured(self, messages: list[dict], schema: type[T]) -> T: ...
+    @abstractmethod
+    def structured(self, messages: list[dict], schema: type[T]) -> T:
+        """One answer validated as ``schema``, or an LLMError."""
 
-    def health(self) -> Health: ...
+    @abstractmethod
+    def stream_chat(self, messages: list[dict]) -> Iterator[str]:
+        """A chat reply in pieces, or an LLMError."""
+
+    @abstractmethod
+    def models(self) -> list[str]:
+        """The chat models this provider can use (embedding models are never listed)."""
+
+    @abstractmethod
+    def health(self) -> Health:
+        """A fresh check of what this provider can do now."""

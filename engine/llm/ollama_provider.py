@@ -5,14 +5,16 @@ on generated tokens and an explicit timeout (the client's default waits forever)
 from __future__ import annotations
 
 import os
+from typing import Callable, Iterator, TypeVar
 
 import httpx
 import ollama
 from pydantic import ValidationError
 
-from . import Health, LLMError, LLMInvalidOutput, LLMModelMissing, LLMTimeout, LLMUnavailable, T
+from . import Health, LLMError, LLMInvalidOutput, LLMModelMissing, LLMTimeout, LLMUnavailable, Provider, T
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
+R = TypeVar("R")
 
 
 def _summary(exc: ValidationError) -> str:
@@ -24,10 +26,26 @@ def _summary(exc: ValidationError) -> str:
     return "; ".join(parts) + more
 
 
-class OllamaProvider:
+def resolve_host(host: str | None) -> str:
+    """The server a provider talks to: the configured host, else $OLLAMA_HOST, else local."""
+    return host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+
+
+def can_chat(capabilities: list[str] | None, family: str) -> bool:
+    """Whether a model answers chat requests. Ollama's /api/show lists ``capabilities``
+    ("completion" for chat models, "embedding" for embedding models); servers too old
+    to say fall back to the family, where every embedding model Ollama ships is a BERT."""
+    if capabilities:
+        return "completion" in capabilities
+    return "bert" not in family.lower()
+
+
+class OllamaProvider(Provider):
+    is_llm = True
+
     def __init__(self, model: str, host: str | None = None, timeout: float = 60.0, max_tokens: int = 2048):
         self.model = model
-        self.host = host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+        self.host = resolve_host(host)
         self.timeout = timeout
         self.max_tokens = max_tokens
         self.client = ollama.Client(host=self.host, timeout=timeout)
@@ -35,12 +53,16 @@ class OllamaProvider:
 
     # -- errors -------------------------------------------------------------------------------
     def _not_running(self) -> LLMUnavailable:
-        return LLMUnavailable(f"Ollama is not running at {self.host}; start it with `ollama serve` (or set OLLAMA_HOST)")
+        return LLMUnavailable(f"Ollama is not running at {self.host}", "start it with `ollama serve` (or set OLLAMA_HOST)")
 
     def _missing(self) -> LLMModelMissing:
-        return LLMModelMissing(f"model {self.model!r} is not pulled on {self.host}; run `ollama pull {self.model}`")
+        return LLMModelMissing(f"model {self.model!r} is not pulled on {self.host}", f"run `ollama pull {self.model}`")
 
-    def _translate(self, exc: Exception) -> LLMError | None:
+    def _not_chat(self) -> LLMModelMissing:
+        return LLMModelMissing(f"model {self.model!r} on {self.host} is an embedding model, not a chat model",
+                               "set llm.model in memlink.yaml to a chat model (e.g. llama3.2)")
+
+    def _translate(self, exc: Exception) -> LLMError:
         """The client's errors as ours, each with what to do about it."""
         if isinstance(exc, (ConnectionError, httpx.ConnectError)):
             return self._not_running()
@@ -50,34 +72,44 @@ class OllamaProvider:
             if exc.status_code == 404:
                 return self._missing()
             return LLMError(f"Ollama error {exc.status_code}: {str(exc.error)[:200]}")
-        if isinstance(exc, httpx.HTTPError):
-            return LLMError(f"talking to Ollama at {self.host} failed: {type(exc).__name__}")
-        return None
+        return LLMError(f"talking to Ollama at {self.host} failed: {type(exc).__name__}")
 
-    def _call(self, fn):
+    def _call(self, fn: Callable[[], R]) -> R:
         try:
             return fn()
         except (ConnectionError, httpx.HTTPError, ollama.ResponseError) as exc:
             raise self._translate(exc) from None
 
+    def _pulled(self) -> dict[str, str]:
+        """Every pulled model's name → its family (LLMError when Ollama does not answer)."""
+        listing = self._call(self.client.list)
+        return {m.model: (m.details.family or "") if m.details else "" for m in listing.models if m.model}
+
+    def _chat_capable(self, name: str, family: str) -> bool:
+        shown = self._call(lambda: self.client.show(name))
+        return can_chat(list(shown.capabilities or []), family)
+
     # -- the interface --------------------------------------------------------------------------
     def models(self) -> list[str]:
-        """The model names this Ollama has pulled (LLMError when it is not running)."""
-        listing = self._call(self.client.list)
-        return sorted(m.model for m in listing.models if m.model)
+        """The chat models this Ollama has pulled (LLMError when it is not running)."""
+        return sorted(name for name, family in self._pulled().items() if self._chat_capable(name, family))
 
     def health(self) -> Health:
         try:
-            listing = self._call(self.client.list)
-        except LLMError as exc:
-            return Health(False, self.name, str(exc))
-        names = {m.model for m in listing.models if m.model}
-        wanted = self.model if ":" in self.model else f"{self.model}:latest"
-        if self.model in names or wanted in names:
-            return Health(True, self.name, f"Ollama at {self.host} has {self.model}")
-        return Health(False, self.name, str(self._missing()))
+            pulled = self._pulled()
+            wanted = self.model if ":" in self.model else f"{self.model}:latest"
+            name = self.model if self.model in pulled else wanted
+            if name not in pulled:
+                raise self._missing()
+            if not self._chat_capable(name, pulled[name]):
+                raise self._not_chat()
+        except LLMUnavailable as exc:
+            return Health(state="unavailable", provider=self.name, reason=exc.reason, fix=exc.fix)
+        except LLMError as exc:  # the server answers, the model does not do
+            return Health(state="degraded", provider=self.name, reason=exc.reason, fix=exc.fix)
+        return Health(state="ok", provider=self.name, reason=f"Ollama at {self.host} has {self.model}")
 
-    def stream_chat(self, messages: list[dict]):
+    def stream_chat(self, messages: list[dict]) -> Iterator[str]:
         """A chat reply, streamed in pieces."""
         stream = self._call(lambda: self.client.chat(model=self.model, messages=messages, stream=True,
                                                      options={"num_predict": self.max_tokens}))

@@ -12,14 +12,12 @@ from typing import Callable, Iterator
 
 from ..llm import LLMError
 from .context import assemble, visible_sources
-from .importer import extract_pending
+from .importer import ImportReport, extract_pending
 from .log import append_events, project_turns, read_events
 from .recall import RecallHit, TurnMemory
 
 SYSTEM = ("You are the user's personal assistant inside memlink, an offline memory workstation. "
           "Answer briefly and concretely.")
-
-_QUEUES: dict[int, threading.Lock] = {}
 
 
 def now() -> str:
@@ -77,12 +75,12 @@ class ChatSession:
 
     def extract_in_background(self, done: Callable[[object], None] | None = None) -> threading.Thread:
         """Extract this session's completed turns on a background thread, one session's
-        turns at a time and in order (a lock per vault and session)."""
-        key = hash((id(self.vault), self.session))
-        lock = _QUEUES.setdefault(key, threading.Lock())
+        turns at a time and in order (the vault's per-session locks, dropped when idle)."""
+        locks = self.vault.services.session_locks
 
-        def work():
-            with lock:
+        def work() -> None:
+            report: ImportReport | Exception
+            with locks.hold(self.session):
                 try:
                     report = extract_pending(self.vault, [self.session], self.turn_extractor)
                 except Exception as exc:  # never let extraction take the chat down

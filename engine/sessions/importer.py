@@ -9,16 +9,18 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import MemlinkError
 from ..extract.inputs import read_text_file
 from ..extract.loop import quarantine
 from ..llm import LLMError, LLMInvalidOutput
-from ..llm.select import provider_status
 from .extract import LLMTurnExtractor, RulesTurnExtractor
 from .log import SessionError, append_events, project_turns, read_events, session_uri
 from .store import TurnStore, memory_id
+
+if TYPE_CHECKING:
+    from ..vault import Vault
 
 REQUIRED = ("session", "id", "role", "content", "ts")
 
@@ -37,10 +39,11 @@ class ImportReport:
         return dict(self.__dict__)
 
 
-def turn_extractor(vault):
-    provider, health = provider_status(vault.config.llm)
-    if provider is not None and health.ok:
-        return LLMTurnExtractor(provider)
+def turn_extractor(vault: Vault) -> LLMTurnExtractor | RulesTurnExtractor:
+    """The LLM's turn extractor when the vault's provider is a healthy LLM, else the rules."""
+    llm = vault.services.selection.llm
+    if llm is not None:
+        return LLMTurnExtractor(llm)
     known: dict[str, str] = {}
     for entry in vault.list_notes("entity"):
         known[entry.title.lower()] = entry.title
@@ -93,7 +96,7 @@ def extract_pending(vault, sessions: list[str], extractor=None, progress: Callab
     if docs:
         store.put_many(docs)
     if docs or changed:
-        vault.cache.pop("turn_memory", None)  # recall syncs its indexes with the store on next use
+        vault.services.invalidate_turns()  # recall syncs its indexes with the store on next use
     return report
 
 

@@ -21,11 +21,15 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from ..text import content_tokens, has_cjk, tokenize
 from .communities import label_propagation
 from .store import norm_term
 from .turnindex import TurnIndex
+
+if TYPE_CHECKING:
+    from ..vault import Vault
 
 __all__ = ["RecallHit", "RecallParams", "TurnMemory", "label_propagation"]
 
@@ -97,13 +101,9 @@ class TurnMemory:
         return self.index.graph.term_text
 
     @classmethod
-    def for_vault(cls, vault) -> "TurnMemory":
-        with vault.cache_lock:
-            mem = vault.cache.get("turn_memory")
-            if mem is None:
-                mem = cls(vault)
-                vault.cache["turn_memory"] = mem
-            return mem
+    def for_vault(cls, vault: Vault) -> "TurnMemory":
+        """The vault's turn memory, kept by its services (``vault.services.turns``)."""
+        return vault.services.turns
 
     # -- graph route ----------------------------------------------------------------------------
     def literal_terms(self, query: str) -> list[str]:
