@@ -14,8 +14,7 @@ import os
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Literal
 
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
@@ -118,13 +117,6 @@ class Vault:
     def matcher(self) -> LineRangeMatcher:
         """Line-range correction beyond exact search, as the services choose it."""
         return self.services.matcher
-
-    @property
-    def cache(self) -> Mapping[str, object]:
-        """Deprecated and read-only: only the app's ``cache.get("index")`` still reads it;
-        use ``services.loaded_index``. Goes when memlink_tui/app.py no longer reads it."""
-        index = self._services.loaded_index if self._services is not None else None
-        return MappingProxyType({} if index is None else {"index": index})
 
     def close(self) -> None:
         """Close the services (flushes the search index's snapshot) and the state store."""

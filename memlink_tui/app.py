@@ -49,6 +49,9 @@ PANE_CLASSES = {
 }
 PANES = tuple(PANE_CLASSES)
 BACKGROUND_GROUPS = {"index", "dream", "commit", "import", "lint"}
+# The provider is checked at start and on request; this timer notices Ollama starting or
+# stopping meanwhile (docs/DESIGN.md, "Services and providers").
+PROVIDER_RECHECK_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,7 @@ class MemlinkApp(App):
         self.set_timer(3, self.notes_shown)  # an empty vault, or a slow first catalog
         self.set_interval(30, self.checkpoint)
         self.set_interval(0.5, self._count_queue)
+        self.set_interval(PROVIDER_RECHECK_SECONDS, self.recheck_provider)
 
     def _make_pane(self, pane: str) -> Pane:
         # Each pane's module is imported when first shown: chat pulls in the Ollama
@@ -347,24 +351,26 @@ class MemlinkApp(App):
         self._check_provider(self._provider_generation, self.vault.config.llm)
 
     @work(thread=True, group="provider")
-    def _check_provider(self, generation: int, config) -> None:
-        from engine.llm.select import provider_status
+    def _check_provider(self, generation: int, config, quiet: bool = False) -> None:
+        from engine.llm.registry import refresh
 
-        provider, health = provider_status(config)
-        self.call_from_thread(self._provider_ready, provider, health, generation)
+        chosen = refresh(config)  # asked for (startup, a switch, the timer): check again
+        self.call_from_thread(self._provider_ready, chosen.llm, chosen.health, generation, quiet)
 
-    def _provider_ready(self, provider, health, generation: int) -> None:
+    def recheck_provider(self) -> None:
+        """The timer: Ollama may have started or stopped. Says something only on a change."""
+        if self.vault is None or self.health is None or any(w.group == "provider" and not w.is_finished for w in self.workers):
+            return
+        self._check_provider(self._provider_generation, self.vault.config.llm, quiet=True)
+
+    def _provider_ready(self, provider, health, generation: int, quiet: bool = False) -> None:
         if generation != self._provider_generation:
-            return  # a slower, older check (thread workers cannot be cancelled)
-        self.provider, self.health = (provider if health.ok else None), health
-        if health.provider == "rules":
-            # The short reason; the notification carries the whole line with what to do.
-            why = "by choice" if "because" not in health.detail else health.detail.split("because", 1)[1].split(";")[0].strip()
-            self.provider_line = f"LLM: rules ({why})"
-        else:
-            state = "" if health.ok else " — unavailable"
-            self.provider_line = f"LLM: ollama {self.vault.config.llm.model}{state}"
-        detail = health.detail
+            return  # a newer check (the user switched provider meanwhile) wins
+        if quiet and self.health is not None and health.line() == self.health.line():
+            return
+        self.provider, self.health = provider, health
+        self.provider_line = health.line()
+        detail = health.summary
         if health.provider == "rules" and self.settings.settings.llm_provider == "rules":
             detail = f"zero-LLM rules provider (chosen in the app, saved in {self.settings.path})"
         severity = "information" if health.ok else "warning"
@@ -375,7 +381,6 @@ class MemlinkApp(App):
     @work(thread=True, exclusive=True, group="index")
     def prepare_index(self) -> None:
         """Load and sync the search index off the UI thread, so the first search is quick."""
-        from engine.index import SearchIndex
 
         def progress(done: int, total: int) -> None:
             # Not call_from_thread: the sync holds the vault lock, and a UI thread waiting
@@ -384,7 +389,7 @@ class MemlinkApp(App):
 
         self.call_from_thread(setattr, self, "index_state", "loading…")
         try:
-            index = SearchIndex.for_vault(self.vault, progress=progress)
+            index = self.vault.services.open_index(progress=progress)
         except MemlinkError as exc:
             self.call_from_thread(setattr, self, "index_state", "unavailable")
             self.call_from_thread(self.notify, str(exc), title="Index unavailable", severity="error")
@@ -407,7 +412,7 @@ class MemlinkApp(App):
     def sync_index(self) -> None:
         """After the browser read the catalog: load the index the first time, later pick
         up edits made outside memlink."""
-        index = self.vault.cache.get("index") if self.vault else None
+        index = self.vault.services.loaded_index if self.vault else None
         if index is None and self.index_state == "not loaded":
             self.prepare_index()
         elif index is not None:
@@ -449,7 +454,7 @@ class MemlinkApp(App):
 
     @work(thread=True, exclusive=True, group="checkpoint")
     def checkpoint(self) -> None:
-        index = self.vault.cache.get("index")
+        index = self.vault.services.loaded_index
         if index is not None:
             index.checkpoint()
 

@@ -64,7 +64,7 @@ class ProviderChanged(Message):
 
     bubble = False
     provider: OllamaProvider | None
-    health: Any  # engine.llm.select's health record (ok, provider, detail)
+    health: Any  # engine.llm.Health: state, provider, reason, fix (line() and summary for people)
 
 
 @dataclass

@@ -133,33 +133,32 @@ def test_only_the_wiring_module_opens_vaults_and_picks_the_provider():
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "Vault" \
                     and node.attr in ("open", "init"):
                 offenders.append(f"{path.name}: Vault.{node.attr}")
-            if isinstance(node, ast.Name) and node.id == "provider_status":
-                offenders.append(f"{path.name}: provider_status")
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.endswith("llm.select"):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.endswith("llm.registry"):
                 offenders.append(f"{path.name}: imports {node.module}")
     assert offenders == []
     wiring = (package / "wiring.py").read_text(encoding="utf-8")
-    assert "Vault.open(" in wiring and "provider_status(" in wiring
+    assert "Vault.open(" in wiring and "engine.llm.registry import selection" in wiring
 
 
 def test_the_provider_is_chosen_once_per_process(tmp_path, monkeypatch):
-    import engine.llm.select as select
+    from engine.llm import registry
     from memlink_tui.cli import wiring
 
     calls = []
-    real = select.provider_status
+    real = registry.choose
 
     def counting(cfg):
         calls.append(cfg.provider)
         return real(cfg)
 
-    monkeypatch.setattr(select, "provider_status", counting)
-    monkeypatch.setattr(wiring, "_providers", {})
+    monkeypatch.setattr(registry, "choose", counting)
+    monkeypatch.setattr(registry, "REGISTRY", registry.ProviderRegistry())
     vault = Vault.init(tmp_path / "v")
     vault.config.llm.provider = "rules"
     first = wiring.provider(vault)
-    assert first[0] is None and first[1].provider == "rules"
+    assert first.llm is None and first.health.provider == "rules"
     assert wiring.provider(vault) is first and wiring.provider(vault, force="rules") is first
+    assert vault.services.selection is first  # the CLI and the engine read the same choice
     assert calls == ["rules"]
 
 

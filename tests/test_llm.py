@@ -14,7 +14,7 @@ from engine.llm import (Health, LLMError, LLMInvalidOutput, LLMModelMissing, LLM
 from engine.llm.ollama_provider import OllamaProvider
 from engine.llm.registry import ProviderRegistry
 from engine.llm.rules_provider import RulesProvider
-from engine.llm.select import provider_status
+from engine.llm.registry import refresh
 from ollama_stub import OllamaStub
 
 
@@ -91,21 +91,21 @@ def test_connection_refused_says_how_to_start_ollama():
     p = OllamaProvider("tiny", host=f"http://127.0.0.1:{free_port()}", timeout=2)
     with pytest.raises(LLMUnavailable, match="ollama serve"):
         p.structured([{"role": "user", "content": "hi"}], TurnSummary)
-    assert "not running" in p.health().detail
+    assert "not running" in p.health().summary
 
 
 def test_provider_selection_says_which_and_why(stub):
-    provider, health = provider_status(LLMConfig(model="tiny", host=stub.host))
-    assert provider is not None and health.ok and health.provider == "ollama:tiny"
-    provider, health = provider_status(LLMConfig(model="other", host=stub.host))
-    assert provider is None and health.provider == "rules" and "ollama pull other" in health.detail
-    provider, health = provider_status(LLMConfig(provider="rules", host=stub.host))
-    assert provider is None and "llm.provider: rules" in health.detail
+    chosen = refresh(LLMConfig(model="tiny", host=stub.host))
+    assert chosen.llm is not None and chosen.health.ok and chosen.health.provider == "ollama:tiny"
+    chosen = refresh(LLMConfig(model="other", host=stub.host))
+    assert chosen.llm is None and chosen.health.provider == "rules" and "ollama pull other" in chosen.health.summary
+    chosen = refresh(LLMConfig(provider="rules", host=stub.host))
+    assert chosen.llm is None and "llm.provider: rules" in chosen.health.summary
     down = f"http://127.0.0.1:{free_port()}"
-    provider, health = provider_status(LLMConfig(host=down))
-    assert provider is None and "not running" in health.detail
-    provider, health = provider_status(LLMConfig(provider="ollama", host=down))
-    assert provider is not None and not health.ok
+    chosen = refresh(LLMConfig(host=down))
+    assert chosen.llm is None and "not running" in chosen.health.summary
+    chosen = refresh(LLMConfig(provider="ollama", host=down))  # asked for: kept, its error shown when used
+    assert chosen.provider.is_llm and chosen.llm is None and not chosen.health.ok
 
 
 def test_doctor_reports_the_provider_and_why(tmp_path, stub):

@@ -148,10 +148,6 @@ def test_background_extraction_leaves_no_lock_behind(vault):
 
 
 # -- no string-keyed caches ------------------------------------------------------------------
-# memlink_tui/app.py still reads ``self.vault.cache.get("index")`` twice (the deprecated,
-# read-only Vault.cache); once it reads ``vault.services.loaded_index`` instead, this
-# allowance and Vault.cache go.
-ALLOWED = {"memlink_tui/app.py": 2}
 
 
 def _vault_cache_uses(path: Path) -> int:
@@ -172,4 +168,5 @@ def test_no_string_keyed_vault_cache_anywhere():
             count = _vault_cache_uses(path)
             if count:
                 uses[path.relative_to(REPO).as_posix()] = count
-    assert uses == ALLOWED, "vault.cache is gone: use vault.services (and drop the allowance once the app moved)"
+    assert uses == {}, "vault.cache is gone: use vault.services"
+    assert not hasattr(Vault, "cache")

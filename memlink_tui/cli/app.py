@@ -89,8 +89,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     choice = load_embedder(settings(vault).embedding.model)
     line(choice.notice is None, "embedding model",
          choice.notice or f"{choice.embedder.name} ({choice.embedder.dims} dims)")
-    _llm, health = provider(vault)
-    line(health.ok, "LLM provider", f"{health.provider}: {health.detail}")
+    health = provider(vault).health
+    line(health.ok, "LLM provider", f"{health.provider}: {health.summary}")
     if vault is None:
         return EXIT_PROBLEMS
     problems = vault.check()

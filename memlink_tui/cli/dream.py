@@ -52,10 +52,10 @@ def cmd_dream(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     llm = None
     if args.provider != "rules":
-        candidate, health = provider(vault, force=args.provider)
-        if args.provider == "ollama" and not health.ok:
-            raise MemlinkError(health.detail)
-        llm = candidate if health.ok else None
+        chosen = provider(vault, force=args.provider)
+        if args.provider == "ollama" and not chosen.health.ok:
+            raise MemlinkError(chosen.health.summary)
+        llm = chosen.llm
     try:
         report = dream(vault, provider=llm, dry_run=args.dry_run, wait=args.wait,
                        progress=None if args.json else progress("dreaming"))

@@ -20,8 +20,7 @@ from ..paths import default_vault
 if TYPE_CHECKING:
     from engine.config import LLMConfig, VaultConfig
     from engine.index import SearchIndex, SyncReport
-    from engine.llm import Health
-    from engine.llm.ollama_provider import OllamaProvider
+    from engine.llm.registry import Selection
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2  # argparse's own exit code for a bad command line
@@ -76,23 +75,16 @@ def settings(vault: Vault | None) -> VaultConfig:
     return vault.config if vault is not None else VaultConfig.model_validate({"name": "defaults"})
 
 
-# One provider check per process: it may probe Ollama over the network, and a command that
-# needs the provider twice must see the same answer both times.
-_providers: dict[str, tuple[OllamaProvider | None, Health]] = {}
-
-
-def provider(vault: Vault | None, *, force: str | None = None) -> tuple[OllamaProvider | None, Health]:
-    """(the Ollama provider to use or None, its health line) for this vault's llm settings
-    (the defaults when there is no vault); ``force`` overrides llm.provider."""
-    from engine.llm.select import provider_status
+def provider(vault: Vault | None, *, force: str | None = None) -> Selection:
+    """The provider for this vault's llm settings (the defaults when there is no vault);
+    ``force`` overrides llm.provider. The engine's registry checks each configuration once
+    per process, so a command that needs the provider twice sees the same answer."""
+    from engine.llm.registry import selection
 
     config: LLMConfig = settings(vault).llm
     if force is not None:
         config = config.model_copy(update={"provider": force})
-    key = config.model_dump_json()
-    if key not in _providers:
-        _providers[key] = provider_status(config)
-    return _providers[key]
+    return selection(config)
 
 
 def say(text: str, file: TextIO | None = None) -> None:

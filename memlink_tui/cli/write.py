@@ -59,7 +59,7 @@ def cmd_commit(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     extractor, health = choose_extractor(vault)
     if not args.json:
-        print(f"provider: {health.provider} — {health.detail}", file=sys.stderr)
+        print(f"provider: {health.provider} — {health.summary}", file=sys.stderr)
     report = commit_session(vault, args.session, extractor)
     vault.close()
     if args.json:
@@ -78,7 +78,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     extractor, health = choose_extractor(vault)
     if not args.json:
-        print(f"provider: {health.provider} — {health.detail}", file=sys.stderr)
+        print(f"provider: {health.provider} — {health.summary}", file=sys.stderr)
     result = ingest_batch(vault, args.paths, wiki=not args.no_wiki, extractor=extractor,
                           progress=None if args.json else progress("importing"))
     vault.close()

@@ -133,7 +133,7 @@ class ChatScreen(Pane):
             self.chat.provider, self.chat.turn_extractor = provider, extractor
         self._extractor = extractor
         if provider is None:
-            self._status(f"[b]No chat model:[/b] {escape(health.detail)}. Browsing, search, import and memory "
+            self._status(f"[b]No chat model:[/b] {escape(health.summary)}. Browsing, search, import and memory "
                          f"extraction keep working.")
         else:
             self._status(f"chat model: {escape(health.provider)}")

@@ -122,15 +122,14 @@ class ReportScreen(Pane):
     @work(thread=True, exclusive=True, group="dream")
     def run_dream(self) -> None:
         from engine.dream import DreamBusy, dream
-        from engine.llm.select import provider_status
 
-        provider, health = provider_status(self.vault.config.llm)
+        llm = self.vault.services.selection.llm  # the process's one provider choice
 
         def progress(done: int, total: int) -> None:
             self.app.call_from_thread(self.query_one("#dream-status", Static).update, f"dreaming… {done}/{total} topics")
 
         try:
-            report = dream(self.vault, provider=provider if health.ok else None, progress=progress)
+            report = dream(self.vault, provider=llm, progress=progress)
         except (DreamBusy, MemlinkError) as exc:
             self.app.call_from_thread(self.query_one("#dream-status", Static).update, f"[red]{escape(str(exc))}[/red]")
             self.app.call_from_thread(self.notify, str(exc).splitlines()[0], title="Dream failed", severity="error")
