@@ -18,11 +18,15 @@ import posixpath
 import re
 import urllib.parse
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..names import Lookup, NameIndex, Scope, path_key
 from ..relations import RELATIONS, describe, relation_in
 from ..uris import uri_dir
 from .rules import link_type_for
+
+if TYPE_CHECKING:
+    from ..linktypes import LinkTypeTable
 
 _FENCE = re.compile(r"```.*?```|~~~.*?~~~", re.S)
 _MD_LINK = re.compile(r"!?\[([^\]\n]+)\]\(<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\)")
@@ -152,10 +156,12 @@ def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     return left, (m.end() if m else len(text))
 
 
-def reference_link(ref: Reference, from_kind: str = "", to_kind: str = "") -> tuple[str, dict]:
+def reference_link(ref: Reference, from_kind: str = "", to_kind: str = "",
+                   link_types: LinkTypeTable | None = None) -> tuple[str, dict]:
     """(link type, link spec) for a reference: the relations its sentences state between
     the two pages (all in the description, the strongest one's type: GBrain keeps one
-    edge per pair), else the sentence cascade."""
+    edge per pair), else the sentence cascade of the vault's link types (``link_types``;
+    the built-ins when not given)."""
     stated: dict[str, tuple] = {}
     for sentence, at in [(ref.sentence, ref.at), *ref.more]:
         rel, from_is_subject = relation_in(sentence, from_kind, to_kind, at)
@@ -165,5 +171,5 @@ def reference_link(ref: Reference, from_kind: str = "", to_kind: str = "") -> tu
         ordered = sorted(stated.items(), key=lambda kv: kv[1][0])
         return ordered[0][1][1].link_type.value, {"weight": RELATION_WEIGHT, "match_text": ref.text,
                                                   "description": "; ".join(label for label, _ in ordered)}
-    return link_type_for(ref.sentence), {"weight": PLAIN_WEIGHT, "match_text": ref.text,
+    return link_type_for(ref.sentence, link_types), {"weight": PLAIN_WEIGHT, "match_text": ref.text,
                                           "description": "referenced in the text"}

@@ -368,7 +368,7 @@ def _references(vault, page: Page, names: NameIndex, scope: Scope, report: RunRe
             report.unresolved.append(f"{page.path}:{miss.line}: {miss.raw}")
     specs = []
     for ref in refs.found:
-        link_type, spec = reference_link(ref, page.kind, names.kind(ref.target))
+        link_type, spec = reference_link(ref, page.kind, names.kind(ref.target), vault.config.link_table())
         specs.append((page.uri, ref.target, link_type, spec))
     provider = getattr(extractor, "provider", None)
     if provider is not None and specs:
