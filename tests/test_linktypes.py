@@ -208,3 +208,15 @@ def test_an_undeclared_type_in_a_sidecar_still_reads(vault):
 def test_bad_declarations_are_config_errors(vault, extra, message):
     with pytest.raises(VaultError, match=message):
         with_config(vault, extra)
+
+
+def test_an_imported_page_reference_is_typed_by_the_vaults_cues(seventh, tmp_path):
+    from engine.extract.batch import ingest_batch
+
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    (folder / "alpha.md").write_text("# Alpha\n\nThe field study is evidence for [[Beta]] on every count.\n", encoding="utf-8")
+    (folder / "beta.md").write_text("# Beta\n\nA claim about soil.\n", encoding="utf-8")
+    ingest_batch(seventh, [folder], wiki=False)
+    links = [l for l in seventh.all_links() if l.to_uri.endswith("beta.md")]
+    assert [l.link_type.value for l in links] == ["supports"], [(l.from_uri, l.to_uri, l.link_type) for l in links]
