@@ -37,18 +37,8 @@ def read_jsonl(path: Path, *, strict: bool = True, label: str | None = None) -> 
 
 def read_numbered(path: Path, *, strict: bool = True, label: str | None = None) -> list[tuple[int, dict[str, Any]]]:
     """As ``read_jsonl``, each object with its line number (for errors that name it)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as exc:
-        if not strict:
-            return []
-        raise JsonlError(f"{label or path}: unreadable ({exc})") from None
     out: list[tuple[int, dict[str, Any]]] = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, line in _lines(path, strict, label):
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -63,16 +53,32 @@ def read_numbered(path: Path, *, strict: bool = True, label: str | None = None) 
     return out
 
 
+def _lines(path: Path, strict: bool, label: str | None) -> list[tuple[int, str]]:
+    """The log's non-blank lines with their numbers ([] when the file does not exist)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        if not strict:
+            return []
+        raise JsonlError(f"{label or path}: unreadable ({exc})") from None
+    return [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
 def read_records(path: Path, model: type[M], *, strict: bool = True, label: str | None = None) -> list[M]:
     """The log's lines validated as ``model``. Strict: the first bad line raises, naming
-    it; otherwise bad lines are skipped."""
+    it; otherwise bad lines are skipped. Each line is parsed and validated in one step
+    (pydantic's JSON parser): a long log reads as fast as with ``json.loads`` alone."""
     out: list[M] = []
-    for n, raw in read_numbered(path, strict=strict, label=label):
+    for n, line in _lines(path, strict, label):
         try:
-            out.append(model.model_validate(raw))
+            out.append(model.model_validate_json(line))
         except ValidationError as exc:
             if strict:
-                raise JsonlError(f"{_where(Path(path), label, n)}: {invalid(exc)}") from None
+                first = exc.errors()[0]
+                why = f"not JSON ({first['msg']})" if first["type"] == "json_invalid" else invalid(exc)
+                raise JsonlError(f"{_where(Path(path), label, n)}: {why}") from None
     return out
 
 

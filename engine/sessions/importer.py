@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from ..errors import MemlinkError
 from ..extract.inputs import read_text_file
 from ..extract.loop import quarantine
-from ..jsonl import JsonlError, invalid, read_numbered
+from ..jsonl import JsonlError, invalid, read_numbered, read_records
 from ..llm import LLMError, LLMInvalidOutput
 from ..llm.select import provider_status
 from .events import ImportRecord, SessionEvent, TurnMemoryRecord
@@ -112,21 +112,31 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
     memories. Every line is checked before anything is appended."""
     read_text_file(Path(path))  # refuses a FIFO, a device or a binary file before the JSON-Lines reader opens it
     try:
-        numbered = read_numbered(Path(path))
+        records = read_records(Path(path), ImportRecord)  # parsed and checked in one step
+    except JsonlError:
+        _diagnose(Path(path))  # rare: read again, line by line, to say what is wrong in our words
+        raise
+    by_session: dict[str, list[SessionEvent]] = defaultdict(list)
+    for record in records:
+        by_session[record.session].append(record)
+    report = ImportReport(sessions=len(by_session))
+    for session, events in by_session.items():
+        report.events_added += append_events(vault, session, events)
+    return extract_pending(vault, list(by_session), extractor, progress, report, final=True)
+
+
+def _diagnose(path: Path) -> None:
+    """Raise for the first bad line of an import file, naming it and what it lacks."""
+    try:
+        numbered = read_numbered(path)
     except JsonlError as exc:
         raise MemlinkError(f"{exc}; nothing was imported") from None
-    by_session: dict[str, list[SessionEvent]] = defaultdict(list)
     for n, raw in numbered:
         if any(k not in raw for k in REQUIRED):
             raise MemlinkError(f"{path} line {n}: needs the keys {', '.join(REQUIRED)}; nothing was imported")
         try:
-            record = ImportRecord.model_validate(raw)
+            ImportRecord.model_validate(raw)
         except ValidationError as exc:
             first = exc.errors()[0]  # a bad session id says so in its own words
             why = str(first["ctx"]["error"]) if first["type"] == "value_error" else invalid(exc)
             raise MemlinkError(f"{path} line {n}: {why}; nothing was imported") from None
-        by_session[record.session].append(record)
-    report = ImportReport(sessions=len(by_session))
-    for session, records in by_session.items():
-        report.events_added += append_events(vault, session, records)
-    return extract_pending(vault, list(by_session), extractor, progress, report, final=True)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from pydantic import ValidationError
 
 from ..errors import MemlinkError
-from ..jsonl import JsonlError, append_jsonl, invalid, read_numbered
+from ..jsonl import JsonlError, append_jsonl, invalid, read_numbered, read_records
 from ..uris import normalize_uri
 from .events import SESSION_ID, SessionEvent
 
@@ -39,16 +39,9 @@ def read_events(vault: Vault, session: str) -> list[SessionEvent]:
     an event raises, naming the file and line."""
     label = session_uri(session)
     try:
-        numbered = read_numbered(vault.path(label), label=label)
+        return read_records(vault.path(label), SessionEvent, label=label)
     except JsonlError as exc:
         raise SessionError(str(exc)) from None
-    events = []
-    for n, raw in numbered:
-        try:
-            events.append(SessionEvent.model_validate(raw))
-        except ValidationError as exc:
-            raise SessionError(f"{label} line {n}: {invalid(exc)}") from None
-    return events
 
 
 def append_events(vault: Vault, session: str, events: Iterable[SessionEvent | dict[str, Any]]) -> int:

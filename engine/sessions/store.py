@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from .contract import TurnExtraction
-from .events import TripleRecord, TurnMemoryRecord
+from .events import TurnMemoryRecord
 from .log import Turn
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ class TurnStore:
         """Many turn memories: each session's shard written once."""
         by_session: dict[str, list[dict[str, Any]]] = {}
         for doc in docs:
-            by_session.setdefault(doc.session, []).append(doc.model_dump(mode="json"))
+            by_session.setdefault(doc.session, []).append(doc.model_dump())
         for session, rows in by_session.items():
             keep = {r["id"]: r for r in self._rows(session)}
             keep.update({r["id"]: r for r in rows})
@@ -104,18 +104,19 @@ class TurnStore:
 
     def doc(self, turn: Turn, extraction: TurnExtraction) -> TurnMemoryRecord:
         mem = memory_id(turn)
-        triples = []
+        triples: list[dict[str, str]] = []
         for t in extraction.triples:
             s, o = norm_term(t.subject), norm_term(t.object)
             p = norm_term(t.predicate)
-            triples.append(TripleRecord(id=sha("triple", mem, term_id(s), p, term_id(o)), subject=s, subject_id=term_id(s),
-                                        predicate=p, object=o, object_id=term_id(o)))
-        return TurnMemoryRecord(
-            id=mem, session=turn.session, ts=turn.ts, summary=extraction.summary,
-            outcome=extraction.outcome.value, sources=turn.source_ids,
-            question=turn.question["content"], answer=turn.answer["content"], triples=triples,
-            pos=turn.pos, speakers=sorted({m.speaker for m in turn.messages if m.speaker is not None}),
-        )
+            triples.append({"id": sha("triple", mem, term_id(s), p, term_id(o)), "subject": s, "subject_id": term_id(s),
+                            "predicate": p, "object": o, "object_id": term_id(o)})
+        # One validation of the whole record (its triples too): cheaper than a model per triple.
+        return TurnMemoryRecord.model_validate({
+            "id": mem, "session": turn.session, "ts": turn.ts, "summary": extraction.summary,
+            "outcome": extraction.outcome.value, "sources": turn.source_ids,
+            "question": turn.question["content"], "answer": turn.answer["content"], "triples": triples,
+            "pos": turn.pos, "speakers": sorted({m.speaker for m in turn.messages if m.speaker is not None}),
+        })
 
     def all(self) -> list[dict[str, Any]]:
         folder = self.vault.state.folder
