@@ -88,10 +88,10 @@ class ChatSession:
         key = hash((id(self.vault), self.session))
         lock = _QUEUES.setdefault(key, threading.Lock())
 
-        def work() -> None:
+        def work():
             with lock:
                 try:
-                    report: object = extract_pending(self.vault, [self.session], self.turn_extractor)
+                    report = extract_pending(self.vault, [self.session], self.turn_extractor)
                 except Exception as exc:  # never let extraction take the chat down
                     report = exc
             if done:

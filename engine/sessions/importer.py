@@ -43,7 +43,7 @@ class ImportReport:
         return dict(self.__dict__)
 
 
-def turn_extractor(vault: Vault) -> LLMTurnExtractor | RulesTurnExtractor:
+def turn_extractor(vault):
     provider, health = provider_status(vault.config.llm)
     if provider is not None and health.ok:
         return LLMTurnExtractor(provider)
