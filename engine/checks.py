@@ -10,11 +10,9 @@ docs/DESIGN.md, "Checks".
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Literal, Optional
 
 from pydantic import BaseModel
@@ -198,41 +196,16 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
                            f"{link.id}: {link.match_text!r} not in the note")
 
 
-SESSION_KEYS = {"session", "id", "role", "content", "ts"}
-
-
 @register(integrity=True)
 def session_logs(ctx: CheckContext) -> Iterator[Finding]:
+    """Every session log parses as events (the one event model: engine.sessions.events)."""
+    from .sessions.log import validate_session_file
+
     folder = ctx.vault.root / "sessions"
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
-        problem = _session_problem(path)
-        if problem:
-            yield _problem("structure", "error", "malformed_session", f"sessions/{path.name}", problem)
-
-
-def _session_problem(path: Path) -> str | None:
-    """The first thing wrong with a session log, by line number. A validator rather than
-    a reader (engine.jsonl reads logs): it names the line, blank ones counted."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        return f"unreadable: {exc}"
-    ids: set[object] = set()
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError as exc:
-            return f"line {n}: not JSON ({exc.msg})"
-        if not isinstance(event, dict) or not SESSION_KEYS <= set(event):
-            return f"line {n}: needs keys {', '.join(sorted(SESSION_KEYS))}"
-        if not isinstance(event["id"], (str, int)) or not isinstance(event["content"], str):
-            return f"line {n}: id must be text or a number, content text"
-        if event["id"] in ids:
-            return f"line {n}: duplicate id {event['id']!r}"
-        ids.add(event["id"])
-    return None
+        uri = f"sessions/{path.name}"
+        for problem in validate_session_file(path, uri):
+            yield _problem("structure", "error", "malformed_session", uri, problem)
 
 
 @register(integrity=True)

@@ -32,18 +32,13 @@ def _where(path: Path, label: str | None, n: int) -> str:
 def read_jsonl(path: Path, *, strict: bool = True, label: str | None = None) -> list[dict[str, Any]]:
     """Every JSON object of a log, in order ([] when the file does not exist). ``label``
     names the file in errors (a vault-relative path reads better than an absolute one)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as exc:
-        if not strict:
-            return []
-        raise JsonlError(f"{label or path}: unreadable ({exc})") from None
-    out: list[dict[str, Any]] = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    return [record for _, record in read_numbered(path, strict=strict, label=label)]
+
+
+def read_numbered(path: Path, *, strict: bool = True, label: str | None = None) -> list[tuple[int, dict[str, Any]]]:
+    """As ``read_jsonl``, each object with its line number (for errors that name it)."""
+    out: list[tuple[int, dict[str, Any]]] = []
+    for n, line in _lines(path, strict, label):
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -54,23 +49,44 @@ def read_jsonl(path: Path, *, strict: bool = True, label: str | None = None) -> 
             if strict:
                 raise JsonlError(f"{_where(Path(path), label, n)}: not a JSON object")
             continue
-        out.append(record)
+        out.append((n, record))
     return out
+
+
+def _lines(path: Path, strict: bool, label: str | None) -> list[tuple[int, str]]:
+    """The log's non-blank lines with their numbers ([] when the file does not exist)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        if not strict:
+            return []
+        raise JsonlError(f"{label or path}: unreadable ({exc})") from None
+    return [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
 def read_records(path: Path, model: type[M], *, strict: bool = True, label: str | None = None) -> list[M]:
     """The log's lines validated as ``model``. Strict: the first bad line raises, naming
-    it; otherwise bad lines are skipped."""
+    it; otherwise bad lines are skipped. Each line is parsed and validated in one step
+    (pydantic's JSON parser): a long log reads as fast as with ``json.loads`` alone."""
     out: list[M] = []
-    for n, raw in enumerate(read_jsonl(path, strict=strict, label=label), 1):
+    for n, line in _lines(path, strict, label):
         try:
-            out.append(model.model_validate(raw))
+            out.append(model.model_validate_json(line))
         except ValidationError as exc:
             if strict:
                 first = exc.errors()[0]
-                loc = ".".join(str(p) for p in first["loc"]) or "(record)"
-                raise JsonlError(f"{label or path}: record {n}: {loc}: {first['msg']}") from None
+                why = f"not JSON ({first['msg']})" if first["type"] == "json_invalid" else invalid(exc)
+                raise JsonlError(f"{_where(Path(path), label, n)}: {why}") from None
     return out
+
+
+def invalid(exc: ValidationError) -> str:
+    """A validation error in one short phrase: the first field at fault and why."""
+    first = exc.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "(record)"
+    return f"{loc}: {first['msg']}"
 
 
 def encode(record: dict[str, Any] | BaseModel) -> str:

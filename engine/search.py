@@ -1,22 +1,31 @@
-"""Hybrid search (seed 000 §3.5.1): vector + keyword hits fused by reciprocal rank → seeds
-→ typed propagation over links and backlinks → α-merge → forced one-hop follow of
-contradicts / evolved_from → optional backlink boost (GBrain). Each hit says how it was
-found and carries a snippet with its outgoing links rendered (§3.2.4)."""
+"""Hybrid search (docs/DESIGN.md, "Search"): vector + keyword hits fused by reciprocal
+rank (engine.fusion) → seeds → typed propagation over links and backlinks → α-merge →
+forced one-hop follow of contradicts / evolved_from → optional backlink boost (GBrain).
+Each hit says how it was found and carries a snippet with its outgoing links rendered."""
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
 
 from .config import SearchConfig
 from .errors import MemlinkError
+from .fusion import RouteHits, fuse
 from .graph import LinkGraph, PropagationParams, Step
 from .index import SearchIndex
 from .index.keywords import bm25_idf
+from .jsonl import append_jsonl
 from .linktypes import LinkType, LinkTypeTable, builtin_table
 from .relations import PERSON_KINDS, asked_relation, asks_who, relations_of
 from .render import render_links
 from .text import content_tokens, snippet, tokenize
+
+if TYPE_CHECKING:
+    from .vault import Vault
 
 
 @dataclass
@@ -89,15 +98,6 @@ def propagation_params(cfg: SearchConfig, link_types: LinkTypeTable | None = Non
                                        min_link_weight=cfg.min_link_weight, **extra)
 
 
-def rrf(ranked_lists: list[list[str]], k: int) -> dict[str, float]:
-    """Reciprocal rank fusion: Σ 1 / (k + rank) over the lists a document appears in."""
-    out: dict[str, float] = {}
-    for ranked in ranked_lists:
-        for rank, uri in enumerate(ranked, 1):
-            out[uri] = out.get(uri, 0.0) + 1.0 / (k + rank)
-    return out
-
-
 def search(
     vault,
     query: str,
@@ -131,16 +131,16 @@ def search(
         return entry is not None and not entry.error and (not types or entry.memory_type in types)
 
     found: dict[str, list[Route]] = {}
-    ranked_lists = []
+    ranked_lists: list[RouteHits] = []
     vec, kw = [], []
     if "vector" in routes:
         vec = [(u, s) for u, s in index.vector_search(query, n) if s >= cfg.min_vector_similarity]
-        ranked_lists.append([u for u, _ in vec])
+        ranked_lists.append(RouteHits(vec, "rank", rrf_k=cfg.rrf_k))
         for rank, (uri, sim) in enumerate(vec, 1):
             found.setdefault(uri, []).append(Route("vector", rank, sim))
     if "keyword" in routes:
         kw = index.keyword_search(query, n)
-        ranked_lists.append([u for u, _ in kw])
+        ranked_lists.append(RouteHits(kw, "rank", rrf_k=cfg.rrf_k))
         for rank, (uri, score) in enumerate(kw, 1):
             found.setdefault(uri, []).append(Route("keyword", rank, score))
     named = _named(vault, query) if use_names else []
@@ -157,7 +157,8 @@ def search(
         if log:
             _log_query(vault, query, [], found)
         return []  # nothing in the vault says anything about it: no confident noise
-    fused = rrf(ranked_lists, cfg.rrf_k)
+    # Reciprocal rank: cosines and BM25 scores are not on one scale, their ranks are.
+    fused = fuse(ranked_lists)
     top = max(fused.values(), default=0.0)
     base = {u: s / top for u, s in fused.items()} if top else {}  # best hit = 1.0, comparable with propagation
     for uri in named:
@@ -171,7 +172,7 @@ def search(
     params = propagation_params(cfg, vault.config.link_table())
     if graph is not None:
         spread = graph.propagate(seeds, params)
-        # Every search hit is in the seed set of §3.5.1 (only the strongest spread score).
+        # Every search hit is in the seed set (docs/DESIGN.md, "Search"), however many seeds spread.
         for uri, b in base.items():
             ppr = spread[uri].score if uri in spread else 0.0
             final[uri] = cfg.alpha * b + (1 - cfg.alpha) * ppr
@@ -211,8 +212,9 @@ def search(
     evidence = _group(graph, order, k, vault.config.link_table()) if group and graph is not None else {}
     ranked = [u for u in order if u not in evidence and (not answered or u in tier)][:k]
 
-    # Contradictions and newer/older versions of a hit are never left out (§3.2.7.3): they
-    # follow the top k, so they add to the results without pushing a search hit out.
+    # Contradictions and newer/older versions of a hit are never left out (docs/DESIGN.md,
+    # "Search"): they follow the top k, so they add to the results without pushing a
+    # search hit out.
     if graph is not None:
         extra: dict[str, float] = {}
         for uri in ranked:
@@ -335,18 +337,22 @@ def _snippet(vault, uri: str, query_tokens: set[str]) -> str:
     return render_links(window, vault.get_file_links(uri, "links")).text
 
 
-def _log_query(vault, query: str, ranked: list[str], found: dict) -> None:
+class SearchLogEntry(BaseModel):
+    """One line of `.memlink/search-log.jsonl`."""
+
+    q: str
+    hits: int
+    best_vector: float
+    at: str
+
+
+def _log_query(vault: Vault, query: str, ranked: list[str], found: dict[str, list[Route]]) -> None:
     """Interactive searches are logged (`.memlink/search-log.jsonl`) so the dream can spot
     topics searched often but poorly covered."""
-    import datetime as dt
-    import json
-
     best = max((r.score for u in ranked[:5] for r in found.get(u, []) if r.kind == "vector"), default=0.0)
-    entry = {"q": " ".join(query.split()), "hits": len(ranked), "best_vector": round(best, 3),
-             "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    entry = SearchLogEntry(q=" ".join(query.split()), hits=len(ranked), best_vector=round(best, 3),
+                           at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
     try:
-        vault.state_dir.mkdir(exist_ok=True)
-        with open(vault.state_dir / "search-log.jsonl", "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        append_jsonl(vault.state_dir / "search-log.jsonl", [entry])
     except OSError:
         pass  # a log is a help; searching goes on

@@ -9,6 +9,7 @@ from engine.llm import LLMError
 from engine.llm.ollama_provider import OllamaProvider
 from engine.sessions.chat import ChatSession
 from engine.sessions.context import ARCHIVE_MARKER, RECALL_HEADER, assemble
+from engine.sessions.events import SessionEvent
 from engine.sessions.extract import RulesTurnExtractor
 from engine.sessions.log import Turn, read_events
 from engine.sessions.recall import RecallHit
@@ -16,8 +17,8 @@ from ollama_stub import OllamaStub
 
 
 def turn(i: int) -> Turn:
-    return Turn("s", [{"id": f"q{i}", "role": "user", "content": f"question {i}"}],
-                [{"id": f"a{i}", "role": "assistant", "content": f"answer {i}"}], "ts")
+    return Turn("s", [SessionEvent(session="s", id=f"q{i}", role="user", content=f"question {i}", ts="ts")],
+                [SessionEvent(session="s", id=f"a{i}", role="assistant", content=f"answer {i}", ts="ts")], "ts")
 
 
 def test_window_keeps_the_head_and_the_last_five_turns_with_one_marker():
@@ -49,21 +50,21 @@ def test_chat_streams_logs_extracts_and_recalls_an_old_turn(vault):
             pieces = list(chat.reply(chat.prepare(q)))
             assert len(pieces) > 1 and "".join(pieces) == f"Reply to: {q}"  # streamed, then logged whole
             chat.extract_in_background().join()
-        events = [e for e in read_events(vault, "c1") if e["role"] in ("user", "assistant")]
-        assert len(events) == 12 and [e["role"] for e in events[:2]] == ["user", "assistant"]
+        events = [e for e in read_events(vault, "c1") if e.role in ("user", "assistant")]
+        assert len(events) == 12 and [e.role for e in events[:2]] == ["user", "assistant"]
         # The first turn has left the 5-turn window; asking about it recalls it, before the question.
         stub.script.append(("json", "It is the crane number."))
         messages = chat.prepare("what was my bike lock code")
         assert ARCHIVE_MARKER in [m["content"] for m in messages]
         recalled = messages[-2]["content"]
         assert recalled.startswith(RECALL_HEADER) and "My bike lock code is the harbour crane number" in recalled
-        assert [h.sources for h in chat.last_recall][0] == [events[0]["id"], events[1]["id"]]
+        assert [h.sources for h in chat.last_recall][0] == [events[0].id, events[1].id]
         before = read_events(vault, "c1")
         list(chat.reply(messages))
         after = read_events(vault, "c1")
         assert after[: len(before)] == before and len(after) == len(before) + 1  # the log only grows
-        snapshots = [e for e in after if e["role"] == "recall"]
-        assert snapshots and all(e["kind"] == "recall" for e in snapshots)  # logged, never a user fact
+        snapshots = [e for e in after if e.role == "recall"]
+        assert snapshots and all(e.kind == "recall" for e in snapshots)  # logged, never a user fact
 
 
 def test_without_ollama_chat_says_why_and_memory_still_works(vault):
@@ -71,7 +72,7 @@ def test_without_ollama_chat_says_why_and_memory_still_works(vault):
     messages = chat.prepare("Is anyone there?")
     with pytest.raises(LLMError, match="ollama serve"):
         list(chat.reply(messages))
-    assert [e["content"] for e in read_events(vault, "c2")] == ["Is anyone there?"]
+    assert [e.content for e in read_events(vault, "c2")] == ["Is anyone there?"]
 
 
 def test_tool_traces_are_not_sent_again_and_a_failing_extractor_does_not_stop_chat(vault):

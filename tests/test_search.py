@@ -16,7 +16,8 @@ from engine import Vault
 from engine.graph import PROPAGATION, LinkGraph, PropagationParams
 from engine.index import SearchIndex
 from engine.links import LinkType, StoredLink
-from engine.search import rrf, search
+from engine.fusion import RouteHits, fuse
+from engine.search import search
 
 
 def link(a, b, t, w=1.0, i=None):
@@ -25,10 +26,23 @@ def link(a, b, t, w=1.0, i=None):
 
 # -- fusion ---------------------------------------------------------------------------------
 def test_reciprocal_rank_fusion():
-    fused = rrf([["a", "b", "c"], ["b", "d"]], k=10)
+    fused = fuse([RouteHits([("a", 9.0), ("b", 5.0), ("c", 1.0)], "rank", rrf_k=10),
+                  RouteHits([("b", 0.9), ("d", 0.1)], "rank", rrf_k=10)])
     assert fused["b"] == pytest.approx(1 / 12 + 1 / 11)
     assert fused["a"] == pytest.approx(1 / 11)
     assert sorted(fused, key=lambda u: -fused[u]) == ["b", "a", "d", "c"]
+
+
+def test_score_fusion_relative_to_the_best_raw_and_weighted():
+    """Recall's fusion through the same function: BM25 over its best hit, the cosine as
+    it is, a graph bonus over its best times its weight; a candidate found by one route
+    only gets that route's share."""
+    fused = fuse([RouteHits([("a", 8.0), ("b", 2.0)], "max"),
+                  RouteHits([("a", 0.5), ("b", 0.25), ("c", 0.75)], "raw", 1.0),
+                  RouteHits([("c", 0.4), ("b", 0.1)], "max", 0.1)])
+    assert fused == pytest.approx({"a": 1.0 + 0.5, "b": 0.25 + 0.25 + 0.1 * 0.25, "c": 0.75 + 0.1})
+    assert list(fused) == ["a", "b", "c"]  # first met first: stable sorts break ties by it
+    assert fuse([RouteHits([("a", 0.0)], "max")]) == {"a": 0.0}  # a best score of 0 divides nothing
 
 
 # -- propagation table ------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from engine.sessions.contract import TurnExtraction
+from engine.sessions.events import SessionEvent
 from engine.sessions.extract import LLMTurnExtractor, RulesTurnExtractor
 from engine.sessions.importer import extract_pending, import_chat
 from engine.sessions.log import append_events, project_turns, read_events
@@ -47,13 +48,18 @@ EVENTS = [
 ]
 
 
+def ev(raw: list[dict]) -> list[SessionEvent]:
+    """Log lines of session "s" as events."""
+    return [SessionEvent.model_validate({"session": "s", **e}) for e in raw]
+
+
 def test_projection_keeps_the_question_and_the_visible_answer():
-    (first, second) = project_turns("s", EVENTS[:-1] + [EVENTS[-1], {"id": "8", "role": "assistant", "content": "Yes.", "ts": "x"}])
+    (first, second) = project_turns("s", ev(EVENTS[:-1] + [EVENTS[-1], {"id": "8", "role": "assistant", "content": "Yes.", "ts": "x"}]))
     assert first.source_ids == ["1", "5"]
     assert set(first.skipped) == {"2", "3", "4", "6"}  # reasoning, tools, drafts, recall snapshots
     assert second.source_ids == ["7", "8"]
-    assert project_turns("s", EVENTS) [-1].source_ids == ["1", "5"]  # "7" has no answer yet: not complete
-    assert project_turns("s", EVENTS, final=True)[-1].source_ids == ["7"]  # a finished transcript keeps it
+    assert project_turns("s", ev(EVENTS)) [-1].source_ids == ["1", "5"]  # "7" has no answer yet: not complete
+    assert project_turns("s", ev(EVENTS), final=True)[-1].source_ids == ["7"]  # a finished transcript keeps it
 
 
 def test_projection_keeps_every_message():
@@ -67,13 +73,13 @@ def test_projection_keeps_every_message():
         {"id": "a3", "role": "assistant", "content": "Which one did you like best?", "ts": "t5"},
         {"id": "u3", "role": "user", "content": "Kinkaku-ji [image: a golden temple by a pond]", "ts": "t6"},
     ]
-    turns = project_turns("s", events, final=True)
+    turns = project_turns("s", ev(events), final=True)
     assert [t.source_ids for t in turns] == [["a1"], ["u1", "u2", "a2", "a3"], ["u3"]]
     assert turns[0].question["content"] == "" and turns[0].answer["content"] == "Morning! How was the trip?"
     assert turns[1].question["content"] == "Great.\nWe saw the temples in Kyoto."
     assert turns[1].answer["content"] == "Lovely!\nWhich one did you like best?"
     assert [t.pos for t in turns] == [0, 1, 2]
-    assert [t.source_ids for t in project_turns("s", events)] == [["a1"], ["u1", "u2", "a2", "a3"]]
+    assert [t.source_ids for t in project_turns("s", ev(events))] == [["a1"], ["u1", "u2", "a2", "a3"]]
 
 
 def test_replaying_a_session_creates_nothing_new(vault, tmp_path):
@@ -126,8 +132,8 @@ def test_recall_returns_the_original_q_and_a(imported):
     hits = TurnMemory.for_vault(imported).recall("vegetarian at family dinners", k=3)
     assert hits and any("vegetarian" in h.question.lower() for h in hits)
     top = hits[0]
-    events = {e["id"]: e for e in read_events(imported, top.session)}
-    assert [events[i]["content"] for i in top.sources] == [top.question, top.answer]  # exact, not a summary
+    events = {e.key: e for e in read_events(imported, top.session)}
+    assert [events[i].content for i in top.sources] == [top.question, top.answer]  # exact, not a summary
 
 
 def test_recall_by_a_named_entity_goes_through_the_graph(imported):

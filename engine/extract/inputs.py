@@ -11,8 +11,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tinydb import Query
 
@@ -47,23 +46,28 @@ def run_extraction(vault, ctx: ExtractContext, extractor, source: str, deferred:
 
 
 # -- sessions -------------------------------------------------------------------------------
-def commit_session(vault, session_id: str, extractor=None) -> RunReport | None:
-    """Extract memories from the turns not committed yet. None when there is nothing new."""
+def commit_session(vault: Vault, session_id: str, extractor: Any = None) -> RunReport | None:
+    """Extract memories from the turns not committed yet. None when there is nothing new.
+    The new events go through the one turn projection (docs/DESIGN.md, "Session logs and
+    events"): reasoning, tool, draft and recall events never reach extraction. A commit
+    closes what was said so far, so a last question still waiting for its answer is kept
+    (``final``): the user's own words are what the rules extractor reads for preferences."""
     table = vault.state.db("commits").table("sessions")
     done = table.get(Query().session == session_id)
-    from ..sessions.log import read_events, session_uri
+    from ..sessions.log import message_text, project_turns, read_events, session_uri
 
     if not vault.path(session_uri(session_id)).is_file():
         raise InputError(f"no session {session_id!r} (looked for sessions/{session_id}.jsonl)")
     events = read_events(vault, session_id)
-    ids = [str(e.get("id")) for e in events]
+    ids = [e.key for e in events]
     start = ids.index(done["last_id"]) + 1 if done and done["last_id"] in ids else 0
-    new = [e for e in events[start:] if e.get("role") in ("user", "assistant") and isinstance(e.get("content"), str)]
-    if not new:
+    turns = project_turns(session_id, events[start:], final=True)
+    if not turns:
         return None
-    when = _day(new[-1].get("ts"))
-    text = "\n".join(f"{e['role']}: {e['content']}" for e in new)
-    ctx = ExtractContext("session", text, when, user_lines=[e["content"] for e in new if e["role"] == "user"])
+    when = _day(turns[-1].messages[-1].ts)
+    text = "\n".join(line for t in turns for line in t.transcript())
+    user_lines = [message_text(m) for t in turns for m in t.asked]
+    ctx = ExtractContext("session", text, when, user_lines=user_lines)
     if extractor is None:
         extractor, _health = choose_extractor(vault)
     report = run_extraction(vault, ctx, extractor, f"session {session_id}")
@@ -71,7 +75,7 @@ def commit_session(vault, session_id: str, extractor=None) -> RunReport | None:
     return report
 
 
-def _day(ts) -> dt.date:
+def _day(ts: object) -> dt.date:
     try:
         return dt.datetime.fromisoformat(str(ts).replace("Z", "+00:00")).date()
     except ValueError:

@@ -1,4 +1,4 @@
-"""resolve_operations + MemoryUpdater.apply_operations (seed 000 §3.4.1): page ids become
+"""resolve_operations + MemoryUpdater.apply_operations (docs/DESIGN.md, "Units of work"): page ids become
 URIs, fields merge per merge_op, notes are written, all links land on both ends in one
 transaction, references already in the text become links (auto-link), line ranges of
 links into edited notes follow their text (exact, then the LLM matcher if any, else the
@@ -8,17 +8,21 @@ changes nothing."""
 from __future__ import annotations
 
 import datetime as dt
-import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ..errors import MemlinkError
+from ..jsonl import append_jsonl
+from ..merge import is_edit
 from ..names import NameIndex
 from .autolink import find_references, reference_link
 from .context import ExtractContext
 from .operations import item_fields
-from ..merge import is_edit
+
+if TYPE_CHECKING:
+    from ..vault import Vault
 
 
 @dataclass
@@ -50,8 +54,27 @@ class RunReport:
         return (f"{len(self.created)} notes created, {len(self.changed)} changed, {len(self.links_added)} links added"
                 + (f", {len(self.unresolved)} references to missing notes" if self.unresolved else ""))
 
-    def to_json(self) -> dict:
-        return self.__dict__
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON data (a copy: the caller may keep or change it)."""
+        return asdict(self)
+
+
+class AuditEntry(BaseModel):
+    """One line of `.memlink/audit/<day>.jsonl`: when, from what, and the run's report.
+    Lint reads ``created`` and ``changed`` to tell notes with a provenance."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    at: str
+    source: str
+    provider: str
+    created: list[str]
+    changed: list[dict[str, Any]]
+    unchanged: list[str]
+    links_added: list[dict[str, Any]]
+    links_kept: int
+    unresolved: list[str]
+    problems: list[str]
 
 
 def resolve_operations(ops: BaseModel, ctx: ExtractContext) -> Resolved:
@@ -70,7 +93,7 @@ def resolve_operations(ops: BaseModel, ctx: ExtractContext) -> Resolved:
 
 
 class MemoryUpdater:
-    def __init__(self, vault):
+    def __init__(self, vault: Vault):
         self.vault = vault
 
     def apply_operations(self, resolved: Resolved, ctx: ExtractContext, provider: str, source: str,
@@ -135,11 +158,11 @@ class MemoryUpdater:
         return report
 
     def _audit(self, report: RunReport, source: str) -> None:
-        folder = self.vault.state_dir / "audit"
-        folder.mkdir(parents=True, exist_ok=True)
-        entry = {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "source": source, **report.to_json()}
-        with open(folder / f"{dt.date.today().isoformat()}.jsonl", "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        """Append the run's audit entry (locked and fsynced: runs in other processes
+        append to the same day's file)."""
+        entry = AuditEntry(at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), source=source,
+                           **report.to_json())
+        append_jsonl(self.vault.state_dir / "audit" / f"{dt.date.today().isoformat()}.jsonl", [entry])
 
 
 def write_links(vault, specs: list[tuple]) -> list[tuple]:

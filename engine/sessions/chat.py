@@ -8,13 +8,17 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import uuid
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..llm import LLMError
 from .context import assemble, visible_sources
+from .events import SessionEvent
 from .importer import ImportReport, extract_pending
-from .log import append_events, project_turns, read_events
+from .log import Turn, append_events, project_turns, read_events
 from .recall import RecallHit, TurnMemory
+
+if TYPE_CHECKING:
+    from ..vault import Vault
 
 SYSTEM = ("You are the user's personal assistant inside memlink, an offline memory workstation. "
           "Answer briefly and concretely.")
@@ -29,21 +33,24 @@ def new_session_id() -> str:
 
 
 class ChatSession:
-    def __init__(self, vault, session: str, provider=None, turn_extractor=None):
+    def __init__(self, vault: Vault, session: str, provider: Any = None, turn_extractor: Any = None):
         self.vault = vault
         self.session = session
         self.provider = provider  # an OllamaProvider, or None (then no replies, only memory)
         self.turn_extractor = turn_extractor
         self.last_recall: list[RecallHit] = []
 
-    def _event(self, role: str, content: str, **extra) -> dict:
-        return {"session": self.session, "id": f"{self.session}-{uuid.uuid4().hex[:10]}", "role": role,
-                "content": content, "ts": now(), **extra}
+    def _event(self, role: str, content: str, kind: str | None = None) -> SessionEvent:
+        event = SessionEvent(session=self.session, id=f"{self.session}-{uuid.uuid4().hex[:10]}", role=role,
+                             content=content, ts=now())
+        if kind is not None:
+            event.kind = kind  # set only when given: a plain message's line has no kind key
+        return event
 
-    def turns(self):
+    def turns(self) -> list[Turn]:
         return project_turns(self.session, read_events(self.vault, self.session))
 
-    def prepare(self, text: str, about: str | None = None) -> list[dict]:
+    def prepare(self, text: str, about: str | None = None) -> list[dict[str, str]]:
         """Log the user's message, recall, and build what the model will see. ``about``: a
         note URI the user is asking about; it is given to the model and seeds recall with
         its title."""
@@ -62,7 +69,7 @@ class ChatSession:
         about_text = (title, self.vault.render_note(note.uri).text) if note else None
         return assemble(SYSTEM, turns, text, self.last_recall, about=about_text)
 
-    def reply(self, messages: list[dict]) -> Iterator[str]:
+    def reply(self, messages: list[dict[str, str]]) -> Iterator[str]:
         """Stream the answer from Ollama; the full answer is logged at the end."""
         if self.provider is None:
             raise LLMError("no chat model: Ollama is not available (start it with `ollama serve`); "

@@ -1,5 +1,5 @@
-"""The turn extraction contract (seed 002 §一): one call per completed turn returns
-summary, outcome and SPO triples — all three required, nothing else allowed."""
+"""The turn extraction contract (docs/DESIGN.md, "Turn memory"): one call per completed
+turn returns summary, outcome and SPO triples — all three required, nothing else allowed."""
 
 from __future__ import annotations
 

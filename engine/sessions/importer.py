@@ -5,18 +5,21 @@ failures never stop the other turns."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+from pydantic import ValidationError
 
 from ..errors import MemlinkError
 from ..extract.inputs import read_text_file
 from ..extract.loop import quarantine
+from ..jsonl import JsonlError, invalid, read_numbered, read_records
 from ..llm import LLMError, LLMInvalidOutput
+from .events import ImportRecord, SessionEvent, TurnMemoryRecord
 from .extract import LLMTurnExtractor, RulesTurnExtractor
-from .log import SessionError, append_events, project_turns, read_events, session_uri
+from .log import Turn, append_events, project_turns, read_events
 from .store import TurnStore, memory_id
 
 if TYPE_CHECKING:
@@ -35,7 +38,7 @@ class ImportReport:
     failed: list[str] = field(default_factory=list)  # "session: reason"
     provider: str = ""
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
@@ -55,7 +58,8 @@ def turn_extractor(vault: Vault) -> LLMTurnExtractor | RulesTurnExtractor:
     return RulesTurnExtractor(known)
 
 
-def extract_pending(vault, sessions: list[str], extractor=None, progress: Callable[[int, int], None] | None = None,
+def extract_pending(vault: Vault, sessions: list[str], extractor: Any = None,
+                    progress: Callable[[int, int], None] | None = None,
                     report: ImportReport | None = None, *, final: bool = False) -> ImportReport:
     """Extract every completed turn of these sessions that has no memory yet (``final``: a
     finished transcript, whose last turn counts even without an answer). Memories of turns
@@ -64,7 +68,7 @@ def extract_pending(vault, sessions: list[str], extractor=None, progress: Callab
     extractor = extractor or turn_extractor(vault)
     report.provider = extractor.name
     store = TurnStore(vault)
-    todo = []
+    todo: list[Turn] = []
     changed = False
     for session in sessions:
         turns = project_turns(session, read_events(vault, session), final=final)
@@ -77,7 +81,8 @@ def extract_pending(vault, sessions: list[str], extractor=None, progress: Callab
                 report.already += 1
             else:
                 todo.append(turn)
-    docs, previous = [], defaultdict(list)
+    docs: list[TurnMemoryRecord] = []
+    previous: dict[str, list[str]] = defaultdict(list)
     for n, turn in enumerate(todo, 1):
         try:
             extraction = extractor.extract(turn, previous[turn.session])
@@ -100,26 +105,38 @@ def extract_pending(vault, sessions: list[str], extractor=None, progress: Callab
     return report
 
 
-def import_chat(vault, path: Path, extractor=None, progress=None) -> ImportReport:
-    """Records {session, id, role, content, ts} (ids kept as source message ids) → session
-    logs (appended, never rewritten) → turns → turn memories."""
-    text = read_text_file(Path(path))
-    by_session: dict[str, list[dict]] = defaultdict(list)
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise MemlinkError(f"{path} line {n}: not JSON ({exc.msg}); nothing was imported") from None
-        if not isinstance(record, dict) or any(k not in record for k in REQUIRED):
+def import_chat(vault: Vault, path: Path, extractor: Any = None,
+                progress: Callable[[int, int], None] | None = None) -> ImportReport:
+    """Records {session, id, role, content, ts} (ids kept as source message ids; other
+    keys kept as given) → session logs (appended, never rewritten) → turns → turn
+    memories. Every line is checked before anything is appended."""
+    read_text_file(Path(path))  # refuses a FIFO, a device or a binary file before the JSON-Lines reader opens it
+    try:
+        records = read_records(Path(path), ImportRecord)  # parsed and checked in one step
+    except JsonlError:
+        _diagnose(Path(path))  # rare: read again, line by line, to say what is wrong in our words
+        raise
+    by_session: dict[str, list[SessionEvent]] = defaultdict(list)
+    for record in records:
+        by_session[record.session].append(record)
+    report = ImportReport(sessions=len(by_session))
+    for session, events in by_session.items():
+        report.events_added += append_events(vault, session, events)
+    return extract_pending(vault, list(by_session), extractor, progress, report, final=True)
+
+
+def _diagnose(path: Path) -> None:
+    """Raise for the first bad line of an import file, naming it and what it lacks."""
+    try:
+        numbered = read_numbered(path)
+    except JsonlError as exc:
+        raise MemlinkError(f"{exc}; nothing was imported") from None
+    for n, raw in numbered:
+        if any(k not in raw for k in REQUIRED):
             raise MemlinkError(f"{path} line {n}: needs the keys {', '.join(REQUIRED)}; nothing was imported")
         try:
-            session_uri(str(record["session"]))
-        except SessionError as exc:
-            raise MemlinkError(f"{path} line {n}: {exc}; nothing was imported") from None
-        by_session[str(record["session"])].append(record)
-    report = ImportReport(sessions=len(by_session))
-    for session, records in by_session.items():
-        report.events_added += append_events(vault, session, records)
-    return extract_pending(vault, list(by_session), extractor, progress, report, final=True)
+            ImportRecord.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]  # a bad session id says so in its own words
+            why = str(first["ctx"]["error"]) if first["type"] == "value_error" else invalid(exc)
+            raise MemlinkError(f"{path} line {n}: {why}; nothing was imported") from None

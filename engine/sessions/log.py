@@ -5,18 +5,23 @@ traffic, drafts and recall snapshots never reach extraction."""
 
 from __future__ import annotations
 
-import json
-import os
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from pydantic import ValidationError
 
 from ..errors import MemlinkError
+from ..jsonl import JsonlError, append_jsonl, invalid, read_numbered, read_records
 from ..uris import normalize_uri
+from .events import SESSION_ID, SessionEvent
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..vault import Vault
 
 ANSWER_ROLES = {"assistant"}
 QUESTION_ROLES = {"user"}
-_SESSION_ID = re.compile(r"^[\w.\-]{1,120}$")
 
 
 class SessionError(MemlinkError):
@@ -24,48 +29,64 @@ class SessionError(MemlinkError):
 
 
 def session_uri(session: str) -> str:
-    if not _SESSION_ID.match(session or ""):
+    if not SESSION_ID.match(session or ""):
         raise SessionError(f"bad session id {session!r}: use letters, digits, '.', '-' and '_'")
     return normalize_uri(f"sessions/{session}.jsonl")
 
 
-def read_events(vault, session: str) -> list[dict]:
+def read_events(vault: Vault, session: str) -> list[SessionEvent]:
+    """The session's events, in order ([] for a session not started). A line that is not
+    an event raises, naming the file and line."""
+    label = session_uri(session)
+    try:
+        return read_records(vault.path(label), SessionEvent, label=label)
+    except JsonlError as exc:
+        raise SessionError(str(exc)) from None
+
+
+def append_events(vault: Vault, session: str, events: Iterable[SessionEvent | dict[str, Any]]) -> int:
+    """Append events whose ids the log does not hold yet, in one write + fsync, under the
+    vault's write lock (which covers the log: no second lock). A plain dict is checked as
+    a ``SessionEvent`` first (nothing is written when one is not). Returns how many were
+    appended. Existing lines are never touched."""
     path = vault.path(session_uri(session))
-    if not path.is_file():
-        return []
-    events = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    checked: list[SessionEvent] = []
+    for n, event in enumerate(events, 1):
         try:
-            event = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SessionError(f"sessions/{session}.jsonl line {n}: not JSON ({exc.msg})") from None
-        if isinstance(event, dict):
-            events.append(event)
-    return events
-
-
-def append_events(vault, session: str, events: list[dict]) -> int:
-    """Append events whose ids the log does not hold yet (one write + fsync). Returns how
-    many were appended. Existing lines are never touched."""
-    known = {str(e.get("id")) for e in read_events(vault, session)}
-    new = [e for e in events if str(e.get("id")) not in known]
-    if not new:
-        return 0
-    path: Path = vault.path(session_uri(session))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in new).encode("utf-8")
+            checked.append(event if isinstance(event, SessionEvent) else SessionEvent.model_validate(event))
+        except ValidationError as exc:
+            raise SessionError(f"{session_uri(session)}: event {n} to append: {invalid(exc)}") from None
     with vault.writing():
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        known = {e.key for e in read_events(vault, session)}
+        new: list[SessionEvent] = []
+        for event in checked:
+            if event.key not in known:
+                known.add(event.key)
+                new.append(event)
+        return append_jsonl(path, [e.to_record() for e in new], lock=False)
+
+
+def validate_session_file(path: Path, uri: str) -> list[str]:
+    """What is wrong with a session log file, for the vault's checks: [] when every line
+    is an event with a text content and the ids are unique; else the first problem,
+    naming its line."""
+    try:
+        numbered = read_numbered(path, label=uri)
+    except JsonlError as exc:
+        return [str(exc).removeprefix(uri).lstrip(": ")]
+    ids: set[str | int] = set()
+    for n, raw in numbered:
+        missing = sorted({"session", "id", "role", "content", "ts"} - set(raw))
+        if missing:
+            return [f"line {n}: needs keys {', '.join(missing)}"]
         try:
-            if os.fstat(fd).st_size and not path.read_bytes().endswith(b"\n"):
-                data = b"\n" + data  # a torn last line stays as it was, on its own line
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    return len(new)
+            event = SessionEvent.model_validate(raw)
+        except ValidationError as exc:
+            return [f"line {n}: {invalid(exc)}"]
+        if event.id in ids:
+            return [f"line {n}: duplicate id {event.id!r}"]
+        ids.add(event.id)
+    return []
 
 
 @dataclass
@@ -75,64 +96,68 @@ class Turn:
     assistant). Every visible message of a session belongs to exactly one turn."""
 
     session: str
-    asked: list[dict]
-    answered: list[dict]
+    asked: list[SessionEvent]
+    answered: list[SessionEvent]
     ts: str
     pos: int = 0  # the turn's place in its session
     skipped: list[str] = field(default_factory=list)  # ids of events inside the turn left out
 
     @property
-    def messages(self) -> list[dict]:
+    def messages(self) -> list[SessionEvent]:
         return self.asked + self.answered
 
     @property
     def source_ids(self) -> list[str]:
-        return [str(m["id"]) for m in self.messages]
+        return [m.key for m in self.messages]
 
     @property
-    def question(self) -> dict:
+    def question(self) -> dict[str, str]:
         return _joined(self.asked)
 
     @property
-    def answer(self) -> dict:
+    def answer(self) -> dict[str, str]:
         return _joined(self.answered)
 
+    def transcript(self) -> list[str]:
+        """The turn's messages as "role: text" lines, the form extraction reads."""
+        return [f"{m.role}: {message_text(m)}" for m in self.messages]
 
-def message_text(event: dict) -> str:
+
+def message_text(event: SessionEvent) -> str:
     """A message as said: its content, and the caption of an image it carries (an optional
     ``caption`` field) as `[image: …]`."""
-    content = event.get("content") if isinstance(event.get("content"), str) else ""
-    caption = event.get("caption")
-    if isinstance(caption, str) and caption.strip():
-        return f"{content} [image: {caption.strip()}]".strip()
-    return content
+    caption = event.caption
+    if caption and caption.strip():
+        return f"{event.content} [image: {caption.strip()}]".strip()
+    return event.content
 
 
-def _joined(events: list[dict]) -> dict:
-    return {"id": str(events[0]["id"]) if events else "", "content": "\n".join(message_text(e) for e in events)}
+def _joined(events: list[SessionEvent]) -> dict[str, str]:
+    return {"id": events[0].key if events else "", "content": "\n".join(message_text(e) for e in events)}
 
 
-def _visible(event: dict) -> bool:
+def _visible(event: SessionEvent) -> bool:
     return bool(message_text(event).strip())
 
 
-def project_turns(session: str, events: list[dict], *, final: bool = False) -> list[Turn]:
-    """Turns, in order. A user event marked as a recall snapshot (kind: recall, or role:
-    recall) is not a user message; tool, reasoning and draft events are skipped. A last
-    turn still waiting for its answer is left out of a live session; ``final`` (a
-    finished transcript) keeps it."""
+def project_turns(session: str, events: Iterable[SessionEvent], *, final: bool = False) -> list[Turn]:
+    """Turns, in order: the one projection of a session log that chat, import-chat and
+    commit read (docs/DESIGN.md, "Session logs and events"). A user event marked as a
+    recall snapshot (kind: recall, or role: recall) is not a user message; tool,
+    reasoning and draft events are skipped. A last turn still waiting for its answer is
+    left out of a live session; ``final`` (a finished transcript, or a commit) keeps it."""
     turns: list[Turn] = []
-    asked: list[dict] = []
-    answered: list[dict] = []
+    asked: list[SessionEvent] = []
+    answered: list[SessionEvent] = []
     between: list[str] = []
 
     def close() -> None:
         if asked or answered:
-            stamps = [str(e["ts"]) for e in answered + asked if e.get("ts")]
+            stamps = [str(e.ts) for e in answered + asked if e.ts]
             turns.append(Turn(session, list(asked), list(answered), stamps[0] if stamps else "", len(turns), list(between)))
 
     for event in events:
-        role, kind = event.get("role"), event.get("kind")
+        role, kind = event.role, event.kind
         if role in QUESTION_ROLES and kind not in ("recall", "tool") and _visible(event):
             if answered:
                 close()
@@ -141,7 +166,7 @@ def project_turns(session: str, events: list[dict], *, final: bool = False) -> l
         elif role in ANSWER_ROLES and kind not in ("reasoning", "tool", "draft") and _visible(event):
             answered.append(event)
         elif asked or answered:
-            between.append(str(event.get("id")))
+            between.append(event.key)
     if answered or final:
         close()
     return turns

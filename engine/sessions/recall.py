@@ -1,4 +1,4 @@
-"""Recall over turn memories (seed 002 §三–四; docs/DESIGN.md, "Turn memory").
+"""Recall over turn memories (docs/DESIGN.md, "Turn memory"; its fusion: "Search").
 
 - Keyword route: BM25 (tantivy) over what was said — the whole turn, its date and its
   neighbours in the session.
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from ..fusion import RouteHits, fuse
 from ..text import content_tokens, has_cjk, tokenize
 from .communities import label_propagation
 from .store import norm_term
@@ -178,24 +179,24 @@ class TurnMemory:
         if not self._relevant(query, keyword, cos):
             return []
         keyword, vector = keyword if p.keyword else [], vector if p.vector else []
-        bm25 = dict(keyword)
-        top = max(bm25.values(), default=0.0)
-        fused: dict[str, float] = {}
         routes: dict[str, list[str]] = defaultdict(list)
         for rank, (m, s) in enumerate(keyword, 1):
             routes[m].append(f"keyword #{rank} ({s:.2f})")
         for rank, (m, s) in enumerate(vector, 1):
             routes[m].append(f"vector #{rank} ({s:.2f})")
-        for m in routes:
-            fused[m] = (bm25.get(m, 0.0) / top if top else 0.0) + (p.vector_weight * cos.get(m, 0.0) if p.vector else 0.0)
+        # By score, not rank (docs/DESIGN.md, "Search"): BM25 relative to its best hit, the
+        # cosine of every candidate either route found, a graph bonus relative to its best.
+        fusing = [RouteHits(keyword, "max")]
+        if p.vector:
+            fusing.append(RouteHits([(m, cos.get(m, 0.0)) for m in routes], "raw", p.vector_weight))
         explain: dict[str, list[dict]] = {}
         if p.graph:
             graph = [g for g in self.graph_route(self.literal_terms(query), p.depth) if usable(g[0])]
-            best = graph[0][1] if graph else 0.0
+            fusing.append(RouteHits([(m, s) for m, s, _ in graph], "max", p.graph_weight))
             for rank, (m, s, why) in enumerate(graph, 1):
-                fused[m] = fused.get(m, 0.0) + p.graph_weight * s / best
                 routes[m].append(f"graph (terms in the question) #{rank}")
                 explain[m] = why
+        fused = fuse(fusing)
         ranked = sorted(fused, key=lambda m: (-fused[m], m))[:k]
         hits = []
         for m in ranked:

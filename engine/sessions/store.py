@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import TYPE_CHECKING, Any
 
 from .contract import TurnExtraction
+from .events import TurnMemoryRecord
 from .log import Turn
+
+if TYPE_CHECKING:
+    from ..vault import Vault
 
 
 def sha(*parts: str) -> str:
@@ -34,15 +39,18 @@ def _shard(session: str) -> str:
 
 
 class TurnStore:
-    def __init__(self, vault):
+    """Writes take ``TurnMemoryRecord`` models (checked once, when made); reads give the
+    raw rows, which recall scans in its inner loops."""
+
+    def __init__(self, vault: Vault):
         self.vault = vault
 
-    def _rows(self, session: str) -> list[dict]:
+    def _rows(self, session: str) -> list[dict[str, Any]]:
         """The session's turn memories as stored (raw rows, in order)."""
         data = self.vault.state.db(_shard(session)).storage.read() or {}
         return list((data.get("turns") or {}).values())
 
-    def _write(self, session: str, rows: list[dict]) -> None:
+    def _write(self, session: str, rows: list[dict[str, Any]]) -> None:
         """Replace the session's turn memories in one atomic write of its shard (never a
         truncate and an insert: a kill between the two would lose them all). Writes edit
         the raw rows, as the catalog does; TinyDB is only used to read."""
@@ -51,22 +59,22 @@ class TurnStore:
         data["turns"] = {str(n): row for n, row in enumerate(rows, 1)}
         storage.write(data)
 
-    def get(self, session: str, mem_id: str) -> dict | None:
+    def get(self, session: str, mem_id: str) -> dict[str, Any] | None:
         return next((r for r in self._rows(session) if r["id"] == mem_id), None)
 
     def ids(self, session: str) -> set[str]:
         return {r["id"] for r in self._rows(session)}
 
-    def put(self, turn: Turn, extraction: TurnExtraction) -> dict:
+    def put(self, turn: Turn, extraction: TurnExtraction) -> TurnMemoryRecord:
         doc = self.doc(turn, extraction)
         self.put_many([doc])
         return doc
 
-    def put_many(self, docs: list[dict]) -> None:
+    def put_many(self, docs: list[TurnMemoryRecord]) -> None:
         """Many turn memories: each session's shard written once."""
-        by_session: dict[str, list[dict]] = {}
+        by_session: dict[str, list[dict[str, Any]]] = {}
         for doc in docs:
-            by_session.setdefault(doc["session"], []).append(doc)
+            by_session.setdefault(doc.session, []).append(doc.model_dump())
         for session, rows in by_session.items():
             keep = {r["id"]: r for r in self._rows(session)}
             keep.update({r["id"]: r for r in rows})
@@ -81,7 +89,7 @@ class TurnStore:
             self._write(session, stay)
         return len(rows) - len(stay)
 
-    def signature(self) -> list[list]:
+    def signature(self) -> list[list[Any]]:
         """What the shards look like on disk (name, inode, size, mtime): equal signatures
         mean nothing was written since (every write is an atomic rename)."""
         folder = self.vault.state.folder
@@ -94,24 +102,23 @@ class TurnStore:
             out.append([path.name, st.st_ino, st.st_size, st.st_mtime_ns])
         return out
 
-    def doc(self, turn: Turn, extraction: TurnExtraction) -> dict:
+    def doc(self, turn: Turn, extraction: TurnExtraction) -> TurnMemoryRecord:
         mem = memory_id(turn)
-        triples = []
+        triples: list[dict[str, str]] = []
         for t in extraction.triples:
             s, o = norm_term(t.subject), norm_term(t.object)
             p = norm_term(t.predicate)
             triples.append({"id": sha("triple", mem, term_id(s), p, term_id(o)), "subject": s, "subject_id": term_id(s),
                             "predicate": p, "object": o, "object_id": term_id(o)})
-        doc = {
+        # One validation of the whole record (its triples too): cheaper than a model per triple.
+        return TurnMemoryRecord.model_validate({
             "id": mem, "session": turn.session, "ts": turn.ts, "summary": extraction.summary,
             "outcome": extraction.outcome.value, "sources": turn.source_ids,
             "question": turn.question["content"], "answer": turn.answer["content"], "triples": triples,
-            "pos": turn.pos,
-            "speakers": sorted({str(m["speaker"]) for m in turn.messages if isinstance(m.get("speaker"), str)}),
-        }
-        return doc
+            "pos": turn.pos, "speakers": sorted({m.speaker for m in turn.messages if m.speaker is not None}),
+        })
 
-    def all(self) -> list[dict]:
+    def all(self) -> list[dict[str, Any]]:
         folder = self.vault.state.folder
         out = []
         for path in sorted(folder.glob("turns-*.json")) if folder.is_dir() else []:
