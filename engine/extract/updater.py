@@ -139,7 +139,7 @@ class MemoryUpdater:
             if ctx.source_page is None:  # an imported file's own references are reported by the import
                 report.unresolved += [f"{note.uri}:{m.line}: {m.raw}" for m in refs.missing]
             for ref in refs.found:
-                link_type, spec = reference_link(ref, note.fields.get("kind") or "", names.kind(ref.target))
+                link_type, spec = reference_link(ref, note.fields.get("kind") or "", names.kind(ref.target), v.config.link_table())
                 specs.append((note.uri, ref.target, link_type, spec))
         if deferred is not None:
             deferred += specs  # the caller writes them, with others, in one transaction
