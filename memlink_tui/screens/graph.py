@@ -92,7 +92,7 @@ class GraphScreen(Pane):
             degrees = {e.uri: graph.degree(e.uri) for e in self.vault.list_notes()}
             uri = max(degrees, key=lambda u: (degrees[u], u), default=None)
             if uri is None:
-                self.app.call_from_thread(self.query_one("#neighbours", Tree).set_label, "no notes yet")
+                self.app.call_from_thread(self.query_one("#neighbours", Tree).root.set_label, "no notes yet")
                 return
         steps = list(graph.steps(uri))
         ranks = graph.ppr({uri: 1.0}, both_ways=True)
