@@ -33,9 +33,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from synthetic import TextMaker  # noqa: E402
 
 from engine import Vault  # noqa: E402
+from engine.index.keywords import bm25_idf  # noqa: E402
 from engine.sessions.importer import import_chat, turn_extractor  # noqa: E402
 from engine.sessions.recall import RecallParams, TurnMemory  # noqa: E402
-from engine.index.keywords import bm25_idf  # noqa: E402
 from engine.text import tokenize  # noqa: E402
 
 PEOPLE = ["Astrid Holm", "Bram Visser", "Chen Wei", "Dara Okafor", "Emil Novak", "Farah Aziz", "Gus Moreno", "Hana Sato"]

@@ -46,7 +46,7 @@ def full_scan(texts: list[str], uris: list[str], query: str, k: int = 10) -> lis
     """The baseline: score every note's text by query-term occurrences (a wiki grep)."""
     terms = query.lower().split()
     scored = []
-    for uri, text in zip(uris, texts):
+    for uri, text in zip(uris, texts, strict=True):
         s = sum(text.count(t) for t in terms)
         if s:
             scored.append((s, uri))
@@ -132,7 +132,7 @@ def run(n: int, queries_n: int, tmp: Path) -> None:
     # One changed note: the index update alone, and the whole write (file, catalog, index).
     sample = rng.sample(meta["uris"], 100)
     upd, write = [], []
-    for i, uri in enumerate(sample):
+    for uri in sample:
         note = vault.read_note(uri)
         t = time.perf_counter()
         index.on_vault_change("changed", uri)

@@ -32,6 +32,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+from linked_world import World, generate  # noqa: E402
+
 from engine import Vault  # noqa: E402
 from engine.extract.batch import ingest_batch  # noqa: E402
 from engine.extract.rules import RulesExtractor  # noqa: E402
@@ -39,7 +41,6 @@ from engine.index import SearchIndex  # noqa: E402
 from engine.index.keywords import KeywordIndex  # noqa: E402
 from engine.relations import relations_of  # noqa: E402
 from engine.search import search  # noqa: E402
-from linked_world import World, generate  # noqa: E402
 
 K = 5
 ROUTES = {  # name -> search keyword arguments (ablations)
@@ -67,7 +68,7 @@ def person_of(vault: Vault, world: World) -> dict[str, str]:
 
 def score(results: list[list[str]], world: World) -> dict[str, float]:
     p = p5 = r = 0.0
-    for q, got in zip(world.questions, results):
+    for q, got in zip(world.questions, results, strict=True):
         hits = len(set(got[:K]) & set(q.gold))
         p += hits / len(got[:K]) if got else 0.0
         p5 += hits / K

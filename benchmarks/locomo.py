@@ -172,7 +172,7 @@ def main() -> int:
                 out = memlink("recall", "--batch", str(qfile), "--k", str(k), "--json", vault=vault_root)
                 lines = [json.loads(l) for l in out.stdout.splitlines()]
                 assert len(lines) == len(qs), "one JSON line per question, in order"
-                for q, line in zip(qs, lines):
+                for q, line in zip(qs, lines, strict=True):
                     memlink_at[k].add(q["category"], found([h["sources"] for h in line["hits"]], q["evidence"]))
             messages = transcript(sample)
             bm25 = BM25([bm25_tokens(m["content"]) for m in messages])

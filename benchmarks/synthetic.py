@@ -109,7 +109,7 @@ def generate_fast(root: Path, notes: int, links_per_note: float = 3.0, seed: int
     targets: list[int] = list(range(notes))
     cars: dict[str, Sidecar] = defaultdict(Sidecar)
     seen = set()
-    kinds, weights = zip(*LINK_MIX)
+    kinds, weights = zip(*LINK_MIX, strict=True)
     for k in range(int(notes * links_per_note)):
         a = rng.randrange(notes)
         b = rng.choice(targets) if rng.random() < 0.5 else rng.choice(by_topic[topics[a]])
@@ -136,7 +136,7 @@ def generate(root: Path, notes: int, links_per_note: float = 3.0, seed: int = 7)
     for i in range(notes):
         mtype, fields = note_fields(text, i, rng.randrange(len(text.topics)))
         uris.append(vault.write_note(mtype, fields).uri)
-    kinds, weights = zip(*LINK_MIX)
+    kinds, weights = zip(*LINK_MIX, strict=True)
     for _ in range(int(notes * links_per_note)):
         a, b = rng.sample(uris, 2)
         vault.link(a, b, rng.choices(kinds, weights)[0], weight=round(rng.uniform(0.2, 1.0), 2))

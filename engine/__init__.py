@@ -1,5 +1,6 @@
 """memlink's UI-free core. Never imports textual, widgets or memlink_tui."""
 
+from .checks import Finding
 from .errors import (
     LinkError,
     MemlinkError,
@@ -15,7 +16,6 @@ from .errors import (
 from .links import LinkType, StoredLink, StoredWikiLink, WikiLink
 from .notes import Note
 from .schema import MemoryTypeSchema, TypeRegistry
-from .checks import Finding
 from .vault import CatalogEntry, Vault
 
 __all__ = [

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Optional
-
+from typing import TYPE_CHECKING
 
 from .state import StateStore
+
+if TYPE_CHECKING:
+    from tinydb.table import Table
 
 SHARDS = 64
 
@@ -24,7 +26,7 @@ class CatalogEntry:
     mtime_ns: int
     size: int
     sha: str = ""  # content hash: the index compares it to what it has indexed
-    error: Optional[str] = None
+    error: str | None = None
     superseded: bool = False  # a review kept another note over this one (valid_until set)
     # What other notes and questions may call this note by (engine.names): its aliases
     # (other names, the path a file was imported from) and kind (person, company…).
@@ -44,7 +46,7 @@ class CatalogStore:
     def __init__(self, state: StateStore):
         self.state = state
 
-    def _table(self, shard: str):
+    def _table(self, shard: str) -> Table:
         return self.state.db(shard).table("notes")
 
     def load(self) -> dict[str, CatalogEntry]:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Literal, Optional
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
@@ -21,7 +22,7 @@ from .catalog import CatalogEntry
 from .errors import LinkError, MemlinkError, SidecarError
 from .jsonl import read_jsonl
 from .lineranges import check_ranges
-from .links import SIDECAR, Sidecar, StoredLink
+from .links import SIDECAR, Direction, Sidecar, StoredLink
 from .linktypes import LinkTypeTable
 from .uris import uri_dir
 
@@ -43,7 +44,7 @@ class Finding(BaseModel):
     severity: Severity
     uri: str
     message: str
-    other: Optional[str] = None  # the note on the other side (links, contradictions)
+    other: str | None = None  # the note on the other side (links, contradictions)
     code: str = ""
 
     @property
@@ -166,7 +167,7 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
             yield _problem("links", "error", "misplaced_link", where,
                            f"{link.id} ({direction}) sits in {folder or '.'}/ but belongs in {home or '.'}/")
             continue
-        other_dir = "backlinks" if direction == "links" else "links"
+        other_dir: Direction = "backlinks" if direction == "links" else "links"
         other_folder = uri_dir(link.to_uri if direction == "links" else link.from_uri)
         twin = index.get((other_folder, other_dir, link.id))
         if twin is None:
@@ -270,7 +271,7 @@ def provenanced(vault: Vault) -> set[str]:
             if isinstance(created, list):
                 out.update(u for u in created if isinstance(u, str))
             if isinstance(changed, list):
-                out.update(c.get("uri") for c in changed if isinstance(c, dict) and isinstance(c.get("uri"), str))
+                out.update(c["uri"] for c in changed if isinstance(c, dict) and isinstance(c.get("uri"), str))
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
@@ -19,7 +19,7 @@ CONFIG_FILE = "memlink.yaml"
 class EmbeddingConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: Optional[str] = Field(
+    model: str | None = Field(
         None, description="a model2vec model: folder or hub id already in the local cache; empty = the bundled one"
     )
 
@@ -37,7 +37,7 @@ class SearchConfig(BaseModel):
     depth: int = Field(1, ge=1, le=5)
     min_link_weight: float = Field(0.3, ge=0, le=1)
     min_ppr_score: float = Field(0.05, ge=0)
-    forced_follow: Optional[list[str]] = Field(
+    forced_follow: list[str] | None = Field(
         None, description="link types search always follows one hop; default: those the link-type table marks "
                           "forced_follow (docs/DESIGN.md \"Link types\")")
     backlink_boost: bool = False
@@ -65,7 +65,7 @@ class LLMConfig(BaseModel):
         "auto", description="auto: Ollama when it runs and has the model, else the zero-LLM rules"
     )
     model: str = "llama3.2"
-    host: Optional[str] = Field(None, description="default: $OLLAMA_HOST, else http://127.0.0.1:11434")
+    host: str | None = Field(None, description="default: $OLLAMA_HOST, else http://127.0.0.1:11434")
     timeout: float = Field(60.0, gt=0)
     max_tokens: int = Field(2048, ge=16)
 
@@ -112,7 +112,7 @@ class VaultConfig(BaseModel):
     _link_table: LinkTypeTable = PrivateAttr(default_factory=builtin_table)
 
     @model_validator(mode="after")
-    def _table(self) -> "VaultConfig":
+    def _table(self) -> VaultConfig:
         # Built once: a name clash with a built-in or a role claimed twice is a config error.
         self._link_table = builtin_table().with_types(self.link_types)
         for name in self.search.forced_follow or ():

@@ -12,9 +12,12 @@ import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from model2vec.model import StaticModel
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ def nonzero(matrix: np.ndarray) -> np.ndarray:
     return np.linalg.norm(matrix, axis=1) > 1e-6
 
 
-def load_static_model(source: str | Path):
+def load_static_model(source: str | Path) -> StaticModel:
     """A model2vec StaticModel. A local folder in model2vec's own layout is read directly
     (safetensors + tokenizers into StaticModel), as ``from_pretrained`` does for it minus
     the model-card parsing, which imports huggingface_hub and costs half a second on

@@ -5,8 +5,9 @@ is a ``RouteHits``: its hits best first, how their scores are normalised, and it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 Norm = Literal["rank", "max", "raw"]
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Literal
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any, Literal
 
 import networkx as nx
 
@@ -38,7 +40,7 @@ class Step:
 
     src: str
     dst: str
-    link: "StoredLink | Edge"
+    link: StoredLink | Edge
     direction: Direction
 
     def describe(self) -> str:
@@ -97,12 +99,12 @@ class LinkGraph:
         self._nx: nx.MultiDiGraph | None = None
 
     @classmethod
-    def for_vault(cls, vault: Vault) -> "LinkGraph":
+    def for_vault(cls, vault: Vault) -> LinkGraph:
         """The vault's graph, kept by its services and rebuilt when its links changed."""
         return vault.services.graph
 
     @classmethod
-    def build(cls, vault: Vault) -> "LinkGraph":
+    def build(cls, vault: Vault) -> LinkGraph:
         """A fresh graph from the vault's sidecars (``vault.services.graph`` keeps one)."""
         notes = {e.uri for e in vault.list_notes()}
         edges = []
@@ -168,7 +170,9 @@ class LinkGraph:
                 reached: dict[str, tuple[float, list[Step], bool]] = {}
                 for uri, score in frontier:
                     spread = spread_of(uri)
-                    for direction, edges in (("links", self.out.get(uri, ())), ("backlinks", self.inc.get(uri, ()))):
+                    sides: tuple[tuple[Direction, Iterable[Edge]], ...] = (
+                        ("links", self.out.get(uri, ())), ("backlinks", self.inc.get(uri, ())))
+                    for direction, edges in sides:
                         for e in edges:
                             dst = e.to_uri if direction == "links" else e.from_uri
                             if dst in visited or e.weight < params.min_link_weight:
@@ -266,8 +270,9 @@ class LinkGraph:
             nodes = nx.shortest_path(self.g.to_undirected(as_view=True), a, b)
         except nx.NetworkXNoPath:
             return None
-        steps = []
-        for x, y in zip(nodes, nodes[1:]):
+        steps: list[Step] = []
+        for x, y in pairwise(nodes):
             step = next((s for s in self.steps(x) if s.dst == y), None)
+            assert step is not None  # the path walks the graph's own edges
             steps.append(step)
         return steps

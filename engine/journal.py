@@ -16,7 +16,7 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -40,13 +40,13 @@ class WriteFile(_Op):
     op: Literal["write_file"] = "write_file"
     uri: str
     text: str
-    before: Optional[str] = None
+    before: str | None = None
 
 
 class DeleteFile(_Op):
     op: Literal["delete_file"] = "delete_file"
     uri: str
-    before: Optional[str] = None
+    before: str | None = None
 
 
 class WriteSidecar(_Op):
@@ -54,8 +54,8 @@ class WriteSidecar(_Op):
 
     op: Literal["write_sidecar"] = "write_sidecar"
     folder: str
-    text: Optional[str]
-    before: Optional[str] = None
+    text: str | None
+    before: str | None = None
 
 
 def file_hash(path: Path) -> str | None:
@@ -97,12 +97,12 @@ class RemoveLegacy(_Op):
 
     op: Literal["remove_legacy"] = "remove_legacy"
     folder: str
-    entry_id: Optional[str]
-    from_uri: Optional[str]
+    entry_id: str | None
+    from_uri: str | None
     to_uri: str
 
 
-Op = Annotated[Union[WriteFile, DeleteFile, PutLink, RemoveLink, RemoveLegacy, WriteSidecar, AppendRecords],
+Op = Annotated[WriteFile | DeleteFile | PutLink | RemoveLink | RemoveLegacy | WriteSidecar | AppendRecords,
               Field(discriminator="op")]
 _OPS = TypeAdapter(list[Op])
 
@@ -230,16 +230,17 @@ def apply_sidecar_op(car: Sidecar, op: PutLink | RemoveLink | RemoveLegacy) -> b
         car.entries = kept
         return changed
     if isinstance(op, RemoveLegacy):
-        kept, changed = [], False
+        kept_legacy: list[dict] = []
+        changed = False
         for raw in car.legacy:
-            same = ((raw.get("id") or "legacy") == op.entry_id) and (raw.get("from_uri") == op.from_uri)
-            if same and op.to_uri in raw["uris"]:
+            matches = ((raw.get("id") or "legacy") == op.entry_id) and (raw.get("from_uri") == op.from_uri)
+            if matches and op.to_uri in raw["uris"]:
                 changed = True
                 raw = {**raw, "uris": [u for u in raw["uris"] if u != op.to_uri]}
                 if not raw["uris"]:
                     continue
-            kept.append(raw)
-        car.legacy = kept
+            kept_legacy.append(raw)
+        car.legacy = kept_legacy
         return changed
     return False
 

@@ -8,9 +8,18 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, ValidationError, WithJsonSchema, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+)
 
 from .errors import LinkError, SidecarError, UriError
 from .lineranges import format_ranges, parse_ranges
@@ -34,7 +43,7 @@ StoredLinkType = Annotated[
 DEFAULT_TYPE = builtin_table().role("default")
 
 
-def _check_ranges(value: Optional[str]) -> Optional[str]:
+def _check_ranges(value: str | None) -> str | None:
     if value is None:
         return None
     try:
@@ -51,10 +60,10 @@ class WikiLink(BaseModel):
     f: int
     t: int
     t_field: str
-    t_line_ranges: Optional[str] = None
+    t_line_ranges: str | None = None
     link_type: LinkType
     weight: float = Field(1.0, ge=0.0, le=1.0)
-    match_text: Optional[str] = None
+    match_text: str | None = None
     description: str = ""
 
     _ranges = field_validator("t_line_ranges")(classmethod(lambda cls, v: _check_ranges(v)))
@@ -68,10 +77,10 @@ class StoredWikiLink(BaseModel):
     f_uri: str
     t_uri: str
     t_field: str
-    t_line_ranges: Optional[str] = None
+    t_line_ranges: str | None = None
     link_type: LinkType
     weight: float = Field(ge=0.0, le=1.0)
-    match_text: Optional[str] = None
+    match_text: str | None = None
     description: str = ""
 
     _ranges = field_validator("t_line_ranges")(classmethod(lambda cls, v: _check_ranges(v)))
@@ -90,8 +99,8 @@ class StoredLink(BaseModel):
     link_type: StoredLinkType
     weight: float = Field(ge=0.0, le=1.0)
     t_field: str = "content"
-    t_line_ranges: Optional[str] = None
-    match_text: Optional[str] = None
+    t_line_ranges: str | None = None
+    match_text: str | None = None
     description: str = ""
     created_at: str
     legacy: bool = Field(False, exclude=True)  # read from an old {uris, reason} entry
@@ -111,10 +120,10 @@ class StoredLink(BaseModel):
         """Dedup key of §3.2.5: same pair, same field, same line ranges = same link."""
         return (self.from_uri, self.to_uri, self.t_field, self.t_line_ranges or "")
 
-    def as_direction(self, direction: Direction) -> "StoredLink":
+    def as_direction(self, direction: Direction) -> StoredLink:
         return self.model_copy(update={"direction": direction})
 
-    def same_record(self, other: "StoredLink") -> bool:
+    def same_record(self, other: StoredLink) -> bool:
         a = self.model_dump(exclude={"direction"})
         b = other.model_dump(exclude={"direction"})
         return a == b
@@ -124,7 +133,7 @@ def new_link_id() -> str:
     return "link_" + uuid.uuid4().hex[:16]
 
 
-def merge_link(existing: Optional[StoredLink], new: StoredLink) -> StoredLink:
+def merge_link(existing: StoredLink | None, new: StoredLink) -> StoredLink:
     """§3.2.5 for one key: weight max, link_type and description latest, id kept."""
     if existing is None:
         return new
@@ -168,7 +177,7 @@ class Sidecar:
         self._lines: dict[int, tuple[StoredLink, str]] = lines if lines is not None else {}
 
     @classmethod
-    def parse(cls, text: str, where: str, folder: str) -> "Sidecar":
+    def parse(cls, text: str, where: str, folder: str) -> Sidecar:
         try:
             data = json.loads(text) if text.strip() else []
         except json.JSONDecodeError as exc:
@@ -195,7 +204,7 @@ class Sidecar:
                 raise SidecarError(f"{where}: entry {i} has neither 'to_uri' nor legacy 'uris'")
         return cls(entries, legacy, lines)
 
-    def copy(self) -> "Sidecar":
+    def copy(self) -> Sidecar:
         return Sidecar(list(self.entries), list(self.legacy), self._lines)
 
     def _line(self, entry: StoredLink) -> str:

@@ -16,9 +16,10 @@ type no table declares (such links are kept, and carry no meaning until declared
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from importlib import resources
-from typing import Annotated, Any, ClassVar, Iterable, Iterator, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, WithJsonSchema, field_validator
 from pydantic_core import core_schema

@@ -16,6 +16,7 @@ from .atomic import atomic_write_text
 from .checks import Finding, run_checks
 from .errors import MemlinkError
 from .journal import PutLink, RemoveLegacy, RemoveLink
+from .links import Direction
 from .uris import uri_dir
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ def fix(vault: Vault) -> list[str]:
                 ops.append(RemoveLink(folder=folder, id=l.id, direction=direction))
                 done.append(f"removed {direction} entry {l.id} {l.from_uri} -> {l.to_uri} (a note is missing)")
                 continue
-            twin_dir = "backlinks" if direction == "links" else "links"
+            twin_dir: Direction = "backlinks" if direction == "links" else "links"
             if (twin_dir, link_id) not in seen:
                 twin_folder = uri_dir(l.to_uri if direction == "links" else l.from_uri)
                 ops.append(PutLink(folder=twin_folder, link=l.as_direction(twin_dir)))

@@ -96,7 +96,7 @@ class NameIndex:
                         self.folders.add(key.split("/", 1)[0])
 
     @classmethod
-    def for_vault(cls, vault: Vault) -> "NameIndex":
+    def for_vault(cls, vault: Vault) -> NameIndex:
         """The name index of the vault's current catalog, kept by its services."""
         return vault.services.names
 

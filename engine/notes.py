@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -22,12 +22,12 @@ TOP_KEYS = ("memory_type", "created_at", "updated_at", "fields")
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
 
 
 def parse_timestamp(value: Any, where: str) -> str:
     if isinstance(value, dt.datetime):
-        stamp = value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+        stamp = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
         return stamp.isoformat()
     if isinstance(value, str):
         try:
@@ -36,7 +36,7 @@ def parse_timestamp(value: Any, where: str) -> str:
             pass
         else:
             if stamp.tzinfo is None:
-                stamp = stamp.replace(tzinfo=dt.timezone.utc)
+                stamp = stamp.replace(tzinfo=dt.UTC)
             return stamp.isoformat()
     raise NoteError(f"{where}: not an ISO 8601 timestamp: {value!r}")
 
@@ -109,11 +109,17 @@ def parse_note(text: str, uri: str, types: TypeRegistry) -> Note:
     return Note(uri=uri, memory_type=mtype, fields=fields, created_at=created, updated_at=updated, body=body, extra=extra)
 
 
-class _NoteDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
+if TYPE_CHECKING:
+    _Dumper = yaml.SafeDumper
+else:  # the C dumper when libyaml is there
+    _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _NoteDumper(_Dumper):
     """Multi-line text as YAML block literals, so notes stay pleasant to edit in vim."""
 
 
-def _str_representer(dumper: yaml.SafeDumper, value: str):
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 

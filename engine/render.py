@@ -10,8 +10,8 @@ text is a match_text it becomes that one link, otherwise it is left as written.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from .links import StoredLink
 

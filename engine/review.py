@@ -103,7 +103,7 @@ def review(vault: Vault, a: str, b: str, action: str, *, text: str | None = None
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def _entry_id(entry: dict[str, Any]) -> str:

@@ -7,7 +7,8 @@ YAML files in its own ``memory_types/`` folder.
 from __future__ import annotations
 
 import datetime as dt
-from enum import Enum
+from collections.abc import Iterator
+from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from .yamlio import safe_load
 RESERVED_FIELDS = {"memory_type", "created_at", "updated_at", "page_id", "links", "uri"}
 
 
-class FieldType(str, Enum):
+class FieldType(StrEnum):
     STRING = "string"
     INTEGER = "integer"
     NUMBER = "number"
@@ -32,7 +33,7 @@ class FieldType(str, Enum):
     DATE = "date"
 
 
-class MergeOp(str, Enum):
+class MergeOp(StrEnum):
     PATCH = "patch"  # replace, or SEARCH/REPLACE edit of a string
     SUM = "sum"  # numeric add, or list union
     IMMUTABLE = "immutable"  # set once; a different value is rejected
@@ -48,7 +49,7 @@ class MemoryField(BaseModel):
     description: str = ""
 
     @model_validator(mode="after")
-    def _sum_needs_numbers_or_lists(self) -> "MemoryField":
+    def _sum_needs_numbers_or_lists(self) -> MemoryField:
         if self.merge_op is MergeOp.SUM and self.field_type not in (
             FieldType.INTEGER,
             FieldType.NUMBER,
@@ -84,7 +85,7 @@ class MemoryTypeSchema(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _check(self) -> "MemoryTypeSchema":
+    def _check(self) -> MemoryTypeSchema:
         if self.title_field not in self.field_names:
             raise ValueError(f"title_field {self.title_field!r} is not one of the fields")
         for src in (self.directory, self.filename, self.content_template):
@@ -219,7 +220,7 @@ class TypeRegistry:
         self._types = dict(types)
 
     @classmethod
-    def builtin(cls) -> "TypeRegistry":
+    def builtin(cls) -> TypeRegistry:
         types: dict[str, MemoryTypeSchema] = {}
         folder = resources.files("engine.memory_types")
         for entry in sorted(folder.iterdir(), key=lambda p: p.name):
@@ -229,7 +230,7 @@ class TypeRegistry:
         return cls(types)
 
     @classmethod
-    def for_vault(cls, root: Path) -> "TypeRegistry":
+    def for_vault(cls, root: Path) -> TypeRegistry:
         reg = cls.builtin()
         folder = Path(root) / "memory_types"
         if folder.is_dir():
@@ -247,7 +248,7 @@ class TypeRegistry:
     def names(self) -> list[str]:
         return list(self._types)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[MemoryTypeSchema]:
         return iter(self._types.values())
 
     def __contains__(self, name: object) -> bool:

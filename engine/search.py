@@ -40,6 +40,7 @@ class Route:
             return f"{self.kind} #{self.rank} ({self.score:.2f})"
         if self.kind == "name":
             return "named in the question"
+        assert self.via is not None, f"a {self.kind} hit has its step"
         arrow = "→" if self.via.direction == "links" else "←"
         if self.kind == "answer":
             relation = self.via.link.description or self.via.link.link_type.value
@@ -63,7 +64,7 @@ class SearchHit:
     score: float
     routes: list[Route] = field(default_factory=list)
     snippet: str = ""
-    evidence: list["SearchHit"] = field(default_factory=list)  # notes derived from this one that matched too
+    evidence: list[SearchHit] = field(default_factory=list)  # notes derived from this one that matched too
     weak: bool = False  # found only by meaning, below the confident similarity
 
     @property
@@ -99,7 +100,7 @@ def propagation_params(cfg: SearchConfig, link_types: LinkTypeTable | None = Non
 
 
 def search(
-    vault,
+    vault: Vault,
     query: str,
     *,
     k: int = 10,
@@ -261,7 +262,7 @@ def query_coverage(index: SearchIndex, query: str) -> float:
     return sum(v for t, v in idf.items() if df[t]) / total if total else 0.0
 
 
-def _named(vault, query: str) -> list[str]:
+def _named(vault: Vault, query: str) -> list[str]:
     from .names import NameIndex
 
     out: list[str] = []
@@ -271,7 +272,7 @@ def _named(vault, query: str) -> list[str]:
     return out
 
 
-def _without_names(query: str, vault) -> str:
+def _without_names(query: str, vault: Vault) -> str:
     """The question without the names in it: "Who attended the Acme investor update?"
     asks about attending, whatever the meeting is called."""
     from .names import NameIndex, words
@@ -327,7 +328,7 @@ def _group(graph: LinkGraph, order: list[str], k: int, link_types: LinkTypeTable
     return out
 
 
-def _snippet(vault, uri: str, query_tokens: set[str]) -> str:
+def _snippet(vault: Vault, uri: str, query_tokens: set[str]) -> str:
     """The best window of the note's text, with its outgoing links rendered inside it."""
     try:
         body = vault.read_body(uri)
@@ -351,7 +352,7 @@ def _log_query(vault: Vault, query: str, ranked: list[str], found: dict[str, lis
     topics searched often but poorly covered."""
     best = max((r.score for u in ranked[:5] for r in found.get(u, []) if r.kind == "vector"), default=0.0)
     entry = SearchLogEntry(q=" ".join(query.split()), hits=len(ranked), best_vector=round(best, 3),
-                           at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+                           at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     try:
         append_jsonl(vault.state_dir / "search-log.jsonl", [entry])
     except OSError:

@@ -11,8 +11,9 @@ choice is process-wide (engine.llm.registry), keyed by the vault's LLM configura
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from .llm.registry import Selection, refresh, selection
 

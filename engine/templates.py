@@ -12,7 +12,7 @@ import unicodedata
 from functools import lru_cache
 from pathlib import PurePosixPath
 
-from jinja2 import StrictUndefined, TemplateError
+from jinja2 import StrictUndefined, Template, TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from .errors import SchemaError
@@ -52,7 +52,7 @@ def _env() -> ImmutableSandboxedEnvironment:
 
 
 @lru_cache(maxsize=512)
-def compile_template(source: str):
+def compile_template(source: str) -> Template:
     try:
         return _env().from_string(source)
     except TemplateError as exc:

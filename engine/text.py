@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 
 import Stemmer
 
@@ -53,7 +54,7 @@ def has_cjk(text: str) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _stemmer():
+def _stemmer() -> Stemmer.Stemmer:
     return Stemmer.Stemmer("english")
 
 
@@ -106,7 +107,7 @@ def chunk_text(text: str, max_words: int = CHUNK_WORDS) -> list[Chunk]:
     parts: list[str] = []
     starts = [m.start() for m in _HEADING.finditer(text)]
     bounds = sorted(set([0, *starts, len(text)]))
-    sections = [text[a:b].strip() for a, b in zip(bounds, bounds[1:])]
+    sections = [text[a:b].strip() for a, b in pairwise(bounds)]
     for section in sections:
         if not section:
             continue

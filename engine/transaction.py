@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from .journal import (
-    AppendRecords, DeleteFile, PutLink, RemoveLegacy, RemoveLink, WriteFile, WriteSidecar, apply_sidecar_op, file_hash,
+    AppendRecords,
+    DeleteFile,
+    PutLink,
+    RemoveLegacy,
+    RemoveLink,
+    WriteFile,
+    WriteSidecar,
+    apply_sidecar_op,
+    file_hash,
     log_path,
 )
 from .links import SIDECAR, Sidecar, StoredLink
@@ -25,7 +33,7 @@ if TYPE_CHECKING:
     from .notes import Note
     from .vault import Vault
 
-LinkOp = Union[PutLink, RemoveLink, RemoveLegacy]
+LinkOp = PutLink | RemoveLink | RemoveLegacy
 
 
 def text_hash(text: str | None) -> str | None:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
@@ -29,10 +30,10 @@ from .lineranges import LineRangeMatcher, check_ranges, correct_ranges, format_r
 from .links import SIDECAR, LinkType, StoredLink, merge_link, new_link_id
 from .merge import is_edit, merge_fields
 from .notes import Note, now_iso, parse_note, parse_timestamp, rebuild_body, render_note_body, serialize_note, split_body
-from .transaction import Transaction
 from .render import Rendered, render_links
 from .schema import MemoryTypeSchema, TypeRegistry
 from .state import StateStore
+from .transaction import Transaction
 from .uris import PathResolver, normalize_uri, uri_dir
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class Vault:
 
     # -- opening ----------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | Path) -> "Vault":
+    def open(cls, path: str | Path) -> Vault:
         root = Path(path).expanduser()
         if not root.is_dir():
             raise VaultError(f"vault folder {root} does not exist; create one with `memlink init --vault {root}`")
@@ -81,7 +82,7 @@ class Vault:
         return vault
 
     @classmethod
-    def init(cls, path: str | Path, name: str | None = None) -> "Vault":
+    def init(cls, path: str | Path, name: str | None = None) -> Vault:
         root = Path(path).expanduser()
         if (root / CONFIG_FILE).exists():
             raise VaultError(f"{root} is already a memlink vault")
@@ -380,8 +381,10 @@ class Vault:
             tx.link_ops(ops)
         return [planned[k].as_direction("links") for k in order]
 
-    def _plan_link(self, from_uri, to_uri, link_type, planned, *, weight=1.0, t_field=None, t_line_ranges=None,
-                   match_text=None, description="", created_at=None) -> tuple[StoredLink, list]:
+    def _plan_link(self, from_uri: str, to_uri: str, link_type: LinkType | str, planned: dict[tuple, StoredLink], *,
+                   weight: float = 1.0, t_field: str | None = None, t_line_ranges: str | None = None,
+                   match_text: str | None = None, description: str = "", created_at: str | None = None,
+                   ) -> tuple[StoredLink, list]:
         from_uri, to_uri = normalize_uri(from_uri), normalize_uri(to_uri)
         if from_uri == to_uri:
             raise LinkError(f"a note cannot link to itself ({from_uri})")
@@ -484,7 +487,7 @@ class Vault:
         return ops
 
     # -- reading for people -------------------------------------------------------------------
-    def render_note(self, uri: str, href=None) -> Rendered:
+    def render_note(self, uri: str, href: Callable[[StoredLink], str] | None = None) -> Rendered:
         """The note body with its outgoing links rendered at their match_text."""
         note = self.read_note(uri)
         links = self.get_file_links(note.uri, "links")
@@ -657,7 +660,8 @@ def _names(note: Note) -> dict:
             "kind": str(kind).strip().lower() if isinstance(kind, str) else ""}
 
 
-def _new_stored(from_uri, to_uri, link_type, weight, t_field, t_line_ranges, match_text, description, created_at) -> StoredLink:
+def _new_stored(from_uri: str, to_uri: str, link_type: LinkType, weight: float, t_field: str, t_line_ranges: str | None,
+                match_text: str | None, description: str, created_at: str | None) -> StoredLink:
     try:
         return StoredLink(
             id=new_link_id(),

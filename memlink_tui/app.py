@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 import threading
 from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from textual import work
 from textual.app import App
@@ -38,6 +39,8 @@ from .settings import SettingsFile
 from .theming import DEFAULT_THEME, load_themes
 
 if TYPE_CHECKING:
+    from textual.notifications import SeverityLevel
+
     from .screens.pane import Pane
 
 PANE_CLASSES = {
@@ -142,6 +145,7 @@ class MemlinkApp(App):
         if self.vault is None:
             from .screens.first_run import FirstRunScreen
 
+            assert self.vault_path is not None, "without a vault the app is given the folder to make one in"
             self.push_screen(FirstRunScreen(self.vault_path), self._first_run_done)
         else:
             self.start(self.vault)
@@ -162,7 +166,7 @@ class MemlinkApp(App):
         if overrides:
             vault.config.llm = vault.config.llm.model_copy(update=overrides)
         for pane in PANES:
-            self.add_mode(pane, lambda pane=pane: self._make_pane(pane))
+            self.add_mode(pane, partial(self._make_pane, pane))
         self.switch_mode("browser")
         # Background loading waits for the note tree (browser calls notes_shown): worker
         # threads importing numpy/hnswlib/ollama hold the GIL while the UI paints.
@@ -170,6 +174,12 @@ class MemlinkApp(App):
         self.set_interval(30, self.checkpoint)
         self.set_interval(0.5, self._count_queue)
         self.set_interval(PROVIDER_RECHECK_SECONDS, self.recheck_provider)
+
+    @property
+    def opened(self) -> Vault:
+        """The vault the panes show, once start() has opened it."""
+        assert self.vault is not None, "the app has started on a vault"
+        return self.vault
 
     def _make_pane(self, pane: str) -> Pane:
         # Each pane's module is imported when first shown: chat pulls in the Ollama
@@ -242,6 +252,7 @@ class MemlinkApp(App):
                 target = self.history.go_forward(here, alive=self._alive) if here else None
                 if target is None:
                     return
+            assert target is not None  # given with "go"; found for "back" and "forward"
             try:
                 await self._show(target, then)
             except Exception as exc:  # a pane that cannot show must not take the app down
@@ -254,14 +265,14 @@ class MemlinkApp(App):
 
     def _alive(self, location: Location) -> bool:
         """Browser and graph steps need their note; other panes are worth going back to."""
-        return location.uri is None or location.pane not in ("browser", "graph") or self.vault.exists(location.uri)
+        return location.uri is None or location.pane not in ("browser", "graph") or self.opened.exists(location.uri)
 
     async def _show(self, target: Location, then=None) -> None:
         while len(self.screen_stack) > 1 and isinstance(self.screen, ModalScreen):
             self.pop_screen()
         if self.current_mode != target.pane:
             await self.switch_mode(target.pane)
-        screen = self.screen_stack[0]
+        screen = cast("Pane", self.screen_stack[0])  # a mode's base screen is its pane
         await screen.show_location(target.uri)
         if target.uri and target.pane in ("browser", "graph"):
             self.current_note = target.uri
@@ -275,7 +286,7 @@ class MemlinkApp(App):
     def action_go(self, pane: str) -> None:
         self.go(pane)
 
-    def action_back(self) -> None:
+    def action_back(self) -> None:  # type: ignore[override]  # textual runs sync actions too; App types its own async
         if self.vault is not None:
             self.run_worker(self._navigate("back"), group="navigate")
 
@@ -339,7 +350,7 @@ class MemlinkApp(App):
     def set_provider(self, provider: str, model: str | None = None) -> None:
         """Switch the LLM provider (and model) for this app, and remember it."""
         update = {"provider": provider} | ({"model": model} if model else {})
-        self.vault.config.llm = self.vault.config.llm.model_copy(update=update)
+        self.opened.config.llm = self.opened.config.llm.model_copy(update=update)
         if not self.settings.update(llm_provider=provider, **({"llm_model": model} if model else {})):
             self.notify(self.settings.error or "settings not saved", severity="warning")
         self.check_provider()
@@ -348,7 +359,7 @@ class MemlinkApp(App):
         """Which LLM provider is active and why: in the status line and a notification."""
         self._provider_generation += 1
         self.provider_line = "LLM: checking…"
-        self._check_provider(self._provider_generation, self.vault.config.llm)
+        self._check_provider(self._provider_generation, self.opened.config.llm)
 
     @work(thread=True, group="provider")
     def _check_provider(self, generation: int, config, quiet: bool = False) -> None:
@@ -373,7 +384,7 @@ class MemlinkApp(App):
         detail = health.summary
         if health.provider == "rules" and self.settings.settings.llm_provider == "rules":
             detail = f"zero-LLM rules provider (chosen in the app, saved in {self.settings.path})"
-        severity = "information" if health.ok else "warning"
+        severity: SeverityLevel = "information" if health.ok else "warning"
         self.notify(detail, title=f"LLM: {health.provider}", severity=severity, timeout=6)
         self._tell("chat", ProviderChanged(self.provider, health))
 
@@ -389,7 +400,7 @@ class MemlinkApp(App):
 
         self.call_from_thread(setattr, self, "index_state", "loading…")
         try:
-            index = self.vault.services.open_index(progress=progress)
+            index = self.opened.services.open_index(progress=progress)
         except MemlinkError as exc:
             self.call_from_thread(setattr, self, "index_state", "unavailable")
             self.call_from_thread(self.notify, str(exc), title="Index unavailable", severity="error")
@@ -454,7 +465,7 @@ class MemlinkApp(App):
 
     @work(thread=True, exclusive=True, group="checkpoint")
     def checkpoint(self) -> None:
-        index = self.vault.services.loaded_index
+        index = self.opened.services.loaded_index
         if index is not None:
             index.checkpoint()
 

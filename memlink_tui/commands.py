@@ -4,12 +4,25 @@ switch theme, switch LLM provider or model."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING, Any, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+if TYPE_CHECKING:
+    from .app import MemlinkApp
 
-class NoteCommands(Provider):
+
+class _AppProvider(Provider):
+    """A command provider of the memlink app (textual types ``self.app`` as any App)."""
+
+    @property
+    def app(self) -> MemlinkApp:
+        return cast("MemlinkApp", super().app)
+
+
+class NoteCommands(_AppProvider):
     """Open any note by typing part of its title."""
 
     async def search(self, query: str) -> Hits:
@@ -24,10 +37,10 @@ class NoteCommands(Provider):
                           help=f"{entry.memory_type} · {entry.uri}")
 
 
-class _Listed(Provider):
+class _Listed(_AppProvider):
     """A fixed list of (name, callback, help) shown on an empty query too."""
 
-    def entries(self) -> list[tuple[str, object, str]]:
+    def entries(self) -> list[tuple[str, Callable[[], Any], str]]:
         raise NotImplementedError
 
     async def discover(self) -> Hits:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 import yaml
 from platformdirs import user_config_path
@@ -23,9 +23,9 @@ def config_dir() -> Path:
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    theme: Optional[str] = None
-    llm_provider: Optional[Literal["auto", "ollama", "rules"]] = None
-    llm_model: Optional[str] = None
+    theme: str | None = None
+    llm_provider: Literal["auto", "ollama", "rules"] | None = None
+    llm_model: str | None = None
 
 
 class SettingsFile:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Optional
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -22,16 +21,16 @@ class ThemeFile(BaseModel):
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     primary: str
-    secondary: Optional[str] = None
-    accent: Optional[str] = None
-    warning: Optional[str] = None
-    error: Optional[str] = None
-    success: Optional[str] = None
-    foreground: Optional[str] = None
-    background: Optional[str] = None
-    surface: Optional[str] = None
-    panel: Optional[str] = None
-    boost: Optional[str] = None
+    secondary: str | None = None
+    accent: str | None = None
+    warning: str | None = None
+    error: str | None = None
+    success: str | None = None
+    foreground: str | None = None
+    background: str | None = None
+    surface: str | None = None
+    panel: str | None = None
+    boost: str | None = None
     dark: bool = True
     ansi: bool = False
     variables: dict[str, str] = Field(default_factory=dict)

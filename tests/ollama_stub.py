@@ -122,7 +122,7 @@ class OllamaStub:
     def count(self, path: str) -> int:
         return self.hits.count(path)
 
-    def __enter__(self) -> "OllamaStub":
+    def __enter__(self) -> OllamaStub:
         self.thread.start()
         return self
 

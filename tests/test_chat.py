@@ -4,6 +4,7 @@ untouched log, streaming replies from the loopback Ollama server, background ext
 from __future__ import annotations
 
 import pytest
+from ollama_stub import OllamaStub
 
 from engine.llm import LLMError
 from engine.llm.ollama_provider import OllamaProvider
@@ -13,7 +14,6 @@ from engine.sessions.events import SessionEvent
 from engine.sessions.extract import RulesTurnExtractor
 from engine.sessions.log import Turn, read_events
 from engine.sessions.recall import RecallHit
-from ollama_stub import OllamaStub
 
 
 def turn(i: int) -> Turn:

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
+
 from engine import Vault, VaultLocked
 from engine.atomic import TMP_SUFFIX, sweep_temp_files
 from engine.jsonl import read_jsonl

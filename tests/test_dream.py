@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 from filelock import FileLock
+from ollama_stub import OllamaStub
 
 from engine.dream import DreamBusy, ask, dream, load_state
 from engine.errors import MemlinkError
 from engine.llm.ollama_provider import OllamaProvider
-from ollama_stub import OllamaStub
 
 
 def link(f: int, t: int, link_type: str, t_field: str = "content", **extra) -> dict:
@@ -143,7 +143,6 @@ def test_dream_with_ollama_and_a_concurrent_writer(vault):
     import sys
 
     import yaml
-
     from conftest import REPO
     from ollama_stub import OllamaStub
 
@@ -303,9 +302,10 @@ def vault_files(root: Path) -> dict[str, str]:
 
 
 def test_a_dry_run_leaves_the_vault_byte_identical(vault):
+    from test_cli import memlink
+
     from engine import Vault
     from engine.search import search
-    from test_cli import memlink
 
     w = vault.write_note
     a = w("entity", {"name": "A", "content": "Says yes."}).uri

@@ -8,13 +8,13 @@ import json
 
 import pytest
 import yaml
+from ollama_stub import OllamaStub
 
 from engine import Vault
 from engine.extract.inputs import InputError, commit_session, ingest
 from engine.extract.loop import ExtractionRejected
 from engine.extract.operations import operations_model
 from engine.extract.rules import RulesExtractor
-from ollama_stub import OllamaStub
 
 RULES = RulesExtractor()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from conftest import set_llm
+from ollama_stub import OllamaStub
 from textual.widgets import DataTable, ListView, Markdown, OptionList, Static
 
 from memlink_tui.app import MemlinkApp
@@ -13,8 +15,6 @@ from memlink_tui.screens.importer import ImportScreen
 from memlink_tui.screens.lint import LintScreen
 from memlink_tui.screens.reports import AskScreen, ReportScreen
 from memlink_tui.screens.search import SearchScreen
-from conftest import set_llm
-from ollama_stub import OllamaStub
 from widgets import LinkTable
 
 SIZE = (150, 45)

@@ -9,14 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, set_llm
+from ollama_stub import OllamaStub
+from test_cli import memlink
+
 from engine import Vault
 from engine.extract.batch import ingest_batch
 from engine.extract.rules import RulesExtractor, names_in
 from engine.search import search
-from ollama_stub import OllamaStub
-from test_cli import memlink
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from linked_world import generate  # noqa: E402

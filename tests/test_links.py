@@ -1,8 +1,8 @@
 import json
 
 import pytest
-
 from conftest import make_pair
+
 from engine import LinkError, LinkType, SidecarError, StoredLink, Vault
 from engine.lineranges import correct_ranges, parse_ranges
 from engine.links import links_merge

@@ -9,9 +9,10 @@ import math
 import pickle
 
 import pytest
-from pydantic import ValidationError
-
 from conftest import make_pair
+from pydantic import ValidationError
+from test_extract import session
+
 from engine import LinkError, LinkType, Vault, VaultError
 from engine.config import SearchConfig
 from engine.extract.inputs import commit_session
@@ -21,7 +22,6 @@ from engine.extract.rules import RulesExtractor, link_type_for
 from engine.graph import LinkGraph
 from engine.linktypes import builtin_table
 from engine.search import propagation_params, search
-from test_extract import session
 
 SUPPORTS = """
 link_types:

@@ -6,6 +6,7 @@ import datetime as dt
 import json
 
 from conftest import make_pair
+
 from engine.lint import fix, lint, write_dashboards
 
 

@@ -6,16 +6,14 @@ from __future__ import annotations
 import socket
 
 import pytest
+from ollama_stub import OllamaStub
 from pydantic import BaseModel, ConfigDict
 
 from engine.config import LLMConfig
-from engine.llm import (Health, LLMError, LLMInvalidOutput, LLMModelMissing, LLMTimeout, LLMUnavailable, NeedsOllama,
-                        Provider)
+from engine.llm import Health, LLMError, LLMInvalidOutput, LLMModelMissing, LLMTimeout, LLMUnavailable, NeedsOllama, Provider
 from engine.llm.ollama_provider import OllamaProvider
-from engine.llm.registry import ProviderRegistry
+from engine.llm.registry import ProviderRegistry, refresh
 from engine.llm.rules_provider import RulesProvider
-from engine.llm.registry import refresh
-from ollama_stub import OllamaStub
 
 
 class TurnSummary(BaseModel):
@@ -110,9 +108,9 @@ def test_provider_selection_says_which_and_why(stub):
 
 def test_doctor_reports_the_provider_and_why(tmp_path, stub):
     import yaml
+    from test_cli import memlink
 
     from engine import Vault
-    from test_cli import memlink
 
     root = tmp_path / "v"
     Vault.init(root)
@@ -168,6 +166,7 @@ def test_registry_checks_once_per_configuration_until_refreshed(stub):
 
 def test_one_health_check_per_process_for_every_engine_caller(tmp_path, stub):
     from conftest import set_llm
+
     from engine import Vault
     from engine.extract.inputs import choose_extractor
     from engine.sessions.importer import turn_extractor

@@ -9,8 +9,8 @@ from collections import Counter
 
 import networkx as nx
 import pytest
-
 from conftest import SAMPLE
+
 from engine import Vault
 
 
@@ -54,7 +54,7 @@ def test_links_cover_every_type_with_contradictions_and_chains(v):
 
 
 def test_some_notes_are_old_and_some_are_chinese(v):
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     old = [e for e in v.list_notes() if now - dt.datetime.fromisoformat(e.created_at) > dt.timedelta(days=90)]
     assert len(old) >= 3
     cjk = [e for e in v.list_notes() if re.search(r"[\u4e00-\u9fff]", v.read_note(e.uri).body)]

@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from engine import Vault
+from engine.fusion import RouteHits, fuse
 from engine.graph import PROPAGATION, LinkGraph, PropagationParams
 from engine.index import SearchIndex
 from engine.links import LinkType, StoredLink
-from engine.fusion import RouteHits, fuse
 from engine.search import search
 
 

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 from conftest import REPO, set_llm
+from ollama_stub import OllamaStub
+
 from engine import Vault
 from engine.extract.inputs import choose_extractor
 from engine.extract.rules import RulesExtractor
@@ -19,7 +21,6 @@ from engine.sessions.chat import ChatSession
 from engine.sessions.extract import RulesTurnExtractor
 from engine.sessions.log import append_events
 from engine.sessions.recall import TurnMemory
-from ollama_stub import OllamaStub
 
 
 def write_two(v: Vault) -> None:
@@ -51,7 +52,7 @@ def test_open_use_and_close_flushes_the_index(vault):
 
 def test_sync_picks_up_an_edit_made_outside(vault):
     write_two(vault)
-    vault.services.index
+    assert vault.services.index is not None  # build the index now, so the edit below comes after it
     (vault.root / "entities" / "atlas.md").write_text(
         (vault.root / "entities" / "atlas.md").read_text().replace("harbour scheduling", "lighthouse tariff"))
     report = vault.services.sync()

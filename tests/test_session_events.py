@@ -8,8 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import SAMPLE, set_llm
+from test_cli import memlink
+
 from engine.errors import MemlinkError
 from engine.extract.inputs import commit_session
 from engine.extract.rules import RulesExtractor
@@ -19,7 +20,6 @@ from engine.search import SearchLogEntry, search
 from engine.sessions.events import SessionEvent
 from engine.sessions.importer import import_chat
 from engine.sessions.log import SessionError, append_events, read_events, validate_session_file
-from test_cli import memlink
 
 SECRET = ("durian", "quince", "zorblax")
 

@@ -7,6 +7,7 @@ import json
 
 import networkx as nx
 import pytest
+from ollama_stub import OllamaStub
 from pydantic import ValidationError
 
 from engine.sessions.contract import TurnExtraction
@@ -16,7 +17,6 @@ from engine.sessions.importer import extract_pending, import_chat
 from engine.sessions.log import append_events, project_turns, read_events
 from engine.sessions.recall import TurnMemory, label_propagation
 from engine.sessions.store import TurnStore, term_id
-from ollama_stub import OllamaStub
 
 
 # -- data contract --------------------------------------------------------------------------

@@ -10,13 +10,12 @@ import datetime as dt
 import shutil
 
 import pytest
+from conftest import SAMPLE, set_llm
 from textual.widgets import Input
 
 from engine import Vault
 from memlink_tui.app import MemlinkApp
 from memlink_tui.screens.lint import LintScreen
-
-from conftest import SAMPLE, set_llm
 
 SIZE = (150, 42)
 NOTE = "entities/man-met-bril-koffie.md"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-
 from conftest import make_pair
+
 from engine import MemlinkError, UriError, Vault
 from engine.jsonl import read_jsonl
 

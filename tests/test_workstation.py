@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
+from conftest import set_llm
+from ollama_stub import OllamaStub
 from textual.app import App
 from textual.widgets import Input
 
@@ -20,8 +22,6 @@ from memlink_tui.screens.lint import LintScreen
 from memlink_tui.screens.reports import ReportScreen
 from memlink_tui.settings import SettingsFile, config_dir
 from memlink_tui.theming import load_themes
-from conftest import set_llm
-from ollama_stub import OllamaStub
 from widgets import NoteTree, StatusBar
 from widgets.note_tree import PAGE
 

@@ -313,7 +313,7 @@ def fix_model_card_license(folder: Path) -> bool:
 
 def write_notice(folder: Path, result: dict, out_rel: str) -> None:
     pk = result["packages"]
-    today = _dt.datetime.now(_dt.timezone.utc).date().isoformat()
+    today = _dt.datetime.now(_dt.UTC).date().isoformat()
     # Indented like the template below, so that textwrap.dedent leaves a nested list.
     calls = ("\n" + " " * 10).join(f"- `{c}`" for c in result["calls"])
     text = f"""\

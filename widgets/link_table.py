@@ -43,7 +43,7 @@ class LinkTable(DataTable):
         for link in links:
             outgoing = link.direction == "links"
             other = link.to_uri if outgoing else link.from_uri
-            anchor = link.match_text or ""
+            anchor: str | Text = link.match_text or ""
             if outgoing and link.id in missing_ids:
                 anchor = Text(f"{anchor} (not in text)", style="italic")
             self.add_row(

@@ -5,7 +5,7 @@ the same to show as a small one."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 from textual import on
 from textual.widgets import Tree

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.markup import escape
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
-
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # engine.search pulls in numpy and the index; not needed to draw
     from engine.search import SearchHit
@@ -30,7 +30,7 @@ class SearchResults(OptionList):
     SearchResults { height: 1fr; }
     """
 
-    def show(self, hits: list["SearchHit"]) -> None:
+    def show(self, hits: list[SearchHit]) -> None:
         self.clear_options()
         for i, h in enumerate(hits):
             if i:

@@ -23,7 +23,7 @@ from .operations import DreamOperations, ReportItem, check_dream_operations
 from .topics import NOT_EVIDENCE, Topic
 
 if TYPE_CHECKING:
-    from ..llm import LLMProvider
+    from ..llm import Provider
     from ..vault import Vault
 
 MAX_TOPIC_NOTES = 90  # page ids 1–99 hold the topic's notes, then the reports beside them
@@ -92,7 +92,7 @@ def dream_messages(ctx: ExtractContext, topic: Topic) -> list[dict]:
 
 
 # -- the LLM -------------------------------------------------------------------------------------
-def llm_operations(vault: Vault, provider: LLMProvider, topic: Topic, ctx: ExtractContext) -> DreamOperations:
+def llm_operations(vault: Vault, provider: Provider, topic: Topic, ctx: ExtractContext) -> DreamOperations:
     """One structured call. An answer that does not fit the contract or the checks is
     quarantined and changes nothing (ExtractionRejected names where it is kept)."""
     ops = None

@@ -20,11 +20,12 @@ from .topics import NOT_EVIDENCE
 
 if TYPE_CHECKING:
     from ..extract.context import ExtractContext
+    from ..linktypes import Role
     from ..vault import Vault
 
 # The links a dream may propose, by role (docs/DESIGN.md, "Link types"): a report's
 # sources, and what it finds between notes.
-DREAM_LINK_ROLES = ("provenance", "conflict", "supersedes")
+DREAM_LINK_ROLES: tuple[Role, ...] = ("provenance", "conflict", "supersedes")
 
 
 def dream_link_types(vault: Vault) -> tuple[LinkType, ...]:

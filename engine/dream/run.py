@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
@@ -19,7 +20,9 @@ from .operations import check_dream_operations, resolve_dream
 from .topics import Topic, discover
 
 if TYPE_CHECKING:
-    from ..llm import LLMProvider
+    from pathlib import Path
+
+    from ..llm import Provider
     from ..vault import Vault
 
 DREAMS_FILE = "DREAMS.md"
@@ -45,7 +48,7 @@ class DreamReport:
 
 
 # -- state ----------------------------------------------------------------------------------------
-def _state_path(vault: Vault):
+def _state_path(vault: Vault) -> Path:
     return vault.state_dir / "dream" / "state.json"
 
 
@@ -61,7 +64,7 @@ def save_state(vault: Vault, state: dict) -> None:
 
 
 # -- the run ----------------------------------------------------------------------------------------
-def dream(vault: Vault, *, provider: LLMProvider | None = None, dry_run: bool = False,
+def dream(vault: Vault, *, provider: Provider | None = None, dry_run: bool = False,
           progress: Callable[[int, int], None] | None = None, wait: float = 0.0) -> DreamReport:
     lock = FileLock(str(vault.state_dir / "dream.lock"))
     vault.state_dir.mkdir(exist_ok=True)
@@ -75,7 +78,7 @@ def dream(vault: Vault, *, provider: LLMProvider | None = None, dry_run: bool = 
         lock.release()
 
 
-def _run(vault: Vault, provider: LLMProvider | None, dry_run: bool,
+def _run(vault: Vault, provider: Provider | None, dry_run: bool,
          progress: Callable[[int, int], None] | None) -> DreamReport:
     from ..index import SearchIndex
     from ..lint import fix, lint
@@ -104,13 +107,13 @@ def _run(vault: Vault, provider: LLMProvider | None, dry_run: bool,
         if progress:
             progress(n, len(topics))
     report.maintenance["orphans"] = len([f for f in lint(vault).findings if f.check == "orphans"])
-    state["last_run"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    state["last_run"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     save_state(vault, state)
     _diary(vault, report)
     return report
 
 
-def handle_topic(vault: Vault, provider: LLMProvider | None, topic: Topic, report: DreamReport) -> bool:
+def handle_topic(vault: Vault, provider: Provider | None, topic: Topic, report: DreamReport) -> bool:
     """Answer one topic and apply the answer; True when the topic counts as handled.
     A candidate (the user's question) is handled only by a report: with none it stays
     pending for the next dream, which may know more."""

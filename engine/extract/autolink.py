@@ -27,6 +27,7 @@ from .rules import link_type_for
 
 if TYPE_CHECKING:
     from ..linktypes import LinkTypeTable
+    from ..vault import Vault
 
 _FENCE = re.compile(r"```.*?```|~~~.*?~~~", re.S)
 _MD_LINK = re.compile(r"!?\[([^\]\n]+)\]\(<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\)")
@@ -65,7 +66,7 @@ class AutoLinks:
     missing: list[Missing] = field(default_factory=list)  # references to notes that do not exist
 
 
-def find_references(vault, from_uri: str, text: str, base: str | None = None, names: NameIndex | None = None,
+def find_references(vault: Vault, from_uri: str, text: str, base: str | None = None, names: NameIndex | None = None,
                     scope: Scope | None = None) -> AutoLinks:
     """The references in ``text`` (the note ``from_uri``'s, or the file it was imported
     from: then ``base`` is that file's folder in the imported tree, for relative paths,
@@ -138,7 +139,7 @@ def find_references(vault, from_uri: str, text: str, base: str | None = None, na
     return out
 
 
-def _mask(text: str, spans) -> str:
+def _mask(text: str, spans: list[tuple[int, int, Lookup, str, str]]) -> str:
     """The text with each reference replaced by a neutral run of the same length, so that
     a title inside a link ("… investor update") states no relation and a path's dots end
     no sentence."""
@@ -152,8 +153,8 @@ def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     left = 0
     for m in _SENT_END.finditer(text, 0, start):
         left = m.end()
-    m = _SENT_END.search(text, end)
-    return left, (m.end() if m else len(text))
+    after = _SENT_END.search(text, end)
+    return left, (after.end() if after else len(text))
 
 
 def reference_link(ref: Reference, from_kind: str = "", to_kind: str = "",

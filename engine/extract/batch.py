@@ -32,8 +32,10 @@ import posixpath
 import re
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 from tinydb import Query
@@ -46,6 +48,12 @@ from .autolink import find_references, reference_link
 from .context import ExtractContext
 from .inputs import InputError
 from .updater import RunReport, link_entry, write_links
+
+if TYPE_CHECKING:
+    from tinydb.table import Table
+
+    from ..vault import Vault
+    from .inputs import Extractor
 
 # Folder names that say what the pages in them are (GBrain's brain layout and the like).
 FOLDER_KINDS = {
@@ -68,6 +76,12 @@ class Page:
     sha: str = ""
     uri: str | None = None
     known: str | None = None  # "already imported as …"
+
+    @property
+    def note(self) -> str:
+        """The uri of the page's note, once pass 1 has written it."""
+        assert self.uri is not None, f"{self.path} has no note yet"
+        return self.uri
 
 
 @dataclass
@@ -102,7 +116,7 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def refuse_vault_paths(vault, paths: list[Path]) -> None:
+def refuse_vault_paths(vault: Vault, paths: list[Path]) -> None:
     """Files already in the vault are its notes, not resources to import."""
     for arg in map(Path, paths):
         real = Path(os.path.realpath(arg))
@@ -170,6 +184,7 @@ def collect(paths: list[Path], vault_root: Path | None = None) -> tuple[list[Pag
             if not stat.S_ISREG(os.stat(real).st_mode):
                 skip(arg, "not a regular file (a FIFO, socket or device)")
                 continue
+            assert root is not None  # set above: this file is one of ``files``
             pages.append(Page(arg, real.relative_to(root).as_posix(), real, root=-1))  # files given share a root
         elif os.path.exists(arg):
             skip(arg, "not a regular file (a FIFO, socket or device)")
@@ -211,7 +226,8 @@ def _title(meta: dict, body: str, path: Path) -> str:
 
 
 # -- the batch ------------------------------------------------------------------------------
-def ingest_batch(vault, paths: list[Path], *, wiki: bool = True, extractor=None, progress=None) -> BatchResult:
+def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extractor: Extractor | None = None,
+                 progress: Callable[[int, int], object] | None = None) -> BatchResult:
     from .inputs import IngestResult, choose_extractor, run_extraction
 
     started = time.perf_counter()
@@ -235,6 +251,7 @@ def ingest_batch(vault, paths: list[Path], *, wiki: bool = True, extractor=None,
     in_batch: dict[str, str] = {}  # sha -> uri of a page of this batch with that text
     for page in ok:
         try:
+            assert extractor is not None  # chosen above, as there is a file
             reports[id(page)] = _write_source(vault, table, page, wiki, extractor, in_batch)
         except MemlinkError as exc:
             result.failed.append({"path": str(page.path), "error": f"{page.path}: {exc}"})
@@ -242,7 +259,7 @@ def ingest_batch(vault, paths: list[Path], *, wiki: bool = True, extractor=None,
         written.append(page)
     # Pass 2: memories from each new file, with the batch's pages as known names. Their
     # links wait, to be written with the references' links.
-    known = {page.title.lower(): page.uri for page in written}
+    known = {page.title.lower(): page.note for page in written}
     common = {w for page in written for w in re.findall(r"(?<![\w'-])[a-z][a-z'-]+", page.body)}
     specs: dict[int, list[tuple]] = {id(page): [] for page in written}
     unfinished: set[int] = set()  # pages whose memories could not be extracted: not recorded as done
@@ -253,9 +270,10 @@ def ingest_batch(vault, paths: list[Path], *, wiki: bool = True, extractor=None,
             continue
         ctx = ExtractContext("resource", page.body, dt.date.today(), base=posixpath.dirname(page.alias),
                              known_names=dict(known), common_words=common)
-        ctx.source_page = ctx.add(vault.read_note(page.uri))
+        ctx.source_page = ctx.add(vault.read_note(page.note))
         own = reports[id(page)]
         try:
+            assert extractor is not None  # chosen above, as there is a file
             report = run_extraction(vault, ctx, extractor, f"resource {page.alias}", deferred=specs[id(page)])
         except MemlinkError as exc:
             own.problems.append(f"{page.path}: extraction failed (a re-run tries it again): {exc}")
@@ -269,12 +287,13 @@ def ingest_batch(vault, paths: list[Path], *, wiki: bool = True, extractor=None,
     names = NameIndex.for_vault(vault)
     by_root: dict[int, dict[str, str]] = {}
     for page in written:
-        by_root.setdefault(page.root, {})[path_key(page.alias)] = page.uri
-    batch = {page.uri for page in written}
+        by_root.setdefault(page.root, {})[path_key(page.alias)] = page.note
+    batch = {page.note for page in written}
     for i, page in enumerate(written):
         if progress:
             progress(len(written) + i, 2 * len(written))
         scope = Scope(by_root[page.root], batch, posixpath.dirname(path_key(page.alias)))
+        assert extractor is not None  # chosen above, as there is a file
         specs[id(page)] += _references(vault, page, names, scope, reports[id(page)], extractor, result)
     landed = _write_batch_links(vault, written, specs, reports, result)
     # Only now is a file done: its SHA-256 is recorded, and a re-run skips it.
@@ -293,7 +312,7 @@ def ingest_batch(vault, paths: list[Path], *, wiki: bool = True, extractor=None,
     return result
 
 
-def _write_batch_links(vault, written: list[Page], specs: dict[int, list[tuple]], reports: dict,
+def _write_batch_links(vault: Vault, written: list[Page], specs: dict[int, list[tuple]], reports: dict,
                        result: BatchResult) -> set[int]:
     """All the batch's links in one transaction (one rewrite per sidecar); if that fails,
     file by file, so that the failure names its file and the other files' links land.
@@ -325,7 +344,7 @@ def _write_batch_links(vault, written: list[Page], specs: dict[int, list[tuple]]
     return set(done)
 
 
-def _write_source(vault, table, page: Page, wiki: bool, extractor, in_batch: dict[str, str]) -> RunReport:
+def _write_source(vault: Vault, table: Table, page: Page, wiki: bool, extractor: Extractor, in_batch: dict[str, str]) -> RunReport:
     """The page's source note. A text already imported (recorded as done, or earlier in
     this batch) is not imported again: its note gets this path as another alias (the
     text a person added under that note is kept: engine.notes.rebuild_body)."""
@@ -354,10 +373,10 @@ def _write_source(vault, table, page: Page, wiki: bool, extractor, in_batch: dic
     return report
 
 
-def _references(vault, page: Page, names: NameIndex, scope: Scope, report: RunReport, extractor,
+def _references(vault: Vault, page: Page, names: NameIndex, scope: Scope, report: RunReport, extractor: Extractor,
                 result: BatchResult) -> list[tuple]:
     """The link specs of a file's references; the unresolved and ambiguous ones are reported."""
-    refs = find_references(vault, page.uri, page.text, base=posixpath.dirname(page.alias), names=names, scope=scope)
+    refs = find_references(vault, page.note, page.text, base=posixpath.dirname(page.alias), names=names, scope=scope)
     for miss in refs.missing:
         if miss.candidates:
             result.ambiguous.append({"file": str(page.path), "line": miss.line, "ref": miss.raw,

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from ..llm import Health
     from ..vault import Vault
 
+# What turns an input into operations: the rules, or the LLM behind a provider.
+Extractor = RulesExtractor | LLMExtractor
+
 
 class InputError(MemlinkError):
     pass
@@ -40,7 +43,7 @@ def choose_extractor(vault: Vault) -> tuple[RulesExtractor | LLMExtractor, Healt
     return LLMExtractor(chosen.provider), chosen.health
 
 
-def run_extraction(vault, ctx: ExtractContext, extractor, source: str, deferred: list | None = None) -> RunReport:
+def run_extraction(vault: Vault, ctx: ExtractContext, extractor: Extractor, source: str, deferred: list | None = None) -> RunReport:
     ops = ExtractLoop(vault, extractor).run(ctx)
     return MemoryUpdater(vault).apply_operations(resolve_operations(ops, ctx), ctx, extractor.name, source, deferred)
 
@@ -117,7 +120,7 @@ def read_text_file(path: Path, *, follow: bool = True) -> str:
         raise InputError(f"{path}: not UTF-8 text") from None
 
 
-def ingest(vault, path: Path, *, wiki: bool = True, extractor=None) -> IngestResult:
+def ingest(vault: Vault, path: Path, *, wiki: bool = True, extractor: Extractor | None = None) -> IngestResult:
     """One file (a batch of one: see engine.extract.batch)."""
     from .batch import ingest_batch
 

@@ -4,7 +4,7 @@ went — or that it is gone."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 class Relocated(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    t_line_ranges: Optional[str]
+    t_line_ranges: str | None
 
 
 class LLMLineMatcher:

@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import uuid
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
@@ -18,6 +19,13 @@ from ..llm import LLMInvalidOutput
 from ..search import search
 from ..templates import render_template
 from .context import ExtractContext
+from .operations import links_of
+
+if TYPE_CHECKING:
+    from ..llm import Provider
+    from ..schema import TypeRegistry
+    from ..vault import Vault
+    from .inputs import Extractor
 
 PREFETCH_HITS = 8
 MAX_PAGES = 60
@@ -27,7 +35,7 @@ class ExtractionRejected(MemlinkError):
     """The provider's output did not fit the contract; it was quarantined."""
 
 
-def prefetch(vault, ctx: ExtractContext) -> None:
+def prefetch(vault: Vault, ctx: ExtractContext) -> None:
     """Existing pages the input is about: search hits, their contradictions and closest
     links, the profile, and every known entity the text names."""
     profile = "profile.md"
@@ -74,7 +82,7 @@ def messages_for(ctx: ExtractContext) -> list[dict]:
     return [{"role": "user", "content": prompt}]
 
 
-def check_operations(ops: BaseModel, ctx: ExtractContext, types) -> None:
+def check_operations(ops: BaseModel, ctx: ExtractContext, types: TypeRegistry) -> None:
     """What the schema cannot say: page ids exist, new ids are unique and 100+, an update
     keeps the page's type, link ends exist and their fields belong to the target's type."""
     owners: dict[int, str] = {}
@@ -92,7 +100,7 @@ def check_operations(ops: BaseModel, ctx: ExtractContext, types) -> None:
             elif pid in owners:
                 raise ValueError(f"new page id {pid} used twice")
             owners[pid] = name
-    for i, link in enumerate(ops.links):
+    for i, link in enumerate(links_of(ops)):
         for end in (link.f, link.t):
             if end not in owners and end not in ctx.notes:
                 raise ValueError(f"links[{i}] refers to page {end}, which does not exist")
@@ -103,16 +111,16 @@ def check_operations(ops: BaseModel, ctx: ExtractContext, types) -> None:
             raise ValueError(f"links[{i}] links page {link.f} to itself")
 
 
-def quarantine(vault, provider: str, reason: str, raw: str) -> str:
+def quarantine(vault: Vault, provider: str, reason: str, raw: str) -> str:
     """Keep rejected output for a person to inspect; never in the logs."""
     folder = vault.state_dir / "quarantine"
-    name = f"{dt.datetime.now(dt.timezone.utc).strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}.json"
+    name = f"{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}.json"
     atomic_write_text(folder / name, json.dumps({"provider": provider, "reason": reason, "raw": raw}, ensure_ascii=False, indent=2))
     return f".memlink/quarantine/{name}"
 
 
 class ExtractLoop:
-    def __init__(self, vault, extractor):
+    def __init__(self, vault: Vault, extractor: Extractor) -> None:
         self.vault = vault
         self.extractor = extractor  # RulesExtractor or LLMExtractor
 
@@ -140,7 +148,7 @@ class ExtractLoop:
 class LLMExtractor:
     """ExtractLoop's LLM side: the prompt template, one structured call."""
 
-    def __init__(self, provider):
+    def __init__(self, provider: Provider) -> None:
         self.provider = provider
         self.name = provider.name
 

@@ -7,7 +7,8 @@ allowed: an answer that does not fit is rejected, never repaired."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from types import GenericAlias
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -20,7 +21,7 @@ _PY = {
     FieldType.INTEGER: int,
     FieldType.NUMBER: float,
     FieldType.BOOLEAN: bool,
-    FieldType.LIST: list[Union[str, int, float]],
+    FieldType.LIST: list[str | int | float],
     FieldType.DATE: str,
 }
 
@@ -34,9 +35,9 @@ def item_model(schema: MemoryTypeSchema) -> type[BaseModel]:
     for f in schema.fields:
         py = _PY[f.field_type]
         if f.field_type is FieldType.DATE:
-            fields[f.name] = (Optional[py], Field(None, pattern=r"^\d{4}-\d{2}-\d{2}$", description=f.description or "YYYY-MM-DD"))
+            fields[f.name] = (py | None, Field(None, pattern=r"^\d{4}-\d{2}-\d{2}$", description=f.description or "YYYY-MM-DD"))
         else:
-            fields[f.name] = (Optional[py], Field(None, description=f.description or None))
+            fields[f.name] = (py | None, Field(None, description=f.description or None))
     return create_model(f"{schema.memory_type.title().replace('_', '')}Item", __base__=_Strict, **fields)
 
 
@@ -52,8 +53,9 @@ def operations_model(types: TypeRegistry, names: list[str] | None = None,
     link types (the built-ins by default; pass the vault's ``config.link_table()``)."""
     table = link_types or builtin_table()
     chosen = [t for t in types if (names is None or t.memory_type in names)]
-    fields: dict[str, Any] = {t.memory_type: (list[item_model(t)], ...) for t in chosen}
-    fields["links"] = (list[wikilink_model(table)], ...)
+    # GenericAlias(list, (X,)) is list[X] for a class X made at runtime.
+    fields: dict[str, Any] = {t.memory_type: (GenericAlias(list, (item_model(t),)), ...) for t in chosen}
+    fields["links"] = (GenericAlias(list, (wikilink_model(table),)), ...)
     model = create_model("StructuredMemoryOperations", __base__=_Strict, **fields)
     model.link_types = table  # type: ignore[attr-defined]  # read back by link_types_of
     return model
@@ -64,6 +66,12 @@ def link_types_of(model: type[BaseModel]) -> LinkTypeTable:
     with the same table the model validates them against."""
     table = getattr(model, "link_types", None)
     return table if isinstance(table, LinkTypeTable) else builtin_table()
+
+
+def links_of(ops: BaseModel) -> list[WikiLink]:
+    """The links of an operations model's instance (its ``links`` field)."""
+    links: list[WikiLink] = ops.links  # type: ignore[attr-defined]  # a field pydantic's create_model adds at runtime
+    return links
 
 
 def item_fields(item: BaseModel) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -28,6 +29,9 @@ from ..templates import slugify
 from ..text import tokenize
 from .context import ExtractContext
 from .operations import link_types_of
+
+if TYPE_CHECKING:
+    from ..notes import Note
 
 _SENT = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
 _LIKE = re.compile(r"\bI\s+(?:really\s+|do\s+|still\s+|now\s+)?(?:like|love|enjoy|prefer|adore)\s+(?P<obj>[^.!?;\n]+)", re.I)
@@ -274,7 +278,7 @@ class RulesExtractor:
             participants = [n.fields.get("name") or n.fields.get("title") for n in self._mentions(s, ctx).values()
                             if n.fields.get("kind") == "person"]  # an entity's name, an imported person page's title
             participants = [p for p in participants if isinstance(p, str) and p]
-            fields = {"event_name": name, "date": day.isoformat(), "content": s}
+            fields: dict[str, Any] = {"event_name": name, "date": day.isoformat(), "content": s}
             if participants:
                 fields["participants"] = participants
             pid = self._new(ctx, out, "event", fields, ("event", name.lower(), day))
@@ -300,11 +304,11 @@ class RulesExtractor:
                 for pid, _f in created:
                     self._link(out, pid, pid_new, link_type, "content", name, f"mentions {name}")
 
-    def _mentions(self, s: str, ctx: ExtractContext) -> dict:
+    def _mentions(self, s: str, ctx: ExtractContext) -> dict[str, Note]:
         return {m: n for m, (_p, n) in self._mention_pages(s, ctx).items()}
 
-    def _mention_pages(self, s: str, ctx: ExtractContext) -> dict[str, tuple[int, object]]:
-        found: dict[str, tuple[int, object]] = {}
+    def _mention_pages(self, s: str, ctx: ExtractContext) -> dict[str, tuple[int, Note]]:
+        found: dict[str, tuple[int, Note]] = {}
         low = s.lower()
         for name in sorted(ctx.known_names, key=len, reverse=True):
             if len(name) < 2:

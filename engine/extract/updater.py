@@ -19,9 +19,10 @@ from ..merge import is_edit
 from ..names import NameIndex
 from .autolink import find_references, reference_link
 from .context import ExtractContext
-from .operations import item_fields
+from .operations import item_fields, links_of
 
 if TYPE_CHECKING:
+    from ..links import StoredLink
     from ..vault import Vault
 
 
@@ -85,7 +86,7 @@ def resolve_operations(ops: BaseModel, ctx: ExtractContext) -> Resolved:
         for item in getattr(ops, name):
             uri = ctx.notes[item.page_id].uri if item.page_id < 100 else None
             out.notes.append(NoteOp(item.page_id, name, item_fields(item), uri))
-    for link in ops.links:
+    for link in links_of(ops):
         spec = {"weight": link.weight, "t_field": link.t_field, "t_line_ranges": link.t_line_ranges,
                 "match_text": link.match_text, "description": link.description}
         out.links.append((link.f, link.t, {"link_type": link.link_type.value, **spec}))
@@ -160,12 +161,12 @@ class MemoryUpdater:
     def _audit(self, report: RunReport, source: str) -> None:
         """Append the run's audit entry (locked and fsynced: runs in other processes
         append to the same day's file)."""
-        entry = AuditEntry(at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), source=source,
+        entry = AuditEntry(at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), source=source,
                            **report.to_json())
         append_jsonl(self.vault.state_dir / "audit" / f"{dt.date.today().isoformat()}.jsonl", [entry])
 
 
-def write_links(vault, specs: list[tuple]) -> list[tuple]:
+def write_links(vault: Vault, specs: list[tuple]) -> list[tuple]:
     """Write link specs on both sides in one transaction; (link, whether it is new) each."""
     existing = {(l.from_uri, l.to_uri, l.link_type.value) for f in {s[0] for s in specs}
                 for l in vault.get_file_links(f, "links")}
@@ -177,10 +178,10 @@ def write_links(vault, specs: list[tuple]) -> list[tuple]:
     return out
 
 
-def link_entry(link) -> dict:
+def link_entry(link: StoredLink) -> dict:
     return {"from": link.from_uri, "to": link.to_uri, "type": link.link_type.value, "weight": link.weight,
             "match_text": link.match_text, "relation": link.description}
 
 
 def _stamp(ctx: ExtractContext) -> str:
-    return dt.datetime.combine(ctx.when, dt.time(12, 0), tzinfo=dt.timezone.utc).isoformat()
+    return dt.datetime.combine(ctx.when, dt.time(12, 0), tzinfo=dt.UTC).isoformat()

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from .keywords import KeywordIndex
 from .vectors import VectorIndex
 
 if TYPE_CHECKING:
+    from ..catalog import CatalogEntry
     from ..vault import Vault
 
 FORMAT = 1
@@ -49,7 +51,7 @@ class SyncReport:
 
 
 class SearchIndex:
-    def __init__(self, vault, embedder: Embedder | None = None):
+    def __init__(self, vault: Vault, embedder: Embedder | None = None) -> None:
         self.vault = vault
         self.folder = vault.state_dir / "index"
         self.notice: str | None = None
@@ -74,7 +76,7 @@ class SearchIndex:
         self.last_sync_at = 0.0
 
     @classmethod
-    def for_vault(cls, vault: Vault, progress: Progress | None = None) -> "SearchIndex":
+    def for_vault(cls, vault: Vault, progress: Progress | None = None) -> SearchIndex:
         """The vault's index, kept by its services (``vault.services.open_index``)."""
         return vault.services.open_index(progress)
 
@@ -111,20 +113,26 @@ class SearchIndex:
             self.keywords = None  # made fresh by the rebuild in sync(), under the vault lock
         else:
             self.keywords = KeywordIndex(self.folder / "keywords")
-            self.keywords.stats.update(keyword_stats)
-            if self.keywords.recreated or self.keywords.count() != len(self.indexed):
+            self._kw.stats.update(keyword_stats)
+            if self._kw.recreated or self._kw.count() != len(self.indexed):
                 self._stale_reason = "keyword index missing or incomplete"
+
+    @property
+    def _kw(self) -> KeywordIndex:
+        """The keyword index: opened by load(), or made by the rebuild in sync()."""
+        assert self.keywords is not None, "the keyword index is opened by load() or made by sync()"
+        return self.keywords
 
     def checkpoint(self) -> None:
         """Make the in-memory index durable (keywords flushed, vector snapshot + state)."""
         if not self.dirty:
             return
         with self.vault.writing():
-            self.keywords.flush()
+            self._kw.flush()
             tag = uuid.uuid4().hex[:10]
             meta = self.vectors.save(self.folder, tag)
             state = {"fingerprint": self.fingerprint, "indexed": self.indexed, "types": self.types, "vectors": meta,
-                     "keyword_stats": self.keywords.stats}
+                     "keyword_stats": self._kw.stats}
             atomic_write_text(self.folder / "state.json", json.dumps(state, ensure_ascii=False, separators=(",", ":")))
             for old in self.folder.glob("vectors-*.bin"):
                 if old.name != meta["file"]:
@@ -193,7 +201,8 @@ class SearchIndex:
 
     def _index_batch(self, uris: list[str], *, fresh: bool = False, direct: bool = False) -> None:
         catalog = self.vault.catalog()
-        texts, notes = [], []
+        texts: list[str] = []
+        notes: list[tuple[CatalogEntry, str, int]] = []
         for uri in uris:
             entry = catalog.get(uri)
             if entry is None or entry.error:
@@ -215,7 +224,7 @@ class SearchIndex:
                 items.append((entry.uri, vectors))
             else:
                 self.vectors.put(entry.uri, vectors)
-            self.keywords.put(entry.uri, entry.memory_type, entry.title, body, direct=direct)
+            self._kw.put(entry.uri, entry.memory_type, entry.title, body, direct=direct)
             self.indexed[entry.uri] = entry.sha
             self.types[entry.uri] = entry.memory_type
         if items:
@@ -223,7 +232,7 @@ class SearchIndex:
 
     def _drop(self, uri: str) -> None:
         self.vectors.remove(uri)
-        self.keywords.remove(uri)
+        self._kw.remove(uri)
         self.indexed.pop(uri, None)
         self.types.pop(uri, None)
 
@@ -247,7 +256,7 @@ class SearchIndex:
         return [(u, s) for u, s, _ in hits if not types or self.types.get(u) in types][:k]
 
     def keyword_search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:
-        return self.keywords.search(query, k, types)
+        return self._kw.search(query, k, types)
 
     def keyword_doc_freq(self, tokens: list[str]) -> tuple[dict[str, int], int]:
-        return self.keywords.doc_freq(tokens)
+        return self._kw.doc_freq(tokens)

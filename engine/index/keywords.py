@@ -74,17 +74,17 @@ class KeywordIndex:
             shutil.rmtree(self.folder)
             self.folder.mkdir(parents=True)
             self.index = tantivy.Index(self.schema, path=str(self.folder), reuse=True)
-        self._writer = None
+        self._writer: tantivy.IndexWriter | None = None
         self.pending: dict[str, _Doc | None] = {}  # None = deleted, not yet flushed
         # Running token counts, for the average field lengths of BM25 on pending notes.
         self.stats = {"docs": 0, "title_tokens": 0, "body_tokens": 0}
 
     @classmethod
-    def wipe(cls, folder: Path) -> "KeywordIndex":
+    def wipe(cls, folder: Path) -> KeywordIndex:
         shutil.rmtree(folder, ignore_errors=True)
         return cls(folder)
 
-    def _w(self):
+    def _w(self) -> tantivy.IndexWriter:
         if self._writer is None:
             self._writer = self.index.writer(heap_size=50_000_000, num_threads=1)
         return self._writer
@@ -152,7 +152,7 @@ class KeywordIndex:
         scored.sort(key=lambda x: -x[1])
         return scored[:k]
 
-    def _score_pending(self, searcher, tokens: list[str], types: set[str] | None) -> list[tuple[str, float]]:
+    def _score_pending(self, searcher: tantivy.Searcher, tokens: list[str], types: set[str] | None) -> list[tuple[str, float]]:
         """BM25 for notes not yet committed, with the collection's statistics."""
         n = max(1, searcher.num_docs + sum(1 for d in self.pending.values() if d is not None))
         docs = max(1, self.stats["docs"])

@@ -72,7 +72,7 @@ class VectorIndex:
         best: dict[str, tuple[float, int]] = {}
         want = min(len(self.labels), max(k * 3, k + 8))
         found, dists = self.index.knn_query(vector[None, :], k=want)
-        for label, dist in zip(found[0], dists[0]):
+        for label, dist in zip(found[0], dists[0], strict=True):
             uri, chunk = self.labels.get(int(label), (None, 0))
             if uri is None:
                 continue
@@ -98,7 +98,7 @@ class VectorIndex:
         }
 
     @classmethod
-    def load(cls, folder: Path, meta: dict) -> "VectorIndex":
+    def load(cls, folder: Path, meta: dict) -> VectorIndex:
         p = meta["params"]
         self = cls(meta["dims"], M=p["M"], ef_construction=p["ef_construction"], ef_search=p["ef_search"])
         self.index = hnswlib.Index(space="cosine", dim=meta["dims"])

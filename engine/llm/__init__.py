@@ -7,7 +7,8 @@ default-filling, no retries."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Iterator, Literal, TypeVar
+from collections.abc import Iterator
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 

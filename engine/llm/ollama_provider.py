@@ -5,7 +5,8 @@ on generated tokens and an explicit timeout (the client's default waits forever)
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import httpx
 import ollama

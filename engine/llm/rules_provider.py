@@ -4,7 +4,7 @@ refuses what needs a model, saying how to get one."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from . import Health, NeedsOllama, Provider, T
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..llm import LLMError
 from .context import assemble, visible_sources
@@ -25,7 +26,7 @@ SYSTEM = ("You are the user's personal assistant inside memlink, an offline memo
 
 
 def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def new_session_id() -> str:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import networkx as nx
 
 
-def label_propagation(g: "nx.Graph") -> dict[str, str]:
+def label_propagation(g: nx.Graph) -> dict[str, str]:
     """Deterministic label propagation: nodes in sorted order, each takes the label most
     common among its neighbours (by edge weight), ties broken by the smallest label;
     at most as many rounds as nodes."""

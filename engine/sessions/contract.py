@@ -3,12 +3,12 @@ turn returns summary, outcome and SPO triples — all three required, nothing el
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     COMPLETED = "completed"
     PARTIAL = "partial"
     FAILED = "failed"

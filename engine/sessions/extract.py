@@ -5,10 +5,14 @@ references); its answer is parsed and validated, nothing else."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from ..extract.rules import _DISLIKE, _LIKE, _ZH_DISLIKE, _ZH_LIKE, _topic, names_in
 from .contract import Outcome, Triple, TurnExtraction
 from .log import Turn
+
+if TYPE_CHECKING:
+    from ..llm import Provider
 
 _DONE = re.compile(r"\b(done|finished|completed|booked|sent|fixed|created|scheduled|noted)\b|已完成|好了", re.I)
 _FAILED = re.compile(r"\b(failed|couldn'?t|can'?t|unable|error)\b|失败|不能", re.I)
@@ -80,7 +84,7 @@ class RulesTurnExtractor:
 
 
 class LLMTurnExtractor:
-    def __init__(self, provider):
+    def __init__(self, provider: Provider) -> None:
         self.provider = provider
         self.name = provider.name
 

@@ -5,8 +5,9 @@ traffic, drafts and recall snapshots never reach extraction."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -30,6 +31,7 @@ from .store import norm_term
 from .turnindex import TurnIndex
 
 if TYPE_CHECKING:
+    from ..embed import Embedder
     from ..vault import Vault
 
 __all__ = ["RecallHit", "RecallParams", "TurnMemory", "label_propagation"]
@@ -76,7 +78,7 @@ class TurnMemory:
     """Recall for one vault: the persisted turn indexes, opened once per vault object and
     dropped on every turn write (the next open syncs what changed)."""
 
-    def __init__(self, vault, embedder=None, params: RecallParams | None = None):
+    def __init__(self, vault: Vault, embedder: Embedder | None = None, params: RecallParams | None = None) -> None:
         self.vault = vault
         self.index = TurnIndex(vault, embedder).open()
         self.embedder = self.index.embedder
@@ -94,7 +96,7 @@ class TurnMemory:
             self.index = TurnIndex(self.vault, self.embedder).open()
 
     @property
-    def turns(self) -> dict[str, dict]:
+    def turns(self) -> Mapping[str, dict]:
         return self.index.turns
 
     @property
@@ -102,7 +104,7 @@ class TurnMemory:
         return self.index.graph.term_text
 
     @classmethod
-    def for_vault(cls, vault: Vault) -> "TurnMemory":
+    def for_vault(cls, vault: Vault) -> TurnMemory:
         """The vault's turn memory, kept by its services (``vault.services.turns``)."""
         return vault.services.turns
 
@@ -193,7 +195,7 @@ class TurnMemory:
         if p.graph:
             graph = [g for g in self.graph_route(self.literal_terms(query), p.depth) if usable(g[0])]
             fusing.append(RouteHits([(m, s) for m, s, _ in graph], "max", p.graph_weight))
-            for rank, (m, s, why) in enumerate(graph, 1):
+            for rank, (m, _s, why) in enumerate(graph, 1):
                 routes[m].append(f"graph (terms in the question) #{rank}")
                 explain[m] = why
         fused = fuse(fusing)

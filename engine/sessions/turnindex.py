@@ -26,10 +26,10 @@ import sqlite3
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tantivy
-
 from filelock import FileLock, Timeout
 
 from ..atomic import remove_file
@@ -39,6 +39,11 @@ from ..index.vectors import VectorIndex
 from ..text import cjk_expand, printable, tokenize
 from .communities import label_propagation
 from .store import TurnStore
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from ..vault import Vault
 
 FORMAT = 5
 SPEAKERS = frozenset({"user", "i", "assistant"})
@@ -99,7 +104,7 @@ class TermGraph:
     networkx graph is built on first use: most questions name no term, and importing
     networkx would cost every `memlink recall` process a few tenths of a second."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.term_text: dict[str, str] = {}
         self.term_turns: dict[str, set[str]] = defaultdict(set)
         self.edges: dict[tuple[str, str], int] = {}
@@ -107,7 +112,7 @@ class TermGraph:
         self._g = None
 
     @classmethod
-    def of(cls, turns: dict[str, dict]) -> "TermGraph":
+    def of(cls, turns: dict[str, dict]) -> TermGraph:
         graph = cls()
         for mem_id in sorted(turns):
             for t in turns[mem_id]["triples"]:
@@ -124,7 +129,7 @@ class TermGraph:
         return graph
 
     @property
-    def g(self):
+    def g(self) -> nx.Graph:
         if self._g is None:
             import networkx as nx
 
@@ -167,7 +172,7 @@ class TurnRows(Mapping):
 
 
 class TurnIndex:
-    def __init__(self, vault, embedder: Embedder | None = None):
+    def __init__(self, vault: Vault, embedder: Embedder | None = None) -> None:
         self.vault = vault
         self.folder = vault.state_dir / "turns"
         self.embedder = embedder or load_embedder(vault.config.embedding.model).embedder
@@ -183,7 +188,7 @@ class TurnIndex:
         self._graph: TermGraph | None = TermGraph()
 
     # -- loading and syncing --------------------------------------------------------------------
-    def open(self) -> "TurnIndex":
+    def open(self) -> TurnIndex:
         """Load the saved index, then bring it up to date with the store. Syncing holds the
         index's own lock (`.memlink/turns/lock`), not the vault's: recall is a read and never
         waits for a vault writer; two processes never sync at once, and the second one loads
@@ -238,7 +243,7 @@ class TurnIndex:
         db.executescript(_SCHEMA)
         return db
 
-    def _meta(self, key: str):
+    def _meta(self, key: str) -> Any:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone() if self.db else None
         return json.loads(row[0]) if row else None
 
@@ -263,8 +268,15 @@ class TurnIndex:
         return True
 
     @property
+    def _kw(self) -> tantivy.Index:
+        """The keyword index: opened by open(), or made by sync()."""
+        assert self.keywords is not None, "the turn keyword index is opened by open() or made by sync()"
+        return self.keywords
+
+    @property
     def graph(self) -> TermGraph:
         if self._graph is None:
+            assert self.db is not None, "a graph built in memory is kept by sync()"
             graph = TermGraph()
             for tid, text, turns, community in self.db.execute("SELECT id, text, turns, community FROM term"):
                 graph.term_text[tid] = text
@@ -290,7 +302,7 @@ class TurnIndex:
         hashes = {m: _sha("\x1f".join(texts[m])) for m in turns}
         todo = sorted(m for m in turns if old.get(m) != hashes[m])
         gone = sorted(m for m in old if m not in turns)
-        writer = self.keywords.writer(heap_size=50_000_000, num_threads=1)
+        writer = self._kw.writer(heap_size=50_000_000, num_threads=1)
         for m in gone + todo:
             writer.delete_documents_by_term("id", m)
             self.vectors.remove(m)
@@ -302,12 +314,13 @@ class TurnIndex:
             self.vectors.put_many([(m, matrix[n : n + 1]) for n, m in enumerate(todo)], threads=2)
         writer.commit()
         writer.wait_merging_threads()
-        self.keywords.reload()
+        self._kw.reload()
         graph = TermGraph.of(turns)
         self._save(turns, near, hashes, todo, gone, graph, signature)
         self.turns, self.near, self._graph, self.signature = TurnRows(self.db, turns), near, graph, signature
 
-    def _save(self, turns, near, hashes, todo, gone, graph: TermGraph, signature) -> None:
+    def _save(self, turns: dict[str, dict], near: dict[str, list[str]], hashes: dict[str, str], todo: list[str],
+              gone: list[str], graph: TermGraph, signature: list) -> None:
         if self.db is None:
             return  # built in memory for this process
         try:
@@ -345,19 +358,19 @@ class TurnIndex:
             if own_weight:
                 clauses.append((Occur.Should, Q.boost_query(Q.term_query(schema, "own", t), own_weight)))
         query = Q.boolean_query(clauses)
-        searcher = self.keywords.searcher()
+        searcher = self._kw.searcher()
         hits = searcher.search(query, k, count=False).hits
         return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in hits]
 
     def idf(self, tokens: list[str]) -> dict[str, float]:
         """BM25's idf of each token in this collection (a token it never saw: the highest)."""
-        searcher = self.keywords.searcher()
+        searcher = self._kw.searcher()
         n = max(1, searcher.num_docs)
         return {tok: bm25_idf(searcher.doc_freq("text", tok), n) for tok in set(tokens)}
 
     def doc_freq(self, words: list[str]) -> dict[str, int]:
         """How many indexed turns hold each word (stemmed like the index)."""
-        searcher = self.keywords.searcher()
+        searcher = self._kw.searcher()
         return {w: max((searcher.doc_freq("text", t) for t in tokenize(w)), default=0) for w in words}
 
     def vector_hits(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
@@ -370,7 +383,7 @@ class TurnIndex:
             return {}
         stored = np.asarray(self.vectors.index.get_items([l for _, l in labels]), dtype=np.float32)
         sims = stored @ vector
-        return {m: float(s) for (m, _), s in zip(labels, sims)}
+        return {m: float(s) for (m, _), s in zip(labels, sims, strict=True)}
 
     def tokens_of(self, mem_id: str) -> set[str]:
         near = [self.turns[n] for n in self.neighbours_of(mem_id)]

@@ -121,12 +121,15 @@ class BrowserScreen(Pane):
             return
         from .link_editor import LinkEditor
 
+        uri = self.current
+        assert uri is not None  # _need_note said so
+
         async def linked(target: str | None) -> None:
             if target:
                 self.notify(f"linked to {target}", timeout=3)
-                await self.open_note(self.current)
+                await self.open_note(uri)
 
-        self.app.push_screen(LinkEditor(self.vault, self.current), linked)
+        self.app.push_screen(LinkEditor(self.vault, uri), linked)
 
     def action_unlink(self) -> None:
         """Remove the highlighted link in the links table, on both sides, after a yes."""
@@ -148,6 +151,7 @@ class BrowserScreen(Pane):
                 self.notify(str(exc), title="Link not removed", severity="error")
                 return
             self.notify(f"removed {link.link_type.value} {source} → {target}", timeout=3)
+            assert self.current is not None  # the links table shows the open note's links
             await self.open_note(self.current)
 
         self.app.push_screen(Confirm(f"Remove the {link.link_type.value} link {source} → {target} on both sides?"), answered)
@@ -167,6 +171,7 @@ class BrowserScreen(Pane):
         if not self._need_note():
             return
         uri = self.current
+        assert uri is not None  # _need_note said so
         original = self.vault.path(uri).read_text(encoding="utf-8")
         draft = Path(tempfile.mkdtemp(prefix="memlink-edit-")) / Path(uri).name
         draft.write_text(original, encoding="utf-8")
@@ -211,7 +216,7 @@ class BrowserScreen(Pane):
                 "(and the other fields) in the frontmatter instead.", title="Body not saved", severity="warning")
         self.post_message(NoteChanged(uri))  # the app reloads this browser (and whoever else cares)
 
-    def action_focus(self, which: str) -> None:
+    def action_focus(self, which: str) -> None:  # type: ignore[override]  # textual runs sync actions too; Screen types its own async
         # set_focus is immediate, so a key typed right after (l, enter) reaches the new pane.
         self.set_focus(self.query_one(f"#{which}"))
 

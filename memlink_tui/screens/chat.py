@@ -14,7 +14,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Header, Input, ListItem, ListView, Label, OptionList, Static
+from textual.widgets import Footer, Header, Input, Label, ListItem, ListView, OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine import MemlinkError, Vault
@@ -193,6 +193,7 @@ class ChatScreen(Pane):
     @work(thread=True, group="chat")
     def talk(self, text: str, answer: Static) -> None:
         chat = self.chat
+        assert chat is not None  # _send() talks only in an open session
         about = self.about
         if about and not self.vault.exists(about):  # deleted since: plain chat, and say so
             self.app.call_from_thread(self._ask_about, None)

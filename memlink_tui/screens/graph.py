@@ -5,6 +5,7 @@ and the path to a marked note. Enter opens a note in the browser."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 
 from rich.markup import escape
 from textual import on, work
@@ -136,7 +137,7 @@ class GraphScreen(Pane):
                 node.allow_expand = False
 
     @staticmethod
-    def _ancestors(node: TreeNode):
+    def _ancestors(node: TreeNode | None) -> Iterator[TreeNode]:
         while node is not None:
             yield node
             node = node.parent

@@ -79,7 +79,11 @@ class ImportScreen(ModalScreen[str | None]):
         except MemlinkError as exc:
             self.app.call_from_thread(self._show, f"[red]{escape(str(exc))}[/red]", None)
             return
-        text = f"skipped: {escape(result.skipped)}" if result.skipped else diff_markup(result.report)
+        if result.skipped:
+            text = f"skipped: {escape(result.skipped)}"
+        else:
+            assert result.report is not None  # a file imported has its run report
+            text = diff_markup(result.report)
         self.app.call_from_thread(self._show, text + "\n\n[dim]esc: close and open the source note[/dim]", result.source_uri)
 
     def _show(self, text: str, source: str | None) -> None:

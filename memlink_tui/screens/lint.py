@@ -12,11 +12,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Input, Label, ListItem, ListView, Markdown, Static
 
 from engine import MemlinkError, Vault
-from engine.lint import lint, write_dashboards
+from engine.lint import LintReport, lint, write_dashboards
 from widgets.status_bar import Status
 
 from .pane import Pane
-
 
 MAX_ROWS = 1000
 
@@ -46,7 +45,7 @@ class LintScreen(Pane):
 
     def __init__(self, vault: Vault, status: Status | None = None) -> None:
         super().__init__(vault, status)
-        self.report = None
+        self.report: LintReport | None = None
         self.pair: tuple[str, str] | None = None
         self.focus_note: str | None = None  # findings shown only for this note (x in the browser)
 
@@ -96,9 +95,9 @@ class LintScreen(Pane):
         except MemlinkError as exc:
             self.app.call_from_thread(self.notify, str(exc).splitlines()[0], title="Lint failed", severity="error")
             return
-        self.app.call_from_thread(self._linted, report, select, review)
+        self.app.call_from_thread(self._linted, report, select, review)  # type: ignore[arg-type]  # textual's typing infers Never for an async callback
 
-    async def _linted(self, report, select: str | None, review: bool) -> None:
+    async def _linted(self, report: LintReport, select: str | None, review: bool) -> None:
         self.report = report
         view = self.query_one("#checks", ListView)
         names = sorted(report.by_check())
@@ -125,6 +124,7 @@ class LintScreen(Pane):
         table = self.query_one("#findings", DataTable)
         table.clear()
         focus = self.focus_note
+        assert self.report is not None  # filled only once a lint has run
         rows = [(i, f) for i, f in enumerate(self.report.by_check().get(check, []))
                 if not focus or focus in (f.uri, f.other)]
         for i, f in rows[:MAX_ROWS]:  # a big vault can have tens of thousands of findings
@@ -138,7 +138,9 @@ class LintScreen(Pane):
 
     @on(DataTable.RowHighlighted, "#findings")
     async def _row(self, event: DataTable.RowHighlighted) -> None:
-        _i, uri, other = event.row_key.value.split("|", 2)
+        key = event.row_key.value
+        assert key is not None  # every row is added with its key
+        _i, uri, other = key.split("|", 2)
         self.pair = (uri, other) if other else None
         await self._show(uri, other)
 
@@ -154,7 +156,9 @@ class LintScreen(Pane):
 
     @on(DataTable.RowSelected, "#findings")
     def _open(self, event: DataTable.RowSelected) -> None:
-        self.go("browser", event.row_key.value.split("|", 2)[1])
+        key = event.row_key.value
+        assert key is not None  # every row is added with its key
+        self.go("browser", key.split("|", 2)[1])
 
     def _status(self, text: str) -> None:
         self.query_one("#review-status", Static).update(text)

@@ -137,5 +137,5 @@ class ReportScreen(Pane):
         summary = f"dream ({report.provider}): {len(report.topics)} topic(s), {len(report.written)} report(s) written"
         lines = [summary] + [f"+ {escape(u)}" for u in report.written] + [f"! {escape(s)}" for s in report.skipped]
         self.app.call_from_thread(self.query_one("#dream-status", Static).update, "\n".join(lines))
-        self.app.call_from_thread(self.refresh_queue, report.written[0] if report.written else None)
+        self.app.call_from_thread(self.refresh_queue, report.written[0] if report.written else None)  # type: ignore[arg-type]  # textual's typing infers Never for an async callback
         self.app.call_from_thread(self.notify, summary, title="Dream finished")

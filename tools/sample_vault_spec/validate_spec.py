@@ -23,7 +23,7 @@ LINKS = HERE / "links.yaml"
 SESSIONS = ROOT / "sample_vault" / "sessions"
 
 PERIOD = (dt.date(2026, 8, 10), dt.date(2026, 11, 28))
-OLD_CUTOFF = dt.datetime(2026, 9, 1, tzinfo=dt.timezone.utc)
+OLD_CUTOFF = dt.datetime(2026, 9, 1, tzinfo=dt.UTC)
 
 FIELDS = {
     "profile": {"name", "aliases", "location", "occupation", "content"},
@@ -160,8 +160,8 @@ def check_notes(notes) -> dict:
                     err(f"{where}: event date {d} outside period")
             except (TypeError, ValueError):
                 err(f"{where}: bad event date {f.get('date')!r}")
-        if c and not (dt.datetime(2026, 8, 10, tzinfo=dt.timezone.utc) <= c
-                      <= dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)):
+        if c and not (dt.datetime(2026, 8, 10, tzinfo=dt.UTC) <= c
+                      <= dt.datetime(2026, 11, 29, tzinfo=dt.UTC)):
             err(f"{where}: created_at {c} outside period")
 
     types = Counter(n.get("type") for n in by_ref.values())
@@ -267,7 +267,7 @@ def check_links(links, by_ref) -> dict:
         if tl is not None:
             ranges = parse_line_ranges(str(tl), where)
             n_lines = len(text_lines(target_text.rstrip("\n")))
-            for lo, hi in ranges or []:
+            for _lo, hi in ranges or []:
                 if hi > n_lines:
                     err(f"{where}: t_lines {tl} beyond {n_lines} lines of {b}.{tf}")
         key = (a, b, tf, tl)
