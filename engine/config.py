@@ -25,7 +25,7 @@ class EmbeddingConfig(BaseModel):
 
 
 class SearchConfig(BaseModel):
-    """Hybrid search and graph propagation (seed 000 §3.5.1; defaults are the seed's)."""
+    """Hybrid search and graph propagation (docs/DESIGN.md, "Search", gives each default and why)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -84,7 +84,7 @@ class DreamOutput(BaseModel):
 
 
 class DreamTask(BaseModel):
-    """seed 000 §3.4.2: what the dream reads and what it writes."""
+    """What the dream reads and what it writes (docs/DESIGN.md, "Dream")."""
 
     model_config = ConfigDict(extra="forbid")
 

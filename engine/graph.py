@@ -143,7 +143,7 @@ class LinkGraph:
         return len(self.inc.get(uri, ()))
 
     def propagate(self, seeds: dict[str, float], params: PropagationParams) -> dict[str, Propagated]:
-        """Spread seed scores along typed links (§3.5.1 phase 2).
+        """Spread seed scores along typed links (docs/DESIGN.md, "Search": graph propagation).
 
         Each step multiplies by the table weight of (link_type, direction), the link's own
         weight and the damping factor, divided by √degree of the note it leaves; links

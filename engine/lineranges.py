@@ -1,5 +1,5 @@
 """t_line_ranges: "3-5,8" style 1-based inclusive line ranges, and their correction after
-an edit (seed 000 §3.2.6).
+an edit (docs/DESIGN.md, "Vault format").
 
 Correction: each range's old lines are looked up as whole lines (trimmed, exact) in the
 new text, nearest to their old place. If every range is found, the new ranges are returned. Otherwise a pluggable

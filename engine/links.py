@@ -1,6 +1,6 @@
 """The link model: WikiLink (LLM layer, page ids), StoredWikiLink / StoredLink (storage
 layer, URIs), the `.relations.json` sidecar format with its legacy `{uris, reason}`
-entries, and the links merge rules of §3.2.5. What each link type means lives in the
+entries (docs/DESIGN.md, "Vault format"), and the links merge rules. What each link type means lives in the
 link-type table (``engine/linktypes.py``, docs/DESIGN.md "Link types").
 """
 
@@ -117,7 +117,7 @@ class StoredLink(BaseModel):
 
     @property
     def key(self) -> tuple[str, str, str, str]:
-        """Dedup key of §3.2.5: same pair, same field, same line ranges = same link."""
+        """Dedup key: same pair, same field, same line ranges = same link (docs/DESIGN.md, "Vault format")."""
         return (self.from_uri, self.to_uri, self.t_field, self.t_line_ranges or "")
 
     def as_direction(self, direction: Direction) -> StoredLink:
@@ -134,7 +134,7 @@ def new_link_id() -> str:
 
 
 def merge_link(existing: StoredLink | None, new: StoredLink) -> StoredLink:
-    """§3.2.5 for one key: weight max, link_type and description latest, id kept."""
+    """The merge rule for one key: weight max, link_type and description latest, id kept."""
     if existing is None:
         return new
     return existing.model_copy(

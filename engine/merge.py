@@ -1,4 +1,4 @@
-"""Field merge operations (seed 000 §3.1 "MergeOp"): patch, sum, immutable.
+"""Field merge operations ("MergeOp"; a note's fields: docs/DESIGN.md, "Vault format"): patch, sum, immutable.
 
 - patch: replace the value; for text, a ``{"search": s, "replace": r}`` edit (or a list of
   them) changes just that passage. The search text must occur exactly once.

@@ -1,4 +1,4 @@
-"""Relations the text states between two pages (seed 000 §2.1, GBrain's zero-LLM link-type
+"""Relations the text states between two pages (GBrain's zero-LLM link-type
 cascade): founded → invested in → advises → reports to → works at → attended, strongest
 first (attended first when one end is a meeting), each mapped onto a link type by role:
 the membership type (belongs_to) or the default type (related_to); see docs/DESIGN.md

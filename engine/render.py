@@ -1,4 +1,4 @@
-"""Render outgoing links into text by match_text, at read time only (seed 000 §3.2.4).
+"""Render outgoing links into text by match_text, at read time only (docs/DESIGN.md, "Vault format").
 
 Rules: only direction "links" renders; every occurrence is replaced; longer match texts
 win over shorter ones they contain; a match_text absent from the text leaves the text

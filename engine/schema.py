@@ -1,4 +1,4 @@
-"""Memory types: YAML definitions validated into MemoryTypeSchema (seed 000 §3.3).
+"""Memory types: YAML definitions validated into MemoryTypeSchema (docs/DESIGN.md, "Vault format").
 
 Built-in types ship in ``engine/memory_types``; a vault may add or override types with
 YAML files in its own ``memory_types/`` folder.

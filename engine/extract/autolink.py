@@ -1,5 +1,5 @@
-"""References already in a note's text become links without any LLM (GBrain's auto-link,
-§2.1): markdown links ``[text](path)`` (relative, root-relative, with or without ``.md``),
+"""References already in a note's text become links without any LLM (GBrain's auto-link;
+docs/DESIGN.md, "Link types"): markdown links ``[text](path)`` (relative, root-relative, with or without ``.md``),
 ``[[wikilinks]]`` (by title, alias or file name, with or without ``|shown``) and bare
 slug references (``people/mia-brown``). Paths resolve against the batch being imported
 (its own pages first), the vault, and the paths files were imported from (their aliases).

@@ -1,4 +1,4 @@
-"""ExtractLoop (seed 000 §3.4.1): prefetch related pages → PageIdMap → one structured
+"""ExtractLoop (the dream runs it too: docs/DESIGN.md, "Dream"): prefetch related pages → PageIdMap → one structured
 call (or the rules) → strict validation. Invalid output changes nothing: it goes to
 `.memlink/quarantine/` and the run reports why."""
 

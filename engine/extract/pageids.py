@@ -1,4 +1,4 @@
-"""PageIdMap (seed 000 §3.2.2): URI ↔ page id inside one ExtractLoop run. Existing pages
+"""PageIdMap: URI ↔ page id inside one ExtractLoop run (docs/DESIGN.md, "Dream", on its extraction context). Existing pages
 get 1–99, pages the model creates 100+. Ids are never stored."""
 
 from __future__ import annotations

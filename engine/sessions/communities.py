@@ -1,4 +1,4 @@
-"""Communities of the turn term graph (seed 002 §三): deterministic label propagation."""
+"""Communities of the turn term graph (docs/DESIGN.md, "Turn memory"): deterministic label propagation."""
 
 from __future__ import annotations
 

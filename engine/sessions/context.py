@@ -1,4 +1,4 @@
-"""What the chat model sees (seed 002 §五, on our own session host): the system head,
+"""What the chat model sees (docs/DESIGN.md, "Turn memory"; on our own session host): the system head,
 one archive marker standing for everything older than the last N completed turns (the
 log itself is untouched), recalled turns inserted just before the current user message
 and marked as untrusted history, then the current message."""
