@@ -179,8 +179,8 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
             continue
         src, dst = ctx.note(link.from_uri), ctx.note(link.to_uri)
         for end, n in (("from", src), ("to", dst)):
-            if n is None:
-                uri = link.from_uri if end == "from" else link.to_uri
+            uri = link.from_uri if end == "from" else link.to_uri
+            if n is None and uri not in ctx.catalog:  # a note that does not parse is malformed_note
                 yield _problem("links", "error", "dangling_link", link.from_uri, f"{link.id}: {end} note {uri} does not exist")
         if dst is not None:
             schema = ctx.vault.schema(dst.memory_type)

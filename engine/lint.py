@@ -58,9 +58,10 @@ def fix(vault: Vault) -> list[str]:
     link whose two notes exist; remove links (both sides) to or from notes that no
     longer exist."""
     done: list[str] = []
-    catalog = vault.sync_catalog()
-    exists = {u for u, e in catalog.items() if not e.error}
     with vault.transaction() as tx:
+        # Under the lock: a note another process writes meanwhile is seen. A note that
+        # exists but does not parse (a half-done edit) still exists: its links stay.
+        exists = set(vault.sync_catalog())
         ops: list[PutLink | RemoveLink | RemoveLegacy] = []
         seen: dict[tuple[str, str], tuple[str, StoredLink]] = {}
         for folder in vault.sidecar_folders():

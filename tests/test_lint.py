@@ -118,3 +118,18 @@ def test_check_and_lint_on_the_command_line_agree(vault):
     assert checked.returncode == linted.returncode == 3
     assert "one_sided_link" in checked.stdout and "1 errors, 0 warnings" in checked.stdout
     assert "one_sided_link: " in linted.stdout and linted.stdout.splitlines()[-1].startswith("1 errors;")
+
+
+def test_fix_keeps_the_links_of_a_note_whose_frontmatter_is_broken(vault):
+    """A half-done edit in an editor must not cost a note its links (the dream runs fix)."""
+    a, b = make_pair(vault)
+    vault.link(b.uri, a.uri, "belongs_to")
+    path = vault.path(a.uri)
+    good = path.read_text(encoding="utf-8")
+    path.write_text(good.replace("memory_type:", "memory_type: [broken\nx:", 1), encoding="utf-8")
+    assert fix(vault) == []
+    problems = vault.check()
+    assert [p.code for p in problems if p.severity == "error"] == ["malformed_note"]  # not dangling_link
+    path.write_text(good, encoding="utf-8")
+    assert [l.to_uri for l in vault.get_file_links(b.uri, "links")] == [a.uri]
+    assert [l.from_uri for l in vault.get_file_links(a.uri, "backlinks")] == [b.uri]
