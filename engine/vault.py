@@ -57,6 +57,7 @@ class Vault:
         self.sidecars = SidecarCache(self.resolve)
         self.journal = Journal(self.root, self.state_dir / "journal", self.sidecars)
         self.links_version = 0  # bumped on every link write; caches keyed on it go stale
+        self.read_only = False  # Vault.open(read_only=True): writes nothing, not even derived state
         self._lock: FileLock | None = None
         self.warnings: list[str] = []  # things a user should hear about (e.g. a journal set aside)
         self._catalog: dict[str, CatalogEntry] | None = None
@@ -73,12 +74,16 @@ class Vault:
 
     # -- opening ----------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | Path) -> Vault:
+    def open(cls, path: str | Path, *, read_only: bool = False) -> Vault:
+        """Open a vault. ``read_only`` promises to write nothing at all, not even derived
+        state: no journal replay, no catalog shards, and every write raises (a dry run)."""
         root = Path(path).expanduser()
         if not root.is_dir():
             raise VaultError(f"vault folder {root} does not exist; create one with `memlink init --vault {root}`")
         vault = cls(root, load_config(root), TypeRegistry.for_vault(root))
-        vault._recover_quietly()
+        vault.read_only = read_only
+        if not read_only:
+            vault._recover_quietly()
         return vault
 
     @classmethod
@@ -129,6 +134,8 @@ class Vault:
     @contextmanager
     def writing(self, timeout: float | None = None) -> Iterator[None]:
         """Hold the vault's write lock (waiting up to lock_timeout); replay pending journals."""
+        if self.read_only:
+            raise VaultError(f"{self.root} is open read-only here (a dry run); nothing may be written")
         if self._lock is None:
             self.state_dir.mkdir(exist_ok=True)
             self._lock = FileLock(str(self.state_dir / "lock"))
@@ -534,7 +541,8 @@ class Vault:
             if entry is None or entry.mtime_ns != st.st_mtime_ns or entry.size != st.st_size or not entry.sha:
                 entry = self._catalog_entry(uri, st)
             fresh[uri] = entry
-        store.replace(known, fresh)
+        if not self.read_only:
+            store.replace(known, fresh)
         if self._sidecar_stamps is not None and sidecars != self._sidecar_stamps:
             self.links_version += 1
         self._sidecar_stamps = sidecars

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 from filelock import FileLock
 from ollama_stub import OllamaStub
 
+from engine import Vault
 from engine.dream import DreamBusy, ask, dream, load_state
 from engine.errors import MemlinkError
 from engine.llm.ollama_provider import OllamaProvider
@@ -304,7 +306,6 @@ def vault_files(root: Path) -> dict[str, str]:
 def test_a_dry_run_leaves_the_vault_byte_identical(vault):
     from test_cli import memlink
 
-    from engine import Vault
     from engine.search import search
 
     w = vault.write_note
@@ -335,6 +336,35 @@ def test_a_dry_run_leaves_the_vault_byte_identical(vault):
     r = memlink("dream", "--dry-run", vault=vault.root)
     assert r.returncode == 0 and "dry run" in r.stdout and "raku firing schedule" in r.stdout
     assert vault_files(vault.root) == before
+
+
+def every_path(root: Path) -> dict[str, str]:
+    """Every file and folder under the vault, lock files included, by hash."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+            for p in sorted(root.rglob("*"))}
+
+
+def test_a_dry_run_on_a_fresh_copy_or_after_hand_edits_writes_nothing(tmp_path):
+    """No derived state yet (a vault just copied), then a note edited outside memlink:
+    a dry run creates no catalog shard, no lock file, not even .memlink/."""
+    from conftest import SAMPLE
+    from test_cli import memlink
+
+    root = tmp_path / "copy"
+    shutil.copytree(SAMPLE, root)
+    shutil.rmtree(root / ".memlink", ignore_errors=True)
+    before = every_path(root)
+    r = memlink("dream", "--dry-run", vault=root)
+    assert r.returncode == 0 and "dry run" in r.stdout, r.stderr
+    assert every_path(root) == before
+    Vault.open(root).sync_catalog()  # derived state exists now; then a hand edit
+    coffee = next((root / "preferences").glob("*.md"))
+    coffee.write_text(coffee.read_text(encoding="utf-8") + "\nAdded in vim.\n", encoding="utf-8")
+    before = every_path(root)
+    assert memlink("dream", "--dry-run", vault=root).returncode == 0
+    assert every_path(root) == before
+    result = dream(Vault.open(root), dry_run=True)  # in process too, on a vault opened for writing
+    assert result.topics and every_path(root) == before
 
 
 def test_ask_files_a_question_once(vault):

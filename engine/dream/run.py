@@ -66,6 +66,11 @@ def save_state(vault: Vault, state: dict) -> None:
 # -- the run ----------------------------------------------------------------------------------------
 def dream(vault: Vault, *, provider: Provider | None = None, dry_run: bool = False,
           progress: Callable[[int, int], None] | None = None, wait: float = 0.0) -> DreamReport:
+    if dry_run:  # reads through a read-only view: no lock file, no catalog shard, no replay
+        from ..vault import Vault
+
+        view = vault if vault.read_only else Vault.open(vault.root, read_only=True)
+        return _run(view, provider, True, progress)
     lock = FileLock(str(vault.state_dir / "dream.lock"))
     vault.state_dir.mkdir(exist_ok=True)
     try:

@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 def cmd_dream(args: argparse.Namespace) -> int:
     from engine.dream import DreamBusy, dream
 
-    vault = open_vault(args)
+    vault = open_vault(args, read_only=args.dry_run)
     llm = None
     if args.provider != "rules":
         chosen = provider(vault, force=args.provider)

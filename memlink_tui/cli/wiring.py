@@ -58,9 +58,10 @@ def vault_path(args: argparse.Namespace) -> Path:
     return args.vault or default_vault()
 
 
-def open_vault(args: argparse.Namespace | Path) -> Vault:
-    """The vault of --vault (or the default one), or the vault at a given path."""
-    return Vault.open(args if isinstance(args, Path) else vault_path(args))
+def open_vault(args: argparse.Namespace | Path, *, read_only: bool = False) -> Vault:
+    """The vault of --vault (or the default one), or the vault at a given path;
+    ``read_only`` writes nothing at all (a dry run)."""
+    return Vault.open(args if isinstance(args, Path) else vault_path(args), read_only=read_only)
 
 
 def init_vault(args: argparse.Namespace) -> Vault:
