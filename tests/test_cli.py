@@ -65,7 +65,7 @@ def test_errors_are_one_line_on_stderr_with_nonzero_exit(tmp_path):
     r = memlink("init", vault=root)
     assert r.returncode == 1 and "already a memlink vault" in r.stderr
     r = memlink("link", "a.md", "b.md", "--type", "likes", vault=root)
-    assert r.returncode == 1 and "unknown link type 'likes' (one of: related_to" in r.stderr
+    assert r.returncode == 2 and "unknown link type 'likes' (one of: related_to" in r.stderr  # a usage error
 
 
 def test_check_exits_3_on_errors(tmp_path):

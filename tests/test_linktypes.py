@@ -220,3 +220,16 @@ def test_an_imported_page_reference_is_typed_by_the_vaults_cues(seventh, tmp_pat
     ingest_batch(seventh, [folder], wiki=False)
     links = [l for l in seventh.all_links() if l.to_uri.endswith("beta.md")]
     assert [l.link_type.value for l in links] == ["supports"], [(l.from_uri, l.to_uri, l.link_type) for l in links]
+
+
+def test_the_extraction_prompt_explains_the_vaults_link_types(seventh):
+    import datetime as dt
+
+    from engine.extract.context import ExtractContext
+    from engine.extract.loop import messages_for, prefetch
+
+    ctx = ExtractContext("session", "user: The lab visit backs up what Caroline said.", dt.date(2026, 9, 2))
+    prefetch(seventh, ctx)
+    prompt = messages_for(ctx)[0]["content"]
+    assert "  - supports: the from-note is evidence for the to-note" in prompt
+    assert "  - evolved_from: the from-note is the newer version of the to-note" in prompt

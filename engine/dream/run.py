@@ -131,19 +131,24 @@ def handle_topic(vault: Vault, provider: Provider | None, topic: Topic, report: 
             check_dream_operations(ops, ctx, vault)
         except ValueError as exc:
             raise MemlinkError(f"the rules' report does not fit: {exc}") from None
-    run = MemoryUpdater(vault).apply_operations(resolve_dream(ops, ctx, vault.config.link_table().role("provenance")), ctx, provider.name if provider else "rules",
-                                                f"dream {topic.key}", autolink=False)
-    written = run.created + [c["uri"] for c in run.changed] + run.unchanged
+    provenance, default = vault.config.link_table().role("provenance"), vault.config.link_table().role("default")
+    # The model was asked above, outside the vault lock; what it answered lands as one unit
+    # of work: reports, their links, the audit record and the answered question together.
+    with vault.transaction():
+        run = MemoryUpdater(vault).apply_operations(resolve_dream(ops, ctx, provenance), ctx,
+                                                    provider.name if provider else "rules", f"dream {topic.key}",
+                                                    autolink=False)
+        written = run.created + [c["uri"] for c in run.changed] + run.unchanged
+        if written and topic.candidate:
+            vault.write_note("report_candidate", {"status": "done", "report_uri": written[0]}, uri=topic.candidate)
+            vault.link_many([(topic.candidate, uri, default, {"description": "answered by this report"})
+                             for uri in written])
     report.written += written
     report.links_added += len(run.links_added)
     report.skipped += [f"{topic.question}: {p}" for p in run.problems]
     if not written:
         report.no_report.append(topic.question)
         return topic.candidate is None
-    if topic.candidate:
-        vault.write_note("report_candidate", {"status": "done", "report_uri": written[0]}, uri=topic.candidate)
-        vault.link_many([(topic.candidate, uri, vault.config.link_table().role("default"), {"description": "answered by this report"})
-                         for uri in written])
     return True
 
 

@@ -28,6 +28,9 @@ class ExtractContext:
     known_names: dict[str, str] = field(default_factory=dict)  # entity title/alias (lower) -> uri
     base: str | None = None  # the imported file's folder in its tree, for its relative references
     common_words: set[str] = field(default_factory=set)  # words the input writes in lower case
+    # The vault's link types for the prompt: (name, what it means), from its link-type
+    # table (docs/DESIGN.md, "Link types"); the built-ins until prefetch fills it.
+    link_types: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, note: Note) -> int:
         page_id = self.pages.get_or_assign(note.uri)

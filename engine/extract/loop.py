@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from ..atomic import atomic_write_text
 from ..errors import MemlinkError
 from ..graph import LinkGraph
+from ..linktypes import builtin_table
 from ..llm import LLMInvalidOutput
 from ..search import search
 from ..templates import render_template
@@ -38,6 +39,8 @@ class ExtractionRejected(MemlinkError):
 def prefetch(vault: Vault, ctx: ExtractContext) -> None:
     """Existing pages the input is about: search hits, their contradictions and closest
     links, the profile, and every known entity the text names."""
+    table = vault.config.link_table()
+    ctx.link_types = [(t.value, table.spec(t).description or table.spec(t).label) for t in table.names()]
     profile = "profile.md"
     if vault.exists(profile):
         ctx.add(vault.read_note(profile))
@@ -78,6 +81,7 @@ def messages_for(ctx: ExtractContext) -> list[dict]:
     prompt = render_template(template, {
         "kind": ctx.kind, "when": ctx.when.isoformat(), "text": ctx.text, "source_page": ctx.source_page,
         "pages": sorted(ctx.notes.items()), "links": links,
+        "link_types": ctx.link_types or [(t.value, builtin_table().spec(t).description) for t in builtin_table().names()],
     }, "extract prompt")
     return [{"role": "user", "content": prompt}]
 

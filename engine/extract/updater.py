@@ -8,13 +8,13 @@ changes nothing."""
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import MemlinkError
-from ..jsonl import append_jsonl
 from ..merge import is_edit
 from ..names import NameIndex
 from .autolink import find_references, reference_link
@@ -23,6 +23,7 @@ from .operations import item_fields, links_of
 
 if TYPE_CHECKING:
     from ..links import StoredLink
+    from ..transaction import Transaction
     from ..vault import Vault
 
 
@@ -66,6 +67,9 @@ class AuditEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # The record's id: a journal replay appends a record once (docs/DESIGN.md, "Units of
+    # work"). Lines written before ids existed have none.
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
     at: str
     source: str
     provider: str
@@ -105,65 +109,68 @@ class MemoryUpdater:
         what they are)."""
         v = self.vault
         report = RunReport(provider)
-        uris: dict[int, str] = {pid: n.uri for pid, n in ctx.notes.items()}
-        written = []
-        for op in resolved.notes:
-            before = None
-            uri = op.uri
-            if uri is None:
-                schema = v.schema(op.memory_type)
-                plain = {k: val for k, val in op.fields.items() if not is_edit(val)}
-                uri = schema.note_uri(schema.validate_fields(plain, complete=False))
-            if v.exists(uri):
-                before = v.read_note(uri)
-            note = v.write_note(op.memory_type, op.fields, uri=uri if before is not None else None,
-                                created_at=_stamp(ctx) if before is None else None)
-            uris[op.page_id] = note.uri
-            written.append(note)
-            if before is None:
-                report.created.append(note.uri)
-            elif before.fields != note.fields:
-                report.changed.append({"uri": note.uri, "before": before.fields, "after": note.fields})
-            else:
-                report.unchanged.append(note.uri)
-        specs = []
-        for f, t, spec in resolved.links:
-            spec = dict(spec)
-            link_type = spec.pop("link_type")
-            if uris[f] == uris[t]:
-                continue  # two page ids that became one note (an update of the same page)
-            specs.append((uris[f], uris[t], link_type, spec))
-        names = NameIndex.for_vault(v)
-        for note in written if autolink else []:  # references already in the text (GBrain's auto-link)
-            text = "\n".join(note.field_text(name) for name in note.fields)
-            refs = find_references(v, note.uri, text, base=ctx.base, names=names)
-            if ctx.source_page is None:  # an imported file's own references are reported by the import
-                report.unresolved += [f"{note.uri}:{m.line}: {m.raw}" for m in refs.missing]
-            for ref in refs.found:
-                link_type, spec = reference_link(ref, note.fields.get("kind") or "", names.kind(ref.target), v.config.link_table())
-                specs.append((note.uri, ref.target, link_type, spec))
-        if deferred is not None:
-            deferred += specs  # the caller writes them, with others, in one transaction
-        elif specs:
-            try:
-                written_links = write_links(v, specs)
-            except MemlinkError as exc:
-                report.problems.append(f"links not written: {exc}")
-                written_links = []
-            for link, new in written_links:
-                if new:
-                    report.links_added.append(link_entry(link))
+        # One unit of work (docs/DESIGN.md, "Units of work"): the notes, their links and the
+        # audit record land together or not at all.
+        with v.transaction() as tx:
+            uris: dict[int, str] = {pid: n.uri for pid, n in ctx.notes.items()}
+            written = []
+            for op in resolved.notes:
+                before = None
+                uri = op.uri
+                if uri is None:
+                    schema = v.schema(op.memory_type)
+                    plain = {k: val for k, val in op.fields.items() if not is_edit(val)}
+                    uri = schema.note_uri(schema.validate_fields(plain, complete=False))
+                if v.exists(uri):
+                    before = v.read_note(uri)
+                note = v.write_note(op.memory_type, op.fields, uri=uri if before is not None else None,
+                                    created_at=_stamp(ctx) if before is None else None)
+                uris[op.page_id] = note.uri
+                written.append(note)
+                if before is None:
+                    report.created.append(note.uri)
+                elif before.fields != note.fields:
+                    report.changed.append({"uri": note.uri, "before": before.fields, "after": note.fields})
                 else:
-                    report.links_kept += 1
-        self._audit(report, source)
+                    report.unchanged.append(note.uri)
+            specs = []
+            for f, t, spec in resolved.links:
+                spec = dict(spec)
+                link_type = spec.pop("link_type")
+                if uris[f] == uris[t]:
+                    continue  # two page ids that became one note (an update of the same page)
+                specs.append((uris[f], uris[t], link_type, spec))
+            names = NameIndex.for_vault(v)
+            for note in written if autolink else []:  # references already in the text (GBrain's auto-link)
+                text = "\n".join(note.field_text(name) for name in note.fields)
+                refs = find_references(v, note.uri, text, base=ctx.base, names=names)
+                if ctx.source_page is None:  # an imported file's own references are reported by the import
+                    report.unresolved += [f"{note.uri}:{m.line}: {m.raw}" for m in refs.missing]
+                for ref in refs.found:
+                    link_type, spec = reference_link(ref, note.fields.get("kind") or "", names.kind(ref.target), v.config.link_table())
+                    specs.append((note.uri, ref.target, link_type, spec))
+            if deferred is not None:
+                deferred += specs  # the caller writes them, with others, in one transaction
+            elif specs:
+                try:
+                    written_links = write_links(v, specs)
+                except MemlinkError as exc:
+                    report.problems.append(f"links not written: {exc}")
+                    written_links = []
+                for link, new in written_links:
+                    if new:
+                        report.links_added.append(link_entry(link))
+                    else:
+                        report.links_kept += 1
+            self._audit(tx, report, source)
         return report
 
-    def _audit(self, report: RunReport, source: str) -> None:
-        """Append the run's audit entry (locked and fsynced: runs in other processes
-        append to the same day's file)."""
+    def _audit(self, tx: Transaction, report: RunReport, source: str) -> None:
+        """Stage the run's audit entry in the run's transaction (the journal appends it
+        once, with the notes it names)."""
         entry = AuditEntry(at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), source=source,
                            **report.to_json())
-        append_jsonl(self.vault.state_dir / "audit" / f"{dt.date.today().isoformat()}.jsonl", [entry])
+        tx.append(f".memlink/audit/{dt.date.today().isoformat()}.jsonl", entry)
 
 
 def write_links(vault: Vault, specs: list[tuple]) -> list[tuple]:

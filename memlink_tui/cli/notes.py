@@ -6,9 +6,10 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
+from engine import LinkError, LinkType, Vault
 from engine.linktypes import builtin_table
 
-from .wiring import open_vault, positive, say
+from .wiring import UsageError, open_vault, positive, say
 
 if TYPE_CHECKING:
     from engine.links import StoredLink
@@ -125,7 +126,7 @@ def cmd_link(args: argparse.Namespace) -> int:
     link = vault.link(
         args.from_uri,
         args.to_uri,
-        args.link_type,
+        link_type(vault, args.link_type),
         weight=args.weight,
         t_field=args.t_field,
         t_line_ranges=args.t_lines,
@@ -139,10 +140,18 @@ def cmd_link(args: argparse.Namespace) -> int:
     return 0
 
 
+def link_type(vault: Vault, name: str) -> LinkType:
+    """A --type value as one of the vault's link types; any other is a usage error."""
+    try:
+        return vault.config.link_table().require(name)
+    except LinkError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def cmd_unlink(args: argparse.Namespace) -> int:
     vault = open_vault(args)
-    link_type = vault.config.link_table().require(args.link_type) if args.link_type else None
-    n = vault.unlink(args.from_uri, args.to_uri, link_type)
+    chosen = link_type(vault, args.link_type) if args.link_type else None
+    n = vault.unlink(args.from_uri, args.to_uri, chosen)
     say(f"removed {n} link{'s' if n != 1 else ''} from {args.from_uri} to {args.to_uri}")
     return 0
 
@@ -153,8 +162,7 @@ def cmd_graph_query(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     uri = vault.read_note(args.uri).uri  # a clear error for a missing note
     graph = LinkGraph.for_vault(vault)
-    table = vault.config.link_table()
-    types = {table.require(t) for t in args.types} if args.types else None
+    types = {link_type(vault, t) for t in args.types} if args.types else None
     rows = graph.neighbourhood(uri, types, args.direction, max(1, args.depth))
     catalog = vault.catalog()
     if args.json:

@@ -130,10 +130,18 @@ def synced_index(vault: Vault, quiet: bool = False, full: bool = False) -> tuple
     return index, report
 
 
+class UsageError(MemlinkError):
+    """A bad command line that argparse could not see (e.g. a link type the vault does not
+    declare: the choices are known only once the vault is open). Exits 2, like argparse."""
+
+
 def run(handler: Handler, args: argparse.Namespace) -> int:
     """Run one command: any error becomes one line on stderr and a non-zero exit code."""
     try:
         return handler(args)
+    except UsageError as exc:
+        say(f"memlink: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except MemlinkError as exc:
         say(f"memlink: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
