@@ -32,20 +32,35 @@ QUESTION_FRAME = frozenset(
 _HEADING = re.compile(r"^#{1,6}\s", re.MULTILINE)
 CHUNK_WORDS = 300
 # Terminal escape sequences (CSI, OSC, DCS/SOS/PM/APC strings, two-byte ESC sequences),
-# in their 7-bit and 8-bit forms, then any C0/C1 control left (newline and tab stay).
+# in their 7-bit and 8-bit forms, then any C0/C1 control left (newline and tab stay), then
+# the bidi embeddings, overrides and isolates that make text display in another order than
+# it is stored (docs/DESIGN.md, "Clean output").
+_BIDI = "\u202a-\u202e\u2066-\u2069"
 _ESCAPES = re.compile(
     r"(?:\x1b\[|\x9b)[\x20-\x3f]*[\x40-\x7e]?"  # CSI … final byte
-    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # OSC, DCS, SOS, PM, APC … terminator
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"  # OSC, DCS, SOS, PM, APC … terminator
+    # (unterminated, only the introducer goes, below: what follows stays visible)
     r"|\x1b[\x20-\x2f]*[\x30-\x7e]?"  # other ESC sequences (and a lone ESC)
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+    rf"|[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]"
 )
+# What JSON leaves raw (it escapes C0 itself): DEL, C1 and the bidi controls.
+_JSON_RAW = re.compile(f"[\x7f-\x9f{_BIDI}]")
 
 
-def printable(text: str) -> str:
-    """``text`` safe to print on a terminal: escape sequences and control characters
-    (C0 and C1, except newline and tab) removed, so that imported or note text can never
-    move the cursor, retitle the window or hide what follows."""
+def printable(text: object) -> str:
+    """``text`` safe to print on a terminal: escape sequences, control characters (C0 and
+    C1, except newline and tab; a bare carriage return too) and bidi overrides removed, so
+    that imported or note text can never move the cursor, write the clipboard, hide a link,
+    retitle the window or reorder what is shown. The one sanitiser for the CLI and the app."""
     return _ESCAPES.sub("", str(text))
+
+
+def printable_json(text: str) -> str:
+    """JSON text (``json.dumps(..., ensure_ascii=False)``) safe to print: the characters
+    ``printable`` would drop and JSON leaves raw are written as ``\\uXXXX`` escapes, so the
+    data survives a round trip while the terminal never sees them. Outside strings JSON
+    holds none of them, so the result parses to the same value."""
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 def has_cjk(text: str) -> bool:

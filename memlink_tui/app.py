@@ -21,6 +21,8 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen
 
 from engine import MemlinkError, Vault
+from engine.text import printable
+from widgets.safe import safe_markup
 from widgets.status_bar import Status
 
 from .commands import ActionCommands, NoteCommands, ProviderCommands, ThemeCommands
@@ -141,7 +143,7 @@ class MemlinkApp(App):
         self._applied_theme = self.theme  # what startup applied: not a choice to save
         self.theme_changed_signal.subscribe(self, self._remember_theme)
         for problem in self._theme_problems + ([self.settings.error] if self.settings.error else []):
-            self.notify(problem, title="Settings", severity="warning", timeout=10)
+            self.notify(safe_markup(problem), title="Settings", severity="warning", timeout=10)
         if self.vault is None:
             from .screens.first_run import FirstRunScreen
 
@@ -160,7 +162,7 @@ class MemlinkApp(App):
         """Open the vault in the panes. The first paint needs only the catalog; the search
         index and the provider check load in workers."""
         self.vault, self.vault_path = vault, vault.root
-        self.title = f"memlink — {vault.config.name}"
+        self.title = printable(f"memlink — {vault.config.name}")
         overrides = {k: v for k, v in (("provider", self.settings.settings.llm_provider),
                                        ("model", self.settings.settings.llm_model)) if v}
         if overrides:
@@ -256,7 +258,7 @@ class MemlinkApp(App):
             try:
                 await self._show(target, then)
             except Exception as exc:  # a pane that cannot show must not take the app down
-                self.notify(str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                self.notify(safe_markup(str(exc).splitlines()[0] if str(exc) else type(exc).__name__),
                             title=f"Cannot open {target.pane}", severity="error")
                 return
             blank = here is not None and here.pane == "browser" and here.uri is None  # nothing open yet
@@ -385,7 +387,7 @@ class MemlinkApp(App):
         if health.provider == "rules" and self.settings.settings.llm_provider == "rules":
             detail = f"zero-LLM rules provider (chosen in the app, saved in {self.settings.path})"
         severity: SeverityLevel = "information" if health.ok else "warning"
-        self.notify(detail, title=f"LLM: {health.provider}", severity=severity, timeout=6)
+        self.notify(safe_markup(detail), title=safe_markup(f"LLM: {health.provider}"), severity=severity, timeout=6)
         self._tell("chat", ProviderChanged(self.provider, health))
 
     # -- background work ------------------------------------------------------------------------
@@ -403,13 +405,13 @@ class MemlinkApp(App):
             index = self.opened.services.open_index(progress=progress)
         except MemlinkError as exc:
             self.call_from_thread(setattr, self, "index_state", "unavailable")
-            self.call_from_thread(self.notify, str(exc), title="Index unavailable", severity="error")
+            self.call_from_thread(self.notify, safe_markup(exc), title="Index unavailable", severity="error")
             return
         self._index_progress = None
         self.call_from_thread(setattr, self, "index_state", f"fresh · {len(index.indexed)} notes")
         report = index.last_sync
         for notice in report.notices if report else []:
-            self.call_from_thread(self.notify, notice, title="Embedding model", severity="warning", timeout=10)
+            self.call_from_thread(self.notify, safe_markup(notice), title="Embedding model", severity="warning", timeout=10)
         if report and report.changed:
             self.call_from_thread(
                 self.notify, f"indexed {report.changed} changed note(s) in {report.seconds:.1f}s", timeout=3

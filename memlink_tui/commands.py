@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from engine.text import printable
+
 if TYPE_CHECKING:
     from .app import MemlinkApp
 
@@ -33,8 +35,8 @@ class NoteCommands(_AppProvider):
         for entry in app.vault.list_notes():
             score = matcher.match(entry.title)
             if score > 0:
-                yield Hit(score, matcher.highlight(entry.title), partial(app.open_note, entry.uri),
-                          help=f"{entry.memory_type} · {entry.uri}")
+                yield Hit(score, matcher.highlight(printable(entry.title)), partial(app.open_note, entry.uri),
+                          help=printable(f"{entry.memory_type} · {entry.uri}"))
 
 
 class _Listed(_AppProvider):

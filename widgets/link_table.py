@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.markup import escape
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
 
 from engine import StoredLink
+from engine.text import printable
+
+from .safe import safe_markup
 
 
 class LinkTable(DataTable):
@@ -43,16 +45,16 @@ class LinkTable(DataTable):
         for link in links:
             outgoing = link.direction == "links"
             other = link.to_uri if outgoing else link.from_uri
-            anchor: str | Text = link.match_text or ""
+            anchor: str | Text = safe_markup(link.match_text or "")
             if outgoing and link.id in missing_ids:
-                anchor = Text(f"{anchor} (not in text)", style="italic")
+                anchor = Text(f"{printable(link.match_text or '')} (not in text)", style="italic")
             self.add_row(
                 "→" if outgoing else "←",
-                link.link_type.value + (" (legacy)" if link.legacy else ""),
+                safe_markup(link.link_type.value + (" (legacy)" if link.legacy else "")),
                 f"{link.weight:.2f}",
-                titles.get(other, other),
+                safe_markup(titles.get(other, other)),
                 anchor,
-                link.description,
+                safe_markup(link.description),
             )
             self._targets.append(other)
 
@@ -73,7 +75,7 @@ class LinkTable(DataTable):
         if 0 <= event.cursor_row < len(self._links):
             l = self._links[event.cursor_row]
             where = f"{l.t_field}" + (f" lines {l.t_line_ranges}" if l.t_line_ranges else "")
-            self.border_subtitle = escape(f"{l.link_type.value} {l.weight:.2f} → {where} · {l.description}"[:200])
+            self.border_subtitle = safe_markup(f"{l.link_type.value} {l.weight:.2f} → {where} · {l.description}"[:200])
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

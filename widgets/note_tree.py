@@ -13,6 +13,8 @@ from textual.widgets.tree import TreeNode
 
 from engine import CatalogEntry
 
+from .safe import safe_markup
+
 TYPE_ORDER = ["profile", "preference", "entity", "event", "report", "report_candidate", "source"]
 PAGE = 200
 MORE = "\0more"  # data of the "show more" row at the end of a branch
@@ -64,7 +66,7 @@ class NoteTree(Tree[str]):
                 items.sort(key=lambda e: e.title.lower())
             self._groups[mtype] = items
             self._position.update((e.uri, (mtype, i)) for i, e in enumerate(items))
-            branch = self.root.add(f"{mtype} ({len(items)})", data=None)
+            branch = self.root.add(f"{safe_markup(mtype)} ({len(items)})", data=None)
             self._branches[mtype] = branch
             if len(order) <= 2 or mtype in expanded:
                 self._show_range(mtype, 0, PAGE)
@@ -84,7 +86,7 @@ class NoteTree(Tree[str]):
         if lo > 0:
             branch.add_leaf(f"… {lo} earlier (enter)", data=EARLIER)
         for entry in items[lo:hi]:
-            self._leaves[entry.uri] = branch.add_leaf(entry.title, data=entry.uri)
+            self._leaves[entry.uri] = branch.add_leaf(safe_markup(entry.title), data=entry.uri)
         if hi < len(items):
             branch.add_leaf(f"… {len(items) - hi} more (enter)", data=MORE)
         self._range[mtype] = (lo, hi)

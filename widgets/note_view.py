@@ -3,12 +3,14 @@ outgoing links rendered by match_text (hrefs are vault URIs)."""
 
 from __future__ import annotations
 
-from rich.markup import escape
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Markdown, Static
 
 from engine import Note
+from engine.text import printable
+
+from .safe import safe_markup
 
 
 class NoteView(VerticalScroll, can_focus=True):
@@ -23,15 +25,16 @@ class NoteView(VerticalScroll, can_focus=True):
 
     async def show(self, note: Note, title: str, rendered_body: str, missing: int) -> None:
         fields = "  ".join(
-            f"[b]{escape(k)}[/b]: {escape(', '.join(map(str, v)) if isinstance(v, list) else str(v))}"
+            f"[b]{safe_markup(k)}[/b]: {safe_markup(', '.join(map(str, v)) if isinstance(v, list) else str(v))}"
             for k, v in note.fields.items()
             if k not in ("content", "answer") and v not in ("", [], None)
         )
         warn = f"\n[$warning]{missing} link anchor(s) not found in the text[/]" if missing else ""
         meta = (
-            f"[b]{escape(title)}[/b]  [dim]{note.memory_type} · {escape(note.uri)}[/dim]\n"
-            f"created {note.created_at[:10]} · updated {note.updated_at[:10]}\n{fields}{warn}"
+            f"[b]{safe_markup(title)}[/b]  [dim]{safe_markup(note.memory_type)} · {safe_markup(note.uri)}[/dim]\n"
+            f"created {safe_markup(note.created_at[:10])} · updated {safe_markup(note.updated_at[:10])}\n{fields}{warn}"
         )
         self.query_one("#note-meta", Static).update(meta)
-        await self.query_one("#note-body", Markdown).update(rendered_body)
+        # Markdown is not Rich markup: the body only loses what a terminal would act on.
+        await self.query_one("#note-body", Markdown).update(printable(rendered_body))
         self.scroll_home(animate=False)

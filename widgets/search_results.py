@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
+
+from .safe import safe_markup
 
 if TYPE_CHECKING:  # engine.search pulls in numpy and the index; not needed to draw
     from engine.search import SearchHit
@@ -18,10 +19,10 @@ def _snippet_markup(snippet: str) -> str:
 
     out, last = [], 0
     for m in re.finditer(r"\[([^\]]+)\]\(([^)]+)\)", snippet):
-        out.append(escape(snippet[last : m.start()]))
-        out.append(f"[u]{escape(m.group(1))}[/u]")
+        out.append(safe_markup(snippet[last : m.start()]))
+        out.append(f"[u]{safe_markup(m.group(1))}[/u]")
         last = m.end()
-    out.append(escape(snippet[last:]))
+    out.append(safe_markup(snippet[last:]))
     return "".join(out)
 
 
@@ -36,13 +37,13 @@ class SearchResults(OptionList):
             if i:
                 self.add_option(None)  # a separator line between hits
             text = (
-                f"[b]{escape(h.title)}[/b]  [dim]{h.memory_type} · {escape(h.uri)} · {h.score:.2f}"
+                f"[b]{safe_markup(h.title)}[/b]  [dim]{safe_markup(h.memory_type)} · {safe_markup(h.uri)} · {h.score:.2f}"
                 f"{' · weak match' if h.weak else ''}[/dim]\n"
-                f"  [i $text-muted]{escape(h.route)}[/]\n"
+                f"  [i $text-muted]{safe_markup(h.route)}[/]\n"
                 f"  {_snippet_markup(h.snippet)}"
             )
             for e in h.evidence:  # notes derived from this one that matched too
-                text += f"\n  [dim]↳ {escape(e.title)} · {e.memory_type} · {escape(e.uri)}[/dim]"
+                text += f"\n  [dim]↳ {safe_markup(e.title)} · {safe_markup(e.memory_type)} · {safe_markup(e.uri)}[/dim]"
             self.add_option(Option(text, id=h.uri))
         if hits:
             self.highlighted = 0

@@ -9,8 +9,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.markup import escape
 from textual.widgets import Static
+
+from .safe import safe_markup
 
 
 def short_path(path: Path | str) -> str:
@@ -50,4 +51,4 @@ class StatusBar(Static):
 
     def show(self, status: Status) -> None:
         self.status = status
-        self.update(escape(status.line()))
+        self.update(safe_markup(status.line()))

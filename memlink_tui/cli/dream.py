@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from engine import MemlinkError
 
-from .wiring import EXIT_BUSY, EXIT_PROBLEMS, open_vault, progress, provider, say
+from .wiring import EXIT_BUSY, EXIT_PROBLEMS, open_vault, progress, provider, say, say_json
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -60,13 +59,13 @@ def cmd_dream(args: argparse.Namespace) -> int:
         report = dream(vault, provider=llm, dry_run=args.dry_run, wait=args.wait,
                        progress=None if args.json else progress("dreaming"))
     except DreamBusy as exc:
-        print(f"memlink: busy: {exc}", file=sys.stderr)
+        say(f"memlink: busy: {exc}", file=sys.stderr)
         return EXIT_BUSY
     vault.close()
     if args.json:
-        print(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+        say_json(report.to_json())
         return 0
-    print(f"dream ({report.provider}{', dry run' if report.dry_run else ''}): {len(report.topics)} topic(s), "
+    say(f"dream ({report.provider}{', dry run' if report.dry_run else ''}): {len(report.topics)} topic(s), "
           f"{len(report.written)} report(s) written, {len(report.skipped)} skipped")
     for topic in report.topics:
         say(f"  ? [{topic['kind']}] {topic['question']}")
@@ -97,8 +96,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
     report = lint(vault)
     written = write_dashboards(vault, report)
     if args.json:
-        print(json.dumps({"errors": report.errors, "counts": report.counts, "fixed": fixed, "dashboards": written,
-                          "findings": [f.__dict__ for f in report.findings]}, ensure_ascii=False, indent=2))
+        say_json({"errors": report.errors, "counts": report.counts, "fixed": fixed, "dashboards": written,
+                  "findings": [f.__dict__ for f in report.findings]})
     else:
         for line in fixed:
             say(f"fixed: {line}")
@@ -135,7 +134,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     problems = vault.check()
     errors = [p for p in problems if p.severity == "error"]
     if args.json:
-        print(json.dumps([p.model_dump() for p in problems], ensure_ascii=False, indent=2))
+        say_json([p.model_dump() for p in problems])
     else:
         notes = len(vault.list_notes())
         links = sum(1 for _ in vault.all_links())

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING, Any
 
 from engine import LinkError, LinkType, Vault
 from engine.linktypes import builtin_table
 
-from .wiring import UsageError, open_vault, positive, say
+from .wiring import UsageError, open_vault, positive, say, say_json
 
 if TYPE_CHECKING:
     from engine.links import StoredLink
@@ -81,7 +80,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     links = vault.get_file_links(note.uri, "links")
     backlinks = vault.get_file_links(note.uri, "backlinks")
     if args.json:
-        print(json.dumps({
+        say_json({
             "uri": note.uri,
             "memory_type": note.memory_type,
             "title": vault.title(note),
@@ -93,7 +92,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             "missing_match_text": [link.id for link in rendered.missing],
             "links": [_link_dict(link) for link in links],
             "backlinks": [_link_dict(link) for link in backlinks],
-        }, ensure_ascii=False, indent=2))
+        })
         return 0
     say(f"{note.uri}  ({note.memory_type})  created {note.created_at}  updated {note.updated_at}")
     for k, v in note.fields.items():
@@ -112,7 +111,7 @@ def cmd_links(args: argparse.Namespace) -> int:
     vault.read_note(args.uri)  # a clear error for a missing note
     links = vault.get_file_links(args.uri, args.direction)
     if args.json:
-        print(json.dumps([_link_dict(link) for link in links], ensure_ascii=False, indent=2))
+        say_json([_link_dict(link) for link in links])
     else:
         if args.direction in ("links", "both"):
             _print_links([link for link in links if link.direction == "links"], "links")
@@ -134,7 +133,7 @@ def cmd_link(args: argparse.Namespace) -> int:
         description=args.description,
     )
     if args.json:
-        print(json.dumps(_link_dict(link), ensure_ascii=False, indent=2))
+        say_json(_link_dict(link))
     else:
         say(f"linked {link.from_uri} -[{link.link_type.value} {link.weight:.2f}]-> {link.to_uri}  ({link.id})")
     return 0
@@ -166,12 +165,12 @@ def cmd_graph_query(args: argparse.Namespace) -> int:
     rows = graph.neighbourhood(uri, types, args.direction, max(1, args.depth))
     catalog = vault.catalog()
     if args.json:
-        print(json.dumps([
+        say_json([
             {"uri": s.dst, "title": catalog[s.dst].title if s.dst in catalog else s.dst, "depth": hop,
              "from": s.src, "direction": "out" if s.direction == "links" else "in",
              "link_type": s.link.link_type.value, "weight": s.link.weight, "description": s.link.description}
             for hop, s in rows
-        ], ensure_ascii=False, indent=2))
+        ])
         return 0
     if not rows:
         print("no linked notes")

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from engine import MemlinkError
 
-from .wiring import open_vault, positive, say, synced_index
+from .wiring import open_vault, positive, say, say_json, synced_index
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -44,7 +43,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     hits = search(vault, args.query, k=args.k, types=types, use_graph=not args.no_graph, index=index, log=True)
     vault.close()
     if args.json:
-        print(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2))
+        say_json([h.to_json() for h in hits])
         return 0
     if not hits:
         print("no results")
@@ -80,13 +79,13 @@ def cmd_recall(args: argparse.Namespace) -> int:
         for line in args.batch.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 hits = memory.recall(line.strip(), k=args.k, session=args.session)
-                print(json.dumps({"query": line.strip(), "hits": [h.to_json() for h in hits]}, ensure_ascii=False))
+                say_json({"query": line.strip(), "hits": [h.to_json() for h in hits]}, indent=None)
         return 0
     if not args.query:
         raise MemlinkError("give a question, or --batch FILE")
     hits = memory.recall(args.query, k=args.k, session=args.session)
     if args.json:
-        print(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=2))
+        say_json([h.to_json() for h in hits])
         return 0
     if not hits:
         print("nothing relevant recalled")

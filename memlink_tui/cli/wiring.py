@@ -6,6 +6,7 @@ never open a vault or pick a provider themselves."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from engine import MemlinkError, Vault
-from engine.text import printable
+from engine.text import printable, printable_json
 
 from ..paths import default_vault
 
@@ -94,6 +95,12 @@ def say(text: str, file: TextIO | None = None) -> None:
     print(printable(text), file=file)
 
 
+def say_json(data: Any, indent: int | None = 2) -> None:
+    """Print data as JSON for scripts: every character kept, those a terminal would act on
+    written as \\u escapes (JSON already escapes the C0 controls)."""
+    print(printable_json(json.dumps(data, ensure_ascii=False, indent=indent)))
+
+
 def notice(text: str) -> None:
     """A side note on stderr (the index was rebuilt, a model is missing...)."""
     say(f"memlink: note: {text}", file=sys.stderr)
@@ -152,8 +159,8 @@ def run(handler: Handler, args: argparse.Namespace) -> int:
         return 0
     except OSError as exc:  # a folder that cannot be created, a read-only vault...
         where = f": {exc.filename}" if exc.filename else ""
-        print(f"memlink: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        say(f"memlink: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return EXIT_ERROR
     except (ValueError, RuntimeError, UnicodeError) as exc:  # last resort: one line, not a traceback
-        print(f"memlink: error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", file=sys.stderr)
+        say(f"memlink: error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", file=sys.stderr)
         return EXIT_ERROR

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .wiring import EXIT_ERROR, open_vault, progress, say
+from .wiring import EXIT_ERROR, open_vault, progress, say, say_json
 
 if TYPE_CHECKING:
     from engine.extract.updater import RunReport
@@ -59,11 +58,11 @@ def cmd_commit(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     extractor, health = choose_extractor(vault)
     if not args.json:
-        print(f"provider: {health.provider} — {health.summary}", file=sys.stderr)
+        say(f"provider: {health.provider} — {health.summary}", file=sys.stderr)
     report = commit_session(vault, args.session, extractor)
     vault.close()
     if args.json:
-        print(json.dumps(report.to_json() if report else None, ensure_ascii=False, indent=2))
+        say_json(report.to_json() if report else None)
     elif report is None:
         say(f"session {args.session}: nothing new to commit")
     else:
@@ -78,14 +77,14 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     extractor, health = choose_extractor(vault)
     if not args.json:
-        print(f"provider: {health.provider} — {health.summary}", file=sys.stderr)
+        say(f"provider: {health.provider} — {health.summary}", file=sys.stderr)
     result = ingest_batch(vault, args.paths, wiki=not args.no_wiki, extractor=extractor,
                           progress=None if args.json else progress("importing"))
     vault.close()
     for failure in result.failed:
         say(f"memlink: error: {failure['error']}", file=sys.stderr)
     if args.json:
-        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+        say_json(result.to_json())
         return EXIT_ERROR if result.failed else 0
     for r in result.files:
         if not r.skipped:
@@ -109,7 +108,7 @@ def cmd_import_chat(args: argparse.Namespace) -> int:
     extractor = turn_extractor(vault)
     report = import_chat(vault, args.file, extractor, progress=None if args.json else progress("extracting turns"))
     if args.json:
-        print(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+        say_json(report.to_json())
     else:
         print(f"{report.sessions} session(s), {report.events_added} new events, {report.turns} turns: "
               f"{report.extracted} extracted, {report.already} already known, {len(report.failed)} failed "

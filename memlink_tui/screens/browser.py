@@ -14,7 +14,9 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header, Markdown, Tree
 
 from engine import MemlinkError, Vault
+from engine.text import printable
 from widgets import LinkTable, NoteTree, NoteView
+from widgets.safe import safe_markup
 from widgets.status_bar import Status
 
 from ..messages import CatalogSynced, NoteChanged, NotesShown, VaultChanged
@@ -76,7 +78,7 @@ class BrowserScreen(Pane):
             rendered = self.vault.render_note(uri)
             links = self.vault.get_file_links(note.uri, "both")
         except MemlinkError as exc:
-            self.notify(str(exc), title="Cannot open note", severity="error")
+            self.notify(safe_markup(exc), title="Cannot open note", severity="error")
             return
         self.current = note.uri
         catalog = self.vault.catalog()
@@ -84,7 +86,7 @@ class BrowserScreen(Pane):
         await self.query_one(NoteView).show(note, self.vault.title(note), rendered.text, len(rendered.missing))
         self.query_one(LinkTable).show(links, titles, {l.id for l in rendered.missing})
         self.query_one(NoteTree).reveal(note.uri)
-        self.sub_title = note.uri
+        self.sub_title = printable(note.uri)
 
     def _need_note(self) -> bool:
         if not self.current:
@@ -126,7 +128,7 @@ class BrowserScreen(Pane):
 
         async def linked(target: str | None) -> None:
             if target:
-                self.notify(f"linked to {target}", timeout=3)
+                self.notify(f"linked to {safe_markup(target)}", timeout=3)
                 await self.open_note(uri)
 
         self.app.push_screen(LinkEditor(self.vault, uri), linked)
@@ -148,9 +150,9 @@ class BrowserScreen(Pane):
             try:
                 self.vault.unlink(source, target, link.link_type, link_id=link.id)  # just this one
             except MemlinkError as exc:
-                self.notify(str(exc), title="Link not removed", severity="error")
+                self.notify(safe_markup(exc), title="Link not removed", severity="error")
                 return
-            self.notify(f"removed {link.link_type.value} {source} → {target}", timeout=3)
+            self.notify(safe_markup(f"removed {link.link_type.value} {source} → {target}"), timeout=3)
             assert self.current is not None  # the links table shows the open note's links
             await self.open_note(self.current)
 
@@ -183,11 +185,11 @@ class BrowserScreen(Pane):
             except SuspendNotSupported:  # no terminal to hand over (tests, web): run it as is
                 code = subprocess.call([*editor, str(draft)])
         except OSError as exc:
-            self.notify(f"cannot run {editor[0]}: {exc}", title="Editor", severity="error")
+            self.notify(safe_markup(f"cannot run {editor[0]}: {exc}"), title="Editor", severity="error")
             return
         edited = draft.read_text(encoding="utf-8")
         if code != 0 or edited == original:
-            self.notify("no changes saved" + (f" ({editor[0]} exited with {code})" if code else ""), timeout=3)
+            self.notify(safe_markup("no changes saved" + (f" ({editor[0]} exited with {code})" if code else "")), timeout=3)
             shutil.rmtree(draft.parent, ignore_errors=True)
             return
         self._save_edit(uri, original, edited, draft)
@@ -206,7 +208,7 @@ class BrowserScreen(Pane):
                     raise MemlinkError(f"{uri} changed on disk while you were editing")
                 self.vault.write_note(note.memory_type, note.fields, uri=uri, replace=True)
         except MemlinkError as exc:
-            self.app.call_from_thread(self.notify, f"{exc}. Nothing was changed; your edit is kept in {draft}",
+            self.app.call_from_thread(self.notify, safe_markup(f"{exc}. Nothing was changed; your edit is kept in {draft}"),
                                       title="Edit not saved", severity="error", timeout=15)
             return
         shutil.rmtree(draft.parent, ignore_errors=True)
@@ -238,7 +240,7 @@ class BrowserScreen(Pane):
             entries = self.vault.list_notes()
             signature = NoteTree.signature_of(entries)  # sorting 100k titles: here, not on the UI thread
         except MemlinkError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Cannot read the vault", severity="error")
+            self.app.call_from_thread(self.notify, safe_markup(exc), title="Cannot read the vault", severity="error")
             return
         self.app.call_from_thread(self._catalog_ready, entries, signature)
 

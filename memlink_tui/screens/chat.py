@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -21,6 +20,8 @@ from engine import MemlinkError, Vault
 from engine.llm import LLMError
 from engine.sessions.chat import ChatSession, new_session_id
 from engine.sessions.log import message_text, project_turns, read_events
+from engine.text import printable
+from widgets.safe import safe_markup
 from widgets.status_bar import Status
 
 from ..messages import ExtractionStarted, ProviderChanged
@@ -94,7 +95,7 @@ class ChatScreen(Pane):
             try:
                 title = self.vault.title(self.vault.read_note(uri))
             except MemlinkError as exc:  # deleted since: plain chat
-                self.notify(str(exc), severity="warning")
+                self.notify(safe_markup(exc), severity="warning")
                 self._ask_about(None)
                 self.set_focus(self.query_one("#message", Input))
                 return
@@ -105,8 +106,8 @@ class ChatScreen(Pane):
         self.about = uri
         box = self.query_one("#message", Input)
         if uri:
-            box.placeholder = f"Ask about “{title}”…  (enter sends)"
-            self._status(f"asking about [b]{escape(title)}[/b] — the note goes to the model and seeds recall")
+            box.placeholder = f"Ask about “{printable(title)}”…  (enter sends)"
+            self._status(f"asking about [b]{safe_markup(title)}[/b] — the note goes to the model and seeds recall")
         else:
             box.placeholder = "Message…  (enter sends)"
             if self.health is not None:
@@ -133,11 +134,11 @@ class ChatScreen(Pane):
             self.chat.provider, self.chat.turn_extractor = provider, extractor
         self._extractor = extractor
         if provider is None:
-            self._status(f"[b]No chat model:[/b] {escape(health.summary)}. Browsing, search, import and memory "
+            self._status(f"[b]No chat model:[/b] {safe_markup(health.summary)}. Browsing, search, import and memory "
                          f"extraction keep working.")
         else:
-            self._status(f"chat model: {escape(health.provider)}")
-        self.sub_title = f"LLM: {health.provider}"
+            self._status(f"chat model: {safe_markup(health.provider)}")
+        self.sub_title = printable(f"LLM: {health.provider}")
 
     def _status(self, text: str) -> None:
         self.query_one("#status", Static).update(text)
@@ -149,7 +150,7 @@ class ChatScreen(Pane):
         view = self.query_one("#sessions", ListView)
         view.clear()
         for name in self._sessions:
-            view.append(ListItem(Label(name), name=name))
+            view.append(ListItem(Label(safe_markup(name)), name=name))
 
     @on(ListView.Selected, "#sessions")
     def _picked(self, event: ListView.Selected) -> None:
@@ -165,10 +166,10 @@ class ChatScreen(Pane):
         transcript.remove_children()
         for turn in project_turns(session, read_events(self.vault, session), final=True):  # an unanswered message shows too
             for message in turn.asked:
-                transcript.mount(Static(f"[b]you[/b]  {escape(message_text(message))}", classes="user"))
+                transcript.mount(Static(f"[b]you[/b]  {safe_markup(message_text(message))}", classes="user"))
             for message in turn.answered:
-                transcript.mount(Static(escape(message_text(message)), classes="assistant"))
-        transcript.border_title = f"Chat · {session}"
+                transcript.mount(Static(safe_markup(message_text(message)), classes="assistant"))
+        transcript.border_title = f"Chat · {safe_markup(session)}"
         # After the refresh: the new messages must be laid out before the end is known.
         transcript.call_after_refresh(transcript.scroll_end, animate=False)
 
@@ -184,7 +185,7 @@ class ChatScreen(Pane):
             return
         event.input.value = ""
         transcript = self.query_one("#transcript", VerticalScroll)
-        transcript.mount(Static(f"[b]you[/b]  {escape(text)}", classes="user"))
+        transcript.mount(Static(f"[b]you[/b]  {safe_markup(text)}", classes="user"))
         answer = Static("…", classes="assistant")
         transcript.mount(answer)
         transcript.scroll_end(animate=False)
@@ -197,12 +198,12 @@ class ChatScreen(Pane):
         about = self.about
         if about and not self.vault.exists(about):  # deleted since: plain chat, and say so
             self.app.call_from_thread(self._ask_about, None)
-            self.app.call_from_thread(self.notify, f"{about} no longer exists; asking without it", severity="warning")
+            self.app.call_from_thread(self.notify, f"{safe_markup(about)} no longer exists; asking without it", severity="warning")
             about = None
         try:
             messages = chat.prepare(text, about=about)
         except MemlinkError as exc:
-            self.app.call_from_thread(answer.update, f"[red]{escape(str(exc))}[/red]")
+            self.app.call_from_thread(answer.update, f"[red]{safe_markup(str(exc))}[/red]")
             return
         self.related = self._related(text)
         self.app.call_from_thread(self._show_recall, chat)
@@ -210,9 +211,9 @@ class ChatScreen(Pane):
         try:
             for piece in chat.reply(messages):
                 parts.append(piece)
-                self.app.call_from_thread(answer.update, escape("".join(parts)))
+                self.app.call_from_thread(answer.update, safe_markup("".join(parts)))
         except LLMError as exc:
-            self.app.call_from_thread(answer.update, f"[red]{escape(str(exc))}[/red]")
+            self.app.call_from_thread(answer.update, f"[red]{safe_markup(str(exc))}[/red]")
             return
         self.app.call_from_thread(self.query_one("#transcript", VerticalScroll).scroll_end, animate=False)
         thread = chat.extract_in_background(lambda report: self.app.call_from_thread(self._extracted, report))
@@ -222,7 +223,7 @@ class ChatScreen(Pane):
 
     def _extracted(self, report) -> None:
         if isinstance(report, Exception):
-            self.notify(f"turn memory not updated: {report}", severity="warning")
+            self.notify(f"turn memory not updated: {safe_markup(report)}", severity="warning")
 
     def _related(self, text: str) -> list:
         """Notes matching the message, listed under recall so one key opens them."""
@@ -240,15 +241,15 @@ class ChatScreen(Pane):
         self.query_one("#recall-text", Static).update(head + "  [dim](ctrl+r, enter opens)[/dim]")
         options, self._recall_targets = [], []
         if self.about:
-            options.append(Option(f"[b]note asked about[/b]\n{escape(self.about)}"))
+            options.append(Option(f"[b]note asked about[/b]\n{safe_markup(self.about)}"))
             self._recall_targets.append(("note", self.about))
         for h in hits:
-            options.append(Option(f"[b]{escape(h.session)}[/b] [dim]{escape(', '.join(h.sources))}[/dim]\n"
-                                  f"[i]{escape('; '.join(h.routes))}[/i]\nQ: {escape(h.question[:200])}\n"
-                                  f"A: {escape(h.answer[:200])}"))
+            options.append(Option(f"[b]{safe_markup(h.session)}[/b] [dim]{safe_markup(', '.join(h.sources))}[/dim]\n"
+                                  f"[i]{safe_markup('; '.join(h.routes))}[/i]\nQ: {safe_markup(h.question[:200])}\n"
+                                  f"A: {safe_markup(h.answer[:200])}"))
             self._recall_targets.append(("session", h.session))
         for hit in self.related:
-            options.append(Option(f"[b]related note[/b] {escape(hit.title)}\n[dim]{escape(hit.uri)}[/dim]"))
+            options.append(Option(f"[b]related note[/b] {safe_markup(hit.title)}\n[dim]{safe_markup(hit.uri)}[/dim]"))
             self._recall_targets.append(("note", hit.uri))
         recall = self.query_one("#recall-list", OptionList)
         recall.clear_options()
@@ -276,8 +277,8 @@ class ChatScreen(Pane):
         try:
             report = commit_session(self.vault, session)
         except MemlinkError as exc:
-            self.app.call_from_thread(self._status, f"[red]commit failed: {escape(str(exc))}[/red]")
+            self.app.call_from_thread(self._status, f"[red]commit failed: {safe_markup(str(exc))}[/red]")
             return
         text = "nothing new to commit" if report is None else report.summary()
-        self.app.call_from_thread(self._status, f"commit: {escape(text)}")
-        self.app.call_from_thread(self.notify, text, title=f"Committed {session}")
+        self.app.call_from_thread(self._status, f"commit: {safe_markup(text)}")
+        self.app.call_from_thread(self.notify, safe_markup(text), title=f"Committed {safe_markup(session)}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -13,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from engine import MemlinkError, Vault
+from widgets.safe import safe_markup
 from widgets.status_bar import short_path
 
 
@@ -37,7 +37,7 @@ class FirstRunScreen(Screen[Vault | None]):
         with Vertical():
             yield Static(
                 "[b]Welcome to memlink.[/b]\n\n"
-                f"There is no vault at [b]{escape(short_path(self.path))}[/b] yet.\n\n"
+                f"There is no vault at [b]{safe_markup(short_path(self.path))}[/b] yet.\n\n"
                 "  [b]n[/b]  create an empty vault there\n"
                 "  [b]d[/b]  open a fresh copy of the demo vault (72 notes, 4 chat sessions)\n"
                 "  [b]q[/b]  quit (or start with --vault PATH / $MEMLINK_VAULT)\n",
@@ -50,7 +50,7 @@ class FirstRunScreen(Screen[Vault | None]):
         self.query_one(Vertical).border_title = "First run"
 
     def _fail(self, exc: Exception) -> None:
-        self.query_one("#first-run-error", Static).update(escape(str(exc)))
+        self.query_one("#first-run-error", Static).update(safe_markup(str(exc)))
 
     def action_create(self) -> None:
         try:
@@ -58,7 +58,7 @@ class FirstRunScreen(Screen[Vault | None]):
         except (MemlinkError, OSError) as exc:
             self._fail(exc)
             return
-        self.notify(f"created an empty vault at {vault.root}", timeout=5)
+        self.notify(f"created an empty vault at {safe_markup(vault.root)}", timeout=5)
         self.dismiss(vault)
 
     def action_demo(self) -> None:
@@ -70,5 +70,5 @@ class FirstRunScreen(Screen[Vault | None]):
         except (MemlinkError, OSError) as exc:
             self._fail(exc)
             return
-        self.notify(f"demo vault copied to {target}", timeout=5)
+        self.notify(f"demo vault copied to {safe_markup(target)}", timeout=5)
         self.dismiss(vault)

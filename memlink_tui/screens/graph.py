@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
-from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -18,6 +17,8 @@ from textual.worker import get_current_worker
 
 from engine import Vault
 from engine.graph import LinkGraph, Step
+from engine.text import printable
+from widgets.safe import safe_markup
 from widgets.status_bar import Status
 
 from ..messages import NoteFocused
@@ -105,13 +106,13 @@ class GraphScreen(Pane):
         self.post_message(NoteFocused(uri))  # the graph key starts here next time
         tree: Tree = self.query_one("#neighbours", Tree)
         tree.clear()
-        tree.root.set_label(self._title(uri))
+        tree.root.set_label(safe_markup(self._title(uri)))
         tree.root.data = uri
         tree.show_root = True
         self._add_groups(tree.root, steps, exclude={uri})
         tree.root.expand()
-        tree.border_title = f"Links of {self._title(uri)}"
-        self.sub_title = f"graph · {uri}"
+        tree.border_title = f"Links of {safe_markup(self._title(uri))}"
+        self.sub_title = printable(f"graph · {uri}")
         self._fill_ppr(ranks, uri)
 
     def _add_groups(self, node: TreeNode, steps, exclude: set[str]) -> None:
@@ -121,9 +122,9 @@ class GraphScreen(Pane):
                 groups[(step.link.link_type.value, step.direction)].append(step)
         for (ltype, direction), items in sorted(groups.items()):
             arrow = "→" if direction == "links" else "←"
-            group = node.add(f"{arrow} {ltype} ({len(items)})", data=None, expand=True)
+            group = node.add(f"{arrow} {safe_markup(ltype)} ({len(items)})", data=None, expand=True)
             for step in sorted(items, key=lambda s: -s.link.weight):
-                label = f"{escape(self._title(step.dst))} [dim]{step.link.weight:.2f}[/dim]"
+                label = f"{safe_markup(self._title(step.dst))} [dim]{step.link.weight:.2f}[/dim]"
                 group.add(label, data=step.dst, allow_expand=True)
 
     @on(Tree.NodeExpanded, "#neighbours")
@@ -150,7 +151,7 @@ class GraphScreen(Pane):
         for i, u in enumerate(top, 1):
             entry = catalog.get(u)
             title = entry.title if entry else u
-            table.add_row(str(i), f"{ranks[u]:.3f}", entry.memory_type if entry else "", title[:48], key=u)
+            table.add_row(str(i), f"{ranks[u]:.3f}", safe_markup(entry.memory_type if entry else ""), safe_markup(title[:48]), key=u)
         table.border_title = "Personalized PageRank from this note"
 
     # -- actions ----------------------------------------------------------------------------
@@ -174,7 +175,7 @@ class GraphScreen(Pane):
     def action_mark(self) -> None:
         self.mark = self._highlighted()
         if self.mark:
-            self.query_one("#path", Static).update(f"marked: {escape(self._title(self.mark))} — now highlight another note and press p")
+            self.query_one("#path", Static).update(f"marked: {safe_markup(self._title(self.mark))} — now highlight another note and press p")
 
     def action_path(self) -> None:
         target = self._highlighted()
@@ -184,12 +185,12 @@ class GraphScreen(Pane):
         steps = LinkGraph.for_vault(self.vault).path(self.mark, target)
         panel = self.query_one("#path", Static)
         if steps is None:
-            panel.update(f"no path between {escape(self._title(self.mark))} and {escape(self._title(target))}")
+            panel.update(f"no path between {safe_markup(self._title(self.mark))} and {safe_markup(self._title(target))}")
             return
-        parts = [f"[b]{escape(self._title(self.mark))}[/b]"]
+        parts = [f"[b]{safe_markup(self._title(self.mark))}[/b]"]
         for s in steps:
             arrow = f"—{s.link.link_type.value}→" if s.direction == "links" else f"←{s.link.link_type.value}—"
-            parts.append(f" {arrow} [b]{escape(self._title(s.dst))}[/b]")
+            parts.append(f" {arrow} [b]{safe_markup(self._title(s.dst))}[/b]")
         panel.update("".join(parts) + f"   ({len(steps)} hop{'s' if len(steps) != 1 else ''})")
 
     @on(DataTable.RowSelected, "#ppr")

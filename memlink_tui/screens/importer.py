@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,26 +14,23 @@ from textual.widgets import Checkbox, Input, Static
 
 from engine import MemlinkError, Vault
 from engine.extract.updater import RunReport
-from engine.text import printable
+from widgets.safe import safe_markup
 
 
 def diff_markup(report: RunReport) -> str:
     """The report as Rich markup; imported text escaped and stripped of terminal control
     sequences."""
-    def esc(text) -> str:
-        return escape(printable(str(text)))
-
-    lines = [f"[b]{esc(report.summary())}[/b]  [dim]provider: {esc(report.provider)}[/dim]", ""]
-    lines += [f"[green]+ {esc(u)}[/green]" for u in report.created]
+    lines = [f"[b]{safe_markup(report.summary())}[/b]  [dim]provider: {safe_markup(report.provider)}[/dim]", ""]
+    lines += [f"[green]+ {safe_markup(u)}[/green]" for u in report.created]
     for change in report.changed:
-        lines.append(f"[yellow]~ {esc(change['uri'])}[/yellow]")
+        lines.append(f"[yellow]~ {safe_markup(change['uri'])}[/yellow]")
         for key, after in change["after"].items():
             before = change["before"].get(key)
             if before != after:
-                lines.append(f"    {esc(key)}: [red]{esc(before)[:80]}[/red] → [green]{esc(after)[:80]}[/green]")
-    lines += [f"[cyan]→ {esc(l['from'])} -[{esc(l['type'])}]-> {esc(l['to'])}[/cyan]" for l in report.links_added]
-    lines += [f"[red]! missing note referenced: {esc(r)}[/red]" for r in report.unresolved]
-    lines += [f"[red]! {esc(p)}[/red]" for p in report.problems]
+                lines.append(f"    {safe_markup(key)}: [red]{safe_markup(before)[:80]}[/red] → [green]{safe_markup(after)[:80]}[/green]")
+    lines += [f"[cyan]→ {safe_markup(l['from'])} -[{safe_markup(l['type'])}]-> {safe_markup(l['to'])}[/cyan]" for l in report.links_added]
+    lines += [f"[red]! missing note referenced: {safe_markup(r)}[/red]" for r in report.unresolved]
+    lines += [f"[red]! {safe_markup(p)}[/red]" for p in report.problems]
     return "\n".join(lines)
 
 
@@ -77,10 +73,10 @@ class ImportScreen(ModalScreen[str | None]):
             extractor, _health = choose_extractor(self.vault)
             result = ingest(self.vault, path, wiki=wiki, extractor=extractor)
         except MemlinkError as exc:
-            self.app.call_from_thread(self._show, f"[red]{escape(str(exc))}[/red]", None)
+            self.app.call_from_thread(self._show, f"[red]{safe_markup(str(exc))}[/red]", None)
             return
         if result.skipped:
-            text = f"skipped: {escape(result.skipped)}"
+            text = f"skipped: {safe_markup(result.skipped)}"
         else:
             assert result.report is not None  # a file imported has its run report
             text = diff_markup(result.report)

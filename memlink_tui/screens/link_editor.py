@@ -5,7 +5,6 @@ Dismisses with the target's URI, or None."""
 
 from __future__ import annotations
 
-from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,6 +14,7 @@ from textual.widgets import Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 from engine import MemlinkError, Vault
+from widgets.safe import safe_markup
 
 MATCHES = 8
 
@@ -60,7 +60,7 @@ class LinkEditor(ModalScreen[str | None]):
 
     def on_mount(self) -> None:
         title = self.vault.catalog().get(self.source)
-        self.query_one(Vertical).border_title = f"Link {title.title if title else self.source} →"
+        self.query_one(Vertical).border_title = f"Link {safe_markup(title.title if title else self.source)} →"
         self._match("")
 
     @on(Input.Changed, "#link-target")
@@ -77,7 +77,7 @@ class LinkEditor(ModalScreen[str | None]):
         found = sorted((e for e in self.entries if all(w in e.title.lower() or w in e.uri for w in words)), key=rank)[:MATCHES]
         matches = self.query_one("#link-matches", OptionList)
         matches.clear_options()
-        matches.add_options(Option(f"{escape(e.title)}  [dim]{e.memory_type} · {escape(e.uri)}[/dim]", id=e.uri)
+        matches.add_options(Option(f"{safe_markup(e.title)}  [dim]{e.memory_type} · {safe_markup(e.uri)}[/dim]", id=e.uri)
                             for e in found)
         self.target = found[0].uri if found else None
         if found:
@@ -102,7 +102,7 @@ class LinkEditor(ModalScreen[str | None]):
         self.action_save()
 
     def _fail(self, text: str) -> None:
-        self.query_one("#link-error", Static).update(escape(text))
+        self.query_one("#link-error", Static).update(safe_markup(text))
 
     def action_save(self) -> None:
         if not self.target:
@@ -149,4 +149,4 @@ class Confirm(ModalScreen[bool]):
         self.question = question
 
     def compose(self) -> ComposeResult:
-        yield Static(f"{escape(self.question)}\n\n[b]y[/b] yes   [b]n[/b] no")
+        yield Static(f"{safe_markup(self.question)}\n\n[b]y[/b] yes   [b]n[/b] no")

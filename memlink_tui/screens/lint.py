@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Label, ListItem, L
 
 from engine import MemlinkError, Vault
 from engine.lint import LintReport, lint, write_dashboards
+from widgets.safe import safe_markup
 from widgets.status_bar import Status
 
 from .pane import Pane
@@ -128,7 +129,7 @@ class LintScreen(Pane):
         rows = [(i, f) for i, f in enumerate(self.report.by_check().get(check, []))
                 if not focus or focus in (f.uri, f.other)]
         for i, f in rows[:MAX_ROWS]:  # a big vault can have tens of thousands of findings
-            table.add_row(f.severity, f.uri, f.other or "", f.text, key=f"{i}|{f.uri}|{f.other or ''}")
+            table.add_row(*(safe_markup(cell) for cell in (f.severity, f.uri, f.other or "", f.text)), key=f"{i}|{f.uri}|{f.other or ''}")
         more = f" · first {MAX_ROWS} of {len(rows)} (all in dashboards/)" if len(rows) > MAX_ROWS else ""
         table.border_title = check + (f" · involving {focus}" if focus else "") + more
 

@@ -3,7 +3,6 @@ question, `D` runs the dream in a worker and shows what changed, enter opens a n
 
 from __future__ import annotations
 
-from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -12,6 +11,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Header, Input, Label, ListItem, ListView, Markdown, Static
 
 from engine import MemlinkError, Vault
+from engine.text import printable
+from widgets.safe import safe_markup
 from widgets.status_bar import Status
 
 from .pane import Pane
@@ -78,7 +79,7 @@ class ReportScreen(Pane):
         view = self.query_one("#queue", ListView)
         ordered = sorted(rows)
         await view.clear()
-        await view.extend(ListItem(Label(escape(label)), name=uri) for _order, label, uri in ordered)
+        await view.extend(ListItem(Label(safe_markup(label)), name=uri) for _order, label, uri in ordered)
         uris = [uri for _o, _l, uri in ordered]
         if uris:
             view.index = uris.index(select) if select in uris else 0
@@ -92,8 +93,8 @@ class ReportScreen(Pane):
         except MemlinkError as exc:
             rendered = None
             text = f"*{exc}*"
-        await self.query_one("#report-body", Markdown).update(rendered.text if rendered else text)
-        self.query_one("#detail").border_title = event.item.name
+        await self.query_one("#report-body", Markdown).update(printable(rendered.text if rendered else text))
+        self.query_one("#detail").border_title = safe_markup(event.item.name)
 
     @on(ListView.Selected, "#queue")
     def _open(self, event: ListView.Selected) -> None:
@@ -108,9 +109,9 @@ class ReportScreen(Pane):
                 try:
                     uri = ask(self.vault, question)  # the same question again gives the same note
                 except MemlinkError as exc:
-                    self.notify(str(exc), severity="error")
+                    self.notify(safe_markup(exc), severity="error")
                     return
-                self.notify(f"added {uri}")
+                self.notify(f"added {safe_markup(uri)}")
                 await self.refresh_queue(select=uri)
 
         self.app.push_screen(AskScreen(), asked)
@@ -131,11 +132,11 @@ class ReportScreen(Pane):
         try:
             report = dream(self.vault, provider=llm, progress=progress)
         except (DreamBusy, MemlinkError) as exc:
-            self.app.call_from_thread(self.query_one("#dream-status", Static).update, f"[red]{escape(str(exc))}[/red]")
-            self.app.call_from_thread(self.notify, str(exc).splitlines()[0], title="Dream failed", severity="error")
+            self.app.call_from_thread(self.query_one("#dream-status", Static).update, f"[red]{safe_markup(str(exc))}[/red]")
+            self.app.call_from_thread(self.notify, safe_markup(str(exc).splitlines()[0]), title="Dream failed", severity="error")
             return
         summary = f"dream ({report.provider}): {len(report.topics)} topic(s), {len(report.written)} report(s) written"
-        lines = [summary] + [f"+ {escape(u)}" for u in report.written] + [f"! {escape(s)}" for s in report.skipped]
+        lines = [safe_markup(summary)] + [f"+ {safe_markup(u)}" for u in report.written] + [f"! {safe_markup(s)}" for s in report.skipped]
         self.app.call_from_thread(self.query_one("#dream-status", Static).update, "\n".join(lines))
         self.app.call_from_thread(self.refresh_queue, report.written[0] if report.written else None)  # type: ignore[arg-type]  # textual's typing infers Never for an async callback
-        self.app.call_from_thread(self.notify, summary, title="Dream finished")
+        self.app.call_from_thread(self.notify, safe_markup(summary), title="Dream finished")

@@ -15,6 +15,7 @@ from engine import MemlinkError, Vault
 from engine.index import SearchIndex
 from engine.search import SearchHit, search
 from widgets import SearchResults
+from widgets.safe import safe_markup
 
 
 class SearchScreen(ModalScreen[str | None]):
@@ -74,7 +75,7 @@ class SearchScreen(ModalScreen[str | None]):
             SearchIndex.for_vault(self.vault).sync_if_stale()  # notes edited outside meanwhile
             hits = search(self.vault, query, k=15, use_graph=self.use_graph, log=True)
         except MemlinkError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Search failed", severity="error")
+            self.app.call_from_thread(self.notify, safe_markup(exc), title="Search failed", severity="error")
             return
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._show, query, hits)
@@ -82,7 +83,7 @@ class SearchScreen(ModalScreen[str | None]):
     def _show(self, query: str, hits: list[SearchHit]) -> None:
         graph = "with" if self.use_graph else "without"
         self.query_one("#search-status", Static).update(
-            f"{len(hits)} result(s) for {query!r} — {graph} link graph (ctrl+g toggles)"
+            f"{len(hits)} result(s) for {safe_markup(repr(query))} — {graph} link graph (ctrl+g toggles)"
         )
         self.query_one(SearchResults).show(hits)
         self.last_hits = hits
