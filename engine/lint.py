@@ -130,7 +130,7 @@ def fix(vault: Vault) -> list[str]:
             twin_dir: Direction = "backlinks" if direction == "links" else "links"
             if (twin_dir, link_id) not in seen:
                 twin_folder = uri_dir(l.to_uri if direction == "links" else l.from_uri)
-                if twin_folder in unusable:
+                if twin_folder in unusable or vault.sidecars.broken(vault.root, twin_folder) is not None:
                     continue  # its sidecar could not be set aside; check keeps reporting it
                 ops.append(PutLink(folder=twin_folder, link=l.as_direction(twin_dir)))
                 done.append(f"restored the {twin_dir} side of {l.id} {l.from_uri} -> {l.to_uri}")
