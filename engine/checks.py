@@ -22,7 +22,7 @@ from .catalog import CatalogEntry
 from .errors import LinkError, MemlinkError, SidecarError
 from .jsonl import read_jsonl
 from .lineranges import check_ranges
-from .links import SIDECAR, Direction, Sidecar, StoredLink
+from .links import Direction, Sidecar, StoredLink
 from .linktypes import LinkTypeTable
 from .transaction import sidecar_rel
 from .uris import uri_dir
@@ -208,9 +208,9 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
         if src is not None and link.match_text and link.match_text not in src.body:
             yield _problem("links", "warning", "match_text_missing", link.from_uri,
                            f"{link.id}: {link.match_text!r} not in the note")
-    for folder, n in sorted(hidden.items()):
+    for folder, count in sorted(hidden.items()):
         yield _problem("links", "warning", "twin_in_unreadable_sidecar", sidecar_rel(folder),
-                       f"{n} link(s) have their other side in this unreadable file; `memlink check --fix` "
+                       f"{count} link(s) have their other side in this unreadable file; `memlink check --fix` "
                        "moves it aside and restores those sides")
 
 

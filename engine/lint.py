@@ -62,7 +62,7 @@ def set_aside(vault: Vault) -> list[str]:
     unit of work. Says what went where (docs/DESIGN.md, "Checks")."""
     done: list[str] = []
     with vault.transaction() as tx:
-        stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         for folder in vault.sidecar_folders():
             rel, log = sidecar_rel(folder), rejected_log(folder)
             error = vault.sidecars.broken(vault.root, folder)

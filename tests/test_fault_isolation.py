@@ -13,8 +13,8 @@ from test_cli import memlink
 from engine import Vault
 from engine.graph import LinkGraph
 from engine.jsonl import read_jsonl
-from engine.lint import fix
 from engine.links import REJECTED, SIDECAR
+from engine.lint import fix
 
 HOSTILE = "../../etc/passwd"
 

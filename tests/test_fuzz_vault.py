@@ -20,8 +20,8 @@ from test_cli import memlink
 from engine import MemlinkError, Vault
 from engine.dream import dream
 from engine.graph import LinkGraph
-from engine.lint import fix, lint
 from engine.links import SIDECAR
+from engine.lint import fix, lint
 from engine.search import search
 
 SEED = 1313
