@@ -22,8 +22,9 @@ from .catalog import CatalogEntry
 from .errors import LinkError, MemlinkError, SidecarError
 from .jsonl import read_jsonl
 from .lineranges import check_ranges
-from .links import SIDECAR, Direction, Sidecar, StoredLink
+from .links import Direction, Sidecar, StoredLink
 from .linktypes import LinkTypeTable
+from .transaction import sidecar_rel
 from .uris import uri_dir
 
 if TYPE_CHECKING:
@@ -149,8 +150,14 @@ def malformed_notes(ctx: CheckContext) -> Iterator[Finding]:
 
 @register(integrity=True)
 def malformed_sidecars(ctx: CheckContext) -> Iterator[Finding]:
+    """A sidecar that cannot be read, once; each bad entry of one that can, with its
+    index (and id) and cause. Readers skip both (docs/DESIGN.md, "Checks")."""
     for folder, error in ctx.sidecars[1].items():
-        yield _problem("structure", "error", "malformed_sidecar", f"{folder}/{SIDECAR}".lstrip("/"), error)
+        yield _problem("structure", "error", "malformed_sidecar", sidecar_rel(folder), error.removeprefix(f"{sidecar_rel(folder)}: "))
+    for folder, car in ctx.sidecars[0].items():
+        for bad in car.rejected:
+            yield _problem("structure", "error", "malformed_sidecar", sidecar_rel(folder),
+                           f"{bad.label}: {bad.cause}; readers skip it, `memlink check --fix` moves it aside")
 
 
 # -- integrity: links --------------------------------------------------------------------------
@@ -158,8 +165,11 @@ def malformed_sidecars(ctx: CheckContext) -> Iterator[Finding]:
 def link_records(ctx: CheckContext) -> Iterator[Finding]:
     """Every link has both sides, identical, in the right folders, pointing at notes that
     exist, with valid fields and line ranges; match_text that no longer occurs is a warning."""
-    cars = ctx.sidecars[0]
+    cars, broken = ctx.sidecars
     index = {(f, l.direction, l.id): l for f, car in cars.items() for l in car.entries}
+    rejected = {(f, r.entry["id"]) for f, car in cars.items() for r in car.rejected
+                if isinstance(r.entry, dict) and isinstance(r.entry.get("id"), str)}
+    hidden: Counter[str] = Counter()  # sides whose twin sits in a sidecar that cannot be read
     for (folder, direction, _id), link in index.items():
         home = uri_dir(link.from_uri if direction == "links" else link.to_uri)
         where = link.from_uri if direction == "links" else link.to_uri
@@ -170,9 +180,12 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
         other_dir: Direction = "backlinks" if direction == "links" else "links"
         other_folder = uri_dir(link.to_uri if direction == "links" else link.from_uri)
         twin = index.get((other_folder, other_dir, link.id))
-        if twin is None:
+        if twin is None and other_folder in broken:
+            hidden[other_folder] += 1  # reported once per file below, not once per link
+        elif twin is None:
+            why = f" (it is a bad entry in {sidecar_rel(other_folder)})" if (other_folder, link.id) in rejected else ""
             yield _problem("links", "error", "one_sided_link", where,
-                           f"{link.id} {link.from_uri} -> {link.to_uri} has no {other_dir} entry")
+                           f"{link.id} {link.from_uri} -> {link.to_uri} has no {other_dir} entry{why}")
         elif direction == "links" and not twin.same_record(link):
             yield _problem("links", "error", "mismatched_link", where, f"{link.id}: the two sides differ")
         if direction != "links":
@@ -195,6 +208,10 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
         if src is not None and link.match_text and link.match_text not in src.body:
             yield _problem("links", "warning", "match_text_missing", link.from_uri,
                            f"{link.id}: {link.match_text!r} not in the note")
+    for folder, count in sorted(hidden.items()):
+        yield _problem("links", "warning", "twin_in_unreadable_sidecar", sidecar_rel(folder),
+                       f"{count} link(s) have their other side in this unreadable file; `memlink check --fix` "
+                       "moves it aside and restores those sides")
 
 
 @register(integrity=True)

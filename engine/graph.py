@@ -114,6 +114,10 @@ class LinkGraph:
                             float(raw["weight"]), str(raw.get("description") or ""))
             except (KeyError, ValueError, TypeError):
                 continue  # malformed entries are for `memlink check` to report
+            # Only links between notes that exist: a path out of the vault, or one that is
+            # not text at all, names no note (docs/DESIGN.md, "Checks" reports it).
+            if not (isinstance(edge.from_uri, str) and isinstance(edge.to_uri, str) and 0.0 <= edge.weight <= 1.0):
+                continue
             if edge.from_uri in notes and edge.to_uri in notes:
                 edges.append(edge)
         return cls(edges, notes)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from .atomic import atomic_write_text, remove_file
 from .errors import MemlinkError, SidecarError, UriError
 from .jsonl import append_jsonl
-from .links import SIDECAR, Sidecar, StoredLink
+from .links import REJECTED, SIDECAR, Sidecar, StoredLink
 from .uris import PathResolver, resolve_uri
 
 STATE_DIR = ".memlink"  # the vault's derived-state folder (engine.vault re-exports it)
@@ -118,14 +118,16 @@ class SidecarCache:
 
     def __init__(self, resolver: PathResolver | None = None) -> None:
         self.resolver = resolver
-        self._items: dict[Path, tuple[tuple[int, int, int], Sidecar]] = {}
+        self._items: dict[Path, tuple[tuple[int, int, int], Sidecar | SidecarError]] = {}
         self._by_note: dict[Path, dict[tuple[str, str], list[StoredLink]]] = {}
 
-    def _get(self, root: Path, folder: str) -> tuple[Path, Sidecar | None]:
+    def _get(self, root: Path, folder: str) -> tuple[Path, Sidecar | SidecarError | None]:
+        """The folder's parsed sidecar, the error of one that cannot be read (cached like
+        a parse, so a broken file costs one attempt per version), or None: no file."""
         path = self.resolver.folder(folder) / SIDECAR if self.resolver else sidecar_path(root, folder)
         try:
             st = path.stat()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             self._items.pop(path, None)
             self._by_note.pop(path, None)
             return path, None
@@ -133,26 +135,35 @@ class SidecarCache:
         hit = self._items.get(path)
         if hit is not None and hit[0] == stamp:
             return path, hit[1]
-        where = f"{folder or '.'}/{SIDECAR}"
+        where = f"{folder}/{SIDECAR}" if folder else SIDECAR
+        car: Sidecar | SidecarError
         try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise SidecarError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-        car = Sidecar.parse(text, where, folder)
+            car = Sidecar.parse(_sidecar_text(root, path, where), where, folder)
+        except SidecarError as exc:
+            car = exc
         self._items[path] = (stamp, car)
         self._by_note.pop(path, None)
         return path, car
 
     def read(self, root: Path, folder: str) -> Sidecar:
+        """The folder's sidecar (empty when there is none). Raises SidecarError when the
+        file cannot be read at all; bad entries inside it are in ``rejected``."""
         _path, car = self._get(root, folder)
+        if isinstance(car, SidecarError):
+            raise SidecarError(str(car))
         return car.copy() if car is not None else Sidecar()
+
+    def broken(self, root: Path, folder: str) -> SidecarError | None:
+        """Why the folder's sidecar cannot be read at all (None: it reads, or is absent)."""
+        _path, car = self._get(root, folder)
+        return car if isinstance(car, SidecarError) else None
 
     def note_links(self, root: Path, folder: str, uri: str, direction: str) -> list[StoredLink]:
         """One note's links or backlinks, from a per-sidecar index built once per version
         of the file (a folder can hold thousands of entries)."""
         path, car = self._get(root, folder)
-        if car is None:
-            return []
+        if not isinstance(car, Sidecar):
+            return []  # unreadable: `memlink check` reports it; the folder's notes still open
         index = self._by_note.get(path)
         if index is None:
             index = {}
@@ -173,9 +184,31 @@ class SidecarCache:
         self._by_note.pop(path, None)
 
 
+def _sidecar_text(root: Path, path: Path, where: str) -> str:
+    """A sidecar file's text, or SidecarError naming why it cannot be read."""
+    if path.is_symlink():
+        real = Path(os.path.realpath(path))
+        if Path(os.path.realpath(root)) not in real.parents:
+            raise SidecarError(f"{where}: a symlink to outside the vault; not read")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SidecarError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise SidecarError(f"{where}: cannot be read ({exc.strerror or exc})") from exc
+
+
+def rejected_log(folder: str) -> str:
+    """The vault-relative path of a folder's rejected file (an append-only log)."""
+    return f"{folder}/{REJECTED}" if folder else REJECTED
+
+
 def log_path(root: Path, log: str) -> Path:
-    """An append-only log's path: only files inside the vault's ``.memlink/`` folder."""
+    """An append-only log's path: only files inside the vault's ``.memlink/`` folder, and
+    the rejected file beside a sidecar."""
     parts = log.split("/")
+    if parts[-1] == REJECTED:
+        return sidecar_path(root, "/".join(parts[:-1])).with_name(REJECTED)
     if parts[0] != STATE_DIR or len(parts) < 2 or any(p in ("", ".", "..") for p in parts[1:]):
         raise UriError(f"{log!r} is not a log inside {STATE_DIR}/")
     return Path(root).joinpath(*parts)
@@ -256,7 +289,12 @@ def check_ops(root: Path, ops: list, cache: SidecarCache | None = None) -> None:
         elif isinstance(op, AppendRecords):
             log_path(root, op.log)
         else:
-            read_sidecar(root, op.folder, cache)
+            car = read_sidecar(root, op.folder, cache)
+            if car.rejected:  # never rewrite a file around entries nobody has looked at
+                bad = car.rejected[0]
+                where = f"{op.folder}/{SIDECAR}" if op.folder else SIDECAR
+                raise SidecarError(f"{where}: {bad.label}: {bad.cause} "
+                                   "(`memlink check --fix` moves bad entries aside)")
             if isinstance(op, PutLink):
                 resolve_uri(root, op.link.from_uri)
                 resolve_uri(root, op.link.to_uri)

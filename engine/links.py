@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -27,10 +27,11 @@ from .linktypes import LinkType, any_link_type, builtin_table
 from .uris import normalize_uri
 
 SIDECAR = ".relations.json"
+REJECTED = ".relations.rejected.jsonl"  # bad sidecar entries moved aside by `check --fix`
 Direction = Literal["links", "backlinks"]
 
 
-__all__ = ["LinkType", "SIDECAR", "Sidecar", "StoredLink", "StoredWikiLink", "WikiLink", "links_merge", "merge_link", "new_link_id"]
+__all__ = ["LinkType", "REJECTED", "SIDECAR", "Rejected", "Sidecar", "StoredLink", "StoredWikiLink", "WikiLink", "links_merge", "merge_link", "new_link_id"]
 
 # A stored link's type: any well-formed name, so a sidecar holding a type this vault does
 # not declare still reads (the link is kept; it carries no meaning until declared).
@@ -161,16 +162,35 @@ def links_merge(entries: list[StoredLink], incoming: list[StoredLink]) -> list[S
 # -- sidecar files -------------------------------------------------------------------------
 
 
+class Rejected(BaseModel):
+    """A sidecar entry readers skip: its place in the file, why, and the entry as it was
+    (kept verbatim; ``memlink check --fix`` moves it to the folder's rejected file,
+    docs/DESIGN.md "Vault format")."""
+
+    index: int
+    entry: Any
+    cause: str
+
+    @property
+    def label(self) -> str:
+        link_id = self.entry.get("id") if isinstance(self.entry, dict) else None
+        return f"entry {self.index}" + (f" ({link_id})" if isinstance(link_id, str) and link_id else "")
+
+
 class Sidecar:
     """The parsed contents of one folder's `.relations.json`.
 
     ``entries`` are new-format StoredLinks; ``legacy`` are old `{uris, reason}` dicts kept
-    verbatim until the link they hold is rewritten in the new format.
+    verbatim until the link they hold is rewritten in the new format; ``rejected`` are
+    entries that do not validate (a path out of the vault, a bad type, a missing key):
+    readers skip them, one bad entry never hides the rest of the file.
     """
 
-    def __init__(self, entries: list[StoredLink] | None = None, legacy: list[dict] | None = None, lines: dict | None = None):
+    def __init__(self, entries: list[StoredLink] | None = None, legacy: list[dict] | None = None, lines: dict | None = None,
+                 rejected: list[Rejected] | None = None):
         self.entries = entries or []
         self.legacy = legacy or []
+        self.rejected = rejected or []
         # JSON line of each entry as read from disk, keyed by id(entry) with the entry kept
         # alongside (so an id is never reused while in the map): writing a folder of
         # thousands of links then serialises only the entries that changed.
@@ -178,34 +198,42 @@ class Sidecar:
 
     @classmethod
     def parse(cls, text: str, where: str, folder: str) -> Sidecar:
+        """Parse a sidecar. A file that is not a JSON list raises SidecarError; a bad
+        entry inside one is set aside in ``rejected`` with its index and cause."""
         try:
             data = json.loads(text) if text.strip() else []
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise SidecarError(f"{where}: not valid JSON: {exc}") from exc
         if not isinstance(data, list):
             raise SidecarError(f"{where}: must hold a JSON list of link entries")
-        entries, legacy, lines = [], [], {}
+        entries: list[StoredLink] = []
+        legacy: list[dict] = []
+        rejected: list[Rejected] = []
+        lines: dict[int, tuple[StoredLink, str]] = {}
         for i, raw in enumerate(data):
-            if not isinstance(raw, dict):
-                raise SidecarError(f"{where}: entry {i} is not an object")
-            if "uris" in raw:
-                _check_legacy(raw, f"{where}: entry {i}")
-                legacy.append(raw)
-            elif "to_uri" in raw:
-                try:
-                    entry = StoredLink.model_validate(raw)
+            try:
+                if not isinstance(raw, dict):
+                    raise SidecarError("not an object")
+                if "uris" in raw:
+                    _check_legacy(raw)
+                    legacy.append(raw)
+                elif "to_uri" in raw:
+                    entry = _validate(raw)
                     entries.append(entry)
                     lines[id(entry)] = (entry, json.dumps(entry.model_dump(mode="json"), ensure_ascii=False))
-                except ValidationError as exc:
-                    first = exc.errors()[0]
-                    loc = ".".join(str(p) for p in first["loc"])
-                    raise SidecarError(f"{where}: entry {i}: {loc}: {first['msg']}") from exc
-            else:
-                raise SidecarError(f"{where}: entry {i} has neither 'to_uri' nor legacy 'uris'")
-        return cls(entries, legacy, lines)
+                else:
+                    raise SidecarError("has neither 'to_uri' nor legacy 'uris'")
+            except SidecarError as exc:
+                rejected.append(Rejected(index=i, entry=raw, cause=str(exc)))
+        return cls(entries, legacy, lines, rejected)
 
     def copy(self) -> Sidecar:
-        return Sidecar(list(self.entries), list(self.legacy), self._lines)
+        return Sidecar(list(self.entries), list(self.legacy), self._lines, list(self.rejected))
+
+    def without_rejected(self) -> Sidecar:
+        car = self.copy()
+        car.rejected = []
+        return car
 
     def _line(self, entry: StoredLink) -> str:
         hit = self._lines.get(id(entry))
@@ -214,9 +242,11 @@ class Sidecar:
         return json.dumps(entry.model_dump(mode="json"), ensure_ascii=False)
 
     def dump(self) -> str:
-        """One entry per line: diff-friendly, and fast (the C JSON encoder, no indent)."""
+        """One entry per line: diff-friendly, and fast (the C JSON encoder, no indent).
+        Rejected entries are written back as they were: only `check --fix` moves them."""
         rows = [self._line(l) for l in sorted(self.entries, key=lambda l: -l.weight)]
         rows += [json.dumps(d, ensure_ascii=False) for d in self.legacy]
+        rows += [json.dumps(r.entry, ensure_ascii=False) for r in self.rejected]
         if not rows:
             return "[]\n"
         return "[\n" + ",\n".join(rows) + "\n]\n"
@@ -247,10 +277,24 @@ class Sidecar:
         return [*self.entries, *self.legacy_links(folder)]
 
 
-def _check_legacy(raw: dict, where: str) -> None:
+def _validate(raw: dict) -> StoredLink:
+    try:
+        return StoredLink.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise SidecarError(f"{loc}: {first['msg']}" if loc else first["msg"]) from exc
+
+
+def _check_legacy(raw: dict) -> None:
     uris = raw.get("uris")
     if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
-        raise SidecarError(f"{where}: legacy 'uris' must be a list of paths")
+        raise SidecarError("legacy 'uris' must be a list of paths")
     for key in ("reason", "from_uri", "id", "created_at"):
         if key in raw and not isinstance(raw[key], str):
-            raise SidecarError(f"{where}: legacy {key!r} must be text")
+            raise SidecarError(f"legacy {key!r} must be text")
+    for uri in [*uris, *([raw["from_uri"]] if raw.get("from_uri") else [])]:
+        try:
+            normalize_uri(uri)
+        except UriError as exc:
+            raise SidecarError(f"legacy entry: {exc}") from exc

@@ -5,8 +5,10 @@ longer exist removed) and says what it did."""
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
+import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,15 +17,16 @@ from typing import TYPE_CHECKING
 from .atomic import atomic_write_text
 from .checks import Finding, run_checks
 from .errors import MemlinkError
-from .journal import PutLink, RemoveLegacy, RemoveLink
-from .links import Direction
+from .journal import PutLink, RemoveLegacy, RemoveLink, rejected_log
+from .links import SIDECAR, Direction
+from .transaction import sidecar_rel
 from .uris import uri_dir
 
 if TYPE_CHECKING:
     from .links import StoredLink
     from .vault import Vault
 
-__all__ = ["Finding", "LintReport", "fix", "lint", "write_dashboards"]
+__all__ = ["Finding", "LintReport", "fix", "lint", "set_aside", "write_dashboards"]
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -53,22 +56,66 @@ def lint(vault: Vault, today: dt.date | None = None) -> LintReport:
     return report
 
 
-def fix(vault: Vault) -> list[str]:
-    """Safe repairs only, in one unit of work: restore the missing side of a one-sided
-    link whose two notes exist; remove links (both sides) to or from notes that no
-    longer exist."""
+def set_aside(vault: Vault) -> list[str]:
+    """Move bad sidecar entries, and whole sidecars that cannot be read, to the rejected
+    file beside them (appended, never overwritten: nothing is silently deleted), in one
+    unit of work. Says what went where (docs/DESIGN.md, "Checks")."""
     done: list[str] = []
+    with vault.transaction() as tx:
+        stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        for folder in vault.sidecar_folders():
+            rel, log = sidecar_rel(folder), rejected_log(folder)
+            error = vault.sidecars.broken(vault.root, folder)
+            if error is not None:
+                path = vault.resolve.folder(folder) / SIDECAR
+                try:  # a symlink is kept as where it pointed: its target is not the vault's to copy
+                    kept = {"symlink": os.readlink(path)} if path.is_symlink() else _kept_bytes(path.read_bytes())
+                except OSError:
+                    continue  # nothing to keep or move (a folder named like a sidecar): check still reports it
+                tx.append(log, {"sidecar": SIDECAR, "at": stamp, "cause": str(error), **kept})
+                tx.restore_sidecar(folder, None)
+                done.append(f"moved unreadable {rel} to {log} ({str(error).removeprefix(rel + ': ')})")
+                continue
+            car = vault.sidecars.read(vault.root, folder)
+            if not car.rejected:
+                continue
+            for bad in car.rejected:
+                tx.append(log, {"sidecar": SIDECAR, "at": stamp, "index": bad.index, "cause": bad.cause, "entry": bad.entry})
+            clean = car.without_rejected()
+            tx.restore_sidecar(folder, clean.dump() if clean.entries or clean.legacy else None)
+            done.append(f"moved {len(car.rejected)} bad entr{'y' if len(car.rejected) == 1 else 'ies'} of {rel} to {log}")
+    return done
+
+
+def _kept_bytes(raw: bytes) -> dict[str, str]:
+    try:
+        return {"text": raw.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(raw).decode("ascii")}
+
+
+def fix(vault: Vault) -> list[str]:
+    """Safe repairs only: first bad sidecar entries and files are set aside
+    (``set_aside``); then, in one unit of work, restore the missing side of a one-sided
+    link whose two notes exist, and remove links (both sides) to or from notes that no
+    longer exist."""
+    done: list[str] = set_aside(vault)
     with vault.transaction() as tx:
         # Under the lock: a note another process writes meanwhile is seen. A note that
         # exists but does not parse (a half-done edit) still exists: its links stay.
         exists = set(vault.sync_catalog())
         ops: list[PutLink | RemoveLink | RemoveLegacy] = []
         seen: dict[tuple[str, str], tuple[str, StoredLink]] = {}
+        unusable: set[str] = set()
         for folder in vault.sidecar_folders():
             try:
                 car = vault.sidecars.read(vault.root, folder)
             except MemlinkError:
+                unusable.add(folder)
                 continue  # a broken sidecar is reported by lint, not guessed at
+            if car.rejected:
+                unusable.add(folder)  # a writer refuses it until its bad entries are moved aside
+                continue
             for l in car.entries:
                 seen[(l.direction, l.id)] = (folder, l)
             for l in car.legacy_links(folder):
@@ -83,6 +130,8 @@ def fix(vault: Vault) -> list[str]:
             twin_dir: Direction = "backlinks" if direction == "links" else "links"
             if (twin_dir, link_id) not in seen:
                 twin_folder = uri_dir(l.to_uri if direction == "links" else l.from_uri)
+                if twin_folder in unusable or vault.sidecars.broken(vault.root, twin_folder) is not None:
+                    continue  # its sidecar could not be set aside; check keeps reporting it
                 ops.append(PutLink(folder=twin_folder, link=l.as_direction(twin_dir)))
                 done.append(f"restored the {twin_dir} side of {l.id} {l.from_uri} -> {l.to_uri}")
         tx.link_ops(ops)

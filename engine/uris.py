@@ -20,6 +20,8 @@ def normalize_uri(uri: str) -> str:
     raw = uri.strip()
     if "\\" in raw or "\x00" in raw:
         raise UriError(f"note path {uri!r} contains a backslash or NUL byte")
+    if not utf8_name(raw):
+        raise UriError(f"note path {uri!r} is not UTF-8")
     if raw.startswith("/") or (len(raw) > 1 and raw[1] == ":"):
         raise UriError(f"note path {uri!r} is absolute; use a path relative to the vault")
     parts = [p for p in raw.split("/") if p not in ("", ".")]
@@ -31,6 +33,16 @@ def normalize_uri(uri: str) -> str:
         if part.startswith("."):
             raise UriError(f"note path {uri!r} has a hidden segment {part!r}")
     return "/".join(parts)
+
+
+def utf8_name(name: str) -> bool:
+    """Whether a file name read from the disk is UTF-8 (os.listdir hands back other bytes
+    as surrogates, which no note path, log or index can hold)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def resolve_uri(root: Path, uri: str) -> Path:

@@ -34,7 +34,7 @@ from .render import Rendered, render_links
 from .schema import MemoryTypeSchema, TypeRegistry
 from .state import StateStore
 from .transaction import Transaction
-from .uris import PathResolver, normalize_uri, uri_dir
+from .uris import PathResolver, normalize_uri, uri_dir, utf8_name
 
 if TYPE_CHECKING:
     from .services import Services
@@ -507,11 +507,11 @@ class Vault:
             rel = os.path.relpath(dirpath, self.root)
             rel = "" if rel == "." else rel.replace(os.sep, "/")
             dirnames[:] = sorted(
-                d for d in dirnames if not d.startswith(".") and not (rel == "" and d in NON_NOTE_DIRS)
+                d for d in dirnames if not d.startswith(".") and not (rel == "" and d in NON_NOTE_DIRS) and utf8_name(d)
             )
             for name in sorted(filenames):
-                if rel == "" and name in NON_NOTE_FILES:
-                    continue
+                if (rel == "" and name in NON_NOTE_FILES) or not utf8_name(name):
+                    continue  # a name that is not UTF-8 cannot be a note path (docs/DESIGN.md "Vault format")
                 if (name.endswith(".md") and not name.startswith(".")) or name == SIDECAR:
                     path = os.path.join(dirpath, name)
                     try:
@@ -616,7 +616,7 @@ class Vault:
     # -- consistency --------------------------------------------------------------------------
     def sidecar_folders(self) -> Iterator[str]:
         for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and utf8_name(d))
             if SIDECAR in filenames:
                 rel = os.path.relpath(dirpath, self.root)
                 yield "" if rel == "." else rel.replace(os.sep, "/")
@@ -628,7 +628,7 @@ class Vault:
         for folder in self.sidecar_folders():
             try:
                 data = json.loads((self.resolve.folder(folder) / SIDECAR).read_text(encoding="utf-8"))
-            except (OSError, ValueError, MemlinkError):
+            except (OSError, ValueError, RecursionError, MemlinkError):  # RecursionError: nesting too deep
                 continue
             if not isinstance(data, list):
                 continue

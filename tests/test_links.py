@@ -240,9 +240,10 @@ def test_a_sidecar_with_a_path_outside_the_vault_is_rejected(vault):
         {"id": "x", "from_uri": "../elsewhere/n.md", "to_uri": a.uri, "direction": "backlinks", "link_type": "related_to",
          "weight": 1.0, "created_at": "2026-01-01"}
     ]))
+    assert vault.get_file_links(a.uri) == []  # readers skip the bad entry (issue 13)
     with pytest.raises(SidecarError, match="contains '..'"):
-        vault.delete_note(a.uri)
-    assert vault.exists(a.uri)  # nothing happened: the change was refused before it began
+        vault.link(b.uri, a.uri, "related_to")  # a write would rewrite that sidecar: refused
+    assert not (vault.root / "preferences" / ".relations.json").exists()  # refused before it began
 
 
 def test_unlink_by_id_removes_only_that_link(vault):

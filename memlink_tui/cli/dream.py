@@ -42,6 +42,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     s = sub.add_parser("check", parents=[common], help="consistency checks (exit 3 when errors are found)")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--fix", action="store_true",
+                   help="first move bad link entries to .relations.rejected.jsonl beside their sidecar, then safe repairs")
     s.set_defaults(func=cmd_check)
 
 
@@ -130,12 +132,18 @@ def cmd_undo(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from engine.lint import fix
+
     vault = open_vault(args)
+    fixed = fix(vault) if args.fix else []
     problems = vault.check()
     errors = [p for p in problems if p.severity == "error"]
     if args.json:
-        say_json([p.model_dump() for p in problems])
+        rows = [p.model_dump() for p in problems]
+        say_json({"fixed": fixed, "findings": rows} if args.fix else rows)
     else:
+        for line in fixed:
+            say(f"fixed: {line}")
         notes = len(vault.list_notes())
         links = sum(1 for _ in vault.all_links())
         for p in problems:
