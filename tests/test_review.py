@@ -183,3 +183,53 @@ def test_cli_dry_run_prints_the_plan_and_writes_nothing(sample):
     assert memlink("undo", vault=v.root).returncode == 0
     assert memlink("check", vault=v.root).returncode == 0
     assert files(v) == before
+
+
+async def test_app_merge_starts_from_both_texts_and_previews_before_writing(sample):
+    from test_journeys import settle
+    from textual.widgets import Static, TextArea
+
+    from memlink_tui.app import MemlinkApp
+    from memlink_tui.screens.lint import LintScreen
+
+    v = sample
+    app = MemlinkApp(v)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        app.go("browser", MUM)
+        await settle(app, pilot)
+        await pilot.press("x")
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, LintScreen) and set(screen.pair) == {MUM, DINNER}
+        a, b = screen.pair
+        before, links_before = files(v), link_sides(v)  # once lint has written the dashboards
+        disputed = {l.id for l in v.get_file_links(a, "both") if l.link_type.value == "contradicts" and b in (l.from_uri, l.to_uri)}
+        await pilot.press("m")
+        await pilot.pause()
+        box = screen.query_one("#merge-text", TextArea)
+        assert box.display and box.has_focus
+        text_a = v.read_note(a).fields["content"].strip()
+        text_b = v.read_note(b).fields["content"].strip()
+        assert box.text == f"{text_a}\n\n{text_b}"  # both texts, several lines, not an empty input
+        await pilot.press("escape")  # cancel: nothing written
+        await pilot.pause()
+        assert not box.display and files(v) == before
+        await pilot.press("m")
+        await pilot.pause()
+        box.text = box.text.replace("10月12日", "10月14日")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        status = str(screen.query_one("#review-status", Static).render())
+        assert f"note edit: {a}" in status and "y applies" in status
+        assert files(v) == before  # the preview wrote nothing
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert v.read_note(a).fields["content"] == box.text.strip()
+        assert "superseded" in str(screen.query_one("#review-status", Static).render())
+        assert {i for i, _d, _e in links_before} - {l.id for l in v.all_links()} == disputed  # only it is gone
+        await pilot.press("u")
+        await settle(app, pilot)
+    assert link_sides(v) == links_before
+    assert {k: h for k, h in files(v).items() if not k.startswith("dashboards/")} == {
+        k: h for k, h in before.items() if not k.startswith("dashboards/")}
