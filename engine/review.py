@@ -1,5 +1,5 @@
 """Reviewing a contradiction (a `contradicts` link between A and B; docs/DESIGN.md,
-"Units of work" and "Review"):
+"Units of work"):
 
 - keep A: B's disputed claim is superseded — A evolved_from B, and B records the claim
   (its field and lines, `valid_until`, `superseded_by`) under `superseded_claims`. Only
