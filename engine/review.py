@@ -1,14 +1,20 @@
-"""Reviewing a contradiction (a `contradicts` link between A and B):
+"""Reviewing a contradiction (a `contradicts` link between A and B; docs/DESIGN.md,
+"Units of work"):
 
-- keep A: B is superseded — A evolved_from B, B gets `valid_until` and `superseded_by`
-  in its frontmatter; nothing is deleted. keep B: the same the other way.
-- merge: A's content becomes the merged text, B is superseded by A.
+- keep A: B's disputed claim is superseded — A evolved_from B, and B records the claim
+  (its field and lines, `valid_until`, `superseded_by`) under `superseded_claims`. Only
+  when the claim is the whole note does B get `valid_until`/`superseded_by` itself (and so
+  rank lower). Nothing is deleted. keep B: the same the other way.
+- merge: A's text becomes the merged text, B is superseded by A; every link into A that
+  is not the disputed one is kept (re-anchored to the whole field when its lines are gone).
 - dismiss: not a real conflict — the link becomes related_to.
 - research: a report_candidate asks how to reconcile them.
 
-Every action is one unit of work (engine.transaction) that also appends its record,
-with a snapshot of the files it touches, to the action log; `undo` puts the last action
-back, unless those files changed since, and records that in the same unit of work."""
+`preview` stages an action and describes what it would change (a `Plan`: notes, fields
+and links on both sides) without writing; `review` stages the same action, checks it
+against the plan the user saw, and commits it with its action-log record (a snapshot of
+every file it touches) as one unit of work; `undo` puts the last action back, unless those
+files changed since, in one unit of work too."""
 
 from __future__ import annotations
 
@@ -16,14 +22,20 @@ import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
 
 from .errors import MemlinkError
+from .journal import DeleteFile, PutLink, RemoveLegacy, RemoveLink, WriteFile, WriteSidecar
 from .jsonl import read_jsonl
+from .lineranges import format_ranges, parse_ranges
+from .notes import parse_note, serialize_note
 from .transaction import sidecar_rel, text_hash
 from .uris import uri_dir
 
 if TYPE_CHECKING:
+    from .links import StoredLink
     from .transaction import Transaction
     from .vault import Vault
 
@@ -35,71 +47,284 @@ class ReviewError(MemlinkError):
     pass
 
 
+class FieldChange(BaseModel):
+    name: str  # a field, or a frontmatter key outside the fields (valid_until, superseded_claims…)
+    before: Any = None
+    after: Any = None
+
+
+class NoteChange(BaseModel):
+    uri: str
+    change: Literal["create", "edit", "delete"]
+    fields: list[FieldChange] = []
+
+
+class LinkChange(BaseModel):
+    change: Literal["add", "remove", "edit"]
+    id: str  # "new" for a link the action adds (its id is made when it is written)
+    link_type: str
+    from_uri: str
+    to_uri: str
+    t_field: str | None = None
+    t_line_ranges: str | None = None
+    sides: list[str]  # the sidecar files this change writes (both sides for a whole link)
+    before: dict[str, Any] | None = None  # for an edit: the attributes that change, as they were
+    after: dict[str, Any] | None = None
+
+
+class Plan(BaseModel):
+    """What one review action will change, computed by staging it and not committing."""
+
+    action: str
+    a: str
+    b: str
+    message: str
+    notes: list[NoteChange]
+    links: list[LinkChange]
+    files: list[str]  # vault-relative files written (notes and sidecars)
+    basis: dict[str, str | None]  # hashes of A and B as the plan saw them: a later edit voids it
+
+    def lines(self) -> list[str]:
+        """The plan for a person to read before confirming."""
+        out = [f"{self.action}: {self.message}"]
+        for n in self.notes:
+            out.append(f"  note {n.change}: {n.uri}")
+            for f in n.fields:
+                out.append(f"    {f.name}: {_short(f.before)} -> {_short(f.after)}")
+        for link in self.links:
+            where = f" [{link.t_field} {link.t_line_ranges}]" if link.t_line_ranges else ""
+            out.append(f"  link {link.change}: {link.from_uri} -{link.link_type}-> {link.to_uri}{where}")
+            if link.change == "edit" and link.before is not None:
+                out.append(f"    {_short(link.before)} -> {_short(link.after)}")
+            out.append(f"    sides: {', '.join(link.sides)}")
+        return out
+
+
 @dataclass
 class ReviewResult:
     action: str
     message: str
     touched: list[str]
+    plan: Plan | None = None
 
 
-def _files(uris: list[str]) -> list[str]:
-    """Paths (vault-relative) an action may change: the notes and their folders' sidecars."""
-    out = []
-    for uri in uris:
-        out.append(uri)
-        out.append(sidecar_rel(uri_dir(uri)))
-    return sorted(set(out))
+class _Preview(Exception):
+    """Raised inside the transaction so a preview commits nothing."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+
+
+def preview(vault: Vault, a: str, b: str, action: str, text: str | None = None, *,
+            today: dt.date | None = None) -> Plan:
+    """What ``review`` with the same arguments would change, without writing anything."""
+    try:
+        with vault.transaction() as tx:
+            raise _Preview(_stage(vault, tx, a, b, action, text, today))
+    except _Preview as done:
+        return done.plan
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def review(vault: Vault, a: str, b: str, action: str, *, text: str | None = None,
-           today: dt.date | None = None) -> ReviewResult:
+           today: dt.date | None = None, expect: Plan | None = None) -> ReviewResult:
     """Apply one review action and record it (with what undo needs) in the action log,
-    all in one unit of work."""
+    all in one unit of work. With ``expect`` (the plan the user confirmed) nothing is
+    written unless the action would change exactly that."""
+    with vault.transaction() as tx:
+        plan = _stage(vault, tx, a, b, action, text, today)
+        if expect is not None and plan != expect:
+            raise ReviewError("the notes changed since the preview; look at the new preview first")
+        # Staged from a clean unit of work (checked in _stage), so the files on disk are
+        # what the action replaces. The two notes are kept too even when unchanged: undo
+        # refuses once they were edited since, as the decision was made on their texts.
+        snapshot = sorted(set(plan.files) | {a, b, sidecar_rel(uri_dir(a)), sidecar_rel(uri_dir(b))})
+        before = {rel: _disk_text(vault, rel) for rel in snapshot}
+        after = {rel: text_hash(tx.text_after(rel)) for rel in snapshot}
+        tx.append(ACTION_LOG, {"at": _now(), "action": action, "a": a, "b": b, "message": plan.message,
+                               "before": before, "after": after})
+    return ReviewResult(action, plan.message, plan.files, plan)
+
+
+def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str | None,
+           today: dt.date | None) -> Plan:
+    """Stage the action in ``tx`` and describe it."""
     if action not in ACTIONS:
         raise ReviewError(f"unknown action {action!r} (one of: {', '.join(ACTIONS)})")
+    if tx.ops():
+        raise ReviewError("a review action runs in its own unit of work")
     day = (today or dt.date.today()).isoformat()
-    with vault.transaction() as tx:
-        table = vault.config.link_table()  # link types by role (docs/DESIGN.md, "Link types")
-        conflict, supersedes, default = table.role("conflict"), table.role("supersedes"), table.role("default")
-        pair = [l for l in vault.get_file_links(a, "links") if l.to_uri == b and l.link_type is conflict]
-        pair += [l for l in vault.get_file_links(b, "links") if l.to_uri == a and l.link_type is conflict]
-        if not pair:
-            raise ReviewError(f"no contradicts link between {a} and {b}")
-        link = pair[0]
-        title_a, title_b = vault.title(vault.read_note(a)), vault.title(vault.read_note(b))
-        question = f"How do {title_a} and {title_b} fit together?"
-        candidate = vault.schema("report_candidate").note_uri({"question": question}) if action == "research" else None
-        files = _files([a, b] + ([candidate] if candidate else []))
-        before = {rel: tx.text_after(rel) for rel in files}
+    table = vault.config.link_table()  # link types by role (docs/DESIGN.md, "Link types")
+    conflict, supersedes, default = table.role("conflict"), table.role("supersedes"), table.role("default")
+    pair = [l for l in vault.get_file_links(a, "links") if l.to_uri == b and l.link_type is conflict]
+    pair += [l for l in vault.get_file_links(b, "links") if l.to_uri == a and l.link_type is conflict]
+    if not pair:
+        raise ReviewError(f"no contradicts link between {a} and {b}")
+    link = pair[0]
 
-        if action in ("keep-a", "keep-b", "merge"):
-            keep, drop = (a, b) if action in ("keep-a", "merge") else (b, a)
-            if action == "merge":
-                if not text or not text.strip():
-                    raise ReviewError("merge needs the merged text")
-                schema = vault.schema(vault.read_note(keep).memory_type)
-                vault.write_note(schema.memory_type, {schema.text_field: text.strip()}, uri=keep)
-            vault.unlink(link.from_uri, link.to_uri, conflict)
-            vault.link(keep, drop, supersedes, weight=link.weight, description=f"review {day}: kept over the contradicting note")
+    if action in ("keep-a", "keep-b", "merge"):
+        keep, drop = (a, b) if action in ("keep-a", "merge") else (b, a)
+        vault.unlink(link.from_uri, link.to_uri, conflict, link_id=link.id)
+        if action == "merge":
+            if not text or not text.strip():
+                raise ReviewError("merge needs the merged text")
+            _rewrite_keeping_links(vault, tx, keep, text.strip())
+            claim = None  # the merged text stands for both notes: B as a whole is replaced
+        else:
+            claim = disputed_claim(vault, link, drop)
+        if claim is None:
+            vault.link(keep, drop, supersedes, weight=link.weight,
+                       description=f"review {day}: kept over the contradicting note")
             vault.supersede(drop, keep, day)
             message = f"kept {keep}; {drop} is superseded (valid until {day})"
-        elif action == "dismiss":
-            vault.unlink(link.from_uri, link.to_uri, conflict)
-            vault.link(link.from_uri, link.to_uri, default, weight=link.weight, match_text=link.match_text,
-                       description=f"review {day}: not a contradiction — {link.description}".strip(" —"))
-            message = "dismissed: the link is now related_to"
         else:
-            assert candidate is not None
-            vault.write_note("report_candidate", {"question": question, "status": "pending",
-                                                  "user_requirement": f"Reconcile: {link.description}".strip()})
-            vault.link(candidate, a, default, description="contradiction to research")
-            vault.link(candidate, b, default, description="contradiction to research")
-            message = f"research question added: {candidate}"
+            vault.link(keep, drop, supersedes, weight=link.weight, t_field=claim["field"], t_line_ranges=claim["lines"],
+                       description=f"review {day}: kept over the contradicting claim")
+            _supersede_claim(vault, tx, drop, {**claim, "valid_until": day, "superseded_by": keep})
+            where = f"{claim['field']} line {claim['lines']}" if claim["lines"] else claim["field"]
+            message = f"kept {keep}; the claim in {drop} ({where}) is superseded (valid until {day})"
+    elif action == "dismiss":
+        vault.unlink(link.from_uri, link.to_uri, conflict, link_id=link.id)
+        vault.link(link.from_uri, link.to_uri, default, weight=link.weight, match_text=link.match_text,
+                   t_field=link.t_field, t_line_ranges=link.t_line_ranges,
+                   description=f"review {day}: not a contradiction — {link.description}".strip(" —"))
+        message = "dismissed: the link is now related_to"
+    else:
+        title_a, title_b = vault.title(vault.read_note(a)), vault.title(vault.read_note(b))
+        question = f"How do {title_a} and {title_b} fit together?"
+        candidate = vault.schema("report_candidate").note_uri({"question": question})
+        vault.write_note("report_candidate", {"question": question, "status": "pending",
+                                              "user_requirement": f"Reconcile: {link.description}".strip()})
+        vault.link(candidate, a, default, description="contradiction to research")
+        vault.link(candidate, b, default, description="contradiction to research")
+        message = f"research question added: {candidate}"
+    return _describe(vault, tx, action, a, b, message)
 
-        after = {rel: text_hash(tx.text_after(rel)) for rel in files}
-        tx.append(ACTION_LOG, {"at": _now(), "action": action, "a": a, "b": b, "message": message,
-                               "before": before, "after": after})
-    return ReviewResult(action, message, files)
+
+def disputed_claim(vault: Vault, link: StoredLink, uri: str) -> dict[str, Any] | None:
+    """The part of ``uri`` the contradicts ``link`` disputes, as {field, lines}; None when
+    it is the whole note. On the target side it is the link's t_field and t_line_ranges;
+    on the source side the text-field lines holding the link's match_text."""
+    note = vault.read_note(uri)
+    text_field = vault.schema(note.memory_type).text_field
+    if link.to_uri == uri:
+        field = link.t_field or text_field
+        if field != text_field:
+            return {"field": field, "lines": link.t_line_ranges}
+        if not link.t_line_ranges:
+            return None
+        ranges = parse_ranges(link.t_line_ranges)
+    elif link.match_text:
+        ranges = [(n, n) for n, line in enumerate(note.field_text(text_field).split("\n"), 1) if link.match_text in line]
+        if not ranges:
+            return None
+    else:
+        return None
+    count = len(note.field_text(text_field).split("\n"))
+    covered = {n for s, e in ranges for n in range(s, e + 1)}
+    if covered >= set(range(1, count + 1)):
+        return None
+    return {"field": text_field, "lines": format_ranges(ranges)}
+
+
+def _supersede_claim(vault: Vault, tx: Transaction, uri: str, claim: dict[str, Any]) -> None:
+    note = vault.read_note(uri)
+    claims = list(note.extra.get("superseded_claims") or [])
+    note.extra = {**note.extra, "superseded_claims": claims + [claim]}
+    tx.put_text(uri, serialize_note(note, vault.schema(note.memory_type)), note)
+
+
+def _rewrite_keeping_links(vault: Vault, tx: Transaction, uri: str, text: str) -> None:
+    """Replace the note's text field. Links into it whose lines the new text no longer
+    holds would be removed by the range correction; a merge keeps them, pointing at the
+    whole field instead."""
+    incoming = {l.id: l for l in vault.get_file_links(uri, "backlinks") if not l.legacy}
+    schema = vault.schema(vault.read_note(uri).memory_type)
+    vault.write_note(schema.memory_type, {schema.text_field: text}, uri=uri)
+    left = {l.id for l in vault.get_file_links(uri, "backlinks")}
+    for link in incoming.values():
+        if link.id not in left:
+            kept = link.model_copy(update={"t_line_ranges": None})
+            tx.link_ops([PutLink(folder=uri_dir(kept.from_uri), link=kept.as_direction("links")),
+                         PutLink(folder=uri_dir(kept.to_uri), link=kept.as_direction("backlinks"))])
+
+
+def _touched(tx: Transaction) -> list[str]:
+    out: set[str] = set()
+    for op in tx.ops():
+        if isinstance(op, (WriteFile, DeleteFile)):
+            out.add(op.uri)
+        elif isinstance(op, (PutLink, RemoveLink, RemoveLegacy, WriteSidecar)):
+            out.add(sidecar_rel(op.folder))
+    return sorted(out)
+
+
+def _disk_text(vault: Vault, rel: str) -> str | None:
+    try:
+        return (vault.root / rel).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def _describe(vault: Vault, tx: Transaction, action: str, a: str, b: str, message: str) -> Plan:
+    """Compare what the transaction staged with the files on disk."""
+    files = _touched(tx)
+    notes: list[NoteChange] = []
+    links: dict[str, LinkChange] = {}
+    for rel in files:
+        old, new = _disk_text(vault, rel), tx.text_after(rel)
+        if old == new:
+            continue
+        if not rel.endswith(sidecar_rel("")):
+            notes.append(_note_change(vault, rel, old, new))
+            continue
+        folder = rel[: -len(sidecar_rel(""))].rstrip("/")
+        before = {(l.id, l.direction): l for l in vault.sidecars.read(vault.root, folder).all_links(folder)}
+        after = {(l.id, l.direction): l for l in vault.relations(folder)}
+        for key in sorted(set(before) | set(after)):
+            was, now = before.get(key), after.get(key)
+            if was is not None and now is not None and was == now:
+                continue
+            change = "add" if was is None else "remove" if now is None else "edit"
+            shown = now or was
+            assert shown is not None
+            entry = links.setdefault(shown.id, LinkChange(
+                change=change, id=shown.id, link_type=shown.link_type.value, from_uri=shown.from_uri,
+                to_uri=shown.to_uri, t_field=shown.t_field, t_line_ranges=shown.t_line_ranges, sides=[]))
+            if rel not in entry.sides:  # both ends in one folder: one file, named once
+                entry.sides.append(rel)
+            if change == "edit" and was is not None and now is not None:
+                old_d, new_d = was.model_dump(mode="json"), now.model_dump(mode="json")
+                diff = sorted(k for k in old_d if old_d[k] != new_d.get(k))
+                entry.before = {k: old_d[k] for k in diff}
+                entry.after = {k: new_d.get(k) for k in diff}
+    for entry in links.values():
+        if entry.change == "add":
+            entry.id = "new"
+    basis = {uri: text_hash(_disk_text(vault, uri)) for uri in (a, b)}
+    return Plan(action=action, a=a, b=b, message=message, notes=notes,
+                links=sorted(links.values(), key=lambda l: (l.change, l.from_uri, l.to_uri, l.id)), files=files,
+                basis=basis)
+
+
+def _note_change(vault: Vault, uri: str, old: str | None, new: str | None) -> NoteChange:
+    if new is None:
+        return NoteChange(uri=uri, change="delete")
+    after = parse_note(new, uri, vault.types)
+    before = parse_note(old, uri, vault.types) if old is not None else None
+    names = list(after.fields) + [k for k in (before.fields if before else {}) if k not in after.fields]
+    fields = [FieldChange(name=k, before=before.fields.get(k) if before else None, after=after.fields.get(k))
+              for k in names if (before.fields.get(k) if before else None) != after.fields.get(k)]
+    old_extra = before.extra if before else {}
+    fields += [FieldChange(name=k, before=old_extra.get(k), after=after.extra.get(k))
+               for k in sorted(set(old_extra) | set(after.extra)) if old_extra.get(k) != after.extra.get(k)]
+    return NoteChange(uri=uri, change="edit" if before else "create", fields=fields)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+    text = text.replace("\n", "⏎")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _now() -> str:

@@ -195,6 +195,9 @@ def _seed_contradiction(root: Path) -> tuple[str, str]:
     a = v.write_note("preference", {"topic": "Coffee", "sentiment": "like", "content": "Loves a morning flat white."})
     b = v.write_note("event", {"event_name": "Quit coffee", "date": "2026-11-01", "content": "Stopped drinking coffee."})
     v.link(b.uri, a.uri, "contradicts", weight=0.8, description="quit what she loves")
+    # An unrelated link into A's only line, from a third folder: a merge keeps it (re-anchored).
+    c = v.write_note("entity", {"name": "Cafe", "kind": "place", "content": "Her cafe."})
+    v.link(c.uri, a.uri, "related_to", t_line_ranges="1", description="where she drinks it")
     v.close()
     return a.uri, b.uri
 
@@ -219,7 +222,7 @@ def _kill_at_each_step(template: Path, work: Path, action: str, a: str, b: str):
     raise AssertionError("the worker never finished")
 
 
-@pytest.mark.parametrize("action", ["keep-a", "research"])
+@pytest.mark.parametrize("action", ["keep-a", "merge", "dismiss", "research"])
 def test_a_review_action_killed_at_any_step_lands_with_its_undo_record_or_not_at_all(tmp_path, action):
     from engine.review import last_action, undo
 
@@ -242,6 +245,12 @@ def test_a_review_action_killed_at_any_step_lands_with_its_undo_record_or_not_at
         assert len(read_jsonl(work / ACTION_LOG)) == 1, f"kill before step {step}: the record twice"
         if action == "keep-a":
             assert not contradicts and vault.read_note(b).extra["superseded_by"] == a
+        elif action == "merge":
+            assert not contradicts and vault.read_note(b).extra["superseded_by"] == a
+            assert vault.read_note(a).fields["content"] == "Merged: both are true at different times."
+            assert [l.link_type.value for l in vault.get_file_links(a, "backlinks")].count("related_to") == 1
+        elif action == "dismiss":
+            assert not contradicts and [l.link_type.value for l in vault.get_file_links(b, "links")] == ["related_to"]
         else:
             assert vault.exists(record["message"].split(": ", 1)[1])
         assert undo(vault).startswith(f"undid {action}")

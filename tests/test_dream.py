@@ -67,8 +67,9 @@ def test_signals_each_give_a_report_and_a_second_run_writes_nothing(vault):
     assert {lk.to_uri for lk in vault.get_file_links(conflict, "links")} == {fish, veg}
     evolution = next(u for u in written if u.startswith("reports/how-did"))
     assert vault.read_note(evolution).fields["source_uris"] == [v1, v2, v3]  # oldest first
-    done = vault.read_note(cand)
-    assert done.fields["status"] == "done" and done.fields["report_uri"] in written
+    done = vault.read_note(cand)  # the rules' report leaves the question open: not done
+    assert done.fields["status"] == "answered_partly" and done.fields["report_uri"] in written
+    assert "stays open" in vault.read_note(done.fields["report_uri"]).body
     assert (vault.root / "DREAMS.md").exists() and vault.check() == []
 
     again = dream(vault)
@@ -382,7 +383,7 @@ def test_ask_files_a_question_once(vault):
     vault.write_note("entity", {"name": "Kiln studio", "content": "The studio kiln fires to cone 6."})
     result = dream(vault)
     done = vault.read_note(uri)
-    assert done.fields["status"] == "done" and done.fields["report_uri"] in result.written
+    assert done.fields["status"] == "answered_partly" and done.fields["report_uri"] in result.written
 
 
 def test_the_model_re_researches_an_existing_report_in_place(vault, llm):
@@ -404,3 +405,22 @@ def test_the_model_re_researches_an_existing_report_in_place(vault, llm):
     note = vault.read_note(rep)
     assert note.fields["answer"] == "Moved to 12 January." and note.fields["question"] == "When is go-live?"
     assert reports(vault) == [rep]
+
+
+def test_a_rules_answer_leaves_the_question_open_until_a_model_answers(vault, llm):
+    stub, provider = llm
+    uri = ask(vault, "Which kiln fits a small flat?")
+    vault.write_note("entity", {"name": "Kiln studio", "content": "The studio kiln fires to cone 6."})
+    first = dream(vault)
+    note = vault.read_note(uri)
+    assert note.fields["status"] == "answered_partly"  # its report says the question stays open
+    assert "stays open" in vault.read_note(note.fields["report_uri"]).body
+    assert [t for t in dream(vault).topics if t["kind"] == "candidate"] == []  # the rules have said all they can
+    stub.script.append(("json", json.dumps({
+        "report": [{"page_id": 100, "question": "Which kiln fits a small flat?",
+                    "answer": "A small test kiln on a 230 V socket.", "conflicts": []}],
+        "links": [link(100, 1, "derived_from")]})))
+    again = dream(vault, provider=provider)
+    assert [t["kind"] for t in again.topics] == ["candidate"] and again.written
+    assert vault.read_note(uri).fields["status"] == "done"
+    assert first.written

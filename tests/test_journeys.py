@@ -77,14 +77,19 @@ async def test_review_a_contradiction_keep_a_then_undo(sample):
         assert table.has_focus and table.row_count >= 1
         a, b = screen.pair
         assert contradiction.from_uri in (a, b)
-        await pilot.press("a")
+        await pilot.press("a")  # first what it will change, nothing written yet
+        await pilot.pause()
+        assert "y applies" in str(screen.query_one("#review-status", Static).render())
+        assert "superseded_claims" not in sample.read_note(b).extra and "superseded_by" not in sample.read_note(b).extra
+        await pilot.press("y")
         await pilot.pause()
         assert "superseded" in str(screen.query_one("#review-status", Static).render())
-        assert sample.read_note(b).extra.get("superseded_by") == a
+        dropped = sample.read_note(b).extra  # the disputed claim, or the whole note when that is the claim
+        assert dropped.get("superseded_by") == a or [c["superseded_by"] for c in dropped["superseded_claims"]] == [a]
         await pilot.press("u")
         await pilot.pause()
         assert "undid keep-a" in str(screen.query_one("#review-status", Static).render())
-        assert "superseded_by" not in sample.read_note(b).extra
+        assert "superseded_by" not in sample.read_note(b).extra and "superseded_claims" not in sample.read_note(b).extra
         assert "superseded_by" not in sample.read_note(a).extra
 
 

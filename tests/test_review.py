@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from engine.review import ReviewError, review, undo
+from engine.review import ACTION_LOG, ReviewError, preview, review, undo
 from engine.search import search
 
 
@@ -85,3 +85,151 @@ def test_cli_review_and_undo(pair):
     assert memlink("undo", vault=v.root).stdout.startswith("undid keep-b")
     r = memlink("review", a, "profile.md", "--action", "dismiss", vault=v.root)
     assert r.returncode == 1 and "no contradicts link" in r.stderr
+
+
+# -- issue 13: review you can trust -------------------------------------------------------------
+MUM = "entities/周秀兰.md"
+DINNER = "events/2026/10/14/妈妈六十大寿.md"  # contradicts MUM's line 2 (the birthday)
+
+
+def link_sides(v):
+    """Every sidecar entry, as (id, direction, the whole entry)."""
+    return sorted((l.id, l.direction, l.model_dump_json()) for l in v.all_links())
+
+
+def test_merge_keeps_every_link_not_in_dispute_and_undo_restores_every_side(sample):
+    v = sample
+    before_files, before_links = files(v), link_sides(v)
+    others = {(l.id, l.from_uri) for l in v.get_file_links(MUM, "both") if l.link_type.value != "contradicts"}
+    assert len(others) >= 5  # Mum has links that have nothing to do with the birthday
+    review(v, MUM, DINNER, "merge", text="Mum's birthday is on 12 October.")
+    kept = {(l.id, l.from_uri) for l in v.get_file_links(MUM, "both")}
+    assert others <= kept  # nothing unrelated was lost, on either side
+    assert not [f for f in v.check() if f.severity == "error"]
+    undo(v)
+    assert link_sides(v) == before_links
+    assert files(v) == before_files
+    assert v.check() == []
+
+
+def test_keep_supersedes_the_disputed_claim_not_the_whole_note(sample):
+    v = sample
+    scores = {h.uri: h.score for h in search(v, "周秀兰", k=10, use_graph=False)}
+    result = review(v, DINNER, MUM, "keep-a", today=__import__("datetime").date(2026, 12, 1))
+    mum = v.read_note(MUM)
+    assert "valid_until" not in mum.extra and "superseded_by" not in mum.extra  # Mum as a whole still holds
+    assert mum.extra["superseded_claims"] == [{"field": "content", "lines": "2", "valid_until": "2026-12-01",
+                                               "superseded_by": DINNER}]
+    assert "content line 2" in result.message
+    assert not v.catalog()[MUM].superseded
+    after = {h.uri: h.score for h in search(v, "周秀兰", k=10, use_graph=False)}
+    assert after[MUM] == pytest.approx(scores[MUM])  # not ranked ×0.5
+    link = next(l for l in v.get_file_links(MUM, "backlinks") if l.link_type.value == "evolved_from")
+    assert (link.from_uri, link.t_field, link.t_line_ranges) == (DINNER, "content", "2")
+
+
+def test_a_claim_of_the_source_side_is_its_match_text_line(vault):
+    a = vault.write_note("entity", {"name": "Ada", "content": "Ada lives in Leiden.\nBorn 3 May."}).uri
+    b = vault.write_note("event", {"event_name": "Party", "date": "2026-05-04", "content": "Cake.\nAda's birthday, 4 May."}).uri
+    vault.link(b, a, "contradicts", match_text="birthday, 4 May", t_line_ranges="2")
+    review(vault, a, b, "keep-a")
+    assert vault.read_note(b).extra["superseded_claims"][0]["lines"] == "2"
+    assert "valid_until" not in vault.read_note(b).extra
+
+
+def test_whole_note_claim_supersedes_the_note(pair):
+    v, a, b = pair  # the link has no ranges: the claim is the whole note
+    review(v, a, b, "keep-a")
+    assert v.read_note(b).extra["superseded_by"] == a and "superseded_claims" not in v.read_note(b).extra
+
+
+@pytest.mark.parametrize("action", ["keep-a", "keep-b", "merge", "dismiss", "research"])
+def test_preview_writes_nothing_and_is_what_review_does(sample, action):
+    v = sample
+    text = "Merged." if action == "merge" else None
+    before = files(v)
+    plan = preview(v, MUM, DINNER, action, text=text)
+    assert files(v) == before and not (v.root / ACTION_LOG).exists()
+    assert plan.files and plan.lines()[0].startswith(action)
+    result = review(v, MUM, DINNER, action, text=text, expect=plan)
+    assert result.plan == plan
+    changed = {rel for rel, digest in files(v).items() if before.get(rel) != digest}
+    assert changed == set(plan.files)  # every file it wrote was in the plan, and only those
+    for link in plan.links:  # both sides of every link change are named
+        assert {rel.rsplit("/", 1)[0] if "/" in rel else "" for rel in link.sides} >= {
+            f for f in (link.from_uri.rsplit("/", 1)[0], link.to_uri.rsplit("/", 1)[0])}
+
+
+def test_review_refuses_when_the_notes_changed_since_the_preview(pair):
+    v, a, b = pair
+    plan = preview(v, a, b, "keep-a")
+    v.write_note("event", {"content": "Stopped drinking coffee, mostly."}, uri=b)
+    with pytest.raises(ReviewError, match="changed since the preview"):
+        review(v, a, b, "keep-a", expect=plan)
+
+
+def test_cli_dry_run_prints_the_plan_and_writes_nothing(sample):
+    from test_cli import memlink
+
+    v = sample
+    v.close()
+    before = files(v)
+    r = memlink("review", MUM, DINNER, "--action", "merge", "--text", "Merged.", "--dry-run", vault=v.root)
+    assert r.returncode == 0, r.stderr
+    assert f"note edit: {MUM}" in r.stdout and "link remove:" in r.stdout and "sides:" in r.stdout
+    assert files(v) == before
+    r = memlink("review", MUM, DINNER, "--action", "merge", "--text", "Merged.", vault=v.root)
+    assert r.returncode == 0
+    assert memlink("undo", vault=v.root).returncode == 0
+    assert memlink("check", vault=v.root).returncode == 0
+    assert files(v) == before
+
+
+async def test_app_merge_starts_from_both_texts_and_previews_before_writing(sample):
+    from test_journeys import settle
+    from textual.widgets import Static, TextArea
+
+    from memlink_tui.app import MemlinkApp
+    from memlink_tui.screens.lint import LintScreen
+
+    v = sample
+    app = MemlinkApp(v)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        app.go("browser", MUM)
+        await settle(app, pilot)
+        await pilot.press("x")
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, LintScreen) and set(screen.pair) == {MUM, DINNER}
+        a, b = screen.pair
+        before, links_before = files(v), link_sides(v)  # once lint has written the dashboards
+        disputed = {l.id for l in v.get_file_links(a, "both") if l.link_type.value == "contradicts" and b in (l.from_uri, l.to_uri)}
+        await pilot.press("m")
+        await pilot.pause()
+        box = screen.query_one("#merge-text", TextArea)
+        assert box.display and box.has_focus
+        text_a = v.read_note(a).fields["content"].strip()
+        text_b = v.read_note(b).fields["content"].strip()
+        assert box.text == f"{text_a}\n\n{text_b}"  # both texts, several lines, not an empty input
+        await pilot.press("escape")  # cancel: nothing written
+        await pilot.pause()
+        assert not box.display and files(v) == before
+        await pilot.press("m")
+        await pilot.pause()
+        box.text = box.text.replace("10月12日", "10月14日")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        status = str(screen.query_one("#review-status", Static).render())
+        assert f"note edit: {a}" in status and "y applies" in status
+        assert files(v) == before  # the preview wrote nothing
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert v.read_note(a).fields["content"] == box.text.strip()
+        assert "superseded" in str(screen.query_one("#review-status", Static).render())
+        assert {i for i, _d, _e in links_before} - {l.id for l in v.all_links()} == disputed  # only it is gone
+        await pilot.press("u")
+        await settle(app, pilot)
+    assert link_sides(v) == links_before
+    assert {k: h for k, h in files(v).items() if not k.startswith("dashboards/")} == {
+        k: h for k, h in before.items() if not k.startswith("dashboards/")}

@@ -17,7 +17,7 @@ from ..errors import MemlinkError
 from ..extract.updater import MemoryUpdater
 from .draft import dream_context, llm_operations, rules_operations
 from .operations import check_dream_operations, resolve_dream
-from .topics import Topic, discover
+from .topics import PARTLY, Topic, discover
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -95,7 +95,7 @@ def _run(vault: Vault, provider: Provider | None, dry_run: bool,
         repaired = fix(vault)
         sync = SearchIndex.for_vault(vault).sync()
         report.maintenance = {"links_repaired": len(repaired), "reindexed": sync.changed}
-    topics = discover(vault, state, dry_run=dry_run)
+    topics = discover(vault, state, dry_run=dry_run, llm=provider is not None)
     limit = vault.config.dream_max_reports
     if len(topics) > limit:  # the user's own questions come first in the list
         report.skipped.append(f"{len(topics) - limit} more topic(s) wait for the next run (dream_max_reports: {limit})")
@@ -140,7 +140,10 @@ def handle_topic(vault: Vault, provider: Provider | None, topic: Topic, report: 
                                                     autolink=False)
         written = run.created + [c["uri"] for c in run.changed] + run.unchanged
         if written and topic.candidate:
-            vault.write_note("report_candidate", {"status": "done", "report_uri": written[0]}, uri=topic.candidate)
+            # The rules' report gathers what the vault holds and says the question stays
+            # open, so the question is not done: an LLM dream takes it up again.
+            status = "done" if provider else PARTLY
+            vault.write_note("report_candidate", {"status": status, "report_uri": written[0]}, uri=topic.candidate)
             vault.link_many([(topic.candidate, uri, default, {"description": "answered by this report"})
                              for uri in written])
     report.written += written

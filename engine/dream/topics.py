@@ -53,10 +53,14 @@ def searched_questions(vault: Vault, state: dict) -> list[str]:
     return out
 
 
-def discover(vault: Vault, state: dict, *, dry_run: bool = False) -> list[Topic]:
+PARTLY = "answered_partly"  # a rules report gathered what the vault knows; the question stays open
+
+
+def discover(vault: Vault, state: dict, *, dry_run: bool = False, llm: bool = False) -> list[Topic]:
     """The topics of this run. A real run files each poorly covered search as a research
     question first (``ask``); a dry run only lists it, searches nothing (the search
-    index would sync) and writes nothing."""
+    index would sync) and writes nothing. A question the rules answered only partly
+    (``answered_partly``) is taken up again when an LLM answers (``llm``)."""
     from .ask import ask
 
     searched: list[Topic] = []
@@ -81,7 +85,7 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False) -> list[Topic]
         if e.memory_type != "report_candidate":
             continue
         note = vault.read_note(uri)
-        if (note.fields.get("status") or "pending") != "pending":
+        if (note.fields.get("status") or "pending") not in (("pending", PARTLY) if llm else ("pending",)):
             continue
         related = [] if dry_run else _related(vault, note.fields["question"])
         topics.append(Topic("candidate", f"candidate:{uri}", note.fields["question"], related, candidate=uri))

@@ -35,6 +35,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("b", metavar="B")
     s.add_argument("--action", required=True, choices=["keep-a", "keep-b", "merge", "dismiss", "research"])
     s.add_argument("--text", help="the merged text (for --action merge)")
+    s.add_argument("--dry-run", action="store_true", help="print what the action would change; write nothing")
     s.set_defaults(func=cmd_review)
 
     s = sub.add_parser("undo", parents=[common], help="reverse the last review action")
@@ -113,9 +114,15 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    from engine.review import review
+    from engine.review import preview, review
 
     vault = open_vault(args)
+    if args.dry_run:
+        plan = preview(vault, args.a, args.b, args.action, text=args.text)
+        vault.close()
+        for line in plan.lines():
+            say(line)
+        return 0
     result = review(vault, args.a, args.b, args.action, text=args.text)
     vault.close()
     say(result.message)

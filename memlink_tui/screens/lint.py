@@ -1,18 +1,20 @@
 """The lint pane: counts per check, the findings of the chosen check (enter opens the
 note), and review mode for contradictions: both sides shown, single keys act —
-a keep A, b keep B, m merge, d dismiss, r research, u undo."""
+a keep A, b keep B, m merge, d dismiss, r research, u undo. An action first shows what it
+will change (engine.review.preview); y applies exactly that, escape cancels. Merge opens an
+editor holding both texts; ctrl+s previews the merged text."""
 
 from __future__ import annotations
 
-from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Input, Label, ListItem, ListView, Markdown, Static
+from textual.widgets import DataTable, Footer, Header, Label, ListItem, ListView, Markdown, Static, TextArea
 
 from engine import MemlinkError, Vault
 from engine.lint import LintReport, lint, write_dashboards
+from engine.review import Plan
 from widgets.safe import safe_markup
 from widgets.status_bar import Status
 
@@ -25,13 +27,15 @@ class LintScreen(Pane):
     today = None  # the date freshness is judged at; None: today (tests pin it)
 
     BINDINGS = [
-        Binding("escape", "app.back", "Back"),
+        Binding("escape", "back", "Back"),
         Binding("a", "review('keep-a')", "Keep A"),
         Binding("b", "review('keep-b')", "Keep B"),
         Binding("m", "merge", "Merge"),
         Binding("d", "review('dismiss')", "Dismiss"),
         Binding("r", "review('research')", "Research"),
         Binding("u", "undo", "Undo"),
+        Binding("y", "confirm", "Apply", show=False),
+        Binding("ctrl+s", "merge_preview", "Preview merge", show=False, priority=True),
     ]
     DEFAULT_CSS = """
     LintScreen #checks { width: 28; border: round $panel; }
@@ -41,7 +45,7 @@ class LintScreen(Pane):
     LintScreen #sides { height: 1fr; }
     LintScreen .side { width: 1fr; border: round $panel; padding: 0 1; }
     LintScreen #review-status { height: auto; padding: 0 1; }
-    LintScreen #merge-text { display: none; }
+    LintScreen #merge-text { display: none; height: 12; }
     """
 
     def __init__(self, vault: Vault, status: Status | None = None) -> None:
@@ -49,6 +53,7 @@ class LintScreen(Pane):
         self.report: LintReport | None = None
         self.pair: tuple[str, str] | None = None
         self.focus_note: str | None = None  # findings shown only for this note (x in the browser)
+        self.pending: tuple[Plan, str | None] | None = None  # a previewed action and its text, until y or escape
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -57,7 +62,7 @@ class LintScreen(Pane):
             with Vertical():
                 yield DataTable(id="findings", cursor_type="row", zebra_stripes=True)
                 yield Static("", id="review-status")
-                yield Input(placeholder="merged text for A, then enter", id="merge-text")
+                yield TextArea(id="merge-text")
                 with Horizontal(id="sides"):
                     yield VerticalScroll(Markdown("", open_links=False, id="side-a"), classes="side", id="box-a")
                     yield VerticalScroll(Markdown("", open_links=False, id="side-b"), classes="side", id="box-b")
@@ -112,7 +117,7 @@ class LintScreen(Pane):
         if review:
             table = self.query_one("#findings", DataTable)
             if not table.row_count:
-                self._status(f"no open contradictions involve {escape(self.focus_note or '')}")
+                self._status(f"no open contradictions involve {safe_markup(self.focus_note or '')}")
             self.set_focus(table if table.row_count else view)
 
     @on(ListView.Highlighted, "#checks")
@@ -165,35 +170,86 @@ class LintScreen(Pane):
         self.query_one("#review-status", Static).update(text)
 
     async def action_review(self, action: str, text: str | None = None) -> None:
-        from engine.review import review
+        """Show what the action will change; nothing is written until y."""
+        from engine.review import preview
 
         if self.pair is None:
             self._status("choose a contradiction (two notes) first")
             return
         try:
-            result = review(self.vault, *self.pair, action, text=text)
+            plan = preview(self.vault, *self.pair, action, text=text)
         except MemlinkError as exc:
-            self._status(f"[red]{escape(str(exc))}[/red]")
+            self.pending = None
+            self._status(f"[red]{safe_markup(str(exc))}[/red]")
             return
-        self._status(escape(result.message) + "   (u undoes)")
+        self.pending = (plan, text)
+        self._status(safe_markup("\n".join(plan.lines())) + "\n[b]y[/b] applies this, escape cancels")
+
+    async def action_confirm(self) -> None:
+        """Apply the previewed action, refused if the notes changed since the preview."""
+        from engine.review import review
+
+        if self.pending is None:
+            return
+        plan, text = self.pending
+        self.pending = None
+        try:
+            result = review(self.vault, plan.a, plan.b, plan.action, text=text, expect=plan)
+        except MemlinkError as exc:
+            self._status(f"[red]{safe_markup(str(exc))}[/red]")
+            return
+        self._status(safe_markup(result.message) + "   (u undoes)")
         self.rerun()
 
     def action_merge(self) -> None:
-        box = self.query_one("#merge-text", Input)
+        """Open the editor with both texts (A's, then B's), to be edited into one."""
+        if self.pair is None:
+            self._status("choose a contradiction (two notes) first")
+            return
+        texts = []
+        for uri in self.pair:
+            try:
+                note = self.vault.read_note(uri)
+            except MemlinkError as exc:
+                self._status(f"[red]{safe_markup(str(exc))}[/red]")
+                return
+            texts.append(note.field_text(self.vault.schema(note.memory_type).text_field).strip())
+        box = self.query_one("#merge-text", TextArea)
+        box.text = "\n\n".join(texts)
+        box.border_title = "merged text for A · ctrl+s previews · escape cancels"
         box.display = True
         self.set_focus(box)
 
-    @on(Input.Submitted, "#merge-text")
-    async def _merged(self, event: Input.Submitted) -> None:
-        event.input.display = False
-        await self.action_review("merge", event.value)
-        event.input.value = ""
+    async def action_merge_preview(self) -> None:
+        box = self.query_one("#merge-text", TextArea)
+        if not box.display:
+            return
+        box.display = False
+        self.set_focus(self.query_one("#findings", DataTable))
+        await self.action_review("merge", box.text)
+
+    async def action_back(self) -> None:
+        if not self.cancel_review():
+            await self.run_action("app.back")
+
+    def cancel_review(self) -> bool:
+        """Escape: close the merge editor or drop a preview; False when there was none."""
+        box = self.query_one("#merge-text", TextArea)
+        if box.display:
+            box.display = False
+            self.set_focus(self.query_one("#findings", DataTable))
+            return True
+        if self.pending is not None:
+            self.pending = None
+            self._status("cancelled: nothing was changed")
+            return True
+        return False
 
     async def action_undo(self) -> None:
         from engine.review import undo
 
         try:
-            self._status(escape(undo(self.vault)))
+            self._status(safe_markup(undo(self.vault)))
         except MemlinkError as exc:
-            self._status(f"[red]{escape(str(exc))}[/red]")
+            self._status(f"[red]{safe_markup(str(exc))}[/red]")
         self.rerun()
