@@ -56,7 +56,7 @@ def test_folder_ingest_skips_non_text_reports_failures_and_unresolved(tmp_path):
         ".obsidian/workspace.md": "# not a page\n",
     })
     r = memlink("ingest", str(pages), "--json", vault=root)
-    assert r.returncode == 1, r.stderr  # one file failed
+    assert r.returncode == 5, r.stderr  # one file failed, the others landed (EXIT_PARTIAL)
     out = json.loads(r.stdout)
     assert sorted(f["source"] for f in out["files"]) == ["sources/acme.md", "sources/mia-brown.md", "sources/notes.md"]
     assert [(Path(s["path"]).name, s["why"]) for s in out["skipped"]] == [("logo.png", "not a text or markdown file (.png)")]
