@@ -81,7 +81,6 @@ class Page:
     uri: str | None = None
     known: str | None = None  # "already imported as …"
     wiki: bool = True  # extract memories (not --no-wiki)
-    retried: bool = False  # a pending source of an earlier run, read from its note
 
     @property
     def note(self) -> str:
@@ -274,7 +273,7 @@ def _pending_pages(vault: Vault, taken: set[str]) -> list[Page]:
         body = str(note.fields.get("content") or "")
         pages.append(Page(Path(alias), alias, None, root=-2, text=body, body=body, title=str(note.fields.get("title") or uri),
                           kind=str(note.fields.get("kind") or "document"), uri=uri,
-                          wiki=note.fields.get("in_wiki") is not False, retried=True))
+                          wiki=note.fields.get("in_wiki") is not False))
     return pages
 
 
