@@ -250,6 +250,22 @@ def self_links(ctx: CheckContext) -> Iterator[Finding]:
 
 
 # -- hygiene: what a person reviewing the vault cares about -----------------------------------
+@register(integrity=True)
+def pending_extraction(ctx: CheckContext) -> Iterator[Finding]:
+    """Imported files whose memories and links never landed (an ingest that failed or was
+    killed: docs/DESIGN.md, "Units of work"). A warning, not an error: every link is whole
+    and every note parses, and the next ingest, commit or dream finishes them by itself."""
+    from .extract.batch import is_pending
+
+    for entry in ctx.good.values():
+        if entry.memory_type == "source":
+            note = ctx.note(entry.uri)
+            if note is not None and is_pending(note):
+                yield _problem("provenance", "warning", "pending_extraction", entry.uri,
+                               "imported, but its memories and links were not extracted yet; "
+                               "the next `memlink ingest`, `commit` or `dream` finishes it")
+
+
 @register()
 def low_weight(ctx: CheckContext) -> Iterator[Finding]:
     for l in ctx.links:

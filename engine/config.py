@@ -96,6 +96,14 @@ def _default_tasks() -> list[DreamTask]:
     return [DreamTask(input=DreamInput(source="entity")), DreamTask(input=DreamInput(source="conflict"))]
 
 
+class IngestConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # A file past this is refused before it is read: a 50 MB "note" helps nobody and
+    # costs minutes and gigabytes (docs/DESIGN.md, "Units of work").
+    max_bytes: int = Field(2_000_000, ge=1, description="the largest file `memlink ingest` imports, in bytes")
+
+
 class VaultConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -104,6 +112,7 @@ class VaultConfig(BaseModel):
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
+    ingest: IngestConfig = Field(default_factory=IngestConfig)
     dream_tasks: list[DreamTask] = Field(default_factory=_default_tasks)
     dream_hubs: int = Field(3, ge=0, le=50, description="hub notes per anchor type a dream may report on")
     dream_max_reports: int = Field(20, ge=1, description="reports one dream writes at most; the rest wait for the next run")

@@ -17,11 +17,14 @@
    With an LLM provider the link types are then refined by the model
    (engine.extract.linktype).
 
-A file counts as imported (its SHA-256 recorded, so that a re-run skips it) only once its
-note, its extracted memories and its links have all landed. Each write is atomic (every
-note, and all of the batch's links in one transaction); if the process dies anywhere in
-between, a re-run does the unfinished files again and ends with the same vault as a run
-that was never interrupted. A failure names the file and the batch goes on."""
+A file lands in two units of work (docs/DESIGN.md, "Units of work"). First its source
+note, marked pending (`extraction: pending` in its frontmatter). Then, after the model
+was asked (never while the vault is locked), one transaction holds its memories, all its
+links, its audit record and the removal of the mark: they land together or not at all.
+A source still marked pending — the model failed, the disk was full, the process was
+killed — is reported by `memlink check` and finished by the next ingest, commit or dream
+(`retry_pending`), from the note's own text. Its SHA-256 is recorded (so that a re-run
+skips it) only once it is finished. A failure names the file and the batch goes on."""
 
 from __future__ import annotations
 
@@ -42,12 +45,13 @@ from tinydb import Query
 
 from ..errors import MemlinkError
 from ..names import TEXT_SUFFIXES, NameIndex, Scope, path_key
-from ..notes import split_frontmatter
+from ..notes import Note, serialize_note, split_frontmatter
 from ..yamlio import safe_load
 from .autolink import find_references, reference_link
 from .context import ExtractContext
 from .inputs import InputError
-from .updater import RunReport, link_entry, write_links
+from .loop import ExtractLoop
+from .updater import MemoryUpdater, Resolved, RunReport, link_entry, resolve_operations, write_links
 
 if TYPE_CHECKING:
     from tinydb.table import Table
@@ -76,6 +80,7 @@ class Page:
     sha: str = ""
     uri: str | None = None
     known: str | None = None  # "already imported as …"
+    wiki: bool = True  # extract memories (not --no-wiki)
 
     @property
     def note(self) -> str:
@@ -88,7 +93,8 @@ class Page:
 class BatchResult:
     files: list = field(default_factory=list)  # IngestResult, one per file imported or known
     skipped: list[dict] = field(default_factory=list)  # {path, why}: not text, already imported
-    failed: list[dict] = field(default_factory=list)  # {path, error}
+    failed: list[dict] = field(default_factory=list)  # {path, error}: nothing written
+    pending: list[dict] = field(default_factory=list)  # {path, source, error}: source note written, not its memories
     unresolved: list[dict] = field(default_factory=list)  # {file, line, ref}
     ambiguous: list[dict] = field(default_factory=list)  # {file, line, ref, candidates}
     links_added: list[dict] = field(default_factory=list)  # every new link: page-to-page and derived notes'
@@ -99,7 +105,7 @@ class BatchResult:
         return {
             "files": [{"path": r.path, "source": r.source_uri, "skipped": r.skipped,
                        "report": r.report.to_json() if r.report else None} for r in self.files],
-            "skipped": self.skipped, "failed": self.failed, "unresolved": self.unresolved,
+            "skipped": self.skipped, "failed": self.failed, "pending": self.pending, "unresolved": self.unresolved,
             "ambiguous": self.ambiguous, "links_added": self.links_added, "page_links": len(self.page_links()),
             "problems": self.problems, "seconds": round(self.seconds, 3),
         }
@@ -193,10 +199,10 @@ def collect(paths: list[Path], vault_root: Path | None = None) -> tuple[list[Pag
     return pages, skipped, failed
 
 
-def read_page(page: Page) -> None:
+def read_page(page: Page, max_bytes: int | None = None) -> None:
     from .inputs import read_text_file
 
-    page.text = read_text_file(page.real or page.path, follow=False)
+    page.text = read_text_file(page.real or page.path, follow=False, max_bytes=max_bytes)
     page.sha = hashlib.sha256(page.text.encode("utf-8")).hexdigest()
     page.body, meta = page.text, {}
     front, body = split_frontmatter(page.text)
@@ -226,9 +232,54 @@ def _title(meta: dict, body: str, path: Path) -> str:
 
 
 # -- the batch ------------------------------------------------------------------------------
+# A source note whose memories and links have not landed yet carries this frontmatter key
+# (docs/DESIGN.md, "Units of work"): it lives in the vault, so deleting `.memlink/` keeps
+# it, `memlink check` reports it and the next ingest, commit or dream finishes the file.
+PENDING_KEY = "extraction"
+PENDING = "pending"
+
+
+def is_pending(note: Note) -> bool:
+    """Whether a source note's extraction has not finished (see ``PENDING_KEY``)."""
+    return note.extra.get(PENDING_KEY) == PENDING
+
+
+def pending_sources(vault: Vault) -> list[str]:
+    """The uris of the source notes whose extraction has not finished."""
+    out = []
+    for entry in vault.catalog().values():
+        if entry.memory_type == "source" and not entry.error and is_pending(vault.read_note(entry.uri)):
+            out.append(entry.uri)
+    return sorted(out)
+
+
+def retry_pending(vault: Vault, extractor: Extractor | None = None) -> BatchResult:
+    """Finish every source left pending by an ingest that failed or was killed (the
+    ``commit`` and ``dream`` commands call this first; ``ingest`` does it as part of its
+    batch)."""
+    return ingest_batch(vault, [], extractor=extractor)
+
+
+def _pending_pages(vault: Vault, taken: set[str]) -> list[Page]:
+    """Pages for the pending sources this batch does not import again, read from their
+    notes (the file they came from may be gone)."""
+    pages = []
+    for uri in pending_sources(vault):
+        if uri in taken:
+            continue
+        note = vault.read_note(uri)
+        aliases = [a for a in note.fields.get("aliases") or [] if isinstance(a, str)]
+        alias = aliases[0] if aliases else uri
+        body = str(note.fields.get("content") or "")
+        pages.append(Page(Path(alias), alias, None, root=-2, text=body, body=body, title=str(note.fields.get("title") or uri),
+                          kind=str(note.fields.get("kind") or "document"), uri=uri,
+                          wiki=note.fields.get("in_wiki") is not False))
+    return pages
+
+
 def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extractor: Extractor | None = None,
                  progress: Callable[[int, int], object] | None = None) -> BatchResult:
-    from .inputs import IngestResult, choose_extractor, run_extraction
+    from .inputs import IngestResult, choose_extractor
 
     started = time.perf_counter()
     refuse_vault_paths(vault, paths)
@@ -236,144 +287,167 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
     result = BatchResult(skipped=skipped, failed=failed)
     ok: list[Page] = []
     for page in pages:
+        page.wiki = wiki
         try:
-            read_page(page)
+            read_page(page, vault.config.ingest.max_bytes)
         except InputError as exc:
             result.failed.append({"path": str(page.path), "error": str(exc)})
             continue
         ok.append(page)
-    if extractor is None and ok:
-        extractor, _health = choose_extractor(vault)
-    # Pass 1: every file a note, before any reference is resolved.
+    # Pass 1: every file a source note, marked pending, before any reference is resolved.
     table = vault.state.db("ingested").table("files")
     written: list[Page] = []
     reports: dict[int, RunReport] = {}  # id(page) -> its report
     in_batch: dict[str, str] = {}  # sha -> uri of a page of this batch with that text
     for page in ok:
         try:
-            assert extractor is not None  # chosen above, as there is a file
-            reports[id(page)] = _write_source(vault, table, page, wiki, extractor, in_batch)
+            reports[id(page)] = _write_source(vault, table, page, in_batch)
         except MemlinkError as exc:
             result.failed.append({"path": str(page.path), "error": f"{page.path}: {exc}"})
             continue
         written.append(page)
-    # Pass 2: memories from each new file, with the batch's pages as known names. Their
-    # links wait, to be written with the references' links.
+    for page in _pending_pages(vault, {page.note for page in written}):
+        reports[id(page)] = RunReport("none")
+        written.append(page)
+    if extractor is None and any(page.wiki and not page.known for page in written):
+        extractor, _health = choose_extractor(vault)
+    for page in written:
+        if page.wiki and not page.known:
+            assert extractor is not None  # chosen above
+            reports[id(page)].provider = extractor.name
+    # Pass 2, file by file: ask the model for its memories (with the batch's pages as known
+    # names) and resolve its references — nothing written yet, so the model is never asked
+    # while the vault is locked —, then land them in one unit of work. Each file's
+    # extraction sees the memories of the files before it, as a person importing them one
+    # by one would have. References look in the file's own import's pages first, then the
+    # whole batch, then the vault.
     known = {page.title.lower(): page.note for page in written}
     common = {w for page in written for w in re.findall(r"(?<![\w'-])[a-z][a-z'-]+", page.body)}
-    specs: dict[int, list[tuple]] = {id(page): [] for page in written}
-    unfinished: set[int] = set()  # pages whose memories could not be extracted: not recorded as done
-    for i, page in enumerate(written):
-        if progress:
-            progress(i, 2 * len(written))
-        if page.known or not wiki:
-            continue
-        ctx = ExtractContext("resource", page.body, dt.date.today(), base=posixpath.dirname(page.alias),
-                             known_names=dict(known), common_words=common)
-        ctx.source_page = ctx.add(vault.read_note(page.note))
-        own = reports[id(page)]
-        try:
-            assert extractor is not None  # chosen above, as there is a file
-            report = run_extraction(vault, ctx, extractor, f"resource {page.alias}", deferred=specs[id(page)])
-        except MemlinkError as exc:
-            own.problems.append(f"{page.path}: extraction failed (a re-run tries it again): {exc}")
-            unfinished.add(id(page))
-            continue
-        own.created += [u for u in report.created if u not in own.created]
-        own.changed += report.changed
-        own.problems += report.problems
-    # Pass 3: each file's references: its own import's pages first, then the whole batch,
-    # then the vault.
-    names = NameIndex.for_vault(vault)
     by_root: dict[int, dict[str, str]] = {}
     for page in written:
         by_root.setdefault(page.root, {})[path_key(page.alias)] = page.note
     batch = {page.note for page in written}
+    unfinished: dict[int, str] = {}  # id(page) -> why its memories and links did not land
     for i, page in enumerate(written):
         if progress:
-            progress(len(written) + i, 2 * len(written))
-        scope = Scope(by_root[page.root], batch, posixpath.dirname(path_key(page.alias)))
-        assert extractor is not None  # chosen above, as there is a file
-        specs[id(page)] += _references(vault, page, names, scope, reports[id(page)], extractor, result)
-    landed = _write_batch_links(vault, written, specs, reports, result)
+            progress(i, len(written))
+        plan: tuple[Resolved, ExtractContext] | None = None
+        try:
+            step = "memories not extracted"
+            if page.wiki and not page.known:
+                ctx = ExtractContext("resource", page.body, dt.date.today(), base=posixpath.dirname(page.alias),
+                                     known_names=dict(known), common_words=common)
+                ctx.source_page = ctx.add(vault.read_note(page.note))
+                assert extractor is not None  # chosen above
+                plan = (resolve_operations(ExtractLoop(vault, extractor).run(ctx), ctx), ctx)
+            step = "references not resolved"
+            scope = Scope(by_root[page.root], batch, posixpath.dirname(path_key(page.alias)))
+            refs = _references(vault, page, NameIndex.for_vault(vault), scope, reports[id(page)], extractor, result)
+            step = "nothing of its memories and links was written"
+            _land(vault, page, plan, refs, reports[id(page)], result)
+        except (MemlinkError, OSError) as exc:
+            unfinished[id(page)] = f"{step}: {_why(exc)}"
     # Only now is a file done: its SHA-256 is recorded, and a re-run skips it.
-    done = [page for page in written if id(page) in landed and id(page) not in unfinished and not page.known]
-    for page in done:
-        table.upsert({"sha256": page.sha, "uri": page.uri, "path": str(page.real or page.path)}, Query().sha256 == page.sha)
+    for page in written:
+        if id(page) not in unfinished and not page.known and page.sha:
+            table.upsert({"sha256": page.sha, "uri": page.uri, "path": str(page.real or page.path)}, Query().sha256 == page.sha)
     for page in written:
         report = reports[id(page)]
+        if id(page) in unfinished:
+            why = unfinished[id(page)]
+            result.pending.append({"path": str(page.path), "source": page.note, "error": why})
+            report.problems.append(f"{page.path}: {why}. Written: the source note {page.note}, marked pending "
+                                   f"(`memlink check` lists it); the next ingest, commit or dream retries it")
         result.files.append(IngestResult(str(page.path), page.uri, None if page.known else report, skipped=page.known))
         if page.known:
             result.skipped.append({"path": str(page.path), "why": page.known})
         result.problems += report.problems
     if progress:
-        progress(2 * len(written), 2 * len(written))
+        progress(len(written), len(written))
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _write_batch_links(vault: Vault, written: list[Page], specs: dict[int, list[tuple]], reports: dict,
-                       result: BatchResult) -> set[int]:
-    """All the batch's links in one transaction (one rewrite per sidecar); if that fails,
-    file by file, so that the failure names its file and the other files' links land.
-    Returns the pages whose links landed."""
-    try:
-        done: dict[int, list] = {}
-        flat = [spec for page in written for spec in specs[id(page)]]
-        links = write_links(vault, flat) if flat else []
-        at = 0
-        for page in written:
-            n = len(specs[id(page)])
-            done[id(page)] = links[at : at + n]
-            at += n
-    except MemlinkError:
-        done = {}
-        for page in written:
-            try:
-                done[id(page)] = write_links(vault, specs[id(page)]) if specs[id(page)] else []
-            except MemlinkError as exc:
-                reports[id(page)].problems.append(f"{page.path}: links not written (a re-run tries again): {exc}")
-    for key, links in done.items():
-        for link, new in links:
-            if not new:
-                reports[key].links_kept += 1
-                continue
-            entry = link_entry(link)
-            reports[key].links_added.append(entry)
-            result.links_added.append(entry)
-    return set(done)
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and not isinstance(exc, MemlinkError):
+        return f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+    return str(exc)
 
 
-def _write_source(vault: Vault, table: Table, page: Page, wiki: bool, extractor: Extractor, in_batch: dict[str, str]) -> RunReport:
-    """The page's source note. A text already imported (recorded as done, or earlier in
-    this batch) is not imported again: its note gets this path as another alias (the
+def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None, refs: list[tuple],
+          report: RunReport, result: BatchResult) -> None:
+    """One file's memories (``plan``), its references' links and its memories' links, the
+    audit record and the end of its pending mark, in one transaction."""
+    links = list(refs)
+    with vault.transaction() as tx:
+        if plan is not None:
+            resolved, ctx = plan
+            source = f"resource {page.alias}"
+            run = MemoryUpdater(vault).apply_operations(resolved, ctx, report.provider, source, deferred=links)
+            report.created += [u for u in run.created if u not in report.created]
+            report.changed += run.changed
+            report.problems += run.problems
+        landed = write_links(vault, links) if links else []
+        note = vault.read_note(page.note)
+        if is_pending(note):
+            note.extra = {k: v for k, v in note.extra.items() if k != PENDING_KEY}
+            tx.put_text(page.note, serialize_note(note, vault.schema("source")), note)
+    for link, new in landed:
+        if not new:
+            report.links_kept += 1
+            continue
+        entry = link_entry(link)
+        report.links_added.append(entry)
+        result.links_added.append(entry)
+
+
+def _write_source(vault: Vault, table: Table, page: Page, in_batch: dict[str, str]) -> RunReport:
+    """The page's source note, marked pending until its memories and links land. A text
+    already imported (recorded as done, finished under the same path and title, or earlier
+    in this batch) is not imported again: its note gets this path as another alias (the
     text a person added under that note is kept: engine.notes.rebuild_body)."""
     seen = table.get(Query().sha256 == page.sha)
     uri = in_batch.get(page.sha) or (seen["uri"] if seen and vault.exists(seen["uri"]) else None)
-    if uri is not None:
-        page.uri = uri
-        page.known = f"already imported as {uri}"
-        if page.alias not in (vault.read_note(page.uri).fields.get("aliases") or []):
-            vault.write_note("source", {"aliases": [page.alias]}, uri=page.uri)  # the same text at another path
-        return RunReport("none")
     origin = str(page.real or page.path.resolve())
     schema = vault.schema("source")
+    content = page.body.strip()
+    if uri is None:
+        uri = schema.note_uri(schema.validate_fields({"title": page.title}, complete=False))
+        stem, n = uri[:-3], 2
+        while vault.exists(uri) and vault.read_note(uri).fields.get("origin") != origin:
+            uri, n = f"{stem}-{n}.md", n + 1  # another page with the same title: both are kept
+        old = vault.read_note(uri) if vault.exists(uri) else None
+        if old is None or is_pending(old) or old.fields.get("content") != content:
+            return _new_source(vault, page, uri, origin, content, in_batch)
+        # Finished before, but its SHA-256 was not recorded (a kill right after it landed).
+        table.upsert({"sha256": page.sha, "uri": uri, "path": origin}, Query().sha256 == page.sha)
+    in_batch.setdefault(page.sha, uri)
+    page.uri = uri
+    page.known = f"already imported as {uri}"
+    if page.alias not in (vault.read_note(page.uri).fields.get("aliases") or []):
+        vault.write_note("source", {"aliases": [page.alias]}, uri=page.uri)  # the same text at another path
+    return RunReport("none")
+
+
+def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, in_batch: dict[str, str]) -> RunReport:
+    """Write (or rewrite) the page's source note, marked pending, in one transaction."""
+    schema = vault.schema("source")
     fields = {"title": page.title, "kind": page.kind, "aliases": [page.alias], "origin": origin,
-              "in_wiki": wiki, "content": page.body.strip()}
-    uri = schema.note_uri(schema.validate_fields({"title": page.title}, complete=False))
-    stem, n = uri[:-3], 2
-    while vault.exists(uri) and vault.read_note(uri).fields.get("origin") != origin:
-        uri, n = f"{stem}-{n}.md", n + 1  # another page with the same title: both are kept
-    existed = vault.exists(uri)  # imported before but not finished (a re-run after a crash)
-    note = vault.write_note("source", fields, uri=uri)
+              "in_wiki": page.wiki, "content": content}
+    existed = vault.exists(uri)  # imported before but not finished, or its file changed since
+    with vault.transaction() as tx:
+        note = vault.write_note("source", fields, uri=uri)
+        if not is_pending(note):
+            note.extra = {**note.extra, PENDING_KEY: PENDING}
+            tx.put_text(note.uri, serialize_note(note, schema), note)
     in_batch[page.sha] = page.uri = note.uri
-    report = RunReport(extractor.name if wiki else "none")
+    report = RunReport("none")
     if not existed:
         report.created.append(note.uri)
     return report
 
 
-def _references(vault: Vault, page: Page, names: NameIndex, scope: Scope, report: RunReport, extractor: Extractor,
+def _references(vault: Vault, page: Page, names: NameIndex, scope: Scope, report: RunReport, extractor: Extractor | None,
                 result: BatchResult) -> list[tuple]:
     """The link specs of a file's references; the unresolved and ambiguous ones are reported."""
     refs = find_references(vault, page.note, page.text, base=posixpath.dirname(page.alias), names=names, scope=scope)

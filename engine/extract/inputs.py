@@ -94,9 +94,10 @@ class IngestResult:
     skipped: str | None = None  # why nothing was done
 
 
-def read_text_file(path: Path, *, follow: bool = True) -> str:
+def read_text_file(path: Path, *, follow: bool = True, max_bytes: int | None = None) -> str:
     """A regular file's text. Opened without blocking (a FIFO or device is refused, never
-    waited on); with ``follow=False`` a symbolic link is refused too."""
+    waited on); with ``follow=False`` a symbolic link is refused too. A file larger than
+    ``max_bytes`` is refused from its size, before it is read (``ingest.max_bytes``)."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
     try:
         fd = os.open(path, flags)
@@ -104,10 +105,16 @@ def read_text_file(path: Path, *, follow: bool = True) -> str:
         why = "a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
         raise InputError(f"{path}: cannot read ({why})") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise InputError(f"{path}: not a regular file (a FIFO, socket or device)")
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise InputError(_too_big(path, st.st_size, max_bytes))
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read()
+            # One byte past the cap tells a file that grew since fstat from one that fits.
+            data = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+        if max_bytes is not None and len(data) > max_bytes:
+            raise InputError(_too_big(path, len(data), max_bytes))
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     finally:
@@ -118,6 +125,11 @@ def read_text_file(path: Path, *, follow: bool = True) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{path}: not UTF-8 text") from None
+
+
+def _too_big(path: Path, size: int, limit: int) -> str:
+    return (f"{path}: too large to import ({size:,} bytes; the limit is {limit:,} bytes, "
+            f"ingest.max_bytes in memlink.yaml)")
 
 
 def ingest(vault: Vault, path: Path, *, wiki: bool = True, extractor: Extractor | None = None) -> IngestResult:

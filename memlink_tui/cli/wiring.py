@@ -27,6 +27,9 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2  # argparse's own exit code for a bad command line
 EXIT_PROBLEMS = 3
 EXIT_BUSY = 4
+# The command ran, but some of its items (files, turns, topics) failed; what did land is
+# whole. EXIT_ERROR is for a command that could not run at all.
+EXIT_PARTIAL = 5
 EXIT_INTERRUPTED = 130
 
 Handler = Callable[[argparse.Namespace], int]

@@ -1,4 +1,6 @@
-"""The write path: `commit`, `ingest`, `import-chat`."""
+"""The write path: `commit`, `ingest`, `import-chat`. Each exits 0 when everything landed,
+EXIT_PARTIAL (5) when some files or turns failed (what landed is whole; the rest is named
+on stderr and retried by a re-run) and EXIT_ERROR (1) when it could not run at all."""
 
 from __future__ import annotations
 
@@ -7,9 +9,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .wiring import EXIT_ERROR, open_vault, progress, say, say_json
+from .wiring import EXIT_PARTIAL, open_vault, progress, say, say_json
 
 if TYPE_CHECKING:
+    from engine import Vault
+    from engine.extract.batch import BatchResult
+    from engine.extract.inputs import Extractor
     from engine.extract.updater import RunReport
 
 
@@ -52,6 +57,32 @@ def _print_report(report: RunReport, heading: str) -> None:
         say(f"  ! {problem}")
 
 
+def _print_unfinished(result: BatchResult) -> None:
+    """What did not land, on stderr: files with nothing written, and sources written but
+    still pending (their memories and links were not)."""
+    for failure in result.failed:
+        say(f"memlink: error: {failure['error']} (nothing was written for it)", file=sys.stderr)
+    for item in result.pending:
+        say(f"memlink: error: {item['path']}: {item['error']}. Written: the source note {item['source']}, "
+            f"marked pending; not written: its memories and links. The next ingest, commit or dream retries it",
+            file=sys.stderr)
+
+
+def _retry_pending(vault: Vault, extractor: Extractor, quiet: bool) -> bool:
+    """Finish the sources an earlier ingest left pending; False when some are still pending."""
+    from engine.extract.batch import pending_sources, retry_pending
+
+    if not pending_sources(vault):
+        return True
+    result = retry_pending(vault, extractor)
+    finished = [r for r in result.files if r.source_uri not in {p["source"] for p in result.pending}]
+    if not quiet:
+        for r in finished:
+            _print_report(r.report, f"{r.path} (pending import, finished)")
+    _print_unfinished(result)
+    return not result.pending
+
+
 def cmd_commit(args: argparse.Namespace) -> int:
     from engine.extract.inputs import choose_extractor, commit_session
 
@@ -59,6 +90,7 @@ def cmd_commit(args: argparse.Namespace) -> int:
     extractor, health = choose_extractor(vault)
     if not args.json:
         say(f"provider: {health.provider} — {health.summary}", file=sys.stderr)
+    retried = _retry_pending(vault, extractor, args.json)
     report = commit_session(vault, args.session, extractor)
     vault.close()
     if args.json:
@@ -67,7 +99,7 @@ def cmd_commit(args: argparse.Namespace) -> int:
         say(f"session {args.session}: nothing new to commit")
     else:
         _print_report(report, f"session {args.session}")
-    return 0
+    return 0 if retried else EXIT_PARTIAL
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -81,24 +113,25 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     result = ingest_batch(vault, args.paths, wiki=not args.no_wiki, extractor=extractor,
                           progress=None if args.json else progress("importing"))
     vault.close()
-    for failure in result.failed:
-        say(f"memlink: error: {failure['error']}", file=sys.stderr)
+    _print_unfinished(result)
+    code = EXIT_PARTIAL if result.failed or result.pending else 0
     if args.json:
         say_json(result.to_json())
-        return EXIT_ERROR if result.failed else 0
+        return code
     for r in result.files:
         if not r.skipped:
             _print_report(r.report, r.path)
     for skip in result.skipped:
         say(f"{skip['path']}: skipped, {skip['why']}")
-    imported = sum(1 for r in result.files if not r.skipped)
+    imported = sum(1 for r in result.files if not r.skipped) - len(result.pending)
     page_links = len(result.page_links())
     others = len(result.links_added) - page_links
-    print(f"{imported} files imported, {len(result.skipped)} skipped, {len(result.failed)} failed; "
+    print(f"{imported} files imported, {len(result.pending)} pending, {len(result.skipped)} skipped, "
+          f"{len(result.failed)} failed; "
           f"{page_links} links between pages" + (f" (+{others} from extracted notes)" if others else "") +
           f", {len(result.unresolved)} unresolved references"
           + (f", {len(result.ambiguous)} ambiguous" if result.ambiguous else "") + f" ({result.seconds:.1f}s)")
-    return EXIT_ERROR if result.failed else 0
+    return code
 
 
 def cmd_import_chat(args: argparse.Namespace) -> int:
@@ -115,4 +148,4 @@ def cmd_import_chat(args: argparse.Namespace) -> int:
               f"[provider: {report.provider}]")
         for failure in report.failed:
             say(f"  ! {failure}")
-    return 0
+    return EXIT_PARTIAL if report.failed else 0
