@@ -198,6 +198,8 @@ class TurnIndex:
         if self._load() and self.signature == store.signature():
             return self
         try:
+            if self.vault.read_only:  # nothing may be written, not even a lock file
+                raise PermissionError(f"{self.vault.read_only_reason}")
             self.folder.mkdir(parents=True, exist_ok=True)
             lock = FileLock(str(self.folder / "lock"))
             lock.acquire(timeout=max(60.0, self.vault.config.lock_timeout))
