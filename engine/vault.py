@@ -84,7 +84,7 @@ class Vault:
         state: no journal replay, no catalog shards, and every write raises (a dry run).
         A vault this user cannot write (its folder or ``.memlink/``) opens read-only by
         itself: reads work, derived state stays in memory, writes are refused with the
-        reason (docs/DESIGN.md, "Read-only vaults")."""
+        reason (docs/DESIGN.md, "Read-only vaults and full disks")."""
         root = Path(path).expanduser()
         if not root.is_dir():
             raise VaultError(f"vault folder {root} does not exist; create one with `memlink init --vault {root}`")
