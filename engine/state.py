@@ -94,7 +94,7 @@ class StateStore:
 
     def shards(self, prefix: str) -> list[tuple[str, tuple[int, ...]]]:
         """The shards whose name starts with ``prefix``, each with a stamp that changes on
-        every write (inode, size, mtime on disk; a write count in memory), by name."""
+        every write (inode, size, mtime on disk; size and hash of the text in memory), by name."""
         out: dict[str, tuple[int, ...]] = {}
         for path in self.folder.glob(f"{prefix}*.json") if self.folder.is_dir() else []:
             try:
