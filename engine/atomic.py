@@ -6,6 +6,7 @@ files left behind by a killed process carry TMP_SUFFIX and are removed on vault 
 
 from __future__ import annotations
 
+import errno
 import os
 import uuid
 from pathlib import Path
@@ -62,9 +63,11 @@ def remove_file(path: Path) -> None:
     _fsync_dir(Path(path).parent)
 
 
-def sweep_temp_files(root: Path, older_than: float = 600.0) -> int:
-    """Remove temp files a killed writer left behind (only old ones: a live writer's
-    temp file lasts milliseconds). Returns how many were removed."""
+def sweep_temp_files(root: Path, older_than: float = 60.0) -> int:
+    """Remove temp files a killed writer left behind. Only old ones: a live writer's temp
+    file lasts from its open to its rename (milliseconds; seconds for a huge file), so
+    this is safe without the vault lock, while another process writes. Returns how many
+    were removed."""
     import time
 
     removed = 0
@@ -80,3 +83,16 @@ def sweep_temp_files(root: Path, older_than: float = 600.0) -> int:
                 except OSError:
                     pass
     return removed
+
+
+def disk_full(exc: BaseException) -> str | None:
+    """One plain sentence when ``exc`` means the disk (or quota) is full, else None:
+    an OSError with ENOSPC/EDQUOT, or tantivy's ValueError naming "No space left"
+    (docs/DESIGN.md, "Read-only vaults and full disks")."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = f" (writing {exc.filename})" if exc.filename else ""
+    elif "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc):
+        where = ""
+    else:
+        return None
+    return f"the disk is full{where}; the change in progress was not made. Free some space and try again"

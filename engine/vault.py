@@ -46,6 +46,10 @@ DEFAULT_FOLDERS = ("preferences", "entities", "events", "reports", "report_candi
 LinkDirection = Literal["links", "backlinks", "both"]
 
 
+class VaultReadOnly(VaultError):
+    """A write on a vault opened read-only (a dry run, or a vault this user cannot write)."""
+
+
 class Vault:
     def __init__(self, root: Path, config: VaultConfig, types: TypeRegistry):
         self.root = Path(os.path.realpath(root))
@@ -57,7 +61,8 @@ class Vault:
         self.sidecars = SidecarCache(self.resolve)
         self.journal = Journal(self.root, self.state_dir / "journal", self.sidecars)
         self.links_version = 0  # bumped on every link write; caches keyed on it go stale
-        self.read_only = False  # Vault.open(read_only=True): writes nothing, not even derived state
+        self.read_only = False  # writes nothing, not even derived state (see Vault.open)
+        self.read_only_reason = ""  # why: a dry run, or a vault this user cannot write
         self._lock: FileLock | None = None
         self.warnings: list[str] = []  # things a user should hear about (e.g. a journal set aside)
         self._catalog: dict[str, CatalogEntry] | None = None
@@ -76,13 +81,23 @@ class Vault:
     @classmethod
     def open(cls, path: str | Path, *, read_only: bool = False) -> Vault:
         """Open a vault. ``read_only`` promises to write nothing at all, not even derived
-        state: no journal replay, no catalog shards, and every write raises (a dry run)."""
+        state: no journal replay, no catalog shards, and every write raises (a dry run).
+        A vault this user cannot write (its folder or ``.memlink/``) opens read-only by
+        itself: reads work, derived state stays in memory, writes are refused with the
+        reason (docs/DESIGN.md, "Read-only vaults and full disks")."""
         root = Path(path).expanduser()
         if not root.is_dir():
             raise VaultError(f"vault folder {root} does not exist; create one with `memlink init --vault {root}`")
         vault = cls(root, load_config(root), TypeRegistry.for_vault(root))
-        vault.read_only = read_only
-        if not read_only:
+        unwritable = _unwritable(vault.root)
+        if read_only or unwritable is not None:
+            vault.state.keep_in_memory()  # derived state (turn memories) lives for this process
+        if read_only:
+            vault.read_only, vault.read_only_reason = True, f"{vault.root} is open read-only here (a dry run)"
+        elif unwritable is not None:
+            vault.read_only = True
+            vault.read_only_reason = f"the vault is read-only ({unwritable} cannot be written by this user)"
+        else:
             vault._recover_quietly()
         return vault
 
@@ -101,11 +116,13 @@ class Vault:
         return cls.open(root)
 
     def _recover_quietly(self) -> None:
-        """Replay journals and sweep temp files if no other writer is active right now;
-        otherwise the next write does the replay."""
+        """Sweep temp files a killed writer left, then replay journals if no other writer
+        is active right now (otherwise the next write does the replay). The sweep needs no
+        lock: it removes only temp files older than any live write keeps one."""
+        sweep_temp_files(self.root)
         try:
             with self.writing(timeout=0.2):
-                sweep_temp_files(self.root)
+                pass
         except VaultLocked:
             pass
 
@@ -135,7 +152,7 @@ class Vault:
     def writing(self, timeout: float | None = None) -> Iterator[None]:
         """Hold the vault's write lock (waiting up to lock_timeout); replay pending journals."""
         if self.read_only:
-            raise VaultError(f"{self.root} is open read-only here (a dry run); nothing may be written")
+            raise VaultReadOnly(f"{self.read_only_reason}; nothing was changed")
         if self._lock is None:
             self.state_dir.mkdir(exist_ok=True)
             self._lock = FileLock(str(self.state_dir / "lock"))
@@ -658,6 +675,16 @@ class Vault:
         with both sides pointing at notes that exist, no failed journals. Errors here are
         exactly lint's errors; this is what `memlink check` reports."""
         return run_checks(self, integrity_only=True)
+
+
+def _unwritable(root: Path) -> Path | None:
+    """The first of the vault folder and its ``.memlink/`` (with ``db/``) this process
+    cannot write, or None. access(2) also answers for read-only mounts (EROFS)."""
+    state = root / STATE_DIR
+    for folder in (root, state, state / "db"):
+        if folder.exists() and not os.access(folder, os.W_OK):
+            return folder
+    return None
 
 
 def _names(note: Note) -> dict:

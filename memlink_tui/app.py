@@ -21,6 +21,7 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen
 
 from engine import MemlinkError, Vault
+from engine.atomic import disk_full
 from engine.text import printable
 from widgets.safe import safe_markup
 from widgets.status_bar import Status
@@ -308,10 +309,26 @@ class MemlinkApp(App):
 
         self.push_screen(SearchScreen(self.vault), chosen)
 
+    def refuse_write(self) -> bool:
+        """True (and says why) when the vault cannot be written: a write action stops."""
+        if self.vault is None or not self.vault.read_only:
+            return False
+        self.notify(f"{self.vault.read_only_reason}; nothing was changed", title="Read-only", severity="warning")
+        return True
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        # A full disk reads as one plain sentence wherever the error was caught
+        # (docs/DESIGN.md, "Read-only vaults and full disks").
+        full = disk_full(ValueError(message))
+        if full:
+            message, title, severity = full, title or "Disk full", "error"
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
     def action_import_file(self) -> None:
         from .screens.importer import ImportScreen
 
-        if self.vault is None:
+        if self.vault is None or self.refuse_write():
             return
 
         def done(uri: str | None) -> None:
@@ -322,9 +339,13 @@ class MemlinkApp(App):
         self.push_screen(ImportScreen(self.vault), done)
 
     def action_new_session(self) -> None:
+        if self.refuse_write():
+            return
         self.go("chat", then=lambda chat: chat.action_new_session())
 
     def action_dream(self) -> None:
+        if self.refuse_write():
+            return
         self.go("reports", then=lambda reports: reports.action_dream())
 
     def action_help(self) -> None:
@@ -450,7 +471,8 @@ class MemlinkApp(App):
 
     # -- the status line ------------------------------------------------------------------------
     def _status(self) -> Status:
-        return Status(self.provider_line, self.index_state, self.queue_depth, self.vault_path)
+        return Status(self.provider_line, self.index_state, self.queue_depth, self.vault_path,
+                      read_only=bool(self.vault and self.vault.read_only))
 
     def _publish_status(self) -> None:
         for pane in self.panes.values():

@@ -26,9 +26,11 @@ class Status:
     index_state: str = ""
     queue_depth: int = 0
     vault_path: Path | None = None
+    read_only: bool = False
 
     def line(self) -> str:
         parts = [
+            "read-only" if self.read_only else "",
             self.provider_line,
             f"index {self.index_state}",
             f"queue {self.queue_depth}" if self.queue_depth else "queue idle",

@@ -13,6 +13,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -93,6 +94,8 @@ class SearchIndex:
         except (ValueError, OSError):
             state = None
             self._stale_reason = "index state unreadable"
+        if self.vault.read_only:  # nothing may be written: this run indexes in memory
+            state, self._stale_reason = None, "the vault is read-only; indexed in memory for this run"
         if state is not None and state.get("fingerprint") != self.fingerprint:
             old = state.get("fingerprint", {})
             changed = [k for k in self.fingerprint if old.get(k) != self.fingerprint[k]]
@@ -126,6 +129,10 @@ class SearchIndex:
     def checkpoint(self) -> None:
         """Make the in-memory index durable (keywords flushed, vector snapshot + state)."""
         if not self.dirty:
+            return
+        if self.vault.read_only:  # the index lives in memory: commit the keywords there only
+            self._kw.flush()
+            self.dirty = False
             return
         with self.vault.writing():
             self._kw.flush()
@@ -169,10 +176,10 @@ class SearchIndex:
         if full or self._stale_reason:
             report.rebuilt = True
             report.reason = self._stale_reason or "full reindex asked for"
-            with self.vault.writing():
+            with self._held():
                 self.vectors = VectorIndex(self.embedder.dims, **self.vault.config.search.hnsw())
                 self.indexed, self.types = {}, {}
-                self.keywords = KeywordIndex.wipe(self.folder / "keywords")
+                self.keywords = KeywordIndex.wipe(None if self.vault.read_only else self.folder / "keywords")
             self._stale_reason = ""
             self.dirty = True
         catalog = self.vault.sync_catalog()
@@ -185,7 +192,7 @@ class SearchIndex:
         if not todo and not gone:
             report.seconds = time.perf_counter() - started
             return report
-        with self.vault.writing():
+        with self._held():
             for uri in gone:
                 self._drop(uri)
             fresh = report.rebuilt or not self.indexed  # nothing to replace: one bulk hnswlib add
@@ -198,6 +205,10 @@ class SearchIndex:
         self.checkpoint()
         report.seconds = time.perf_counter() - started
         return report
+
+    def _held(self) -> AbstractContextManager[None]:
+        """The vault lock for index writes; none for a read-only vault (kept in memory)."""
+        return nullcontext() if self.vault.read_only else self.vault.writing()
 
     def _index_batch(self, uris: list[str], *, fresh: bool = False, direct: bool = False) -> None:
         catalog = self.vault.catalog()

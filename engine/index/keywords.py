@@ -61,9 +61,18 @@ class _Doc:
 
 
 class KeywordIndex:
-    def __init__(self, folder: Path):
-        self.folder = Path(folder)
+    def __init__(self, folder: Path | None):
+        """The index in ``folder``, or in memory when None (a read-only vault)."""
         self.schema = _schema()
+        self._writer: tantivy.IndexWriter | None = None
+        self.pending: dict[str, _Doc | None] = {}  # None = deleted, not yet flushed
+        # Running token counts, for the average field lengths of BM25 on pending notes.
+        self.stats = {"docs": 0, "title_tokens": 0, "body_tokens": 0}
+        if folder is None:
+            self.recreated = True
+            self.index = tantivy.Index(self.schema)
+            return
+        self.folder = Path(folder)
         self.recreated = not (self.folder / "meta.json").exists()
         self.folder.mkdir(parents=True, exist_ok=True)
         try:
@@ -74,14 +83,11 @@ class KeywordIndex:
             shutil.rmtree(self.folder)
             self.folder.mkdir(parents=True)
             self.index = tantivy.Index(self.schema, path=str(self.folder), reuse=True)
-        self._writer: tantivy.IndexWriter | None = None
-        self.pending: dict[str, _Doc | None] = {}  # None = deleted, not yet flushed
-        # Running token counts, for the average field lengths of BM25 on pending notes.
-        self.stats = {"docs": 0, "title_tokens": 0, "body_tokens": 0}
 
     @classmethod
-    def wipe(cls, folder: Path) -> KeywordIndex:
-        shutil.rmtree(folder, ignore_errors=True)
+    def wipe(cls, folder: Path | None) -> KeywordIndex:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
         return cls(folder)
 
     def _w(self) -> tantivy.IndexWriter:

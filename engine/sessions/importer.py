@@ -48,6 +48,11 @@ def turn_extractor(vault: Vault) -> LLMTurnExtractor | RulesTurnExtractor:
     llm = vault.services.selection.llm
     if llm is not None:
         return LLMTurnExtractor(llm)
+    return rules_extractor(vault)
+
+
+def rules_extractor(vault: Vault) -> RulesTurnExtractor:
+    """The rules turn extractor, knowing the vault's entity names and their aliases."""
     known: dict[str, str] = {}
     for entry in vault.list_notes("entity"):
         known[entry.title.lower()] = entry.title
@@ -61,10 +66,13 @@ def turn_extractor(vault: Vault) -> LLMTurnExtractor | RulesTurnExtractor:
 
 def extract_pending(vault: Vault, sessions: list[str], extractor: Any = None,
                     progress: Callable[[int, int], None] | None = None,
-                    report: ImportReport | None = None, *, final: bool = False) -> ImportReport:
+                    report: ImportReport | None = None, *, final: bool = False,
+                    invalidate: bool = True) -> ImportReport:
     """Extract every completed turn of these sessions that has no memory yet (``final``: a
     finished transcript, whose last turn counts even without an answer). Memories of turns
-    the projection no longer has are dropped."""
+    the projection no longer has are dropped. Every session asked for gets a shard, even
+    an empty one: a session without one lost its derived state (``restore_turns``).
+    ``invalidate`` False: the caller is building the turn memory itself."""
     report = report or ImportReport()
     extractor = extractor or turn_extractor(vault)
     report.provider = extractor.name
@@ -101,7 +109,9 @@ def extract_pending(vault: Vault, sessions: list[str], extractor: Any = None,
             progress(n, len(todo))
     if docs:
         store.put_many(docs)
-    if docs or changed:
+    for session in sessions:
+        store.keep(session)
+    if (docs or changed) and invalidate:
         vault.services.invalidate_turns()  # recall syncs its indexes with the store on next use
     return report
 
@@ -124,6 +134,25 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
     for session, events in by_session.items():
         report.events_added += append_events(vault, session, events)
     return extract_pending(vault, list(by_session), extractor, progress, report, final=True)
+
+
+def restore_turns(vault: Vault) -> int:
+    """Rebuild the turn memories of session logs whose derived state is gone (`.memlink/`
+    deleted: docs/DESIGN.md, "Turn memory"), with the rules extractor: deterministic,
+    offline and fast, so recall never waits for a model. Returns how many were made."""
+    store = TurnStore(vault)
+    folder = vault.root / "sessions"
+    logs = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+    lost = [p.stem for p in logs if not store.has(p.stem)]
+    if not lost:
+        return 0
+    # Completed turns only: a question still waiting for its answer (a chat in progress) is
+    # extracted by its own session once answered.
+    report = extract_pending(vault, lost, rules_extractor(vault), invalidate=False)
+    if report.extracted:
+        vault.warnings.append(f"rebuilt {report.extracted} turn memories of {len(lost)} session(s) from the "
+                              "session logs with the rules extractor (their derived state was missing)")
+    return report.extracted
 
 
 def _diagnose(path: Path) -> None:

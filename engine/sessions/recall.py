@@ -80,6 +80,9 @@ class TurnMemory:
 
     def __init__(self, vault: Vault, embedder: Embedder | None = None, params: RecallParams | None = None) -> None:
         self.vault = vault
+        from .importer import restore_turns  # importer imports the extraction stack: only here
+
+        restore_turns(vault)  # "deleting .memlink/ is safe": lost turn memories come back first
         self.index = TurnIndex(vault, embedder).open()
         self.embedder = self.index.embedder
         self.params = params or RecallParams()

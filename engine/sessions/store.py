@@ -59,6 +59,16 @@ class TurnStore:
         data["turns"] = {str(n): row for n, row in enumerate(rows, 1)}
         storage.write(data)
 
+    def has(self, session: str) -> bool:
+        """Whether the session has a shard (extraction ran for it, or it was restored)."""
+        return self.vault.state.exists(_shard(session))
+
+    def keep(self, session: str) -> None:
+        """Give the session a shard (an empty one if it has no turn memories yet), so that
+        a session without one means its derived state was lost."""
+        if not self.has(session):
+            self._write(session, self._rows(session))
+
     def get(self, session: str, mem_id: str) -> dict[str, Any] | None:
         return next((r for r in self._rows(session) if r["id"] == mem_id), None)
 
@@ -90,17 +100,9 @@ class TurnStore:
         return len(rows) - len(stay)
 
     def signature(self) -> list[list[Any]]:
-        """What the shards look like on disk (name, inode, size, mtime): equal signatures
-        mean nothing was written since (every write is an atomic rename)."""
-        folder = self.vault.state.folder
-        out = []
-        for path in sorted(folder.glob("turns-*.json")) if folder.is_dir() else []:
-            try:
-                st = path.stat()
-            except FileNotFoundError:
-                continue
-            out.append([path.name, st.st_ino, st.st_size, st.st_mtime_ns])
-        return out
+        """What the shards look like (name and stamp): equal signatures mean nothing was
+        written since (every write is an atomic rename, or a new text in memory)."""
+        return [[name, *stamp] for name, stamp in self.vault.state.shards("turns-")]
 
     def doc(self, turn: Turn, extraction: TurnExtraction) -> TurnMemoryRecord:
         mem = memory_id(turn)
@@ -119,9 +121,8 @@ class TurnStore:
         })
 
     def all(self) -> list[dict[str, Any]]:
-        folder = self.vault.state.folder
         out = []
-        for path in sorted(folder.glob("turns-*.json")) if folder.is_dir() else []:
-            data = self.vault.state.db(path.stem).storage.read() or {}
+        for name, _stamp in self.vault.state.shards("turns-"):
+            data = self.vault.state.db(name).storage.read() or {}
             out += list((data.get("turns") or {}).values())
         return out

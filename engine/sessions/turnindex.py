@@ -197,11 +197,8 @@ class TurnIndex:
         store = TurnStore(self.vault)
         if self._load() and self.signature == store.signature():
             return self
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            lock = FileLock(str(self.folder / "lock"))
-            lock.acquire(timeout=max(60.0, self.vault.config.lock_timeout))
-        except (OSError, Timeout):
+        lock = None if self.vault.read_only else self._lock()  # read-only: not even a lock file
+        if lock is None:
             self._reset(memory=True)
             self.sync(store.all(), store.signature())
             return self
@@ -215,6 +212,16 @@ class TurnIndex:
         finally:
             lock.release()
         return self
+
+    def _lock(self) -> FileLock | None:
+        """The index's own lock, held; None where it cannot be made or taken."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(str(self.folder / "lock"))
+            lock.acquire(timeout=max(60.0, self.vault.config.lock_timeout))
+        except (OSError, Timeout):
+            return None
+        return lock
 
     def _reset(self, memory: bool = False) -> None:
         """Start from an empty index, on disk (under the lock) or in memory."""

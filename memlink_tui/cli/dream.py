@@ -97,7 +97,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     fixed = fix(vault) if args.fix else []
     report = lint(vault)
-    written = write_dashboards(vault, report)
+    # A read-only vault is still linted; its dashboards are not written (said below).
+    written = [] if vault.read_only else write_dashboards(vault, report)
     if args.json:
         say_json({"errors": report.errors, "counts": report.counts, "fixed": fixed, "dashboards": written,
                   "findings": [f.__dict__ for f in report.findings]})
@@ -109,7 +110,9 @@ def cmd_lint(args: argparse.Namespace) -> int:
                 other = f" <-> {f.other}" if f.other else ""
                 say(f"{f.severity:<7} {f.check:<15} {f.uri}{other}: {f.text}")
         counts = ", ".join(f"{k} {v}" for k, v in sorted(report.counts.items()))
-        say(f"{report.errors} errors; {counts or 'nothing to report'}; dashboards in {vault.root / 'dashboards'}")
+        where = (f"dashboards not written: {vault.read_only_reason}" if vault.read_only
+                 else f"dashboards in {vault.root / 'dashboards'}")
+        say(f"{report.errors} errors; {counts or 'nothing to report'}; {where}")
     return EXIT_PROBLEMS if report.errors else 0
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from engine import MemlinkError, Vault
+from engine.atomic import disk_full
 from engine.text import printable, printable_json
 
 from ..paths import default_vault
@@ -153,17 +154,26 @@ def run(handler: Handler, args: argparse.Namespace) -> int:
         say(f"memlink: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except MemlinkError as exc:
-        say(f"memlink: error: {exc}", file=sys.stderr)
+        full = disk_full(exc.__cause__) if exc.__cause__ is not None else None  # an engine error over ENOSPC
+        say(f"memlink: error: {full or exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `memlink search … | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except OSError as exc:  # a folder that cannot be created, a read-only vault...
+    except OSError as exc:  # a folder that cannot be created, a full disk...
+        full = disk_full(exc)
+        if full:
+            say(f"memlink: error: {full}", file=sys.stderr)
+            return EXIT_ERROR
         where = f": {exc.filename}" if exc.filename else ""
         say(f"memlink: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return EXIT_ERROR
     except (ValueError, RuntimeError, UnicodeError) as exc:  # last resort: one line, not a traceback
+        full = disk_full(exc)  # tantivy reports a full disk as a ValueError
+        if full:
+            say(f"memlink: error: {full}", file=sys.stderr)
+            return EXIT_ERROR
         say(f"memlink: error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", file=sys.stderr)
         return EXIT_ERROR

@@ -1,0 +1,264 @@
+"""Issue 13, failures 8, 9 and parts of 11: a read-only vault can be read (CLI and app),
+deleting `.memlink/` loses no turn memory, leftover temp files are swept on open even
+while another process holds the lock, and a full disk reads as one plain sentence."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, SAMPLE
+
+from engine import Vault
+from engine.atomic import TMP_SUFFIX
+from engine.sessions.importer import extract_pending, import_chat, restore_turns
+from engine.sessions.log import append_events
+from engine.sessions.store import TurnStore
+from engine.vault import VaultReadOnly
+from memlink_tui.app import MemlinkApp
+from memlink_tui.cli import main
+from widgets import StatusBar
+
+CHAT = [
+    '{"session": "s1", "id": "m1", "role": "user", "content": "Which glaze did we pick for the celadon vase firing?", "ts": "2026-10-01T10:00:00"}',
+    '{"session": "s1", "id": "m2", "role": "assistant", "content": "You picked the Tenmoku glaze for the celadon vase, fired at cone 6.", "ts": "2026-10-01T10:00:05"}',
+]
+QUESTION = "which glaze did we pick for the vase"
+
+
+def memlink(*args: str, vault: Path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "memlink_tui", "--vault", str(vault), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def _can_bind_read_only(tmp_path: Path) -> bool:
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    r = subprocess.run(["unshare", "-m", "sh", "-c", 'mount --bind -o ro "$0" "$0" && ! touch "$0/x"', str(probe)],
+                       capture_output=True, timeout=30)
+    return r.returncode == 0
+
+
+@pytest.fixture
+def read_only_run(tmp_path: Path):
+    """Run the CLI on a vault this process really cannot write: made read-only with chmod
+    for a normal user; for root (who ignores permissions) a read-only bind mount in a
+    private mount namespace. Skips where neither is possible."""
+    if shutil.which("unshare") is None and os.geteuid() == 0:
+        pytest.skip("running as root without unshare: no way to make a folder unwritable")
+    if os.geteuid() == 0 and not _can_bind_read_only(tmp_path):
+        pytest.skip("running as root and cannot bind-mount read-only here")
+    locked: list[Path] = []
+
+    def run(vault: Path, *args: str) -> subprocess.CompletedProcess:
+        if os.geteuid() != 0:
+            for path in [vault, *vault.rglob("*")]:
+                if path.is_dir() or path.is_file():
+                    path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+            locked.append(vault)
+            return memlink(*args, vault=vault)
+        script = 'mount --bind -o ro "$0" "$0" && exec "$@"'
+        cmd = ["unshare", "-m", "sh", "-c", script, str(vault), sys.executable, "-m", "memlink_tui", "--vault",
+               str(vault), *args]
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+
+    yield run
+    for vault in locked:  # let pytest clean up
+        for path in [vault, *vault.rglob("*")]:
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# -- read-only vaults (failure 8) -----------------------------------------------------------------
+def test_read_commands_work_on_a_vault_the_user_cannot_write(tmp_path, read_only_run):
+    root = tmp_path / "ro"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))
+    (root / "chat.jsonl").write_text("\n".join(CHAT) + "\n")
+    assert memlink("import-chat", str(root / "chat.jsonl"), vault=root).returncode == 0
+    shutil.rmtree(root / ".memlink")  # a fresh copy: no derived state at all, and none can be made
+    before = _snapshot(root)
+    note = "entities/王俊.md"
+
+    r = read_only_run(root, "show", note)
+    assert r.returncode == 0 and "王俊" in r.stdout, r.stderr
+    r = read_only_run(root, "links", note)
+    assert r.returncode == 0 and "berth-planner-v2" in r.stdout, r.stderr
+    r = read_only_run(root, "search", "berth planner")
+    assert r.returncode == 0 and "entities/berth-planner-v2.md" in r.stdout, r.stderr
+    r = read_only_run(root, "check")
+    assert r.returncode == 0 and "0 errors" in r.stdout, r.stderr
+    r = read_only_run(root, "recall", QUESTION)
+    assert r.returncode == 0 and "Tenmoku" in r.stdout, r.stderr  # rebuilt in memory from the session log
+    r = read_only_run(root, "lint")
+    assert "dashboards not written: the vault is read-only" in r.stdout, r.stderr
+    r = read_only_run(root, "link", note, "entities/berth-planner-v2.md", "--type", "related_to")
+    assert r.returncode == 1 and "the vault is read-only" in r.stderr and "nothing was changed" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert _snapshot(root) == before and not (root / ".memlink").exists()
+
+
+def _deny_writes(monkeypatch, root: Path) -> None:
+    """This process may not write the vault (as access(2) would say for another user)."""
+    real = os.access
+    inside = str(root.resolve())
+
+    def access(path, mode, *args, **kwargs):
+        if mode & os.W_OK and str(Path(path).resolve()).startswith(inside):
+            return False
+        return real(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "access", access)
+
+
+def test_open_detects_a_vault_it_cannot_write(tmp_path, monkeypatch):
+    root = tmp_path / "v"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))
+    _deny_writes(monkeypatch, root)
+    vault = Vault.open(root)
+    assert vault.read_only and "read-only" in vault.read_only_reason
+    assert vault.list_notes() and vault.services.index.keyword_search("berth", 3)
+    with pytest.raises(VaultReadOnly, match="nothing was changed"):
+        vault.write_note("entity", {"name": "Nobody", "kind": "person", "content": "x"})
+    assert not (root / ".memlink").exists()
+    monkeypatch.undo()
+    assert not Vault.open(root).read_only
+    dry = Vault.open(root, read_only=True)
+    assert dry.read_only and "dry run" in dry.read_only_reason
+
+
+async def test_app_shows_read_only_and_refuses_writes(tmp_path, monkeypatch):
+    root = tmp_path / "v"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))
+    _deny_writes(monkeypatch, root)
+    vault = Vault.open(root)
+    app = MemlinkApp(vault)
+    async with app.run_test(size=(160, 45)) as pilot:
+        for _ in range(3):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        assert "read-only" in str(app.screen.query_one(StatusBar).render())
+        await app.screen.open_note("entities/王俊.md")  # browsing works
+        await pilot.pause()
+        assert app.screen.current == "entities/王俊.md"
+        await pilot.press("i")  # import a file: a write
+        await pilot.pause()
+        assert any("read-only" in n.message and "nothing was changed" in n.message for n in app._notifications)
+        assert app.screen.__class__.__name__ == "BrowserScreen"
+    assert not (root / ".memlink").exists()
+
+
+# -- turn memories are durable (failure 9) ------------------------------------------------------
+def test_deleting_memlink_state_keeps_every_turn_memory(vault, tmp_path):
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("\n".join(CHAT) + "\n")
+    r = memlink("import-chat", str(chat), vault=vault.root)
+    assert r.returncode == 0, r.stderr
+    assert "Tenmoku" in memlink("recall", QUESTION, vault=vault.root).stdout
+    shutil.rmtree(vault.root / ".memlink")  # the README says this is safe
+    r = memlink("recall", QUESTION, vault=vault.root)
+    assert r.returncode == 0 and "Tenmoku" in r.stdout, r.stdout + r.stderr
+    reopened = Vault.open(vault.root)
+    assert len(TurnStore(reopened).all()) == 1  # written back to the derived state
+
+
+class _Failing:
+    name = "failing"
+
+    def extract(self, turn, previous):
+        from engine.llm import LLMError
+
+        raise LLMError("model down")
+
+
+def test_a_turn_whose_extraction_failed_stays_pending_not_rules_filled(vault, tmp_path):
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("\n".join(CHAT) + "\n")
+    report = import_chat(vault, chat, extractor=_Failing())
+    assert report.failed and not report.extracted
+    assert restore_turns(vault) == 0  # its state is not lost: the next import retries with the model
+    assert extract_pending(vault, ["s1"]).extracted == 1
+
+
+def test_an_unanswered_question_is_not_restored(vault):
+    append_events(vault, "s2", [{"session": "s2", "id": "q", "role": "user", "content": "Where is the kiln key?",
+                                 "ts": "2026-10-02T09:00:00"}])
+    assert restore_turns(vault) == 0 and TurnStore(vault).all() == []
+
+
+# -- temp files (failure 11) --------------------------------------------------------------------
+def test_temp_files_are_swept_on_open_while_another_process_holds_the_lock(vault):
+    old = vault.root / "entities" / f".x.md.deadbeef{TMP_SUFFIX}"
+    fresh = vault.root / "entities" / f".y.md.cafef00d{TMP_SUFFIX}"
+    for path in (old, fresh):
+        path.write_text("half a note")
+    past = time.time() - 3600
+    os.utime(old, (past, past))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from filelock import FileLock; l = FileLock(sys.argv[1]); "
+         "l.acquire(); print('held', flush=True); time.sleep(60)", str(vault.state_dir / "lock")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        Vault.open(vault.root, read_only=True)
+        assert old.exists()  # a read-only open removes nothing
+        Vault.open(vault.root)
+        assert not old.exists()
+        assert fresh.exists()  # could be a live writer's
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+# -- full disk (failure 11) ---------------------------------------------------------------------
+def _full_disk(*_args, **_kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_is_one_plain_sentence_in_the_cli(sample, monkeypatch, capsys):
+    before = _snapshot(sample.root)
+    monkeypatch.setattr(os, "fsync", _full_disk)
+    code = main(["--vault", str(sample.root), "link", "entities/王俊.md", "entities/berth-planner-v2.md",
+                 "--type", "related_to"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith("memlink: error: the disk is full") and "was not made" in err
+    assert len(err.strip().splitlines()) == 1 and "Errno" not in err
+    monkeypatch.undo()
+    assert {k: v for k, v in _snapshot(sample.root).items() if not k.startswith(".memlink")} == \
+        {k: v for k, v in before.items() if not k.startswith(".memlink")}
+
+
+def test_tantivys_full_disk_error_is_one_plain_sentence(sample, monkeypatch, capsys):
+    from engine.index import SearchIndex
+
+    def sync(self, *args, **kwargs):
+        raise ValueError("Failed to commit: An IO error occurred: 'No space left on device (os error 28)'")
+
+    monkeypatch.setattr(SearchIndex, "sync", sync)
+    code = main(["--vault", str(sample.root), "search", "berth"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.strip() == ("memlink: error: the disk is full; the change in progress was not made. "
+                                         "Free some space and try again")
+
+
+async def test_a_full_disk_is_one_plain_sentence_in_the_app(sample):
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.pause()
+        app.notify(str(OSError(errno.ENOSPC, "No space left on device", "/v/entities/x.md")), title="Save failed",
+                   severity="error")
+        await pilot.pause()
+        last = app._notifications
+        assert any(n.message.startswith("the disk is full") and "Errno" not in n.message for n in last)
