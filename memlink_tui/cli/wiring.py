@@ -26,6 +26,7 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2  # argparse's own exit code for a bad command line
 EXIT_PROBLEMS = 3
 EXIT_BUSY = 4
+EXIT_PARTIAL = 5  # the command ran, but some of its items (dream topics, ...) failed
 EXIT_INTERRUPTED = 130
 
 Handler = Callable[[argparse.Namespace], int]
