@@ -88,3 +88,16 @@ def test_link_refuses_an_anchor_that_is_not_in_the_note(tmp_path):
         vault.link(b.uri, a.uri, "belongs_to", match_text="no such words here")
     assert vault.get_file_links(b.uri) == []
     assert memlink("link", b.uri, a.uri, "--type", "belongs_to", "--match-text", "User", vault=root).returncode == 0
+
+
+def test_a_message_with_unicode_line_separators_imports_and_reads_back(tmp_path):
+    """Logs are written with ensure_ascii=False: U+2028, U+0085 and a form feed inside a
+    message stay inside its line instead of cutting the log into unreadable halves."""
+    from engine.sessions.log import read_events
+
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    text = "one\u2028two\x85three\x0cfour\rfive"
+    r = memlink("import-chat", str(write_lines(tmp_path / "u.jsonl", [msg("1", content=text)])), vault=root)
+    assert r.returncode == 0, r.stderr
+    assert [e.content for e in read_events(Vault.open(root), "s1")] == [text]

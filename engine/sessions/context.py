@@ -33,13 +33,13 @@ def recall_block(recalled: list[RecallHit]) -> str:
     """The recalled turns as one fenced block. Entry headers are counted ("entry 2 of 3")
     and hold no stored text; the session, message ids, question and answer are quoted."""
     total = len(recalled)
-    parts = [RECALL_HEADER, f"{BEGIN_RECALL} ({total} entries)"]
+    parts = [RECALL_HEADER, f"{BEGIN_RECALL} (entries: {total})"]
     for n, hit in enumerate(recalled, 1):
         parts.append(f"entry {n} of {total}:")
         parts.append(quote(f"session {hit.session}, messages {', '.join(hit.sources)}"))
         parts.append(quote(f"Q: {hit.question}"))
         parts.append(quote(f"A: {hit.answer}"))
-    parts.append(f"{END_RECALL} ({total} entries)")
+    parts.append(f"{END_RECALL} (entries: {total})")
     return "\n".join(parts)
 
 
