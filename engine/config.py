@@ -104,6 +104,18 @@ class IngestConfig(BaseModel):
     max_bytes: int = Field(2_000_000, ge=1, description="the largest file `memlink ingest` imports, in bytes")
 
 
+class DreamSettings(BaseModel):
+    """How long a dream may run and what it does when the model keeps failing
+    (docs/DESIGN.md, "Dream"): cron must not wait on a hung model for ever."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget_seconds: float = Field(600.0, gt=0, description="no topic is started after this many seconds; the rest wait")
+    max_llm_failures: int = Field(3, ge=1, description="consecutive failed model answers before on_llm_failure applies")
+    on_llm_failure: Literal["rules", "stop"] = Field(
+        "rules", description="rules: answer the remaining topics with the rules; stop: leave them for the next run")
+
+
 class VaultConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -116,6 +128,7 @@ class VaultConfig(BaseModel):
     dream_tasks: list[DreamTask] = Field(default_factory=_default_tasks)
     dream_hubs: int = Field(3, ge=0, le=50, description="hub notes per anchor type a dream may report on")
     dream_max_reports: int = Field(20, ge=1, description="reports one dream writes at most; the rest wait for the next run")
+    dream: DreamSettings = Field(default_factory=DreamSettings)
     link_types: list[LinkTypeSpec] = Field(
         default_factory=list, description="the vault's own link types, added to the built-ins (docs/DESIGN.md \"Link types\")")
     _link_table: LinkTypeTable = PrivateAttr(default_factory=builtin_table)

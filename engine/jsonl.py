@@ -64,7 +64,9 @@ def _lines(path: Path, strict: bool, label: str | None) -> list[tuple[int, str]]
         if not strict:
             return []
         raise JsonlError(f"{label or path}: unreadable ({exc})") from None
-    return [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    # Split on "\n" only: records are written with ensure_ascii=False, so a text may hold
+    # U+2028, U+0085 or a form feed, which str.splitlines() would also break a line at.
+    return [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
 
 
 def read_records(path: Path, model: type[M], *, strict: bool = True, label: str | None = None) -> list[M]:

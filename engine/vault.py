@@ -379,7 +379,10 @@ class Vault:
         created_at: str | None = None,
     ) -> StoredLink:
         """Write one link on both sides (merged with an existing one of the same type and
-        ends; docs/DESIGN.md, "Vault format")."""
+        ends; docs/DESIGN.md, "Vault format"). ``match_text`` must occur in the from-note's
+        body, as `check` expects (a missing note is reported by the link itself)."""
+        if match_text and self.exists(from_uri) and match_text not in self.read_note(from_uri).body:
+            raise LinkError(f"cannot link: the anchor {match_text!r} is not in the text of {from_uri}")
         spec = dict(weight=weight, t_field=t_field, t_line_ranges=t_line_ranges, match_text=match_text,
                     description=description, created_at=created_at)
         return self.link_many([(from_uri, to_uri, link_type, spec)])[0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -14,7 +15,9 @@ from filelock import FileLock, Timeout
 
 from ..atomic import atomic_write_text
 from ..errors import MemlinkError
+from ..extract.loop import ExtractionRejected
 from ..extract.updater import MemoryUpdater
+from ..llm import LLMError
 from .draft import dream_context, llm_operations, rules_operations
 from .operations import check_dream_operations, resolve_dream
 from .topics import PARTLY, Topic, discover
@@ -39,6 +42,9 @@ class DreamReport:
     no_report: list[str] = field(default_factory=list)  # topics whose answer held no report
     links_added: int = 0  # links the answers proposed that were new (derived_from included)
     skipped: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # topics whose answer failed (also said in skipped)
+    deferred: list[str] = field(default_factory=list)  # topics not started: budget spent or stopped
+    fallback: str = ""  # why the run went on with the rules, or stopped, after model failures
     maintenance: dict = field(default_factory=dict)
     provider: str = "rules"
     dry_run: bool = False
@@ -65,12 +71,15 @@ def save_state(vault: Vault, state: dict) -> None:
 
 # -- the run ----------------------------------------------------------------------------------------
 def dream(vault: Vault, *, provider: Provider | None = None, dry_run: bool = False,
-          progress: Callable[[int, int], None] | None = None, wait: float = 0.0) -> DreamReport:
+          progress: Callable[[int, int], None] | None = None, wait: float = 0.0,
+          budget: float | None = None) -> DreamReport:
+    """``budget``: seconds after which no topic is started (default: the vault's
+    ``dream.budget_seconds``); a topic already started finishes."""
     if dry_run:  # reads through a read-only view: no lock file, no catalog shard, no replay
         from ..vault import Vault
 
         view = vault if vault.read_only else Vault.open(vault.root, read_only=True)
-        return _run(view, provider, True, progress)
+        return _run(view, provider, True, progress, budget)
     lock = FileLock(str(vault.state_dir / "dream.lock"))
     vault.state_dir.mkdir(exist_ok=True)
     try:
@@ -78,16 +87,17 @@ def dream(vault: Vault, *, provider: Provider | None = None, dry_run: bool = Fal
     except Timeout:
         raise DreamBusy(f"another dream is running on {vault.root}") from None
     try:
-        return _run(vault, provider, dry_run, progress)
+        return _run(vault, provider, dry_run, progress, budget)
     finally:
         lock.release()
 
 
 def _run(vault: Vault, provider: Provider | None, dry_run: bool,
-         progress: Callable[[int, int], None] | None) -> DreamReport:
+         progress: Callable[[int, int], None] | None, budget: float | None) -> DreamReport:
     from ..index import SearchIndex
     from ..lint import fix, lint
 
+    started = time.monotonic()  # the budget counts maintenance too: it is the run's time
     report = DreamReport(provider=provider.name if provider else "rules", dry_run=dry_run)
     state = load_state(vault)
     day = dt.date.today().isoformat()
@@ -103,19 +113,55 @@ def _run(vault: Vault, provider: Provider | None, dry_run: bool,
     report.topics = [{"kind": t.kind, "question": t.question, "notes": t.notes} for t in topics]
     if dry_run:
         return report
-    for n, topic in enumerate(topics, 1):
-        try:
-            if handle_topic(vault, provider, topic, report):
-                state.setdefault("done", {})[topic.key] = day
-        except MemlinkError as exc:
-            report.skipped.append(f"{topic.question}: {exc}")
-        if progress:
-            progress(n, len(topics))
+    _answer_topics(vault, provider, topics, report, state, day, started, budget, progress)
     report.maintenance["orphans"] = len([f for f in lint(vault).findings if f.check == "orphans"])
     state["last_run"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     save_state(vault, state)
     _diary(vault, report)
     return report
+
+
+def _answer_topics(vault: Vault, provider: Provider | None, topics: list[Topic], report: DreamReport, state: dict,
+                   day: str, started: float, budget: float | None,
+                   progress: Callable[[int, int], None] | None) -> None:
+    """One topic after another, within the time budget. After ``max_llm_failures``
+    failed model answers in a row the rest go to the rules or wait, as
+    ``dream.on_llm_failure`` says (docs/DESIGN.md, "Dream")."""
+    settings = vault.config.dream
+    limit = settings.budget_seconds if budget is None else budget
+    failures = 0
+    for n, topic in enumerate(topics, 1):
+        if time.monotonic() - started >= limit:
+            _defer(report, topics[n - 1:], f"the time budget of {limit:g} s is spent")
+            return
+        try:
+            if handle_topic(vault, provider, topic, report):
+                state.setdefault("done", {})[topic.key] = day
+            failures = 0
+        except (LLMError, ExtractionRejected) as exc:  # the model failed (no answer, or one that does not fit)
+            report.failed.append(topic.question)
+            report.skipped.append(f"{topic.question}: {exc}")
+            failures += 1
+            if provider is not None and failures >= settings.max_llm_failures:
+                why = f"{failures} model answers failed in a row"
+                if settings.on_llm_failure == "stop":
+                    report.fallback = f"{why}: stopped (dream.on_llm_failure: stop)"
+                    _defer(report, topics[n:], report.fallback)
+                    return
+                report.fallback = f"{why}: the remaining topics were answered by the rules"
+                provider = None
+        except MemlinkError as exc:
+            report.failed.append(topic.question)
+            report.skipped.append(f"{topic.question}: {exc}")
+        if progress:
+            progress(n, len(topics))
+
+
+def _defer(report: DreamReport, rest: list[Topic], why: str) -> None:
+    """Topics not started stay unhandled, so the next run offers them again."""
+    if rest:
+        report.deferred += [t.question for t in rest]
+        report.skipped.append(f"{len(rest)} topic(s) wait for the next run: {why}")
 
 
 def handle_topic(vault: Vault, provider: Provider | None, topic: Topic, report: DreamReport) -> bool:
@@ -164,6 +210,8 @@ def _diary(vault: Vault, report: DreamReport) -> None:
     lines += [f"- wrote `{uri}`" for uri in report.written]
     lines += [f"- no report for: {q}" for q in report.no_report]
     lines += [f"- skipped: {why}" for why in report.skipped]
+    if report.fallback:
+        lines.append(f"- model: {report.fallback}")
     m = report.maintenance
     lines.append(f"- maintenance: {m.get('links_repaired', 0)} links repaired, {m.get('reindexed', 0)} notes re-indexed, "
                  f"{m.get('orphans', 0)} orphans")

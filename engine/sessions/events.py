@@ -45,15 +45,29 @@ class SessionEvent(BaseModel):
         return out
 
 
+IMPORT_ROLES = ("user", "assistant", "system", "tool", "recall")
+
+
 class ImportRecord(SessionEvent):
     """A line of an import-chat file: a session event whose session id can name a log
-    file (letters, digits, '.', '-' and '_')."""
+    file (letters, digits, '.', '-' and '_'), whose role is one the turn projection knows
+    (``recall``: memlink's own recall snapshots, so its logs import again) and whose
+    content is text (strict: a number or a list is refused, not turned into text)."""
+
+    content: StrictStr
 
     @field_validator("session")
     @classmethod
     def _file_name(cls, value: str) -> str:
         if not SESSION_ID.match(value):
             raise ValueError(f"bad session id {value!r}: use letters, digits, '.', '-' and '_'")
+        return value
+
+    @field_validator("role")
+    @classmethod
+    def _known_role(cls, value: str) -> str:
+        if value not in IMPORT_ROLES:
+            raise ValueError(f"unknown role {value!r}: use one of {', '.join(IMPORT_ROLES)}")
         return value
 
 

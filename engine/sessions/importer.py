@@ -130,6 +130,7 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
     by_session: dict[str, list[SessionEvent]] = defaultdict(list)
     for record in records:
         by_session[record.session].append(record)
+    _refuse_changed_ids(vault, Path(path), by_session)
     report = ImportReport(sessions=len(by_session))
     for session, events in by_session.items():
         report.events_added += append_events(vault, session, events)
@@ -153,6 +154,36 @@ def restore_turns(vault: Vault) -> int:
         vault.warnings.append(f"rebuilt {report.extracted} turn memories of {len(lost)} session(s) from the "
                               "session logs with the rules extractor (their derived state was missing)")
     return report.extracted
+
+
+def _refuse_changed_ids(vault: Vault, path: Path, by_session: dict[str, list[SessionEvent]]) -> None:
+    """A message id names one message: the same id twice with another role or content (in
+    the file, or against the session's log) is refused before anything is appended. The
+    same message again is a replay, and is skipped by the append."""
+    for session, events in by_session.items():
+        seen: dict[str, tuple[str, str]] = {e.key: (e.role, e.content) for e in read_events(vault, session)}
+        in_log = set(seen)
+        occurrences: dict[str, int] = defaultdict(int)
+        for event in events:
+            occurrences[event.key] += 1
+            old = seen.setdefault(event.key, (event.role, event.content))
+            if old != (event.role, event.content):
+                where = "the session's log" if event.key in in_log else "an earlier line"
+                line = _line_of(path, session, event.key, nth=occurrences[event.key])
+                raise MemlinkError(f"{path} line {line}: message id {event.id!r} of session {session!r} is already "
+                                   f"used with a different role or content in {where}; nothing was imported")
+
+
+def _line_of(path: Path, session: str, key: str, nth: int) -> int:
+    """The line number of the ``nth`` record of the file with this session and id (read
+    again only when an import is refused, so a good import parses once)."""
+    count = 0
+    for n, raw in read_numbered(path):
+        if raw.get("session") == session and str(raw.get("id")) == key:
+            count += 1
+            if count == nth:
+                return n
+    return 0
 
 
 def _diagnose(path: Path) -> None:

@@ -7,7 +7,7 @@ import sys
 
 from engine import MemlinkError
 
-from .wiring import EXIT_BUSY, EXIT_PROBLEMS, open_vault, progress, provider, say, say_json
+from .wiring import EXIT_BUSY, EXIT_PARTIAL, EXIT_PROBLEMS, open_vault, progress, provider, say, say_json
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -18,6 +18,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--provider", choices=["rules", "ollama"], help="default: Ollama when it runs, else rules")
     s.add_argument("--wait", type=float, default=0.0,
                    help="seconds to wait if another dream is running (default: exit 4)")
+    s.add_argument("--budget", type=_seconds, metavar="SECONDS",
+                   help="start no topic after this many seconds; the rest wait for the next run "
+                        "(default: dream.budget_seconds in memlink.yaml, 600)")
     s.set_defaults(func=cmd_dream)
 
     s = sub.add_parser("ask", parents=[common], help="file a research question for the next dream; prints its uri")
@@ -48,7 +51,19 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.set_defaults(func=cmd_check)
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {text!r}")
+    return value
+
+
 def cmd_dream(args: argparse.Namespace) -> int:
+    """Exit 0 when every topic started was answered, EXIT_PARTIAL (5) when some topic
+    failed, 1 (by `run`) when the dream could not run, 4 when another dream runs."""
     from engine.dream import DreamBusy, dream
 
     vault = open_vault(args, read_only=args.dry_run)
@@ -59,7 +74,7 @@ def cmd_dream(args: argparse.Namespace) -> int:
             raise MemlinkError(chosen.health.summary)
         llm = chosen.llm
     try:
-        report = dream(vault, provider=llm, dry_run=args.dry_run, wait=args.wait,
+        report = dream(vault, provider=llm, dry_run=args.dry_run, wait=args.wait, budget=args.budget,
                        progress=None if args.json else progress("dreaming"))
     except DreamBusy as exc:
         say(f"memlink: busy: {exc}", file=sys.stderr)
@@ -67,7 +82,7 @@ def cmd_dream(args: argparse.Namespace) -> int:
     vault.close()
     if args.json:
         say_json(report.to_json())
-        return 0
+        return EXIT_PARTIAL if report.failed else 0
     say(f"dream ({report.provider}{', dry run' if report.dry_run else ''}): {len(report.topics)} topic(s), "
           f"{len(report.written)} report(s) written, {len(report.skipped)} skipped")
     for topic in report.topics:
@@ -78,6 +93,11 @@ def cmd_dream(args: argparse.Namespace) -> int:
         say(f"  - no report: {question}")
     for why in report.skipped:
         say(f"  ! {why}")
+    if report.fallback:
+        say(f"  ! model: {report.fallback}")
+    if report.failed:
+        say(f"{len(report.failed)} topic(s) failed; they are offered again next run", file=sys.stderr)
+        return EXIT_PARTIAL
     return 0
 
 
