@@ -47,7 +47,7 @@ def fail_the_first_extraction(root: Path, pages: Path) -> None:
     assert "1 files imported, 1 pending" in r.stdout
 
 
-@pytest.mark.parametrize("retry", ["ingest", "commit"])
+@pytest.mark.parametrize("retry", ["ingest", "commit", "dream"])
 def test_a_failed_extraction_stays_pending_until_the_next_run_finishes_it(tmp_path, retry):
     root = cli_vault(tmp_path)
     pages = write(tmp_path / "pages", PAGES)
@@ -62,6 +62,9 @@ def test_a_failed_extraction_stays_pending_until_the_next_run_finishes_it(tmp_pa
     if retry == "ingest":
         r = memlink("ingest", str(pages), vault=root)
         assert "acme.md: skipped" not in r.stdout  # not "already imported": it never was
+    elif retry == "dream":
+        r = memlink("dream", "--json", vault=root)
+        assert json.loads(r.stdout)["maintenance"]["sources_finished"] == 1
     else:
         (root / "sessions").mkdir(exist_ok=True)
         (root / "sessions/s1.jsonl").write_text(json.dumps(

@@ -103,8 +103,17 @@ def _run(vault: Vault, provider: Provider | None, dry_run: bool,
     day = dt.date.today().isoformat()
     if not dry_run:  # maintenance first: the topics then see a tidy vault
         repaired = fix(vault)
+        # Sources an interrupted ingest left pending get their memories now (docs/DESIGN.md,
+        # "Units of work"); one that still fails stays pending and is reported.
+        from ..extract.batch import pending_sources, retry_pending
+
+        finished = 0
+        if pending_sources(vault):
+            retried = retry_pending(vault)
+            finished = len(retried.files)
+            report.skipped += [f"{p['source']}: still pending ({p['error']})" for p in retried.pending]
         sync = SearchIndex.for_vault(vault).sync()
-        report.maintenance = {"links_repaired": len(repaired), "reindexed": sync.changed}
+        report.maintenance = {"links_repaired": len(repaired), "reindexed": sync.changed, "sources_finished": finished}
     topics = discover(vault, state, dry_run=dry_run, llm=provider is not None)
     limit = vault.config.dream_max_reports
     if len(topics) > limit:  # the user's own questions come first in the list
