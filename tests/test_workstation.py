@@ -228,8 +228,9 @@ async def test_ask_about_a_note_sends_it_to_the_model(sample):
             await pilot.press(*"What is this place?", "enter")
             await settle(app, pilot)
             sent = [r["body"] for r in stub.requests if r["path"] == "/api/chat" and r["body"].get("stream")][-1]
-            about = [m for m in sent["messages"] if m["role"] == "system" and "asking about this note" in m["content"]]
-            assert about and "Man Met Bril" in about[0]["content"]
+            # the note goes to the model as quoted data in a user message, never as a system one
+            about = [m for m in sent["messages"] if "asking about this note" in m["content"]]
+            assert about and about[0]["role"] == "user" and "| # Man Met Bril" in about[0]["content"]
             assert sent["messages"][-1] == {"role": "user", "content": "What is this place?"}
 
 
