@@ -183,7 +183,7 @@ class LintScreen(Pane):
             self._status(f"[red]{safe_markup(str(exc))}[/red]")
             return
         self.pending = (plan, text)
-        self._status(safe_markup("\n".join(plan.lines())) + "\n[b]y[/b] applies this, escape cancels")
+        self._status("\n".join(safe_markup(line) for line in plan.lines()) + "\n[b]y[/b] applies this, escape cancels")
 
     async def action_confirm(self) -> None:
         """Apply the previewed action, refused if the notes changed since the preview."""
