@@ -233,3 +233,17 @@ async def test_app_merge_starts_from_both_texts_and_previews_before_writing(samp
     assert link_sides(v) == links_before
     assert {k: h for k, h in files(v).items() if not k.startswith("dashboards/")} == {
         k: h for k, h in before.items() if not k.startswith("dashboards/")}
+
+
+def test_dismiss_survives_an_anchor_the_note_no_longer_holds(vault):
+    """The contradicts link's match_text was edited out of its note: dismiss still works,
+    the related_to link simply has no anchor."""
+    from engine.review import review
+
+    a = vault.write_note("entity", {"name": "Alpha", "content": "Meets on Mondays."})
+    b = vault.write_note("entity", {"name": "Beta", "content": "Meets on Tuesdays."})
+    vault.link(a.uri, b.uri, "contradicts", match_text="Mondays")
+    vault.write_note("entity", {"content": "Meets weekly."}, uri=a.uri)
+    review(vault, a.uri, b.uri, "dismiss")
+    [link] = vault.get_file_links(a.uri, "links")
+    assert link.link_type.value == "related_to" and link.match_text is None
