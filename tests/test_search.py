@@ -312,3 +312,22 @@ def test_search_output_strips_terminal_control_sequences(vault):
     vault.write_note("entity", {"name": "Evil \x1b]0;pwned\x07Corp", "content": "Evil Corp sells \x1b[2J zorblax widgets.\x9b31m"})
     out = memlink("search", "zorblax", vault=vault.root).stdout
     assert "zorblax" in out and not any(c in out for c in "\x1b\x07\x9b")
+
+
+def test_vector_queries_over_replaced_near_duplicate_chunks_return_k_notes_instead_of_raising():
+    """Once deleted slots are reused, hnswlib can fail to reach k live items in a graph of
+    near-duplicates and raises; the index asks again and still returns k notes."""
+    import numpy as np
+
+    from engine.index.vectors import VectorIndex
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(4, 16)).astype(np.float32)
+    index = VectorIndex(16)
+    for i in range(200):
+        index.put(f"n{i}", base[rng.integers(0, 4)][None, :].copy())
+        if i % 3 == 0:
+            index.put(f"n{i // 2}", base[rng.integers(0, 4)][None, :].copy())
+        hits = index.query(base[0], 30)
+        assert len(hits) == min(30, len(index.by_uri))
+        assert len({uri for uri, _, _ in hits}) == len(hits)

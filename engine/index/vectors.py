@@ -13,6 +13,9 @@ import numpy as np
 
 from ..embed import nonzero
 
+# Chunks up to which a failed hnswlib query falls back to an exact scan (~3 ms per 1k).
+EXACT_FALLBACK = 20_000
+
 
 class VectorIndex:
     def __init__(self, dims: int, *, M: int = 16, ef_construction: int = 100, ef_search: int = 300, capacity: int = 1024):
@@ -71,8 +74,8 @@ class VectorIndex:
             return []
         best: dict[str, tuple[float, int]] = {}
         want = min(len(self.labels), max(k * 3, k + 8))
-        found, dists = self.index.knn_query(vector[None, :], k=want)
-        for label, dist in zip(found[0], dists[0], strict=True):
+        found, dists = self._knn(vector, want, k)
+        for label, dist in zip(found, dists, strict=True):
             uri, chunk = self.labels.get(int(label), (None, 0))
             if uri is None:
                 continue
@@ -81,6 +84,29 @@ class VectorIndex:
                 best[uri] = (sim, chunk)
         ranked = sorted(best.items(), key=lambda kv: -kv[1][0])[:k]
         return [(uri, sim, chunk) for uri, (sim, chunk) in ranked]
+
+    def _knn(self, vector: np.ndarray, want: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """hnswlib's nearest live labels. Once slots of deleted chunks are reused, a graph
+        full of near-duplicates can fail to reach ``want`` live items, and hnswlib raises
+        instead of returning fewer. Then ask for fewer, down to ``k``; below that, scan a
+        small index exactly (a large one keeps halving: fewer hits beat a crash)."""
+        while want >= 1:
+            try:
+                found, dists = self.index.knn_query(vector[None, :], k=want)
+                return found[0], dists[0]
+            except RuntimeError:
+                if want <= k and len(self.labels) <= EXACT_FALLBACK:
+                    return self._exact(vector, want)
+                want = max(want // 2, k) if want > k else want // 2
+        return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.float32)
+
+    def _exact(self, vector: np.ndarray, want: int) -> tuple[np.ndarray, np.ndarray]:
+        labels = np.fromiter(self.labels, dtype=np.uint64, count=len(self.labels))
+        rows = np.asarray(self.index.get_items(labels, return_type="numpy"), dtype=np.float32)
+        norms = np.linalg.norm(rows, axis=1) * float(np.linalg.norm(vector)) + 1e-12
+        dists = 1.0 - rows @ vector / norms
+        order = np.argsort(dists, kind="stable")[:want]
+        return labels[order], dists[order]
 
     # -- persistence ------------------------------------------------------------------------
     def save(self, folder: Path, tag: str) -> dict:
