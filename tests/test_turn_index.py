@@ -142,3 +142,16 @@ def test_pagerank_is_networkx_pagerank():
     assert ours.keys() == theirs.keys()
     assert max(abs(ours[n] - theirs[n]) for n in nodes) < 1e-12
     assert pagerank(["x"], {}, {"x": 1.0}) == pytest.approx({"x": 1.0})
+
+
+def test_an_index_that_cannot_be_saved_still_recalls(vault, monkeypatch):
+    history(vault)
+
+    def full_disk(self, folder, tag):
+        raise OSError(28, "No space left on device")
+
+    from engine.sessions.turnindex import TurnVectors
+
+    monkeypatch.setattr(TurnVectors, "save", full_disk)
+    memory = TurnMemory(vault)
+    assert memory.index.memory and [h.sources for h in memory.recall("studio roof", k=1)] == [["c-1", "c-2"]]

@@ -323,6 +323,9 @@ class TurnIndex:
             if not (loaded and self._unchanged_on_disk()) and not self._load():
                 self._reset()
             self.sync(store)  # nothing to do when another process synced while this one waited
+        except (OSError, sqlite3.Error):  # the index cannot be saved (a full disk): recall from memory
+            self._reset(memory=True)
+            self.sync(store)
         finally:
             lock.release()
         return self
