@@ -1,12 +1,18 @@
 """Chat memory figures: import throughput (turns/s, rules provider), recall latency on a
 generated long session (10k turns by default) beside a full-scan BM25 baseline, the wall
 time of one `memlink recall` process (the first builds and saves the turn indexes, later
-ones load them), and recall quality on the hand-labelled sample questions
+ones load them), the open figure — a fresh process opening the vault and answering one
+recall, imports excluded — beside raw hnswlib + tantivy loads of the same snapshot and a
+full scan of the stored turns, the cost of the first recall after one new turn (the sync),
+and recall quality on the hand-labelled sample questions
 (benchmarks/recall_queries.yaml) plus generated questions about the long session —
 recall@5 for keyword + vector, graph only and fused. Real-conversation quality:
 benchmarks/locomo.py.
 
-    .venv/bin/python benchmarks/bench_recall.py [--turns 10000]
+    .venv/bin/python benchmarks/bench_recall.py [--turns 30000] [--per-session 100]
+
+The generated history is split into sessions of ``--per-session`` turns (a session is a
+shard of the turn store: a new turn re-indexes its session).
 """
 
 from __future__ import annotations
@@ -41,9 +47,10 @@ from engine.text import tokenize  # noqa: E402
 PEOPLE = ["Astrid Holm", "Bram Visser", "Chen Wei", "Dara Okafor", "Emil Novak", "Farah Aziz", "Gus Moreno", "Hana Sato"]
 
 
-def long_session(n: int, seed: int = 5) -> tuple[list[dict], list[dict]]:
-    """A long generated conversation; every 50th turn states a fact about a person, and a
-    question about each such fact is labelled with its turn."""
+def long_session(n: int, seed: int = 5, per_session: int = 0) -> tuple[list[dict], list[dict]]:
+    """A long generated conversation (split into sessions of ``per_session`` turns when
+    given); every 50th turn states a fact about a person, and a question about each such
+    fact is labelled with its turn."""
     rng = random.Random(seed)
     text = TextMaker(rng)
     records, questions = [], []
@@ -58,8 +65,9 @@ def long_session(n: int, seed: int = 5) -> tuple[list[dict], list[dict]]:
             q = text.sentence(rng.randrange(200), rng.randint(8, 16))
             a = text.sentence(rng.randrange(200), rng.randint(6, 12))
         ts = f"2026-{1 + i * 12 // n:02d}-01T10:00:00Z"
-        records.append({"session": "long", "id": q_id, "role": "user", "content": q, "ts": ts})
-        records.append({"session": "long", "id": a_id, "role": "assistant", "content": a, "ts": ts})
+        session = f"long-{i // per_session:04d}" if per_session else "long"
+        records.append({"session": session, "id": q_id, "role": "user", "content": q, "ts": ts})
+        records.append({"session": session, "id": a_id, "role": "assistant", "content": a, "ts": ts})
     return records, questions
 
 
@@ -97,9 +105,98 @@ def full_scan_bm25(docs: dict[str, Counter], query: list[str], k: int) -> list[s
     return sorted(scores, key=lambda m: (-scores[m], m))[:k]
 
 
+OPEN_MEMLINK = """
+import sys, time
+import engine.services  # imported lazily by the first use of vault.services: import time, not open time
+from engine import Vault
+from engine.sessions.recall import TurnMemory
+t = time.perf_counter()
+vault = Vault.open(sys.argv[1])
+hits = TurnMemory.for_vault(vault).recall(sys.argv[2], k=5)
+print(time.perf_counter() - t, len(hits))
+"""
+
+OPEN_RAW = """
+import json, sqlite3, sys, time
+from pathlib import Path
+import hnswlib, tantivy
+from engine.embed import bundled_model_path, load_static_model
+from engine.sessions.turnindex import _schema
+folder = Path(sys.argv[1]) / ".memlink" / "turns"
+t = time.perf_counter()
+model = load_static_model(bundled_model_path())
+db = sqlite3.connect(folder / "turns.sqlite")
+meta = json.loads(db.execute("SELECT value FROM meta WHERE key = 'vectors'").fetchone()[0])
+index = hnswlib.Index(space="cosine", dim=meta["dims"])
+index.load_index(str(folder / meta["file"]), max_elements=meta["max_elements"])
+index.set_ef(300)
+vec = model.encode([sys.argv[2]])[0]
+labels, _ = index.knn_query(vec[None, :], k=50)
+kw = tantivy.Index(_schema(), path=str(folder / "keywords"))
+searcher = kw.searcher()
+found = searcher.search(kw.parse_query(sys.argv[2], ["text"]), 50).hits
+print(time.perf_counter() - t, len(found))
+"""
+
+OPEN_SCAN = """
+import json, sys, time
+from collections import Counter
+from pathlib import Path
+sys.path.insert(0, "benchmarks")
+from bench_recall import full_scan_bm25
+from engine.text import tokenize
+t = time.perf_counter()
+docs = {}
+for shard in sorted((Path(sys.argv[1]) / ".memlink" / "db").glob("turns-*.json")):
+    for row in (json.loads(shard.read_text(encoding="utf-8")).get("turns") or {}).values():
+        docs[row["id"]] = Counter(tokenize(row["question"] + " " + row["answer"]))
+hits = full_scan_bm25(docs, tokenize(sys.argv[2]), 5)
+print(time.perf_counter() - t, len(hits))
+"""
+
+
+def fresh(code: str, root: Path, query: str) -> float:
+    """Seconds a fresh process spends on ``code``'s timed part (imports excluded)."""
+    out = subprocess.run([sys.executable, "-c", code, str(root), query], check=True, capture_output=True, text=True,
+                         cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO), OPENBLAS_NUM_THREADS="1")).stdout
+    return float(out.split()[0])
+
+
+def open_figures(root: Path, query: str, runs: int = 5) -> None:
+    """Open + first recall in fresh processes, memlink beside two baselines on the same store."""
+    took = {name: statistics.median(fresh(code, root, query) for _ in range(runs))
+            for name, code in (("memlink", OPEN_MEMLINK), ("raw", OPEN_RAW), ("scan", OPEN_SCAN))}
+    print(f"open: a fresh process opening the vault and answering one recall (imports excluded, median of {runs}): "
+          f"memlink {took['memlink']:.3f} s; baselines on the same store: raw hnswlib + tantivy load and one query "
+          f"each (model load included) {took['raw']:.3f} s, full scan of the stored turns (TinyDB shards, BM25) "
+          f"{took['scan']:.3f} s")
+
+
+def one_new_turn(root: Path, query: str) -> None:
+    """The first recall after one new turn in one session (a sync), beside a rebuild."""
+    sessions = sorted(p.stem for p in (root / "sessions").glob("long*.jsonl"))
+    session = sessions[len(sessions) // 2]
+    vault = Vault.open(root)
+    from engine.sessions.extract import RulesTurnExtractor
+    from engine.sessions.importer import extract_pending
+    from engine.sessions.log import append_events
+
+    append_events(vault, session, [
+        {"session": session, "id": "new-q", "role": "user", "content": "Did Astrid Holm fix the kiln?", "ts": "2026-12-01"},
+        {"session": session, "id": "new-a", "role": "assistant", "content": "Yes, it fires again.", "ts": "2026-12-01"}])
+    extract_pending(vault, [session], RulesTurnExtractor(), final=True)
+    vault.close()
+    synced = fresh(OPEN_MEMLINK, root, query)
+    shutil.rmtree(root / ".memlink" / "turns")
+    rebuilt = fresh(OPEN_MEMLINK, root, query)
+    print(f"after one new turn in one session: open + sync + recall {synced:.2f} s in a fresh process; "
+          f"baseline, rebuilding the turn indexes: {rebuilt:.2f} s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--turns", type=int, default=10_000)
+    ap.add_argument("--per-session", type=int, default=100)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="memlink-recall-"))
     try:
@@ -114,7 +211,7 @@ def main() -> None:
         alone = TurnMemory(vault)
         print(f"hand-labelled sample questions ({len(labelled)}), the sample sessions alone: recall@5 " + "  ".join(
             f"{mode} {recall_at_5(alone, labelled, mode):.3f}" for mode in MODES))
-        records, generated = long_session(args.turns)
+        records, generated = long_session(args.turns, per_session=args.per_session)
         path = tmp / "long.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in records))
         t = time.perf_counter()
@@ -131,6 +228,7 @@ def main() -> None:
             walls.append(time.perf_counter() - t)
         print(f"one `memlink recall` process over the store: first {walls[0]:.2f} s (builds and saves the turn "
               f"indexes), then {statistics.median(walls[1:]):.2f} s wall (median of 3, loads them)")
+        open_figures(root, "who handles the garden project lights")
         vault = Vault.open(root)
         t = time.perf_counter()
         memory = TurnMemory.for_vault(vault)
@@ -159,6 +257,8 @@ def main() -> None:
                 continue
             print(f"{name} ({len(qs)}): recall@5 " + "  ".join(
                 f"{mode} {recall_at_5(memory, qs, mode):.3f}" for mode in MODES))
+        vault.close()
+        one_new_turn(root, "did Astrid Holm fix the kiln")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

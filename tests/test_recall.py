@@ -18,7 +18,7 @@ from engine.sessions.extract import RulesTurnExtractor
 from engine.sessions.importer import extract_pending, import_chat
 from engine.sessions.log import append_events
 from engine.sessions.recall import TurnMemory
-from engine.sessions.turnindex import TurnIndex
+from engine.sessions.store import TurnStore
 
 REPO = Path(__file__).resolve().parent.parent
 LOCOMO = REPO.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"
@@ -72,18 +72,20 @@ def test_nonsense_recalls_nothing(vault):
 
 def test_indexes_persist_and_sync_only_what_changed(vault, monkeypatch):
     chat(vault, "s", [("user", "Plan the Kyoto trip"), ("assistant", "Three days, temples first.")])
+    chat(vault, "other", [("user", "Water the ferns"), ("assistant", "Done.")])
     first = TurnMemory(vault)
     assert (vault.state_dir / "turns" / "turns.sqlite").is_file()
-    synced: list[int] = []
-    real_sync = TurnIndex.sync
-    monkeypatch.setattr(TurnIndex, "sync", lambda self, rows, sig: (synced.append(len(rows)), real_sync(self, rows, sig)))
-    again = TurnMemory(vault)  # nothing changed: loaded, not rebuilt
-    assert synced == [] and again.recall("Kyoto trip", k=1)[0].memory_id == first.recall("Kyoto trip", k=1)[0].memory_id
+    read: list[str] = []
+    real_rows = TurnStore.shard_rows
+    monkeypatch.setattr(TurnStore, "shard_rows", lambda self, name: (read.append(name), real_rows(self, name))[1])
+    again = TurnMemory(vault)  # nothing changed: loaded, no shard read
+    assert read == [] and again.recall("Kyoto trip", k=1)[0].memory_id == first.recall("Kyoto trip", k=1)[0].memory_id
     chat(vault, "s", [("user", "Plan the Kyoto trip"), ("assistant", "Three days, temples first."),
                       ("user", "And a ryokan near Gion?"), ("assistant", "Booked one for two nights.")])
     later = TurnMemory(vault)
-    assert synced == [2]
+    assert len(read) == 1 and read[0].startswith("turns-s-")  # the changed session's shard alone
     assert later.recall("ryokan in Gion", k=1)[0].sources == ["s-3", "s-4"]
+    assert later.recall("water the ferns", k=1)[0].sources == ["other-1", "other-2"]
     (vault.state_dir / "turns" / "turns.sqlite").write_bytes(b"not a database")  # derived: rebuilt, never fatal
     assert TurnMemory(vault).recall("ryokan in Gion", k=1)[0].sources == ["s-3", "s-4"]
 

@@ -21,7 +21,7 @@ from ..llm import LLMError, LLMInvalidOutput
 from .events import ImportRecord, SessionEvent, TurnMemoryRecord
 from .extract import LLMTurnExtractor, RulesTurnExtractor
 from .log import Turn, append_events, project_turns, read_events
-from .store import TurnStore, memory_id
+from .store import TurnStore, lost_sessions, memory_id
 
 if TYPE_CHECKING:
     from ..vault import Vault
@@ -141,10 +141,7 @@ def restore_turns(vault: Vault) -> int:
     """Rebuild the turn memories of session logs whose derived state is gone (`.memlink/`
     deleted: docs/DESIGN.md, "Turn memory"), with the rules extractor: deterministic,
     offline and fast, so recall never waits for a model. Returns how many were made."""
-    store = TurnStore(vault)
-    folder = vault.root / "sessions"
-    logs = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
-    lost = [p.stem for p in logs if not store.has(p.stem)]
+    lost = lost_sessions(vault)
     if not lost:
         return 0
     # Completed turns only: a question still waiting for its answer (a chat in progress) is

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 from ..fusion import RouteHits, fuse
 from ..text import content_tokens, has_cjk, tokenize
 from .communities import label_propagation
-from .store import norm_term
-from .turnindex import TurnIndex
+from .store import lost_sessions, norm_term
+from .turnindex import TurnIndex, pagerank, question_keys
 
 if TYPE_CHECKING:
     from ..embed import Embedder
@@ -80,9 +80,10 @@ class TurnMemory:
 
     def __init__(self, vault: Vault, embedder: Embedder | None = None, params: RecallParams | None = None) -> None:
         self.vault = vault
-        from .importer import restore_turns  # importer imports the extraction stack: only here
+        if lost_sessions(vault):  # "deleting .memlink/ is safe": lost turn memories come back first
+            from .importer import restore_turns  # importer imports the extraction stack: only then
 
-        restore_turns(vault)  # "deleting .memlink/ is safe": lost turn memories come back first
+            restore_turns(vault)
         self.index = TurnIndex(vault, embedder).open()
         self.embedder = self.index.embedder
         self.params = params or RecallParams()
@@ -90,8 +91,8 @@ class TurnMemory:
 
     def _follow_the_store(self) -> None:
         """Another process (an import, the app's extraction) may have written turns since
-        the index was opened: at most once a second, compare the store's signature (a stat
-        per shard) and sync when it moved."""
+        the index was opened: at most once a second, compare the store's shard stamps (a
+        stat per shard) and sync what moved."""
         if time.monotonic() - self._checked < 1.0:
             return
         self._checked = time.monotonic()
@@ -104,7 +105,7 @@ class TurnMemory:
 
     @property
     def term_text(self) -> dict[str, str]:
-        return self.index.graph.term_text
+        return self.index.term_text()
 
     @classmethod
     def for_vault(cls, vault: Vault) -> TurnMemory:
@@ -116,17 +117,17 @@ class TurnMemory:
         """Terms the question names: the whole term, or one of its words when that word is
         a name in the question (capitalised, or CJK). What matches must be rare: a term
         found all over the history, or a match on a word that is (a speaker's name, a
-        greeting before it: "Woah Joanna"), seeds nothing."""
-        graph = self.index.graph
+        greeting before it: "Woah Joanna"), seeds nothing. Only terms sharing a word (or a
+        CJK character) with the question are read."""
         flat = " " + re.sub(r"[^\w]+", " ", query).strip() + " "  # \w holds every script's letters
         low = flat.lower()
         names = {w.lower() for w in flat.split()
                  if ((w[:1].isupper() and len(w) >= 3) or has_cjk(w)) and not _frame_word(w)}
         limit = max(2, self.params.seed_share * len(self.turns))
         out = []
-        for tid in sorted(graph.term_text):
-            t = norm_term(graph.term_text[tid]).lower()
-            if len(t) < 2 or len(graph.term_turns[tid]) > limit or _frame_word(t.split()[0]):
+        for tid, text, n_turns in self.index.terms_named(question_keys(low)):
+            t = norm_term(text).lower()
+            if len(t) < 2 or n_turns > limit or _frame_word(t.split()[0]):
                 continue
             if (has_cjk(t) and t in low) or f" {t} " in low:
                 matched = t.split()
@@ -138,23 +139,26 @@ class TurnMemory:
         return out
 
     def graph_route(self, seeds: list[str], k: int) -> list[tuple[str, float, list[dict]]]:
-        graph = self.index.graph
+        """Personalized PageRank from the seeds over their communities' part of the term
+        graph (read for this question alone); terms map back to the turns naming them."""
         if not seeds:
             return []
-        communities = {graph.community.get(s) for s in seeds}
-        members = sorted(n for n in graph.term_text if graph.community.get(n) in communities)
-        sub = graph.g.subgraph(members)
-        pers = {s: 1.0 for s in seeds if s in sub}
+        members, edges = self.index.community_graph(seeds)
+        pers = {s: 1.0 for s in seeds if s in set(members)}
         if not pers:
             return []
-        import networkx as nx
-
-        ranks = nx.pagerank(sub, alpha=0.85, personalization=pers, weight="weight", tol=1e-10, max_iter=300)
+        ranks = pagerank(members, edges, pers, alpha=0.85, tol=1e-10, max_iter=300)
+        turns_of = self.index.term_turns(members)
         scores: dict[str, float] = defaultdict(float)
         for term in sorted(ranks):
-            for mem in graph.term_turns.get(term, ()):
+            for mem in turns_of.get(term, ()):
                 scores[mem] += ranks[term]
-        ranked = [m for m in sorted(scores, key=lambda m: (-scores[m], m)) if m in self.turns][:k]
+        ranked: list[str] = []
+        for m in sorted(scores, key=lambda m: (-scores[m], m)):  # read turns only until k are found
+            if len(ranked) == k:
+                break
+            if m in self.turns:
+                ranked.append(m)
         out = []
         for m in ranked:
             triples = self.turns[m]["triples"]

@@ -7,6 +7,7 @@ replacing a turn's triples is one atomic write."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,15 @@ def memory_id(turn: Turn) -> str:
 
 def _shard(session: str) -> str:
     return "turns-" + re.sub(r"[^a-z0-9_.-]", "_", session.lower())[:80] + "-" + sha(session)[:6]
+
+
+def lost_sessions(vault: Vault) -> list[str]:
+    """Sessions with a log but no shard: their turn memories were lost (`.memlink/` deleted)
+    and are rebuilt from the log (``importer.restore_turns``). A listing and a stat each."""
+    folder = vault.root / "sessions"
+    logs = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+    store = TurnStore(vault)
+    return [p.stem for p in logs if not store.has(p.stem)]
 
 
 class TurnStore:
@@ -103,6 +113,16 @@ class TurnStore:
         """What the shards look like (name and stamp): equal signatures mean nothing was
         written since (every write is an atomic rename, or a new text in memory)."""
         return [[name, *stamp] for name, stamp in self.vault.state.shards("turns-")]
+
+    def stamps(self) -> dict[str, str]:
+        """Each shard's stamp by name (a stat each): a shard whose stamp is unchanged was not
+        written since, so the turn index reads only the shards whose stamp moved."""
+        return {name: json.dumps(list(stamp)) for name, stamp in self.vault.state.shards("turns-")}
+
+    def shard_rows(self, name: str) -> list[dict[str, Any]]:
+        """The turn memories of one shard (by its name, as ``stamps`` gives it)."""
+        data = self.vault.state.db(name).storage.read() or {}
+        return list((data.get("turns") or {}).values())
 
     def doc(self, turn: Turn, extraction: TurnExtraction) -> TurnMemoryRecord:
         mem = memory_id(turn)
