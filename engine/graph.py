@@ -3,14 +3,23 @@
 Personalized PageRank for hub finding, neighbourhood queries (GBrain's graph-query) and
 paths.
 
+Walking (propagation, steps, forced neighbours, neighbourhoods) is written once, in
+``Adjacency``, over two ways of getting a note's edges: ``LinkGraph`` holds every link of
+the vault (PageRank, paths, the graph pane, the dream), ``LazyLinks`` fetches a note's
+links when a walk reaches it (search: it looks only at a few seeds' neighbourhoods, and
+building the whole graph costs seconds and hundreds of MB at 100k notes). Both give a
+note's edges in one canonical order (strongest first, then by the far note, type and id),
+so a walk gives the same result through either, whatever order the links are stored in.
+
 One graph per open Vault, kept by its services (``vault.services.graph``), rebuilt when
-``vault.links_version`` moves (every link write, and sidecars changed outside memlink)."""
+``vault.links_version`` moves (every link write, and sidecars changed outside memlink);
+the lazy view (``vault.services.links``) is dropped at the same moments."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal
@@ -21,6 +30,7 @@ from .links import LinkType, StoredLink
 from .linktypes import Flow, LinkTypeTable, builtin_table
 
 if TYPE_CHECKING:
+    from .catalog import CatalogEntry
     from .vault import Vault
 
 Direction = Literal["links", "backlinks"]
@@ -82,7 +92,136 @@ class Edge:
     description: str = ""
 
 
-class LinkGraph:
+def canonical(edges: Iterable[Edge], far: Literal["to_uri", "from_uri"]) -> list[Edge]:
+    """A note's edges in the order every walk uses: strongest first, then by the note at
+    the far end, the type and the id. Storage order (sidecar lines, the graph's build
+    order) never decides a tie, so every process and every view ranks alike."""
+    return sorted(edges, key=lambda e: (-e.weight, getattr(e, far), e.link_type.value, e.id))
+
+
+class Adjacency:
+    """A note's edges out and in, and the walks over them: typed propagation, steps,
+    forced neighbours, neighbourhoods. Subclasses say where the edges come from."""
+
+    # -- walking ----------------------------------------------------------------------------
+    def out_edges(self, uri: str) -> Sequence[Edge]:
+        """The links ``uri`` makes, in canonical order (``canonical``)."""
+        raise NotImplementedError
+
+    def in_edges(self, uri: str) -> Sequence[Edge]:
+        """The links made to ``uri`` (its backlinks), in canonical order."""
+        raise NotImplementedError
+
+    def steps(self, uri: str) -> Iterable[Step]:
+        """Every edge out of ``uri``: its links (→) and its backlinks (←)."""
+        for e in self.out_edges(uri):
+            yield Step(uri, e.to_uri, e, "links")
+        for e in self.in_edges(uri):
+            yield Step(uri, e.from_uri, e, "backlinks")
+
+    def degree(self, uri: str) -> int:
+        return len(self.out_edges(uri)) + len(self.in_edges(uri))
+
+    def backlink_count(self, uri: str) -> int:
+        return len(self.in_edges(uri))
+
+    def propagate(self, seeds: dict[str, float], params: PropagationParams) -> dict[str, Propagated]:
+        """Spread seed scores along typed links (docs/DESIGN.md, "Search": graph propagation).
+
+        Each step multiplies by the table weight of (link_type, direction), the link's own
+        weight and the damping factor, divided by √degree of the note it leaves; links
+        under ``min_link_weight`` are skipped; a note reached over a non-continuing rule,
+        or at the depth limit, spreads no further; a rule is not used past its max depth.
+        Contributions from several seeds combine by noisy-OR, 1 - Π(1 - c): two weak
+        paths to a bridging note beat one, but a hub reached from every seed stays below 1."""
+        out: dict[str, Propagated] = defaultdict(Propagated)
+
+        def spread_of(uri: str) -> float:
+            return math.sqrt(max(1, self.degree(uri)))
+
+        def combine(a: float, b: float) -> float:
+            return 1.0 - (1.0 - a) * (1.0 - min(b, 1.0))  # noisy-OR: bounded, additive when small
+
+        for seed, seed_score in seeds.items():
+            if seed_score <= 0:
+                continue
+            # Breadth-first from each seed; a note is reached once per seed (at its nearest
+            # hop), so score never echoes back along the way it came.
+            visited = {seed}
+            frontier = [(seed, seed_score)]
+            for hop in range(1, params.depth + 1):
+                reached: dict[str, tuple[float, list[Step], bool]] = {}
+                for uri, score in frontier:
+                    spread = spread_of(uri)
+                    sides: tuple[tuple[Direction, Iterable[Edge]], ...] = (
+                        ("links", self.out_edges(uri)), ("backlinks", self.in_edges(uri)))
+                    for direction, edges in sides:
+                        for e in edges:
+                            dst = e.to_uri if direction == "links" else e.from_uri
+                            if dst in visited or e.weight < params.min_link_weight:
+                                continue
+                            rule = params.table.get((e.link_type, direction))
+                            if rule is None or hop > rule.max_depth:
+                                continue
+                            # A note's score spreads over its links, as a random walk's does:
+                            # divided by √degree of the note it leaves, so a hub does not flood.
+                            gain = score * rule.weight * e.weight * params.damping / spread
+                            prev = reached.get(dst, (0.0, [], False))
+                            reached[dst] = (combine(prev[0], gain), prev[1] + [Step(uri, dst, e, direction)], prev[2] or rule.cont)
+                frontier = []
+                for dst, (gain, steps, cont) in reached.items():
+                    visited.add(dst)
+                    got = out[dst]
+                    got.score = combine(got.score, gain)
+                    got.via.extend(steps)
+                    if cont:
+                        frontier.append((dst, gain))
+                if not frontier:
+                    break
+        for p in out.values():
+            p.via.sort(key=lambda s: -s.link.weight)
+        return dict(out)
+
+    def forced_neighbours(self, uri: str, params: PropagationParams) -> list[Step]:
+        """Links that search always follows one hop, whatever their weight (the table's
+        forced_follow types, docs/DESIGN.md "Link types")."""
+        return [s for s in self.steps(uri) if s.link.link_type in params.forced_follow]
+
+    def neighbourhood(
+        self,
+        uri: str,
+        types: set[LinkType] | None = None,
+        direction: Literal["in", "out", "both"] = "both",
+        depth: int = 1,
+    ) -> list[tuple[int, Step]]:
+        """GBrain's graph-query: notes reachable from ``uri`` within ``depth`` hops over
+        links of the given types, following outgoing links (out), backlinks (in) or both.
+        Returns (hop, step) pairs in breadth-first order, each note once."""
+        seen = {uri}
+        out: list[tuple[int, Step]] = []
+        frontier = [uri]
+        for hop in range(1, depth + 1):
+            nxt = []
+            for node in frontier:
+                for step in self.steps(node):
+                    if types and step.link.link_type not in types:
+                        continue
+                    if direction == "out" and step.direction != "links":
+                        continue
+                    if direction == "in" and step.direction != "backlinks":
+                        continue
+                    if step.dst in seen:
+                        continue
+                    seen.add(step.dst)
+                    out.append((hop, step))
+                    nxt.append(step.dst)
+            frontier = nxt
+        return out
+
+
+class LinkGraph(Adjacency):
+    """Every link between notes of the vault, in memory (and as networkx on first use)."""
+
     def __init__(self, links: Iterable[StoredLink | Edge], notes: Iterable[str] = ()):
         self.nodes: set[str] = set(notes)
         self.out: dict[str, list[Edge]] = defaultdict(list)
@@ -97,6 +236,22 @@ class LinkGraph:
             self.inc[edge.to_uri].append(edge)
             self.nodes.update((edge.from_uri, edge.to_uri))
         self._nx: nx.MultiDiGraph | None = None
+        self._ordered: dict[tuple[str, str], list[Edge]] = {}  # (uri, side) -> its edges, canonical
+
+    def out_edges(self, uri: str) -> Sequence[Edge]:
+        return self._canonical(self.out, uri, "out")
+
+    def in_edges(self, uri: str) -> Sequence[Edge]:
+        return self._canonical(self.inc, uri, "in")
+
+    def _canonical(self, table: dict[str, list[Edge]], uri: str, side: str) -> Sequence[Edge]:
+        edges = table.get(uri)
+        if not edges:
+            return ()
+        ordered = self._ordered.get((uri, side))
+        if ordered is None:  # sorted on first use: a walk touches few notes
+            ordered = self._ordered[uri, side] = canonical(edges, "to_uri" if side == "out" else "from_uri")
+        return ordered
 
     @classmethod
     def for_vault(cls, vault: Vault) -> LinkGraph:
@@ -132,82 +287,6 @@ class LinkGraph:
             self._nx = g
         return self._nx
 
-    # -- walking ----------------------------------------------------------------------------
-    def steps(self, uri: str) -> Iterable[Step]:
-        """Every edge out of ``uri``: its links (→) and its backlinks (←)."""
-        for e in self.out.get(uri, ()):
-            yield Step(uri, e.to_uri, e, "links")
-        for e in self.inc.get(uri, ()):
-            yield Step(uri, e.from_uri, e, "backlinks")
-
-    def degree(self, uri: str) -> int:
-        return len(self.out.get(uri, ())) + len(self.inc.get(uri, ()))
-
-    def backlink_count(self, uri: str) -> int:
-        return len(self.inc.get(uri, ()))
-
-    def propagate(self, seeds: dict[str, float], params: PropagationParams) -> dict[str, Propagated]:
-        """Spread seed scores along typed links (docs/DESIGN.md, "Search": graph propagation).
-
-        Each step multiplies by the table weight of (link_type, direction), the link's own
-        weight and the damping factor, divided by √degree of the note it leaves; links
-        under ``min_link_weight`` are skipped; a note reached over a non-continuing rule,
-        or at the depth limit, spreads no further; a rule is not used past its max depth.
-        Contributions from several seeds combine by noisy-OR, 1 - Π(1 - c): two weak
-        paths to a bridging note beat one, but a hub reached from every seed stays below 1."""
-        out: dict[str, Propagated] = defaultdict(Propagated)
-
-        def spread_of(uri: str) -> float:
-            return math.sqrt(max(1, self.degree(uri)))
-
-        def combine(a: float, b: float) -> float:
-            return 1.0 - (1.0 - a) * (1.0 - min(b, 1.0))  # noisy-OR: bounded, additive when small
-
-        for seed, seed_score in seeds.items():
-            if seed_score <= 0:
-                continue
-            # Breadth-first from each seed; a note is reached once per seed (at its nearest
-            # hop), so score never echoes back along the way it came.
-            visited = {seed}
-            frontier = [(seed, seed_score)]
-            for hop in range(1, params.depth + 1):
-                reached: dict[str, tuple[float, list[Step], bool]] = {}
-                for uri, score in frontier:
-                    spread = spread_of(uri)
-                    sides: tuple[tuple[Direction, Iterable[Edge]], ...] = (
-                        ("links", self.out.get(uri, ())), ("backlinks", self.inc.get(uri, ())))
-                    for direction, edges in sides:
-                        for e in edges:
-                            dst = e.to_uri if direction == "links" else e.from_uri
-                            if dst in visited or e.weight < params.min_link_weight:
-                                continue
-                            rule = params.table.get((e.link_type, direction))
-                            if rule is None or hop > rule.max_depth:
-                                continue
-                            # A note's score spreads over its links, as a random walk's does:
-                            # divided by √degree of the note it leaves, so a hub does not flood.
-                            gain = score * rule.weight * e.weight * params.damping / spread
-                            prev = reached.get(dst, (0.0, [], False))
-                            reached[dst] = (combine(prev[0], gain), prev[1] + [Step(uri, dst, e, direction)], prev[2] or rule.cont)
-                frontier = []
-                for dst, (gain, steps, cont) in reached.items():
-                    visited.add(dst)
-                    got = out[dst]
-                    got.score = combine(got.score, gain)
-                    got.via.extend(steps)
-                    if cont:
-                        frontier.append((dst, gain))
-                if not frontier:
-                    break
-        for p in out.values():
-            p.via.sort(key=lambda s: -s.link.weight)
-        return dict(out)
-
-    def forced_neighbours(self, uri: str, params: PropagationParams) -> list[Step]:
-        """Links that search always follows one hop, whatever their weight (the table's
-        forced_follow types, docs/DESIGN.md "Link types")."""
-        return [s for s in self.steps(uri) if s.link.link_type in params.forced_follow]
-
     # -- whole-graph views ------------------------------------------------------------------
     def weighted_digraph(self) -> nx.DiGraph:
         g = nx.DiGraph()
@@ -235,37 +314,6 @@ class LinkGraph:
         pers = {n: w for n, w in (personalization or {}).items() if n in g and w > 0} or None
         return nx.pagerank(g, alpha=alpha, personalization=pers, weight="weight", tol=1e-10, max_iter=500)
 
-    def neighbourhood(
-        self,
-        uri: str,
-        types: set[LinkType] | None = None,
-        direction: Literal["in", "out", "both"] = "both",
-        depth: int = 1,
-    ) -> list[tuple[int, Step]]:
-        """GBrain's graph-query: notes reachable from ``uri`` within ``depth`` hops over
-        links of the given types, following outgoing links (out), backlinks (in) or both.
-        Returns (hop, step) pairs in breadth-first order, each note once."""
-        seen = {uri}
-        out: list[tuple[int, Step]] = []
-        frontier = [uri]
-        for hop in range(1, depth + 1):
-            nxt = []
-            for node in frontier:
-                for step in self.steps(node):
-                    if types and step.link.link_type not in types:
-                        continue
-                    if direction == "out" and step.direction != "links":
-                        continue
-                    if direction == "in" and step.direction != "backlinks":
-                        continue
-                    if step.dst in seen:
-                        continue
-                    seen.add(step.dst)
-                    out.append((hop, step))
-                    nxt.append(step.dst)
-            frontier = nxt
-        return out
-
     def path(self, a: str, b: str) -> list[Step] | None:
         """A shortest path between two notes, walking links either way."""
         if a not in self.nodes or b not in self.nodes:
@@ -280,3 +328,64 @@ class LinkGraph:
             assert step is not None  # the path walks the graph's own edges
             steps.append(step)
         return steps
+
+
+class LazyLinks(Adjacency):
+    """The vault's links fetched note by note when a walk reaches a note
+    (``vault.get_file_links``), kept for this view's life. The same edges as
+    ``LinkGraph.build`` gives: only links whose both ends are notes of the catalog, of a
+    type this process knows. Services keep one per catalog and ``links_version``."""
+
+    MAX_NOTES = 50_000  # notes kept; beyond, the cache starts over (a long-lived app)
+
+    def __init__(self, vault: Vault, catalog: dict[str, CatalogEntry] | None = None) -> None:
+        self.vault = vault
+        self.catalog = catalog if catalog is not None else vault.catalog()
+        self._edges: dict[str, tuple[list[Edge], list[Edge], list[StoredLink]]] = {}
+
+    def _fetch(self, uri: str) -> tuple[list[Edge], list[Edge], list[StoredLink]]:
+        hit = self._edges.get(uri)
+        if hit is not None:
+            return hit
+        out: list[Edge] = []
+        inc: list[Edge] = []
+        stored: list[StoredLink] = []
+        if self._is_note(uri):
+            stored = self.vault.get_file_links(uri, "both")
+            for link in stored:
+                edge = _edge(link)
+                if edge is None:
+                    continue
+                if link.direction == "links" and edge.from_uri == uri and self._is_note(edge.to_uri):
+                    out.append(edge)
+                elif link.direction == "backlinks" and edge.to_uri == uri and self._is_note(edge.from_uri):
+                    inc.append(edge)
+        hit = (canonical(out, "to_uri"), canonical(inc, "from_uri"), stored)
+        if len(self._edges) >= self.MAX_NOTES:
+            self._edges.clear()
+        self._edges[uri] = hit
+        return hit
+
+    def _is_note(self, uri: str) -> bool:
+        entry = self.catalog.get(uri)
+        return entry is not None and not entry.error
+
+    def out_edges(self, uri: str) -> Sequence[Edge]:
+        return self._fetch(uri)[0]
+
+    def in_edges(self, uri: str) -> Sequence[Edge]:
+        return self._fetch(uri)[1]
+
+    def links(self, uri: str) -> list[StoredLink]:
+        """``uri``'s outgoing links as stored (anchors and all, for rendering a snippet)."""
+        return [l for l in self._fetch(uri)[2] if l.direction == "links"]
+
+
+def _edge(link: StoredLink) -> Edge | None:
+    """A stored link as an edge, or None when its type is not one this process knows
+    (``LinkGraph.build`` leaves those out too: they carry no meaning)."""
+    try:
+        link_type = LinkType(link.link_type)
+    except ValueError:
+        return None
+    return Edge(link.id, link.from_uri, link.to_uri, link_type, float(link.weight), link.description or "")

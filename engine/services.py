@@ -20,7 +20,7 @@ from .llm.registry import Selection, refresh, selection
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from .graph import LinkGraph
+    from .graph import LazyLinks, LinkGraph
     from .index import Progress, SearchIndex, SyncReport
     from .lineranges import LineRangeMatcher
     from .llm import Health, Provider
@@ -69,6 +69,7 @@ class Services:
         self._lock = threading.Lock()  # the cheap parts
         self._index: SearchIndex | None = None
         self._graph: tuple[int, LinkGraph] | None = None
+        self._links: tuple[int, object, LazyLinks] | None = None
         self._names: tuple[object, NameIndex] | None = None
         self._turns: TurnMemory | None = None
         self._operations: tuple[TypeRegistry, type[BaseModel]] | None = None
@@ -129,6 +130,22 @@ class Services:
         graph = LinkGraph.build(self.vault)
         self._graph = (version, graph)
         return graph
+
+    @property
+    def links(self) -> LazyLinks:
+        """The links of the notes a walk reaches, fetched note by note (search needs only
+        a few seeds' neighbourhoods, never the whole graph); a fresh view when the
+        vault's links or its catalog changed."""
+        from .graph import LazyLinks
+
+        catalog = self.vault.catalog()  # a first sync records sidecar stamps (and may bump links_version)
+        version = self.vault.links_version
+        cached = self._links
+        if cached is not None and cached[0] == version and cached[1] is catalog:
+            return cached[2]
+        links = LazyLinks(self.vault, catalog)
+        self._links = (version, catalog, links)
+        return links
 
     @property
     def names(self) -> NameIndex:
@@ -224,4 +241,4 @@ class Services:
         with self._turns_lock:
             self._turns = None
         with self._lock:
-            self._graph = self._names = self._operations = None
+            self._graph = self._links = self._names = self._operations = None
