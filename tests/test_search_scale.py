@@ -191,3 +191,26 @@ def test_snippet_of_a_long_note_looks_only_at_its_start():
     assert "celadon" not in window and window.endswith("…")  # the match is past the scanned part
     assert "kiln" in snippet(text, set(tokenize("kiln")))
     assert snippet("short " * 10 + "x" * SNIPPET_SCAN, set()).endswith("…")  # cut text says so
+
+
+# -- loading the vector snapshot ----------------------------------------------------------------
+def test_a_loaded_vector_map_answers_queries_and_takes_writes(tmp_path):
+    import numpy as np
+
+    from engine.index.vectors import VectorIndex
+
+    rng = np.random.default_rng(3)
+    vi = VectorIndex(8)
+    vi.put_many([(f"n{i}.md", rng.random((2, 8)).astype(np.float32)) for i in range(40)])
+    meta = vi.save(tmp_path, "t")
+    loaded = VectorIndex.load(tmp_path, json.loads(json.dumps(meta)))
+    q = rng.random(8).astype(np.float32)
+    assert len(loaded) == 80 and loaded.query(q, 5) == vi.query(q, 5)
+    loaded.put("n3.md", rng.random((1, 8)).astype(np.float32))  # a write unpacks the map
+    vi.put("n3.md", loaded.index.get_items([loaded.by_uri["n3.md"][0]], return_type="numpy"))
+    assert len(loaded) == 79 and loaded.by_uri["n3.md"] == [80]
+    assert loaded.query(q, 5) == vi.query(q, 5)
+    bad = json.loads(json.dumps(meta))
+    bad["labels"]["7"] = ["n9.md"]
+    with pytest.raises(ValueError, match="not \\[uri, chunk\\]"):
+        VectorIndex.load(tmp_path, bad)
