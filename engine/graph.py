@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal
 
-import networkx as nx
-
 from .links import LinkType, StoredLink
 from .linktypes import Flow, LinkTypeTable, builtin_table
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from .catalog import CatalogEntry
     from .vault import Vault
 
@@ -281,6 +281,8 @@ class LinkGraph(Adjacency):
     def g(self) -> nx.MultiDiGraph:
         """The networkx view, built on first use (PageRank, paths)."""
         if self._nx is None:
+            import networkx as nx  # whole-graph views only: a search never needs it
+
             g = nx.MultiDiGraph()
             g.add_nodes_from(self.nodes)
             g.add_edges_from((e.from_uri, e.to_uri, e.id, {"link": e}) for edges in self.out.values() for e in edges)
@@ -289,6 +291,8 @@ class LinkGraph(Adjacency):
 
     # -- whole-graph views ------------------------------------------------------------------
     def weighted_digraph(self) -> nx.DiGraph:
+        import networkx as nx
+
         g = nx.DiGraph()
         g.add_nodes_from(self.g.nodes)
         for a, b, data in self.g.edges(data=True):
@@ -312,12 +316,16 @@ class LinkGraph(Adjacency):
         if g.number_of_nodes() == 0:
             return {}
         pers = {n: w for n, w in (personalization or {}).items() if n in g and w > 0} or None
+        import networkx as nx
+
         return nx.pagerank(g, alpha=alpha, personalization=pers, weight="weight", tol=1e-10, max_iter=500)
 
     def path(self, a: str, b: str) -> list[Step] | None:
         """A shortest path between two notes, walking links either way."""
         if a not in self.nodes or b not in self.nodes:
             return None
+        import networkx as nx
+
         try:
             nodes = nx.shortest_path(self.g.to_undirected(as_view=True), a, b)
         except nx.NetworkXNoPath:

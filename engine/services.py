@@ -15,8 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from .llm.registry import Selection, refresh, selection
-
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -24,6 +22,7 @@ if TYPE_CHECKING:
     from .index import Progress, SearchIndex, SyncReport
     from .lineranges import LineRangeMatcher
     from .llm import Health, Provider
+    from .llm.registry import Selection
     from .names import NameIndex
     from .schema import TypeRegistry
     from .sessions.recall import TurnMemory
@@ -193,6 +192,8 @@ class Services:
     @property
     def selection(self) -> Selection:
         """The provider for this vault's LLM configuration, chosen once per process."""
+        from .llm.registry import selection  # the HTTP client is imported only by who needs it
+
         return selection(self.vault.config.llm)
 
     @property
@@ -205,6 +206,8 @@ class Services:
 
     def refresh_provider(self) -> Selection:
         """Check the provider again (Ollama started or stopped meanwhile)."""
+        from .llm.registry import refresh
+
         return refresh(self.vault.config.llm)
 
     @property
