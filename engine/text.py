@@ -155,13 +155,14 @@ SNIPPET_SCAN = 100_000
 # except for these (docs: the Porter2 exceptional forms); a stem's words are found by
 # that prefix and only they are stemmed.
 _STEM_OUTLIERS = {"die": "dying", "lie": "lying", "tie": "tying"}
-_WORD_CHAR = rf"[^\W_{_CJK}]"
+_WORD = re.compile(rf"[^\W_{_CJK}]+")  # a word as ``tokenize`` splits them (CJK runs apart)
 
 
 @lru_cache(maxsize=256)
 def _candidates(stems: frozenset[str]) -> re.Pattern[str] | None:
-    """A pattern for the words (lowercased text) that may stem to one of ``stems``:
-    those starting with a stem's letters but its last, or an outlier form of it."""
+    """A pattern for where a word that may stem to one of ``stems`` can begin: a stem's
+    letters but its last, or an outlier form of it. (Plain literals: a pattern with the
+    word class compiles in milliseconds, too slow to make per query.)"""
     alternatives = set()
     for stem in stems:
         alternatives.add(re.escape(stem[: max(1, len(stem) - 1)]))
@@ -169,7 +170,7 @@ def _candidates(stems: frozenset[str]) -> re.Pattern[str] | None:
             alternatives.add(_STEM_OUTLIERS[stem])
     if not alternatives:
         return None
-    return re.compile(rf"(?<!{_WORD_CHAR})(?:{'|'.join(sorted(alternatives))}){_WORD_CHAR}*")
+    return re.compile("|".join(sorted(alternatives)))
 
 
 def snippet(text: str, query_tokens: set[str], width: int = 220) -> str:
@@ -193,7 +194,14 @@ def snippet(text: str, query_tokens: set[str], width: int = 220) -> str:
             at = lower.find(token, at + 1)
     pattern = _candidates(frozenset(t for t in query_tokens if not _IS_CJK.match(t)))
     if pattern is not None:
-        found = [(m.start(), m.group(0)) for m in pattern.finditer(lower)]
+        found = []
+        for m in pattern.finditer(lower):
+            at = m.start()
+            if at and _WORD.match(lower, at - 1):
+                continue  # inside a word: only where a word begins
+            word = _WORD.match(lower, at)
+            if word is not None:
+                found.append((at, word.group(0)))
         if found:
             stems = _stemmer().stemWords([w for _, w in found])
             hits += [pos for (pos, _), stem in zip(found, stems, strict=True) if stem in query_tokens]
