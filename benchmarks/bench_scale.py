@@ -306,7 +306,8 @@ def run(n: int, work: Path, nq: int) -> None:
     row("search in process p50", f"{statistics.median(mine):.2f} ms", f"{statistics.median(raw):.2f} ms")
     row("search in process p95", f"{pct(mine, .95):.2f} ms", f"{pct(raw, .95):.2f} ms")
 
-    print(f"\n== {n:,} notes ({'generated in %.0f s' % generated if generated else 'cached'}; "
+    made = f"generated in {generated:.0f} s" if generated else "cached"
+    print(f"\n== {n:,} notes ({made}; "
           f"{len(queries)} queries; this process peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)")
     width = max(len(r[0]) for r in rows)
     print(f"| {'measure':<{width}} | memlink | baseline | target at 100k |")
