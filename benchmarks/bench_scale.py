@@ -153,18 +153,27 @@ def raw_link(root: Path, a: str, b: str, k: int) -> None:
 # -- measuring ---------------------------------------------------------------------------------
 def proc(args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     """Run one process: (wall seconds, its peak RSS in MB, stdout). Fails loudly."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    # GNU time reports the child's own peak; a child's ru_maxrss from wait4 would count
+    # the pages it shares with this (big) process from before its exec.
+    gnu_time = shutil.which("time") or ("/usr/bin/time" if os.path.exists("/usr/bin/time") else None)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        run = [gnu_time, "-f", "%M", "-o", rss.name, *args] if gnu_time else args
         t = time.perf_counter()
-        p = subprocess.Popen(args, stdout=out, stderr=err, env=env)
+        p = subprocess.Popen(run, stdout=out, stderr=err, env=env)
         _pid, status, usage = os.wait4(p.pid, 0)
         took = time.perf_counter() - t
         p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         text = out.read().decode("utf-8", "replace")
+        peak = usage.ru_maxrss / 1024
+        if gnu_time:
+            lines = [l for l in rss.read().split() if l.strip().isdigit()]
+            peak = int(lines[-1]) / 1024 if lines else peak
         if p.returncode not in (0, 3, 5):  # lint exits 3 with findings, dream 5 when a topic failed
             raise RuntimeError(f"{' '.join(args[:4])}… exited {p.returncode}: {err.read().decode()[-2000:]}")
-    return took, usage.ru_maxrss / 1024, text
+    return took, peak, text
 
 
 def timed(fn: Callable[[], object]) -> float:

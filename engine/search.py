@@ -243,10 +243,14 @@ def search(
             h.snippet = _snippet(vault, uri, query_tokens, graph)
         return h
 
+    under: dict[str, list[str]] = {}  # page -> its derived notes, in ranking order
+    for e in order:
+        if e in evidence:
+            under.setdefault(evidence[e], []).append(e)
     hits = []
     for uri in ranked:
         h = hit(uri)
-        h.evidence = [hit(e) for e in order if evidence.get(e) == uri]
+        h.evidence = [hit(e) for e in under.get(uri, ())]
         hits.append(h)
     return hits
 
