@@ -3,24 +3,34 @@
 Personalized PageRank for hub finding, neighbourhood queries (GBrain's graph-query) and
 paths.
 
+Walking (propagation, steps, forced neighbours, neighbourhoods) is written once, in
+``Adjacency``, over two ways of getting a note's edges: ``LinkGraph`` holds every link of
+the vault (PageRank, paths, the graph pane, the dream), ``LazyLinks`` fetches a note's
+links when a walk reaches it (search: it looks only at a few seeds' neighbourhoods, and
+building the whole graph costs seconds and hundreds of MB at 100k notes). Both give a
+note's edges in one canonical order (strongest first, then by the far note, type and id),
+so a walk gives the same result through either, whatever order the links are stored in.
+
 One graph per open Vault, kept by its services (``vault.services.graph``), rebuilt when
-``vault.links_version`` moves (every link write, and sidecars changed outside memlink)."""
+``vault.links_version`` moves (every link write, and sidecars changed outside memlink);
+the lazy view (``vault.services.links``) is dropped at the same moments."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal
-
-import networkx as nx
 
 from .links import LinkType, StoredLink
 from .linktypes import Flow, LinkTypeTable, builtin_table
 
 if TYPE_CHECKING:
+    import networkx as nx
+
+    from .catalog import CatalogEntry
     from .vault import Vault
 
 Direction = Literal["links", "backlinks"]
@@ -82,69 +92,38 @@ class Edge:
     description: str = ""
 
 
-class LinkGraph:
-    def __init__(self, links: Iterable[StoredLink | Edge], notes: Iterable[str] = ()):
-        self.nodes: set[str] = set(notes)
-        self.out: dict[str, list[Edge]] = defaultdict(list)
-        self.inc: dict[str, list[Edge]] = defaultdict(list)
-        for link in links:
-            if getattr(link, "direction", "links") != "links":
-                continue
-            edge = link if isinstance(link, Edge) else Edge(
-                link.id, link.from_uri, link.to_uri, link.link_type, link.weight, link.description
-            )
-            self.out[edge.from_uri].append(edge)
-            self.inc[edge.to_uri].append(edge)
-            self.nodes.update((edge.from_uri, edge.to_uri))
-        self._nx: nx.MultiDiGraph | None = None
+def canonical(edges: Iterable[Edge], far: Literal["to_uri", "from_uri"]) -> list[Edge]:
+    """A note's edges in the order every walk uses: strongest first, then by the note at
+    the far end, the type and the id. Storage order (sidecar lines, the graph's build
+    order) never decides a tie, so every process and every view ranks alike."""
+    return sorted(edges, key=lambda e: (-e.weight, getattr(e, far), e.link_type.value, e.id))
 
-    @classmethod
-    def for_vault(cls, vault: Vault) -> LinkGraph:
-        """The vault's graph, kept by its services and rebuilt when its links changed."""
-        return vault.services.graph
 
-    @classmethod
-    def build(cls, vault: Vault) -> LinkGraph:
-        """A fresh graph from the vault's sidecars (``vault.services.graph`` keeps one)."""
-        notes = {e.uri for e in vault.list_notes()}
-        edges = []
-        for raw in vault.raw_links():
-            try:
-                edge = Edge(str(raw["id"]), raw["from_uri"], raw["to_uri"], LinkType(raw["link_type"]),
-                            float(raw["weight"]), str(raw.get("description") or ""))
-            except (KeyError, ValueError, TypeError):
-                continue  # malformed entries are for `memlink check` to report
-            # Only links between notes that exist: a path out of the vault, or one that is
-            # not text at all, names no note (docs/DESIGN.md, "Checks" reports it).
-            if not (isinstance(edge.from_uri, str) and isinstance(edge.to_uri, str) and 0.0 <= edge.weight <= 1.0):
-                continue
-            if edge.from_uri in notes and edge.to_uri in notes:
-                edges.append(edge)
-        return cls(edges, notes)
-
-    @property
-    def g(self) -> nx.MultiDiGraph:
-        """The networkx view, built on first use (PageRank, paths)."""
-        if self._nx is None:
-            g = nx.MultiDiGraph()
-            g.add_nodes_from(self.nodes)
-            g.add_edges_from((e.from_uri, e.to_uri, e.id, {"link": e}) for edges in self.out.values() for e in edges)
-            self._nx = g
-        return self._nx
+class Adjacency:
+    """A note's edges out and in, and the walks over them: typed propagation, steps,
+    forced neighbours, neighbourhoods. Subclasses say where the edges come from."""
 
     # -- walking ----------------------------------------------------------------------------
+    def out_edges(self, uri: str) -> Sequence[Edge]:
+        """The links ``uri`` makes, in canonical order (``canonical``)."""
+        raise NotImplementedError
+
+    def in_edges(self, uri: str) -> Sequence[Edge]:
+        """The links made to ``uri`` (its backlinks), in canonical order."""
+        raise NotImplementedError
+
     def steps(self, uri: str) -> Iterable[Step]:
         """Every edge out of ``uri``: its links (→) and its backlinks (←)."""
-        for e in self.out.get(uri, ()):
+        for e in self.out_edges(uri):
             yield Step(uri, e.to_uri, e, "links")
-        for e in self.inc.get(uri, ()):
+        for e in self.in_edges(uri):
             yield Step(uri, e.from_uri, e, "backlinks")
 
     def degree(self, uri: str) -> int:
-        return len(self.out.get(uri, ())) + len(self.inc.get(uri, ()))
+        return len(self.out_edges(uri)) + len(self.in_edges(uri))
 
     def backlink_count(self, uri: str) -> int:
-        return len(self.inc.get(uri, ()))
+        return len(self.in_edges(uri))
 
     def propagate(self, seeds: dict[str, float], params: PropagationParams) -> dict[str, Propagated]:
         """Spread seed scores along typed links (docs/DESIGN.md, "Search": graph propagation).
@@ -175,7 +154,7 @@ class LinkGraph:
                 for uri, score in frontier:
                     spread = spread_of(uri)
                     sides: tuple[tuple[Direction, Iterable[Edge]], ...] = (
-                        ("links", self.out.get(uri, ())), ("backlinks", self.inc.get(uri, ())))
+                        ("links", self.out_edges(uri)), ("backlinks", self.in_edges(uri)))
                     for direction, edges in sides:
                         for e in edges:
                             dst = e.to_uri if direction == "links" else e.from_uri
@@ -208,33 +187,6 @@ class LinkGraph:
         forced_follow types, docs/DESIGN.md "Link types")."""
         return [s for s in self.steps(uri) if s.link.link_type in params.forced_follow]
 
-    # -- whole-graph views ------------------------------------------------------------------
-    def weighted_digraph(self) -> nx.DiGraph:
-        g = nx.DiGraph()
-        g.add_nodes_from(self.g.nodes)
-        for a, b, data in self.g.edges(data=True):
-            w = data["link"].weight
-            if g.has_edge(a, b):
-                g[a][b]["weight"] += w
-            else:
-                g.add_edge(a, b, weight=w)
-        return g
-
-    def ppr(self, personalization: dict[str, float] | None = None, alpha: float = 0.85, both_ways: bool = False) -> dict[str, float]:
-        """Personalized PageRank over link weights. With ``both_ways`` the walk may also go
-        from a note to the notes linking to it (neighbourhood ranking around a note);
-        without, score gathers where links point (hub finding)."""
-        g = self.weighted_digraph()
-        if both_ways:
-            for a, b, data in list(g.edges(data=True)):
-                if g.has_edge(b, a):
-                    continue
-                g.add_edge(b, a, weight=data["weight"])
-        if g.number_of_nodes() == 0:
-            return {}
-        pers = {n: w for n, w in (personalization or {}).items() if n in g and w > 0} or None
-        return nx.pagerank(g, alpha=alpha, personalization=pers, weight="weight", tol=1e-10, max_iter=500)
-
     def neighbourhood(
         self,
         uri: str,
@@ -266,10 +218,114 @@ class LinkGraph:
             frontier = nxt
         return out
 
+
+class LinkGraph(Adjacency):
+    """Every link between notes of the vault, in memory (and as networkx on first use)."""
+
+    def __init__(self, links: Iterable[StoredLink | Edge], notes: Iterable[str] = ()):
+        self.nodes: set[str] = set(notes)
+        self.out: dict[str, list[Edge]] = defaultdict(list)
+        self.inc: dict[str, list[Edge]] = defaultdict(list)
+        for link in links:
+            if getattr(link, "direction", "links") != "links":
+                continue
+            edge = link if isinstance(link, Edge) else Edge(
+                link.id, link.from_uri, link.to_uri, link.link_type, link.weight, link.description
+            )
+            self.out[edge.from_uri].append(edge)
+            self.inc[edge.to_uri].append(edge)
+            self.nodes.update((edge.from_uri, edge.to_uri))
+        self._nx: nx.MultiDiGraph | None = None
+        self._ordered: dict[tuple[str, str], list[Edge]] = {}  # (uri, side) -> its edges, canonical
+
+    def out_edges(self, uri: str) -> Sequence[Edge]:
+        return self._canonical(self.out, uri, "out")
+
+    def in_edges(self, uri: str) -> Sequence[Edge]:
+        return self._canonical(self.inc, uri, "in")
+
+    def _canonical(self, table: dict[str, list[Edge]], uri: str, side: str) -> Sequence[Edge]:
+        edges = table.get(uri)
+        if not edges:
+            return ()
+        ordered = self._ordered.get((uri, side))
+        if ordered is None:  # sorted on first use: a walk touches few notes
+            ordered = self._ordered[uri, side] = canonical(edges, "to_uri" if side == "out" else "from_uri")
+        return ordered
+
+    @classmethod
+    def for_vault(cls, vault: Vault) -> LinkGraph:
+        """The vault's graph, kept by its services and rebuilt when its links changed."""
+        return vault.services.graph
+
+    @classmethod
+    def build(cls, vault: Vault) -> LinkGraph:
+        """A fresh graph from the vault's sidecars (``vault.services.graph`` keeps one)."""
+        notes = {e.uri for e in vault.list_notes()}
+        edges = []
+        for raw in vault.raw_links():
+            try:
+                edge = Edge(str(raw["id"]), raw["from_uri"], raw["to_uri"], LinkType(raw["link_type"]),
+                            float(raw["weight"]), str(raw.get("description") or ""))
+            except (KeyError, ValueError, TypeError):
+                continue  # malformed entries are for `memlink check` to report
+            # Only links between notes that exist: a path out of the vault, or one that is
+            # not text at all, names no note (docs/DESIGN.md, "Checks" reports it).
+            if not (isinstance(edge.from_uri, str) and isinstance(edge.to_uri, str) and 0.0 <= edge.weight <= 1.0):
+                continue
+            if edge.from_uri in notes and edge.to_uri in notes:
+                edges.append(edge)
+        return cls(edges, notes)
+
+    @property
+    def g(self) -> nx.MultiDiGraph:
+        """The networkx view, built on first use (PageRank, paths)."""
+        if self._nx is None:
+            import networkx as nx  # whole-graph views only: a search never needs it
+
+            g = nx.MultiDiGraph()
+            g.add_nodes_from(self.nodes)
+            g.add_edges_from((e.from_uri, e.to_uri, e.id, {"link": e}) for edges in self.out.values() for e in edges)
+            self._nx = g
+        return self._nx
+
+    # -- whole-graph views ------------------------------------------------------------------
+    def weighted_digraph(self) -> nx.DiGraph:
+        import networkx as nx
+
+        g = nx.DiGraph()
+        g.add_nodes_from(self.g.nodes)
+        for a, b, data in self.g.edges(data=True):
+            w = data["link"].weight
+            if g.has_edge(a, b):
+                g[a][b]["weight"] += w
+            else:
+                g.add_edge(a, b, weight=w)
+        return g
+
+    def ppr(self, personalization: dict[str, float] | None = None, alpha: float = 0.85, both_ways: bool = False) -> dict[str, float]:
+        """Personalized PageRank over link weights. With ``both_ways`` the walk may also go
+        from a note to the notes linking to it (neighbourhood ranking around a note);
+        without, score gathers where links point (hub finding)."""
+        g = self.weighted_digraph()
+        if both_ways:
+            for a, b, data in list(g.edges(data=True)):
+                if g.has_edge(b, a):
+                    continue
+                g.add_edge(b, a, weight=data["weight"])
+        if g.number_of_nodes() == 0:
+            return {}
+        pers = {n: w for n, w in (personalization or {}).items() if n in g and w > 0} or None
+        import networkx as nx
+
+        return nx.pagerank(g, alpha=alpha, personalization=pers, weight="weight", tol=1e-10, max_iter=500)
+
     def path(self, a: str, b: str) -> list[Step] | None:
         """A shortest path between two notes, walking links either way."""
         if a not in self.nodes or b not in self.nodes:
             return None
+        import networkx as nx
+
         try:
             nodes = nx.shortest_path(self.g.to_undirected(as_view=True), a, b)
         except nx.NetworkXNoPath:
@@ -280,3 +336,64 @@ class LinkGraph:
             assert step is not None  # the path walks the graph's own edges
             steps.append(step)
         return steps
+
+
+class LazyLinks(Adjacency):
+    """The vault's links fetched note by note when a walk reaches a note
+    (``vault.get_file_links``), kept for this view's life. The same edges as
+    ``LinkGraph.build`` gives: only links whose both ends are notes of the catalog, of a
+    type this process knows. Services keep one per catalog and ``links_version``."""
+
+    MAX_NOTES = 50_000  # notes kept; beyond, the cache starts over (a long-lived app)
+
+    def __init__(self, vault: Vault, catalog: dict[str, CatalogEntry] | None = None) -> None:
+        self.vault = vault
+        self.catalog = catalog if catalog is not None else vault.catalog()
+        self._edges: dict[str, tuple[list[Edge], list[Edge], list[StoredLink]]] = {}
+
+    def _fetch(self, uri: str) -> tuple[list[Edge], list[Edge], list[StoredLink]]:
+        hit = self._edges.get(uri)
+        if hit is not None:
+            return hit
+        out: list[Edge] = []
+        inc: list[Edge] = []
+        stored: list[StoredLink] = []
+        if self._is_note(uri):
+            stored = self.vault.get_file_links(uri, "both")
+            for link in stored:
+                edge = _edge(link)
+                if edge is None:
+                    continue
+                if link.direction == "links" and edge.from_uri == uri and self._is_note(edge.to_uri):
+                    out.append(edge)
+                elif link.direction == "backlinks" and edge.to_uri == uri and self._is_note(edge.from_uri):
+                    inc.append(edge)
+        hit = (canonical(out, "to_uri"), canonical(inc, "from_uri"), stored)
+        if len(self._edges) >= self.MAX_NOTES:
+            self._edges.clear()
+        self._edges[uri] = hit
+        return hit
+
+    def _is_note(self, uri: str) -> bool:
+        entry = self.catalog.get(uri)
+        return entry is not None and not entry.error
+
+    def out_edges(self, uri: str) -> Sequence[Edge]:
+        return self._fetch(uri)[0]
+
+    def in_edges(self, uri: str) -> Sequence[Edge]:
+        return self._fetch(uri)[1]
+
+    def links(self, uri: str) -> list[StoredLink]:
+        """``uri``'s outgoing links as stored (anchors and all, for rendering a snippet)."""
+        return [l for l in self._fetch(uri)[2] if l.direction == "links"]
+
+
+def _edge(link: StoredLink) -> Edge | None:
+    """A stored link as an edge, or None when its type is not one this process knows
+    (``LinkGraph.build`` leaves those out too: they carry no meaning)."""
+    try:
+        link_type = LinkType(link.link_type)
+    except ValueError:
+        return None
+    return Edge(link.id, link.from_uri, link.to_uri, link_type, float(link.weight), link.description or "")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import posixpath
 import re
+import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -64,29 +65,23 @@ class Lookup:
         return self.uri is None and len(self.candidates) > 1
 
 
-class NameIndex:
+class _Paths:
+    """The path half of a NameIndex."""
+
     def __init__(self, catalog: dict):
-        self.titles: dict[str, set[str]] = defaultdict(set)  # " ".join(words(title)) -> uris
-        self.paths: dict[str, set[str]] = defaultdict(set)  # path_key(import path) -> uris
-        self.own: dict[str, str] = {}  # path_key(uri) -> uri
-        self.stems: dict[str, set[str]] = defaultdict(set)  # file name without extension -> uris
-        self.homes: dict[str, set[str]] = defaultdict(set)  # uri -> folders of its import paths
+        self.paths: dict[str, set[str]] = defaultdict(set)
+        self.own: dict[str, str] = {}
+        self.stems: dict[str, set[str]] = defaultdict(set)
+        self.homes: dict[str, set[str]] = defaultdict(set)
         self.kinds: dict[str, str] = {}
-        self.folders: set[str] = set()  # first path segments of notes and aliases
-        self.by_first: dict[str, set[str]] = defaultdict(set)  # first word -> names (for near matches)
+        self.folders: set[str] = set()
         for uri, entry in catalog.items():
-            if entry.error:
-                continue
             self.kinds[uri] = entry.kind
             self.own.setdefault(path_key(uri), uri)
             self.stems[path_key(uri).rsplit("/", 1)[-1]].add(uri)
             if "/" in uri:
                 self.folders.add(uri.split("/", 1)[0].lower())
             for name in [entry.title, *entry.aliases]:
-                key = " ".join(words(name))
-                if key:
-                    self.titles[key].add(uri)
-                    self.by_first[key.split()[0]].add(key)
                 if "/" in name or _EXT.search(name):  # an import path
                     key = path_key(name)
                     self.paths[key].add(uri)
@@ -94,6 +89,80 @@ class NameIndex:
                     self.homes[uri].add(posixpath.dirname(key))
                     if "/" in name:
                         self.folders.add(key.split("/", 1)[0])
+
+
+class NameIndex:
+    """Built in two halves, each on first use: the names (titles and aliases, what a
+    question names: all search needs) and the paths (import paths, file names, folders:
+    what ingest resolves references with). At 100k notes each half costs a large part of
+    a second, and a search process needs only the first."""
+
+    def __init__(self, catalog: dict):
+        self._catalog = {uri: entry for uri, entry in catalog.items() if not entry.error}
+        self._lock = threading.Lock()
+        self._names: tuple[dict[str, set[str]], dict[str, set[str]]] | None = None
+        self._paths: _Paths | None = None
+
+    @property
+    def titles(self) -> dict[str, set[str]]:
+        """" ".join(words(title or alias)) -> uris."""
+        return self._name_tables()[0]
+
+    @property
+    def by_first(self) -> dict[str, set[str]]:
+        """A name's first word -> names (for near matches)."""
+        return self._name_tables()[1]
+
+    def _name_tables(self) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+        if self._names is None:
+            with self._lock:
+                if self._names is None:
+                    titles: dict[str, set[str]] = defaultdict(set)
+                    by_first: dict[str, set[str]] = defaultdict(set)
+                    for uri, entry in self._catalog.items():
+                        for name in [entry.title, *entry.aliases]:
+                            key = " ".join(words(name))
+                            if key:
+                                titles[key].add(uri)
+                                by_first[key.split()[0]].add(key)
+                    self._names = (titles, by_first)
+        return self._names
+
+    def _path_tables(self) -> _Paths:
+        if self._paths is None:
+            with self._lock:
+                if self._paths is None:
+                    self._paths = _Paths(self._catalog)
+        return self._paths
+
+    @property
+    def paths(self) -> dict[str, set[str]]:
+        """path_key(import path) -> uris."""
+        return self._path_tables().paths
+
+    @property
+    def own(self) -> dict[str, str]:
+        """path_key(uri) -> uri."""
+        return self._path_tables().own
+
+    @property
+    def stems(self) -> dict[str, set[str]]:
+        """A file name without its extension -> uris."""
+        return self._path_tables().stems
+
+    @property
+    def homes(self) -> dict[str, set[str]]:
+        """uri -> the folders of its import paths."""
+        return self._path_tables().homes
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        return self._path_tables().kinds
+
+    @property
+    def folders(self) -> set[str]:
+        """First path segments of notes and aliases."""
+        return self._path_tables().folders
 
     @classmethod
     def for_vault(cls, vault: Vault) -> NameIndex:

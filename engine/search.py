@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from .config import SearchConfig
 from .errors import MemlinkError
 from .fusion import RouteHits, fuse
-from .graph import LinkGraph, PropagationParams, Step
+from .graph import Adjacency, LazyLinks, PropagationParams, Step
 from .index import SearchIndex
 from .index.keywords import bm25_idf
 from .jsonl import append_jsonl
@@ -169,7 +169,9 @@ def search(
     final: dict[str, float] = {}
     seeds = dict(sorted(base.items(), key=lambda kv: -kv[1])[: cfg.seeds])
     seeds.update({u: 1.0 for u in named})
-    graph = LinkGraph.for_vault(vault) if use_graph else None
+    # Only the seeds' neighbourhoods are walked: their links are fetched as reached
+    # (docs/DESIGN.md, "Search"), never the whole graph.
+    graph = vault.services.links if use_graph else None
     params = propagation_params(cfg, vault.config.link_table())
     if graph is not None:
         spread = graph.propagate(seeds, params)
@@ -238,13 +240,17 @@ def search(
         entry = catalog[uri]
         h = SearchHit(uri, entry.title, entry.memory_type, final[uri], found.get(uri, []), weak=weak)
         if snippets:
-            h.snippet = _snippet(vault, uri, query_tokens)
+            h.snippet = _snippet(vault, uri, query_tokens, graph)
         return h
 
+    under: dict[str, list[str]] = {}  # page -> its derived notes, in ranking order
+    for e in order:
+        if e in evidence:
+            under.setdefault(evidence[e], []).append(e)
     hits = []
     for uri in ranked:
         h = hit(uri)
-        h.evidence = [hit(e) for e in order if evidence.get(e) == uri]
+        h.evidence = [hit(e) for e in under.get(uri, ())]
         hits.append(h)
     return hits
 
@@ -283,7 +289,7 @@ def _without_names(query: str, vault: Vault) -> str:
     return " ".join(keep)
 
 
-def _answers(graph: LinkGraph, catalog: dict, named: list[str], question: str,
+def _answers(graph: Adjacency, catalog: dict, named: list[str], question: str,
              params: PropagationParams) -> dict[str, tuple[float, Step, bool]]:
     """The notes a "Who …?" question's named notes link to (either way): people first.
     Each gets (score, the link, strong): strong when the link states the relation asked
@@ -312,7 +318,7 @@ def _answers(graph: LinkGraph, catalog: dict, named: list[str], question: str,
     return out
 
 
-def _group(graph: LinkGraph, order: list[str], k: int, link_types: LinkTypeTable) -> dict[str, str]:
+def _group(graph: Adjacency, order: list[str], k: int, link_types: LinkTypeTable) -> dict[str, str]:
     """Notes derived from a page that ranks above them go under that page (uri -> page),
     so one source does not take five slots with its fragments. A derived note that ranks
     above its page keeps its own place: it is the better answer."""
@@ -320,7 +326,7 @@ def _group(graph: LinkGraph, order: list[str], k: int, link_types: LinkTypeTable
     above: set[str] = set()
     out: dict[str, str] = {}
     for uri in order[: 4 * k]:
-        for edge in graph.out.get(uri, ()):
+        for edge in graph.out_edges(uri):
             if edge.link_type is provenance and edge.to_uri in above and edge.to_uri not in out:
                 out[uri] = edge.to_uri
                 break
@@ -328,14 +334,16 @@ def _group(graph: LinkGraph, order: list[str], k: int, link_types: LinkTypeTable
     return out
 
 
-def _snippet(vault: Vault, uri: str, query_tokens: set[str]) -> str:
-    """The best window of the note's text, with its outgoing links rendered inside it."""
+def _snippet(vault: Vault, uri: str, query_tokens: set[str], graph: Adjacency | None = None) -> str:
+    """The best window of the note's text, with its outgoing links rendered inside it
+    (those the walk fetched already, when it did)."""
     try:
         body = vault.read_body(uri)
     except (OSError, MemlinkError):
         return ""
     window = snippet(body, query_tokens)
-    return render_links(window, vault.get_file_links(uri, "links")).text
+    links = graph.links(uri) if isinstance(graph, LazyLinks) else vault.get_file_links(uri, "links")
+    return render_links(window, links).text
 
 
 class SearchLogEntry(BaseModel):

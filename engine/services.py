@@ -15,15 +15,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from .llm.registry import Selection, refresh, selection
-
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from .graph import LinkGraph
+    from .graph import LazyLinks, LinkGraph
     from .index import Progress, SearchIndex, SyncReport
     from .lineranges import LineRangeMatcher
     from .llm import Health, Provider
+    from .llm.registry import Selection
     from .names import NameIndex
     from .schema import TypeRegistry
     from .sessions.recall import TurnMemory
@@ -69,6 +68,7 @@ class Services:
         self._lock = threading.Lock()  # the cheap parts
         self._index: SearchIndex | None = None
         self._graph: tuple[int, LinkGraph] | None = None
+        self._links: tuple[int, object, LazyLinks] | None = None
         self._names: tuple[object, NameIndex] | None = None
         self._turns: TurnMemory | None = None
         self._operations: tuple[TypeRegistry, type[BaseModel]] | None = None
@@ -131,6 +131,22 @@ class Services:
         return graph
 
     @property
+    def links(self) -> LazyLinks:
+        """The links of the notes a walk reaches, fetched note by note (search needs only
+        a few seeds' neighbourhoods, never the whole graph); a fresh view when the
+        vault's links or its catalog changed."""
+        from .graph import LazyLinks
+
+        catalog = self.vault.catalog()  # a first sync records sidecar stamps (and may bump links_version)
+        version = self.vault.links_version
+        cached = self._links
+        if cached is not None and cached[0] == version and cached[1] is catalog:
+            return cached[2]
+        links = LazyLinks(self.vault, catalog)
+        self._links = (version, catalog, links)
+        return links
+
+    @property
     def names(self) -> NameIndex:
         """The name index of the current catalog."""
         from .names import NameIndex
@@ -176,6 +192,8 @@ class Services:
     @property
     def selection(self) -> Selection:
         """The provider for this vault's LLM configuration, chosen once per process."""
+        from .llm.registry import selection  # the HTTP client is imported only by who needs it
+
         return selection(self.vault.config.llm)
 
     @property
@@ -188,6 +206,8 @@ class Services:
 
     def refresh_provider(self) -> Selection:
         """Check the provider again (Ollama started or stopped meanwhile)."""
+        from .llm.registry import refresh
+
         return refresh(self.vault.config.llm)
 
     @property
@@ -224,4 +244,4 @@ class Services:
         with self._turns_lock:
             self._turns = None
         with self._lock:
-            self._graph = self._names = self._operations = None
+            self._graph = self._links = self._names = self._operations = None

@@ -4,6 +4,7 @@ shown on a terminal."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -147,40 +148,79 @@ def chunk_text(text: str, max_words: int = CHUNK_WORDS) -> list[Chunk]:
     return [Chunk(i, t) for i, t in enumerate(merged)]
 
 
+# Snippets look at this much of a note's text: a match further into a long document does
+# not place the window (the cost of a snippet stays bounded whatever the note's size).
+SNIPPET_SCAN = 100_000
+# Snowball English stems a word to a string whose all-but-last letters begin the word,
+# except for these (docs: the Porter2 exceptional forms); a stem's words are found by
+# that prefix and only they are stemmed.
+_STEM_OUTLIERS = {"die": "dying", "lie": "lying", "tie": "tying"}
+_WORD = re.compile(rf"[^\W_{_CJK}]+")  # a word as ``tokenize`` splits them (CJK runs apart)
+
+
+@lru_cache(maxsize=256)
+def _candidates(stems: frozenset[str]) -> re.Pattern[str] | None:
+    """A pattern for where a word that may stem to one of ``stems`` can begin: a stem's
+    letters but its last, or an outlier form of it. (Plain literals: a pattern with the
+    word class compiles in milliseconds, too slow to make per query.)"""
+    alternatives = set()
+    for stem in stems:
+        alternatives.add(re.escape(stem[: max(1, len(stem) - 1)]))
+        if stem in _STEM_OUTLIERS:
+            alternatives.add(_STEM_OUTLIERS[stem])
+    if not alternatives:
+        return None
+    return re.compile("|".join(sorted(alternatives)))
+
+
 def snippet(text: str, query_tokens: set[str], width: int = 220) -> str:
     """The ~width-char window of ``text`` (lines joined, headings dropped) holding the
-    most query tokens."""
+    most query tokens. Only words that can match a query token are stemmed (found by
+    their first letters), and only the first SNIPPET_SCAN characters are looked at, so a
+    snippet costs little however long the note is."""
+    more = len(text) > SNIPPET_SCAN
+    if more:
+        text = text[:SNIPPET_SCAN]
     flat = " ".join(l.strip() for l in text.splitlines() if l.strip() and not l.startswith("#"))
-    if len(flat) <= width:
+    if len(flat) <= width and not more:
         return flat
-    # Positions of tokens that match the query, found once for the whole text.
-    runs = [(m.start(), m.group(0)) for m in _TOKEN.finditer(flat.lower())]
-    words = [w for _, w in runs if not _IS_CJK.match(w)]
-    stems = iter(_stemmer().stemWords(words)) if words else iter(())
+    lower = flat.lower()
     hits: list[int] = []
-    for pos, run in runs:
-        if _IS_CJK.match(run):
-            for i, c in enumerate(run):
-                if c in query_tokens:
-                    hits.append(pos + i)
-                if run[i : i + 2] in query_tokens:
-                    hits.append(pos + i)
-        elif next(stems) in query_tokens:
-            hits.append(pos)
+    cjk = [t for t in query_tokens if _IS_CJK.match(t)]
+    for token in cjk:  # a CJK character or bigram, wherever it occurs (always inside a CJK run)
+        at = lower.find(token)
+        while at >= 0:
+            hits.append(at)
+            at = lower.find(token, at + 1)
+    pattern = _candidates(frozenset(t for t in query_tokens if not _IS_CJK.match(t)))
+    if pattern is not None:
+        found = []
+        for m in pattern.finditer(lower):
+            at = m.start()
+            if at and _WORD.match(lower, at - 1):
+                continue  # inside a word: only where a word begins
+            word = _WORD.match(lower, at)
+            if word is not None:
+                found.append((at, word.group(0)))
+        if found:
+            stems = _stemmer().stemWords([w for _, w in found])
+            hits += [pos for (pos, _), stem in zip(found, stems, strict=True) if stem in query_tokens]
+    hits.sort()
     best = 0
     if hits:
-        # The window starting a little before some hit that covers the most hits.
+        # The window starting a little before some hit that covers the most hits (the
+        # first such, in text order).
         best_count = -1
         for h in hits:
             start = max(0, h - width // 5)
-            count = sum(1 for x in hits if start <= x < start + width)
+            count = bisect.bisect_left(hits, start + width) - bisect.bisect_left(hits, start)
             if count > best_count:
                 best, best_count = start, count
     window = flat[best : best + width]
     if best > 0:
         cut = window.find(" ")
         window = "…" + (window[cut + 1 :] if 0 <= cut < 30 else window)
-    if best + width < len(flat):
+    if best + width < len(flat) or more:
         cut = window.rfind(" ")
         window = (window[:cut] if cut > width // 2 else window) + "…"
     return window

@@ -25,12 +25,44 @@ class VectorIndex:
         self.index.init_index(max_elements=max(capacity, 16), M=M, ef_construction=ef_construction, allow_replace_deleted=True)
         self.index.set_ef(ef_search)
         self.index.set_num_threads(1)
-        self.labels: dict[int, tuple[str, int]] = {}
-        self.by_uri: dict[str, list[int]] = {}
+        self._labels: dict[int, tuple[str, int]] = {}
+        self._by_uri: dict[str, list[int]] = {}
+        # A loaded snapshot's map as read ({"label": [uri, chunk]}), turned into the two
+        # dicts above only when something needs them (a write, a save): a query looks up
+        # its few labels here, so a search process never converts 100k entries.
+        self._loaded: dict[str, list] | None = None
         self.next_label = 0
 
+    def _unpack(self) -> None:
+        loaded, self._loaded = self._loaded, None
+        if loaded is None:
+            return
+        labels, by_uri = self._labels, self._by_uri
+        for label, (uri, chunk) in loaded.items():
+            labels[int(label)] = (uri, chunk)
+            by_uri.setdefault(uri, []).append(int(label))
+
+    @property
+    def labels(self) -> dict[int, tuple[str, int]]:
+        """label -> (uri, chunk)."""
+        self._unpack()
+        return self._labels
+
+    @property
+    def by_uri(self) -> dict[str, list[int]]:
+        """uri -> its labels."""
+        self._unpack()
+        return self._by_uri
+
+    def _label(self, label: int) -> tuple[str | None, int]:
+        loaded = self._loaded
+        if loaded is not None:
+            hit = loaded.get(str(label))
+            return (hit[0], hit[1]) if hit else (None, 0)
+        return self._labels.get(label, (None, 0))
+
     def __len__(self) -> int:
-        return len(self.labels)
+        return len(self._loaded) if self._loaded is not None else len(self._labels)
 
     def _reserve(self, extra: int) -> None:
         need = self.index.element_count + extra
@@ -70,13 +102,13 @@ class VectorIndex:
 
     def query(self, vector: np.ndarray, k: int) -> list[tuple[str, float, int]]:
         """Up to ``k`` notes by best chunk similarity: (uri, cosine similarity, chunk)."""
-        if not self.labels or not nonzero(vector[None, :])[0]:
+        if not len(self) or not nonzero(vector[None, :])[0]:
             return []
         best: dict[str, tuple[float, int]] = {}
-        want = min(len(self.labels), max(k * 3, k + 8))
+        want = min(len(self), max(k * 3, k + 8))
         found, dists = self._knn(vector, want, k)
         for label, dist in zip(found, dists, strict=True):
-            uri, chunk = self.labels.get(int(label), (None, 0))
+            uri, chunk = self._label(int(label))
             if uri is None:
                 continue
             sim = 1.0 - float(dist)
@@ -95,7 +127,7 @@ class VectorIndex:
                 found, dists = self.index.knn_query(vector[None, :], k=want)
                 return found[0], dists[0]
             except RuntimeError:
-                if want <= k and len(self.labels) <= EXACT_FALLBACK:
+                if want <= k and len(self) <= EXACT_FALLBACK:
                     return self._exact(vector, want)
                 want = max(want // 2, k) if want > k else want // 2
         return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.float32)
@@ -132,7 +164,12 @@ class VectorIndex:
         self.index.set_ef(p["ef_search"])
         self.index.set_num_threads(1)
         self.next_label = meta["next_label"]
-        for label, (uri, chunk) in meta["labels"].items():
-            self.labels[int(label)] = (uri, chunk)
-            self.by_uri.setdefault(uri, []).append(int(label))
+        loaded = meta["labels"]
+        # Checked whole (a bad map means a rebuild, as before), kept as read.
+        if not isinstance(loaded, dict) or not all(
+            type(v) is list and len(v) == 2 and type(v[0]) is str and type(v[1]) is int and k.isdigit()
+            for k, v in loaded.items()
+        ):
+            raise ValueError("the vector map holds an entry that is not [uri, chunk]")
+        self._loaded = loaded
         return self

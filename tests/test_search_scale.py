@@ -1,0 +1,216 @@
+"""Search at scale without the whole graph: the lazy link view walks exactly what the full
+graph walks, search gives the same hits through either and never builds the full graph,
+and snippets stem only the words that can match (the same windows as stemming every word)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine import Vault
+from engine.graph import LazyLinks, LinkGraph
+from engine.search import propagation_params, search
+from engine.text import _CJK, _IS_CJK, SNIPPET_SCAN, _stemmer, snippet, tokenize
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+# -- the lazy view against the full graph -----------------------------------------------------
+@pytest.fixture(scope="module")
+def linked(tmp_path_factory) -> Vault:
+    """A synthetic vault with all six link types, hubs and ties in link weight, plus a
+    link to a note that is gone and one of a type no table declares."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from synthetic import generate_fast
+
+    root = tmp_path_factory.mktemp("scale") / "v"
+    meta = generate_fast(root, 300, links_per_note=4.0)
+    vault = Vault.open(root)
+    a, b = meta["uris"][0], meta["uris"][1]
+    (root / a).unlink()  # its links now point at no note: neither view walks them
+    folder = root / b.rsplit("/", 1)[0] / ".relations.json"
+    rows = json.loads(folder.read_text(encoding="utf-8"))
+    rows.append({"id": "link_odd", "from_uri": b, "to_uri": meta["uris"][2], "direction": "links",
+                 "link_type": "refutes_maybe", "weight": 0.9, "t_field": "content", "t_line_ranges": None,
+                 "match_text": None, "description": "", "created_at": "x"})
+    folder.write_text(json.dumps(rows), encoding="utf-8")
+    vault.sync_catalog()
+    return vault
+
+
+def _walk(view, uri):
+    return [(s.dst, s.direction, s.link.id, s.link.weight) for s in view.steps(uri)]
+
+
+def test_lazy_links_walk_what_the_full_graph_walks(linked):
+    full = LinkGraph.build(linked)
+    lazy = LazyLinks(linked)
+    params = propagation_params(linked.config.search, linked.config.link_table())
+    uris = sorted(linked.catalog())
+    assert sum(full.degree(u) for u in uris) > 1000
+    for uri in uris:
+        assert _walk(lazy, uri) == _walk(full, uri), uri
+        assert lazy.backlink_count(uri) == full.backlink_count(uri)
+        assert lazy.forced_neighbours(uri, params) == full.forced_neighbours(uri, params)
+    assert all(s.link.id != "link_odd" for u in uris for s in lazy.steps(u))  # unknown type: no meaning
+    rng = random.Random(5)
+    for depth in (1, 3):
+        p = propagation_params(linked.config.search.model_copy(update={"depth": depth}), linked.config.link_table())
+        for _ in range(20):
+            seeds = {u: rng.random() for u in rng.sample(uris, 8)}
+            a, b = full.propagate(seeds, p), lazy.propagate(seeds, p)
+            assert list(a) == list(b)  # the same notes, met in the same order
+            for uri in a:
+                assert a[uri].score == b[uri].score
+                assert [(s.src, s.link.id) for s in a[uri].via] == [(s.src, s.link.id) for s in b[uri].via]
+    hub = max(uris, key=full.degree)
+    assert lazy.neighbourhood(hub, depth=2) == full.neighbourhood(hub, depth=2)
+
+
+def test_edge_order_does_not_depend_on_storage_order(linked):
+    """The same links stored in another order walk the same way."""
+    links = list(linked.all_links())
+    notes = set(linked.catalog())
+    one, other = LinkGraph(links, notes), LinkGraph(list(reversed(links)), notes)
+    for uri in sorted(notes):
+        assert _walk(one, uri) == _walk(other, uri)
+
+
+def test_search_gives_the_same_hits_without_the_full_graph(linked, monkeypatch):
+    queries = [" ".join(json.loads(json.dumps(e.title)).split()[:2]) for e in list(linked.catalog().values())[:25]]
+    queries += ["Who is " + e.title for e in list(linked.catalog().values())[30:35]]
+
+    def run() -> list:
+        return [[h.to_json() for h in search(linked, q, k=8)] for q in queries]
+
+    lazy = run()
+    full = LinkGraph.build(linked)
+    with monkeypatch.context() as m:
+        m.setattr(type(linked.services), "links", property(lambda self: full))
+        assert run() == lazy
+    assert any(r["kind"] in ("graph", "forced") for hits in lazy for h in hits for r in h["routes"])
+
+    def refuse(*a, **k):
+        raise AssertionError("search built the whole link graph")
+
+    monkeypatch.setattr(LinkGraph, "build", classmethod(refuse))
+    assert run() == lazy
+
+
+def test_lazy_links_follow_link_writes(vault):
+    a = vault.write_note("entity", {"name": "Ada", "kind": "person", "content": "Ada writes."})
+    b = vault.write_note("entity", {"name": "Bo", "kind": "person", "content": "Bo reads."})
+    before = vault.services.links
+    assert list(before.steps(a.uri)) == [] and vault.services.links is before
+    vault.link(a.uri, b.uri, "related_to", weight=0.8)
+    after = vault.services.links
+    assert after is not before
+    assert [(s.dst, s.direction) for s in after.steps(a.uri)] == [(b.uri, "links")]
+    assert [(s.dst, s.direction) for s in after.steps(b.uri)] == [(a.uri, "backlinks")]
+
+
+# -- snippets ---------------------------------------------------------------------------------
+_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+", re.UNICODE)
+
+
+def reference_snippet(text: str, query_tokens: set[str], width: int = 220) -> str:
+    """The snippet as it was: every word of the text stemmed (except that a CJK run's
+    last character no longer counts twice, as its own "bigram")."""
+    flat = " ".join(l.strip() for l in text.splitlines() if l.strip() and not l.startswith("#"))
+    if len(flat) <= width:
+        return flat
+    runs = [(m.start(), m.group(0)) for m in _TOKEN.finditer(flat.lower())]
+    words = [w for _, w in runs if not _IS_CJK.match(w)]
+    stems = iter(_stemmer().stemWords(words)) if words else iter(())
+    hits: list[int] = []
+    for pos, run in runs:
+        if _IS_CJK.match(run):
+            for i, c in enumerate(run):
+                if c in query_tokens:
+                    hits.append(pos + i)
+                if i + 1 < len(run) and run[i : i + 2] in query_tokens:
+                    hits.append(pos + i)
+        elif next(stems) in query_tokens:
+            hits.append(pos)
+    best = 0
+    if hits:
+        best_count = -1
+        for h in hits:
+            start = max(0, h - width // 5)
+            count = sum(1 for x in hits if start <= x < start + width)
+            if count > best_count:
+                best, best_count = start, count
+    window = flat[best : best + width]
+    if best > 0:
+        cut = window.find(" ")
+        window = "…" + (window[cut + 1 :] if 0 <= cut < 30 else window)
+    if best + width < len(flat):
+        cut = window.rfind(" ")
+        window = (window[:cut] if cut > width // 2 else window) + "…"
+    return window
+
+
+WORDS = ("dying lying tying die lies tie skies sky flying fly crying cries using used uses aging ages "
+         "running runs runner generously generous organization organize relational relate happily happy "
+         "early only gently ugly news atlas cosmos 2026 2026s x1 café naïve Straße über kiln firing fired "
+         "celadon tiles studio harbour scheduling the a of and to is in").split()
+CJK = ["蓝色", "陶瓷", "窑", "火", "的", "中文", "釉"]
+
+
+def test_snippet_matches_stemming_every_word():
+    rng = random.Random(11)
+    for _ in range(400):
+        pieces = []
+        for _ in range(rng.randint(5, 160)):
+            r = rng.random()
+            pieces.append(rng.choice(CJK) if r < 0.1 else rng.choice(WORDS).capitalize() if r < 0.2 else rng.choice(WORDS))
+            if rng.random() < 0.05:
+                pieces.append("\n# A heading\n" if rng.random() < 0.3 else "\n")
+        text = " ".join(pieces) + ("" if rng.random() < 0.5 else rng.choice(CJK) + "abc" + rng.choice(CJK))
+        query = " ".join(rng.sample(WORDS, 3) + ([rng.choice(CJK)] if rng.random() < 0.3 else []))
+        tokens = set(tokenize(query))
+        assert snippet(text, tokens) == reference_snippet(text, tokens), (text, query)
+        assert snippet(text, tokens, width=60) == reference_snippet(text, tokens, width=60), (text, query)
+
+
+def test_snippet_finds_the_outlier_forms():
+    text = "filler " * 80 + "the cat was dying slowly " + "filler " * 80
+    window = snippet(text, set(tokenize("die")))
+    assert "dying" in window and window.startswith("…") and window.endswith("…")
+
+
+def test_snippet_of_a_long_note_looks_only_at_its_start():
+    head = "kiln firing at the studio. " * 20
+    text = head + "filler words here. " * (SNIPPET_SCAN // 10) + "celadon glaze"
+    window = snippet(text, set(tokenize("celadon")))
+    assert "celadon" not in window and window.endswith("…")  # the match is past the scanned part
+    assert "kiln" in snippet(text, set(tokenize("kiln")))
+    assert snippet("short " * 10 + "x" * SNIPPET_SCAN, set()).endswith("…")  # cut text says so
+
+
+# -- loading the vector snapshot ----------------------------------------------------------------
+def test_a_loaded_vector_map_answers_queries_and_takes_writes(tmp_path):
+    import numpy as np
+
+    from engine.index.vectors import VectorIndex
+
+    rng = np.random.default_rng(3)
+    vi = VectorIndex(8)
+    vi.put_many([(f"n{i}.md", rng.random((2, 8)).astype(np.float32)) for i in range(40)])
+    meta = vi.save(tmp_path, "t")
+    loaded = VectorIndex.load(tmp_path, json.loads(json.dumps(meta)))
+    q = rng.random(8).astype(np.float32)
+    assert len(loaded) == 80 and loaded.query(q, 5) == vi.query(q, 5)
+    loaded.put("n3.md", rng.random((1, 8)).astype(np.float32))  # a write unpacks the map
+    vi.put("n3.md", loaded.index.get_items([loaded.by_uri["n3.md"][0]], return_type="numpy"))
+    assert len(loaded) == 79 and loaded.by_uri["n3.md"] == [80]
+    assert loaded.query(q, 5) == vi.query(q, 5)
+    bad = json.loads(json.dumps(meta))
+    bad["labels"]["7"] = ["n9.md"]
+    with pytest.raises(ValueError, match="not \\[uri, chunk\\]"):
+        VectorIndex.load(tmp_path, bad)
