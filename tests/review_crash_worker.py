@@ -3,7 +3,8 @@
 Usage: python review_crash_worker.py VAULT (keep-a|merge|dismiss|research|undo) A B KILL_AT
 
 Every file operation of the journal (writing the journal, each file it applies, the log
-append, removing the journal) is a step; the process kills itself, for real, just before
+append, removing the journal) and of the link store (a sidecar rewritten, a link-log line
+appended, a log removed) is a step; the process kills itself, for real, just before
 step KILL_AT (1-based). Prints "done" when the action finished before that step.
 """
 
@@ -12,6 +13,7 @@ import signal
 import sys
 
 import engine.journal as journal
+import engine.linkstore as linkstore
 from engine import Vault
 from engine.review import review, undo
 
@@ -32,6 +34,8 @@ def main() -> None:
     root, action, a, b = sys.argv[1:5]
     for name in ("atomic_write_text", "remove_file", "append_jsonl"):
         setattr(journal, name, killing(getattr(journal, name)))
+    for name in ("atomic_write_text", "remove_file", "append_log_line"):  # the sidecars' own writes
+        setattr(linkstore, name, killing(getattr(linkstore, name)))
     vault = Vault.open(root)
     if action == "undo":
         undo(vault)
