@@ -1,6 +1,6 @@
 """A review action or an undo that SIGKILLs itself at a chosen step of its commit.
 
-Usage: python review_crash_worker.py VAULT (keep-a|merge|dismiss|research|undo) A B KILL_AT
+Usage: python review_crash_worker.py VAULT (keep-a|merge|dismiss|research|undo|link) A B KILL_AT
 
 Every file operation of the journal (writing the journal, each file it applies, the log
 append, removing the journal) and of the link store (a sidecar rewritten, a link-log line
@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 
+import crash_worker  # noqa: F401 (sets the link store's test thresholds from the environment)
 import engine.journal as journal
 import engine.linkstore as linkstore
 from engine import Vault
@@ -39,6 +40,8 @@ def main() -> None:
     vault = Vault.open(root)
     if action == "undo":
         undo(vault)
+    elif action == "link":
+        vault.link(a, b, "caused_by", weight=0.6, description="killed or not")
     else:
         review(vault, a, b, action, text="Merged: both are true at different times.")
     print("done", flush=True)
