@@ -13,6 +13,7 @@ import signal
 import sys
 
 import crash_worker  # noqa: F401 (sets the link store's test thresholds from the environment)
+
 import engine.journal as journal
 import engine.linkstore as linkstore
 from engine import Vault

@@ -13,8 +13,8 @@ import pytest
 
 import engine.linkstore as linkstore
 from engine import Vault
-from engine.linkstore import SIDECAR_LOG, LinkStore
 from engine.links import SIDECAR
+from engine.linkstore import SIDECAR_LOG, LinkStore
 
 
 @pytest.fixture
