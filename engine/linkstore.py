@@ -37,16 +37,16 @@ from .links import SIDECAR, Rejected, Sidecar, StoredLink, classify, dump_rows, 
 from .uris import PathResolver, utf8_name
 
 SIDECAR_LOG = ".relations.log.jsonl"  # a big folder's appended link writes (see the module doc)
-# Above this size a folder's sidecar takes appends instead of a rewrite per write: 1 MB
-# is ~3k entries, rewritten in a few ms; past it the rewrite (and the fsync of a big
-# file) dominates a link write.
-LOG_MODE_BYTES = 1_000_000
+# Above this size a folder's sidecar takes appends instead of a rewrite per write. A
+# rewrite (parse, apply, dump, write, fsync) costs ~10 ms per MB here; 256 kB (~800
+# entries) keeps it near 3 ms, while an append costs ~1 ms at any size.
+LOG_MODE_BYTES = 256_000
 # Compaction once the log exceeds this fraction of the list: the list is rewritten once
 # per COMPACT_RATIO * its size of appended bytes, so each appended byte costs at most
 # 1 / COMPACT_RATIO bytes of rewrite (amortised O(1) per write), and readers of a stale
 # index replay at most a quarter of the list's size.
 COMPACT_RATIO = 0.25
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 
 class _Op(BaseModel):
@@ -343,7 +343,7 @@ CREATE TABLE IF NOT EXISTS folders(folder TEXT PRIMARY KEY, base TEXT, log TEXT,
                                    rejected TEXT NOT NULL, legacy TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS links(folder TEXT NOT NULL, id TEXT NOT NULL, direction TEXT NOT NULL,
                                  owner TEXT NOT NULL, key TEXT NOT NULL, legacy INTEGER NOT NULL, raw TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS links_owner ON links(owner, direction);
+CREATE INDEX IF NOT EXISTS links_owner ON links(owner, direction, key);
 CREATE INDEX IF NOT EXISTS links_folder ON links(folder, direction, id);
 CREATE TABLE IF NOT EXISTS changes(seq INTEGER NOT NULL, folder TEXT NOT NULL, id TEXT, direction TEXT);
 CREATE INDEX IF NOT EXISTS changes_seq ON changes(seq);
@@ -523,7 +523,7 @@ class LinkStore:
         def run(db: sqlite3.Connection) -> list[str]:
             self._fresh(db, folder)
             return [raw for (raw,) in db.execute(
-                "SELECT raw FROM links WHERE owner=? AND direction=? AND folder=? ORDER BY rowid", (owner, direction, folder))]
+                "SELECT raw FROM links INDEXED BY links_owner WHERE owner=? AND direction=? AND folder=? ORDER BY rowid", (owner, direction, folder))]
         return [_link(raw) for raw in self._guard(run)]
 
     def folder_links(self, folder: str) -> list[StoredLink]:
@@ -686,8 +686,8 @@ class LinkStore:
                     row = _row(folder, op.link, raw)
                     gone = db.execute("SELECT rowid, id FROM links WHERE folder=? AND direction=? AND legacy=0 AND id=?",
                                       (folder, row[2], row[1])).fetchall()
-                    gone += db.execute("SELECT rowid, id FROM links WHERE owner=? AND direction=? AND folder=? AND legacy=0 AND key=?",
-                                       (row[3], row[2], folder, row[4])).fetchall()
+                    gone += db.execute("SELECT rowid, id FROM links INDEXED BY links_owner WHERE owner=? AND direction=? AND key=? AND folder=? AND legacy=0",
+                                       (row[3], row[2], row[4], folder)).fetchall()
                     db.executemany("DELETE FROM links WHERE rowid=?", [(r,) for r, _ in gone])
                     db.execute("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?)", row)
                     touched |= {(i, row[2]) for _, i in gone} | {(row[1], row[2])}
