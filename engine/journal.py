@@ -5,7 +5,9 @@ A transaction is a list of idempotent operations. It is first written atomically
 journal file in `.memlink/journal/`; then the operations are applied; then the journal
 file is removed. A process killed at any instant leaves either no journal (nothing was
 touched) or a complete journal, which the next writer replays before doing anything
-else (roll-forward). Replaying twice gives the same result.
+else (roll-forward). Replaying twice gives the same result. Link operations are
+applied by the link store (engine/linkstore.py), which names the journal on a big
+folder's log line so that a replay appends it once (docs/DESIGN.md, "Units of work").
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ link-type table (``engine/linktypes.py``, docs/DESIGN.md "Link types").
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from typing import Annotated, Any, Literal
@@ -112,7 +113,7 @@ class StoredLink(BaseModel):
     @classmethod
     def _inside(cls, value: str) -> str:
         try:
-            return normalize_uri(value)
+            return _normalized(value)
         except UriError as exc:
             raise ValueError(str(exc)) from exc
 
@@ -128,6 +129,12 @@ class StoredLink(BaseModel):
         a = self.model_dump(exclude={"direction"})
         b = other.model_dump(exclude={"direction"})
         return a == b
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _normalized(uri: str) -> str:
+    """normalize_uri, remembered: a big sidecar names each note many times."""
+    return normalize_uri(uri)
 
 
 def new_link_id() -> str:
@@ -218,13 +225,25 @@ class Sidecar:
 
 def load_rows(text: str, where: str) -> list:
     """The raw entries of a sidecar text; SidecarError when it is not a JSON list."""
+    return load_rows_with_lines(text, where)[0]
+
+
+def load_rows_with_lines(text: str, where: str) -> tuple[list, list[str] | None]:
+    """The raw entries of a sidecar text and, when the file is in memlink's own format
+    (one entry per line), each entry's line: the JSON of an entry as written, so an index
+    can keep it without encoding it again. SidecarError when it is not a JSON list."""
     try:
         data = json.loads(text) if text.strip() else []
     except (json.JSONDecodeError, RecursionError) as exc:
         raise SidecarError(f"{where}: not valid JSON: {exc}") from exc
     if not isinstance(data, list):
         raise SidecarError(f"{where}: must hold a JSON list of link entries")
-    return data
+    lines = text.split("\n")
+    if data and lines[0] == "[" and len(lines) == len(data) + 3 and lines[-2] == "]" and lines[-1] == "":
+        body = [line[:-1] if line.endswith(",") else line for line in lines[1:-2]]
+        if all(line.startswith("{") and line.endswith("}") for line in body):
+            return data, body
+    return data, None
 
 
 def is_entry(raw: object) -> bool:

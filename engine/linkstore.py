@@ -33,7 +33,18 @@ from pydantic import BaseModel, ConfigDict
 
 from .atomic import _fsync_dir, atomic_write_text, remove_file
 from .errors import SidecarError
-from .links import SIDECAR, Rejected, Sidecar, StoredLink, classify, dump_rows, is_entry, is_legacy, legacy_links, load_rows
+from .links import (
+    SIDECAR,
+    Rejected,
+    Sidecar,
+    StoredLink,
+    classify,
+    dump_rows,
+    is_entry,
+    is_legacy,
+    legacy_links,
+    load_rows_with_lines,
+)
 from .uris import PathResolver, utf8_name
 
 SIDECAR_LOG = ".relations.log.jsonl"  # a big folder's appended link writes (see the module doc)
@@ -46,7 +57,7 @@ LOG_MODE_BYTES = 256_000
 # 1 / COMPACT_RATIO bytes of rewrite (amortised O(1) per write), and readers of a stale
 # index replay at most a quarter of the list's size.
 COMPACT_RATIO = 0.25
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 
 class _Op(BaseModel):
@@ -97,8 +108,8 @@ def owner_of(link: StoredLink) -> str:
 
 # -- raw entries: what readers and writers do to the files, without validation -----------------
 def _key(raw: dict) -> str:
-    return "\x1f".join(str(x) for x in (raw.get("from_uri"), raw.get("to_uri"), raw.get("t_field", "content"),
-                                        raw.get("t_line_ranges") or ""))
+    """The dedup key of a raw entry (same pair, field and line ranges: the same link)."""
+    return f"{raw.get('from_uri')}\x1f{raw.get('to_uri')}\x1f{raw.get('t_field', 'content')}\x1f{raw.get('t_line_ranges') or ''}"
 
 
 def op_row(op: LinkOp) -> dict:
@@ -149,6 +160,67 @@ def apply_raw(rows: list, op: dict) -> bool:
     raise SidecarError(f"unknown link operation {kind!r}")
 
 
+class RawRows:
+    """A folder's raw entries with lookups by (direction, id) and (direction, key), so
+    replaying a long log costs O(1) per operation, not a scan of the list; the result
+    is what ``apply_raw`` gives operation by operation."""
+
+    def __init__(self, rows: list, lines: list[str | None] | None = None) -> None:
+        self._reset(rows, lines)
+
+    def _reset(self, rows: list, lines: list[str | None] | None = None) -> None:
+        self.slots: dict[int, Any] = dict(enumerate(rows))
+        self.texts: dict[int, str | None] = dict(enumerate(lines)) if lines is not None else {}
+        self.next = len(rows)
+        self.by_id: dict[tuple, set[int]] = {}
+        self.by_key: dict[tuple, set[int]] = {}
+        for slot, raw in self.slots.items():
+            self._index(slot, raw)
+
+    def _index(self, slot: int, raw: Any) -> None:
+        if is_entry(raw):
+            self.by_id.setdefault((raw.get("direction"), raw.get("id")), set()).add(slot)
+            self.by_key.setdefault((raw.get("direction"), _key(raw)), set()).add(slot)
+
+    def _drop(self, slot: int) -> None:
+        self.texts.pop(slot, None)
+        raw = self.slots.pop(slot)
+        self.by_id[(raw.get("direction"), raw.get("id"))].discard(slot)
+        self.by_key[(raw.get("direction"), _key(raw))].discard(slot)
+
+    def rows(self) -> list:
+        return list(self.slots.values())
+
+    def lines(self) -> list[str | None]:
+        """Each row's JSON as read (None for rows the log put)."""
+        return [self.texts.get(slot) for slot in self.slots]
+
+    def apply(self, op: dict) -> bool:
+        kind = op.get("op")
+        if kind == "put_link" and op.get("at") is None:
+            new = op["link"]
+            direction = new.get("direction")
+            same = self.by_id.get((direction, new.get("id")), set()) | self.by_key.get((direction, _key(new)), set())
+            if len(same) == 1 and self.slots[next(iter(same))] == new:
+                return False  # already there (a replay)
+            for slot in same:
+                self._drop(slot)
+            self.slots[self.next] = new
+            self._index(self.next, new)
+            self.next += 1
+            return True
+        if kind == "remove_link":
+            same = set(self.by_id.get((op.get("direction"), op.get("id")), set()))
+            for slot in same:
+                self._drop(slot)
+            return bool(same)
+        rows = self.rows()  # a put in place (undo) or a legacy entry: rare, done on the list
+        changed = apply_raw(rows, op)
+        if changed:
+            self._reset(rows)
+        return changed
+
+
 # -- the files of one folder --------------------------------------------------------------------
 Stamp = str | None  # "inode:mtime_ns:size", None: no file
 
@@ -174,6 +246,7 @@ class FolderFiles:
     """What a folder's sidecar and log hold, read together."""
 
     rows: list = field(default_factory=list)  # the raw entries after the log's complete lines
+    lines: list[str | None] | None = None  # each row's JSON as read from the list (None: none at hand)
     broken: str | None = None  # why the folder cannot be read at all
     base: Stamp = None
     log: Stamp = None
@@ -220,19 +293,23 @@ def read_folder(root: Path, folder_path: Path, folder: str) -> FolderFiles:
     out = FolderFiles(base=base_stamp, log=log_stamp, has_log=log_stamp is not None)
     try:
         if base_stamp is not None:
-            out.rows = load_rows(_base_text(root, folder_path / SIDECAR, sidecar_rel(folder)), sidecar_rel(folder))
+            out.rows, lines = load_rows_with_lines(_base_text(root, folder_path / SIDECAR, sidecar_rel(folder)),
+                                                   sidecar_rel(folder))
+            out.lines = list(lines) if lines is not None else None
         if log_stamp is not None:
             where = f"{folder}/{SIDECAR_LOG}" if folder else SIDECAR_LOG
             try:
                 data = (folder_path / SIDECAR_LOG).read_bytes()
             except OSError as exc:
                 raise SidecarError(f"{where}: cannot be read ({exc.strerror or exc})") from exc
+            rows = RawRows(out.rows, out.lines)
             for tx, ops in _log_records(data, where):
                 for op in ops:
-                    apply_raw(out.rows, op)
+                    rows.apply(op)
                 out.last_tx = tx if isinstance(tx, str) else None
+            out.rows, out.lines = rows.rows(), rows.lines()
     except SidecarError as exc:
-        out.rows, out.broken = [], str(exc)
+        out.rows, out.lines, out.broken = [], None, str(exc)
     return out
 
 
@@ -310,12 +387,13 @@ def write_folder(root: Path, folder_path: Path, folder: str, ops: list[LinkOp], 
     files = read_folder(root, folder_path, folder)
     if files.broken:
         raise SidecarError(files.broken)
+    rows = RawRows(files.rows)
     changed = False
     for op in ops:
-        changed = apply_raw(files.rows, op_row(op)) or changed
+        changed = rows.apply(op_row(op)) or changed
     if changed or files.has_log:
-        if files.rows:
-            atomic_write_text(base, dump_rows(files.rows))
+        if rows.slots:
+            atomic_write_text(base, dump_rows(rows.rows()))
         else:
             remove_file(base)
         remove_file(log)  # its lines are in the list now
@@ -343,7 +421,7 @@ CREATE TABLE IF NOT EXISTS folders(folder TEXT PRIMARY KEY, base TEXT, log TEXT,
                                    rejected TEXT NOT NULL, legacy TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS links(folder TEXT NOT NULL, id TEXT NOT NULL, direction TEXT NOT NULL,
                                  owner TEXT NOT NULL, key TEXT NOT NULL, legacy INTEGER NOT NULL, raw TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS links_owner ON links(owner, direction, key);
+CREATE INDEX IF NOT EXISTS links_owner ON links(owner, direction);
 CREATE INDEX IF NOT EXISTS links_folder ON links(folder, direction, id);
 CREATE TABLE IF NOT EXISTS changes(seq INTEGER NOT NULL, folder TEXT NOT NULL, id TEXT, direction TEXT);
 CREATE INDEX IF NOT EXISTS changes_seq ON changes(seq);
@@ -368,8 +446,8 @@ class FolderProblems:
     rejected: list[Rejected] = field(default_factory=list)  # entries that do not validate
 
 
-def _row(folder: str, link: StoredLink, raw: dict) -> tuple:
-    return (folder, link.id, link.direction, owner_of(link), _key(raw), 0, json.dumps(raw, ensure_ascii=False))
+def _row(folder: str, link: StoredLink, raw: dict, text: str | None = None) -> tuple:
+    return (folder, link.id, link.direction, owner_of(link), _key(raw), 0, text or json.dumps(raw, ensure_ascii=False))
 
 
 def _legacy_rows(folder: str, legacy: list[dict]) -> list[tuple]:
@@ -485,8 +563,9 @@ class LinkStore:
         files = read_folder(self.root, self._folder_path(folder), folder)
         entries, legacy, rejected = classify(files.rows)
         bad = {r.index for r in rejected}
-        good_raws = [r for i, r in enumerate(files.rows) if i not in bad and is_entry(r)]
-        rows = [_row(folder, link, raw) for link, raw in zip(entries, good_raws, strict=True)]
+        lines = files.lines or [None] * len(files.rows)
+        good = [(r, lines[i]) for i, r in enumerate(files.rows) if i not in bad and is_entry(r)]
+        rows = [_row(folder, link, raw, text) for link, (raw, text) in zip(entries, good, strict=True)]
         rows += _legacy_rows(folder, legacy)
         with _write(db):
             seq = _next(db, "seq")
