@@ -78,7 +78,7 @@ class CheckContext:
         broken: dict[str, str] = {}
         for folder in self.vault.sidecar_folders():
             try:
-                cars[folder] = self.vault.sidecars.read(self.vault.root, folder)
+                cars[folder] = self.vault.linkstore.sidecar(folder)
             except SidecarError as exc:
                 broken[folder] = str(exc)
         return cars, broken

@@ -1,4 +1,4 @@
-"""The link graph (networkx) built from the sidecars: typed propagation for search
+"""The link graph (networkx) built from the link index: typed propagation for search
 (docs/DESIGN.md "Search", with the weights of the link-type table, "Link types"),
 Personalized PageRank for hub finding, neighbourhood queries (GBrain's graph-query) and
 paths.
@@ -17,6 +17,7 @@ the lazy view (``vault.services.links``) is dropped at the same moments."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -260,21 +261,16 @@ class LinkGraph(Adjacency):
 
     @classmethod
     def build(cls, vault: Vault) -> LinkGraph:
-        """A fresh graph from the vault's sidecars (``vault.services.graph`` keeps one)."""
+        """A fresh graph from the vault's link index (``vault.services.graph`` keeps one).
+        The index holds only records that validated, so each is made into an edge as is."""
         notes = {e.uri for e in vault.list_notes()}
         edges = []
-        for raw in vault.raw_links():
-            try:
-                edge = Edge(str(raw["id"]), raw["from_uri"], raw["to_uri"], LinkType(raw["link_type"]),
-                            float(raw["weight"]), str(raw.get("description") or ""))
-            except (KeyError, ValueError, TypeError):
-                continue  # malformed entries are for `memlink check` to report
-            # Only links between notes that exist: a path out of the vault, or one that is
-            # not text at all, names no note (docs/DESIGN.md, "Checks" reports it).
-            if not (isinstance(edge.from_uri, str) and isinstance(edge.to_uri, str) and 0.0 <= edge.weight <= 1.0):
-                continue
-            if edge.from_uri in notes and edge.to_uri in notes:
-                edges.append(edge)
+        for raw, _legacy in vault.linkstore.outgoing_raw():
+            row = json.loads(raw)
+            # Only links between notes that exist (docs/DESIGN.md, "Checks" reports the rest).
+            if row["from_uri"] in notes and row["to_uri"] in notes:
+                edges.append(Edge(row["id"], row["from_uri"], row["to_uri"], LinkType.named(row["link_type"]),
+                                  float(row["weight"]), row.get("description") or ""))
         return cls(edges, notes)
 
     @property

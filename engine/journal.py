@@ -5,7 +5,9 @@ A transaction is a list of idempotent operations. It is first written atomically
 journal file in `.memlink/journal/`; then the operations are applied; then the journal
 file is removed. A process killed at any instant leaves either no journal (nothing was
 touched) or a complete journal, which the next writer replays before doing anything
-else (roll-forward). Replaying twice gives the same result.
+else (roll-forward). Replaying twice gives the same result. Link operations are
+applied by the link store (engine/linkstore.py), which names the journal on a big
+folder's log line so that a replay appends it once (docs/DESIGN.md, "Units of work").
 """
 
 from __future__ import annotations
@@ -18,19 +20,16 @@ import uuid
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from .atomic import atomic_write_text, remove_file
 from .errors import MemlinkError, SidecarError, UriError
 from .jsonl import append_jsonl
-from .links import REJECTED, SIDECAR, Sidecar, StoredLink
+from .links import REJECTED, SIDECAR
+from .linkstore import SIDECAR_LOG, LinkStore, PutLink, RemoveLegacy, RemoveLink, _Op, sidecar_rel
 from .uris import PathResolver, resolve_uri
 
 STATE_DIR = ".memlink"  # the vault's derived-state folder (engine.vault re-exports it)
-
-
-class _Op(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class WriteFile(_Op):
@@ -50,12 +49,15 @@ class DeleteFile(_Op):
 
 
 class WriteSidecar(_Op):
-    """Put a whole sidecar back as it was (undo); None removes it."""
+    """Put a whole sidecar back as ``text`` (undo of an old action, `check --fix`); None
+    removes it. The folder's link log goes too: the text is the folder's whole content.
+    ``before``/``log_before``: hashes of the sidecar and its log when planned."""
 
     op: Literal["write_sidecar"] = "write_sidecar"
     folder: str
     text: str | None
     before: str | None = None
+    log_before: str | None = None
 
 
 def file_hash(path: Path) -> str | None:
@@ -63,21 +65,6 @@ def file_hash(path: Path) -> str | None:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except FileNotFoundError:
         return None
-
-
-class PutLink(_Op):
-    """Insert or replace the entry with this id and direction in ``folder``'s sidecar."""
-
-    op: Literal["put_link"] = "put_link"
-    folder: str
-    link: StoredLink
-
-
-class RemoveLink(_Op):
-    op: Literal["remove_link"] = "remove_link"
-    folder: str
-    id: str
-    direction: Literal["links", "backlinks"]
 
 
 class AppendRecords(_Op):
@@ -92,16 +79,6 @@ class AppendRecords(_Op):
     records: list[dict]
 
 
-class RemoveLegacy(_Op):
-    """Drop one target from a legacy {uris, reason} entry (and the entry once empty)."""
-
-    op: Literal["remove_legacy"] = "remove_legacy"
-    folder: str
-    entry_id: str | None
-    from_uri: str | None
-    to_uri: str
-
-
 Op = Annotated[WriteFile | DeleteFile | PutLink | RemoveLink | RemoveLegacy | WriteSidecar | AppendRecords,
               Field(discriminator="op")]
 _OPS = TypeAdapter(list[Op])
@@ -109,93 +86,6 @@ _OPS = TypeAdapter(list[Op])
 
 def sidecar_path(root: Path, folder: str) -> Path:
     return (resolve_uri(root, folder) if folder else Path(root)) / SIDECAR
-
-
-class SidecarCache:
-    """Parsed sidecars keyed by path and file identity (inode, mtime, size), so a folder
-    with thousands of links is parsed once, not on every read. A file replaced by another
-    writer gets a new inode (atomic rename) and is parsed again."""
-
-    def __init__(self, resolver: PathResolver | None = None) -> None:
-        self.resolver = resolver
-        self._items: dict[Path, tuple[tuple[int, int, int], Sidecar | SidecarError]] = {}
-        self._by_note: dict[Path, dict[tuple[str, str], list[StoredLink]]] = {}
-
-    def _get(self, root: Path, folder: str) -> tuple[Path, Sidecar | SidecarError | None]:
-        """The folder's parsed sidecar, the error of one that cannot be read (cached like
-        a parse, so a broken file costs one attempt per version), or None: no file."""
-        path = self.resolver.folder(folder) / SIDECAR if self.resolver else sidecar_path(root, folder)
-        try:
-            st = path.stat()
-        except (FileNotFoundError, NotADirectoryError):
-            self._items.pop(path, None)
-            self._by_note.pop(path, None)
-            return path, None
-        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
-        hit = self._items.get(path)
-        if hit is not None and hit[0] == stamp:
-            return path, hit[1]
-        where = f"{folder}/{SIDECAR}" if folder else SIDECAR
-        car: Sidecar | SidecarError
-        try:
-            car = Sidecar.parse(_sidecar_text(root, path, where), where, folder)
-        except SidecarError as exc:
-            car = exc
-        self._items[path] = (stamp, car)
-        self._by_note.pop(path, None)
-        return path, car
-
-    def read(self, root: Path, folder: str) -> Sidecar:
-        """The folder's sidecar (empty when there is none). Raises SidecarError when the
-        file cannot be read at all; bad entries inside it are in ``rejected``."""
-        _path, car = self._get(root, folder)
-        if isinstance(car, SidecarError):
-            raise SidecarError(str(car))
-        return car.copy() if car is not None else Sidecar()
-
-    def broken(self, root: Path, folder: str) -> SidecarError | None:
-        """Why the folder's sidecar cannot be read at all (None: it reads, or is absent)."""
-        _path, car = self._get(root, folder)
-        return car if isinstance(car, SidecarError) else None
-
-    def note_links(self, root: Path, folder: str, uri: str, direction: str) -> list[StoredLink]:
-        """One note's links or backlinks, from a per-sidecar index built once per version
-        of the file (a folder can hold thousands of entries)."""
-        path, car = self._get(root, folder)
-        if not isinstance(car, Sidecar):
-            return []  # unreadable: `memlink check` reports it; the folder's notes still open
-        index = self._by_note.get(path)
-        if index is None:
-            index = {}
-            for link in car.all_links(folder):
-                owner = link.from_uri if link.direction == "links" else link.to_uri
-                index.setdefault((owner, link.direction), []).append(link)
-            self._by_note[path] = index
-        return list(index.get((uri, direction), ()))
-
-    def remember(self, path: Path, car: Sidecar) -> None:
-        """Record what we just wrote, so our own write does not force a re-parse."""
-        try:
-            st = path.stat()
-        except FileNotFoundError:
-            self._items.pop(path, None)
-            return
-        self._items[path] = ((st.st_ino, st.st_mtime_ns, st.st_size), car.copy())
-        self._by_note.pop(path, None)
-
-
-def _sidecar_text(root: Path, path: Path, where: str) -> str:
-    """A sidecar file's text, or SidecarError naming why it cannot be read."""
-    if path.is_symlink():
-        real = Path(os.path.realpath(path))
-        if Path(os.path.realpath(root)) not in real.parents:
-            raise SidecarError(f"{where}: a symlink to outside the vault; not read")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise SidecarError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    except OSError as exc:
-        raise SidecarError(f"{where}: cannot be read ({exc.strerror or exc})") from exc
 
 
 def rejected_log(folder: str) -> str:
@@ -239,48 +129,10 @@ def last_record_id(path: Path) -> object:
     return record.get("id") if isinstance(record, dict) else None
 
 
-def read_sidecar(root: Path, folder: str, cache: SidecarCache | None = None) -> Sidecar:
-    return (cache or SidecarCache()).read(root, folder)
-
-
-def apply_sidecar_op(car: Sidecar, op: PutLink | RemoveLink | RemoveLegacy) -> bool:
-    """Apply one operation to a parsed sidecar; True when something changed."""
-    if isinstance(op, PutLink):
-        new = op.link
-        same = [
-            e
-            for e in car.entries
-            if e.direction == new.direction and (e.id == new.id or (e.from_uri == new.from_uri and e.to_uri == new.to_uri and e.key == new.key))
-        ]
-        if len(same) == 1 and same[0] == new:
-            return False  # already there (a replay)
-        car.entries = [e for e in car.entries if not any(e is x for x in same)] if same else car.entries
-        car.entries.append(new)
-        return True
-    if isinstance(op, RemoveLink):
-        kept = [e for e in car.entries if not (e.id == op.id and e.direction == op.direction)]
-        changed = len(kept) != len(car.entries)
-        car.entries = kept
-        return changed
-    if isinstance(op, RemoveLegacy):
-        kept_legacy: list[dict] = []
-        changed = False
-        for raw in car.legacy:
-            matches = ((raw.get("id") or "legacy") == op.entry_id) and (raw.get("from_uri") == op.from_uri)
-            if matches and op.to_uri in raw["uris"]:
-                changed = True
-                raw = {**raw, "uris": [u for u in raw["uris"] if u != op.to_uri]}
-                if not raw["uris"]:
-                    continue
-            kept_legacy.append(raw)
-        car.legacy = kept_legacy
-        return changed
-    return False
-
-
-def check_ops(root: Path, ops: list, cache: SidecarCache | None = None) -> None:
+def check_ops(root: Path, ops: list, store: LinkStore | None = None) -> None:
     """Everything a transaction touches must be usable *before* its journal is written:
-    paths inside the vault, sidecars that parse. Raises UriError / SidecarError."""
+    paths inside the vault, sidecars that read with no rejected entry (from the link
+    index: no sidecar is parsed here). Raises UriError / SidecarError."""
     for op in ops:
         if isinstance(op, (WriteFile, DeleteFile)):
             resolve_uri(root, op.uri)
@@ -289,22 +141,30 @@ def check_ops(root: Path, ops: list, cache: SidecarCache | None = None) -> None:
         elif isinstance(op, AppendRecords):
             log_path(root, op.log)
         else:
-            car = read_sidecar(root, op.folder, cache)
-            if car.rejected:  # never rewrite a file around entries nobody has looked at
-                bad = car.rejected[0]
-                where = f"{op.folder}/{SIDECAR}" if op.folder else SIDECAR
-                raise SidecarError(f"{where}: {bad.label}: {bad.cause} "
+            problems = (store or _store(root)).problems(op.folder)
+            if problems.broken:
+                raise SidecarError(problems.broken)
+            if problems.rejected:  # never rewrite a file around entries nobody has looked at
+                bad = problems.rejected[0]
+                raise SidecarError(f"{sidecar_rel(op.folder)}: {bad.label}: {bad.cause} "
                                    "(`memlink check --fix` moves bad entries aside)")
             if isinstance(op, PutLink):
                 resolve_uri(root, op.link.from_uri)
                 resolve_uri(root, op.link.to_uri)
 
 
-def apply_ops(root: Path, ops: list, cache: SidecarCache | None = None) -> list[str]:
-    """Apply operations; idempotent, so a replay after a crash is always safe. Returns
+def _store(root: Path) -> LinkStore:
+    """A link store with its index in memory, for callers that bring none."""
+    return LinkStore(Path(root), PathResolver(Path(root)), None)
+
+
+def apply_ops(root: Path, ops: list, store: LinkStore | None = None, tx: str | None = None) -> list[str]:
+    """Apply operations; idempotent, so a replay after a crash is always safe. ``tx``
+    names the journal (a folder's link log records it, so a replay appends once). Returns
     the paths it left alone because they changed since the transaction was planned."""
+    store = store or _store(root)
     skipped: list[str] = []
-    by_folder: dict[str, list] = {}
+    link_ops: list = []
     for op in ops:
         if isinstance(op, WriteFile):
             path = resolve_uri(root, op.uri)
@@ -326,53 +186,38 @@ def apply_ops(root: Path, ops: list, cache: SidecarCache | None = None) -> list[
             remove_file(path)
         elif isinstance(op, WriteSidecar):
             path = sidecar_path(root, op.folder)
-            now = file_hash(path)
+            now, now_log = file_hash(path), file_hash(path.with_name(SIDECAR_LOG))
             target = None if op.text is None else hashlib.sha256(op.text.encode("utf-8")).hexdigest()
-            if now == target:
+            if now == target and now_log is None:
                 continue
-            if now != op.before:
-                skipped.append(f"{op.folder}/{SIDECAR}")
+            if now != target and (now != op.before or now_log != op.log_before):
+                skipped.append(sidecar_rel(op.folder))
                 continue
-            if op.text is None:
-                remove_file(path)
-            else:
-                atomic_write_text(path, op.text)
+            store.restore(op.folder, op.text)  # (text already there: a kill before its log went)
         elif isinstance(op, AppendRecords):
             path = log_path(root, op.log)
             if op.records and last_record_id(path) != op.records[-1].get("id"):
                 append_jsonl(path, op.records)
         else:
-            by_folder.setdefault(op.folder, []).append(op)
-    for folder, folder_ops in by_folder.items():
-        car = read_sidecar(root, folder, cache)
-        changed = False
-        for op in folder_ops:
-            changed = apply_sidecar_op(car, op) or changed
-        if changed:
-            path = sidecar_path(root, folder)
-            if not car.entries and not car.legacy:
-                remove_file(path)
-            else:
-                atomic_write_text(path, car.dump())
-                if cache is not None:
-                    cache.remember(path, car)
+            link_ops.append(op)
+    store.apply(link_ops, tx)
     return skipped
 
 
 class Journal:
-    def __init__(self, root: Path, folder: Path, cache: SidecarCache | None = None):
+    def __init__(self, root: Path, folder: Path, store: LinkStore | None = None):
         self.root = Path(root)
         self.folder = Path(folder)
-        self.cache = cache
+        self.store = store
 
     def commit(self, ops: list) -> None:
         if not ops:
             return
-        check_ops(self.root, ops, self.cache)
+        check_ops(self.root, ops, self.store)
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.json"
         atomic_write_text(path, _OPS.dump_json(ops).decode("utf-8"))
-        apply_ops(self.root, ops, self.cache)
+        apply_ops(self.root, ops, self.store, path.stem)
         remove_file(path)
 
     def pending(self) -> list[Path]:
@@ -390,7 +235,7 @@ class Journal:
         for path in self.pending():
             try:
                 ops = _OPS.validate_json(path.read_bytes())
-                skipped = apply_ops(self.root, ops, self.cache)
+                skipped = apply_ops(self.root, ops, self.store, path.stem)
             except (ValidationError, ValueError, OSError, MemlinkError) as exc:
                 path.rename(path.with_suffix(".failed"))
                 problems.append(f"journal {path.name} could not be replayed ({exc}); set aside as {path.stem}.failed")

@@ -6,6 +6,7 @@ link-type table (``engine/linktypes.py``, docs/DESIGN.md "Link types").
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from typing import Annotated, Any, Literal
@@ -112,7 +113,7 @@ class StoredLink(BaseModel):
     @classmethod
     def _inside(cls, value: str) -> str:
         try:
-            return normalize_uri(value)
+            return _normalized(value)
         except UriError as exc:
             raise ValueError(str(exc)) from exc
 
@@ -128,6 +129,12 @@ class StoredLink(BaseModel):
         a = self.model_dump(exclude={"direction"})
         b = other.model_dump(exclude={"direction"})
         return a == b
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _normalized(uri: str) -> str:
+    """normalize_uri, remembered: a big sidecar names each note many times."""
+    return normalize_uri(uri)
 
 
 def new_link_id() -> str:
@@ -178,103 +185,129 @@ class Rejected(BaseModel):
 
 
 class Sidecar:
-    """The parsed contents of one folder's `.relations.json`.
-
-    ``entries`` are new-format StoredLinks; ``legacy`` are old `{uris, reason}` dicts kept
-    verbatim until the link they hold is rewritten in the new format; ``rejected`` are
-    entries that do not validate (a path out of the vault, a bad type, a missing key):
-    readers skip them, one bad entry never hides the rest of the file.
+    """The links of one folder, sorted out: ``entries`` are new-format StoredLinks;
+    ``legacy`` are old `{uris, reason}` dicts kept verbatim until the link they hold is
+    rewritten in the new format; ``rejected`` are entries that do not validate (a path
+    out of the vault, a bad type, a missing key): readers skip them, one bad entry never
+    hides the rest of the file. The link store (engine/linkstore.py) hands these out;
+    ``parse`` and ``dump`` read and write one `.relations.json` text.
     """
 
-    def __init__(self, entries: list[StoredLink] | None = None, legacy: list[dict] | None = None, lines: dict | None = None,
+    def __init__(self, entries: list[StoredLink] | None = None, legacy: list[dict] | None = None,
                  rejected: list[Rejected] | None = None):
         self.entries = entries or []
         self.legacy = legacy or []
         self.rejected = rejected or []
-        # JSON line of each entry as read from disk, keyed by id(entry) with the entry kept
-        # alongside (so an id is never reused while in the map): writing a folder of
-        # thousands of links then serialises only the entries that changed.
-        self._lines: dict[int, tuple[StoredLink, str]] = lines if lines is not None else {}
 
     @classmethod
     def parse(cls, text: str, where: str, folder: str) -> Sidecar:
         """Parse a sidecar. A file that is not a JSON list raises SidecarError; a bad
         entry inside one is set aside in ``rejected`` with its index and cause."""
-        try:
-            data = json.loads(text) if text.strip() else []
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise SidecarError(f"{where}: not valid JSON: {exc}") from exc
-        if not isinstance(data, list):
-            raise SidecarError(f"{where}: must hold a JSON list of link entries")
-        entries: list[StoredLink] = []
-        legacy: list[dict] = []
-        rejected: list[Rejected] = []
-        lines: dict[int, tuple[StoredLink, str]] = {}
-        for i, raw in enumerate(data):
-            try:
-                if not isinstance(raw, dict):
-                    raise SidecarError("not an object")
-                if "uris" in raw:
-                    _check_legacy(raw)
-                    legacy.append(raw)
-                elif "to_uri" in raw:
-                    entry = _validate(raw)
-                    entries.append(entry)
-                    lines[id(entry)] = (entry, json.dumps(entry.model_dump(mode="json"), ensure_ascii=False))
-                else:
-                    raise SidecarError("has neither 'to_uri' nor legacy 'uris'")
-            except SidecarError as exc:
-                rejected.append(Rejected(index=i, entry=raw, cause=str(exc)))
-        return cls(entries, legacy, lines, rejected)
+        return cls(*classify(load_rows(text, where)))
 
     def copy(self) -> Sidecar:
-        return Sidecar(list(self.entries), list(self.legacy), self._lines, list(self.rejected))
-
-    def without_rejected(self) -> Sidecar:
-        car = self.copy()
-        car.rejected = []
-        return car
-
-    def _line(self, entry: StoredLink) -> str:
-        hit = self._lines.get(id(entry))
-        if hit is not None and hit[0] is entry:
-            return hit[1]
-        return json.dumps(entry.model_dump(mode="json"), ensure_ascii=False)
+        return Sidecar(list(self.entries), list(self.legacy), list(self.rejected))
 
     def dump(self) -> str:
         """One entry per line: diff-friendly, and fast (the C JSON encoder, no indent).
         Rejected entries are written back as they were: only `check --fix` moves them."""
-        rows = [self._line(l) for l in sorted(self.entries, key=lambda l: -l.weight)]
-        rows += [json.dumps(d, ensure_ascii=False) for d in self.legacy]
-        rows += [json.dumps(r.entry, ensure_ascii=False) for r in self.rejected]
-        if not rows:
-            return "[]\n"
-        return "[\n" + ",\n".join(rows) + "\n]\n"
+        return dump_rows([*(l.model_dump(mode="json") for l in self.entries), *self.legacy, *(r.entry for r in self.rejected)])
 
     def legacy_links(self, folder: str) -> list[StoredLink]:
         """Legacy entries read as links of the default type (related_to; docs/DESIGN.md
         "Link types"): weight 1.0, reason → description.
         An entry without from_uri is a folder-level relation: its from_uri is the folder."""
-        out = []
-        for raw in self.legacy:
-            for uri in raw["uris"]:
-                out.append(
-                    StoredLink(
-                        id=str(raw.get("id") or "legacy"),
-                        from_uri=str(raw.get("from_uri") or folder),
-                        to_uri=uri,
-                        direction="links",
-                        link_type=DEFAULT_TYPE,
-                        weight=1.0,
-                        description=str(raw.get("reason") or ""),
-                        created_at=str(raw.get("created_at") or ""),
-                        legacy=True,
-                    )
-                )
-        return out
+        return [link for raw in self.legacy for link in legacy_links(raw, folder)]
 
     def all_links(self, folder: str) -> list[StoredLink]:
         return [*self.entries, *self.legacy_links(folder)]
+
+
+def load_rows(text: str, where: str) -> list:
+    """The raw entries of a sidecar text; SidecarError when it is not a JSON list."""
+    return load_rows_with_lines(text, where)[0]
+
+
+def load_rows_with_lines(text: str, where: str) -> tuple[list, list[str] | None]:
+    """The raw entries of a sidecar text and, when the file is in memlink's own format
+    (one entry per line), each entry's line: the JSON of an entry as written, so an index
+    can keep it without encoding it again. SidecarError when it is not a JSON list."""
+    try:
+        data = json.loads(text) if text.strip() else []
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise SidecarError(f"{where}: not valid JSON: {exc}") from exc
+    if not isinstance(data, list):
+        raise SidecarError(f"{where}: must hold a JSON list of link entries")
+    lines = text.split("\n")
+    if data and lines[0] == "[" and len(lines) == len(data) + 3 and lines[-2] == "]" and lines[-1] == "":
+        body = [line[:-1] if line.endswith(",") else line for line in lines[1:-2]]
+        if all(line.startswith("{") and line.endswith("}") for line in body):
+            return data, body
+    return data, None
+
+
+def is_entry(raw: object) -> bool:
+    """A new-format entry (by shape, before validation)."""
+    return isinstance(raw, dict) and "uris" not in raw and "to_uri" in raw
+
+
+def is_legacy(raw: object) -> bool:
+    return isinstance(raw, dict) and "uris" in raw
+
+
+def classify(rows: list) -> tuple[list[StoredLink], list[dict], list[Rejected]]:
+    """Validate raw entries: (links, legacy entries, rejected entries with index and cause)."""
+    entries: list[StoredLink] = []
+    legacy: list[dict] = []
+    rejected: list[Rejected] = []
+    for i, raw in enumerate(rows):
+        try:
+            if not isinstance(raw, dict):
+                raise SidecarError("not an object")
+            if "uris" in raw:
+                _check_legacy(raw)
+                legacy.append(raw)
+            elif "to_uri" in raw:
+                entries.append(_validate(raw))
+            else:
+                raise SidecarError("has neither 'to_uri' nor legacy 'uris'")
+        except SidecarError as exc:
+            rejected.append(Rejected(index=i, entry=raw, cause=str(exc)))
+    return entries, legacy, rejected
+
+
+def _weight(raw: object) -> float:
+    w = raw.get("weight") if isinstance(raw, dict) else None
+    return float(w) if isinstance(w, (int, float)) else 0.0
+
+
+def dump_rows(rows: list) -> str:
+    """A sidecar's text from raw entries, one per line: links by weight (highest first,
+    ties in their order), then legacy entries, then anything else as it was."""
+    links = sorted((r for r in rows if is_entry(r)), key=lambda r: -_weight(r))
+    rest = [r for r in rows if is_legacy(r)] + [r for r in rows if not is_entry(r) and not is_legacy(r)]
+    lines = [json.dumps(r, ensure_ascii=False) for r in [*links, *rest]]
+    if not lines:
+        return "[]\n"
+    return "[\n" + ",\n".join(lines) + "\n]\n"
+
+
+def legacy_links(raw: dict, folder: str) -> list[StoredLink]:
+    """One legacy entry's links (see ``Sidecar.legacy_links``)."""
+    return [
+        StoredLink(
+            id=str(raw.get("id") or "legacy"),
+            from_uri=str(raw.get("from_uri") or folder),
+            to_uri=uri,
+            direction="links",
+            link_type=DEFAULT_TYPE,
+            weight=1.0,
+            description=str(raw.get("reason") or ""),
+            created_at=str(raw.get("created_at") or ""),
+            legacy=True,
+        )
+        for uri in raw["uris"]
+    ]
 
 
 def _validate(raw: dict) -> StoredLink:

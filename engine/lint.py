@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 from .atomic import atomic_write_text
 from .checks import Finding, run_checks
 from .errors import MemlinkError
-from .journal import PutLink, RemoveLegacy, RemoveLink, rejected_log
-from .links import SIDECAR, Direction
+from .journal import rejected_log
+from .links import SIDECAR, Direction, dump_rows
+from .linkstore import SIDECAR_LOG, PutLink, RemoveLegacy, RemoveLink
 from .transaction import sidecar_rel
 from .uris import uri_dir
 
@@ -61,29 +62,39 @@ def set_aside(vault: Vault) -> list[str]:
     file beside them (appended, never overwritten: nothing is silently deleted), in one
     unit of work. Says what went where (docs/DESIGN.md, "Checks")."""
     done: list[str] = []
+    store = vault.linkstore
     with vault.transaction() as tx:
         stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         for folder in vault.sidecar_folders():
             rel, log = sidecar_rel(folder), rejected_log(folder)
-            error = vault.sidecars.broken(vault.root, folder)
-            if error is not None:
-                path = vault.resolve.folder(folder) / SIDECAR
-                try:  # a symlink is kept as where it pointed: its target is not the vault's to copy
-                    kept = {"symlink": os.readlink(path)} if path.is_symlink() else _kept_bytes(path.read_bytes())
-                except OSError:
-                    continue  # nothing to keep or move (a folder named like a sidecar): check still reports it
-                tx.append(log, {"sidecar": SIDECAR, "at": stamp, "cause": str(error), **kept})
+            problems = store.problems(folder)
+            if problems.broken is not None:
+                where = vault.resolve.folder(folder)
+                kept: dict[str, str] = {}
+                for name, path in ((SIDECAR, where / SIDECAR), (SIDECAR_LOG, where / SIDECAR_LOG)):
+                    try:  # a symlink is kept as where it pointed: its target is not the vault's to copy
+                        one = {"symlink": os.readlink(path)} if path.is_symlink() else _kept_bytes(path.read_bytes())
+                    except FileNotFoundError:
+                        continue
+                    except OSError:
+                        kept = {}
+                        break  # nothing to keep or move (a folder named like a sidecar): check still reports it
+                    kept.update(one if name == SIDECAR else {f"log_{k}": v for k, v in one.items()})
+                if not kept:
+                    continue
+                tx.append(log, {"sidecar": SIDECAR, "at": stamp, "cause": problems.broken, **kept})
                 tx.restore_sidecar(folder, None)
-                done.append(f"moved unreadable {rel} to {log} ({str(error).removeprefix(rel + ': ')})")
+                done.append(f"moved unreadable {rel} to {log} ({problems.broken.removeprefix(rel + ': ')})")
                 continue
-            car = vault.sidecars.read(vault.root, folder)
-            if not car.rejected:
+            if not problems.rejected:
                 continue
-            for bad in car.rejected:
+            for bad in problems.rejected:
                 tx.append(log, {"sidecar": SIDECAR, "at": stamp, "index": bad.index, "cause": bad.cause, "entry": bad.entry})
-            clean = car.without_rejected()
-            tx.restore_sidecar(folder, clean.dump() if clean.entries or clean.legacy else None)
-            done.append(f"moved {len(car.rejected)} bad entr{'y' if len(car.rejected) == 1 else 'ies'} of {rel} to {log}")
+            bad_at = {bad.index for bad in problems.rejected}
+            clean = [row for i, row in enumerate(store.materialized(folder)) if i not in bad_at]
+            tx.restore_sidecar(folder, dump_rows(clean) if clean else None)
+            n = len(problems.rejected)
+            done.append(f"moved {n} bad entr{'y' if n == 1 else 'ies'} of {rel} to {log}")
     return done
 
 
@@ -109,7 +120,7 @@ def fix(vault: Vault) -> list[str]:
         unusable: set[str] = set()
         for folder in vault.sidecar_folders():
             try:
-                car = vault.sidecars.read(vault.root, folder)
+                car = vault.linkstore.sidecar(folder)
             except MemlinkError:
                 unusable.add(folder)
                 continue  # a broken sidecar is reported by lint, not guessed at
@@ -130,7 +141,7 @@ def fix(vault: Vault) -> list[str]:
             twin_dir: Direction = "backlinks" if direction == "links" else "links"
             if (twin_dir, link_id) not in seen:
                 twin_folder = uri_dir(l.to_uri if direction == "links" else l.from_uri)
-                if twin_folder in unusable or vault.sidecars.broken(vault.root, twin_folder) is not None:
+                if twin_folder in unusable or vault.linkstore.problems(twin_folder).broken is not None:
                     continue  # its sidecar could not be set aside; check keeps reporting it
                 ops.append(PutLink(folder=twin_folder, link=l.as_direction(twin_dir)))
                 done.append(f"restored the {twin_dir} side of {l.id} {l.from_uri} -> {l.to_uri}")

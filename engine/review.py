@@ -12,9 +12,10 @@
 
 `preview` stages an action and describes what it would change (a `Plan`: notes, fields
 and links on both sides) without writing; `review` stages the same action, checks it
-against the plan the user saw, and commits it with its action-log record (a snapshot of
-every file it touches) as one unit of work; `undo` puts the last action back, unless those
-files changed since, in one unit of work too."""
+against the plan the user saw, and commits it with its action-log record (the texts of
+the notes it touches, and each link record it changes as it was and as it left it) as one
+unit of work; `undo` puts the last action back, unless those changed since, in one unit
+of work too."""
 
 from __future__ import annotations
 
@@ -27,15 +28,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 from .errors import MemlinkError
-from .journal import DeleteFile, PutLink, RemoveLegacy, RemoveLink, WriteFile, WriteSidecar
+from .journal import DeleteFile, WriteFile, WriteSidecar
 from .jsonl import read_jsonl
 from .lineranges import format_ranges, parse_ranges
+from .links import StoredLink
+from .linkstore import PutLink, RemoveLegacy, RemoveLink
 from .notes import parse_note, serialize_note
 from .transaction import sidecar_rel, text_hash
 from .uris import uri_dir
 
 if TYPE_CHECKING:
-    from .links import StoredLink
     from .transaction import Transaction
     from .vault import Vault
 
@@ -138,11 +140,17 @@ def review(vault: Vault, a: str, b: str, action: str, *, text: str | None = None
         # Staged from a clean unit of work (checked in _stage), so the files on disk are
         # what the action replaces. The two notes are kept too even when unchanged: undo
         # refuses once they were edited since, as the decision was made on their texts.
-        snapshot = sorted(set(plan.files) | {a, b, sidecar_rel(uri_dir(a)), sidecar_rel(uri_dir(b))})
+        # Links are kept one record at a time (a sidecar can hold tens of thousands), with
+        # their place in a sidecar small enough to be rewritten whole, so undo puts the
+        # file back as it was; a legacy entry the action touched keeps its whole sidecar.
+        whole = sorted({sidecar_rel(op.folder) for op in tx.ops() if isinstance(op, RemoveLegacy)})
+        snapshot = sorted({f for f in plan.files if not _is_sidecar(f)} | {a, b} | set(whole))
         before = {rel: _disk_text(vault, rel) for rel in snapshot}
+        for rel in whole:
+            before[rel] = vault.linkstore.effective_text(rel[: -len(sidecar_rel(""))].rstrip("/"))
         after = {rel: text_hash(tx.text_after(rel)) for rel in snapshot}
         tx.append(ACTION_LOG, {"at": _now(), "action": action, "a": a, "b": b, "message": plan.message,
-                               "before": before, "after": after})
+                               "before": before, "after": after, "links": _link_records(vault, tx, whole)})
     return ReviewResult(action, plan.message, plan.files, plan)
 
 
@@ -252,6 +260,10 @@ def _rewrite_keeping_links(vault: Vault, tx: Transaction, uri: str, text: str) -
                          PutLink(folder=uri_dir(kept.to_uri), link=kept.as_direction("backlinks"))])
 
 
+def _is_sidecar(rel: str) -> bool:
+    return rel.endswith(sidecar_rel(""))
+
+
 def _touched(tx: Transaction) -> list[str]:
     out: set[str] = set()
     for op in tx.ops():
@@ -269,38 +281,53 @@ def _disk_text(vault: Vault, rel: str) -> str | None:
         return None
 
 
+def _link_records(vault: Vault, tx: Transaction, whole: list[str]) -> list[dict[str, Any]]:
+    """Each link record the action changes: folder, id, direction, the entry before (with
+    its place in its folder's list, when that sidecar is rewritten whole on each write)
+    and after (None: no entry). Folders kept whole (``whole``) are left out."""
+    out: list[dict[str, Any]] = []
+    places: dict[str, dict[tuple[Any, Any], int] | None] = {}
+    for change in tx.link_changes():
+        if sidecar_rel(change.folder) in whole:
+            continue
+        if change.folder not in places:
+            places[change.folder] = None if vault.linkstore.in_log_mode(change.folder) else {
+                (r.get("id"), r.get("direction")): i for i, r in enumerate(vault.linkstore.materialized(change.folder))
+                if isinstance(r, dict) and "uris" not in r}
+        place = places[change.folder]
+        out.append({"folder": change.folder, "id": change.id, "direction": change.direction,
+                    "at": place.get((change.id, change.direction)) if place is not None and change.before else None,
+                    "before": change.before.model_dump(mode="json") if change.before else None,
+                    "after": change.after.model_dump(mode="json") if change.after else None})
+    return out
+
+
 def _describe(vault: Vault, tx: Transaction, action: str, a: str, b: str, message: str) -> Plan:
     """Compare what the transaction staged with the files on disk."""
     files = _touched(tx)
     notes: list[NoteChange] = []
-    links: dict[str, LinkChange] = {}
     for rel in files:
+        if _is_sidecar(rel):
+            continue
         old, new = _disk_text(vault, rel), tx.text_after(rel)
-        if old == new:
-            continue
-        if not rel.endswith(sidecar_rel("")):
+        if old != new:
             notes.append(_note_change(vault, rel, old, new))
-            continue
-        folder = rel[: -len(sidecar_rel(""))].rstrip("/")
-        before = {(l.id, l.direction): l for l in vault.sidecars.read(vault.root, folder).all_links(folder)}
-        after = {(l.id, l.direction): l for l in vault.relations(folder)}
-        for key in sorted(set(before) | set(after)):
-            was, now = before.get(key), after.get(key)
-            if was is not None and now is not None and was == now:
-                continue
-            change = "add" if was is None else "remove" if now is None else "edit"
-            shown = now or was
-            assert shown is not None
-            entry = links.setdefault(shown.id, LinkChange(
-                change=change, id=shown.id, link_type=shown.link_type.value, from_uri=shown.from_uri,
-                to_uri=shown.to_uri, t_field=shown.t_field, t_line_ranges=shown.t_line_ranges, sides=[]))
-            if rel not in entry.sides:  # both ends in one folder: one file, named once
-                entry.sides.append(rel)
-            if change == "edit" and was is not None and now is not None:
-                old_d, new_d = was.model_dump(mode="json"), now.model_dump(mode="json")
-                diff = sorted(k for k in old_d if old_d[k] != new_d.get(k))
-                entry.before = {k: old_d[k] for k in diff}
-                entry.after = {k: new_d.get(k) for k in diff}
+    links: dict[str, LinkChange] = {}
+    for c in sorted(tx.link_changes(), key=lambda c: (sidecar_rel(c.folder), c.id, c.direction)):
+        rel = sidecar_rel(c.folder)
+        change = "add" if c.before is None else "remove" if c.after is None else "edit"
+        shown = c.after or c.before
+        assert shown is not None
+        entry = links.setdefault(shown.id, LinkChange(
+            change=change, id=shown.id, link_type=shown.link_type.value, from_uri=shown.from_uri,
+            to_uri=shown.to_uri, t_field=shown.t_field, t_line_ranges=shown.t_line_ranges, sides=[]))
+        if rel not in entry.sides:  # both ends in one folder: one file, named once
+            entry.sides.append(rel)
+        if change == "edit" and c.before is not None and c.after is not None:
+            old_d, new_d = c.before.model_dump(mode="json"), c.after.model_dump(mode="json")
+            diff = sorted(k for k in old_d if old_d[k] != new_d.get(k))
+            entry.before = {k: old_d[k] for k in diff}
+            entry.after = {k: new_d.get(k) for k in diff}
     for entry in links.values():
         if entry.change == "add":
             entry.id = "new"
@@ -365,9 +392,23 @@ def undo(vault: Vault) -> str:
 
 
 def _restore(tx: Transaction, entry: dict[str, Any]) -> None:
+    """Put back what an action changed: note texts (and, for actions logged before link
+    records were kept one by one, whole sidecars), then each link record it changed."""
     after = entry.get("after") or {}
     for rel in entry["before"]:
         if text_hash(tx.text_after(rel)) != after.get(rel):
             raise ReviewError(f"cannot undo: {rel} changed since the {entry['action']} action")
+    records = entry.get("links") or []
+    for r in records:
+        now = tx.entry(r["folder"], r["id"], r["direction"])
+        if (now.model_dump(mode="json") if now else None) != r["after"]:
+            raise ReviewError(f"cannot undo: link {r['id']} in {sidecar_rel(r['folder'])} changed since the "
+                              f"{entry['action']} action")
     for rel, text in entry["before"].items():
         tx.restore(rel, text)
+    # Every record the action left goes, then each one it replaced comes back in its old
+    # place (in order of place, so each lands where it was).
+    ops: list = [RemoveLink(folder=r["folder"], id=r["id"], direction=r["direction"]) for r in records if r["after"]]
+    back = sorted((r for r in records if r["before"]), key=lambda r: (r["folder"], r["at"] is None, r["at"] or 0))
+    ops += [PutLink(folder=r["folder"], link=StoredLink.model_validate(r["before"]), at=r["at"]) for r in back]
+    tx.link_ops(ops)

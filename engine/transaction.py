@@ -3,46 +3,51 @@ log records gathered while a ``with vault.transaction() as tx:`` block runs, com
 through the journal as one atomic step when it ends (nothing when it raises).
 
 The transaction keeps the journal operations it will commit plus an overlay of what they
-change (note texts, sidecar states), which the vault's reads consult, so code inside the
-block sees its own staged writes. See docs/DESIGN.md, "Units of work".
+change (note texts; the links of each note a link operation touches, never a copy of a
+whole folder's sidecar), which the vault's reads consult, so code inside the block sees
+its own staged writes. See docs/DESIGN.md, "Units of work".
 """
 
 from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .journal import (
-    AppendRecords,
-    DeleteFile,
-    PutLink,
-    RemoveLegacy,
-    RemoveLink,
-    WriteFile,
-    WriteSidecar,
-    apply_sidecar_op,
-    file_hash,
-    log_path,
-)
-from .links import SIDECAR, Sidecar, StoredLink
+from .journal import AppendRecords, DeleteFile, WriteFile, WriteSidecar, file_hash, log_path
+from .links import SIDECAR, Sidecar, StoredLink, dump_rows
+from .linkstore import SIDECAR_LOG, PutLink, RemoveLegacy, RemoveLink, apply_raw, op_row, owner_of, sidecar_rel
 
 if TYPE_CHECKING:
     from .notes import Note
     from .vault import Vault
 
 LinkOp = PutLink | RemoveLink | RemoveLegacy
+View = tuple[str, str, str]  # (folder, owner note, direction): one note's side of a folder's sidecar
+
+__all__ = ["LinkChange", "LinkOp", "Transaction", "sidecar_rel", "text_hash"]
 
 
 def text_hash(text: str | None) -> str | None:
     return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def sidecar_rel(folder: str) -> str:
-    """A folder's sidecar as a vault-relative path."""
-    return f"{folder}/{SIDECAR}" if folder else SIDECAR
+def _is_sidecar(rel: str) -> bool:
+    return rel == SIDECAR or rel.endswith("/" + SIDECAR)
+
+
+@dataclass(frozen=True)
+class LinkChange:
+    """One link record a transaction changes: as on disk (``before``) and as staged."""
+
+    folder: str
+    id: str
+    direction: str
+    before: StoredLink | None
+    after: StoredLink | None
 
 
 class Transaction:
@@ -55,11 +60,11 @@ class Transaction:
         self._texts: dict[str, str | None] = {}  # staged note texts (None: deleted)
         self._notes: dict[str, Note | None] = {}  # parsed notes for the catalog (None: parse the file)
         self._restores: dict[str, WriteSidecar] = {}  # whole sidecars put back (undo)
-        self._link_ops: list[LinkOp] = []
-        self._sidecars: dict[str, Sidecar] = {}  # staged sidecar states by folder
         self._restored: dict[str, str | None] = {}  # sidecar texts put back whole, by folder
-        self._changed: set[str] = set()  # folders whose staged sidecar link ops changed
-        self._owned: set[str] = set()  # staged sidecars this savepoint may change in place
+        self._link_ops: list[LinkOp] = []
+        # Staged links of each note a link operation touched (lists are replaced, never
+        # changed in place, so a savepoint's shallow copy keeps the old ones).
+        self._views: dict[View, list[StoredLink]] = {}
         self._records: dict[str, list[dict[str, Any]]] = {}  # log -> records to append
         self._events: list[tuple[str, str]] = []
 
@@ -82,20 +87,25 @@ class Transaction:
         self._events.append(("deleted", uri))
 
     def restore_sidecar(self, folder: str, text: str | None) -> None:
-        """Put a folder's whole sidecar back as ``text`` (None: no sidecar). Link changes
-        staged earlier for the folder are overwritten by it."""
+        """Put a folder's whole sidecar back as ``text`` (None: no sidecar; its link log
+        goes too). Link changes staged earlier for the folder are overwritten by it."""
         first = self._restores.get(folder)
-        before = first.before if first is not None else file_hash(self.vault.resolve.folder(folder) / SIDECAR)
-        self._restores[folder] = WriteSidecar(folder=folder, text=text, before=before)
+        if first is None:
+            where = self.vault.resolve.folder(folder)
+            first = WriteSidecar(folder=folder, text=None, before=file_hash(where / SIDECAR),
+                                 log_before=file_hash(where / SIDECAR_LOG))
+        self._restores[folder] = first.model_copy(update={"text": text})
         self._link_ops = [op for op in self._link_ops if op.folder != folder]
-        self._sidecars[folder] = Sidecar.parse(text or "", sidecar_rel(folder), folder)
-        self._owned.add(folder)
-        self._restored[folder] = text
-        self._changed.discard(folder)
+        views = {k: v for k, v in self._views.items() if k[0] != folder}
+        for link in Sidecar.parse(text or "", sidecar_rel(folder), folder).all_links(folder):
+            key = (folder, owner_of(link), link.direction)
+            views[key] = [*views.get(key, []), link]
+        self._views = views
+        self._restored = {**self._restored, folder: text}
 
     def restore(self, rel: str, text: str | None) -> None:
         """Put a vault file (a note or a sidecar) back as ``text`` (None: no file)."""
-        if rel == SIDECAR or rel.endswith("/" + SIDECAR):
+        if _is_sidecar(rel):
             self.restore_sidecar(rel[: -len(SIDECAR)].rstrip("/"), text)
         elif text is not None:
             self.put_text(rel, text)
@@ -103,18 +113,38 @@ class Transaction:
             self.delete(rel)
 
     def link_ops(self, ops: list[LinkOp]) -> None:
-        """Stage link changes; each folder's staged sidecar follows them."""
+        """Stage link changes; the staged links of each note they touch follow them."""
         for op in ops:
-            car = self._sidecars.get(op.folder)
-            if car is None:
-                car = self.vault.sidecars.read(self.vault.root, op.folder)  # a copy of the parsed file
-            elif op.folder not in self._owned:
-                car = car.copy()  # copy on write, once per folder and savepoint: a mark keeps the old one
-            self._sidecars[op.folder] = car
-            self._owned.add(op.folder)
-            if apply_sidecar_op(car, op):
-                self._changed.add(op.folder)
+            if isinstance(op, PutLink):
+                link = op.link
+                key = (op.folder, owner_of(link), link.direction)
+                kept = [l for l in self._view(key) if l.legacy or (l.id != link.id and l.key != link.key)]
+                self._views[key] = [*kept, link]
+            elif isinstance(op, RemoveLink):
+                for owner in self._owners(op.folder, op.id, op.direction):
+                    key = (op.folder, owner, op.direction)
+                    self._views[key] = [l for l in self._view(key) if l.legacy or l.id != op.id]
+            else:
+                key = (op.folder, op.from_uri or op.folder, "links")
+                self._views[key] = [l for l in self._view(key)
+                                    if not (l.legacy and l.id == (op.entry_id or "legacy") and l.to_uri == op.to_uri)]
             self._link_ops.append(op)
+
+    def _view(self, key: View) -> list[StoredLink]:
+        """A note's staged links in a folder, as on disk until this transaction changed them."""
+        staged = self._views.get(key)
+        if staged is not None:
+            return staged
+        if key[0] in self._restored:
+            return []
+        return self.vault.linkstore.links_of(*key)
+
+    def _owners(self, folder: str, link_id: str, direction: str) -> set[str]:
+        owners = {k[1] for k, links in self._views.items()
+                  if k[0] == folder and k[2] == direction and any(l.id == link_id for l in links)}
+        if folder not in self._restored:
+            owners |= set(self.vault.linkstore.owners(folder, link_id, direction))
+        return owners
 
     def append(self, log: str, record: dict[str, Any] | BaseModel) -> dict[str, Any]:
         """Stage a record for an append-only log (a vault-relative path under
@@ -134,27 +164,67 @@ class Transaction:
         """A staged note text (None: staged as deleted). Only for ``staged`` uris."""
         return self._texts[uri]
 
-    def sidecar(self, folder: str) -> Sidecar | None:
-        """A folder's staged sidecar (None: not touched by this transaction)."""
-        return self._sidecars.get(folder)
-
     def note_links(self, folder: str, uri: str, direction: str) -> list[StoredLink] | None:
-        car = self._sidecars.get(folder)
-        if car is None:
+        """A note's staged links (None: this transaction did not touch them)."""
+        key = (folder, uri, direction)
+        if key in self._views:
+            return list(self._views[key])
+        return [] if folder in self._restored else None
+
+    def folder_links(self, folder: str, on_disk: list[StoredLink]) -> list[StoredLink]:
+        """A folder's links once this transaction commits, given those on disk."""
+        if folder in self._restored:
+            return [l for k, links in self._views.items() if k[0] == folder for l in links]
+        staged = {k for k in self._views if k[0] == folder}
+        kept = [l for l in on_disk if (folder, owner_of(l), l.direction) not in staged]
+        return kept + [l for k in sorted(staged) for l in self._views[k]]
+
+    def entry(self, folder: str, link_id: str, direction: str) -> StoredLink | None:
+        """The record with this id and direction in a folder once this transaction commits."""
+        for (f, _owner, d), links in self._views.items():
+            if f == folder and d == direction:
+                for link in links:
+                    if link.id == link_id and not link.legacy:
+                        return link
+        if folder in self._restored:
             return None
-        return [l for l in car.all_links(folder)
-                if l.direction == direction and (l.from_uri if direction == "links" else l.to_uri) == uri]
+        found = self.vault.linkstore.entry(folder, link_id, direction)
+        if found is not None and (folder, owner_of(found), direction) in self._views:
+            return None  # staged away
+        return found
+
+    def link_changes(self) -> list[LinkChange]:
+        """Every link record this transaction changes, by (folder, id, direction)."""
+        out: dict[tuple[str, str, str], LinkChange] = {}
+        keys = set(self._views)
+        for folder in self._restored:
+            keys |= {(folder, owner_of(l), l.direction) for l in self.vault.linkstore.folder_links(folder)}
+        for key in sorted(keys):
+            before = {(l.id, l.to_uri if l.legacy else ""): l for l in self.vault.linkstore.links_of(*key)}
+            after = {(l.id, l.to_uri if l.legacy else ""): l for l in self._views.get(key, [])}
+            for ident in sorted(set(before) | set(after)):
+                was, now = before.get(ident), after.get(ident)
+                if was != now:
+                    out[(key[0], ident[0], key[2])] = LinkChange(key[0], ident[0], key[2], was, now)
+        return [out[k] for k in sorted(out)]
 
     def text_after(self, rel: str) -> str | None:
-        """What a vault file (a note or a sidecar) will hold once this transaction commits."""
-        if rel == SIDECAR or rel.endswith("/" + SIDECAR):
+        """What a vault file (a note or a sidecar) will hold once this transaction commits
+        (a sidecar with a link log: its list with the log applied, as one text)."""
+        if _is_sidecar(rel):
             folder = rel[: -len(SIDECAR)].rstrip("/")
-            car = self._sidecars.get(folder)
-            if folder in self._changed and car is not None:  # what the journal's apply will write
-                return car.dump() if car.entries or car.legacy else None
+            ops = [op for op in self._link_ops if op.folder == folder]
+            if not ops:
+                return self._restored[folder] if folder in self._restored else self.vault.linkstore.effective_text(folder)
             if folder in self._restored:
-                return self._restored[folder]
-        elif rel in self._texts:
+                rows = Sidecar.parse(self._restored[folder] or "", rel, folder)
+                raw: list = [*(l.model_dump(mode="json") for l in rows.entries), *rows.legacy]
+            else:
+                raw = self.vault.linkstore.materialized(folder)
+            for op in ops:
+                apply_raw(raw, op_row(op))
+            return dump_rows(raw) if raw else None
+        if rel in self._texts:
             return self._texts[rel]
         try:
             return (self.vault.root / rel).read_text(encoding="utf-8")
@@ -163,15 +233,12 @@ class Transaction:
 
     # -- savepoints: a joined block that raises leaves nothing staged ----------------------
     def mark(self) -> tuple:
-        self._owned = set()  # from here on a staged sidecar is copied before it changes
         return (dict(self._files), dict(self._texts), dict(self._notes), dict(self._restores), list(self._link_ops),
-                dict(self._sidecars), dict(self._restored), set(self._changed),
-                {k: list(v) for k, v in self._records.items()}, list(self._events))
+                dict(self._views), dict(self._restored), {k: list(v) for k, v in self._records.items()}, list(self._events))
 
     def rollback(self, mark: tuple) -> None:
-        (self._files, self._texts, self._notes, self._restores, self._link_ops, self._sidecars, self._restored,
-         self._changed, self._records, self._events) = mark
-        self._owned = set()
+        (self._files, self._texts, self._notes, self._restores, self._link_ops, self._views, self._restored,
+         self._records, self._events) = mark
 
     # -- what the vault commits ------------------------------------------------------------
     def ops(self) -> list:

@@ -24,10 +24,11 @@ from .atomic import atomic_write_text, sweep_temp_files
 from .catalog import CatalogEntry, CatalogStore, content_hash
 from .checks import Finding, run_checks
 from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
-from .errors import LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, SidecarError, VaultError, VaultLocked
-from .journal import STATE_DIR, Journal, PutLink, RemoveLegacy, RemoveLink, SidecarCache
+from .errors import LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, VaultError, VaultLocked
+from .journal import STATE_DIR, Journal
 from .lineranges import LineRangeMatcher, check_ranges, correct_ranges, format_ranges
 from .links import SIDECAR, LinkType, StoredLink, merge_link, new_link_id
+from .linkstore import LinkStore, PutLink, RemoveLegacy, RemoveLink
 from .merge import is_edit, merge_fields
 from .notes import Note, now_iso, parse_note, parse_timestamp, rebuild_body, render_note_body, serialize_note, split_body
 from .render import Rendered, render_links
@@ -58,9 +59,10 @@ class Vault:
         self.state_dir = self.root / STATE_DIR
         self.state = StateStore(self.state_dir / "db")
         self.resolve = PathResolver(self.root)
-        self.sidecars = SidecarCache(self.resolve)
-        self.journal = Journal(self.root, self.state_dir / "journal", self.sidecars)
-        self.links_version = 0  # bumped on every link write; caches keyed on it go stale
+        # Every link record, indexed by note (docs/DESIGN.md, "Vault format").
+        self.linkstore = LinkStore(self.root, self.resolve, self.state_dir / "links.sqlite")
+        self.journal = Journal(self.root, self.state_dir / "journal", self.linkstore)
+        self._links_version = 0  # see links_version
         self.read_only = False  # writes nothing, not even derived state (see Vault.open)
         self.read_only_reason = ""  # why: a dry run, or a vault this user cannot write
         self._lock: FileLock | None = None
@@ -92,6 +94,7 @@ class Vault:
         unwritable = _unwritable(vault.root)
         if read_only or unwritable is not None:
             vault.state.keep_in_memory()  # derived state (turn memories) lives for this process
+            vault.linkstore.keep_in_memory()
         if read_only:
             vault.read_only, vault.read_only_reason = True, f"{vault.root} is open read-only here (a dry run)"
         elif unwritable is not None:
@@ -146,6 +149,17 @@ class Vault:
         if self._services is not None:
             self._services.close()
         self.state.close()
+        self.linkstore.close()
+
+    @property
+    def links_version(self) -> int:
+        """Moves on every link write, this process's or another's (the link index counts
+        them), and when sidecars changed outside memlink: caches keyed on it go stale."""
+        return self._links_version + self.linkstore.writes()
+
+    @links_version.setter
+    def links_version(self, value: int) -> None:
+        self._links_version = value - self.linkstore.writes()
 
     # -- the write lock -----------------------------------------------------------------------
     @contextmanager
@@ -351,9 +365,9 @@ class Vault:
     def relations(self, folder: str) -> list[StoredLink]:
         """Every entry of a folder's sidecar (legacy entries read as related_to links)."""
         folder = normalize_uri(folder) if folder else ""
+        links = self.linkstore.folder_links(folder)
         tx = self._tx()
-        staged = tx.sidecar(folder) if tx is not None else None
-        return (staged if staged is not None else self.sidecars.read(self.root, folder)).all_links(folder)
+        return tx.folder_links(folder, links) if tx is not None else links
 
     def get_file_links(self, uri: str, direction: LinkDirection = "both") -> list[StoredLink]:
         """A note's outgoing links ("links"), incoming ones ("backlinks"), or both."""
@@ -483,7 +497,7 @@ class Vault:
     def _note_links(self, folder: str, uri: str, direction: str) -> list[StoredLink]:
         tx = self._tx()
         staged = tx.note_links(folder, uri, direction) if tx is not None else None
-        return staged if staged is not None else self.sidecars.note_links(self.root, folder, uri, direction)
+        return staged if staged is not None else self.linkstore.links_of(folder, uri, direction)
 
     def _remove_ops(self, link: StoredLink) -> list:
         if link.legacy:
@@ -635,43 +649,21 @@ class Vault:
 
     # -- consistency --------------------------------------------------------------------------
     def sidecar_folders(self) -> Iterator[str]:
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and utf8_name(d))
-            if SIDECAR in filenames:
-                rel = os.path.relpath(dirpath, self.root)
-                yield "" if rel == "." else rel.replace(os.sep, "/")
+        """Folders holding link records (a sidecar or a link log)."""
+        yield from self.linkstore.folders()
 
     def raw_links(self) -> Iterator[dict]:
-        """Every outgoing link as its raw sidecar record (legacy entries expanded), read
-        straight from the files without validation or caching: for building the link
-        graph of a big vault fast. ``check()`` is where malformed records are reported."""
-        for folder in self.sidecar_folders():
-            try:
-                data = json.loads((self.resolve.folder(folder) / SIDECAR).read_text(encoding="utf-8"))
-            except (OSError, ValueError, RecursionError, MemlinkError):  # RecursionError: nesting too deep
-                continue
-            if not isinstance(data, list):
-                continue
-            for raw in data:
-                if not isinstance(raw, dict):
-                    continue
-                if "uris" in raw and isinstance(raw["uris"], list):
-                    for to_uri in raw["uris"]:
-                        yield {"id": raw.get("id") or "legacy", "from_uri": raw.get("from_uri") or folder, "to_uri": to_uri,
-                               "link_type": "related_to", "weight": 1.0, "description": raw.get("reason") or ""}
-                elif raw.get("direction") == "links":
-                    yield raw
+        """Every outgoing link as its raw record (legacy entries expanded), from the link
+        index: for building the link graph of a big vault fast. Entries that do not
+        validate are left out; ``check()`` is where they are reported."""
+        for raw, _legacy in self.linkstore.outgoing_raw():
+            row = json.loads(raw)
+            row.pop("legacy", None)
+            yield row
 
     def all_links(self) -> Iterator[StoredLink]:
         """Every outgoing link in the vault (each two-sided link once, from its links side)."""
-        for folder in self.sidecar_folders():
-            try:
-                car = self.sidecars.read(self.root, folder)
-            except SidecarError:
-                continue
-            for link in car.all_links(folder):
-                if link.direction == "links":
-                    yield link
+        yield from self.linkstore.outgoing()
 
     def check(self) -> list[Finding]:
         """The vault's integrity findings (engine.checks): notes and logs that parse, links

@@ -4,10 +4,19 @@ Usage: python crash_worker.py VAULT SEED [N]  (N operations, default: forever).
 Prints "ready" once the vault is open so the parent knows when to start its clock.
 """
 
+import os
 import random
 import sys
 
+import engine.linkstore as linkstore
 from engine import MemlinkError, Vault
+
+# The kill tests shrink the link store's thresholds so that every sidecar takes log
+# lines and compaction runs often (docs/DESIGN.md, "Units of work").
+if os.environ.get("MEMLINK_TEST_LOG_MODE_BYTES"):
+    linkstore.LOG_MODE_BYTES = int(os.environ["MEMLINK_TEST_LOG_MODE_BYTES"])
+if os.environ.get("MEMLINK_TEST_COMPACT_RATIO"):
+    linkstore.COMPACT_RATIO = float(os.environ["MEMLINK_TEST_COMPACT_RATIO"])
 
 
 def main() -> None:

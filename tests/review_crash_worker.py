@@ -1,9 +1,10 @@
 """A review action or an undo that SIGKILLs itself at a chosen step of its commit.
 
-Usage: python review_crash_worker.py VAULT (keep-a|merge|dismiss|research|undo) A B KILL_AT
+Usage: python review_crash_worker.py VAULT (keep-a|merge|dismiss|research|undo|link) A B KILL_AT
 
 Every file operation of the journal (writing the journal, each file it applies, the log
-append, removing the journal) is a step; the process kills itself, for real, just before
+append, removing the journal) and of the link store (a sidecar rewritten, a link-log line
+appended, a log removed) is a step; the process kills itself, for real, just before
 step KILL_AT (1-based). Prints "done" when the action finished before that step.
 """
 
@@ -11,7 +12,10 @@ import os
 import signal
 import sys
 
+import crash_worker  # noqa: F401 (sets the link store's test thresholds from the environment)
+
 import engine.journal as journal
+import engine.linkstore as linkstore
 from engine import Vault
 from engine.review import review, undo
 
@@ -32,9 +36,13 @@ def main() -> None:
     root, action, a, b = sys.argv[1:5]
     for name in ("atomic_write_text", "remove_file", "append_jsonl"):
         setattr(journal, name, killing(getattr(journal, name)))
+    for name in ("atomic_write_text", "remove_file", "append_log_line"):  # the sidecars' own writes
+        setattr(linkstore, name, killing(getattr(linkstore, name)))
     vault = Vault.open(root)
     if action == "undo":
         undo(vault)
+    elif action == "link":
+        vault.link(a, b, "caused_by", weight=0.6, description="killed or not")
     else:
         review(vault, a, b, action, text="Merged: both are true at different times.")
     print("done", flush=True)

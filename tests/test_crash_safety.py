@@ -19,6 +19,8 @@ from conftest import REPO
 from engine import Vault, VaultLocked
 from engine.atomic import TMP_SUFFIX, sweep_temp_files
 from engine.jsonl import read_jsonl
+from engine.linkstore import SIDECAR_LOG, LinkStore
+from engine.uris import PathResolver
 
 WORKER = Path(__file__).with_name("crash_worker.py")
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -36,12 +38,29 @@ def seed_vault(root: Path) -> Vault:
 
 
 def assert_files_whole(root: Path) -> None:
-    """Every note parses and every sidecar is complete JSON, before any recovery runs."""
+    """Every note parses, every sidecar is complete JSON and every link-log line but a
+    torn last one (no newline: readers ignore it) is a record, before any recovery runs."""
     for path in root.rglob("*.md"):
         text = path.read_text(encoding="utf-8")
         assert text.startswith("---\n") and "\n---\n" in text[4:], f"torn note {path}"
     for path in root.rglob(".relations.json"):
         json.loads(path.read_text(encoding="utf-8"))
+    for path in root.rglob(SIDECAR_LOG):
+        data = path.read_bytes()
+        for line in data[: data.rfind(b"\n") + 1].splitlines():
+            assert isinstance(json.loads(line)["ops"], list), f"bad log line in {path}"
+
+
+def assert_index_matches_files(root: Path) -> None:
+    """Every folder the link index trusts (its stamps match the files) holds exactly the
+    rows a rebuild from the files gives; the rest it re-reads before use."""
+    resolver = PathResolver(root)
+    trusted = LinkStore(root, resolver, root / ".memlink" / "links.sqlite").indexed_rows()
+    fresh = LinkStore(root, resolver, None)
+    fresh.refresh()
+    rebuilt = fresh.indexed_rows()
+    for folder, rows in trusted.items():
+        assert rows == rebuilt.get(folder, []), f"the index is wrong about {folder}/"
 
 
 def test_sigkill_at_random_moments_never_leaves_a_one_sided_link(tmp_path):
@@ -70,6 +89,86 @@ def test_sigkill_at_random_moments_never_leaves_a_one_sided_link(tmp_path):
     print(f"\nkill test: {KILLS} SIGKILLs in {elapsed:.1f}s, {mid_transaction} landed mid-transaction")
     links = sum(1 for _ in Vault.open(root).all_links())
     assert links > 0
+
+
+def test_sigkill_of_link_writes_in_log_mode_and_compaction_leaves_both_sides_or_neither(tmp_path):
+    """The same kills with every sidecar in log mode and compaction every few writes:
+    after each, before recovery the index is right about every folder it trusts; after
+    reopening no link is one-sided and the index equals a rebuild from the files."""
+    root = tmp_path / "vault"
+    seed_vault(root)
+    env = {**ENV, "MEMLINK_TEST_LOG_MODE_BYTES": "300", "MEMLINK_TEST_COMPACT_RATIO": "1.5"}
+    rng = random.Random(20261202)
+    compacted = logged = 0
+    for i in range(max(KILLS // 2, 10)):
+        proc = subprocess.Popen([sys.executable, str(WORKER), str(root), str(1000 + i)], stdout=subprocess.PIPE, env=env, cwd=REPO)
+        assert proc.stdout.readline().strip() == b"ready"
+        time.sleep(rng.uniform(0.0, 0.15))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        logs = list(root.rglob(SIDECAR_LOG))
+        logged += bool(logs)
+        assert_files_whole(root)
+        assert_index_matches_files(root)
+        vault = Vault.open(root)
+        errors = [p for p in vault.check() if p.severity == "error"]
+        assert errors == [], f"after kill {i}: {errors}"
+        assert_index_matches_files(root)
+        assert {f for f in vault.linkstore.indexed_rows()} >= set(vault.sidecar_folders())  # all read, all trusted
+        vault.close()
+        compacted += len(logs) > len(list(root.rglob(SIDECAR_LOG)))
+    assert logged, "no sidecar ever took a log line: the test proved nothing"
+    assert sum(1 for _ in Vault.open(root).all_links()) > 0
+
+
+def test_a_link_write_killed_at_each_step_of_append_and_compaction_lands_whole_or_not_at_all(tmp_path):
+    """Kill `vault.link` before each file step (journal, the log append in the big
+    folder, the compaction's rewrite and log removal, the small folder's rewrite, the
+    journal's removal): after reopening the link has both sides or neither."""
+    template = tmp_path / "template"
+    v = seed_vault(template)
+    people = sorted(e.uri for e in v.list_notes() if e.uri.startswith("entities/"))
+    pref = sorted(e.uri for e in v.list_notes() if e.uri.startswith("preferences/"))[0]
+    v.close()
+    env = {**ENV, "MEMLINK_TEST_LOG_MODE_BYTES": "300", "MEMLINK_TEST_COMPACT_RATIO": "100"}
+    seed = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'tests'); import crash_worker; from engine import Vault\n"
+                           "v = Vault.open(sys.argv[1]); p = sys.argv[2:]\n"
+                           "[v.link(p[0], x, 'related_to') for x in p[1:]]",
+                           str(template), *people], env=env, cwd=REPO, capture_output=True, text=True)
+    assert seed.returncode == 0, seed.stderr
+    log = template / "entities" / SIDECAR_LOG
+    assert log.exists()
+    # Compaction right after the next append (its line is a few hundred bytes).
+    env["MEMLINK_TEST_COMPACT_RATIO"] = str((log.stat().st_size + 50) / (template / "entities" / ".relations.json").stat().st_size)
+    work = tmp_path / "work"
+    outcomes, steps = set(), 0
+    import shutil
+
+    for step in range(1, 50):
+        if work.exists():
+            shutil.rmtree(work)
+        shutil.copytree(template, work)
+        run = subprocess.run([sys.executable, str(REVIEW_WORKER), str(work), "link", people[1], pref, str(step)],
+                             capture_output=True, env=env, cwd=REPO, timeout=120)
+        if run.returncode == 0:
+            steps = step
+            break
+        assert run.returncode == -signal.SIGKILL, run.stderr.decode()
+        assert_files_whole(work)
+        assert_index_matches_files(work)
+        vault = Vault.open(work)
+        assert [p for p in vault.check() if p.severity == "error"] == [], f"kill before step {step}"
+        made = [l for l in vault.get_file_links(people[1], "links") if l.to_uri == pref]
+        back = [l for l in vault.get_file_links(pref, "backlinks") if l.from_uri == people[1]]
+        assert len(made) == len(back) <= 1, f"kill before step {step}"
+        outcomes.add(bool(made))
+        assert_index_matches_files(work)
+        vault.link(people[1], pref, "caused_by", weight=0.6, description="again")  # the vault still takes writes
+        assert [p for p in vault.check() if p.severity == "error"] == []
+        vault.close()
+    assert steps > 4, "append, compaction and the small rewrite should be several steps"
+    assert outcomes == {True, False}
+    assert not (work / "entities" / SIDECAR_LOG).exists()  # the finished run compacted
 
 
 def test_two_writers_at_once_serialise(tmp_path):

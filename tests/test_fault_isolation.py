@@ -46,7 +46,7 @@ def _truncate(vault: Vault, folder: str) -> Path:
 
 def _busiest_folder(vault: Vault, but: str = "") -> str:
     """The folder whose sidecar holds the most entries (so its twins are many)."""
-    counts = {f: len(vault.sidecars.read(vault.root, f).entries) for f in vault.sidecar_folders() if f != but}
+    counts = {f: len(vault.linkstore.sidecar(f).entries) for f in vault.sidecar_folders() if f != but}
     return max(counts, key=lambda f: counts[f])
 
 

@@ -1,0 +1,844 @@
+"""The link store: each folder's link sidecar on disk, and an index of its records keyed
+by note in `.memlink/links.sqlite` (docs/DESIGN.md, "Vault format" and "Units of work").
+
+On disk (the source of truth) a folder holds `.relations.json`, a JSON list with one
+entry per line. Once that file is larger than ``LOG_MODE_BYTES``, link writes no longer
+rewrite it: each transaction appends one line ``{"tx": <journal id>, "ops": [...]}`` to
+`.relations.log.jsonl` beside it, and the log is folded back into the list (compaction)
+once it outgrows ``COMPACT_RATIO`` of the list. Readers apply the list, then the log's
+complete lines in order; a torn last line (a writer killed mid-append) is ignored and
+cut off before the next append.
+
+The index is derived state. Each folder's row records the identity (inode, mtime, size)
+of both files as last indexed; a read compares them with the files (a stat or two) and
+re-reads a folder whose files changed behind its back (another tool, another process
+that crashed before its index update). Our own writes update the rows and the stamps in
+one SQLite transaction right after the files land. A missing or unreadable database is
+rebuilt; a read-only vault keeps the index in memory for the process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .atomic import _fsync_dir, atomic_write_text, remove_file
+from .errors import SidecarError
+from .links import (
+    SIDECAR,
+    Rejected,
+    Sidecar,
+    StoredLink,
+    classify,
+    dump_rows,
+    is_entry,
+    is_legacy,
+    legacy_links,
+    load_rows_with_lines,
+)
+from .uris import PathResolver, utf8_name
+
+SIDECAR_LOG = ".relations.log.jsonl"  # a big folder's appended link writes (see the module doc)
+# Above this size a folder's sidecar takes appends instead of a rewrite per write. A
+# rewrite (parse, apply, dump, write, fsync) costs ~10 ms per MB here; 256 kB (~800
+# entries) keeps it near 3 ms, while an append costs ~1 ms at any size.
+LOG_MODE_BYTES = 256_000
+# Compaction once the log exceeds this fraction of the list: the list is rewritten once
+# per COMPACT_RATIO * its size of appended bytes, so each appended byte costs at most
+# 1 / COMPACT_RATIO bytes of rewrite (amortised O(1) per write), and readers of a stale
+# index replay at most a quarter of the list's size.
+COMPACT_RATIO = 0.25
+SCHEMA_VERSION = "3"
+
+
+class _Op(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PutLink(_Op):
+    """Insert or replace the entry with this id and direction in ``folder``'s sidecar (an
+    entry of the same direction and key is replaced too). ``at``: where in the folder's
+    list it goes (undo puts an entry back in its place); None: at the end."""
+
+    op: Literal["put_link"] = "put_link"
+    folder: str
+    link: StoredLink
+    at: int | None = None
+
+
+class RemoveLink(_Op):
+    op: Literal["remove_link"] = "remove_link"
+    folder: str
+    id: str
+    direction: Literal["links", "backlinks"]
+
+
+class RemoveLegacy(_Op):
+    """Drop one target from a legacy {uris, reason} entry (and the entry once empty)."""
+
+    op: Literal["remove_legacy"] = "remove_legacy"
+    folder: str
+    entry_id: str | None
+    from_uri: str | None
+    to_uri: str
+
+
+LinkOp = PutLink | RemoveLink | RemoveLegacy
+_KINDS = ("put_link", "remove_link", "remove_legacy")
+
+
+def sidecar_rel(folder: str) -> str:
+    """A folder's sidecar as a vault-relative path."""
+    return f"{folder}/{SIDECAR}" if folder else SIDECAR
+
+
+def owner_of(link: StoredLink) -> str:
+    """The note whose side this entry is: the from-note for links, the to-note for backlinks."""
+    return link.from_uri if link.direction == "links" else link.to_uri
+
+
+# -- raw entries: what readers and writers do to the files, without validation -----------------
+def _key(raw: dict) -> str:
+    """The dedup key of a raw entry (same pair, field and line ranges: the same link)."""
+    return f"{raw.get('from_uri')}\x1f{raw.get('to_uri')}\x1f{raw.get('t_field', 'content')}\x1f{raw.get('t_line_ranges') or ''}"
+
+
+def op_row(op: LinkOp) -> dict:
+    """An operation as a log line holds it (its folder is the log's)."""
+    row = op.model_dump(mode="json", exclude={"folder"})
+    if row.get("at") is None:
+        row.pop("at", None)
+    return row
+
+
+def apply_raw(rows: list, op: dict) -> bool:
+    """Apply one operation (as ``op_row`` gives it) to a folder's raw entries, in place;
+    True when something changed. Idempotent: applying it again changes nothing."""
+    kind = op.get("op")
+    if kind == "put_link":
+        new = op["link"]
+        direction, key = new.get("direction"), _key(new)
+        same = [i for i, e in enumerate(rows)
+                if is_entry(e) and e.get("direction") == direction and (e.get("id") == new.get("id") or _key(e) == key)]
+        at = op.get("at")
+        if len(same) == 1 and rows[same[0]] == new and (at is None or same[0] == min(at, len(rows) - 1)):
+            return False  # already there (a replay)
+        for i in reversed(same):
+            del rows[i]
+        if isinstance(at, int):
+            rows.insert(max(0, min(at, len(rows))), new)
+        else:
+            rows.append(new)
+        return True
+    if kind == "remove_link":
+        kept = [e for e in rows if not (is_entry(e) and e.get("id") == op.get("id") and e.get("direction") == op.get("direction"))]
+        changed = len(kept) != len(rows)
+        rows[:] = kept
+        return changed
+    if kind == "remove_legacy":
+        changed = False
+        out: list = []
+        for e in rows:
+            if (is_legacy(e) and isinstance(e["uris"], list) and (e.get("id") or "legacy") == op.get("entry_id")
+                    and e.get("from_uri") == op.get("from_uri") and op.get("to_uri") in e["uris"]):
+                changed = True
+                e = {**e, "uris": [u for u in e["uris"] if u != op.get("to_uri")]}
+                if not e["uris"]:
+                    continue
+            out.append(e)
+        rows[:] = out
+        return changed
+    raise SidecarError(f"unknown link operation {kind!r}")
+
+
+class RawRows:
+    """A folder's raw entries with lookups by (direction, id) and (direction, key), so
+    replaying a long log costs O(1) per operation, not a scan of the list; the result
+    is what ``apply_raw`` gives operation by operation."""
+
+    def __init__(self, rows: list, lines: list[str | None] | None = None) -> None:
+        self._reset(rows, lines)
+
+    def _reset(self, rows: list, lines: list[str | None] | None = None) -> None:
+        self.slots: dict[int, Any] = dict(enumerate(rows))
+        self.texts: dict[int, str | None] = dict(enumerate(lines)) if lines is not None else {}
+        self.next = len(rows)
+        self.by_id: dict[tuple, set[int]] = {}
+        self.by_key: dict[tuple, set[int]] = {}
+        for slot, raw in self.slots.items():
+            self._index(slot, raw)
+
+    def _index(self, slot: int, raw: Any) -> None:
+        if is_entry(raw):
+            self.by_id.setdefault((raw.get("direction"), raw.get("id")), set()).add(slot)
+            self.by_key.setdefault((raw.get("direction"), _key(raw)), set()).add(slot)
+
+    def _drop(self, slot: int) -> None:
+        self.texts.pop(slot, None)
+        raw = self.slots.pop(slot)
+        self.by_id[(raw.get("direction"), raw.get("id"))].discard(slot)
+        self.by_key[(raw.get("direction"), _key(raw))].discard(slot)
+
+    def rows(self) -> list:
+        return list(self.slots.values())
+
+    def lines(self) -> list[str | None]:
+        """Each row's JSON as read (None for rows the log put)."""
+        return [self.texts.get(slot) for slot in self.slots]
+
+    def apply(self, op: dict) -> bool:
+        kind = op.get("op")
+        if kind == "put_link" and op.get("at") is None:
+            new = op["link"]
+            direction = new.get("direction")
+            same = self.by_id.get((direction, new.get("id")), set()) | self.by_key.get((direction, _key(new)), set())
+            if len(same) == 1 and self.slots[next(iter(same))] == new:
+                return False  # already there (a replay)
+            for slot in same:
+                self._drop(slot)
+            self.slots[self.next] = new
+            self._index(self.next, new)
+            self.next += 1
+            return True
+        if kind == "remove_link":
+            same = set(self.by_id.get((op.get("direction"), op.get("id")), set()))
+            for slot in same:
+                self._drop(slot)
+            return bool(same)
+        rows = self.rows()  # a put in place (undo) or a legacy entry: rare, done on the list
+        changed = apply_raw(rows, op)
+        if changed:
+            self._reset(rows)
+        return changed
+
+
+# -- the files of one folder --------------------------------------------------------------------
+Stamp = str | None  # "inode:mtime_ns:size", None: no file
+
+
+def _stamp(path: Path) -> Stamp:
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
+
+
+def _stamps(folder_path: Path) -> tuple[Stamp, Stamp]:
+    return _stamp(folder_path / SIDECAR), _stamp(folder_path / SIDECAR_LOG)
+
+
+def _size(stamp: Stamp) -> int:
+    return int(stamp.rsplit(":", 1)[1]) if stamp else 0
+
+
+@dataclass
+class FolderFiles:
+    """What a folder's sidecar and log hold, read together."""
+
+    rows: list = field(default_factory=list)  # the raw entries after the log's complete lines
+    lines: list[str | None] | None = None  # each row's JSON as read from the list (None: none at hand)
+    broken: str | None = None  # why the folder cannot be read at all
+    base: Stamp = None
+    log: Stamp = None
+    last_tx: str | None = None  # the tx of the log's last complete line
+    has_log: bool = False
+
+
+def _base_text(root: Path, path: Path, where: str) -> str:
+    """A sidecar file's text, or SidecarError naming why it cannot be read."""
+    if path.is_symlink():
+        real = Path(os.path.realpath(path))
+        if Path(os.path.realpath(root)) not in real.parents:
+            raise SidecarError(f"{where}: a symlink to outside the vault; not read")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SidecarError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise SidecarError(f"{where}: cannot be read ({exc.strerror or exc})") from exc
+
+
+def _log_records(data: bytes, where: str) -> Iterator[tuple[str | None, list[dict]]]:
+    """The log's complete lines as (tx, ops); a torn last line (no newline) is left out."""
+    end = data.rfind(b"\n") + 1
+    for n, line in enumerate(data[:end].split(b"\n")[:-1], 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            ops = record["ops"]
+            if not isinstance(ops, list) or not all(
+                    isinstance(o, dict) and o.get("op") in _KINDS and (o["op"] != "put_link" or isinstance(o.get("link"), dict))
+                    for o in ops):
+                raise ValueError("bad ops")
+        except (ValueError, KeyError, TypeError, RecursionError):
+            raise SidecarError(f"{where}: line {n} is not a link-log record") from None
+        yield record.get("tx"), ops
+
+
+def read_folder(root: Path, folder_path: Path, folder: str) -> FolderFiles:
+    """Read a folder's sidecar and log (stamps taken before reading, so a change made
+    while we read shows as a stale stamp later)."""
+    base_stamp, log_stamp = _stamps(folder_path)
+    out = FolderFiles(base=base_stamp, log=log_stamp, has_log=log_stamp is not None)
+    try:
+        if base_stamp is not None:
+            out.rows, lines = load_rows_with_lines(_base_text(root, folder_path / SIDECAR, sidecar_rel(folder)),
+                                                   sidecar_rel(folder))
+            out.lines = list(lines) if lines is not None else None
+        if log_stamp is not None:
+            where = f"{folder}/{SIDECAR_LOG}" if folder else SIDECAR_LOG
+            try:
+                data = (folder_path / SIDECAR_LOG).read_bytes()
+            except OSError as exc:
+                raise SidecarError(f"{where}: cannot be read ({exc.strerror or exc})") from exc
+            rows = RawRows(out.rows, out.lines)
+            for tx, ops in _log_records(data, where):
+                for op in ops:
+                    rows.apply(op)
+                out.last_tx = tx if isinstance(tx, str) else None
+            out.rows, out.lines = rows.rows(), rows.lines()
+    except SidecarError as exc:
+        out.rows, out.lines, out.broken = [], None, str(exc)
+    return out
+
+
+def _log_tail(path: Path) -> tuple[int, int, str | None]:
+    """(size, end of the last complete line, tx of that line) of a log, reading from its
+    end: a long log costs a block or two."""
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        return 0, 0, None
+    with fh:
+        size = fh.seek(0, os.SEEK_END)
+        pos, tail = size, b""
+        while pos > 0:
+            last = tail.rfind(b"\n")
+            if last > 0 and tail.rfind(b"\n", 0, last) >= 0:
+                break  # the last complete line is whole in ``tail``
+            start = max(0, pos - 65536)
+            fh.seek(start)
+            tail = fh.read(pos - start) + tail
+            pos = start
+    end_in_tail = tail.rfind(b"\n") + 1
+    end = pos + end_in_tail
+    lines = [l for l in tail[:end_in_tail].split(b"\n") if l.strip()]
+    tx = None
+    if lines:
+        try:
+            record = json.loads(lines[-1])
+            tx = record.get("tx") if isinstance(record, dict) else None
+        except ValueError:
+            tx = None
+    return size, end, tx if isinstance(tx, str) else None
+
+
+def append_log_line(path: Path, line: bytes) -> None:
+    """Append one whole line and fsync it (a new file's folder entry too)."""
+    new = not path.exists()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if new:
+        _fsync_dir(path.parent)
+
+
+def _cut_torn_line(path: Path, end: int) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.ftruncate(fd, end)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_folder(root: Path, folder_path: Path, folder: str, ops: list[LinkOp], tx: str | None) -> bool:
+    """Apply link operations to a folder's files; idempotent (a journal replay may run it
+    again). A big sidecar gets one appended log line per transaction (skipped when the
+    log's last line already carries ``tx``), then compaction once the log is large; a
+    small one is rewritten whole from its raw entries. True when the files changed."""
+    base, log = folder_path / SIDECAR, folder_path / SIDECAR_LOG
+    base_size = _size(_stamp(base))
+    if base_size > LOG_MODE_BYTES:
+        size, end, last = _log_tail(log)
+        if tx is None or last != tx:
+            if end < size:
+                _cut_torn_line(log, end)  # a killed append's torn tail
+            line = (json.dumps({"tx": tx, "ops": [op_row(op) for op in ops]}, ensure_ascii=False) + "\n").encode("utf-8")
+            append_log_line(log, line)
+            size = end + len(line)
+        if size > COMPACT_RATIO * base_size:
+            compact(root, folder_path, folder)
+        return True
+    files = read_folder(root, folder_path, folder)
+    if files.broken:
+        raise SidecarError(files.broken)
+    rows = RawRows(files.rows)
+    changed = False
+    for op in ops:
+        changed = rows.apply(op_row(op)) or changed
+    if changed or files.has_log:
+        if rows.slots:
+            atomic_write_text(base, dump_rows(rows.rows()))
+        else:
+            remove_file(base)
+        remove_file(log)  # its lines are in the list now
+    return changed or files.has_log
+
+
+def compact(root: Path, folder_path: Path, folder: str) -> None:
+    """Fold the log into the list: the list is rewritten atomically from list + log, then
+    the log removed. A kill between the two leaves a log whose operations are already in
+    the list; applying them again changes nothing (``apply_raw`` is idempotent)."""
+    files = read_folder(root, folder_path, folder)
+    if files.broken:
+        raise SidecarError(files.broken)
+    if files.rows:
+        atomic_write_text(folder_path / SIDECAR, dump_rows(files.rows))
+    else:
+        remove_file(folder_path / SIDECAR)
+    remove_file(folder_path / SIDECAR_LOG)
+
+
+# -- the index --------------------------------------------------------------------------------
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS folders(folder TEXT PRIMARY KEY, base TEXT, log TEXT, broken TEXT,
+                                   rejected TEXT NOT NULL, legacy TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS links(folder TEXT NOT NULL, id TEXT NOT NULL, direction TEXT NOT NULL,
+                                 owner TEXT NOT NULL, key TEXT NOT NULL, legacy INTEGER NOT NULL, raw TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS links_owner ON links(owner, direction);
+CREATE INDEX IF NOT EXISTS links_folder ON links(folder, direction, id);
+CREATE TABLE IF NOT EXISTS changes(seq INTEGER NOT NULL, folder TEXT NOT NULL, id TEXT, direction TEXT);
+CREATE INDEX IF NOT EXISTS changes_seq ON changes(seq);
+"""
+
+
+@dataclass
+class LinkChanges:
+    """What changed in the index since a sequence number: ``everything`` when the index
+    was rebuilt since (or the number is from before it existed); else the folders re-read
+    whole from their files and the (folder, id, direction) records written or removed."""
+
+    seq: int
+    everything: bool = False
+    folders: set[str] = field(default_factory=set)
+    links: set[tuple[str, str, str]] = field(default_factory=set)
+
+
+@dataclass
+class FolderProblems:
+    broken: str | None = None  # the folder's sidecar (or log) cannot be read at all
+    rejected: list[Rejected] = field(default_factory=list)  # entries that do not validate
+
+
+def _row(folder: str, link: StoredLink, raw: dict, text: str | None = None) -> tuple:
+    return (folder, link.id, link.direction, owner_of(link), _key(raw), 0, text or json.dumps(raw, ensure_ascii=False))
+
+
+def _legacy_rows(folder: str, legacy: list[dict]) -> list[tuple]:
+    out = []
+    for raw in legacy:
+        try:
+            links = legacy_links(raw, folder)
+        except ValueError:
+            continue  # a folder-level entry at the vault root names no note
+        for link in links:
+            row = {**link.model_dump(mode="json"), "legacy": True}
+            out.append((folder, link.id, "links", link.from_uri, _key(row), 1, json.dumps(row, ensure_ascii=False)))
+    return out
+
+
+def _link(raw: str) -> StoredLink:
+    return StoredLink.model_validate_json(raw)
+
+
+class LinkStore:
+    """Every link record of a vault, read by note, by folder or all at once, and written
+    through ``apply`` (the journal's link operations). Thread-safe; several processes may
+    share one index file (SQLite WAL; the stamps keep each of them right)."""
+
+    def __init__(self, root: Path, resolver: PathResolver, path: Path | None) -> None:
+        self.root = Path(root)
+        self.resolve = resolver
+        self.path = path  # None: in memory
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None
+
+    def keep_in_memory(self) -> None:
+        """Index in memory from now on (a read-only vault): the disk is never written."""
+        with self._lock:
+            self.close()
+            self.path = None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    # -- the database ---------------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            try:
+                self._db = self._open()
+            except sqlite3.DatabaseError:
+                self._discard()
+                self._db = self._open()
+        return self._db
+
+    def _open(self) -> sqlite3.Connection:
+        if self.path is None:
+            db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # derived state: a lost tail is re-read from the files
+        try:
+            with _write(db):
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                version = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
+                if version is None or version[0] != SCHEMA_VERSION:
+                    for table in ("folders", "links", "changes", "meta"):
+                        db.execute(f"DELETE FROM {table}")  # noqa: S608 (fixed names)
+                    start = str(time.time_ns() // 1000)  # a rebuilt index's numbers start past any old one's
+                    db.executemany("INSERT INTO meta VALUES (?, ?)",
+                                   [("version", SCHEMA_VERSION), ("created", start), ("seq", start), ("writes", "0")])
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _discard(self) -> None:
+        """Remove an unreadable index file (it is derived: the next read rebuilds it)."""
+        if self.path is None:
+            return
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.unlink(f"{self.path}{suffix}")
+            except FileNotFoundError:
+                pass
+
+    def _guard(self, fn: Any, *args: Any) -> Any:
+        """Run a database step; an index that turns out corrupt is rebuilt once."""
+        with self._lock:
+            try:
+                return fn(self._conn(), *args)
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                    raise
+                self.close()
+                self._discard()
+                return fn(self._conn(), *args)
+
+    # -- keeping rows in step with the files ------------------------------------------------
+    def _folder_path(self, folder: str) -> Path:
+        return self.resolve.folder(folder)
+
+    def _fresh(self, db: sqlite3.Connection, folder: str) -> None:
+        """Re-read the folder from its files when they differ from what was indexed."""
+        now = _stamps(self._folder_path(folder))
+        row = db.execute("SELECT base, log FROM folders WHERE folder=?", (folder,)).fetchone()
+        if (tuple(row) if row else (None, None)) != now:
+            self._reindex(db, folder)
+
+    def _reindex(self, db: sqlite3.Connection, folder: str) -> None:
+        files = read_folder(self.root, self._folder_path(folder), folder)
+        entries, legacy, rejected = classify(files.rows)
+        bad = {r.index for r in rejected}
+        lines = files.lines or [None] * len(files.rows)
+        good = [(r, lines[i]) for i, r in enumerate(files.rows) if i not in bad and is_entry(r)]
+        rows = [_row(folder, link, raw, text) for link, (raw, text) in zip(entries, good, strict=True)]
+        rows += _legacy_rows(folder, legacy)
+        with _write(db):
+            seq = _next(db, "seq")
+            db.execute("DELETE FROM links WHERE folder=?", (folder,))
+            db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            if files.base is None and files.log is None:
+                db.execute("DELETE FROM folders WHERE folder=?", (folder,))
+            else:
+                db.execute("INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?, ?, ?)",
+                           (folder, files.base, files.log, files.broken,
+                            json.dumps([r.model_dump(mode="json") for r in rejected], ensure_ascii=False),
+                            json.dumps(legacy, ensure_ascii=False)))
+            db.execute("INSERT INTO changes VALUES (?, ?, NULL, NULL)", (seq, folder))
+
+    def refresh(self, folders: Iterable[str] | None = None) -> None:
+        """Bring the given folders (default: every folder with a sidecar, and every folder
+        indexed before) in step with their files."""
+        def run(db: sqlite3.Connection) -> None:
+            wanted = set(self.folders()) | {f for (f,) in db.execute("SELECT folder FROM folders")} if folders is None else set(folders)
+            known = {f: (b, l) for f, b, l in db.execute("SELECT folder, base, log FROM folders")}
+            for folder in sorted(wanted):
+                try:
+                    now = _stamps(self._folder_path(folder))
+                except OSError:
+                    now = (None, None)
+                if known.get(folder, (None, None)) != now:
+                    self._reindex(db, folder)
+        self._guard(run)
+
+    # -- reads -----------------------------------------------------------------------------------
+    def links_of(self, folder: str, owner: str, direction: str) -> list[StoredLink]:
+        """One note's links or backlinks as its folder's sidecar holds them (the note is
+        ``owner``: the from-note of a link, the to-note of a backlink)."""
+        def run(db: sqlite3.Connection) -> list[str]:
+            self._fresh(db, folder)
+            return [raw for (raw,) in db.execute(
+                "SELECT raw FROM links INDEXED BY links_owner WHERE owner=? AND direction=? AND folder=? ORDER BY rowid", (owner, direction, folder))]
+        return [_link(raw) for raw in self._guard(run)]
+
+    def folder_links(self, folder: str) -> list[StoredLink]:
+        """Every link record of a folder (legacy entries read as related_to links)."""
+        def run(db: sqlite3.Connection) -> list[str]:
+            self._fresh(db, folder)
+            return [raw for (raw,) in db.execute("SELECT raw FROM links WHERE folder=? ORDER BY legacy, rowid", (folder,))]
+        return [_link(raw) for raw in self._guard(run)]
+
+    def entry(self, folder: str, link_id: str, direction: str) -> StoredLink | None:
+        """The record with this id and direction in a folder (None: there is none)."""
+        def run(db: sqlite3.Connection) -> Any:
+            self._fresh(db, folder)
+            return db.execute("SELECT raw FROM links WHERE folder=? AND direction=? AND id=? AND legacy=0 ORDER BY rowid DESC",
+                              (folder, direction, link_id)).fetchone()
+        row = self._guard(run)
+        return _link(row[0]) if row else None
+
+    def owners(self, folder: str, link_id: str, direction: str) -> list[str]:
+        """The notes whose side the records with this id are (normally one)."""
+        def run(db: sqlite3.Connection) -> list[str]:
+            self._fresh(db, folder)
+            return [o for (o,) in db.execute("SELECT DISTINCT owner FROM links WHERE folder=? AND direction=? AND id=?",
+                                             (folder, direction, link_id))]
+        return self._guard(run)
+
+    def problems(self, folder: str) -> FolderProblems:
+        """Why a folder's sidecar cannot be read, or which of its entries are rejected."""
+        def run(db: sqlite3.Connection) -> Any:
+            self._fresh(db, folder)
+            return db.execute("SELECT broken, rejected FROM folders WHERE folder=?", (folder,)).fetchone()
+        row = self._guard(run)
+        if row is None:
+            return FolderProblems()
+        return FolderProblems(row[0], [Rejected.model_validate(r) for r in json.loads(row[1])])
+
+    def sidecar(self, folder: str) -> Sidecar:
+        """A folder's links sorted out (links, legacy entries, rejected entries). Raises
+        SidecarError when the folder's sidecar cannot be read at all."""
+        def run(db: sqlite3.Connection) -> Any:
+            self._fresh(db, folder)
+            head = db.execute("SELECT broken, rejected, legacy FROM folders WHERE folder=?", (folder,)).fetchone()
+            raws = [raw for (raw,) in db.execute("SELECT raw FROM links WHERE folder=? AND legacy=0 ORDER BY rowid", (folder,))]
+            return head, raws
+        head, raws = self._guard(run)
+        if head is None:
+            return Sidecar()
+        if head[0]:
+            raise SidecarError(head[0])
+        return Sidecar([_link(r) for r in raws], json.loads(head[2]), [Rejected.model_validate(r) for r in json.loads(head[1])])
+
+    def folders(self) -> list[str]:
+        """Folders holding a sidecar or a link log (hidden folders are not walked)."""
+        out = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and utf8_name(d))
+            if SIDECAR in filenames or SIDECAR_LOG in filenames:
+                rel = os.path.relpath(dirpath, self.root)
+                out.append("" if rel == "." else rel.replace(os.sep, "/"))
+        return out
+
+    def outgoing_raw(self) -> list[tuple[str, bool]]:
+        """Every outgoing link record as stored (raw JSON, legacy?), after bringing every
+        folder in step: each two-sided link once, from its links side."""
+        self.refresh()
+
+        def run(db: sqlite3.Connection) -> list[tuple[str, bool]]:
+            return [(raw, bool(legacy)) for raw, legacy in db.execute(
+                "SELECT raw, legacy FROM links WHERE direction='links' ORDER BY folder, legacy, rowid")]
+        return self._guard(run)
+
+    def outgoing(self) -> Iterator[StoredLink]:
+        for raw, _legacy in self.outgoing_raw():
+            yield _link(raw)
+
+    def materialized(self, folder: str) -> list:
+        """A folder's raw entries as its files hold them (the list with its log applied).
+        Raises SidecarError when they cannot be read."""
+        files = read_folder(self.root, self._folder_path(folder), folder)
+        if files.broken:
+            raise SidecarError(files.broken)
+        return files.rows
+
+    def effective_text(self, folder: str) -> str | None:
+        """The folder's sidecar as one text: the file itself when it has no log, else the
+        list with its log applied (None: no sidecar)."""
+        path = self._folder_path(folder)
+        if not (path / SIDECAR_LOG).exists():
+            try:
+                return (path / SIDECAR).read_text(encoding="utf-8")
+            except FileNotFoundError:
+                return None
+        rows = self.materialized(folder)
+        return dump_rows(rows) if rows else None
+
+    def in_log_mode(self, folder: str) -> bool:
+        path = self._folder_path(folder)
+        return _size(_stamp(path / SIDECAR)) > LOG_MODE_BYTES or (path / SIDECAR_LOG).exists()
+
+    # -- change tracking ---------------------------------------------------------------------
+    def seq(self) -> int:
+        """The index's change number: it moves on every write and every re-read folder."""
+        return int(self._guard(lambda db: db.execute("SELECT value FROM meta WHERE key='seq'").fetchone()[0]))
+
+    def writes(self) -> int:
+        """How many link writes (by any process) the index has seen: it moves when links
+        were written, not when a folder was merely re-read."""
+        return int(self._guard(lambda db: db.execute("SELECT value FROM meta WHERE key='writes'").fetchone()[0]))
+
+    def changes_since(self, seq: int) -> LinkChanges:
+        """Records written or removed, and folders re-read whole, after ``seq``."""
+        def run(db: sqlite3.Connection) -> LinkChanges:
+            with _write(db, "BEGIN"):  # one snapshot of meta and changes
+                meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+                out = LinkChanges(seq=int(meta["seq"]))
+                if seq < int(meta["created"]):
+                    out.everything = True
+                    return out
+                for folder, link_id, direction in db.execute("SELECT folder, id, direction FROM changes WHERE seq > ?", (seq,)):
+                    if link_id is None:
+                        out.folders.add(folder)
+                    else:
+                        out.links.add((folder, link_id, direction))
+                return out
+        return self._guard(run)
+
+    # -- writes ------------------------------------------------------------------------------
+    def apply(self, ops: list[LinkOp], tx: str | None) -> None:
+        """Apply a journal's link operations: files first (``write_folder``), then, per
+        folder, the same operations on its rows and its new stamps in one SQLite
+        transaction. A folder whose rows were not in step with its files before the write
+        (a replay after a kill, an edit by hand) is re-read instead."""
+        by_folder: dict[str, list[LinkOp]] = {}
+        for op in ops:
+            by_folder.setdefault(op.folder, []).append(op)
+        for folder, folder_ops in by_folder.items():
+            self.apply_folder(folder, folder_ops, tx)
+
+    def apply_folder(self, folder: str, ops: list[LinkOp], tx: str | None) -> None:
+        path = self._folder_path(folder)
+
+        def before(db: sqlite3.Connection) -> bool:
+            row = db.execute("SELECT base, log FROM folders WHERE folder=?", (folder,)).fetchone()
+            return (tuple(row) if row else (None, None)) == _stamps(path)
+        in_step = self._guard(before)
+        write_folder(self.root, path, folder, ops, tx)
+        self._guard(self._record, folder, ops, in_step)
+
+    def _record(self, db: sqlite3.Connection, folder: str, ops: list[LinkOp], in_step: bool) -> None:
+        with _write(db):
+            _next(db, "writes")
+            if not in_step:
+                self._reindex(db, folder)
+                return
+            seq = _next(db, "seq")
+            touched: set[tuple[str, str]] = set()
+            for op in ops:
+                if isinstance(op, PutLink):
+                    raw = op.link.model_dump(mode="json")
+                    row = _row(folder, op.link, raw)
+                    gone = db.execute("SELECT rowid, id FROM links WHERE folder=? AND direction=? AND legacy=0 AND id=?",
+                                      (folder, row[2], row[1])).fetchall()
+                    gone += db.execute("SELECT rowid, id FROM links INDEXED BY links_owner WHERE owner=? AND direction=? AND key=? AND folder=? AND legacy=0",
+                                       (row[3], row[2], row[4], folder)).fetchall()
+                    db.executemany("DELETE FROM links WHERE rowid=?", [(r,) for r, _ in gone])
+                    db.execute("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+                    touched |= {(i, row[2]) for _, i in gone} | {(row[1], row[2])}
+                elif isinstance(op, RemoveLink):
+                    db.execute("DELETE FROM links WHERE folder=? AND direction=? AND id=? AND legacy=0", (folder, op.direction, op.id))
+                    touched.add((op.id, op.direction))
+                else:
+                    head = db.execute("SELECT legacy FROM folders WHERE folder=?", (folder,)).fetchone()
+                    legacy = json.loads(head[0]) if head else []
+                    if apply_raw(legacy, op_row(op)):
+                        db.execute("UPDATE folders SET legacy=? WHERE folder=?", (json.dumps(legacy, ensure_ascii=False), folder))
+                        db.execute("DELETE FROM links WHERE folder=? AND legacy=1", (folder,))
+                        db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?)", _legacy_rows(folder, legacy))
+                    touched.add((op.entry_id or "legacy", "links"))
+            db.executemany("INSERT INTO changes VALUES (?, ?, ?, ?)", [(seq, folder, i, d) for i, d in sorted(touched)])
+            base, log = _stamps(self._folder_path(folder))
+            if base is None and log is None:
+                db.execute("DELETE FROM folders WHERE folder=?", (folder,))
+            elif db.execute("UPDATE folders SET base=?, log=? WHERE folder=?", (base, log, folder)).rowcount == 0:
+                db.execute("INSERT INTO folders VALUES (?, ?, ?, NULL, '[]', '[]')", (folder, base, log))
+
+    def restore(self, folder: str, text: str | None) -> None:
+        """Put a folder's whole sidecar back as ``text`` (None: no sidecar); its log goes."""
+        path = self._folder_path(folder)
+        if text is None:
+            remove_file(path / SIDECAR)
+        else:
+            atomic_write_text(path / SIDECAR, text)
+        remove_file(path / SIDECAR_LOG)
+
+        def run(db: sqlite3.Connection) -> None:
+            with _write(db):
+                _next(db, "writes")
+                self._reindex(db, folder)
+        self._guard(run)
+
+    # -- for tests and tools -----------------------------------------------------------------
+    def indexed_rows(self, fresh_only: bool = True) -> dict[str, list[tuple]]:
+        """The rows of each folder as indexed, by folder, without re-reading anything;
+        with ``fresh_only`` only folders whose stamps match their files (what a read would
+        trust). A rebuild from the files must give the same rows."""
+        def run(db: sqlite3.Connection) -> dict[str, list[tuple]]:
+            out: dict[str, list[tuple]] = {}
+            for folder, base, log in db.execute("SELECT folder, base, log FROM folders").fetchall():
+                if fresh_only and (base, log) != _stamps(self._folder_path(folder)):
+                    continue
+                out[folder] = sorted(tuple(r) for r in db.execute(
+                    "SELECT folder, id, direction, owner, key, legacy, raw FROM links WHERE folder=?", (folder,)))
+            return out
+        return self._guard(run)
+
+
+class _write:
+    """BEGIN IMMEDIATE … COMMIT (ROLLBACK on error); nested uses join the outer one."""
+
+    def __init__(self, db: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> None:
+        self.db = db
+        self.begin = begin
+        self.outer = False
+
+    def __enter__(self) -> sqlite3.Connection:
+        if not self.db.in_transaction:
+            self.db.execute(self.begin)
+            self.outer = True
+        return self.db
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        if self.outer:
+            self.db.execute("ROLLBACK" if kind else "COMMIT")
+
+
+def _next(db: sqlite3.Connection, counter: str) -> int:
+    value = int(db.execute("SELECT value FROM meta WHERE key=?", (counter,)).fetchone()[0]) + 1
+    db.execute("UPDATE meta SET value=? WHERE key=?", (str(value), counter))
+    return value
