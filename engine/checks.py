@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel
 
 from .catalog import CatalogEntry
-from .errors import LinkError, MemlinkError, SidecarError
+from .errors import LinkError, MemlinkError
 from .jsonl import read_jsonl
 from .lineranges import check_ranges
-from .links import Direction, Sidecar, StoredLink
+from .links import Direction, StoredLink
+from .linkstore import FolderProblems
 from .linktypes import LinkTypeTable
 from .transaction import sidecar_rel
 from .uris import uri_dir
@@ -55,12 +56,16 @@ class Finding(BaseModel):
 
 
 class CheckContext:
-    """What several checks read, read once per run."""
+    """What several checks read, read once per run. With a ``scope`` the run is
+    incremental: checks that look at notes and their links (``Check.scoped``) make
+    findings only about the notes in it (docs/DESIGN.md, "Checks")."""
 
-    def __init__(self, vault: Vault, today: dt.date) -> None:
+    def __init__(self, vault: Vault, today: dt.date, scope: set[str] | None = None) -> None:
         self.vault = vault
         self.today = today
+        self.scope = scope
         self._notes: dict[str, Note | None] = {}
+        self._twins: dict[tuple[str, str, str], StoredLink | None] = {}
 
     @cached_property
     def catalog(self) -> dict[str, CatalogEntry]:
@@ -71,17 +76,55 @@ class CheckContext:
         """Catalog entries of notes that parse."""
         return {u: e for u, e in self.catalog.items() if not e.error}
 
+    def in_scope(self) -> Iterator[tuple[str, CatalogEntry]]:
+        """The good notes whose findings this run makes."""
+        if self.scope is None:
+            yield from self.good.items()
+        else:
+            for uri in sorted(self.scope):
+                entry = self.good.get(uri)
+                if entry is not None:
+                    yield uri, entry
+
     @cached_property
-    def sidecars(self) -> tuple[dict[str, Sidecar], dict[str, str]]:
-        """Parsed sidecars by folder, and the error of each one that does not parse."""
-        cars: dict[str, Sidecar] = {}
-        broken: dict[str, str] = {}
-        for folder in self.vault.sidecar_folders():
-            try:
-                cars[folder] = self.vault.linkstore.sidecar(folder)
-            except SidecarError as exc:
-                broken[folder] = str(exc)
-        return cars, broken
+    def problems(self) -> dict[str, FolderProblems]:
+        """Each sidecar folder's problems: a file that cannot be read, bad entries."""
+        store = self.vault.linkstore
+        return {folder: store.problems(folder) for folder in self.vault.sidecar_folders()}
+
+    @cached_property
+    def broken(self) -> dict[str, str]:
+        return {f: p.broken for f, p in self.problems.items() if p.broken}
+
+    @cached_property
+    def sides(self) -> list[tuple[str, StoredLink]]:
+        """Link records (both sides, legacy entries read as links) with the folder each
+        sits in: every record, or in a scoped run those whose note is in scope."""
+        store = self.vault.linkstore
+        out: list[tuple[str, StoredLink]] = []
+        if self.scope is None:
+            for folder in self.problems:
+                if folder not in self.broken:
+                    out += [(folder, link) for link in store.folder_links(folder)]
+        else:
+            for uri in sorted(self.scope):
+                folder = uri_dir(uri)
+                for direction in ("links", "backlinks"):
+                    out += [(folder, link) for link in store.links_of(folder, uri, direction)]
+        return out
+
+    def twin(self, folder: str, direction: Direction, link_id: str) -> StoredLink | None:
+        """The record with this id and direction in a folder (a link's other side)."""
+        key = (folder, direction, link_id)
+        if key not in self._twins:
+            if self.scope is None:
+                for f, link in self.sides:
+                    if not link.legacy:
+                        self._twins.setdefault((f, link.direction, link.id), link)
+                self._twins.setdefault(key, None)
+            else:
+                self._twins[key] = None if folder in self.broken else self.vault.linkstore.entry(folder, link_id, direction)
+        return self._twins[key]
 
     @cached_property
     def table(self) -> LinkTypeTable:
@@ -90,8 +133,18 @@ class CheckContext:
 
     @cached_property
     def links(self) -> list[StoredLink]:
-        """Every outgoing link (legacy entries included), each two-sided link once."""
-        return list(self.vault.all_links())
+        """Outgoing links (legacy entries included), each two-sided link once: every one,
+        or in a scoped run those whose from-note is in scope."""
+        return [link for _folder, link in self.sides if link.direction == "links"]
+
+    @cached_property
+    def recorded(self) -> set[str]:
+        """Notes an extraction run's audit names (see ``provenanced``)."""
+        return provenanced(self.vault)
+
+    def exists(self, uri: str) -> bool:
+        """A note that exists and parses (from the catalog: no file is read)."""
+        return uri in self.good
 
     def note(self, uri: str) -> Note | None:
         """A note that exists and parses (None otherwise), read once."""
@@ -106,26 +159,50 @@ class Check:
     name: str
     run: Callable[[CheckContext], Iterable[Finding]]
     integrity: bool
+    # Scoped: its findings are about one note each (``Finding.uri``) and depend only on
+    # that note, its links and the notes at their other ends, so an incremental run
+    # remakes them for the notes in scope and keeps the rest. Unscoped checks read the
+    # catalog or a few files and always run whole.
+    scoped: bool
 
 
 CHECKS: list[Check] = []  # in the order they run; `memlink check` output follows it
 
 
-def register(integrity: bool = False) -> Callable[[Callable[[CheckContext], Iterable[Finding]]], Callable[[CheckContext], Iterable[Finding]]]:
+def register(integrity: bool = False, scoped: bool = False) -> Callable[[Callable[[CheckContext], Iterable[Finding]]], Callable[[CheckContext], Iterable[Finding]]]:
     def add(fn: Callable[[CheckContext], Iterable[Finding]]) -> Callable[[CheckContext], Iterable[Finding]]:
-        CHECKS.append(Check(fn.__name__, fn, integrity))
+        CHECKS.append(Check(fn.__name__, fn, integrity, scoped))
         return fn
     return add
 
 
-def run_checks(vault: Vault, *, integrity_only: bool = False, today: dt.date | None = None) -> list[Finding]:
-    """Run the registered checks (only the integrity ones with ``integrity_only``) in
-    registration order; one context is shared, so each file is read once."""
-    ctx = CheckContext(vault, today or dt.date.today())
+def run_checks(vault: Vault, *, integrity_only: bool = False, today: dt.date | None = None,
+               full: bool = False) -> list[Finding]:
+    """Run the registered checks in registration order (only the integrity ones'
+    findings with ``integrity_only``); one context is shared, so each file is read once.
+
+    Incremental unless ``full``: scoped checks remake findings only for the notes that
+    changed since the last run (their files, their links, and the notes next to them),
+    and keep the rest from the last run's memo (engine.checkmemo; docs/DESIGN.md,
+    "Checks"). The result is the same as a full run's."""
+    from .checkmemo import CheckMemo
+
+    day = today or dt.date.today()
+    memo = CheckMemo.for_vault(vault)
+    ctx = CheckContext(vault, day)
+    plan = memo.plan(ctx, full=full)
+    ctx.scope = plan.scope
+    made: dict[str, list[Finding]] = {}
     out: list[Finding] = []
     for check in CHECKS:
+        if not check.scoped:
+            found = list(check.run(ctx))
+        else:
+            made[check.name] = list(check.run(ctx))
+            found = sorted(made[check.name] + plan.kept.get(check.name, []), key=lambda f: (f.uri, f.message))
         if check.integrity or not integrity_only:
-            out += check.run(ctx)
+            out += found
+    memo.save(plan, ctx, made)
     return out
 
 
@@ -152,25 +229,27 @@ def malformed_notes(ctx: CheckContext) -> Iterator[Finding]:
 def malformed_sidecars(ctx: CheckContext) -> Iterator[Finding]:
     """A sidecar that cannot be read, once; each bad entry of one that can, with its
     index (and id) and cause. Readers skip both (docs/DESIGN.md, "Checks")."""
-    for folder, error in ctx.sidecars[1].items():
+    for folder, error in ctx.broken.items():
         yield _problem("structure", "error", "malformed_sidecar", sidecar_rel(folder), error.removeprefix(f"{sidecar_rel(folder)}: "))
-    for folder, car in ctx.sidecars[0].items():
-        for bad in car.rejected:
+    for folder, problems in ctx.problems.items():
+        for bad in problems.rejected:
             yield _problem("structure", "error", "malformed_sidecar", sidecar_rel(folder),
                            f"{bad.label}: {bad.cause}; readers skip it, `memlink check --fix` moves it aside")
 
 
 # -- integrity: links --------------------------------------------------------------------------
-@register(integrity=True)
+@register(integrity=True, scoped=True)
 def link_records(ctx: CheckContext) -> Iterator[Finding]:
     """Every link has both sides, identical, in the right folders, pointing at notes that
-    exist, with valid fields and line ranges; match_text that no longer occurs is a warning."""
-    cars, broken = ctx.sidecars
-    index = {(f, l.direction, l.id): l for f, car in cars.items() for l in car.entries}
-    rejected = {(f, r.entry["id"]) for f, car in cars.items() for r in car.rejected
+    exist, with valid fields and line ranges; match_text that no longer occurs is a warning.
+    Each finding is about the note whose side is looked at; notes are read from their
+    files only for a link with line ranges or an anchor."""
+    rejected = {(f, r.entry["id"]) for f, p in ctx.problems.items() for r in p.rejected
                 if isinstance(r.entry, dict) and isinstance(r.entry.get("id"), str)}
-    hidden: Counter[str] = Counter()  # sides whose twin sits in a sidecar that cannot be read
-    for (folder, direction, _id), link in index.items():
+    for folder, link in ctx.sides:
+        if link.legacy:
+            continue
+        direction = link.direction
         home = uri_dir(link.from_uri if direction == "links" else link.to_uri)
         where = link.from_uri if direction == "links" else link.to_uri
         if home != folder:
@@ -179,9 +258,9 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
             continue
         other_dir: Direction = "backlinks" if direction == "links" else "links"
         other_folder = uri_dir(link.to_uri if direction == "links" else link.from_uri)
-        twin = index.get((other_folder, other_dir, link.id))
-        if twin is None and other_folder in broken:
-            hidden[other_folder] += 1  # reported once per file below, not once per link
+        twin = ctx.twin(other_folder, other_dir, link.id)
+        if twin is None and other_folder in ctx.broken:
+            pass  # counted once per file by twins_in_unreadable_sidecars
         elif twin is None:
             why = f" (it is a bad entry in {sidecar_rel(other_folder)})" if (other_folder, link.id) in rejected else ""
             yield _problem("links", "error", "one_sided_link", where,
@@ -190,24 +269,44 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
             yield _problem("links", "error", "mismatched_link", where, f"{link.id}: the two sides differ")
         if direction != "links":
             continue
-        src, dst = ctx.note(link.from_uri), ctx.note(link.to_uri)
-        for end, n in (("from", src), ("to", dst)):
-            uri = link.from_uri if end == "from" else link.to_uri
-            if n is None and uri not in ctx.catalog:  # a note that does not parse is malformed_note
+        for end, uri in (("from", link.from_uri), ("to", link.to_uri)):
+            if uri not in ctx.catalog:  # a note that does not parse is malformed_note
                 yield _problem("links", "error", "dangling_link", link.from_uri, f"{link.id}: {end} note {uri} does not exist")
+        dst = ctx.good.get(link.to_uri)
         if dst is not None:
             schema = ctx.vault.schema(dst.memory_type)
             if link.t_field not in schema.field_names:
                 yield _problem("links", "error", "bad_t_field", link.from_uri,
                                f"{link.id}: {link.to_uri} has no field {link.t_field!r}")
             elif link.t_line_ranges:
+                note = ctx.note(link.to_uri)
                 try:
-                    check_ranges(link.t_line_ranges, dst.field_text(link.t_field))
+                    check_ranges(link.t_line_ranges, note.field_text(link.t_field) if note else "")
                 except LinkError as exc:
                     yield _problem("links", "warning", "bad_line_range", link.from_uri, f"{link.id}: {exc}")
-        if src is not None and link.match_text and link.match_text not in src.body:
-            yield _problem("links", "warning", "match_text_missing", link.from_uri,
-                           f"{link.id}: {link.match_text!r} not in the note")
+        if link.match_text and ctx.exists(link.from_uri):
+            src = ctx.note(link.from_uri)
+            if src is not None and link.match_text not in src.body:
+                yield _problem("links", "warning", "match_text_missing", link.from_uri,
+                               f"{link.id}: {link.match_text!r} not in the note")
+
+
+@register(integrity=True)
+def twins_in_unreadable_sidecars(ctx: CheckContext) -> Iterator[Finding]:
+    """Links whose other side sits in a sidecar that cannot be read: once per file."""
+    if not ctx.broken:
+        return
+    hidden: Counter[str] = Counter()
+    store = ctx.vault.linkstore
+    for folder in ctx.problems:
+        if folder in ctx.broken:
+            continue
+        for link in store.folder_links(folder):
+            if link.legacy:
+                continue
+            other = uri_dir(link.to_uri if link.direction == "links" else link.from_uri)
+            if other in ctx.broken:
+                hidden[other] += 1
     for folder, count in sorted(hidden.items()):
         yield _problem("links", "warning", "twin_in_unreadable_sidecar", sidecar_rel(folder),
                        f"{count} link(s) have their other side in this unreadable file; `memlink check --fix` "
@@ -226,11 +325,10 @@ def session_logs(ctx: CheckContext) -> Iterator[Finding]:
             yield _problem("structure", "error", "malformed_session", uri, problem)
 
 
-@register(integrity=True)
+@register(integrity=True, scoped=True)
 def legacy_links(ctx: CheckContext) -> Iterator[Finding]:
-    for folder, car in ctx.sidecars[0].items():
-        for link in car.legacy_links(folder):
-            if ctx.note(link.to_uri) is None:
+    for link in ctx.links:
+        if link.legacy and not ctx.exists(link.to_uri):
                 yield _problem("links", "error", "dangling_link", link.from_uri,
                                f"legacy entry {link.id}: {link.to_uri} does not exist")
 
@@ -242,7 +340,7 @@ def titles(ctx: CheckContext) -> Iterator[Finding]:
             yield _problem("structure", "error", "missing_title", uri, "missing title")
 
 
-@register(integrity=True)
+@register(integrity=True, scoped=True)
 def self_links(ctx: CheckContext) -> Iterator[Finding]:
     for l in ctx.links:
         if not l.legacy and l.from_uri == l.to_uri:
@@ -250,14 +348,14 @@ def self_links(ctx: CheckContext) -> Iterator[Finding]:
 
 
 # -- hygiene: what a person reviewing the vault cares about -----------------------------------
-@register(integrity=True)
+@register(integrity=True, scoped=True)
 def pending_extraction(ctx: CheckContext) -> Iterator[Finding]:
     """Imported files whose memories and links never landed (an ingest that failed or was
     killed: docs/DESIGN.md, "Units of work"). A warning, not an error: every link is whole
     and every note parses, and the next ingest, commit or dream finishes them by itself."""
     from .extract.batch import is_pending
 
-    for entry in ctx.good.values():
+    for _uri, entry in ctx.in_scope():
         if entry.memory_type == "source":
             note = ctx.note(entry.uri)
             if note is not None and is_pending(note):
@@ -266,7 +364,7 @@ def pending_extraction(ctx: CheckContext) -> Iterator[Finding]:
                                "the next `memlink ingest`, `commit` or `dream` finishes it")
 
 
-@register()
+@register(scoped=True)
 def low_weight(ctx: CheckContext) -> Iterator[Finding]:
     for l in ctx.links:
         if not l.legacy and l.weight < LOW_WEIGHT:
@@ -274,7 +372,7 @@ def low_weight(ctx: CheckContext) -> Iterator[Finding]:
                           message=f"{l.link_type.value} link weight {l.weight:.2f} (< {LOW_WEIGHT})")
 
 
-@register()
+@register(scoped=True)
 def unknown_link_types(ctx: CheckContext) -> Iterator[Finding]:
     """A link whose type the vault does not declare (a memlink.yaml entry removed, or a
     sidecar written by another tool): it reads and can be removed, but search does not
@@ -285,7 +383,7 @@ def unknown_link_types(ctx: CheckContext) -> Iterator[Finding]:
                           message=f"{l.id}: link type {l.link_type.value!r} is not declared (memlink.yaml link_types)")
 
 
-@register()
+@register(scoped=True)
 def contradictions(ctx: CheckContext) -> Iterator[Finding]:
     for l in ctx.links:
         if not l.legacy and l.link_type is ctx.table.role("conflict"):
@@ -308,12 +406,12 @@ def provenanced(vault: Vault) -> set[str]:
     return out
 
 
-@register()
+@register(scoped=True)
 def provenance(ctx: CheckContext) -> Iterator[Finding]:
-    recorded = provenanced(ctx.vault)
+    recorded = ctx.recorded
     provenance_type = ctx.table.role("provenance")
     derived = {l.from_uri for l in ctx.links if not l.legacy and l.link_type is provenance_type}
-    for uri, entry in ctx.good.items():
+    for uri, entry in ctx.in_scope():
         if entry.memory_type == "report":
             try:
                 sources = ctx.vault.read_note(uri).fields.get("source_uris") or []
@@ -325,9 +423,9 @@ def provenance(ctx: CheckContext) -> Iterator[Finding]:
             yield Finding(check="provenance", severity="info", uri=uri, message="no source session or file recorded")
 
 
-@register()
+@register(scoped=True)
 def open_questions(ctx: CheckContext) -> Iterator[Finding]:
-    for uri, entry in ctx.good.items():
+    for uri, entry in ctx.in_scope():
         if entry.memory_type != "report_candidate":
             continue
         try:
@@ -357,12 +455,14 @@ def freshness(ctx: CheckContext) -> Iterator[Finding]:
                           message=f"{level}: updated {age} days ago")
 
 
-@register()
+@register(scoped=True)
 def orphans(ctx: CheckContext) -> Iterator[Finding]:
     degree: Counter[str] = Counter()
-    for l in ctx.links:
-        degree[l.from_uri] += 1
-        degree[l.to_uri] += 1
-    for uri, entry in ctx.good.items():
-        if degree[uri] == 0 and entry.memory_type != "profile":
+    for _folder, l in ctx.sides:  # each link is counted at both ends, from its two sides
+        degree[l.to_uri if l.direction == "backlinks" else l.from_uri] += 1
+        if l.legacy:
+            degree[l.to_uri] += 1  # a legacy entry has one side only
+    targets = ctx.vault.linkstore.legacy_targets() if ctx.scope is not None else set()
+    for uri, entry in ctx.in_scope():
+        if degree[uri] == 0 and uri not in targets and entry.memory_type != "profile":
             yield Finding(check="orphans", severity="warning", uri=uri, message="no links in or out")

@@ -423,21 +423,26 @@ CREATE TABLE IF NOT EXISTS links(folder TEXT NOT NULL, id TEXT NOT NULL, directi
                                  owner TEXT NOT NULL, key TEXT NOT NULL, legacy INTEGER NOT NULL, raw TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS links_owner ON links(owner, direction);
 CREATE INDEX IF NOT EXISTS links_folder ON links(folder, direction, id);
-CREATE TABLE IF NOT EXISTS changes(seq INTEGER NOT NULL, folder TEXT NOT NULL, id TEXT, direction TEXT);
+CREATE TABLE IF NOT EXISTS changes(seq INTEGER NOT NULL, folder TEXT NOT NULL, id TEXT, direction TEXT, owner TEXT);
 CREATE INDEX IF NOT EXISTS changes_seq ON changes(seq);
 """
+
+
+_ENDS = "json_extract(raw, '$.from_uri'), json_extract(raw, '$.to_uri')"
 
 
 @dataclass
 class LinkChanges:
     """What changed in the index since a sequence number: ``everything`` when the index
     was rebuilt since (or the number is from before it existed); else the folders re-read
-    whole from their files and the (folder, id, direction) records written or removed."""
+    whole from their files and the (folder, id, direction) records written or removed,
+    with the notes at both ends of each (``owners``: before and after the write)."""
 
     seq: int
     everything: bool = False
     folders: set[str] = field(default_factory=set)
     links: set[tuple[str, str, str]] = field(default_factory=set)
+    owners: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -511,13 +516,15 @@ class LinkStore:
             db.execute("PRAGMA synchronous=NORMAL")  # derived state: a lost tail is re-read from the files
         try:
             with _write(db):
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
+                db.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
                 version = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
                 if version is None or version[0] != SCHEMA_VERSION:
                     for table in ("folders", "links", "changes", "meta"):
-                        db.execute(f"DELETE FROM {table}")  # noqa: S608 (fixed names)
+                        db.execute(f"DROP TABLE IF EXISTS {table}")  # noqa: S608 (fixed names): another layout
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                if version is None or version[0] != SCHEMA_VERSION:
                     start = str(time.time_ns() // 1000)  # a rebuilt index's numbers start past any old one's
                     db.executemany("INSERT INTO meta VALUES (?, ?)",
                                    [("version", SCHEMA_VERSION), ("created", start), ("seq", start), ("writes", "0")])
@@ -578,7 +585,7 @@ class LinkStore:
                            (folder, files.base, files.log, files.broken,
                             json.dumps([r.model_dump(mode="json") for r in rejected], ensure_ascii=False),
                             json.dumps(legacy, ensure_ascii=False)))
-            db.execute("INSERT INTO changes VALUES (?, ?, NULL, NULL)", (seq, folder))
+            db.execute("INSERT INTO changes VALUES (?, ?, NULL, NULL, NULL)", (seq, folder))
 
     def refresh(self, folders: Iterable[str] | None = None) -> None:
         """Bring the given folders (default: every folder with a sidecar, and every folder
@@ -674,6 +681,25 @@ class LinkStore:
                 "SELECT raw, legacy FROM links WHERE direction='links' ORDER BY folder, legacy, rowid")]
         return self._guard(run)
 
+    def stats(self, top: int = 10) -> tuple[int, dict[str, int], list[tuple[str, int]]]:
+        """Outgoing links: how many, how many of each type, and the ``top`` notes with the
+        most link records (links and backlinks), counted in SQL: no record is parsed."""
+        self.refresh()
+
+        def run(db: sqlite3.Connection) -> tuple[int, dict[str, int], list[tuple[str, int]]]:
+            types = {str(t): n for t, n in db.execute(
+                "SELECT json_extract(raw, '$.link_type'), count(*) FROM links WHERE direction='links' GROUP BY 1 ORDER BY 2 DESC")}
+            degree = [(o, n) for o, n in db.execute(
+                "SELECT owner, count(*) FROM links GROUP BY owner ORDER BY 2 DESC, owner LIMIT ?", (top,))]
+            return sum(types.values()), types, degree
+        return self._guard(run)
+
+    def legacy_targets(self) -> set[str]:
+        """The notes an old ``{uris, reason}`` entry points at (they have no side of their own)."""
+        self.refresh()
+        return {json.loads(raw)["to_uri"] for (raw,) in self._guard(
+            lambda db: db.execute("SELECT raw FROM links WHERE legacy=1").fetchall())}
+
     def outgoing(self) -> Iterator[StoredLink]:
         for raw, _legacy in self.outgoing_raw():
             yield _link(raw)
@@ -707,6 +733,10 @@ class LinkStore:
         """The index's change number: it moves on every write and every re-read folder."""
         return int(self._guard(lambda db: db.execute("SELECT value FROM meta WHERE key='seq'").fetchone()[0]))
 
+    def created(self) -> str:
+        """When this index was (re)built: change numbers from before it mean nothing."""
+        return str(self._guard(lambda db: db.execute("SELECT value FROM meta WHERE key='created'").fetchone()[0]))
+
     def writes(self) -> int:
         """How many link writes (by any process) the index has seen: it moves when links
         were written, not when a folder was merely re-read."""
@@ -721,11 +751,14 @@ class LinkStore:
                 if seq < int(meta["created"]):
                     out.everything = True
                     return out
-                for folder, link_id, direction in db.execute("SELECT folder, id, direction FROM changes WHERE seq > ?", (seq,)):
+                for folder, link_id, direction, owner in db.execute(
+                        "SELECT folder, id, direction, owner FROM changes WHERE seq > ?", (seq,)):
                     if link_id is None:
                         out.folders.add(folder)
                     else:
                         out.links.add((folder, link_id, direction))
+                    if owner is not None:
+                        out.owners.add(owner)
                 return out
         return self._guard(run)
 
@@ -758,30 +791,36 @@ class LinkStore:
                 self._reindex(db, folder)
                 return
             seq = _next(db, "seq")
-            touched: set[tuple[str, str]] = set()
+            # (id, direction, a note at either end): what the incremental check remakes
+            touched: set[tuple[str, str, str]] = set()
             for op in ops:
                 if isinstance(op, PutLink):
                     raw = op.link.model_dump(mode="json")
                     row = _row(folder, op.link, raw)
-                    gone = db.execute("SELECT rowid, id FROM links WHERE folder=? AND direction=? AND legacy=0 AND id=?",
+                    gone = db.execute(f"SELECT rowid, id, {_ENDS} FROM links WHERE folder=? AND direction=? AND legacy=0 AND id=?",
                                       (folder, row[2], row[1])).fetchall()
-                    gone += db.execute("SELECT rowid, id FROM links INDEXED BY links_owner WHERE owner=? AND direction=? AND key=? AND folder=? AND legacy=0",
+                    gone += db.execute(f"SELECT rowid, id, {_ENDS} FROM links INDEXED BY links_owner WHERE owner=? AND direction=? AND key=? AND folder=? AND legacy=0",
                                        (row[3], row[2], row[4], folder)).fetchall()
-                    db.executemany("DELETE FROM links WHERE rowid=?", [(r,) for r, _ in gone])
+                    db.executemany("DELETE FROM links WHERE rowid=?", [(r,) for r, *_ in gone])
                     db.execute("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?)", row)
-                    touched |= {(i, row[2]) for _, i in gone} | {(row[1], row[2])}
+                    for _, i, a, b in gone:
+                        touched |= {(i, row[2], a), (i, row[2], b)}
+                    touched |= {(row[1], row[2], op.link.from_uri), (row[1], row[2], op.link.to_uri)}
                 elif isinstance(op, RemoveLink):
+                    ends = db.execute(f"SELECT {_ENDS} FROM links WHERE folder=? AND direction=? AND id=? AND legacy=0",
+                                      (folder, op.direction, op.id)).fetchall()
                     db.execute("DELETE FROM links WHERE folder=? AND direction=? AND id=? AND legacy=0", (folder, op.direction, op.id))
-                    touched.add((op.id, op.direction))
+                    touched |= {(op.id, op.direction, uri) for pair in ends for uri in pair} or {(op.id, op.direction, None)}  # type: ignore[arg-type]
                 else:
                     head = db.execute("SELECT legacy FROM folders WHERE folder=?", (folder,)).fetchone()
                     legacy = json.loads(head[0]) if head else []
+                    old_owners = {o for (o,) in db.execute("SELECT DISTINCT owner FROM links WHERE folder=? AND legacy=1", (folder,))}
                     if apply_raw(legacy, op_row(op)):
                         db.execute("UPDATE folders SET legacy=? WHERE folder=?", (json.dumps(legacy, ensure_ascii=False), folder))
                         db.execute("DELETE FROM links WHERE folder=? AND legacy=1", (folder,))
                         db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?)", _legacy_rows(folder, legacy))
-                    touched.add((op.entry_id or "legacy", "links"))
-            db.executemany("INSERT INTO changes VALUES (?, ?, ?, ?)", [(seq, folder, i, d) for i, d in sorted(touched)])
+                    touched |= {(op.entry_id or "legacy", "links", o) for o in old_owners | {op.to_uri}}
+            db.executemany("INSERT INTO changes VALUES (?, ?, ?, ?, ?)", [(seq, folder, i, d, o) for i, d, o in sorted(touched, key=str)])
             base, log = _stamps(self._folder_path(folder))
             if base is None and log is None:
                 db.execute("DELETE FROM folders WHERE folder=?", (folder,))

@@ -49,9 +49,10 @@ class LintReport:
         return out
 
 
-def lint(vault: Vault, today: dt.date | None = None) -> LintReport:
-    """Every registered check (engine.checks), worst first."""
-    report = LintReport(findings=run_checks(vault, today=today))
+def lint(vault: Vault, today: dt.date | None = None, *, full: bool = False) -> LintReport:
+    """Every registered check (engine.checks), worst first: incremental (only what
+    changed since the last run is looked at again) unless ``full``."""
+    report = LintReport(findings=run_checks(vault, today=today, full=full))
     report.findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], f.check, f.uri))
     report.counts = dict(Counter(f.check for f in report.findings))
     return report
@@ -111,6 +112,8 @@ def fix(vault: Vault) -> list[str]:
     link whose two notes exist, and remove links (both sides) to or from notes that no
     longer exist."""
     done: list[str] = set_aside(vault)
+    if not any(f.code in REPAIRED for f in run_checks(vault, integrity_only=True)):
+        return done  # nothing to repair (the incremental check says so without reading every sidecar)
     with vault.transaction() as tx:
         # Under the lock: a note another process writes meanwhile is seen. A note that
         # exists but does not parse (a half-done edit) still exists: its links stay.
@@ -149,6 +152,9 @@ def fix(vault: Vault) -> list[str]:
     return done
 
 
+REPAIRED = {"one_sided_link", "dangling_link"}  # what fix() repairs
+
+
 # -- dashboards ----------------------------------------------------------------------------------
 DASHBOARDS = {
     "contradictions": ("Contradictions", ["contradictions"]),
@@ -179,12 +185,10 @@ def write_dashboards(vault: Vault, report: LintReport, today: dt.date | None = N
         atomic_write_text(folder / f"{name}.md", "\n".join(lines) + "\n")
         written.append(f"dashboards/{name}.md")
     # Relationship summary: link types and the most linked notes.
-    links = list(vault.all_links())
-    types = Counter(l.link_type.value for l in links)
-    degree = Counter([l.from_uri for l in links] + [l.to_uri for l in links])
-    lines = [header, "# Relationships\n", f"{len(links)} links.\n", "| link type | count |", "|---|---|"]
-    lines += [f"| {t} | {n} |" for t, n in types.most_common()]
-    lines += ["", "Most linked notes:", ""] + [f"- {titles.get(u, u)} (`{u}`): {n}" for u, n in degree.most_common(10)]
+    count, types, degree = vault.linkstore.stats(top=10)
+    lines = [header, "# Relationships\n", f"{count} links.\n", "| link type | count |", "|---|---|"]
+    lines += [f"| {t} | {n} |" for t, n in types.items()]
+    lines += ["", "Most linked notes:", ""] + [f"- {titles.get(u, u)} (`{u}`): {n}" for u, n in degree]
     atomic_write_text(folder / "relationships.md", "\n".join(lines) + "\n")
     written.append("dashboards/relationships.md")
     per_type = Counter(e.memory_type for e in catalog.values() if not e.error)
@@ -192,9 +196,9 @@ def write_dashboards(vault: Vault, report: LintReport, today: dt.date | None = N
         "generated": today.isoformat(),
         "notes": sum(per_type.values()),
         "per_type": dict(per_type),
-        "links": len(links),
-        "link_types": dict(types),
-        "top_linked": [{"uri": u, "title": titles.get(u, u), "degree": n} for u, n in degree.most_common(10)],
+        "links": count,
+        "link_types": types,
+        "top_linked": [{"uri": u, "title": titles.get(u, u), "degree": n} for u, n in degree],
         "health": {"errors": report.errors, "checks": report.counts},
         "contradictions": [{"a": f.uri, "b": f.other, "why": f.message} for f in by_check.get("contradictions", [])],
         "open_questions": [titles.get(f.uri, f.uri) for f in by_check.get("open_questions", [])],

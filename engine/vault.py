@@ -665,11 +665,11 @@ class Vault:
         """Every outgoing link in the vault (each two-sided link once, from its links side)."""
         yield from self.linkstore.outgoing()
 
-    def check(self) -> list[Finding]:
+    def check(self, *, full: bool = False) -> list[Finding]:
         """The vault's integrity findings (engine.checks): notes and logs that parse, links
         with both sides pointing at notes that exist, no failed journals. Errors here are
         exactly lint's errors; this is what `memlink check` reports."""
-        return run_checks(self, integrity_only=True)
+        return run_checks(self, integrity_only=True, full=full)
 
 
 def _unwritable(root: Path) -> Path | None:

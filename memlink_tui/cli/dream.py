@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s = sub.add_parser("lint", parents=[common], help="lint the vault, write dashboards/ (exit 3 when errors exist)")
     s.add_argument("--json", action="store_true")
     s.add_argument("--fix", action="store_true", help="safe repairs only (one-sided links, links to missing notes)")
+    s.add_argument("--full", action="store_true", help="look at everything again, not only what changed since the last run")
     s.set_defaults(func=cmd_lint)
 
     s = sub.add_parser("review", parents=[common], help="resolve a contradiction between notes A and B")
@@ -48,6 +49,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--json", action="store_true")
     s.add_argument("--fix", action="store_true",
                    help="first move bad link entries to .relations.rejected.jsonl beside their sidecar, then safe repairs")
+    s.add_argument("--full", action="store_true", help="look at everything again, not only what changed since the last run")
     s.set_defaults(func=cmd_check)
 
 
@@ -116,7 +118,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
     vault = open_vault(args)
     fixed = fix(vault) if args.fix else []
-    report = lint(vault)
+    report = lint(vault, full=args.full)
     # A read-only vault is still linted; its dashboards are not written (said below).
     written = [] if vault.read_only else write_dashboards(vault, report)
     if args.json:
@@ -166,7 +168,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     vault = open_vault(args)
     fixed = fix(vault) if args.fix else []
-    problems = vault.check()
+    problems = vault.check(full=args.full)
     errors = [p for p in problems if p.severity == "error"]
     if args.json:
         rows = [p.model_dump() for p in problems]
@@ -175,7 +177,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         for line in fixed:
             say(f"fixed: {line}")
         notes = len(vault.list_notes())
-        links = sum(1 for _ in vault.all_links())
+        links = vault.linkstore.stats(top=0)[0]
         for p in problems:
             say(f"{p.severity:<7} {p.code:<20} {p.uri}: {p.message}")
         print(f"{notes} notes, {links} links: {len(errors)} errors, {len(problems) - len(errors)} warnings")

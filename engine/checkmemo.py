@@ -1,0 +1,208 @@
+"""The memo of the last check run, so the next one remakes only what changed
+(docs/DESIGN.md, "Checks").
+
+A scoped check's finding is about one note and depends only on that note, its link
+records and the notes at their other ends. The memo keeps, in `.memlink/checks.sqlite`
+(derived state: a missing or unreadable one means a full run), the scoped findings of
+the last run by note, each note's catalog signature then, the link index's change
+number and the notes the extraction audit named. The next run's scope is:
+
+- notes added, removed or changed since (catalog signature), and the notes at the other
+  end of their links (a link's finding can be about either end);
+- the notes whose link records were written or removed since (``LinkStore.changes_since``);
+- notes the audit names now and did not then, or the other way round.
+
+Anything the memo cannot follow makes the run full: no memo, another vault
+configuration or set of checks, a link index rebuilt, a sidecar re-read whole (an edit
+by another tool), or a sidecar that cannot be read at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .checks import CHECKS, CheckContext, Finding
+from .config import CONFIG_FILE
+from .uris import uri_dir
+
+if TYPE_CHECKING:
+    from .catalog import CatalogEntry
+    from .vault import Vault
+
+MEMO_VERSION = "1"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS notes(uri TEXT PRIMARY KEY, sig TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS recorded(uri TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS findings(uri TEXT NOT NULL, check_name TEXT NOT NULL, severity TEXT NOT NULL,
+                                    message TEXT NOT NULL, other TEXT, code TEXT NOT NULL, category TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS findings_uri ON findings(uri);
+"""
+
+
+@dataclass
+class Plan:
+    """What a run remakes: ``scope`` None is every note; ``kept`` are the last run's
+    scoped findings outside the scope, by check."""
+
+    scope: set[str] | None
+    kept: dict[str, list[Finding]] = field(default_factory=dict)
+    seq: int = 0
+    created: str = ""
+    reason: str = ""  # why the run is full (empty when it is incremental)
+
+
+def _sig(entry: CatalogEntry) -> str:
+    return f"{entry.sha}|{entry.memory_type}|{entry.error or ''}"
+
+
+class CheckMemo:
+    def __init__(self, path: Path | None) -> None:
+        self.path = path  # None: nothing is kept (a read-only vault runs whole each time)
+        self._db: sqlite3.Connection | None = None  # held from an incremental plan to its save
+
+    @classmethod
+    def for_vault(cls, vault: Vault) -> CheckMemo:
+        return cls(None if vault.read_only else vault.state_dir / "checks.sqlite")
+
+    def _connect(self) -> sqlite3.Connection | None:
+        if self.path is None:
+            return None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # derived: a lost memo means one full run
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            return db
+        except sqlite3.DatabaseError:
+            self._discard()
+            return None
+
+    def _discard(self) -> None:
+        if self.path is None:
+            return
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    @staticmethod
+    def _basis(vault: Vault) -> str:
+        """What every finding depends on besides the notes and links: the vault's
+        configuration, its memory types and the checks themselves."""
+        h = hashlib.sha256(MEMO_VERSION.encode())
+        for path in [vault.root / CONFIG_FILE, *sorted((vault.root / "memory_types").glob("*.yaml"))]:
+            try:
+                h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+            except OSError:
+                h.update(path.name.encode() + b"\0-\0")
+        h.update(",".join(f"{c.name}:{c.integrity}:{c.scoped}" for c in CHECKS).encode())
+        return h.hexdigest()[:20]
+
+    # -- planning a run -------------------------------------------------------------------------
+    def plan(self, ctx: CheckContext, *, full: bool = False) -> Plan:
+        store = ctx.vault.linkstore
+        seq = store.seq()
+        created = store.created()
+        out = Plan(scope=None, seq=seq, created=created)
+        db = self._connect()
+        if full or db is None:
+            out.reason = "asked for" if full else "no memo"
+            return out
+        try:
+            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            if meta.get("basis") != self._basis(ctx.vault):
+                out.reason = "no memo" if not meta else "the configuration or the checks changed"
+                return out
+            if meta.get("created") != created:
+                out.reason = "the link index was rebuilt"
+                return out
+            if ctx.broken:
+                out.reason = "a sidecar cannot be read"
+                return out
+            changes = store.changes_since(int(meta["seq"]))
+            if changes.everything or changes.folders:
+                out.reason = "a sidecar was changed by hand or by another tool"
+                return out
+            before = dict(db.execute("SELECT uri, sig FROM notes").fetchall())
+            now = {uri: _sig(entry) for uri, entry in ctx.catalog.items()}
+            changed = {u for u in before.keys() | now.keys() if before.get(u) != now.get(u)}
+            was_recorded = {u for (u,) in db.execute("SELECT uri FROM recorded")}
+            scope = changed | changes.owners | (was_recorded ^ ctx.recorded)
+            for uri in changed:  # a changed note changes the findings about links into and out of it
+                folder = uri_dir(uri)
+                for direction in ("links", "backlinks"):
+                    for link in store.links_of(folder, uri, direction):
+                        scope.add(link.to_uri if direction == "links" else link.from_uri)
+            out.scope = scope
+            out.kept = self._kept(db, scope)
+            return out
+        except (sqlite3.DatabaseError, KeyError, ValueError):
+            db.close()
+            self._discard()
+            out.reason = "the memo could not be read"
+            return out
+        finally:
+            if out.scope is None:
+                db.close()
+            else:
+                self._db = db
+
+    @staticmethod
+    def _kept(db: sqlite3.Connection, scope: set[str]) -> dict[str, list[Finding]]:
+        kept: dict[str, list[Finding]] = {}
+        for uri, name, severity, message, other, code, category in db.execute(
+                "SELECT uri, check_name, severity, message, other, code, category FROM findings"):
+            if uri in scope:
+                continue
+            # Made by this code and saved as they were: constructed without validation.
+            kept.setdefault(name, []).append(Finding.model_construct(
+                check=category, severity=severity, uri=uri, message=message, other=other, code=code))
+        return kept
+
+    # -- saving a run -----------------------------------------------------------------------------
+    def save(self, plan: Plan, ctx: CheckContext, made: dict[str, list[Finding]]) -> None:
+        """Keep this run's scoped findings, the catalog signatures and the link index's
+        change number it saw (all in one SQLite transaction: a memo is whole or absent)."""
+        db = self._db or self._connect()
+        if db is None:
+            return
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            if plan.scope is None:
+                db.execute("DELETE FROM findings")
+                db.execute("DELETE FROM notes")
+                db.execute("DELETE FROM recorded")
+                db.executemany("INSERT INTO notes VALUES (?, ?)", ((u, _sig(e)) for u, e in ctx.catalog.items()))
+                db.executemany("INSERT INTO recorded VALUES (?)", ((u,) for u in ctx.recorded))
+            else:
+                db.executemany("DELETE FROM findings WHERE uri=?", ((u,) for u in plan.scope))
+                for uri in plan.scope:
+                    entry = ctx.catalog.get(uri)
+                    if entry is None:
+                        db.execute("DELETE FROM notes WHERE uri=?", (uri,))
+                    else:
+                        db.execute("INSERT OR REPLACE INTO notes VALUES (?, ?)", (uri, _sig(entry)))
+                db.execute("DELETE FROM recorded")
+                db.executemany("INSERT INTO recorded VALUES (?)", ((u,) for u in ctx.recorded))
+            db.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           ((f.uri, name, f.severity, f.message, f.other, f.code, f.check)
+                            for name, found in made.items() for f in found))
+            db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                           [("basis", self._basis(ctx.vault)), ("created", plan.created), ("seq", str(plan.seq))])
+            db.execute("COMMIT")
+        except sqlite3.DatabaseError:
+            try:
+                db.execute("ROLLBACK")
+            except sqlite3.DatabaseError:
+                pass
+            db.close()
+            self._discard()
+        else:
+            db.close()
+        self._db = None

@@ -1,0 +1,112 @@
+"""Incremental lint and check: after any change, an incremental run finds exactly what a
+full run finds, and remakes findings only for the notes the change touched."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from engine.checkmemo import CheckMemo
+from engine.checks import CheckContext, run_checks
+from engine.lint import lint
+
+TODAY = dt.date(2026, 12, 1)
+
+
+def _key(findings):
+    return sorted((f.check, f.severity, f.uri, f.message, f.other or "", f.code) for f in findings)
+
+
+def same_as_full(vault):
+    """Run incrementally, then whole; both must agree (and check's errors are lint's)."""
+    incremental = run_checks(vault, today=TODAY)
+    full = run_checks(vault, today=TODAY, full=True)
+    assert _key(incremental) == _key(full)
+    return incremental
+
+
+def scope_of_next_run(vault):
+    ctx = CheckContext(vault, TODAY)
+    return CheckMemo.for_vault(vault).plan(ctx)
+
+
+def test_every_kind_of_change_gives_the_full_result_and_a_small_scope(sample):
+    vault = sample
+    same_as_full(vault)
+    notes = sorted(e.uri for e in vault.list_notes() if e.memory_type == "entity")
+    a, b, c = notes[:3]
+
+    assert scope_of_next_run(vault).scope == set()  # nothing changed: nothing remade
+
+    vault.link(a, b, "related_to", weight=0.2)  # a new link: low weight, both ends
+    plan = scope_of_next_run(vault)
+    assert plan.scope is not None and {a, b} <= plan.scope and len(plan.scope) < len(notes)
+    assert any(f.check == "low_weight" and f.uri == a and f.other == b for f in same_as_full(vault))
+
+    vault.unlink(a, b)
+    assert not any(f.check == "low_weight" and f.uri == a and f.other == b for f in same_as_full(vault))
+
+    new = vault.write_note("entity", {"name": "Nobody Links Here", "content": "alone"})
+    assert any(f.check == "orphans" and f.uri == new.uri for f in same_as_full(vault))
+
+    vault.link(new.uri, c, "contradicts", description="they disagree")
+    found = same_as_full(vault)
+    assert not any(f.check == "orphans" and f.uri == new.uri for f in found)
+    assert any(f.check == "contradictions" and f.uri == new.uri for f in found)
+
+    # A note edited by hand so that it no longer parses, then deleted by hand: the links
+    # into it dangle, and the findings about them are at the other end.
+    path = vault.root / c
+    path.write_text("no frontmatter any more\n", encoding="utf-8")
+    assert any(f.code == "malformed_note" and f.uri == c for f in same_as_full(vault))
+    path.unlink()
+    assert any(f.code == "dangling_link" and f.uri == new.uri for f in same_as_full(vault))
+
+    vault.delete_note(new.uri)
+    same_as_full(vault)
+
+
+def test_a_sidecar_edited_by_another_tool_makes_the_next_run_full(sample):
+    vault = sample
+    same_as_full(vault)
+    car = next(p for p in vault.root.rglob(".relations.json"))
+    entries = json.loads(car.read_text(encoding="utf-8"))
+    entries.append({**entries[0], "id": "only-here"})
+    car.write_text(json.dumps(entries), encoding="utf-8")
+    plan = scope_of_next_run(vault)
+    assert plan.scope is None and "by hand" in plan.reason
+    assert any("only-here" in f.message and f.code == "one_sided_link" for f in same_as_full(vault))
+
+
+def test_a_lost_or_damaged_memo_means_one_full_run(sample):
+    vault = sample
+    before = _key(lint(vault, today=TODAY).findings)
+    (vault.state_dir / "checks.sqlite").write_bytes(b"not a database")
+    assert _key(lint(vault, today=TODAY).findings) == before
+    assert scope_of_next_run(vault).scope == set()
+
+
+@pytest.mark.parametrize("change", ["config", "today"])
+def test_what_every_finding_depends_on(sample, change):
+    vault = sample
+    same_as_full(vault)
+    if change == "config":
+        cfg = vault.root / "memlink.yaml"
+        cfg.write_text(cfg.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+        assert scope_of_next_run(vault).scope is None
+    else:  # freshness depends on the day and is always made whole
+        later = run_checks(vault, today=TODAY + dt.timedelta(days=400))
+        assert sum(f.check == "freshness" for f in later) >= sum(f.check == "freshness" for f in run_checks(vault, today=TODAY))
+    same_as_full(vault)
+
+
+def test_a_read_only_vault_checks_whole_and_writes_no_memo(sample):
+    from engine import Vault
+
+    root = sample.root
+    sample.close()
+    vault = Vault.open(root, read_only=True)
+    run_checks(vault, today=TODAY)
+    assert not (root / ".memlink" / "checks.sqlite").exists()
