@@ -267,10 +267,15 @@ class LinkGraph(Adjacency):
         edges = []
         for raw, _legacy in vault.linkstore.outgoing_raw():
             row = json.loads(raw)
-            # Only links between notes that exist (docs/DESIGN.md, "Checks" reports the rest).
+            # Only links between notes that exist, of a type this process knows (an
+            # undeclared one carries no meaning; docs/DESIGN.md, "Checks" reports the rest).
             if row["from_uri"] in notes and row["to_uri"] in notes:
-                edges.append(Edge(row["id"], row["from_uri"], row["to_uri"], LinkType.named(row["link_type"]),
-                                  float(row["weight"]), row.get("description") or ""))
+                try:
+                    kind = LinkType(row["link_type"])
+                except ValueError:
+                    continue
+                edges.append(Edge(row["id"], row["from_uri"], row["to_uri"], kind, float(row["weight"]),
+                                  row.get("description") or ""))
         return cls(edges, notes)
 
     @property
