@@ -54,13 +54,14 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def remove_file(path: Path) -> None:
-    """Delete a file (if present) and make the removal durable."""
+def remove_file(path: Path, durable: bool = True) -> None:
+    """Delete a file (if present) and, when ``durable``, make the removal durable."""
     try:
         Path(path).unlink()
     except FileNotFoundError:
         return
-    _fsync_dir(Path(path).parent)
+    if durable:
+        _fsync_dir(Path(path).parent)
 
 
 def sweep_temp_files(root: Path, older_than: float = 60.0) -> int:
