@@ -53,7 +53,7 @@ def _tag(value: str) -> str:
     for tag, regexp in _RESOLVERS.get(value[0], ()):
         if regexp.match(value):
             return tag
-    for tag, regexp in _RESOLVERS.get(None, ()):  # type: ignore[call-overload]
+    for tag, regexp in _RESOLVERS.get(None, ()):
         if regexp.match(value):
             return tag
     return _STR
