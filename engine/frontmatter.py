@@ -79,28 +79,35 @@ def _plain(value: str) -> Any:
     raise _GiveUp  # dates, octal, sexagesimal, .inf…: the loader knows them
 
 
-def _quoted(value: str) -> str:
-    """A single-quoted scalar closed on its line ('' is a quote)."""
-    out, at = [], 1
+def _quoted(text: str, value: str, at: int, indent: int) -> tuple[str, int]:
+    """A single-quoted scalar ('' is a quote), perhaps over deeper lines: each line break
+    folds to a space, with the spaces around it (as YAML folds a flow scalar)."""
+    pieces: list[str] = []
+    line, start = value, 1
     while True:
-        end = value.find("'", at)
-        if end < 0:
-            raise _GiveUp  # continues on the next line
-        out.append(value[at:end])
-        if value[end + 1 : end + 2] == "'":
-            out.append("'")
-            at = end + 2
+        end = line.find("'", start)
+        if end < 0:  # goes on over the next line
+            pieces.append(line[start:].rstrip(" ") + " ")
+            more = _CONTINUED.match(text, at)
+            if more is None or len(more.group(1)) <= indent or not more.group(2).strip(" "):
+                raise _GiveUp  # a blank line (a line break in the value) or no deeper line
+            line, start, at = more.group(2), 0, more.end()
             continue
-        if value[end + 1 :].strip(" "):
+        pieces.append(line[start:end])
+        if line[end + 1 : end + 2] == "'":
+            pieces.append("'")
+            start = end + 2
+            continue
+        if line[end + 1 :].strip(" "):
             raise _GiveUp  # a comment or more after the closing quote
-        return "".join(out)
+        return "".join(pieces), at
 
 
 def _scalar(text: str, value: str, at: int, indent: int) -> tuple[Any, int]:
     """A scalar starting on its key's (or item's) line; ``at`` is the next line. Plain
     scalars may go on over deeper lines (folded with spaces, as YAML does)."""
     if value[0] == "'":
-        return _quoted(value), at
+        return _quoted(text, value, at, indent)
     if value == "[]":
         return [], at
     if value == "{}":
