@@ -67,9 +67,10 @@ class CatalogStore:
     per store, shared by the threads of the process under a lock; other processes (the
     CLI next to the app) see each committed write."""
 
-    def __init__(self, path: Path, *, in_memory: bool = False):
+    def __init__(self, path: Path, *, in_memory: bool = False, timeout: float = 30.0):
         self.path = Path(path)
         self.in_memory = in_memory
+        self.timeout = timeout  # how long a write waits for another process's transaction
         self._lock = threading.RLock()
         self._db: sqlite3.Connection | None = None
 
@@ -78,8 +79,10 @@ class CatalogStore:
         if self._db is None:
             try:
                 self._db = self._open()
-            except sqlite3.DatabaseError as exc:  # not a database, or damaged: derived, start over
-                self._discard(exc)
+            except sqlite3.DatabaseError as exc:
+                if not _damaged(exc):
+                    raise
+                self._discard(exc)  # not a database, or damaged: derived, start over
                 self._db = self._open()
         return self._db
 
@@ -89,7 +92,7 @@ class CatalogStore:
             self._seed(db)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
+            db = sqlite3.connect(self.path, timeout=self.timeout, check_same_thread=False, isolation_level=None)
             try:
                 db.execute("PRAGMA journal_mode=WAL")
                 # Derived state: a commit need not wait for the disk (WAL stays consistent).
@@ -152,13 +155,18 @@ class CatalogStore:
                 pass
 
     def _run(self, work: Callable[[sqlite3.Connection], T], default: T) -> T:
-        """Run ``work(db)`` under the lock; a database found damaged is discarded (its rows
-        are re-derived by the next sync) and ``default`` returned."""
+        """Run ``work(db)`` under the lock. A database found damaged is discarded (its rows
+        are re-derived by the next sync); one that cannot be used now (locked by another
+        process past the timeout, a full disk) is left as it is. Either way ``default`` is
+        returned: the catalog is derived, and a row not written is re-derived by a sync."""
         with self._lock:
             try:
                 return work(self._conn())
             except sqlite3.DatabaseError as exc:
-                self._discard(exc)
+                if _damaged(exc):
+                    self._discard(exc)
+                else:
+                    log.warning("catalog %s not updated: %s", self.path, exc)
                 return default
 
     def close(self) -> None:
@@ -203,6 +211,12 @@ class CatalogStore:
 
     def drop(self, uri: str) -> None:
         self.write([], [(uri,)])
+
+
+def _damaged(exc: sqlite3.DatabaseError) -> bool:
+    """Not a database, or a damaged one (SQLITE_NOTADB, SQLITE_CORRUPT), as opposed to one
+    that is busy, locked, read-only or on a full disk (OperationalError)."""
+    return not isinstance(exc, sqlite3.OperationalError)
 
 
 class _tx:

@@ -143,6 +143,22 @@ def test_a_catalog_damaged_while_open_is_rebuilt(vault):
     assert sorted(CatalogStore(db_path(vault)).load()) == ["entities/ana.md", "entities/bo.md"]
 
 
+def test_a_catalog_locked_by_another_process_is_left_alone(vault):
+    note = vault.write_note("entity", {"name": "Ana", "kind": "person"})
+    vault.close()
+    entry = CatalogStore(db_path(vault)).load()[note.uri]
+    other = sqlite3.connect(db_path(vault), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+    store = CatalogStore(db_path(vault), timeout=0.05)
+    entry.title = "Changed"
+    store.put(entry)  # waits, gives up, and neither raises nor discards the database
+    other.execute("COMMIT")
+    other.close()
+    assert CatalogStore(db_path(vault)).load()[note.uri].title == "Ana"
+    store.put(entry)
+    assert CatalogStore(db_path(vault)).load()[note.uri].title == "Changed"
+
+
 def test_deleting_the_catalog_while_a_vault_is_closed_is_safe(vault):
     vault.write_note("entity", {"name": "Ana", "kind": "person"})
     vault.close()
