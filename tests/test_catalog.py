@@ -87,6 +87,18 @@ def test_no_change_sync_writes_nothing_and_reads_only_changed_files(vault, monke
     assert [[e.uri for e in rows] for rows, _gone in written] == [["entities/bo.md"]]
 
 
+def test_a_commit_leaves_nothing_beside_the_catalog(vault):
+    """`.memlink/` holds still between writes, even while the vault stays open (a dry run
+    compares it byte for byte): no -wal/-shm/-journal file left to be folded back later."""
+    vault.write_note("entity", {"name": "Ana", "kind": "person"})
+    vault.sync_catalog()
+    names = sorted(p.name for p in (vault.root / ".memlink").iterdir())
+    assert [n for n in names if n.startswith("catalog")] == [CATALOG_FILE]
+    before = files_under(vault.root / ".memlink")
+    vault.close()
+    assert files_under(vault.root / ".memlink") == before
+
+
 def test_sync_hands_over_the_bodies_it_read(vault):
     a = vault.write_note("entity", {"name": "Ana", "kind": "person", "content": "Ana bakes bread."})
     vault.close()
@@ -182,7 +194,7 @@ def test_a_read_only_vault_reads_the_stored_catalog_and_writes_nothing(vault):
     before["entities/bo.md"] = (vault.root / "entities" / "bo.md").read_bytes()
     assert sorted(ro.sync_catalog()) == ["entities/ana.md", "entities/bo.md"]
     ro.close()
-    assert files_under(vault.root) == before  # no -wal/-shm, no row written
+    assert files_under(vault.root) == before  # no journal, no row written
 
 
 def test_a_read_only_vault_without_a_catalog_keeps_it_in_memory(vault):
