@@ -1,22 +1,40 @@
 """The catalog: which notes exist, their type, title, timestamps and file identity
-(mtime + size + content hash). Derived state in TinyDB, sharded by a hash of the URI so
-that recording one note rewrites one small shard, not the whole catalog."""
+(mtime + size + content hash). Derived state in one SQLite table
+(`.memlink/catalog.sqlite`), one row per note keyed by its URI: recording a note
+upserts one row, a delete removes one; a sync writes its changes in one transaction.
+A read-only vault keeps the table in memory (seeded from the file when there is one) and
+never writes to disk. A missing, unreadable or older-layout database is rebuilt from the
+files (docs/DESIGN.md, "Vault format")."""
 
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TypeVar
 
-from .state import StateStore
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-if TYPE_CHECKING:
-    from tinydb.table import Table
+CATALOG_FILE = "catalog.sqlite"  # in `.memlink/`
+# The table's layout; a database of another layout is dropped and its rows re-derived.
+LAYOUT = 2
+_COLUMNS = "uri, memory_type, title, created_at, updated_at, mtime_ns, size, sha, error, superseded, aliases, kind"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS notes (uri TEXT PRIMARY KEY, memory_type TEXT NOT NULL, title TEXT NOT NULL, "
+    "created_at TEXT NOT NULL, updated_at TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, "
+    "sha TEXT NOT NULL, error TEXT, superseded INTEGER NOT NULL, aliases TEXT NOT NULL, kind TEXT NOT NULL) "
+    "WITHOUT ROWID"
+)
+_UPSERT = f"INSERT OR REPLACE INTO notes ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
 
-SHARDS = 64
 
-
-@dataclass
+@dataclass(slots=True)
 class CatalogEntry:
     uri: str
     memory_type: str
@@ -38,70 +56,180 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:20]
 
 
-def shard_of(uri: str) -> str:
-    return f"catalog-{int(hashlib.sha1(uri.encode('utf-8')).hexdigest()[:6], 16) % SHARDS:02d}"
+def _row(e: CatalogEntry) -> tuple:
+    return (e.uri, e.memory_type, e.title, e.created_at, e.updated_at, e.mtime_ns, e.size, e.sha, e.error,
+            1 if e.superseded else 0, json.dumps(e.aliases, ensure_ascii=False) if e.aliases else "", e.kind)
 
 
 class CatalogStore:
-    def __init__(self, state: StateStore):
-        self.state = state
+    """The catalog table of one vault: ``path`` on disk, or in memory when ``in_memory``
+    (a read-only vault: the file, if any, is read once and never written). One connection
+    per store, shared by the threads of the process under a lock; other processes (the
+    CLI next to the app) see each committed write."""
 
-    def _table(self, shard: str) -> Table:
-        return self.state.db(shard).table("notes")
+    def __init__(self, path: Path, *, in_memory: bool = False, timeout: float = 30.0):
+        self.path = Path(path)
+        self.in_memory = in_memory
+        self.timeout = timeout  # how long a write waits for another process's transaction
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None
 
+    # -- the connection ---------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            try:
+                self._db = self._open()
+            except sqlite3.DatabaseError as exc:
+                if not _damaged(exc):
+                    raise
+                self._discard(exc)  # not a database, or damaged: derived, start over
+                self._db = self._open()
+        return self._db
+
+    def _open(self) -> sqlite3.Connection:
+        if self.in_memory:
+            db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+            self._seed(db)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=self.timeout, check_same_thread=False, isolation_level=None)
+            try:
+                # A rollback journal, not WAL: a commit leaves nothing behind (no -wal/-shm
+                # that the last connection to close, perhaps a vault object collected much
+                # later, would fold back into the file), so `.memlink/` holds still between
+                # writes; a one-row commit costs ~0.5 ms with its syncs (bench_open.py).
+                db.execute("PRAGMA journal_mode=DELETE")
+                db.execute("PRAGMA synchronous=NORMAL")
+            except sqlite3.DatabaseError:
+                db.close()
+                raise
+        try:
+            self._prepare(db)
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        if not self.in_memory:
+            self._remove_old_shards()
+        return db
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        if db.execute("PRAGMA user_version").fetchone()[0] != LAYOUT:
+            with _tx(db):  # a database of an older layout (or a new one): its rows are re-derived
+                db.execute("DROP TABLE IF EXISTS notes")
+                db.execute(_SCHEMA)
+                db.execute(f"PRAGMA user_version={LAYOUT}")
+
+    def _seed(self, db: sqlite3.Connection) -> None:
+        """Copy the on-disk catalog into memory without writing a byte: ``immutable``
+        reads the file without a lock and makes no journal. A row read while another
+        process commits may be stale, or the copy unreadable (then it starts empty): sync
+        compares every row with its file anyway."""
+        if not self.path.is_file():
+            return
+        try:
+            disk = sqlite3.connect(f"{self.path.as_uri()}?immutable=1", uri=True)
+            try:
+                disk.backup(db)
+            finally:
+                disk.close()
+        except sqlite3.DatabaseError as exc:
+            log.warning("not reading the catalog %s: %s", self.path, exc)
+            db.execute("DROP TABLE IF EXISTS notes")
+            db.execute("PRAGMA user_version=0")
+
+    def _discard(self, exc: Exception) -> None:
+        log.warning("discarding unreadable catalog %s: %s", self.path, exc)
+        if self._db is not None:
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+            self._db = None
+        if not self.in_memory:
+            for suffix in ("", "-journal", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    def _remove_old_shards(self) -> None:
+        """The TinyDB shards of older versions (`db/catalog-*.json`): derived, superseded."""
+        for old in (self.path.parent / "db").glob("catalog-*.json"):
+            try:
+                old.unlink()
+            except OSError:
+                pass
+
+    def _run(self, work: Callable[[sqlite3.Connection], T], default: T) -> T:
+        """Run ``work(db)`` under the lock. A database found damaged is discarded (its rows
+        are re-derived by the next sync); one that cannot be used now (locked by another
+        process past the timeout, a full disk) is left as it is. Either way ``default`` is
+        returned: the catalog is derived, and a row not written is re-derived by a sync."""
+        with self._lock:
+            try:
+                return work(self._conn())
+            except sqlite3.DatabaseError as exc:
+                if _damaged(exc):
+                    self._discard(exc)
+                else:
+                    log.warning("catalog %s not updated: %s", self.path, exc)
+                return default
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    # -- rows -------------------------------------------------------------------------------
     def load(self) -> dict[str, CatalogEntry]:
-        out: dict[str, CatalogEntry] = {}
-        folder = self.state.folder
-        if not folder.is_dir():
-            return out
-        for path in sorted(folder.glob("catalog-*.json")):
-            # The raw rows, not TinyDB Documents: at 100k notes the wrappers cost a second.
-            data = self.state.db(path.stem).storage.read() or {}
-            for row in (data.get("notes") or {}).values():
-                if "kind" not in row:
-                    continue  # a row from before aliases and kinds: re-derived from the file
-                try:
-                    entry = CatalogEntry(**row)
-                except TypeError:
-                    continue  # a row from an older layout: it is re-derived from the file
-                out[entry.uri] = entry
-        return out
+        def work(db: sqlite3.Connection) -> dict[str, CatalogEntry]:
+            rows = db.execute(f"SELECT {_COLUMNS} FROM notes").fetchall()
+            # Plain tuples into entries: at 100k notes any per-row wrapper costs a second.
+            loads = json.loads
+            return {
+                r[0]: CatalogEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]),
+                                   loads(r[10]) if r[10] else [], r[11])
+                for r in rows
+            }
 
-    def replace(self, before: dict[str, CatalogEntry], after: dict[str, CatalogEntry]) -> None:
-        """Write only the shards whose rows changed."""
-        dirty: dict[str, list[CatalogEntry]] = {}
-        for uri in set(before) | set(after):
-            if before.get(uri) != after.get(uri):
-                dirty.setdefault(shard_of(uri), [])
-        for entry in after.values():
-            if shard_of(entry.uri) in dirty:
-                dirty[shard_of(entry.uri)].append(entry)
-        for shard, rows in dirty.items():
-            table = self._table(shard)
-            table.truncate()
-            if rows:
-                table.insert_multiple(dict(e.__dict__) for e in rows)  # asdict() deep-copies: slow
+        return self._run(work, {})
 
-    # put/drop edit the shard's raw rows (read, change, write) rather than through a TinyDB
-    # table: a table caches its next row id, which goes stale when another process (the
-    # CLI next to the app) has written the same shard. Callers hold the vault lock.
-    def _rows(self, shard: str) -> tuple:
-        storage = self.state.db(shard).storage
-        data = storage.read() or {}
-        return storage, data, data.setdefault("notes", {})
+    def replace(self, before: dict[str, CatalogEntry], after: dict[str, CatalogEntry]) -> int:
+        """Write the rows that differ between ``before`` and ``after`` (one transaction).
+        Returns how many rows were written or removed."""
+        changed = [e for uri, e in after.items() if before.get(uri) != e]
+        gone = [(uri,) for uri in before if uri not in after]
+        if changed or gone:
+            self.write(changed, gone)
+        return len(changed) + len(gone)
+
+    def write(self, rows: Iterable[CatalogEntry], gone: Iterable[tuple[str]] = ()) -> None:
+        def work(db: sqlite3.Connection) -> None:
+            with _tx(db):
+                db.executemany(_UPSERT, map(_row, rows))
+                db.executemany("DELETE FROM notes WHERE uri = ?", gone)
+
+        self._run(work, None)
 
     def put(self, entry: CatalogEntry) -> None:
-        storage, data, rows = self._rows(shard_of(entry.uri))
-        key = next((k for k, row in rows.items() if row.get("uri") == entry.uri), None)
-        if key is None:
-            key = str(max((int(k) for k in rows if k.isdigit()), default=0) + 1)
-        rows[key] = dict(entry.__dict__)
-        storage.write(data)
+        self.write([entry])
 
     def drop(self, uri: str) -> None:
-        storage, data, rows = self._rows(shard_of(uri))
-        keys = [k for k, row in rows.items() if row.get("uri") == uri]
-        if keys:
-            for k in keys:
-                del rows[k]
-            storage.write(data)
+        self.write([], [(uri,)])
+
+
+def _damaged(exc: sqlite3.DatabaseError) -> bool:
+    """Not a database, or a damaged one (SQLITE_NOTADB, SQLITE_CORRUPT), as opposed to one
+    that is busy, locked, read-only or on a full disk (OperationalError)."""
+    return not isinstance(exc, sqlite3.OperationalError)
+
+
+class _tx:
+    """BEGIN IMMEDIATE … COMMIT (ROLLBACK on error) on an autocommit connection."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: type[BaseException] | None, *_exc: object) -> None:
+        self.db.execute("ROLLBACK" if kind else "COMMIT")

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from .errors import NoteError, SchemaError
+from .frontmatter import load_frontmatter
 from .schema import MemoryTypeSchema, TypeRegistry
-from .yamlio import safe_load
 
 FRONT = "---"
 TOP_KEYS = ("memory_type", "created_at", "updated_at", "fields")
@@ -90,7 +90,7 @@ def parse_note(text: str, uri: str, types: TypeRegistry) -> Note:
     if body is None:
         raise NoteError(f"{uri}: frontmatter is not closed with '---'")
     try:
-        meta = safe_load(front) or {}
+        meta = load_frontmatter(front) or {}
     except yaml.YAMLError as exc:
         raise NoteError(f"{uri}: frontmatter is not valid YAML: {exc}") from exc
     if not isinstance(meta, dict):

@@ -1,7 +1,7 @@
 """Derived state in `.memlink/db/`: TinyDB shards written atomically.
 
 TinyDB rewrites a whole file on every write, so state is split into small shards (one
-file per concern, e.g. ``catalog``) and callers batch their writes. Each shard is written
+file per concern, e.g. ``commits``) and callers batch their writes. Each shard is written
 through AtomicJSONStorage (temp + fsync + rename) and cached in memory until the file
 changes on disk. Shards are derived data: an unreadable shard is discarded and rebuilt.
 """

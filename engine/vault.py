@@ -9,6 +9,7 @@ docs/DESIGN.md, "Vault format" and "Units of work".
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -21,7 +22,7 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from .atomic import atomic_write_text, sweep_temp_files
-from .catalog import CatalogEntry, CatalogStore, content_hash
+from .catalog import CATALOG_FILE, CatalogEntry, CatalogStore, content_hash
 from .checks import Finding, run_checks
 from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
 from .errors import LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, VaultError, VaultLocked
@@ -45,6 +46,7 @@ NON_NOTE_DIRS = {"sessions", "dashboards", "memory_types"}
 NON_NOTE_FILES = {"DREAMS.md", "README.md"}  # generated diaries and read-me files at the vault root
 DEFAULT_FOLDERS = ("preferences", "entities", "events", "reports", "report_candidates", "sources", "sessions")
 LinkDirection = Literal["links", "backlinks", "both"]
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class VaultReadOnly(VaultError):
@@ -77,6 +79,7 @@ class Vault:
         self._services_lock = threading.Lock()
         self._catalog_lock = threading.RLock()  # the app syncs from workers and the UI thread
         self._stored: dict[str, CatalogEntry] | None = None  # read by stored_notes, not yet synced
+        self._catalog_db: CatalogStore | None = None  # the catalog table (see _catalog_rows)
         self._local = threading.local()  # the open transaction of each thread
 
     # -- opening ----------------------------------------------------------------------------
@@ -150,6 +153,9 @@ class Vault:
             self._services.close()
         self.state.close()
         self.linkstore.close()
+        with self._catalog_lock:
+            if self._catalog_db is not None:
+                self._catalog_db.close()
 
     @property
     def links_version(self) -> int:
@@ -536,33 +542,60 @@ class Vault:
 
     # -- the catalog (derived: which notes exist, their type and title) --------------------
     def iter_vault_files(self) -> Iterator[tuple[str, os.stat_result]]:
-        """Notes (``*.md`` outside hidden and non-note folders) and link sidecars."""
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            rel = os.path.relpath(dirpath, self.root)
-            rel = "" if rel == "." else rel.replace(os.sep, "/")
-            dirnames[:] = sorted(
-                d for d in dirnames if not d.startswith(".") and not (rel == "" and d in NON_NOTE_DIRS) and utf8_name(d)
-            )
-            for name in sorted(filenames):
-                if (rel == "" and name in NON_NOTE_FILES) or not utf8_name(name):
+        """Notes (``*.md`` outside hidden and non-note folders) and link sidecars, in
+        sorted order, folder by folder (each folder's files before its subfolders).
+        Symlinked folders are not entered (as os.walk); a symlinked file is listed with
+        its target's stat. One scandir per folder: names and types come with the listing."""
+        stack: list[tuple[str, str]] = [(str(self.root), "")]
+        while stack:
+            dirpath, rel = stack.pop()
+            try:
+                with os.scandir(dirpath) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError:
+                continue
+            subdirs = []
+            for entry in entries:
+                name = entry.name
+                if not utf8_name(name):
                     continue  # a name that is not UTF-8 cannot be a note path (docs/DESIGN.md "Vault format")
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    continue
+                if is_dir:
+                    if not name.startswith(".") and not (rel == "" and name in NON_NOTE_DIRS) and not entry.is_symlink():
+                        subdirs.append((entry.path, f"{rel}/{name}" if rel else name))
+                    continue
+                if rel == "" and name in NON_NOTE_FILES:
+                    continue
                 if (name.endswith(".md") and not name.startswith(".")) or name == SIDECAR:
-                    path = os.path.join(dirpath, name)
                     try:
-                        st = os.stat(path)
+                        st = entry.stat()
                     except OSError:
                         continue
                     yield (f"{rel}/{name}" if rel else name), st
+            stack.extend(reversed(subdirs))
 
-    def sync_catalog(self) -> dict[str, CatalogEntry]:
+    def sync_catalog(self, bodies: dict[str, tuple[str, str]] | None = None) -> dict[str, CatalogEntry]:
         """Bring the catalog in line with the files (notes edited in vim or Obsidian, added
-        or deleted). Only files whose mtime or size changed are read; only shards that
-        changed are written. A sidecar changed outside memlink makes link caches stale."""
+        or deleted). Only files whose mtime or size changed are read; only rows that
+        changed are written, in one transaction. A sidecar changed outside memlink makes
+        link caches stale. ``bodies``, when given, receives ``uri -> (sha, body)`` for
+        each note read here (the search index indexes them without reading them again)."""
         with self._catalog_lock:
-            return self._sync_catalog()
+            return self._sync_catalog(bodies)
 
-    def _sync_catalog(self) -> dict[str, CatalogEntry]:
-        store = CatalogStore(self.state)
+    def _catalog_rows(self) -> CatalogStore:
+        """The catalog table: `.memlink/catalog.sqlite`, or in memory for a read-only
+        vault (docs/DESIGN.md, "Read-only vaults and full disks"). Callers hold
+        ``_catalog_lock``."""
+        if self._catalog_db is None:
+            self._catalog_db = CatalogStore(self.state_dir / CATALOG_FILE, in_memory=self.state.memory is not None)
+        return self._catalog_db
+
+    def _sync_catalog(self, bodies: dict[str, tuple[str, str]] | None = None) -> dict[str, CatalogEntry]:
+        store = self._catalog_rows()
         known = self._catalog if self._catalog is not None else (self._stored or store.load())
         self._stored = None
         fresh: dict[str, CatalogEntry] = {}
@@ -573,9 +606,9 @@ class Vault:
                 continue
             entry = known.get(uri)
             if entry is None or entry.mtime_ns != st.st_mtime_ns or entry.size != st.st_size or not entry.sha:
-                entry = self._catalog_entry(uri, st)
+                entry = self._catalog_entry(uri, st, bodies, walked=True)
             fresh[uri] = entry
-        if not self.read_only:
+        if not self.read_only:  # a read-only vault keeps its catalog in this object only
             store.replace(known, fresh)
         if self._sidecar_stamps is not None and sidecars != self._sidecar_stamps:
             self.links_version += 1
@@ -583,15 +616,32 @@ class Vault:
         self._catalog = fresh
         return fresh
 
-    def _catalog_entry(self, uri: str, st: os.stat_result) -> CatalogEntry:
+    def _catalog_entry(self, uri: str, st: os.stat_result, bodies: dict[str, tuple[str, str]] | None = None,
+                       walked: bool = False) -> CatalogEntry:
         try:
-            data = self.path(uri).read_bytes()
+            data = self._read_walked(uri) if walked else self.path(uri).read_bytes()
             note = parse_note(data.decode("utf-8"), uri, self.types)
         except (MemlinkError, OSError, UnicodeDecodeError) as exc:
             return CatalogEntry(uri, "", uri, "", "", st.st_mtime_ns, st.st_size, error=str(exc))
+        sha = content_hash(data)
+        if bodies is not None:
+            bodies[uri] = (sha, note.body)
         return CatalogEntry(uri, note.memory_type, self.title(note), note.created_at, note.updated_at,
-                            st.st_mtime_ns, st.st_size, content_hash(data), superseded="valid_until" in note.extra,
+                            st.st_mtime_ns, st.st_size, sha, superseded="valid_until" in note.extra,
                             **_names(note))
+
+    def _read_walked(self, uri: str) -> bytes:
+        """A file ``iter_vault_files`` just listed (its folders are real folders inside the
+        vault: the walk enters no symlink): opened directly, without following a symlink;
+        a symlinked file goes through ``path``, which checks where it leads."""
+        try:
+            fd = os.open(os.path.join(self.root, uri), os.O_RDONLY | _NOFOLLOW)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            return self.path(uri).read_bytes()
+        with open(fd, "rb", buffering=0) as f:
+            return f.readall()
 
     def stored_notes(self) -> list[CatalogEntry]:
         """The notes as the catalog last saw them, without checking the files: enough to
@@ -601,7 +651,7 @@ class Vault:
             with self._catalog_lock:
                 catalog = self._catalog
                 if catalog is None:
-                    catalog = self._stored = CatalogStore(self.state).load()  # sync_catalog reuses it
+                    catalog = self._stored = self._catalog_rows().load()  # sync_catalog reuses it
         return [e for e in catalog.values() if not e.error]
 
     def catalog(self) -> dict[str, CatalogEntry]:
@@ -629,11 +679,12 @@ class Vault:
 
     def _catalog_store(self, entry: CatalogEntry) -> None:
         # Copy on write under the lock: a sync in a worker must not lose this entry, and
-        # readers iterating the previous dict (the UI thread) never see it change.
+        # readers iterating the previous dict (the UI thread) never see it change. One
+        # row upserted, nothing else rewritten.
         with self._catalog_lock:
             if self._catalog is not None:
                 self._catalog = {**self._catalog, entry.uri: entry}
-            CatalogStore(self.state).put(entry)
+            self._catalog_rows().put(entry)
 
     def _catalog_drop(self, uri: str) -> None:
         with self._catalog_lock:
@@ -641,7 +692,7 @@ class Vault:
                 catalog = dict(self._catalog)
                 catalog.pop(uri, None)
                 self._catalog = catalog
-            CatalogStore(self.state).drop(uri)
+            self._catalog_rows().drop(uri)
 
     def _notify(self, event: str, uri: str) -> None:
         for listener in list(self.listeners):

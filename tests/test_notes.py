@@ -71,7 +71,7 @@ def test_deleting_derived_state_loses_nothing(vault):
     shutil.rmtree(vault.root / ".memlink")
     fresh = Vault.open(vault.root)
     assert [e.uri for e in fresh.list_notes()] == ["entities/ana.md"]
-    assert list((vault.root / ".memlink" / "db").glob("catalog-*.json"))
+    assert (vault.root / ".memlink" / "catalog.sqlite").is_file()
 
 
 def test_catalog_follows_edits_made_outside(vault):
@@ -85,11 +85,11 @@ def test_catalog_follows_edits_made_outside(vault):
     assert vault.sync_catalog() == {}
 
 
-def test_corrupt_state_shard_is_rebuilt(vault):
+def test_corrupt_catalog_is_rebuilt(vault):
     vault.write_note("entity", {"name": "Ana"})
     vault.sync_catalog()
-    for shard in (vault.root / ".memlink" / "db").glob("catalog-*.json"):
-        shard.write_text("{truncated")
+    vault.close()
+    (vault.root / ".memlink" / "catalog.sqlite").write_text("{truncated")
     fresh = Vault.open(vault.root)
     assert [e.uri for e in fresh.list_notes()] == ["entities/ana.md"]
 

@@ -182,7 +182,8 @@ class SearchIndex:
                 self.keywords = KeywordIndex.wipe(None if self.vault.read_only else self.folder / "keywords")
             self._stale_reason = ""
             self.dirty = True
-        catalog = self.vault.sync_catalog()
+        bodies: dict[str, tuple[str, str]] = {}  # the notes the catalog reads now: not read twice
+        catalog = self.vault.sync_catalog(bodies=bodies)
         live = {u: e for u, e in catalog.items() if not e.error}
         todo = [u for u, e in live.items() if self.indexed.get(u) != e.sha]
         gone = [u for u in self.indexed if u not in live]
@@ -198,7 +199,7 @@ class SearchIndex:
             fresh = report.rebuilt or not self.indexed  # nothing to replace: one bulk hnswlib add
             direct = fresh or len(todo) > BATCH  # many notes: straight to tantivy, one commit
             for start in range(0, len(todo), BATCH):
-                self._index_batch(todo[start : start + BATCH], fresh=fresh, direct=direct)
+                self._index_batch(todo[start : start + BATCH], fresh=fresh, direct=direct, bodies=bodies)
                 if progress:
                     progress(min(start + BATCH, len(todo)), len(todo))
         self.dirty = True
@@ -210,7 +211,8 @@ class SearchIndex:
         """The vault lock for index writes; none for a read-only vault (kept in memory)."""
         return nullcontext() if self.vault.read_only else self.vault.writing()
 
-    def _index_batch(self, uris: list[str], *, fresh: bool = False, direct: bool = False) -> None:
+    def _index_batch(self, uris: list[str], *, fresh: bool = False, direct: bool = False,
+                     bodies: dict[str, tuple[str, str]] | None = None) -> None:
         catalog = self.vault.catalog()
         texts: list[str] = []
         notes: list[tuple[CatalogEntry, str, int]] = []
@@ -218,10 +220,14 @@ class SearchIndex:
             entry = catalog.get(uri)
             if entry is None or entry.error:
                 continue
-            try:
-                body = self.vault.read_body(uri)  # the catalog already parsed the frontmatter
-            except (OSError, MemlinkError):
-                continue  # vanished since the catalog sync; the next sync sees it
+            handed = bodies.pop(uri, None) if bodies else None
+            if handed is not None and handed[0] == entry.sha:
+                body = handed[1]  # read by this sync's catalog pass, at the hash the entry records
+            else:
+                try:
+                    body = self.vault.read_body(uri)  # the catalog already parsed the frontmatter
+                except (OSError, MemlinkError):
+                    continue  # vanished since the catalog sync; the next sync sees it
             chunks = chunk_text(body)
             notes.append((entry, body, len(chunks)))
             texts.extend(c.text for c in chunks)

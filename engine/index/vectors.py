@@ -76,24 +76,29 @@ class VectorIndex:
         return self.put_many([(uri, vectors)])
 
     def put_many(self, items: list[tuple[str, np.ndarray]], threads: int = 1) -> int:
-        """Add chunks for notes not in the index (bulk: one hnswlib call)."""
-        rows, labels = [], []
+        """Add chunks for notes not in the index (bulk: one hnswlib call; one norm pass)."""
+        if not items:
+            return 0
+        matrix = items[0][1] if len(items) == 1 else np.concatenate([vectors for _uri, vectors in items])
+        keep = nonzero(matrix)
+        labels: list[int] = []
+        at = 0
         for uri, vectors in items:
-            keep = np.flatnonzero(nonzero(vectors))
-            if not len(keep):
+            chunks = np.flatnonzero(keep[at : at + len(vectors)])
+            at += len(vectors)
+            if not len(chunks):
                 continue
             mine = self.by_uri.setdefault(uri, [])
-            for chunk in keep:
+            for chunk in chunks.tolist():
                 label = self.next_label
                 self.next_label += 1
-                self.labels[label] = (uri, int(chunk))
+                self.labels[label] = (uri, chunk)
                 mine.append(label)
                 labels.append(label)
-                rows.append(vectors[chunk])
-        if rows:
-            self._reserve(len(rows))
-            self.index.add_items(np.vstack(rows), np.asarray(labels), num_threads=threads, replace_deleted=True)
-        return len(rows)
+        if labels:
+            self._reserve(len(labels))
+            self.index.add_items(matrix[keep], np.asarray(labels), num_threads=threads, replace_deleted=True)
+        return len(labels)
 
     def remove(self, uri: str) -> None:
         for label in self.by_uri.pop(uri, []):

@@ -1,0 +1,382 @@
+"""The catalog in SQLite (one row per note), its sync with the files, read-only vaults,
+and the fast frontmatter reader, which must always agree with the YAML loader."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+import yaml
+
+from engine import Vault
+from engine.catalog import CATALOG_FILE, LAYOUT, CatalogStore
+from engine.frontmatter import fast_load, load_frontmatter
+from engine.links import SIDECAR
+from engine.notes import Note, _NoteDumper, serialize_note
+from engine.uris import utf8_name
+from engine.vault import NON_NOTE_DIRS, NON_NOTE_FILES
+from engine.yamlio import safe_load
+
+
+def db_path(vault: Vault) -> Path:
+    return vault.root / ".memlink" / CATALOG_FILE
+
+
+def files_under(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# -- one row per note ---------------------------------------------------------------------------
+def test_recording_a_note_writes_one_row_and_a_delete_removes_one(vault, monkeypatch):
+    vault.write_note("entity", {"name": "Ana", "kind": "person"})
+    vault.write_note("entity", {"name": "Bo", "kind": "person"})
+    vault.sync_catalog()
+    calls = []
+    real = CatalogStore.write
+
+    def spy(self, rows, gone=()):
+        rows, gone = list(rows), list(gone)
+        calls.append(([e.uri for e in rows], [g[0] for g in gone]))
+        return real(self, rows, gone)
+
+    monkeypatch.setattr(CatalogStore, "write", spy)
+    note = vault.write_note("entity", {"name": "Cy", "kind": "person"})
+    assert calls == [([note.uri], [])]
+    calls.clear()
+    vault.delete_note(note.uri)
+    assert calls == [([], [note.uri])]
+    stored = CatalogStore(db_path(vault)).load()
+    assert sorted(stored) == ["entities/ana.md", "entities/bo.md"]
+
+
+def test_a_row_round_trips_every_field(vault):
+    note = vault.write_note("entity", {"name": "Ana", "kind": "Person", "aliases": ["Annie", "A. N."]})
+    vault.supersede(note.uri, vault.write_note("entity", {"name": "Ana B", "kind": "person"}).uri, "2026-01-02")
+    (vault.root / "entities" / "broken.md").write_text("no frontmatter\n")
+    live = vault.sync_catalog()
+    stored = CatalogStore(db_path(vault)).load()
+    assert stored == live
+    assert stored[note.uri].aliases == ["Annie", "A. N."] and stored[note.uri].kind == "person"
+    assert stored[note.uri].superseded is True
+    assert "no YAML frontmatter" in (stored["entities/broken.md"].error or "")
+
+
+def test_no_change_sync_writes_nothing_and_reads_only_changed_files(vault, monkeypatch):
+    for name in ("Ana", "Bo", "Cy"):
+        vault.write_note("entity", {"name": name, "kind": "person"})
+    vault.sync_catalog()
+    import engine.vault as vault_module
+
+    parsed = []
+    real_parse = vault_module.parse_note
+    monkeypatch.setattr(vault_module, "parse_note", lambda text, uri, types: parsed.append(uri) or real_parse(text, uri, types))
+    written = []
+    monkeypatch.setattr(CatalogStore, "write", lambda self, rows, gone=(): written.append((list(rows), list(gone))))
+    fresh = Vault.open(vault.root)
+    fresh.sync_catalog()
+    assert parsed == [] and written == []
+    path = vault.path("entities/bo.md")
+    path.write_text(path.read_text().replace("name: Bo", "name: Bob"))
+    os.utime(path, ns=(1, 1))
+    assert fresh.sync_catalog()["entities/bo.md"].title == "Bob"
+    assert parsed == ["entities/bo.md"]
+    assert [[e.uri for e in rows] for rows, _gone in written] == [["entities/bo.md"]]
+
+
+def test_a_commit_leaves_nothing_beside_the_catalog(vault):
+    """`.memlink/` holds still between writes, even while the vault stays open (a dry run
+    compares it byte for byte): no -wal/-shm/-journal file left to be folded back later."""
+    vault.write_note("entity", {"name": "Ana", "kind": "person"})
+    vault.sync_catalog()
+    names = sorted(p.name for p in (vault.root / ".memlink").iterdir())
+    assert [n for n in names if n.startswith("catalog")] == [CATALOG_FILE]
+    before = files_under(vault.root / ".memlink")
+    vault.close()
+    assert files_under(vault.root / ".memlink") == before
+
+
+def test_sync_hands_over_the_bodies_it_read(vault):
+    a = vault.write_note("entity", {"name": "Ana", "kind": "person", "content": "Ana bakes bread."})
+    vault.close()
+    db_path(vault).unlink()  # a never-seen vault: every note is read
+    fresh = Vault.open(vault.root)
+    bodies: dict = {}
+    catalog = fresh.sync_catalog(bodies=bodies)
+    assert set(bodies) == {a.uri}
+    sha, body = bodies[a.uri]
+    assert sha == catalog[a.uri].sha and "Ana bakes bread." in body and body == fresh.read_note(a.uri).body
+    again: dict = {}
+    fresh.sync_catalog(bodies=again)
+    assert again == {}  # nothing was read: nothing handed over
+
+
+# -- rebuilt when missing, damaged or of another layout ------------------------------------------
+def test_old_tinydb_shards_are_removed_and_ignored(vault):
+    vault.write_note("entity", {"name": "Ana", "kind": "person"})
+    vault.close()
+    db = vault.root / ".memlink" / "db"
+    db.mkdir(parents=True, exist_ok=True)
+    (db / "catalog-07.json").write_text('{"notes": {"1": {"uri": "entities/ghost.md"}}}')
+    fresh = Vault.open(vault.root)
+    assert [e.uri for e in fresh.list_notes()] == ["entities/ana.md"]
+    assert not list(db.glob("catalog-*.json"))
+
+
+def test_a_catalog_of_an_older_layout_is_re_derived(vault):
+    vault.write_note("entity", {"name": "Ana", "kind": "person"})
+    vault.sync_catalog()
+    vault.close()
+    with sqlite3.connect(db_path(vault)) as db:
+        db.execute("UPDATE notes SET title = 'stale'")
+        db.execute(f"PRAGMA user_version={LAYOUT - 1}")
+    db.close()
+    fresh = Vault.open(vault.root)
+    assert [e.title for e in fresh.stored_notes()] == []  # the old rows are not trusted
+    assert [e.title for e in fresh.list_notes()] == ["Ana"]
+    fresh.close()
+    assert [e.title for e in CatalogStore(db_path(vault)).load().values()] == ["Ana"]
+
+
+def test_a_catalog_damaged_while_open_is_rebuilt(vault):
+    vault.write_note("entity", {"name": "Ana", "kind": "person"})
+    vault.close()
+    db_path(vault).write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db_path(vault)}{suffix}").unlink(missing_ok=True)
+    fresh = Vault.open(vault.root)
+    assert fresh.stored_notes() == []
+    assert [e.uri for e in fresh.list_notes()] == ["entities/ana.md"]
+    fresh.write_note("entity", {"name": "Bo", "kind": "person"})
+    fresh.close()
+    assert sorted(CatalogStore(db_path(vault)).load()) == ["entities/ana.md", "entities/bo.md"]
+
+
+def test_a_catalog_locked_by_another_process_is_left_alone(vault):
+    note = vault.write_note("entity", {"name": "Ana", "kind": "person"})
+    vault.close()
+    entry = CatalogStore(db_path(vault)).load()[note.uri]
+    other = sqlite3.connect(db_path(vault), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+    store = CatalogStore(db_path(vault), timeout=0.05)
+    entry.title = "Changed"
+    store.put(entry)  # waits, gives up, and neither raises nor discards the database
+    other.execute("COMMIT")
+    other.close()
+    assert CatalogStore(db_path(vault)).load()[note.uri].title == "Ana"
+    store.put(entry)
+    assert CatalogStore(db_path(vault)).load()[note.uri].title == "Changed"
+
+
+def test_deleting_the_catalog_while_a_vault_is_closed_is_safe(vault):
+    vault.write_note("entity", {"name": "Ana", "kind": "person"})
+    vault.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db_path(vault)}{suffix}").unlink(missing_ok=True)
+    fresh = Vault.open(vault.root)
+    assert [e.uri for e in fresh.list_notes()] == ["entities/ana.md"]
+    assert db_path(vault).is_file()
+
+
+# -- read-only vaults ---------------------------------------------------------------------------
+def test_a_read_only_vault_reads_the_stored_catalog_and_writes_nothing(vault):
+    vault.write_note("entity", {"name": "Ana", "kind": "person"})
+    vault.sync_catalog()
+    vault.close()
+    before = files_under(vault.root)
+    ro = Vault.open(vault.root, read_only=True)
+    assert [e.uri for e in ro.stored_notes()] == ["entities/ana.md"]  # from the file, without syncing
+    (vault.root / "entities" / "bo.md").write_text(
+        "---\nmemory_type: entity\ncreated_at: '2026-01-01T00:00:00+00:00'\nfields:\n  name: Bo\n  kind: person\n---\n")
+    before["entities/bo.md"] = (vault.root / "entities" / "bo.md").read_bytes()
+    assert sorted(ro.sync_catalog()) == ["entities/ana.md", "entities/bo.md"]
+    ro.close()
+    assert files_under(vault.root) == before  # no journal, no row written
+
+
+def test_a_read_only_vault_without_a_catalog_keeps_it_in_memory(vault):
+    vault.write_note("entity", {"name": "Ana", "kind": "person"})
+    vault.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db_path(vault)}{suffix}").unlink(missing_ok=True)
+    before = files_under(vault.root)
+    ro = Vault.open(vault.root, read_only=True)
+    assert [e.uri for e in ro.list_notes()] == ["entities/ana.md"]
+    ro.close()
+    assert files_under(vault.root) == before
+
+
+# -- the walk ---------------------------------------------------------------------------------
+def reference_walk(root: Path) -> list[str]:
+    """The walk as it was (os.walk + os.stat): the scandir walk must list the same files."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        rel = "" if rel == "." else rel.replace(os.sep, "/")
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not (rel == "" and d in NON_NOTE_DIRS) and utf8_name(d))
+        for name in sorted(filenames):
+            if (rel == "" and name in NON_NOTE_FILES) or not utf8_name(name):
+                continue
+            if (name.endswith(".md") and not name.startswith(".")) or name == SIDECAR:
+                try:
+                    os.stat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                out.append(f"{rel}/{name}" if rel else name)
+    return out
+
+
+def test_the_walk_lists_what_os_walk_listed(vault, tmp_path):
+    root = vault.root
+    note = vault.write_note("entity", {"name": "Ana", "kind": "person"})
+    other = vault.write_note("preference", {"topic": "tea", "sentiment": "like", "content": "Likes tea."})
+    vault.link(note.uri, other.uri, "related_to")
+    for rel in ("entities/deep/er/x.md", "entities/deep/a.md", ".hidden/h.md", "entities/.h.md", "sessions/s.md",
+                "README.md", "DREAMS.md", "notes.txt", "z.md", "events/2026/01/02/e.md", "sub/README.md"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "o.md").write_text("x")
+    os.symlink(outside, root / "entities" / "linked-folder")
+    os.symlink(root / "z.md", root / "entities" / "linked-note.md")
+    os.symlink(root / "missing.md", root / "entities" / "dangling.md")
+    os.symlink(root / "entities", root / "folder-named.md")
+    assert [uri for uri, _st in vault.iter_vault_files()] == reference_walk(root)
+
+
+def test_a_symlinked_note_leading_outside_is_an_error_not_read(vault, tmp_path):
+    (tmp_path / "secret.md").write_text(
+        "---\nmemory_type: entity\ncreated_at: '2026-01-01T00:00:00+00:00'\nfields: {name: Secret}\n---\n")
+    os.symlink(tmp_path / "secret.md", vault.root / "entities" / "escape.md")
+    inside = vault.write_note("entity", {"name": "Ana", "kind": "person"})
+    os.symlink(vault.path(inside.uri), vault.root / "entities" / "alias.md")
+    catalog = vault.sync_catalog()
+    assert "outside the vault" in (catalog["entities/escape.md"].error or "")
+    assert catalog["entities/alias.md"].title == "Ana" and not catalog["entities/alias.md"].error
+
+
+# -- the fast frontmatter reader -------------------------------------------------------------------
+FAST = [
+    "memory_type: entity\ncreated_at: '2026-01-01T00:00:00+00:00'\nfields:\n  name: Ana\n  kind: person",
+    "a: |-\n  one\n\n  two\n    indented\nb: x",
+    "a: |\n  one\n  two\n\n\nb: 'it''s'",
+    "fields:\n  aliases:\n  - Annie\n  - 'yes'\n  - A. N.\n  n: 3\n  f: 0.5\n  ok: true\n  offline: no\n  none: null\n  empty:\nz: ~",
+    "a:\n  b:\n    c: deep\n  d: e\nf: []\ng: {}",
+    "question: a long question that wraps\n  over two lines, as the dumper writes it\nstatus: pending",
+    "url: http://example.com/a#b\ntext: a:b c#d (x) [y] {z}, é中",
+    "seq:\n  - indented\n  - items\nafter: 1",
+    "q: 'quoted '' and wrapped:   \n    over '' lines'\nn: 1",
+]
+GIVE_UP = [
+    "a: 2026-01-01",  # a date
+    "yes: 1",  # a boolean key
+    'a: "double"',
+    "a: 'multi\n\n  line'",  # a blank line in a quoted scalar
+    "a: 'multi\nb: line'",  # a continuation no deeper than its key
+    "a: |\n  clip at the end",  # the final line break at the end of the text
+    "a: |+\n  keep\n",
+    "a: >\n  folded",
+    "a: &x 1\nb: *x",
+    "a: !!str 1",
+    "a: x # comment",
+    "# comment\na: x",
+    "a: x\n\nb: y",
+    "a: x\n    continued: not a key",
+    "a: [1, 2]",
+    "a: 017",  # octal
+    "a: 1_000",
+    "a: .inf",
+    "a:\tb",
+    "a: x\r\nb: y",
+    "a: |2-\n   indented first",
+    "a: |-\n  x\n   \n  y",  # a line of spaces inside a literal
+    "- a\n- b",
+    "a: b: c",
+    "...",
+    "a: 12:30",
+    "a: -1",
+    "a: x\u2028y",
+]
+
+
+@pytest.mark.parametrize("text", FAST)
+def test_the_fast_reader_reads_the_plain_layout_as_yaml_does(text):
+    fast = fast_load(text)
+    assert fast is not None
+    assert fast == safe_load(text) and repr(fast) == repr(safe_load(text))
+
+
+@pytest.mark.parametrize("text", GIVE_UP)
+def test_the_fast_reader_leaves_anything_else_to_yaml(text):
+    assert fast_load(text) is None
+    try:
+        want = safe_load(text)
+    except yaml.YAMLError:
+        with pytest.raises(yaml.YAMLError):
+            load_frontmatter(text)
+    else:
+        assert load_frontmatter(text) == want
+
+
+PIECES = ["a", "b", "word", " ", "  ", ":", ": ", "#", " #", "'", "''", '"', "-", "- ", "?", "|", ">", "\n", "\n\n",
+          "yes", "no", "null", "~", "true", "1", "0", "1.5", "2026-01-01", "1e3", "0x1f", "1_000", ".inf", "<<", "=",
+          "[", "]", "{", "}", ",", "&a", "*a", "!t", "%", "@", "`", "é", "中文", "  x", "...", "\\", ".5", "+1", "-1",
+          "08", "12:30", "\t", "\u2028", "\x85"]
+
+
+def random_value(r: random.Random, depth: int = 0):
+    k = r.random()
+    if depth < 2 and k < 0.12:
+        return {r.choice(["name", "kind", "a-b", "_x", "yes", "1", "é"]): random_value(r, depth + 1) for _ in range(r.randint(0, 3))}
+    if depth < 2 and k < 0.25:
+        return [random_value(r, 2) for _ in range(r.randint(0, 3))]
+    if k < 0.35:
+        return r.choice([0, 7, -3, 0.5, 1e-5, True, False, None, dt.date(2026, 1, 2)])
+    if k < 0.45:
+        return "long words " * r.randint(5, 20) + "".join(r.choice(PIECES) for _ in range(3))
+    return "".join(r.choice(PIECES[: 20 if k < 0.8 else None]) for _ in range(r.randint(1, 10)))
+
+
+def test_the_fast_reader_agrees_with_yaml_on_random_documents():
+    r = random.Random(20261201)
+    fast_used = 0
+    for i in range(3000):
+        doc = {r.choice(["memory_type", "fields", "name", "content", "aliases", "k9", "on"]): random_value(r)
+               for _ in range(r.randint(1, 5))}
+        if i % 2:
+            text = yaml.dump(doc, Dumper=_NoteDumper, allow_unicode=True, sort_keys=False, width=r.choice([30, 100]))
+        else:
+            text = yaml.safe_dump(doc, allow_unicode=bool(i % 3), sort_keys=False, width=r.choice([30, 80]))
+        if i % 5 == 0:  # as a person might have edited it
+            lines = text.split("\n")
+            at = r.randrange(len(lines))
+            lines[at] = r.choice([" ", "", "#c ", "\t"]) + lines[at] if i % 2 else lines[at] + r.choice([" ", " # c", ":"])
+            text = "\n".join(lines)
+        text = text.rstrip("\n") if i % 3 else text
+        fast = fast_load(text)
+        if fast is None:
+            continue
+        fast_used += 1
+        want = safe_load(text)
+        assert fast == want and repr(fast) == repr(want), text
+    assert fast_used > 300  # the fast path is exercised, not always given up
+
+
+def test_the_notes_memlink_writes_take_the_fast_path(vault):
+    r = random.Random(3)
+    schema = vault.schema("entity")
+    words = ["tea", "é", "中文", "it's", "a: b", "#1", "x#y", "(note)", "[draft]", "yes", "-", "50%", "http://x.y/z"]
+    for i in range(300):
+        name = f"Name {i} " + " ".join(r.choice(words) for _ in range(r.randint(0, 3)))
+        content = "\n".join(" ".join(r.choice(words) for _ in range(r.randint(1, 30))) for _ in range(r.randint(1, 4)))
+        fields = schema.validate_fields({"name": name, "kind": "person", "content": content, "aliases": [f"A{i}", "yes"]},
+                                        complete=True)
+        stamp = "2026-01-01T00:00:00+00:00"
+        front = serialize_note(Note("entities/x.md", "entity", fields, stamp, stamp, "body\n"), schema).split("---\n")[1]
+        fast = fast_load(front.rstrip("\n"))
+        assert fast is not None, front
+        assert fast == safe_load(front), front
