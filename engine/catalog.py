@@ -23,13 +23,20 @@ T = TypeVar("T")
 
 CATALOG_FILE = "catalog.sqlite"  # in `.memlink/`
 # The table's layout; a database of another layout is dropped and its rows re-derived.
-LAYOUT = 2
+LAYOUT = 3
 _COLUMNS = "uri, memory_type, title, created_at, updated_at, mtime_ns, size, sha, error, superseded, aliases, kind"
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS notes (uri TEXT PRIMARY KEY, memory_type TEXT NOT NULL, title TEXT NOT NULL, "
     "created_at TEXT NOT NULL, updated_at TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, "
     "sha TEXT NOT NULL, error TEXT, superseded INTEGER NOT NULL, aliases TEXT NOT NULL, kind TEXT NOT NULL) "
     "WITHOUT ROWID"
+)
+# What each note is called (engine.names): the words of its title and of each alias, and
+# the first of them, so a question's names are looked up without loading every title.
+_NAMES = (
+    "CREATE TABLE IF NOT EXISTS names (key TEXT NOT NULL, first TEXT NOT NULL, uri TEXT NOT NULL); "
+    "CREATE INDEX IF NOT EXISTS names_key ON names(key); CREATE INDEX IF NOT EXISTS names_first ON names(first); "
+    "CREATE INDEX IF NOT EXISTS names_uri ON names(uri)"
 )
 _UPSERT = f"INSERT OR REPLACE INTO notes ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
 
@@ -54,6 +61,15 @@ class CatalogEntry:
 
 def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:20]
+
+
+def _name_rows(e: CatalogEntry) -> list[tuple[str, str, str]]:
+    from .names import words
+
+    if e.error:
+        return []
+    keys = {" ".join(words(name)) for name in [e.title, *e.aliases]}
+    return [(key, key.split()[0], e.uri) for key in sorted(keys) if key]
 
 
 def _row(e: CatalogEntry) -> tuple:
@@ -116,7 +132,10 @@ class CatalogStore:
         if db.execute("PRAGMA user_version").fetchone()[0] != LAYOUT:
             with _tx(db):  # a database of an older layout (or a new one): its rows are re-derived
                 db.execute("DROP TABLE IF EXISTS notes")
+                db.execute("DROP TABLE IF EXISTS names")
                 db.execute(_SCHEMA)
+                for statement in _NAMES.split("; "):
+                    db.execute(statement)
                 db.execute(f"PRAGMA user_version={LAYOUT}")
 
     def _seed(self, db: sqlite3.Connection) -> None:
@@ -192,22 +211,34 @@ class CatalogStore:
 
         return self._run(work, {})
 
-    def replace(self, before: dict[str, CatalogEntry], after: dict[str, CatalogEntry]) -> int:
-        """Write the rows that differ between ``before`` and ``after`` (one transaction).
-        Returns how many rows were written or removed."""
-        changed = [e for uri, e in after.items() if before.get(uri) != e]
-        gone = [(uri,) for uri in before if uri not in after]
-        if changed or gone:
-            self.write(changed, gone)
-        return len(changed) + len(gone)
-
     def write(self, rows: Iterable[CatalogEntry], gone: Iterable[tuple[str]] = ()) -> None:
         def work(db: sqlite3.Connection) -> None:
+            rows_ = list(rows)
+            gone_ = list(gone)
             with _tx(db):
-                db.executemany(_UPSERT, map(_row, rows))
-                db.executemany("DELETE FROM notes WHERE uri = ?", gone)
+                db.executemany(_UPSERT, map(_row, rows_))
+                db.executemany("DELETE FROM notes WHERE uri = ?", gone_)
+                db.executemany("DELETE FROM names WHERE uri = ?", [(e.uri,) for e in rows_] + gone_)
+                db.executemany("INSERT INTO names VALUES (?, ?, ?)", [n for e in rows_ for n in _name_rows(e)])
 
         self._run(work, None)
+
+    def named(self, keys: Iterable[str]) -> dict[str, set[str]]:
+        """The notes called each of ``keys`` (name words joined by spaces), by key."""
+        def work(db: sqlite3.Connection) -> dict[str, set[str]]:
+            out: dict[str, set[str]] = {}
+            wanted = sorted(set(keys))
+            for i in range(0, len(wanted), 500):
+                part = wanted[i : i + 500]
+                for key, uri in db.execute(f"SELECT key, uri FROM names WHERE key IN ({','.join('?' * len(part))})", part):
+                    out.setdefault(key, set()).add(uri)
+            return out
+
+        return self._run(work, {})
+
+    def names_starting(self, first: str) -> list[str]:
+        """Every name whose first word is ``first`` (for near matches)."""
+        return self._run(lambda db: [k for (k,) in db.execute("SELECT DISTINCT key FROM names WHERE first = ?", (first,))], [])
 
     def put(self, entry: CatalogEntry) -> None:
         self.write([entry])

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .catalog import CatalogStore
     from .vault import Vault
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -97,8 +98,11 @@ class NameIndex:
     what ingest resolves references with). At 100k notes each half costs a large part of
     a second, and a search process needs only the first."""
 
-    def __init__(self, catalog: dict):
+    def __init__(self, catalog: dict, store: CatalogStore | None = None):
         self._catalog = {uri: entry for uri, entry in catalog.items() if not entry.error}
+        # The catalog's table of names: a question looks its spans up there, so a search
+        # process never builds the name half at all (it costs a second at 100k notes).
+        self._store = store
         self._lock = threading.Lock()
         self._names: tuple[dict[str, set[str]], dict[str, set[str]]] | None = None
         self._paths: _Paths | None = None
@@ -227,6 +231,29 @@ class NameIndex:
         writes it capitalised, as a name ("Atlas", not "atlas" the word)."""
         raw = _WORD.findall(re.sub(r"['’]s\b", "", question))
         qw = [w.lower() for w in raw]
+        spans = {" ".join(qw[i : i + n]) for n in range(1, min(8, len(qw)) + 1) for i in range(len(qw) - n + 1)}
+        if self._names is None and self._store is not None:
+            found = self._store.named(spans)
+            titles: dict[str, set[str]] = {k: {u for u in v if u in self._catalog} for k, v in found.items()}
+            firsts: dict[str, list[str]] = {}
+
+            def starting(word: str) -> list[str]:
+                if word not in firsts:
+                    firsts[word] = self._store.names_starting(word) if self._store is not None else []
+                return firsts[word]
+
+            def named(key: str) -> set[str]:
+                if key not in titles:
+                    titles[key] = {u for u in self._store.named([key]).get(key, ()) if u in self._catalog} if self._store else set()
+                return titles[key]
+        else:
+            titles_map, by_first = self.titles, self.by_first
+
+            def starting(word: str) -> list[str]:
+                return list(by_first.get(word, ()))
+
+            def named(key: str) -> set[str]:
+                return titles_map.get(key, set())
         out: list[Named] = []
         taken = [False] * len(qw)
         for n in range(min(8, len(qw)), 0, -1):
@@ -236,10 +263,10 @@ class NameIndex:
                 if n < min_words and not (raw[i][:1].isupper() and i > 0 and len(raw[i]) > 2):
                     continue
                 span = " ".join(qw[i : i + n])
-                uris, exact = self.titles.get(span), True
+                uris, exact = named(span), True
                 if not uris and n >= 2:
-                    close = difflib.get_close_matches(span, self.by_first.get(qw[i], ()), n=1, cutoff=NEAR)
-                    uris, exact = (self.titles[close[0]], False) if close else (None, False)
+                    close = difflib.get_close_matches(span, starting(qw[i]), n=1, cutoff=NEAR)
+                    uris, exact = (named(close[0]), False) if close else (set(), False)
                 if uris:
                     out += [Named(u, i, i + n, exact) for u in sorted(uris)]
                     taken[i : i + n] = [True] * n

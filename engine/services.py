@@ -155,7 +155,7 @@ class Services:
         cached = self._names
         if cached is not None and cached[0] is catalog:
             return cached[1]
-        names = NameIndex(catalog)
+        names = NameIndex(catalog, self.vault.catalog_store)
         self._names = (catalog, names)
         return names
 

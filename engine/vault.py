@@ -586,6 +586,12 @@ class Vault:
         with self._catalog_lock:
             return self._sync_catalog(bodies)
 
+    @property
+    def catalog_store(self) -> CatalogStore:
+        """The catalog's table (its name lookups serve the name index)."""
+        with self._catalog_lock:
+            return self._catalog_rows()
+
     def _catalog_rows(self) -> CatalogStore:
         """The catalog table: `.memlink/catalog.sqlite`, or in memory for a read-only
         vault (docs/DESIGN.md, "Read-only vaults and full disks"). Callers hold
@@ -599,6 +605,7 @@ class Vault:
         known = self._catalog if self._catalog is not None else (self._stored or store.load())
         self._stored = None
         fresh: dict[str, CatalogEntry] = {}
+        changed: list[CatalogEntry] = []  # rows re-derived: the only ones written (no compare of every row)
         sidecars: dict[str, tuple[int, int]] = {}
         for uri, st in self.iter_vault_files():
             if uri.endswith(SIDECAR):
@@ -606,10 +613,14 @@ class Vault:
                 continue
             entry = known.get(uri)
             if entry is None or entry.mtime_ns != st.st_mtime_ns or entry.size != st.st_size or not entry.sha:
-                entry = self._catalog_entry(uri, st, bodies, walked=True)
+                new = self._catalog_entry(uri, st, bodies, walked=True)
+                if new != entry:
+                    changed.append(new)
+                entry = new
             fresh[uri] = entry
-        if not self.read_only:  # a read-only vault keeps its catalog in this object only
-            store.replace(known, fresh)
+        gone = [(uri,) for uri in known.keys() - fresh.keys()]
+        if not self.read_only and (changed or gone):  # a read-only vault keeps its catalog in this object only
+            store.write(changed, gone)
         if self._sidecar_stamps is not None and sidecars != self._sidecar_stamps:
             self.links_version += 1
         self._sidecar_stamps = sidecars

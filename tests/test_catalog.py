@@ -380,3 +380,27 @@ def test_the_notes_memlink_writes_take_the_fast_path(vault):
         fast = fast_load(front.rstrip("\n"))
         assert fast is not None, front
         assert fast == safe_load(front), front
+
+
+def test_names_looked_up_in_the_catalog_table_equal_the_names_built_from_every_title(sample):
+    """A search process looks a question's names up in the catalog's names table instead
+    of building the name tables from every title; both give the same notes."""
+    import random
+
+    from engine.names import NameIndex
+
+    catalog = sample.catalog()
+    titles = [e.title for e in catalog.values() if not e.error] + [a for e in catalog.values() for a in e.aliases]
+    rng = random.Random(3)
+    questions = []
+    for title in titles:
+        typo = title[:-1] if len(title) > 6 else title
+        questions += [f"what about {title}?", f"Tell me of {typo} and {rng.choice(titles)}", title.lower()]
+    built, looked_up = NameIndex(catalog), NameIndex(catalog, sample.catalog_store)
+    assert any(built.named_in(q) for q in questions)
+    for q in questions:
+        assert looked_up.named_in(q) == built.named_in(q), q
+    assert looked_up._names is None  # nothing was built for the lookups
+    sample.write_note("entity", {"name": "Zebedee Quartermaine", "aliases": ["ZQ Holdings"]})
+    fresh = NameIndex(sample.catalog(), sample.catalog_store)
+    assert [n.uri for n in fresh.named_in("Was ZQ Holdings right?")] == [n.uri for n in NameIndex(sample.catalog()).named_in("Was ZQ Holdings right?")] != []
