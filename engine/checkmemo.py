@@ -107,6 +107,9 @@ class CheckMemo:
     # -- planning a run -------------------------------------------------------------------------
     def plan(self, ctx: CheckContext, *, full: bool = False) -> Plan:
         store = ctx.vault.linkstore
+        # Every folder in step with its files first: what that re-reads is a change of
+        # this run (before ``seq``), not of the next one.
+        store.refresh()
         seq = store.seq()
         created = store.created()
         out = Plan(scope=None, seq=seq, created=created)

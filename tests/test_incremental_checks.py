@@ -110,3 +110,16 @@ def test_a_read_only_vault_checks_whole_and_writes_no_memo(sample):
     vault = Vault.open(root, read_only=True)
     run_checks(vault, today=TODAY)
     assert not (root / ".memlink" / "checks.sqlite").exists()
+
+
+def test_the_run_that_builds_the_link_index_leaves_the_next_run_incremental(sample):
+    """The first run indexes every folder; that is part of it, not a change for the next."""
+    vault = sample
+    (vault.state_dir / "links.sqlite").unlink(missing_ok=True)
+    vault.close()
+    from engine import Vault
+
+    fresh = Vault.open(vault.root)
+    run_checks(fresh, today=TODAY)
+    plan = scope_of_next_run(fresh)
+    assert plan.scope == set(), plan.reason
