@@ -163,8 +163,8 @@ class CheckMemo:
                 "SELECT uri, check_name, severity, message, other, code, category FROM findings"):
             if uri in scope:
                 continue
-            # Made by this code and saved as they were: constructed without validation.
-            kept.setdefault(name, []).append(Finding.model_construct(
+            # Validated again (pydantic's validation is faster than model_construct here).
+            kept.setdefault(name, []).append(Finding(
                 check=category, severity=severity, uri=uri, message=message, other=other, code=code))
         return kept
 

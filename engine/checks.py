@@ -353,15 +353,17 @@ def pending_extraction(ctx: CheckContext) -> Iterator[Finding]:
     """Imported files whose memories and links never landed (an ingest that failed or was
     killed: docs/DESIGN.md, "Units of work"). A warning, not an error: every link is whole
     and every note parses, and the next ingest, commit or dream finishes them by itself."""
+    sources = [entry for _uri, entry in ctx.in_scope() if entry.memory_type == "source"]
+    if not sources:
+        return  # the extraction stack is imported only when needed (a third of a second)
     from .extract.batch import is_pending
 
-    for _uri, entry in ctx.in_scope():
-        if entry.memory_type == "source":
-            note = ctx.note(entry.uri)
-            if note is not None and is_pending(note):
-                yield _problem("provenance", "warning", "pending_extraction", entry.uri,
-                               "imported, but its memories and links were not extracted yet; "
-                               "the next `memlink ingest`, `commit` or `dream` finishes it")
+    for entry in sources:
+        note = ctx.note(entry.uri)
+        if note is not None and is_pending(note):
+            yield _problem("provenance", "warning", "pending_extraction", entry.uri,
+                           "imported, but its memories and links were not extracted yet; "
+                           "the next `memlink ingest`, `commit` or `dream` finishes it")
 
 
 @register(scoped=True)
