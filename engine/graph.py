@@ -350,26 +350,27 @@ class LazyLinks(Adjacency):
     def __init__(self, vault: Vault, catalog: dict[str, CatalogEntry] | None = None) -> None:
         self.vault = vault
         self.catalog = catalog if catalog is not None else vault.catalog()
-        self._edges: dict[str, tuple[list[Edge], list[Edge], list[StoredLink]]] = {}
+        self._edges: dict[str, tuple[list[Edge], list[Edge], list[dict]]] = {}
 
-    def _fetch(self, uri: str) -> tuple[list[Edge], list[Edge], list[StoredLink]]:
+    def _fetch(self, uri: str) -> tuple[list[Edge], list[Edge], list[dict]]:
         hit = self._edges.get(uri)
         if hit is not None:
             return hit
         out: list[Edge] = []
         inc: list[Edge] = []
-        stored: list[StoredLink] = []
+        rows: list[dict] = []
         if self._is_note(uri):
-            stored = self.vault.get_file_links(uri, "both")
-            for link in stored:
-                edge = _edge(link)
+            # Plain records, not StoredLinks: a walk meets hundreds of notes per question.
+            rows = self.vault.link_rows(uri)
+            for row in rows:
+                edge = _edge_of(row)
                 if edge is None:
                     continue
-                if link.direction == "links" and edge.from_uri == uri and self._is_note(edge.to_uri):
+                if row["direction"] == "links" and edge.from_uri == uri and self._is_note(edge.to_uri):
                     out.append(edge)
-                elif link.direction == "backlinks" and edge.to_uri == uri and self._is_note(edge.from_uri):
+                elif row["direction"] == "backlinks" and edge.to_uri == uri and self._is_note(edge.from_uri):
                     inc.append(edge)
-        hit = (canonical(out, "to_uri"), canonical(inc, "from_uri"), stored)
+        hit = (canonical(out, "to_uri"), canonical(inc, "from_uri"), rows)
         if len(self._edges) >= self.MAX_NOTES:
             self._edges.clear()
         self._edges[uri] = hit
@@ -387,14 +388,14 @@ class LazyLinks(Adjacency):
 
     def links(self, uri: str) -> list[StoredLink]:
         """``uri``'s outgoing links as stored (anchors and all, for rendering a snippet)."""
-        return [l for l in self._fetch(uri)[2] if l.direction == "links"]
+        return sorted((StoredLink.model_validate(row) for row in self._fetch(uri)[2] if row["direction"] == "links"),
+                      key=lambda l: -l.weight)
 
 
-def _edge(link: StoredLink) -> Edge | None:
-    """A stored link as an edge, or None when its type is not one this process knows
-    (``LinkGraph.build`` leaves those out too: they carry no meaning)."""
+def _edge_of(row: dict) -> Edge | None:
+    """A link record (a plain dict) as an edge; None for a type this process does not know."""
     try:
-        link_type = LinkType(link.link_type)
+        link_type = LinkType(row["link_type"])
     except ValueError:
         return None
-    return Edge(link.id, link.from_uri, link.to_uri, link_type, float(link.weight), link.description or "")
+    return Edge(row["id"], row["from_uri"], row["to_uri"], link_type, float(row["weight"]), row.get("description") or "")

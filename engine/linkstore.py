@@ -612,6 +612,16 @@ class LinkStore:
                 "SELECT raw FROM links INDEXED BY links_owner WHERE owner=? AND direction=? AND folder=? ORDER BY rowid", (owner, direction, folder))]
         return [_link(raw) for raw in self._guard(run)]
 
+    def rows_of(self, folder: str, owner: str) -> list[str]:
+        """One note's link records, both directions, as the raw JSON indexed (validated
+        when they were indexed): for walks that need only ends, type and weight."""
+        def run(db: sqlite3.Connection) -> list[str]:
+            self._fresh(db, folder)
+            return [raw for (raw,) in db.execute(
+                "SELECT raw FROM links INDEXED BY links_owner WHERE owner=? AND direction IN ('links', 'backlinks') "
+                "AND folder=? ORDER BY rowid", (owner, folder))]
+        return self._guard(run)
+
     def folder_links(self, folder: str) -> list[StoredLink]:
         """Every link record of a folder (legacy entries read as related_to links)."""
         def run(db: sqlite3.Connection) -> list[str]:

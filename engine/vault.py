@@ -385,6 +385,17 @@ class Vault:
                 out += self._note_links(folder, uri, d)
         return sorted(out, key=lambda l: -l.weight)
 
+    def link_rows(self, uri: str) -> list[dict]:
+        """A note's link records, both directions, as plain dicts (not validated again:
+        the index holds only records that validated, and a transaction only what it
+        staged). For walks over many notes, where building every record costs."""
+        uri = normalize_uri(uri)
+        folder = uri_dir(uri)
+        tx = self._tx()
+        if tx is not None and any(tx.note_links(folder, uri, d) is not None for d in ("links", "backlinks")):
+            return [l.model_dump(mode="json") for l in self.get_file_links(uri, "both")]
+        return [json.loads(raw) for raw in self.linkstore.rows_of(folder, uri)]
+
     def link(
         self,
         from_uri: str,
