@@ -353,12 +353,9 @@ def pending_extraction(ctx: CheckContext) -> Iterator[Finding]:
     """Imported files whose memories and links never landed (an ingest that failed or was
     killed: docs/DESIGN.md, "Units of work"). A warning, not an error: every link is whole
     and every note parses, and the next ingest, commit or dream finishes them by itself."""
-    sources = [entry for _uri, entry in ctx.in_scope() if entry.memory_type == "source"]
-    if not sources:
-        return  # the extraction stack is imported only when needed (a third of a second)
-    from .extract.batch import is_pending
+    from .notes import is_pending
 
-    for entry in sources:
+    for entry in (e for _uri, e in ctx.in_scope() if e.memory_type == "source"):
         note = ctx.note(entry.uri)
         if note is not None and is_pending(note):
             yield _problem("provenance", "warning", "pending_extraction", entry.uri,

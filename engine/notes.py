@@ -162,3 +162,13 @@ def rebuild_body(old_body: str, old_view: str, new_view: str) -> str:
     return body if body.endswith("\n") else body + "\n"
 
 
+# A source note whose memories and links have not landed yet carries this frontmatter key
+# (docs/DESIGN.md, "Units of work"): it lives in the vault, so deleting `.memlink/` keeps
+# it, `memlink check` reports it and the next ingest, commit or dream finishes the file.
+PENDING_KEY = "extraction"
+PENDING = "pending"
+
+
+def is_pending(note: Note) -> bool:
+    """Whether a source note's extraction has not finished (see ``PENDING_KEY``)."""
+    return note.extra.get(PENDING_KEY) == PENDING

@@ -45,7 +45,7 @@ from tinydb import Query
 
 from ..errors import MemlinkError
 from ..names import TEXT_SUFFIXES, NameIndex, Scope, path_key
-from ..notes import Note, serialize_note, split_frontmatter
+from ..notes import PENDING, PENDING_KEY, is_pending, serialize_note, split_frontmatter
 from ..yamlio import safe_load
 from .autolink import find_references, reference_link
 from .context import ExtractContext
@@ -232,17 +232,6 @@ def _title(meta: dict, body: str, path: Path) -> str:
 
 
 # -- the batch ------------------------------------------------------------------------------
-# A source note whose memories and links have not landed yet carries this frontmatter key
-# (docs/DESIGN.md, "Units of work"): it lives in the vault, so deleting `.memlink/` keeps
-# it, `memlink check` reports it and the next ingest, commit or dream finishes the file.
-PENDING_KEY = "extraction"
-PENDING = "pending"
-
-
-def is_pending(note: Note) -> bool:
-    """Whether a source note's extraction has not finished (see ``PENDING_KEY``)."""
-    return note.extra.get(PENDING_KEY) == PENDING
-
 
 def pending_sources(vault: Vault) -> list[str]:
     """The uris of the source notes whose extraction has not finished."""
