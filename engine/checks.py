@@ -10,6 +10,7 @@ docs/DESIGN.md, "Checks".
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -22,9 +23,9 @@ from .catalog import CatalogEntry
 from .errors import LinkError, MemlinkError
 from .jsonl import read_jsonl
 from .lineranges import check_ranges
-from .links import Direction, StoredLink
+from .links import Direction
 from .linkstore import FolderProblems
-from .linktypes import LinkTypeTable
+from .linktypes import LinkType, LinkTypeTable
 from .transaction import sidecar_rel
 from .uris import uri_dir
 
@@ -55,6 +56,45 @@ class Finding(BaseModel):
         return f"{self.code}: {self.message}" if self.code else self.message
 
 
+# A record's optional keys and their defaults (StoredLink's): a record as another tool
+# wrote it may leave them out, so two sides are compared with them filled in.
+_DEFAULTS = {"t_field": "content", "t_line_ranges": None, "match_text": None, "description": ""}
+
+
+@dataclass(slots=True)
+class Record:
+    """A link record as checks read it: the index's raw JSON made into plain attributes,
+    not a StoredLink (a full lint reads every record of the vault; the index holds only
+    records that validated)."""
+
+    id: str
+    from_uri: str
+    to_uri: str
+    direction: str
+    link_type: LinkType
+    weight: float
+    t_field: str
+    t_line_ranges: str | None
+    match_text: str | None
+    description: str
+    legacy: bool
+    raw: dict
+
+    @classmethod
+    def of(cls, raw: str) -> Record:
+        row = json.loads(raw)
+        get = row.get
+        return cls(row["id"], row["from_uri"], row["to_uri"], row["direction"], LinkType.named(row["link_type"]),
+                   float(row["weight"]), get("t_field") or "content", get("t_line_ranges"), get("match_text"),
+                   get("description") or "", bool(get("legacy")), row)
+
+    def same_record(self, other: Record) -> bool:
+        """The two sides of one link hold the same record (all but the direction)."""
+        def plain(row: dict) -> dict:
+            return {**_DEFAULTS, **{k: v for k, v in row.items() if k not in ("direction", "legacy")}}
+        return plain(self.raw) == plain(other.raw)
+
+
 class CheckContext:
     """What several checks read, read once per run. With a ``scope`` the run is
     incremental: checks that look at notes and their links (``Check.scoped``) make
@@ -65,7 +105,7 @@ class CheckContext:
         self.today = today
         self.scope = scope
         self._notes: dict[str, Note | None] = {}
-        self._twins: dict[tuple[str, str, str], StoredLink | None] = {}
+        self._twins: dict[tuple[str, str, str], Record | None] = {}
 
     @cached_property
     def catalog(self) -> dict[str, CatalogEntry]:
@@ -97,23 +137,22 @@ class CheckContext:
         return {f: p.broken for f, p in self.problems.items() if p.broken}
 
     @cached_property
-    def sides(self) -> list[tuple[str, StoredLink]]:
+    def sides(self) -> list[tuple[str, Record]]:
         """Link records (both sides, legacy entries read as links) with the folder each
         sits in: every record, or in a scoped run those whose note is in scope."""
         store = self.vault.linkstore
-        out: list[tuple[str, StoredLink]] = []
+        out: list[tuple[str, Record]] = []
         if self.scope is None:
             for folder in self.problems:
                 if folder not in self.broken:
-                    out += [(folder, link) for link in store.folder_links(folder)]
+                    out += [(folder, Record.of(raw)) for raw in store.folder_rows(folder)]
         else:
             for uri in sorted(self.scope):
                 folder = uri_dir(uri)
-                for direction in ("links", "backlinks"):
-                    out += [(folder, link) for link in store.links_of(folder, uri, direction)]
+                out += [(folder, Record.of(raw)) for raw in store.rows_of(folder, uri)]
         return out
 
-    def twin(self, folder: str, direction: Direction, link_id: str) -> StoredLink | None:
+    def twin(self, folder: str, direction: Direction, link_id: str) -> Record | None:
         """The record with this id and direction in a folder (a link's other side)."""
         key = (folder, direction, link_id)
         if key not in self._twins:
@@ -123,7 +162,8 @@ class CheckContext:
                         self._twins.setdefault((f, link.direction, link.id), link)
                 self._twins.setdefault(key, None)
             else:
-                self._twins[key] = None if folder in self.broken else self.vault.linkstore.entry(folder, link_id, direction)
+                stored = None if folder in self.broken else self.vault.linkstore.entry(folder, link_id, direction)
+                self._twins[key] = Record.of(json.dumps(stored.model_dump(mode="json"))) if stored is not None else None
         return self._twins[key]
 
     @cached_property
@@ -132,7 +172,7 @@ class CheckContext:
         return self.vault.config.link_table()
 
     @cached_property
-    def links(self) -> list[StoredLink]:
+    def links(self) -> list[Record]:
         """Outgoing links (legacy entries included), each two-sided link once: every one,
         or in a scoped run those whose from-note is in scope."""
         return [link for _folder, link in self.sides if link.direction == "links"]

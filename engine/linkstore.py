@@ -622,6 +622,13 @@ class LinkStore:
                 "AND folder=? ORDER BY rowid", (owner, folder))]
         return self._guard(run)
 
+    def folder_rows(self, folder: str) -> list[str]:
+        """Every link record of a folder as the raw JSON indexed (legacy entries as links)."""
+        def run(db: sqlite3.Connection) -> list[str]:
+            self._fresh(db, folder)
+            return [raw for (raw,) in db.execute("SELECT raw FROM links WHERE folder=? ORDER BY legacy, rowid", (folder,))]
+        return self._guard(run)
+
     def folder_links(self, folder: str) -> list[StoredLink]:
         """Every link record of a folder (legacy entries read as related_to links)."""
         def run(db: sqlite3.Connection) -> list[str]:
