@@ -698,10 +698,12 @@ class LinkStore:
                 "SELECT raw, legacy FROM links WHERE direction='links' ORDER BY folder, legacy, rowid")]
         return self._guard(run)
 
-    def stats(self, top: int = 10) -> tuple[int, dict[str, int], list[tuple[str, int]]]:
+    def stats(self, top: int = 10, *, refresh: bool = True) -> tuple[int, dict[str, int], list[tuple[str, int]]]:
         """Outgoing links: how many, how many of each type, and the ``top`` notes with the
-        most link records (links and backlinks), counted in SQL: no record is parsed."""
-        self.refresh()
+        most link records (links and backlinks), counted in SQL: no record is parsed.
+        ``refresh=False`` when every folder was just brought in step (a check run)."""
+        if refresh:
+            self.refresh()
 
         def run(db: sqlite3.Connection) -> tuple[int, dict[str, int], list[tuple[str, int]]]:
             types = {str(t): n for t, n in db.execute(

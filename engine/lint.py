@@ -185,7 +185,7 @@ def write_dashboards(vault: Vault, report: LintReport, today: dt.date | None = N
         atomic_write_text(folder / f"{name}.md", "\n".join(lines) + "\n")
         written.append(f"dashboards/{name}.md")
     # Relationship summary: link types and the most linked notes.
-    count, types, degree = vault.linkstore.stats(top=10)
+    count, types, degree = vault.linkstore.stats(top=10, refresh=False)  # lint just refreshed every folder
     lines = [header, "# Relationships\n", f"{count} links.\n", "| link type | count |", "|---|---|"]
     lines += [f"| {t} | {n} |" for t, n in types.items()]
     lines += ["", "Most linked notes:", ""] + [f"- {titles.get(u, u)} (`{u}`): {n}" for u, n in degree]

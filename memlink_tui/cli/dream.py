@@ -177,7 +177,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         for line in fixed:
             say(f"fixed: {line}")
         notes = len(vault.list_notes())
-        links = vault.linkstore.stats(top=0)[0]
+        links = vault.linkstore.stats(top=0, refresh=False)[0]  # the check just refreshed every folder
         for p in problems:
             say(f"{p.severity:<7} {p.code:<20} {p.uri}: {p.message}")
         print(f"{notes} notes, {links} links: {len(errors)} errors, {len(problems) - len(errors)} warnings")
