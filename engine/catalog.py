@@ -13,10 +13,10 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, ValuesView
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -57,6 +57,116 @@ class CatalogEntry:
     # (other names, the path a file was imported from) and kind (person, company…).
     aliases: list = field(default_factory=list)
     kind: str = ""
+
+
+Row = tuple  # a notes-table row in _COLUMNS order
+# What a note's row says about its file, all a sync compares: (mtime_ns, size, sha, error).
+Stamp = tuple[int, int, str, str | None]
+_STAMP_COLUMNS = "uri, mtime_ns, size, sha, error"
+Fill = Callable[[list[str]], dict[str, CatalogEntry]]
+
+
+def _entry(r: Row) -> CatalogEntry:
+    return CatalogEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]),
+                        json.loads(r[10]) if r[10] else [], r[11])
+
+
+def stamp_of(value: CatalogEntry | Stamp) -> Stamp:
+    if type(value) is tuple:
+        return value
+    return value.mtime_ns, value.size, value.sha, value.error  # type: ignore[union-attr]
+
+
+class Catalog(Mapping[str, CatalogEntry]):
+    """The notes by uri: one snapshot, never changed once made (a write makes a new one,
+    ``replaced``). Loaded from the table it holds only each note's stamp (``Stamp``: what
+    a sync compares, and whether the note parses); a note's whole entry is read from the
+    table when first asked for (``fill``), and all of them at once when something walks
+    every entry or has asked for many. At 100k notes reading and building every entry
+    costs half a second, and a search reads a few dozen (docs/DESIGN.md, "Vault format")."""
+
+    __slots__ = ("_items", "_fill", "_singles")
+    BULK_AFTER = 64  # single reads before the rest are read in one go
+
+    def __init__(self, items: dict[str, CatalogEntry | Stamp] | None = None, fill: Fill | None = None) -> None:
+        self._items: dict[str, CatalogEntry | Stamp] = items if items is not None else {}
+        self._fill = fill
+        self._singles = 0
+
+    def __getitem__(self, uri: str) -> CatalogEntry:
+        value = self._items[uri]
+        if type(value) is tuple:
+            self._singles += 1
+            if self._singles > self.BULK_AFTER:
+                self._complete()
+            else:
+                self._read([uri])
+            value = self._items[uri]
+        return value  # type: ignore[return-value]
+
+    def _read(self, uris: list[str]) -> None:
+        """Replace stamps by entries (same keys, same size: iteration elsewhere is safe)."""
+        got = self._fill(uris) if self._fill is not None else {}
+        for uri in uris:
+            entry = got.get(uri)
+            if entry is None:  # no fill (a bare snapshot): what the stamp knows
+                mtime_ns, size, sha, error = self._items[uri]  # type: ignore[misc]
+                entry = CatalogEntry(uri, "", uri, "", "", mtime_ns, size, sha, error=error or "not in the catalog table")
+            self._items[uri] = entry
+
+    def _complete(self) -> None:
+        todo = [u for u, v in self._items.items() if type(v) is tuple]
+        if todo:
+            self._read(todo)
+
+    def values(self) -> ValuesView[CatalogEntry]:
+        self._complete()
+        return super().values()
+
+    def items(self) -> ItemsView[str, CatalogEntry]:
+        self._complete()
+        return super().items()
+
+    def get(self, uri: str, default: Any = None) -> Any:
+        return self[uri] if uri in self._items else default
+
+    def __contains__(self, uri: object) -> bool:
+        return uri in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def held(self) -> Mapping[str, CatalogEntry | Stamp]:
+        """Each note's stamp or entry as held, read-only (``stamp_of`` reads either):
+        for a sync, which compares every file and builds no entry it does not need. The
+        dict itself (a proxy's lookups cost a tenth of a second at 100k notes): not to be
+        changed."""
+        return self._items
+
+    def is_good(self, uri: str) -> bool:
+        """A note of the catalog that parses (its entry has no error)."""
+        value = self._items.get(uri)
+        return value is not None and not stamp_of(value)[3]
+
+    def good_shas(self) -> dict[str, str]:
+        """uri -> content hash of every note that parses, without building entries."""
+        out = {}
+        for uri, value in self._items.items():
+            _, _, sha, error = stamp_of(value)
+            if not error:
+                out[uri] = sha
+        return out
+
+    def replaced(self, put: Iterable[CatalogEntry] = (), drop: Iterable[str] = ()) -> Catalog:
+        """A new snapshot with ``put`` entries added or replaced and ``drop`` removed."""
+        items = dict(self._items)
+        for uri in drop:
+            items.pop(uri, None)
+        items.update((e.uri, e) for e in put)
+        return Catalog(items, self._fill)
 
 
 def content_hash(data: bytes) -> str:
@@ -198,16 +308,25 @@ class CatalogStore:
                 self._db = None
 
     # -- rows -------------------------------------------------------------------------------
-    def load(self) -> dict[str, CatalogEntry]:
+    def load(self) -> Catalog:
+        """The catalog as stamps; entries are read from this table as asked for."""
+        def work(db: sqlite3.Connection) -> Catalog:
+            return Catalog({r[0]: r[1:] for r in db.execute(f"SELECT {_STAMP_COLUMNS} FROM notes")}, self.entries)
+
+        return self._run(work, Catalog(fill=self.entries))
+
+    def entries(self, uris: list[str]) -> dict[str, CatalogEntry]:
+        """The entries of these notes that the table holds."""
         def work(db: sqlite3.Connection) -> dict[str, CatalogEntry]:
-            rows = db.execute(f"SELECT {_COLUMNS} FROM notes").fetchall()
-            # Plain tuples into entries: at 100k notes any per-row wrapper costs a second.
-            loads = json.loads
-            return {
-                r[0]: CatalogEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]),
-                                   loads(r[10]) if r[10] else [], r[11])
-                for r in rows
-            }
+            if len(uris) > 2000:  # most of the table: one pass over it
+                wanted = set(uris)
+                return {r[0]: _entry(r) for r in db.execute(f"SELECT {_COLUMNS} FROM notes") if r[0] in wanted}
+            out = {}
+            for i in range(0, len(uris), 500):
+                part = uris[i : i + 500]
+                for r in db.execute(f"SELECT {_COLUMNS} FROM notes WHERE uri IN ({','.join('?' * len(part))})", part):
+                    out[r[0]] = _entry(r)
+            return out
 
         return self._run(work, {})
 

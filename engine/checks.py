@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
-from .catalog import CatalogEntry
+from .catalog import Catalog, CatalogEntry
 from .errors import LinkError, MemlinkError
 from .jsonl import read_jsonl
 from .lineranges import check_ranges
@@ -108,7 +108,7 @@ class CheckContext:
         self._twins: dict[tuple[str, str, str], Record | None] = {}
 
     @cached_property
-    def catalog(self) -> dict[str, CatalogEntry]:
+    def catalog(self) -> Catalog:
         return self.vault.sync_catalog()
 
     @cached_property

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal
@@ -113,6 +113,10 @@ class Adjacency:
         """The links made to ``uri`` (its backlinks), in canonical order."""
         raise NotImplementedError
 
+    def prefetch(self, uris: Iterable[str]) -> None:
+        """A hint: a walk is about to read these notes' edges (a view that fetches on
+        demand reads them in one go)."""
+
     def steps(self, uri: str) -> Iterable[Step]:
         """Every edge out of ``uri``: its links (→) and its backlinks (←)."""
         for e in self.out_edges(uri):
@@ -151,6 +155,7 @@ class Adjacency:
             visited = {seed}
             frontier = [(seed, seed_score)]
             for hop in range(1, params.depth + 1):
+                self.prefetch(uri for uri, _ in frontier)
                 reached: dict[str, tuple[float, list[Step], bool]] = {}
                 for uri, score in frontier:
                     spread = spread_of(uri)
@@ -347,29 +352,35 @@ class LazyLinks(Adjacency):
 
     MAX_NOTES = 50_000  # notes kept; beyond, the cache starts over (a long-lived app)
 
-    def __init__(self, vault: Vault, catalog: dict[str, CatalogEntry] | None = None) -> None:
+    def __init__(self, vault: Vault, catalog: Mapping[str, CatalogEntry] | None = None) -> None:
         self.vault = vault
         self.catalog = catalog if catalog is not None else vault.catalog()
         self._edges: dict[str, tuple[list[Edge], list[Edge], list[dict]]] = {}
+
+    def prefetch(self, uris: Iterable[str]) -> None:
+        todo = [u for u in uris if u not in self._edges and self._is_note(u)]
+        if todo:
+            for uri, rows in self.vault.link_rows_of(todo).items():
+                self._keep(uri, rows)
 
     def _fetch(self, uri: str) -> tuple[list[Edge], list[Edge], list[dict]]:
         hit = self._edges.get(uri)
         if hit is not None:
             return hit
+        # Plain records, not StoredLinks: a walk meets hundreds of notes per question.
+        return self._keep(uri, self.vault.link_rows(uri) if self._is_note(uri) else [])
+
+    def _keep(self, uri: str, rows: list[dict]) -> tuple[list[Edge], list[Edge], list[dict]]:
         out: list[Edge] = []
         inc: list[Edge] = []
-        rows: list[dict] = []
-        if self._is_note(uri):
-            # Plain records, not StoredLinks: a walk meets hundreds of notes per question.
-            rows = self.vault.link_rows(uri)
-            for row in rows:
-                edge = _edge_of(row)
-                if edge is None:
-                    continue
-                if row["direction"] == "links" and edge.from_uri == uri and self._is_note(edge.to_uri):
-                    out.append(edge)
-                elif row["direction"] == "backlinks" and edge.to_uri == uri and self._is_note(edge.from_uri):
-                    inc.append(edge)
+        for row in rows:
+            edge = _edge_of(row)
+            if edge is None:
+                continue
+            if row["direction"] == "links" and edge.from_uri == uri and self._is_note(edge.to_uri):
+                out.append(edge)
+            elif row["direction"] == "backlinks" and edge.to_uri == uri and self._is_note(edge.from_uri):
+                inc.append(edge)
         hit = (canonical(out, "to_uri"), canonical(inc, "from_uri"), rows)
         if len(self._edges) >= self.MAX_NOTES:
             self._edges.clear()

@@ -622,6 +622,24 @@ class LinkStore:
                 "AND folder=? ORDER BY rowid", (owner, folder))]
         return self._guard(run)
 
+    def rows_of_many(self, folder: str, owners: Iterable[str]) -> dict[str, list[str]]:
+        """``rows_of`` for several notes of one folder, in one read (a walk reaching a
+        seed set's neighbours at once); every owner asked for has a list."""
+        wanted = list(dict.fromkeys(owners))
+
+        def run(db: sqlite3.Connection) -> dict[str, list[str]]:
+            self._fresh(db, folder)
+            out: dict[str, list[str]] = {o: [] for o in wanted}
+            for i in range(0, len(wanted), 500):  # under SQLite's bound-parameter limit
+                part = wanted[i:i + 500]
+                marks = ",".join("?" * len(part))
+                for owner, raw in db.execute(
+                        f"SELECT owner, raw FROM links INDEXED BY links_owner WHERE owner IN ({marks}) "
+                        "AND direction IN ('links', 'backlinks') AND folder=? ORDER BY rowid", (*part, folder)):
+                    out[owner].append(raw)
+            return out
+        return self._guard(run)
+
     def folder_rows(self, folder: str) -> list[str]:
         """Every link record of a folder as the raw JSON indexed (legacy entries as links)."""
         def run(db: sqlite3.Connection) -> list[str]:

@@ -12,8 +12,12 @@ import posixpath
 import re
 import threading
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
+
+from .catalog import Catalog
 
 if TYPE_CHECKING:
     from .catalog import CatalogStore
@@ -69,7 +73,7 @@ class Lookup:
 class _Paths:
     """The path half of a NameIndex."""
 
-    def __init__(self, catalog: dict):
+    def __init__(self, catalog: Mapping):
         self.paths: dict[str, set[str]] = defaultdict(set)
         self.own: dict[str, str] = {}
         self.stems: dict[str, set[str]] = defaultdict(set)
@@ -98,14 +102,25 @@ class NameIndex:
     what ingest resolves references with). At 100k notes each half costs a large part of
     a second, and a search process needs only the first."""
 
-    def __init__(self, catalog: dict, store: CatalogStore | None = None):
-        self._catalog = {uri: entry for uri, entry in catalog.items() if not entry.error}
+    def __init__(self, catalog: Mapping, store: CatalogStore | None = None):
+        self._all = catalog
         # The catalog's table of names: a question looks its spans up there, so a search
         # process never builds the name half at all (it costs a second at 100k notes).
         self._store = store
         self._lock = threading.Lock()
         self._names: tuple[dict[str, set[str]], dict[str, set[str]]] | None = None
         self._paths: _Paths | None = None
+
+    @cached_property
+    def _catalog(self) -> dict:
+        """The notes that parse (built only by the halves that walk every note)."""
+        return {uri: entry for uri, entry in self._all.items() if not entry.error}
+
+    def _is_good(self, uri: str) -> bool:
+        if isinstance(self._all, Catalog):
+            return self._all.is_good(uri)
+        entry = self._all.get(uri)
+        return entry is not None and not entry.error
 
     @property
     def titles(self) -> dict[str, set[str]]:
@@ -234,7 +249,7 @@ class NameIndex:
         spans = {" ".join(qw[i : i + n]) for n in range(1, min(8, len(qw)) + 1) for i in range(len(qw) - n + 1)}
         if self._names is None and self._store is not None:
             found = self._store.named(spans)
-            titles: dict[str, set[str]] = {k: {u for u in v if u in self._catalog} for k, v in found.items()}
+            titles: dict[str, set[str]] = {k: {u for u in v if self._is_good(u)} for k, v in found.items()}
             firsts: dict[str, list[str]] = {}
 
             def starting(word: str) -> list[str]:
@@ -244,7 +259,7 @@ class NameIndex:
 
             def named(key: str) -> set[str]:
                 if key not in titles:
-                    titles[key] = {u for u in self._store.named([key]).get(key, ()) if u in self._catalog} if self._store else set()
+                    titles[key] = {u for u in self._store.named([key]).get(key, ()) if self._is_good(u)} if self._store else set()
                 return titles[key]
         else:
             titles_map, by_first = self.titles, self.by_first

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from .render import render_links
 from .text import content_tokens, snippet, tokenize
 
 if TYPE_CHECKING:
+    from .catalog import CatalogEntry
     from .vault import Vault
 
 
@@ -174,6 +176,7 @@ def search(
     graph = vault.services.links if use_graph else None
     params = propagation_params(cfg, vault.config.link_table())
     if graph is not None:
+        graph.prefetch(seeds)
         spread = graph.propagate(seeds, params)
         # Every search hit is in the seed set (docs/DESIGN.md, "Search"), however many seeds spread.
         for uri, b in base.items():
@@ -192,6 +195,8 @@ def search(
         entry = catalog.get(uri)
         if entry is not None and entry.superseded:
             final[uri] *= 0.5
+    if graph is not None:
+        graph.prefetch(final)  # their backlink counts, grouping and snippets read them all
     if graph is not None and cfg.backlink_boost:
         for uri in final:
             final[uri] *= 1.0 + 0.05 * math.log(1 + graph.backlink_count(uri))
@@ -289,7 +294,7 @@ def _without_names(query: str, vault: Vault) -> str:
     return " ".join(keep)
 
 
-def _answers(graph: Adjacency, catalog: dict, named: list[str], question: str,
+def _answers(graph: Adjacency, catalog: Mapping[str, CatalogEntry], named: list[str], question: str,
              params: PropagationParams) -> dict[str, tuple[float, Step, bool]]:
     """The notes a "Who …?" question's named notes link to (either way): people first.
     Each gets (score, the link, strong): strong when the link states the relation asked

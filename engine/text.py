@@ -53,7 +53,10 @@ def printable(text: object) -> str:
     C1, except newline and tab; a bare carriage return too) and bidi overrides removed, so
     that imported or note text can never move the cursor, write the clipboard, hide a link,
     retitle the window or reorder what is shown. The one sanitiser for the CLI and the app."""
-    return _ESCAPES.sub("", str(text))
+    text = str(text)
+    if text.isprintable():  # every character the pattern removes is a control (Cc) or format (Cf) one
+        return text
+    return _ESCAPES.sub("", text)
 
 
 def printable_json(text: str) -> str:

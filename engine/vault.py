@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import errno
 import json
+import operator
 import os
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -22,7 +24,7 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from .atomic import atomic_write_text, sweep_temp_files
-from .catalog import CATALOG_FILE, CatalogEntry, CatalogStore, content_hash
+from .catalog import CATALOG_FILE, Catalog, CatalogEntry, CatalogStore, Stamp, content_hash, stamp_of
 from .checks import Finding, run_checks
 from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
 from .errors import LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, VaultError, VaultLocked
@@ -69,7 +71,7 @@ class Vault:
         self.read_only_reason = ""  # why: a dry run, or a vault this user cannot write
         self._lock: FileLock | None = None
         self.warnings: list[str] = []  # things a user should hear about (e.g. a journal set aside)
-        self._catalog: dict[str, CatalogEntry] | None = None
+        self._catalog: Catalog | None = None
         self._sidecar_stamps: dict[str, tuple[int, int]] | None = None
         # Higher layers (indexes) subscribe to ("changed" | "deleted", uri) after each write.
         self.listeners: list = []
@@ -78,7 +80,7 @@ class Vault:
         self._services: Services | None = None
         self._services_lock = threading.Lock()
         self._catalog_lock = threading.RLock()  # the app syncs from workers and the UI thread
-        self._stored: dict[str, CatalogEntry] | None = None  # read by stored_notes, not yet synced
+        self._stored: Catalog | None = None  # read by stored_notes, not yet synced
         self._catalog_db: CatalogStore | None = None  # the catalog table (see _catalog_rows)
         self._local = threading.local()  # the open transaction of each thread
 
@@ -125,7 +127,7 @@ class Vault:
         """Sweep temp files a killed writer left, then replay journals if no other writer
         is active right now (otherwise the next write does the replay). The sweep needs no
         lock: it removes only temp files older than any live write keeps one."""
-        sweep_temp_files(self.root)
+        self._sweep_now_and_then()
         try:
             with self.writing(timeout=0.2):
                 pass
@@ -156,6 +158,25 @@ class Vault:
         with self._catalog_lock:
             if self._catalog_db is not None:
                 self._catalog_db.close()
+
+    SWEEP_EVERY = 600.0  # seconds between temp-file sweeps (a walk of every folder)
+
+    def _sweep_now_and_then(self) -> None:
+        """Sweep temp files at most every ``SWEEP_EVERY`` seconds (`.memlink/swept`
+        records the last sweep): at 100k notes the walk costs a tenth of a second, and a
+        temp file a killed writer left harms nothing while it waits."""
+        stamp = self.state_dir / "swept"
+        try:
+            if time.time() - stamp.stat().st_mtime < self.SWEEP_EVERY:
+                return
+        except OSError:
+            pass
+        sweep_temp_files(self.root)
+        try:
+            self.state_dir.mkdir(exist_ok=True)
+            stamp.touch()
+        except OSError:
+            pass
 
     @property
     def links_version(self) -> int:
@@ -396,6 +417,19 @@ class Vault:
             return [l.model_dump(mode="json") for l in self.get_file_links(uri, "both")]
         return [json.loads(raw) for raw in self.linkstore.rows_of(folder, uri)]
 
+    def link_rows_of(self, uris: Iterable[str]) -> dict[str, list[dict]]:
+        """``link_rows`` for many notes, read folder by folder in one query each."""
+        by_folder: dict[str, list[str]] = {}
+        for uri in dict.fromkeys(normalize_uri(u) for u in uris):
+            by_folder.setdefault(uri_dir(uri), []).append(uri)
+        if self._tx() is not None:  # staged links may differ from the index: note by note
+            return {uri: self.link_rows(uri) for owners in by_folder.values() for uri in owners}
+        out: dict[str, list[dict]] = {}
+        for folder, owners in by_folder.items():
+            for uri, raws in self.linkstore.rows_of_many(folder, owners).items():
+                out[uri] = [json.loads(raw) for raw in raws]
+        return out
+
     def link(
         self,
         from_uri: str,
@@ -562,13 +596,14 @@ class Vault:
             dirpath, rel = stack.pop()
             try:
                 with os.scandir(dirpath) as it:
-                    entries = sorted(it, key=lambda e: e.name)
+                    entries = sorted(it, key=_by_name)
             except OSError:
                 continue
             subdirs = []
+            prefix = f"{rel}/" if rel else ""
             for entry in entries:
                 name = entry.name
-                if not utf8_name(name):
+                if not name.isascii() and not utf8_name(name):
                     continue  # a name that is not UTF-8 cannot be a note path (docs/DESIGN.md "Vault format")
                 try:
                     is_dir = entry.is_dir()
@@ -576,7 +611,7 @@ class Vault:
                     continue
                 if is_dir:
                     if not name.startswith(".") and not (rel == "" and name in NON_NOTE_DIRS) and not entry.is_symlink():
-                        subdirs.append((entry.path, f"{rel}/{name}" if rel else name))
+                        subdirs.append((entry.path, prefix + name))
                     continue
                 if rel == "" and name in NON_NOTE_FILES:
                     continue
@@ -585,10 +620,10 @@ class Vault:
                         st = entry.stat()
                     except OSError:
                         continue
-                    yield (f"{rel}/{name}" if rel else name), st
+                    yield prefix + name, st
             stack.extend(reversed(subdirs))
 
-    def sync_catalog(self, bodies: dict[str, tuple[str, str]] | None = None) -> dict[str, CatalogEntry]:
+    def sync_catalog(self, bodies: dict[str, tuple[str, str]] | None = None) -> Catalog:
         """Bring the catalog in line with the files (notes edited in vim or Obsidian, added
         or deleted). Only files whose mtime or size changed are read; only rows that
         changed are written, in one transaction. A sidecar changed outside memlink makes
@@ -611,32 +646,52 @@ class Vault:
             self._catalog_db = CatalogStore(self.state_dir / CATALOG_FILE, in_memory=self.state.memory is not None)
         return self._catalog_db
 
-    def _sync_catalog(self, bodies: dict[str, tuple[str, str]] | None = None) -> dict[str, CatalogEntry]:
+    def _sync_catalog(self, bodies: dict[str, tuple[str, str]] | None = None) -> Catalog:
         store = self._catalog_rows()
         known = self._catalog if self._catalog is not None else (self._stored or store.load())
         self._stored = None
-        fresh: dict[str, CatalogEntry] = {}
+        held = known.held()  # stamps and entries: unchanged ones are carried over unbuilt
+        fresh: dict[str, CatalogEntry | Stamp] = {}
         changed: list[CatalogEntry] = []  # rows re-derived: the only ones written (no compare of every row)
         sidecars: dict[str, tuple[int, int]] = {}
         for uri, st in self.iter_vault_files():
             if uri.endswith(SIDECAR):
                 sidecars[uri] = (st.st_mtime_ns, st.st_size)
                 continue
-            entry = known.get(uri)
-            if entry is None or entry.mtime_ns != st.st_mtime_ns or entry.size != st.st_size or not entry.sha:
+            value = held.get(uri)
+            stamp = stamp_of(value) if value is not None else None
+            if stamp is None or stamp[0] != st.st_mtime_ns or stamp[1] != st.st_size or not stamp[2]:
                 new = self._catalog_entry(uri, st, bodies, walked=True)
-                if new != entry:
+                if new != known.get(uri):
                     changed.append(new)
-                entry = new
-            fresh[uri] = entry
-        gone = [(uri,) for uri in known.keys() - fresh.keys()]
+                fresh[uri] = new
+            else:
+                fresh[uri] = value  # type: ignore[assignment]
+        gone = [(uri,) for uri in held.keys() - fresh.keys()]
         if not self.read_only and (changed or gone):  # a read-only vault keeps its catalog in this object only
             store.write(changed, gone)
         if self._sidecar_stamps is not None and sidecars != self._sidecar_stamps:
             self.links_version += 1
         self._sidecar_stamps = sidecars
-        self._catalog = fresh
-        return fresh
+        self._catalog = Catalog(fresh, self._catalog_fill)
+        return self._catalog
+
+    def _catalog_fill(self, uris: list[str]) -> dict[str, CatalogEntry]:
+        """Whole entries for a catalog holding stamps: from the table, or re-derived from
+        the file when the table no longer has the row (deleted, rebuilt, or another
+        process's sync dropped it)."""
+        store = self._catalog_db
+        if store is None:
+            with self._catalog_lock:
+                store = self._catalog_rows()
+        got = store.entries(uris)  # the table's own lock: never waits for a sync in another thread
+        for uri in uris:
+            if uri not in got:
+                try:
+                    got[uri] = self._catalog_entry(uri, self.path(uri).stat())
+                except (OSError, MemlinkError) as exc:
+                    got[uri] = CatalogEntry(uri, "", uri, "", "", 0, 0, error=str(exc))
+        return got
 
     def _catalog_entry(self, uri: str, st: os.stat_result, bodies: dict[str, tuple[str, str]] | None = None,
                        walked: bool = False) -> CatalogEntry:
@@ -676,7 +731,7 @@ class Vault:
                     catalog = self._stored = self._catalog_rows().load()  # sync_catalog reuses it
         return [e for e in catalog.values() if not e.error]
 
-    def catalog(self) -> dict[str, CatalogEntry]:
+    def catalog(self) -> Catalog:
         catalog = self._catalog
         if catalog is None:
             with self._catalog_lock:  # another thread may have synced while we waited
@@ -705,15 +760,13 @@ class Vault:
         # row upserted, nothing else rewritten.
         with self._catalog_lock:
             if self._catalog is not None:
-                self._catalog = {**self._catalog, entry.uri: entry}
+                self._catalog = self._catalog.replaced(put=[entry])
             self._catalog_rows().put(entry)
 
     def _catalog_drop(self, uri: str) -> None:
         with self._catalog_lock:
             if self._catalog is not None:
-                catalog = dict(self._catalog)
-                catalog.pop(uri, None)
-                self._catalog = catalog
+                self._catalog = self._catalog.replaced(drop=[uri])
             self._catalog_rows().drop(uri)
 
     def _notify(self, event: str, uri: str) -> None:
@@ -753,6 +806,9 @@ def _unwritable(root: Path) -> Path | None:
         if folder.exists() and not os.access(folder, os.W_OK):
             return folder
     return None
+
+
+_by_name = operator.attrgetter("name")
 
 
 def _names(note: Note) -> dict:

@@ -87,6 +87,32 @@ def test_no_change_sync_writes_nothing_and_reads_only_changed_files(vault, monke
     assert [[e.uri for e in rows] for rows, _gone in written] == [["entities/bo.md"]]
 
 
+def test_a_catalog_read_from_its_table_builds_entries_as_asked_and_equals_a_full_one(vault):
+    for i in range(80):
+        vault.write_note("entity", {"name": f"Person {i}", "kind": "person", "aliases": [f"P{i}"]})
+    (vault.root / "entities" / "broken.md").write_text("no frontmatter\n")
+    full = dict(vault.sync_catalog().items())
+    fresh = Vault.open(vault.root)
+    lazy = fresh.catalog()
+    assert len(lazy) == len(full) and set(lazy) == set(full)
+    assert all(lazy.is_good(u) == (not e.error) for u, e in full.items())
+    assert lazy.good_shas() == {u: e.sha for u, e in full.items() if not e.error}
+    some = sorted(full)[:3]
+    assert [lazy[u] for u in some] == [full[u] for u in some]  # one at a time
+    assert dict(lazy.items()) == full  # then the rest in one read
+
+
+def test_an_entry_whose_row_went_away_is_read_from_its_file(vault):
+    note = vault.write_note("entity", {"name": "Ana", "kind": "person", "aliases": ["Annie"]})
+    vault.sync_catalog()
+    fresh = Vault.open(vault.root)
+    lazy = fresh.catalog()  # stamps only, so far
+    with sqlite3.connect(db_path(vault)) as db:
+        db.execute("DELETE FROM notes WHERE uri = ?", (note.uri,))
+    entry = lazy[note.uri]
+    assert (entry.title, entry.aliases, entry.error) == ("Ana", ["Annie"], None)
+
+
 def test_a_commit_leaves_nothing_beside_the_catalog(vault):
     """`.memlink/` holds still between writes, even while the vault stays open (a dry run
     compares it byte for byte): no -wal/-shm/-journal file left to be folded back later."""

@@ -102,6 +102,26 @@ def test_search_gives_the_same_hits_without_the_full_graph(linked, monkeypatch):
     assert run() == lazy
 
 
+def test_prefetched_links_are_the_links_fetched_note_by_note(linked):
+    uris = sorted(linked.catalog())
+    one_by_one, prefetched = LazyLinks(linked), LazyLinks(linked)
+    prefetched.prefetch([*uris, "entities/no-such-note.md", "not a uri"])
+    for uri in uris:
+        assert _walk(prefetched, uri) == _walk(one_by_one, uri), uri
+        assert prefetched.links(uri) == one_by_one.links(uri)
+
+
+def test_links_read_together_inside_a_transaction_include_what_it_staged(vault):
+    a = vault.write_note("entity", {"name": "Ada", "kind": "person", "content": "Ada writes."})
+    b = vault.write_note("entity", {"name": "Bo", "kind": "person", "content": "Bo reads."})
+    with vault.transaction():
+        vault.link(a.uri, b.uri, "related_to", weight=0.8)
+        rows = vault.link_rows_of([a.uri, b.uri])
+        assert [(r["direction"], r["to_uri"]) for r in rows[a.uri]] == [("links", b.uri)]
+        assert [(r["direction"], r["from_uri"]) for r in rows[b.uri]] == [("backlinks", a.uri)]
+    assert vault.link_rows_of([a.uri, b.uri]) == rows
+
+
 def test_lazy_links_follow_link_writes(vault):
     a = vault.write_note("entity", {"name": "Ada", "kind": "person", "content": "Ada writes."})
     b = vault.write_note("entity", {"name": "Bo", "kind": "person", "content": "Bo reads."})

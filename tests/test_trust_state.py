@@ -214,8 +214,13 @@ def test_temp_files_are_swept_on_open_while_another_process_holds_the_lock(vault
         Vault.open(vault.root, read_only=True)
         assert old.exists()  # a read-only open removes nothing
         Vault.open(vault.root)
+        assert old.exists()  # the vault was swept moments ago (its fixture's open): not yet again
+        swept = vault.state_dir / "swept"
+        os.utime(swept, (past, past))  # an hour later
+        Vault.open(vault.root)
         assert not old.exists()
         assert fresh.exists()  # could be a live writer's
+        assert swept.stat().st_mtime > past
     finally:
         holder.kill()
         holder.wait()

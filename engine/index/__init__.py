@@ -184,8 +184,8 @@ class SearchIndex:
             self.dirty = True
         bodies: dict[str, tuple[str, str]] = {}  # the notes the catalog reads now: not read twice
         catalog = self.vault.sync_catalog(bodies=bodies)
-        live = {u: e for u, e in catalog.items() if not e.error}
-        todo = [u for u, e in live.items() if self.indexed.get(u) != e.sha]
+        live = catalog.good_shas()
+        todo = [u for u, sha in live.items() if self.indexed.get(u) != sha]
         gone = [u for u in self.indexed if u not in live]
         report.added = sum(1 for u in todo if u not in self.indexed)
         report.updated = len(todo) - report.added
