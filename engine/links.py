@@ -131,7 +131,7 @@ class StoredLink(BaseModel):
         return a == b
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 18)  # every note's uri at 100k notes, with room
 def _normalized(uri: str) -> str:
     """normalize_uri, remembered: a big sidecar names each note many times."""
     return normalize_uri(uri)

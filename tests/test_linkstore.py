@@ -176,6 +176,31 @@ def test_a_deleted_or_corrupt_index_is_rebuilt(vault):
     assert errors(broken) == [] and broken.linkstore.indexed_rows() == rebuilt(broken)
 
 
+def test_a_first_build_of_many_folders_equals_folder_by_folder_and_keeps_its_indexes(vault):
+    import sqlite3
+
+    ents = people(vault, 4)
+    srcs = [vault.write_note("source", {"title": f"Page {i}", "content": "text"}).uri for i in range(3)]
+    for s in srcs:
+        for e in ents[:3]:
+            vault.link(s, e, "derived_from")
+    vault.link(ents[0], ents[3], "related_to")
+    vault.close()
+    db = vault.root / ".memlink" / "links.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    whole = Vault.open(vault.root)
+    whole.linkstore.refresh()  # every folder at once, into an empty table
+    by_folder = LinkStore(vault.root, whole.resolve, None)
+    for folder in sorted(whole.linkstore.folders()):
+        by_folder.refresh([folder])
+    assert whole.linkstore.indexed_rows() == by_folder.indexed_rows() != {}
+    with sqlite3.connect(db) as raw:
+        names = {n for (n,) in raw.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert {"links_owner", "links_folder"} <= names
+    assert [l.from_uri for l in whole.get_file_links(ents[0], "backlinks")] == srcs
+
+
 def test_bad_entries_in_a_log_mode_folder_are_reported_with_their_place(vault, small_log_mode):
     p = people(vault)
     for other in p[1:6]:

@@ -133,3 +133,18 @@ def test_fix_keeps_the_links_of_a_note_whose_frontmatter_is_broken(vault):
     path.write_text(good, encoding="utf-8")
     assert [l.to_uri for l in vault.get_file_links(b.uri, "links")] == [a.uri]
     assert [l.from_uri for l in vault.get_file_links(a.uri, "backlinks")] == [b.uri]
+
+
+def test_a_long_dashboard_lists_its_worst_first_and_says_how_many_more(vault, monkeypatch):
+    import engine.lint as lint_module
+
+    for i in range(5):
+        vault.write_note("entity", {"name": f"Lonely {i}", "kind": "person"})  # orphans (warnings)
+    monkeypatch.setattr(lint_module, "DASHBOARD_ROWS", 2)
+    report = lint(vault)
+    orphans = [f for f in report.findings if f.check == "orphans"]
+    assert len(orphans) == 5
+    write_dashboards(vault, report)
+    text = (vault.root / "dashboards" / "orphans.md").read_text()
+    assert "5 item(s)." in text and "… and 3 more" in text
+    assert sum(1 for line in text.splitlines() if line.startswith("- **")) == 2
