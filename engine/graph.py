@@ -397,10 +397,12 @@ class LazyLinks(Adjacency):
     def in_edges(self, uri: str) -> Sequence[Edge]:
         return self._fetch(uri)[1]
 
-    def links(self, uri: str) -> list[StoredLink]:
-        """``uri``'s outgoing links as stored (anchors and all, for rendering a snippet)."""
-        return sorted((StoredLink.model_validate(row) for row in self._fetch(uri)[2] if row["direction"] == "links"),
-                      key=lambda l: -l.weight)
+    def links(self, uri: str, within: str | None = None) -> list[StoredLink]:
+        """``uri``'s outgoing links as stored (anchors and all, for rendering a snippet);
+        with ``within``, only those whose anchor (match_text) occurs in that text."""
+        rows = [row for row in self._fetch(uri)[2] if row["direction"] == "links"
+                and (within is None or (row.get("match_text") and row["match_text"] in within))]
+        return sorted((StoredLink.model_validate(row) for row in rows), key=lambda l: -l.weight)
 
 
 def _edge_of(row: dict) -> Edge | None:

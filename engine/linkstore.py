@@ -25,6 +25,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -483,6 +484,22 @@ class LinkStore:
         self.path = path  # None: in memory
         self._lock = threading.RLock()
         self._db: sqlite3.Connection | None = None
+        self._settled = threading.local()  # see settled()
+
+    @contextmanager
+    def settled(self) -> Iterator[None]:
+        """Within the block, on this thread, each folder's files are compared with the
+        index once: a walk that reads hundreds of notes' links in a few milliseconds (a
+        search) sees one moment of each folder, not a stat per read. Writes in the block
+        keep the index in step themselves."""
+        if getattr(self._settled, "folders", None) is not None:
+            yield
+            return
+        self._settled.folders = set()
+        try:
+            yield
+        finally:
+            self._settled.folders = None
 
     def keep_in_memory(self) -> None:
         """Index in memory from now on (a read-only vault): the disk is never written."""
@@ -561,6 +578,11 @@ class LinkStore:
 
     def _fresh(self, db: sqlite3.Connection, folder: str) -> None:
         """Re-read the folder from its files when they differ from what was indexed."""
+        settled = getattr(self._settled, "folders", None)
+        if settled is not None:
+            if folder in settled:
+                return
+            settled.add(folder)
         now = _stamps(self._folder_path(folder))
         row = db.execute("SELECT base, log FROM folders WHERE folder=?", (folder,)).fetchone()
         if (tuple(row) if row else (None, None)) != now:

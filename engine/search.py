@@ -6,10 +6,11 @@ Each hit says how it was found and carries a snippet with its outgoing links ren
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -101,6 +102,20 @@ def propagation_params(cfg: SearchConfig, link_types: LinkTypeTable | None = Non
                                        min_link_weight=cfg.min_link_weight, **extra)
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _settled(fn: F) -> F:
+    """Run ``fn(vault, ...)`` with each folder's links read as of one moment
+    (``LinkStore.settled``): a search reads hundreds of notes' links in milliseconds."""
+    @functools.wraps(fn)
+    def run(vault: Vault, *args: Any, **kwargs: Any) -> Any:
+        with vault.linkstore.settled():
+            return fn(vault, *args, **kwargs)
+    return cast(F, run)
+
+
+@_settled
 def search(
     vault: Vault,
     query: str,
@@ -176,7 +191,6 @@ def search(
     graph = vault.services.links if use_graph else None
     params = propagation_params(cfg, vault.config.link_table())
     if graph is not None:
-        graph.prefetch(seeds)
         spread = graph.propagate(seeds, params)
         # Every search hit is in the seed set (docs/DESIGN.md, "Search"), however many seeds spread.
         for uri, b in base.items():
@@ -195,9 +209,8 @@ def search(
         entry = catalog.get(uri)
         if entry is not None and entry.superseded:
             final[uri] *= 0.5
-    if graph is not None:
-        graph.prefetch(final)  # their backlink counts, grouping and snippets read them all
     if graph is not None and cfg.backlink_boost:
+        graph.prefetch(final)
         for uri in final:
             final[uri] *= 1.0 + 0.05 * math.log(1 + graph.backlink_count(uri))
     # Tiers: the answers a named note's links give, then the named notes, then the rest.
@@ -217,6 +230,8 @@ def search(
                    key=lambda u: (tier.get(u, 2), -final[u]))
     if answered:  # what the named notes' own derived notes say stays available, under them
         order += [u for u in sorted(final, key=lambda u: -final[u]) if u not in tier and allowed(u)]
+    if graph is not None:
+        graph.prefetch(order[: 4 * k])  # what grouping, forced neighbours and snippets read
     evidence = _group(graph, order, k, vault.config.link_table()) if group and graph is not None else {}
     ranked = [u for u in order if u not in evidence and (not answered or u in tier)][:k]
 
@@ -347,7 +362,7 @@ def _snippet(vault: Vault, uri: str, query_tokens: set[str], graph: Adjacency | 
     except (OSError, MemlinkError):
         return ""
     window = snippet(body, query_tokens)
-    links = graph.links(uri) if isinstance(graph, LazyLinks) else vault.get_file_links(uri, "links")
+    links = graph.links(uri, within=window) if isinstance(graph, LazyLinks) else vault.get_file_links(uri, "links")
     return render_links(window, links).text
 
 

@@ -659,7 +659,7 @@ class Vault:
                 sidecars[uri] = (st.st_mtime_ns, st.st_size)
                 continue
             value = held.get(uri)
-            stamp = stamp_of(value) if value is not None else None
+            stamp = value if type(value) is tuple else stamp_of(value) if value is not None else None  # (inlined: 100k calls)
             if stamp is None or stamp[0] != st.st_mtime_ns or stamp[1] != st.st_size or not stamp[2]:
                 new = self._catalog_entry(uri, st, bodies, walked=True)
                 if new != known.get(uri):

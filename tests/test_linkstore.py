@@ -145,6 +145,24 @@ def test_another_tools_edit_of_a_sidecar_is_picked_up(vault):
     assert vault.linkstore.indexed_rows() == rebuilt(vault)
 
 
+def test_a_settled_block_reads_each_folder_as_of_one_moment(vault):
+    p = people(vault, 3)
+    vault.link(p[0], p[1], "related_to", description="before")
+    path = vault.root / "entities" / SIDECAR
+    with vault.linkstore.settled():
+        assert vault.link_rows(p[0])[0]["description"] == "before"
+        rows = json.loads(path.read_text())
+        for row in rows:
+            row["description"] = "edited in another editor"
+        path.write_text(json.dumps(rows, indent=2))
+        assert vault.link_rows(p[0])[0]["description"] == "before"  # compared once, at the first read
+        with vault.linkstore.settled():  # nested: the same moment
+            assert vault.link_rows(p[1])[0]["description"] == "before"
+    assert vault.link_rows(p[0])[0]["description"] == "edited in another editor"
+    with vault.linkstore.settled():  # a new block sees the files as they are at its first read
+        assert vault.link_rows(p[1])[0]["description"] == "edited in another editor"
+
+
 def test_a_write_by_another_vault_object_is_seen_without_reopening(vault, small_log_mode):
     p = people(vault)
     app = Vault.open(vault.root)  # the app and a CLI process, each with its own vault object

@@ -222,15 +222,15 @@ def test_a_loaded_vector_map_answers_queries_and_takes_writes(tmp_path):
     rng = np.random.default_rng(3)
     vi = VectorIndex(8)
     vi.put_many([(f"n{i}.md", rng.random((2, 8)).astype(np.float32)) for i in range(40)])
-    meta = vi.save(tmp_path, "t")
-    loaded = VectorIndex.load(tmp_path, json.loads(json.dumps(meta)))
+    uris = [f"n{i}.md" for i in range(40)][::-1]  # the caller's order, not the labels'
+    meta = vi.save(tmp_path, "t", uris)
+    loaded = VectorIndex.load(tmp_path, json.loads(json.dumps(meta)), uris)
     q = rng.random(8).astype(np.float32)
     assert len(loaded) == 80 and loaded.query(q, 5) == vi.query(q, 5)
     loaded.put("n3.md", rng.random((1, 8)).astype(np.float32))  # a write unpacks the map
     vi.put("n3.md", loaded.index.get_items([loaded.by_uri["n3.md"][0]], return_type="numpy"))
     assert len(loaded) == 79 and loaded.by_uri["n3.md"] == [80]
     assert loaded.query(q, 5) == vi.query(q, 5)
-    bad = json.loads(json.dumps(meta))
-    bad["labels"]["7"] = ["n9.md"]
-    with pytest.raises(ValueError, match="not \\[uri, chunk\\]"):
-        VectorIndex.load(tmp_path, bad)
+    for broken in ([*meta["map"], 1], [*meta["map"], 999, 40, 0], [*meta["map"], 0, 1, 0], [*meta["map"][:-1], "0"]):
+        with pytest.raises(ValueError, match="vector map"):
+            VectorIndex.load(tmp_path, {**meta, "map": broken}, uris)

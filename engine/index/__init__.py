@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..catalog import CatalogEntry
     from ..vault import Vault
 
-FORMAT = 1
+FORMAT = 2  # 2: the vector map as numbers, memory types from the catalog
 BATCH = 256
 
 Progress = Callable[[int, int], None]
@@ -68,7 +68,6 @@ class SearchIndex:
             "tokenizer": "tantivy-en_stem+cjk-bigram-2",
         }
         self.indexed: dict[str, str] = {}  # uri -> content hash it was indexed at
-        self.types: dict[str, str] = {}  # uri -> memory type
         self.vectors = VectorIndex(embedder.dims, **vault.config.search.hnsw())
         self.keywords: KeywordIndex | None = None
         self.dirty = False
@@ -103,16 +102,18 @@ class SearchIndex:
             state = None
         if state is not None:
             try:
-                self.vectors = VectorIndex.load(self.folder, state["vectors"])
-                self.indexed = dict(state["indexed"])
-                self.types = dict(state["types"])
+                indexed = state["indexed"]
+                if not isinstance(indexed, dict):
+                    raise ValueError("the indexed notes are not a map")
+                self.vectors = VectorIndex.load(self.folder, state["vectors"], list(indexed))
+                self.indexed = indexed
                 keyword_stats = dict(state.get("keyword_stats") or {})
             except (KeyError, OSError, RuntimeError, ValueError, TypeError, AttributeError) as exc:
                 self._stale_reason = f"vector index unreadable ({exc})"
                 state = None
         if state is None:
             self.vectors = VectorIndex(self.embedder.dims, **self.vault.config.search.hnsw())
-            self.indexed, self.types = {}, {}
+            self.indexed = {}
             self.keywords = None  # made fresh by the rebuild in sync(), under the vault lock
         else:
             self.keywords = KeywordIndex(self.folder / "keywords")
@@ -137,8 +138,10 @@ class SearchIndex:
         with self.vault.writing():
             self._kw.flush()
             tag = uuid.uuid4().hex[:10]
-            meta = self.vectors.save(self.folder, tag)
-            state = {"fingerprint": self.fingerprint, "indexed": self.indexed, "types": self.types, "vectors": meta,
+            # Every note with vectors is in ``indexed`` (put and dropped together); the map
+            # names notes by their place in it.
+            meta = self.vectors.save(self.folder, tag, list(self.indexed))
+            state = {"fingerprint": self.fingerprint, "indexed": self.indexed, "vectors": meta,
                      "keyword_stats": self._kw.stats}
             atomic_write_text(self.folder / "state.json", json.dumps(state, ensure_ascii=False, separators=(",", ":")))
             for old in self.folder.glob("vectors-*.bin"):
@@ -178,7 +181,7 @@ class SearchIndex:
             report.reason = self._stale_reason or "full reindex asked for"
             with self._held():
                 self.vectors = VectorIndex(self.embedder.dims, **self.vault.config.search.hnsw())
-                self.indexed, self.types = {}, {}
+                self.indexed = {}
                 self.keywords = KeywordIndex.wipe(None if self.vault.read_only else self.folder / "keywords")
             self._stale_reason = ""
             self.dirty = True
@@ -243,7 +246,6 @@ class SearchIndex:
                 self.vectors.put(entry.uri, vectors)
             self._kw.put(entry.uri, entry.memory_type, entry.title, body, direct=direct)
             self.indexed[entry.uri] = entry.sha
-            self.types[entry.uri] = entry.memory_type
         if items:
             self.vectors.put_many(items, threads=2)
 
@@ -251,7 +253,6 @@ class SearchIndex:
         self.vectors.remove(uri)
         self._kw.remove(uri)
         self.indexed.pop(uri, None)
-        self.types.pop(uri, None)
 
     def on_vault_change(self, event: str, uri: str) -> None:
         """Called by the vault after each note write or delete in this process: the note is
@@ -270,7 +271,10 @@ class SearchIndex:
         vec = self.embed_query(query)
         want = k * 4 if types else k
         hits = self.vectors.query(vec, want)
-        return [(u, s) for u, s, _ in hits if not types or self.types.get(u) in types][:k]
+        if not types:
+            return [(u, s) for u, s, _ in hits][:k]
+        catalog = self.vault.catalog()
+        return [(u, s) for u, s, _ in hits if u in catalog and catalog[u].memory_type in types][:k]
 
     def keyword_search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:
         return self._kw.search(query, k, types)

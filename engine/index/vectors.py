@@ -27,10 +27,11 @@ class VectorIndex:
         self.index.set_num_threads(1)
         self._labels: dict[int, tuple[str, int]] = {}
         self._by_uri: dict[str, list[int]] = {}
-        # A loaded snapshot's map as read ({"label": [uri, chunk]}), turned into the two
-        # dicts above only when something needs them (a write, a save): a query looks up
-        # its few labels here, so a search process never converts 100k entries.
-        self._loaded: dict[str, list] | None = None
+        # A loaded snapshot's map as read: the labels sorted, each one's note (an index
+        # into ``uris``) and chunk, as arrays; turned into the two dicts above only when
+        # something needs them (a write, a save). A query looks up its few labels here,
+        # so a search process never builds 100k entries.
+        self._loaded: tuple[np.ndarray, np.ndarray, np.ndarray, list[str]] | None = None
         self.next_label = 0
 
     def _unpack(self) -> None:
@@ -38,9 +39,11 @@ class VectorIndex:
         if loaded is None:
             return
         labels, by_uri = self._labels, self._by_uri
-        for label, (uri, chunk) in loaded.items():
-            labels[int(label)] = (uri, chunk)
-            by_uri.setdefault(uri, []).append(int(label))
+        order, notes, chunks, uris = loaded
+        for label, note, chunk in zip(order.tolist(), notes.tolist(), chunks.tolist(), strict=True):
+            uri = uris[note]
+            labels[label] = (uri, chunk)
+            by_uri.setdefault(uri, []).append(label)
 
     @property
     def labels(self) -> dict[int, tuple[str, int]]:
@@ -57,12 +60,15 @@ class VectorIndex:
     def _label(self, label: int) -> tuple[str | None, int]:
         loaded = self._loaded
         if loaded is not None:
-            hit = loaded.get(str(label))
-            return (hit[0], hit[1]) if hit else (None, 0)
+            order, notes, chunks, uris = loaded
+            i = int(np.searchsorted(order, label))
+            if i < len(order) and int(order[i]) == label:
+                return uris[int(notes[i])], int(chunks[i])
+            return None, 0
         return self._labels.get(label, (None, 0))
 
     def __len__(self) -> int:
-        return len(self._loaded) if self._loaded is not None else len(self._labels)
+        return len(self._loaded[0]) if self._loaded is not None else len(self._labels)
 
     def _reserve(self, extra: int) -> None:
         need = self.index.element_count + extra
@@ -146,22 +152,30 @@ class VectorIndex:
         return labels[order], dists[order]
 
     # -- persistence ------------------------------------------------------------------------
-    def save(self, folder: Path, tag: str) -> dict:
+    def save(self, folder: Path, tag: str, uris: list[str]) -> dict:
+        """Write the hnswlib snapshot; return its metadata, the map as one flat list of
+        numbers: label, note (its place in ``uris``, which the caller keeps), chunk. At
+        100k notes a map of strings costs a search process a fifth of a second to read."""
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f"vectors-{tag}.bin.tmp"
         self.index.save_index(str(tmp))
         tmp.replace(folder / f"vectors-{tag}.bin")
+        place = {uri: i for i, uri in enumerate(uris)}
+        flat: list[int] = []
+        for label, (uri, chunk) in sorted(self.labels.items()):
+            if uri in place:  # (always: a note's vectors and its place go in and out together)
+                flat += (label, place[uri], chunk)
         return {
             "file": f"vectors-{tag}.bin",
             "dims": self.dims,
             "params": self.params,
             "next_label": self.next_label,
             "max_elements": self.index.get_max_elements(),
-            "labels": {str(l): [u, c] for l, (u, c) in self.labels.items()},
+            "map": flat,
         }
 
     @classmethod
-    def load(cls, folder: Path, meta: dict) -> VectorIndex:
+    def load(cls, folder: Path, meta: dict, uris: list[str]) -> VectorIndex:
         p = meta["params"]
         self = cls(meta["dims"], M=p["M"], ef_construction=p["ef_construction"], ef_search=p["ef_search"])
         self.index = hnswlib.Index(space="cosine", dim=meta["dims"])
@@ -169,12 +183,14 @@ class VectorIndex:
         self.index.set_ef(p["ef_search"])
         self.index.set_num_threads(1)
         self.next_label = meta["next_label"]
-        loaded = meta["labels"]
-        # Checked whole (a bad map means a rebuild, as before), kept as read.
-        if not isinstance(loaded, dict) or not all(
-            type(v) is list and len(v) == 2 and type(v[0]) is str and type(v[1]) is int and k.isdigit()
-            for k, v in loaded.items()
-        ):
-            raise ValueError("the vector map holds an entry that is not [uri, chunk]")
-        self._loaded = loaded
+        flat = meta["map"]
+        # Checked whole (a bad map means a rebuild, as before), kept as arrays.
+        if not isinstance(flat, list) or len(flat) % 3 or not all(type(v) is int for v in flat):
+            raise ValueError("the vector map is not a list of label, note, chunk numbers")
+        table = np.asarray(flat, dtype=np.int64).reshape(-1, 3)
+        order, notes, chunks = table[:, 0], table[:, 1], table[:, 2]
+        if len(table) and (order.min() < 0 or np.any(np.diff(order) <= 0) or notes.min() < 0
+                           or notes.max() >= len(uris) or chunks.min() < 0):
+            raise ValueError("the vector map names a label twice or a note it does not hold")
+        self._loaded = (order, notes, chunks, uris)
         return self
