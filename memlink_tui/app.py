@@ -30,6 +30,7 @@ from .commands import ActionCommands, NoteCommands, ProviderCommands, ThemeComma
 from .messages import (
     CatalogSynced,
     ExtractionStarted,
+    Linted,
     Navigate,
     NoteChanged,
     NoteFocused,
@@ -55,9 +56,38 @@ PANE_CLASSES = {
 }
 PANES = tuple(PANE_CLASSES)
 BACKGROUND_GROUPS = {"index", "dream", "commit", "import", "lint"}
+RUNNING_WORDS = {"index": "indexing", "dream": "dreaming", "commit": "committing", "import": "importing", "lint": "linting"}
 # The provider is checked at start and on request; this timer notices Ollama starting or
 # stopping meanwhile (docs/DESIGN.md, "Services and providers").
 PROVIDER_RECHECK_SECONDS = 60
+
+
+def _digest_counts(path: Path) -> tuple[int, int] | None:
+    """(errors, contradictions) from the lint digest (`dashboards/digest.json`), if any."""
+    import json
+
+    try:
+        health = json.loads(path.read_text(encoding="utf-8"))["health"]
+        return int(health["errors"]), int(health["checks"].get("contradictions", 0))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def save_crash(error: BaseException) -> Path | None:
+    """Write ``error``'s traceback to `crash-<time>.log` in the data folder; its path, or
+    None when it cannot be written (the traceback still prints on exit)."""
+    import datetime as dt
+    import traceback
+
+    from .paths import data_dir
+
+    path = data_dir() / f"crash-{dt.datetime.now().strftime('%Y%m%d-%H%M%S-%f')}.log"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(traceback.format_exception(error)), encoding="utf-8")
+    except OSError:
+        return None
+    return path
 
 
 @dataclass(frozen=True)
@@ -100,18 +130,19 @@ class History:
 class MemlinkApp(App):
     TITLE = "memlink"
     CSS_PATH = str(resources.files("themes") / "memlink.tcss")
+    # The pane keys are in the pane bar at the top, so the footer keeps to the rest.
     BINDINGS = [
         Binding("q", "quit", "Quit"),
-        Binding("slash", "search", "Search"),
+        Binding("slash", "search", "Search", key_display="/"),
+        Binding("question_mark", "help", "Help", key_display="?"),
         Binding("1", "go('browser')", "Memory", show=False),
-        Binding("2,c", "go('chat')", "Chat"),
+        Binding("2,c", "go('chat')", "Chat", show=False),
         Binding("3", "go('graph')", "Graph", show=False),
-        Binding("4,R", "go('reports')", "Reports"),
-        Binding("5,L", "go('lint')", "Lint"),
+        Binding("4,R", "go('reports')", "Reports", show=False),
+        Binding("5,L", "go('lint')", "Lint", show=False),
         Binding("ctrl+left,alt+left", "back", "Back", show=False),
         Binding("ctrl+right,alt+right", "forward", "Forward", show=False),
         Binding("ctrl+t", "next_theme", "Theme", show=False),
-        Binding("question_mark", "help", "Help"),
     ]
     COMMANDS = App.COMMANDS | {NoteCommands, ActionCommands, ThemeCommands, ProviderCommands}
 
@@ -212,9 +243,15 @@ class MemlinkApp(App):
 
     def on_catalog_synced(self, _message: CatalogSynced) -> None:
         self.sync_index()
+        self.count_badges()
 
     def on_note_changed(self, message: NoteChanged) -> None:
         self._tell("browser", VaultChanged(message.uri))
+        self.count_badges()
+
+    def on_linted(self, message: Linted) -> None:
+        self.lint_counts = (message.errors, message.contradictions)
+        self.count_badges()
 
     def on_note_focused(self, message: NoteFocused) -> None:
         self.current_note = message.uri
@@ -275,6 +312,8 @@ class MemlinkApp(App):
             self.pop_screen()
         if self.current_mode != target.pane:
             await self.switch_mode(target.pane)
+            if target.pane == "reports":
+                self.count_badges()  # the new reports are seen now
         screen = cast("Pane", self.screen_stack[0])  # a mode's base screen is its pane
         await screen.show_location(target.uri)
         if target.uri and target.pane in ("browser", "graph"):
@@ -440,6 +479,7 @@ class MemlinkApp(App):
 
     def notes_shown(self) -> None:
         """The first screen with notes is up: now check the LLM provider (once)."""
+        self.count_badges()
         if self.health is None and not any(w.group == "provider" for w in self.workers):
             self.check_provider()
 
@@ -458,21 +498,60 @@ class MemlinkApp(App):
         self._index_progress = None
         self.call_from_thread(setattr, self, "index_state", f"fresh · {len(index.indexed)} notes")
 
-    def on_worker_state_changed(self, _event) -> None:
+    def on_worker_state_changed(self, event) -> None:
         self._count_queue()
+        if event.worker.is_finished and event.worker.group in ("dream", "import", "commit"):
+            self.count_badges()  # they wrote notes: new reports, more notes
 
     def _count_queue(self) -> None:
         progress = self._index_progress
         if progress:
             self.index_state = progress
         self._extracting[:] = [t for t in self._extracting if t.is_alive()]
+        busy = sorted({w.group for w in self.workers if w.group in BACKGROUND_GROUPS and not w.is_finished})
         running = sum(1 for w in self.workers if w.group in BACKGROUND_GROUPS and not w.is_finished)
         self.queue_depth = len(self._extracting) + running
+        self.running = ", ".join([*(RUNNING_WORDS.get(g, g) for g in busy), *(["extracting"] if self._extracting else [])])
 
-    # -- the status line ------------------------------------------------------------------------
+    # -- the status line and the pane bar -----------------------------------------------------------
     def _status(self) -> Status:
         return Status(self.provider_line, self.index_state, self.queue_depth, self.vault_path,
-                      read_only=bool(self.vault and self.vault.read_only))
+                      read_only=bool(self.vault and self.vault.read_only), badges=self.badges, running=self.running)
+
+    badges: reactive[tuple[tuple[str, str], ...]] = reactive(())
+    running: reactive[str] = reactive("")
+    lint_counts: tuple[int, int] | None = None  # (errors, contradictions) of the last lint seen
+    _seen_reports: set[str] | None = None  # reports there when the reports pane was last shown
+
+    def count_badges(self) -> None:
+        """What waits in each pane: notes, reports new since the reports pane was last
+        shown, lint errors and open contradictions (the last lint run, or the digest it
+        left). From the catalog as the app holds it: no walk of the vault."""
+        if self.vault is None:
+            return
+        notes = self.vault.list_notes()
+        reports = {e.uri for e in notes if e.memory_type == "report"}
+        if self._seen_reports is None or self.current_mode == "reports":
+            self._seen_reports = set(reports)
+        new = len(reports - self._seen_reports)
+        if self.lint_counts is None:
+            self.lint_counts = _digest_counts(self.vault.root / "dashboards" / "digest.json")
+        badges = [("browser", f"{len(notes)}")]
+        if new:
+            badges.append(("reports", f"{new} new"))
+        if self.lint_counts is not None:
+            errors, contradictions = self.lint_counts
+            lint = ", ".join(t for t in (f"{errors} errors" if errors else "",
+                                         f"{contradictions} to review" if contradictions else "") if t)  # short form: "2 5"
+            if lint:
+                badges.append(("lint", lint))
+        self.badges = tuple(badges)
+
+    def watch_badges(self) -> None:
+        self._publish_status()
+
+    def watch_running(self) -> None:
+        self._publish_status()
 
     def _publish_status(self) -> None:
         for pane in self.panes.values():
@@ -486,6 +565,17 @@ class MemlinkApp(App):
 
     def watch_queue_depth(self) -> None:
         self._publish_status()
+
+    # -- crashes -------------------------------------------------------------------------------
+    crash_log: Path | None = None
+
+    def _handle_exception(self, error: Exception) -> None:
+        """An unhandled exception: its traceback goes to a file under the data folder
+        (``crash_log``; the CLI names it and exits non-zero), then Textual exits as it
+        does. Overrides Textual's private hook: it is the one place every unhandled
+        error of the app passes."""
+        self.crash_log = save_crash(error)
+        super()._handle_exception(error)
 
     @work(thread=True, exclusive=True, group="checkpoint")
     def checkpoint(self) -> None:

@@ -57,6 +57,14 @@ class ExtractionStarted(Message):
     thread: threading.Thread
 
 
+@dataclass
+class Linted(Message):
+    """A lint run finished: its error and contradiction counts go on the pane bar."""
+
+    errors: int
+    contradictions: int
+
+
 # -- app → pane -------------------------------------------------------------------------------
 @dataclass
 class ProviderChanged(Message):

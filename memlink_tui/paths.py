@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
-from importlib import resources
 from pathlib import Path
 
 from platformdirs import user_data_path
@@ -23,11 +22,15 @@ def default_vault() -> Path:
 
 
 def sample_vault() -> Path:
-    """The sample vault shipped with memlink (the repo copy in a checkout)."""
-    repo_copy = Path(memlink_tui.__file__).resolve().parent.parent / "sample_vault"
-    if (repo_copy / "memlink.yaml").is_file():
-        return repo_copy
-    return Path(str(resources.files("memlink_tui.sample_vault")))
+    """The sample vault shipped with memlink: the repo copy in a checkout, else the copy
+    installed beside the package (a folder of data, not a package: ``resources.files``
+    would hand back a MultiplexedPath whose ``str`` is no path)."""
+    here = Path(memlink_tui.__file__).resolve().parent
+    for candidate in (here.parent / "sample_vault", here / "sample_vault"):
+        if (candidate / "memlink.yaml").is_file():
+            return candidate
+    raise FileNotFoundError(f"the sample vault is not installed (looked in {here.parent / 'sample_vault'} "
+                            f"and {here / 'sample_vault'}); reinstall memlink")
 
 
 def copy_sample_vault(target: Path | None = None) -> Path:

@@ -27,6 +27,9 @@ class Status:
     queue_depth: int = 0
     vault_path: Path | None = None
     read_only: bool = False
+    # For the pane bar (widgets/pane_bar.py): (pane, what waits there), and the work running.
+    badges: tuple[tuple[str, str], ...] = ()
+    running: str = ""
 
     def line(self) -> str:
         parts = [

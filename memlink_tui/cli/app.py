@@ -34,10 +34,14 @@ def _run_app(path: Path) -> int:
 
     path = Path(path).expanduser()
     if not (path / "memlink.yaml").exists() and (not path.exists() or (path.is_dir() and not any(path.iterdir()))):
-        MemlinkApp(None, vault_path=path).run()  # first run: offer to create a vault or open the demo
-        return 0
-    MemlinkApp(open_vault(path)).run()
-    return 0
+        app = MemlinkApp(None, vault_path=path)  # first run: offer to create a vault or open the demo
+    else:
+        app = MemlinkApp(open_vault(path))
+    app.run()
+    if app.return_code:
+        where = f"; the traceback is in {app.crash_log}" if app.crash_log else ""
+        say(f"memlink stopped on an unexpected error{where}", file=sys.stderr)
+    return app.return_code or 0
 
 
 def cmd_app(args: argparse.Namespace) -> int:

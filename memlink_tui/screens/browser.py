@@ -11,7 +11,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Header, Markdown, Tree
+from textual.widgets import Footer, Markdown, Tree
 
 from engine import MemlinkError, Vault
 from engine.text import printable
@@ -24,6 +24,7 @@ from .pane import Pane
 
 
 class BrowserScreen(Pane):
+    PANE = "browser"
     BINDINGS = [
         Binding("backspace,b", "app.back", "Back"),
         Binding("f", "app.forward", "Forward", show=False),
@@ -46,7 +47,7 @@ class BrowserScreen(Pane):
         self.current: str | None = None
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield self.pane_bar()
         with Horizontal():
             yield NoteTree(id="tree")
             with Vertical(id="reader"):

@@ -13,7 +13,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Header, Input, Label, ListItem, ListView, OptionList, Static
+from textual.widgets import Footer, Input, Label, ListItem, ListView, OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine import MemlinkError, Vault
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 
 class ChatScreen(Pane):
+    PANE = "chat"
     BINDINGS = [
         Binding("escape", "app.back", "Back"),
         Binding("ctrl+r", "focus_recall", "Recall list"),
@@ -61,7 +62,7 @@ class ChatScreen(Pane):
         self.related: list = []  # search hits for the last message, shown under recall
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield self.pane_bar()
         with Horizontal():
             yield ListView(id="sessions")
             with Vertical(id="conversation"):

@@ -11,7 +11,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, Header, Static, Tree
+from textual.widgets import DataTable, Footer, Static, Tree
 from textual.widgets.tree import TreeNode
 from textual.worker import get_current_worker
 
@@ -26,6 +26,7 @@ from .pane import Pane
 
 
 class GraphScreen(Pane):
+    PANE = "graph"
     BINDINGS = [
         Binding("escape,backspace", "app.back", "Back"),
         Binding("o", "open", "Open note"),
@@ -48,7 +49,7 @@ class GraphScreen(Pane):
         self.mark: str | None = None
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield self.pane_bar()
         with Horizontal():
             yield Tree("neighbours", id="neighbours")
             with Vertical(id="right"):

@@ -6,8 +6,17 @@ from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.keys import format_key
 from textual.screen import ModalScreen
 from textual.widgets import Static
+
+_WORDS = {"enter": "enter", "backspace": "backspace", "escape": "esc", "space": "space", "tab": "tab"}
+
+
+def people_key(key: str) -> str:
+    """A key as people write it: `/`, `?`, `ctrl+p`, `alt+←` (not `slash`, `question_mark`)."""
+    *mods, last = key.strip().split("+")
+    return "+".join([*mods, _WORDS.get(last) or format_key(last)])
 
 
 class HelpScreen(ModalScreen[None]):
@@ -22,15 +31,15 @@ class HelpScreen(ModalScreen[None]):
         self.under = under
 
     def compose(self) -> ComposeResult:
-        lines = [f"[b]{escape(type(self.under).__name__.replace('Screen', ''))}[/b]"]
+        lines = ["[b]Everywhere[/b]"]  # first: the keys that work in every pane
+        lines += self._lines(self._listed(type(self.app), inherited=False))
+        lines.append(f"  [b]{'ctrl+p':<22}[/b] command palette (open a note by title, panes, actions, themes, provider)")
+        lines.append(f"\n[b]{escape(type(self.under).__name__.replace('Screen', ''))}[/b]")
         lines += self._lines(self._listed(type(self.under), inherited=False))
         focused = getattr(self.under, "focused", None)
         if focused is not None and self._listed(type(focused)):
             lines.append(f"\n[b]In the focused {escape(type(focused).__name__)}[/b]")
             lines += self._lines(self._listed(type(focused)))
-        lines.append("\n[b]Everywhere[/b]")
-        lines += self._lines(self._listed(type(self.app), inherited=False))
-        lines.append(f"  [b]{'ctrl+p':<22}[/b] command palette (open a note by title, panes, actions, themes, provider)")
         with VerticalScroll() as box:
             box.border_title = "Keys (esc closes)"
             yield Static("\n".join(lines))
@@ -39,7 +48,7 @@ class HelpScreen(ModalScreen[None]):
     def _lines(bindings: list[Binding]) -> list[str]:
         out = []
         for b in bindings:
-            keys = ", ".join(b.key.split(","))
+            keys = ", ".join(people_key(k) for k in b.key.split(","))
             out.append(f"  [b]{escape(keys):<22}[/b] {escape(b.description or b.action)}")
         return out
 

@@ -10,7 +10,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Label, ListItem, ListView, Markdown, Static, TextArea
+from textual.widgets import DataTable, Footer, Label, ListItem, ListView, Markdown, Static, TextArea
 
 from engine import MemlinkError, Vault
 from engine.lint import LintReport, lint, write_dashboards
@@ -18,12 +18,14 @@ from engine.review import Plan
 from widgets.safe import safe_markup
 from widgets.status_bar import Status
 
+from ..messages import Linted
 from .pane import Pane
 
 MAX_ROWS = 1000
 
 
 class LintScreen(Pane):
+    PANE = "lint"
     today = None  # the date freshness is judged at; None: today (tests pin it)
 
     BINDINGS = [
@@ -56,7 +58,7 @@ class LintScreen(Pane):
         self.pending: tuple[Plan, str | None] | None = None  # a previewed action and its text, until y or escape
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield self.pane_bar()
         with Horizontal():
             yield ListView(id="checks")
             with Vertical():
@@ -105,6 +107,7 @@ class LintScreen(Pane):
 
     async def _linted(self, report: LintReport, select: str | None, review: bool) -> None:
         self.report = report
+        self.post_message(Linted(report.errors, report.counts.get("contradictions", 0)))
         view = self.query_one("#checks", ListView)
         names = sorted(report.by_check())
         await view.clear()

@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Header, Input, Label, ListItem, ListView, Markdown, Static
+from textual.widgets import Footer, Input, Label, ListItem, ListView, Markdown, Static
 
 from engine import MemlinkError, Vault
 from engine.text import printable
@@ -31,6 +31,7 @@ class AskScreen(ModalScreen[str | None]):
 
 
 class ReportScreen(Pane):
+    PANE = "reports"
     BINDINGS = [
         Binding("escape", "app.back", "Back"),
         Binding("n", "ask", "New question"),
@@ -47,7 +48,7 @@ class ReportScreen(Pane):
         super().__init__(vault, status)
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield self.pane_bar()
         yield Static("D runs the dream: pending questions, contradictions and changed views become reports.", id="dream-status")
         with Horizontal():
             yield ListView(id="queue")
