@@ -73,6 +73,26 @@ def _digest_counts(path: Path) -> tuple[int, int] | None:
         return None
 
 
+def _vault_file(root: Path, _change: object, path: str) -> bool:
+    """Files whose change the panes show: notes, link sidecars and logs; not derived state
+    (`.memlink/`), hidden folders, temp files, sessions or generated dashboards."""
+    from engine.atomic import TMP_SUFFIX
+    from engine.links import SIDECAR
+    from engine.linkstore import SIDECAR_LOG
+    from engine.vault import NON_NOTE_DIRS
+
+    try:
+        parts = Path(path).relative_to(root).parts
+    except ValueError:
+        return False
+    if not parts or parts[0] in NON_NOTE_DIRS or any(p.startswith(".") for p in parts[:-1]):
+        return False
+    name = parts[-1]
+    if name.endswith(TMP_SUFFIX):
+        return False
+    return name in (SIDECAR, SIDECAR_LOG) or (name.endswith(".md") and not name.startswith("."))
+
+
 def save_crash(error: BaseException) -> Path | None:
     """Write ``error``'s traceback to `crash-<time>.log` in the data folder; its path, or
     None when it cannot be written (the traceback still prints on exit)."""
@@ -145,6 +165,9 @@ class MemlinkApp(App):
         Binding("ctrl+t", "next_theme", "Theme", show=False),
     ]
     COMMANDS = App.COMMANDS | {NoteCommands, ActionCommands, ThemeCommands, ProviderCommands}
+    # Classes for small terminals (themes/memlink.tcss): side panels shrink.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
 
     provider_line: reactive[str] = reactive("LLM: checking…")
     index_state: reactive[str] = reactive("not loaded")
@@ -208,6 +231,7 @@ class MemlinkApp(App):
         self.set_interval(30, self.checkpoint)
         self.set_interval(0.5, self._count_queue)
         self.set_interval(PROVIDER_RECHECK_SECONDS, self.recheck_provider)
+        self.watch_vault()
 
     @property
     def opened(self) -> Vault:
@@ -387,6 +411,21 @@ class MemlinkApp(App):
             return
         self.go("reports", then=lambda reports: reports.action_dream())
 
+    async def action_quit(self) -> None:
+        """Quit; while background work runs (a dream, an import, an extraction), ask first."""
+        from .screens.link_editor import Confirm
+
+        if not self.running or isinstance(self.screen, Confirm):
+            self.exit()
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.exit()
+
+        self.push_screen(Confirm(f"Still {self.running}. Quit now? What is written stays; "
+                                 "work not finished is picked up the next time."), answered)
+
     def action_help(self) -> None:
         from .screens.help import HelpScreen
 
@@ -400,6 +439,13 @@ class MemlinkApp(App):
         self._applied_theme = theme.name
         if not self.settings.update(theme=theme.name):
             self.notify(self.settings.error or "settings not saved", severity="warning")
+
+    def get_system_commands(self, screen):
+        """Textual's palette commands, less its "Theme" picker (every built-in theme):
+        memlink's themes are offered as "Theme: <name>", the same list ctrl+t cycles."""
+        for command in super().get_system_commands(screen):
+            if command.title != "Theme":
+                yield command
 
     def action_next_theme(self) -> None:
         names = [t.name for t in self.memlink_themes]
@@ -501,7 +547,45 @@ class MemlinkApp(App):
     def on_worker_state_changed(self, event) -> None:
         self._count_queue()
         if event.worker.is_finished and event.worker.group in ("dream", "import", "commit"):
-            self.count_badges()  # they wrote notes: new reports, more notes
+            self.vault_changed()  # they wrote notes: the tree, the lists and the counts follow
+
+    # -- live refresh -------------------------------------------------------------------------------
+    def vault_changed(self) -> None:
+        """Notes changed (this app's work, another process, an editor): the panes that list
+        notes re-read them, keeping their cursor; the pane bar recounts once the browser
+        has synced the catalog (CatalogSynced)."""
+        for pane in ("browser", "reports"):
+            self._tell(pane, VaultChanged(None))
+        self.count_badges()
+
+    _stop_watching: threading.Event | None = None
+
+    def watch_vault(self) -> None:
+        """Watch the vault's files (watchfiles: inotify and its kin, polling where there is
+        none): notes, sidecars and link logs written by anything — another memlink in a
+        terminal, an editor — refresh the panes within about a second. A daemon thread,
+        not a worker: it runs for the app's life (stopped on unmount), and waiting for the
+        workers to finish must not wait for it."""
+        self._stop_watching = threading.Event()
+        threading.Thread(target=self._watch, args=(self.opened.root, self._stop_watching), daemon=True,
+                         name="memlink-watch").start()
+
+    def _watch(self, root: Path, stop: threading.Event) -> None:
+        from watchfiles import watch
+
+        try:
+            for _changes in watch(root, watch_filter=partial(_vault_file, root), debounce=700, stop_event=stop,
+                                  ignore_permission_denied=True, raise_interrupt=False):
+                self._from_watcher(self.vault_changed)
+        except (OSError, RuntimeError) as exc:  # no watcher here (limits, odd filesystems): r still reloads
+            self._from_watcher(self.notify, f"live refresh is off: {safe_markup(exc)}; r in the browser re-reads "
+                               "the vault", severity="warning", timeout=8)
+
+    def _from_watcher(self, fn, *args, **kwargs) -> None:
+        try:
+            self.call_from_thread(fn, *args, **kwargs)
+        except RuntimeError:
+            pass  # the app is closing
 
     def _count_queue(self) -> None:
         progress = self._index_progress
@@ -584,5 +668,7 @@ class MemlinkApp(App):
             index.checkpoint()
 
     def on_unmount(self) -> None:
+        if self._stop_watching is not None:
+            self._stop_watching.set()
         if self.vault is not None:
             self.vault.close()

@@ -5,7 +5,8 @@ capability "embedding" (chat models get "completion") and a BERT family, as Olla
 
 Each chat request takes the next scripted reply: ("json", text) answers with ``text`` as
 the assistant message, ("status", code, error) answers with an HTTP error, ("hang", s)
-waits ``s`` seconds before answering. Chat requests are recorded ({path, body}) in
+waits ``s`` seconds before answering, ("cut", text) streams ``text`` and breaks the
+connection off mid-stream. Chat requests are recorded ({path, body}) in
 ``requests``; ``hits`` records the path of every request, whatever it is."""
 
 from __future__ import annotations
@@ -87,6 +88,17 @@ class OllamaStub:
                     reply = ("json", "{}")
                 if reply[0] == "status":
                     self._send(reply[1], {"error": reply[2]})
+                    return
+                if reply[0] == "cut":  # a chunked stream that breaks off after its first piece
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/x-ndjson")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    chunk = (json.dumps({"model": body.get("model", ""), "created_at": "2026-11-30T00:00:00Z",
+                                         "message": {"role": "assistant", "content": reply[1]}, "done": False}) + "\n").encode()
+                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                    self.wfile.flush()
+                    self.close_connection = True
                     return
                 if body.get("stream"):
                     self._stream(body, reply[1])

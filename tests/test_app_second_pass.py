@@ -157,3 +157,194 @@ async def test_help_starts_with_the_keys_that_work_everywhere_written_as_people_
         for key in ("/ ", "? ", "ctrl+p", "2, c", "ctrl+←"):
             assert key in first, (key, first)
         assert "slash" not in text and "question_mark" not in text
+
+
+async def test_q_asks_first_while_background_work_runs(sample):
+    import threading
+
+    from memlink_tui.screens.link_editor import Confirm
+
+    release = threading.Event()
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        app.run_worker(lambda: release.wait(10), thread=True, group="dream")
+        await pilot.pause(0.8)  # the queue timer notices it
+        assert "dreaming" in app.running
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, Confirm) and app.is_running
+        await pilot.press("n")
+        await pilot.pause()
+        assert not isinstance(app.screen, Confirm) and app.is_running
+        release.set()
+        await settle(app, pilot)
+        await pilot.pause(0.8)
+        assert app.running == ""
+        await pilot.press("q")  # nothing running: quits at once
+        await pilot.pause()
+        assert not app.is_running
+
+
+async def test_the_palette_and_ctrl_t_offer_the_same_themes(sample):
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Theme" not in titles and "Quit" in titles
+        from memlink_tui.commands import ThemeCommands
+
+        palette = sorted(t.removeprefix("Theme: ") for t, _cb, _help in ThemeCommands.entries(
+            type("P", (), {"app": app})()))  # the palette's theme entries
+        cycled = []
+        for _ in app.memlink_themes:
+            await pilot.press("ctrl+t")
+            cycled.append(app.theme)
+        assert sorted(cycled) == palette
+
+
+# -- chat -------------------------------------------------------------------------------------------
+async def test_chat_starts_a_new_session_says_a_broken_stream_plainly_and_asks_again(sample):
+    from conftest import set_llm
+    from ollama_stub import OllamaStub
+    from textual.widgets import Static
+
+    from engine.sessions.log import read_events
+    from memlink_tui.screens.chat import ChatScreen
+
+    old = {p.stem for p in (sample.root / "sessions").glob("*.jsonl")}
+    with OllamaStub() as stub:
+        app = MemlinkApp(set_llm(sample.root, model="tiny", host=stub.host, timeout=5))
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(app, pilot)
+            await app.run_action("go('chat')")
+            await settle(app, pilot)
+            screen = app.screen
+            assert isinstance(screen, ChatScreen) and screen.chat.session not in old
+            stub.script += [("cut", "Half an"), ("json", "The whole answer, at last.")]
+            await pilot.press(*"Where is the kiln key?", "enter")
+            await settle(app, pilot)
+            answers = screen.query(".assistant")
+            shown = str(answers.last(Static).render())
+            assert "Half an" in shown and "broke off before the answer was complete" in shown and "ctrl+y" in shown
+            assert "RemoteProtocolError" not in shown
+            await pilot.press("ctrl+y")
+            await settle(app, pilot)
+            assert str(answers.last(Static).render()) == "The whole answer, at last."
+            session = screen.chat.session
+        events = read_events(sample, session)
+        assert [(e.role, e.content) for e in events if e.role in ("user", "assistant")] == [
+            ("user", "Where is the kiln key?"), ("assistant", "The whole answer, at last.")]
+
+
+async def test_escape_stops_a_reply_being_written(sample):
+    from conftest import set_llm
+    from ollama_stub import OllamaStub
+    from textual.widgets import Static
+
+    from engine.sessions.log import read_events
+
+    with OllamaStub() as stub:
+        app = MemlinkApp(set_llm(sample.root, model="tiny", host=stub.host, timeout=5))
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(app, pilot)
+            await app.run_action("go('chat')")
+            await settle(app, pilot)
+            screen = app.screen
+            stub.script.append(("hang", 1.0))  # then answers "{}"
+            await pilot.press(*"Slow one?", "enter")
+            await pilot.pause(0.3)
+            await pilot.press("escape")
+            await settle(app, pilot)
+            assert app.current_mode == "chat"  # escape stopped the reply; it did not leave the pane
+            assert "stopped; ctrl+y asks again" in str(screen.query(".assistant").last(Static).render())
+            session = screen.chat.session
+        assert [e.role for e in read_events(sample, session) if e.role in ("user", "assistant")] == ["user"]
+
+
+# -- live refresh -------------------------------------------------------------------------------------
+async def wait_for(pilot, check, seconds: float = 8.0) -> bool:
+    for _ in range(int(seconds / 0.2)):
+        if check():
+            return True
+        await pilot.pause(0.2)
+    return check()
+
+
+async def test_a_note_written_by_another_process_shows_up_without_a_key(sample):
+    from engine import Vault
+    from widgets import NoteTree
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        tree = app.screen.query_one(NoteTree)
+        assert tree.border_title == "Notes · 72"
+        await pilot.pause(0.5)  # the watcher is up
+        other = Vault.open(sample.root)  # the CLI in another terminal
+        other.write_note("entity", {"name": "Ada Outside", "kind": "person", "content": "Written elsewhere."})
+        assert await wait_for(pilot, lambda: tree.border_title == "Notes · 73")
+        assert await wait_for(pilot, lambda: "1 Memory 73" in bar_text(app))
+
+
+def test_the_watch_filter_keeps_to_notes_and_links(tmp_path):
+    from memlink_tui.app import _vault_file
+
+    root = tmp_path
+    keep = ["entities/ada.md", "entities/.relations.json", "events/2026/01/02/x.md", "entities/.relations.log.jsonl"]
+    drop = [".memlink/catalog.sqlite", "entities/.ada.md.1234.~memlink.tmp", "dashboards/lint.md", "sessions/s.jsonl",
+            ".obsidian/workspace.md", "entities/notes.txt"]
+    assert [p for p in keep if _vault_file(root, None, str(root / p))] == keep
+    assert [p for p in drop if _vault_file(root, None, str(root / p))] == []
+
+
+# -- small terminals ------------------------------------------------------------------------------------
+async def test_below_the_smallest_size_a_pane_says_so_and_comes_back(sample):
+    from textual.widgets import Static
+
+    from widgets import NoteTree
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(50, 15)) as pilot:
+        await settle(app, pilot)
+        notice = app.screen.query_one("#too-small", Static)
+        assert notice.display and "too small" in str(notice.render()) and "60×16" in str(notice.render())
+        assert not app.screen.query_one(NoteTree).display or not app.screen.query_one(NoteTree).region.area
+        await pilot.resize_terminal(80, 24)
+        await settle(app, pilot)
+        assert not notice.display and app.screen.query_one(NoteTree).region.area
+
+
+async def test_at_80x24_the_note_body_and_every_finding_column_show(sample):
+    from textual.widgets import DataTable
+
+    from widgets import NoteView
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        app.go("browser", "entities/berth-planner-v2.md")
+        await settle(app, pilot)
+        view = app.screen.query_one(NoteView)
+        assert view.region.height >= 10  # fields and the start of the body, not the fields alone
+        await app.run_action("go('lint')")
+        await settle(app, pilot)
+        table = app.screen.query_one("#findings", DataTable)
+        widths = [c.width for c in table.columns.values()]
+        assert len(widths) == 4 and sum(widths) + 8 <= table.region.width and widths[3] >= 16
+
+
+async def test_z_maximises_the_focused_panel_and_puts_it_back(sample):
+    from widgets import NoteTree
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        tree = app.screen.query_one(NoteTree)
+        assert tree.has_focus
+        await pilot.press("z")
+        await pilot.pause()
+        assert app.screen.maximized is tree
+        await pilot.press("z")
+        await pilot.pause()
+        assert app.screen.maximized is None

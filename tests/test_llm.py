@@ -225,3 +225,14 @@ def test_racing_first_uses_share_one_check(stub):
     for t in threads:
         t.join()
     assert len({id(s) for s in seen}) == 1 and registry.checks == 1 and stub.count("/api/tags") == 1
+
+
+def test_a_stream_that_breaks_off_is_said_in_plain_words(stub):
+    stub.script.append(("cut", "Half an"))
+    p = OllamaProvider("tiny", host=stub.host, timeout=5)
+    got = []
+    with pytest.raises(LLMError) as info:
+        for piece in p.stream_chat([{"role": "user", "content": "hi"}]):
+            got.append(piece)
+    assert "broke off before the answer was complete" in str(info.value)
+    assert "RemoteProtocolError" not in str(info.value) and "try again" in info.value.fix

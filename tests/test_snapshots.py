@@ -71,9 +71,11 @@ def test_graph(snap_compare, snap_vault):
     assert snap_compare(app, terminal_size=SIZE, run_before=journey(lambda a: a.go("browser", NOTE), ["g"]))
 
 
-def test_chat(snap_compare, snap_vault):
+def test_chat(snap_compare, snap_vault, monkeypatch):
+    monkeypatch.setattr("memlink_tui.screens.chat.new_session_id", lambda: "2026-12-01-090000-new")
     app = MemlinkApp(snap_vault)
-    assert snap_compare(app, terminal_size=SIZE, run_before=journey(["c"]))
+    assert snap_compare(app, terminal_size=SIZE,
+                        run_before=journey(["c"], lambda a: a.screen.open_session("2026-11-20-weekly-review")))
 
 
 def test_reports(snap_compare, snap_vault):
@@ -97,3 +99,21 @@ def test_first_run(snap_compare, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     app = MemlinkApp(None, vault_path=tmp_path / "memlink-vault")
     assert snap_compare(app, terminal_size=SIZE, run_before=journey())
+
+
+SMALL = (80, 24)
+PANE_JOURNEYS = {
+    "browser": (lambda a: a.go("browser", NOTE),),
+    "chat": (["c"], lambda a: a.screen.open_session("2026-11-20-weekly-review")),
+    "graph": (lambda a: a.go("browser", NOTE), ["g"]),
+    "reports": (["R"],),
+    "lint": (["L"],),
+    "help": (["question_mark"],),
+}
+
+
+@pytest.mark.parametrize("pane", list(PANE_JOURNEYS))
+def test_every_pane_at_80x24(snap_compare, snap_vault, monkeypatch, pane):
+    monkeypatch.setattr("memlink_tui.screens.chat.new_session_id", lambda: "2026-12-01-090000-new")
+    app = MemlinkApp(snap_vault)
+    assert snap_compare(app, terminal_size=SMALL, run_before=journey(*PANE_JOURNEYS[pane]))

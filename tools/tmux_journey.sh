@@ -31,8 +31,8 @@ tmux new-session -d -s "$session" -x "$cols" -y "$rows" \
   "env MEMLINK_HOME=$MEMLINK_HOME MEMLINK_CONFIG_HOME=$MEMLINK_CONFIG_HOME OLLAMA_HOST=http://127.0.0.1:9 $MEMLINK demo --vault $work/vault"
 
 screen() { tmux capture-pane -p -t "$session"; }
-# The note shown: the browser puts its URI in the header line.
-shown() { screen | head -1 | grep -o '[a-z_]*/[^ ]*\.md' | tail -1 || true; }
+# The note shown: the browser puts its URI in the note box's title ("Note · <uri>").
+shown() { screen | grep -o 'Note · [a-z_]*/[^ ]*\.md' | head -1 | sed 's/^Note · //' || true; }
 
 # wait_for NAME TEXT: poll the screen until TEXT shows (15 s), save it as NAME.
 wait_for() {

@@ -73,6 +73,11 @@ class OllamaProvider(Provider):
             if exc.status_code == 404:
                 return self._missing()
             return LLMError(f"Ollama error {exc.status_code}: {str(exc.error)[:200]}")
+        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+            return LLMError(f"the connection to Ollama at {self.host} broke off before the answer was complete",
+                            "try again; if it keeps happening, see Ollama's own log")
+        if isinstance(exc, httpx.TransportError):
+            return LLMError(f"the network connection to Ollama at {self.host} failed", "check that Ollama is running and reachable")
         return LLMError(f"talking to Ollama at {self.host} failed: {type(exc).__name__}")
 
     def _call(self, fn: Callable[[], R]) -> R:

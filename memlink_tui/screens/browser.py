@@ -14,7 +14,6 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Markdown, Tree
 
 from engine import MemlinkError, Vault
-from engine.text import printable
 from widgets import LinkTable, NoteTree, NoteView
 from widgets.safe import safe_markup
 from widgets.status_bar import Status
@@ -87,7 +86,7 @@ class BrowserScreen(Pane):
         await self.query_one(NoteView).show(note, self.vault.title(note), rendered.text, len(rendered.missing))
         self.query_one(LinkTable).show(links, titles, {l.id for l in rendered.missing})
         self.query_one(NoteTree).reveal(note.uri)
-        self.sub_title = printable(note.uri)
+        self.query_one(NoteView).border_title = safe_markup(f"Note · {note.uri}")
 
     def _need_note(self) -> bool:
         if not self.current:

@@ -1,6 +1,8 @@
 """The chat pane: sessions on the left, the conversation in the middle (replies stream
-from Ollama), and on the right what recall injected and why. ctrl+n starts a session,
-ctrl+s commits the session into memory notes. With no Ollama the pane says why and how
+from Ollama as they are written; escape stops one, ctrl+y asks again for one that failed
+or was stopped), and on the right what recall injected and why. A message starts a new
+session unless one is picked in the list; ctrl+n starts one too, ctrl+s commits the
+session into memory notes. With no Ollama the pane says why and how
 to start it; everything else keeps working. `a` on a note in the browser opens this
 pane asking about that note: it is given to the model and seeds recall. Enter on a
 recall item opens its session, or the note."""
@@ -34,7 +36,8 @@ if TYPE_CHECKING:
 class ChatScreen(Pane):
     PANE = "chat"
     BINDINGS = [
-        Binding("escape", "app.back", "Back"),
+        Binding("escape", "stop_or_back", "Stop reply / Back"),
+        Binding("ctrl+y", "retry", "Retry reply"),
         Binding("ctrl+r", "focus_recall", "Recall list"),
         Binding("ctrl+n", "new_session", "New session"),
         Binding("ctrl+s", "commit", "Commit to memory", priority=True),
@@ -60,6 +63,8 @@ class ChatScreen(Pane):
         self.chat: ChatSession | None = None
         self.about: str | None = None  # a note the next messages ask about
         self.related: list = []  # search hits for the last message, shown under recall
+        self._unanswered: tuple[list[dict[str, str]], Static] | None = None  # a reply that failed or was stopped
+        self._replying: tuple[list[dict[str, str]], Static, list[str]] | None = None  # the reply being written
 
     def compose(self) -> ComposeResult:
         yield self.pane_bar()
@@ -80,7 +85,7 @@ class ChatScreen(Pane):
         self.query_one("#transcript").border_title = "Chat"
         self.query_one("#recall").border_title = "Recall"
         self.load_sessions()
-        self.open_session(self._sessions[-1] if self._sessions else new_session_id())
+        self.open_session(new_session_id())  # a message starts a new session unless one is picked in the list
         self.set_focus(self.query_one("#message", Input))
 
     # -- where we are ---------------------------------------------------------------------------
@@ -208,19 +213,71 @@ class ChatScreen(Pane):
             return
         self.related = self._related(text)
         self.app.call_from_thread(self._show_recall, chat)
+        self._reply(chat, messages, answer)
+
+    def _reply(self, chat: ChatSession, messages: list[dict[str, str]], answer: Static) -> None:
+        """Stream the reply into ``answer`` piece by piece (in the chat worker). A reply
+        that fails or is stopped (escape) is not logged; ctrl+y asks again."""
+        from textual.worker import get_current_worker
+
+        worker = get_current_worker()
         parts: list[str] = []
+        transcript = self.query_one("#transcript", VerticalScroll)
+        self._replying = (messages, answer, parts)
+        if worker.is_cancelled:  # stopped before the model was asked
+            self._unanswered, self._replying = (messages, answer), None
+            self.app.call_from_thread(answer.update, "[dim](stopped; ctrl+y asks again)[/dim]")
+            return
         try:
             for piece in chat.reply(messages):
+                if worker.is_cancelled:
+                    return  # escape said so already (action_stop_or_back); the reply is not logged
                 parts.append(piece)
                 self.app.call_from_thread(answer.update, safe_markup("".join(parts)))
+                self.app.call_from_thread(transcript.scroll_end, animate=False)
         except LLMError as exc:
-            self.app.call_from_thread(answer.update, f"[red]{safe_markup(str(exc))}[/red]")
+            if worker.is_cancelled:
+                return
+            self._unanswered = (messages, answer)
+            shown = safe_markup("".join(parts)) + "\n" if parts else ""
+            self.app.call_from_thread(answer.update, f"{shown}[red]{safe_markup(str(exc))}[/red]  [dim](ctrl+y asks again)[/dim]")
             return
-        self.app.call_from_thread(self.query_one("#transcript", VerticalScroll).scroll_end, animate=False)
+        finally:
+            self._replying = None
+        if worker.is_cancelled:
+            return
+        self._unanswered = None
+        self.app.call_from_thread(transcript.scroll_end, animate=False)
         thread = chat.extract_in_background(lambda report: self.app.call_from_thread(self._extracted, report))
         self.post_message(ExtractionStarted(thread))  # the app counts it in the status line's queue
         if chat.session not in self._sessions:
             self.app.call_from_thread(self.load_sessions)
+
+    async def action_stop_or_back(self) -> None:
+        """Escape: stop the reply being written, or (none) go back."""
+        replying = [w for w in self.workers if w.group in ("chat", "chat-retry") and not w.is_finished]
+        if replying:
+            for w in replying:
+                w.cancel()
+            if self._replying is not None:  # said now: the model may not send its next piece for a while
+                messages, answer, parts = self._replying
+                self._unanswered = (messages, answer)
+                answer.update(safe_markup("".join(parts)) + "  [dim](stopped; ctrl+y asks again)[/dim]")
+            return
+        await self.app.run_action("back")
+
+    def action_retry(self) -> None:
+        """Ask the model again for the last reply that failed or was stopped."""
+        if self._unanswered is None or self.chat is None:
+            self.notify("No failed or stopped reply to ask again.", timeout=3)
+            return
+        messages, answer = self._unanswered
+        answer.update("…")
+        self._retry(self.chat, messages, answer)
+
+    @work(thread=True, exclusive=True, group="chat-retry")
+    def _retry(self, chat: ChatSession, messages: list[dict[str, str]], answer: Static) -> None:
+        self._reply(chat, messages, answer)
 
     def _extracted(self, report) -> None:
         if isinstance(report, Exception):

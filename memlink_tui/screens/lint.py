@@ -72,11 +72,33 @@ class LintScreen(Pane):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#findings", DataTable)
-        for label, width in (("severity", 8), ("note", 40), ("other", 40), ("finding", 80)):
-            table.add_column(label, width=width)  # fixed: auto widths render at the header's width
+        self._columns(self.size.width)
         self.query_one("#checks").border_title = "Checks"
         self.set_focus(self.query_one("#checks"))
+
+    def on_resize(self, event) -> None:
+        if self._columns(event.size.width) and self.report is not None:
+            view = self.query_one("#checks", ListView)
+            if view.highlighted_child is not None and view.highlighted_child.name:
+                self._fill(view.highlighted_child.name)
+
+    _widths: tuple[int, ...] = ()
+
+    def _columns(self, width: int) -> bool:
+        """Fixed column widths (auto widths render at the header's width) that share the
+        pane's width: the finding's message always keeps a column. True when they changed."""
+        room = max(40, width - 20 - 6)  # the checks list, borders and cell padding
+        note = max(14, room * 30 // 100)
+        other = max(10, room * 22 // 100)
+        widths = (8, note, other, max(16, room - 8 - note - other - 8))
+        if widths == self._widths:
+            return False
+        self._widths = widths
+        table = self.query_one("#findings", DataTable)
+        table.clear(columns=True)
+        for label, w in zip(("severity", "note", "other", "finding"), widths, strict=True):
+            table.add_column(label, width=w)
+        return True
 
     @property
     def location_uri(self) -> str | None:

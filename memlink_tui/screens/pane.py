@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from textual import events
+from textual.binding import Binding
 from textual.screen import ActiveBinding, Screen
+from textual.widgets import Static
 
 from widgets import PaneBar, StatusBar
 from widgets.status_bar import Status
@@ -16,13 +19,39 @@ if TYPE_CHECKING:
     from engine import Vault
 
 
+MIN_SIZE = (60, 16)  # below it a pane says the terminal is too small (docs: README "Panes and keys")
+
+
 class Pane(Screen):
     PANE = ""  # this pane's name in the app (its mode): the pane bar highlights it
+    BINDINGS = [Binding("z", "zoom", "Maximise", show=False)]
 
     def __init__(self, vault: Vault, status: Status | None = None) -> None:
         super().__init__()
         self.vault = vault
         self.status = status or Status()  # the latest from the app; the bars start with it
+
+    def on_mount(self) -> None:
+        self.mount(Static("", id="too-small"))
+        self._fit(self.size.width, self.size.height)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit(event.size.width, event.size.height)
+
+    def _fit(self, width: int, height: int) -> None:
+        small = width < MIN_SIZE[0] or height < MIN_SIZE[1]
+        self.set_class(small, "-too-small")
+        if small:
+            for notice in self.query("#too-small").results(Static):
+                notice.update(f"The terminal is too small for memlink ({width}×{height}).\n"
+                              f"Make it at least {MIN_SIZE[0]}×{MIN_SIZE[1]}.")
+
+    def action_zoom(self) -> None:
+        """z: the focused panel fills the pane; z again (or escape) puts it back."""
+        if self.maximized is not None:
+            self.minimize()
+        elif self.focused is not None:
+            self.maximize(self.focused)
 
     def pane_bar(self) -> PaneBar:
         return PaneBar(self.PANE, self.status)  # the vault's name and path are on the status line

@@ -15,6 +15,7 @@ from engine.text import printable
 from widgets.safe import safe_markup
 from widgets.status_bar import Status
 
+from ..messages import VaultChanged
 from .pane import Pane
 
 
@@ -65,6 +66,10 @@ class ReportScreen(Pane):
 
     async def show_location(self, uri: str | None) -> None:
         await self.refresh_queue(select=uri or self._selected())
+
+    async def on_vault_changed(self, _message: VaultChanged) -> None:
+        """Notes changed (a dream, another process): the list again, on the same item."""
+        await self.refresh_queue(select=self._selected())
 
     def _selected(self) -> str | None:
         item = self.query_one("#queue", ListView).highlighted_child
