@@ -348,3 +348,68 @@ async def test_z_maximises_the_focused_panel_and_puts_it_back(sample):
         await pilot.press("z")
         await pilot.pause()
         assert app.screen.maximized is None
+
+
+# -- the link editor ------------------------------------------------------------------------------------
+async def test_the_link_editor_never_writes_from_the_search_and_confirms_a_summary(sample):
+    from textual.widgets import Input, Select, Static
+
+    from memlink_tui.screens.link_editor import Confirm, LinkEditor
+
+    source = "preferences/coffee.md"
+    before = sample.get_file_links(source, "both")
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        app.go("browser", source)
+        await settle(app, pilot)
+        await pilot.press("k")
+        await pilot.pause()
+        editor = app.screen
+        assert isinstance(editor, LinkEditor)
+        await pilot.press(*"pieter de", "enter")  # enter on the search row: on to the type, nothing written
+        await pilot.pause()
+        assert editor.target == "entities/pieter-de-vries.md"  # the person, before any report naming him
+        assert isinstance(editor.focused, Select) and sample.get_file_links(source, "both") == before
+        await pilot.press("tab")  # the weight
+        assert editor.focused is editor.query_one("#link-weight", Input)
+        await pilot.press("enter", "enter", *"met at the roastery", "enter")  # weight, anchor, why: the summary
+        await pilot.pause()
+        assert isinstance(app.screen, Confirm)
+        summary = str(app.screen.query_one(Static).render())
+        assert "Pieter de Vries" in summary and "related_to" in summary and "0.70" in summary and "met at the roastery" in summary
+        await pilot.press("n")  # back to the form, nothing written
+        await pilot.pause()
+        assert app.screen is editor and sample.get_file_links(source, "both") == before
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(app, pilot)
+    made = [l for l in sample.get_file_links(source, "links") if l.to_uri == "entities/pieter-de-vries.md"]
+    assert len(made) == 1 and made[0].description == "met at the roastery"
+
+
+# -- one key map ---------------------------------------------------------------------------------------
+def test_no_pane_key_shadows_a_key_that_works_everywhere():
+    from textual.binding import Binding
+
+    from memlink_tui.app import MemlinkApp as App
+    from memlink_tui.screens.browser import BrowserScreen
+    from memlink_tui.screens.chat import ChatScreen
+    from memlink_tui.screens.graph import GraphScreen
+    from memlink_tui.screens.lint import LintScreen
+    from memlink_tui.screens.reports import ReportScreen
+
+    def keys(cls) -> set[str]:
+        return {k.strip() for b in cls.__dict__.get("BINDINGS", []) for k in (b if isinstance(b, Binding) else Binding(*b)).key.split(",")}
+
+    everywhere = keys(App)
+    for pane in (BrowserScreen, ChatScreen, GraphScreen, ReportScreen, LintScreen):
+        assert not keys(pane) & everywhere, (pane.__name__, keys(pane) & everywhere)
+
+
+def test_the_readme_key_map_is_the_bindings():
+    from memlink_tui.keymap import keymap
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert keymap() in readme, "README's key map is out of date: paste `python -m memlink_tui.keymap` into it"

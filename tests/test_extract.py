@@ -203,3 +203,17 @@ def test_line_ranges_follow_a_patch_that_moves_lines_and_the_llm_matcher(ollama_
     (link,) = v.get_file_links("profile.md", "links")
     assert link.t_line_ranges == "1"
     assert "Find where these passages are now" in stub.requests[-1]["body"]["messages"][0]["content"]
+
+
+def test_a_note_is_never_created_after_it_was_updated(vault):
+    import datetime as dt
+
+    from engine.notes import parse_timestamp
+
+    tomorrow = (dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).date().isoformat()  # a clock ahead, or noon not yet here
+    session(vault, "s-ahead", [("user", "I love Longquan celadon glazes."), ("assistant", "Noted.")], day=tomorrow)
+    report = commit_session(vault, "s-ahead", RULES)
+    assert report is not None and report.created
+    for uri in report.created:
+        note = vault.read_note(uri)
+        assert parse_timestamp(note.created_at, "c") <= parse_timestamp(note.updated_at, "u"), uri

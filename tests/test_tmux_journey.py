@@ -16,9 +16,13 @@ MEMLINK = Path(sys.executable).parent / "memlink"
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 @pytest.mark.skipif(not MEMLINK.exists(), reason="the memlink script is not installed next to this Python")
-def test_first_journey_in_tmux():
-    env = dict(os.environ, MEMLINK=str(MEMLINK))
-    result = subprocess.run([str(REPO / "tools" / "tmux_journey.sh")], capture_output=True, text=True,
+@pytest.mark.parametrize("size", [(150, 45), (80, 24)])
+def test_first_journey_in_tmux(size):
+    """Search, open, follow, graph, back — and at 80×24 a visit to every pane too."""
+    cols, rows = size
+    env = dict(os.environ, MEMLINK=str(MEMLINK), COLUMNS_OVERRIDE=str(cols), ROWS_OVERRIDE=str(rows))
+    tour = ["--tour"] if size == (80, 24) else []
+    result = subprocess.run([str(REPO / "tools" / "tmux_journey.sh"), *tour], capture_output=True, text=True,
                             env=env, timeout=180)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "journey passed" in result.stdout

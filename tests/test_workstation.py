@@ -291,6 +291,8 @@ async def test_link_two_notes_from_the_browser_then_remove_the_link(sample):
         app.screen.query_one("#link-weight", Input).value = "0.4"
         app.screen.query_one("#link-why", Input).value = "bought on the trip"
         await pilot.press("ctrl+s")
+        await pilot.pause()
+        await pilot.press("y")  # the summary: write it
         await settle(app, pilot)
         assert isinstance(app.screen, BrowserScreen)
         made = [l for l in sample.get_file_links(source, "links") if l.to_uri == target]

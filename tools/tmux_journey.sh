@@ -68,11 +68,11 @@ followed=$(shown)
 [ -n "$followed" ] && [ "$followed" != "$hit" ] || { echo "FAIL follow: still on $hit" >&2; screen >&2; exit 1; }
 wait_for followed "Links →"
 keys g
-wait_for graph "Personalized PageRank from this note"
+wait_for graph "Personalized"
 keys BSpace
 sleep 0.5
 wait_for back "Links →"
-if screen | grep -qF "Personalized PageRank" || [ "$(shown)" != "$followed" ]; then
+if screen | grep -qF "Personalized" || [ "$(shown)" != "$followed" ]; then
   echo "FAIL back: expected the browser on $followed" >&2; screen >&2; exit 1
 fi
 if [ -n "$tour" ]; then
@@ -81,7 +81,7 @@ if [ -n "$tour" ]; then
   keys Escape; wait_for chat-back "Links →"
   keys 4; wait_for reports "Questions and reports"
   keys Escape; wait_for reports-back "Links →"
-  keys 5; wait_for lint " errors ─"
+  keys 5; wait_for lint "Checks · 0"
   keys Escape; wait_for lint-back "Links →"
   keys x; wait_for review "involving"
   keys Escape; wait_for review-back "Links →"

@@ -191,4 +191,8 @@ def link_entry(link: StoredLink) -> dict:
 
 
 def _stamp(ctx: ExtractContext) -> str:
-    return dt.datetime.combine(ctx.when, dt.time(12, 0), tzinfo=dt.UTC).isoformat()
+    """A new note's created_at: noon of the day its source is from, but never later than
+    now (a note committed this morning was not created this afternoon, and its
+    updated_at, now, must not come before it)."""
+    noon = dt.datetime.combine(ctx.when, dt.time(12, 0), tzinfo=dt.UTC)
+    return min(noon, dt.datetime.now(dt.UTC).replace(microsecond=0)).isoformat()

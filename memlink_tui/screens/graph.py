@@ -32,7 +32,7 @@ class GraphScreen(Pane):
         Binding("o", "open", "Open note"),
         Binding("m", "mark", "Mark for path"),
         Binding("p", "path", "Path to mark"),
-        Binding("c", "center", "Re-center here"),
+        Binding("h", "center", "Re-center here"),  # not c: c is chat everywhere
     ]
     DEFAULT_CSS = """
     GraphScreen #neighbours { width: 1fr; border: round $panel; }

@@ -1,7 +1,10 @@
 """`k` in the browser: link the open note to another one. Type part of the target's
-title (↓/↑ pick among matches), choose the link type, weight, the words in this note
-the link hangs on (optional) and why; enter writes the link on both sides at once.
-Dismisses with the target's URI, or None."""
+title (↓/↑ pick among matches: the exact title first, then titles that start with it,
+people, places and projects before reports), then enter moves on to the link type,
+weight, the words in this note the link hangs on (optional) and why. Enter on the last
+field, or ctrl+s, shows a summary of the link; y writes it on both sides at once, n goes
+back to the form. Enter never writes straight from the search. Dismisses with the
+target's URI, or None."""
 
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ from engine import MemlinkError, Vault
 from widgets.safe import safe_markup
 
 MATCHES = 8
+# Among matches equally close to what was typed: what a link usually points at first.
+TYPE_RANK = {"entity": 0, "profile": 0, "preference": 1, "event": 1, "source": 2, "report_candidate": 3, "report": 3}
 
 
 class LinkEditor(ModalScreen[str | None]):
@@ -56,7 +61,7 @@ class LinkEditor(ModalScreen[str | None]):
             yield Input(placeholder="anchor: words in this note the link hangs on (optional)", id="link-anchor")
             yield Input(placeholder="why: one line on what the link means (optional)", id="link-why")
             yield Static("", id="link-error")
-            yield Static("[dim]tab moves between fields · enter or ctrl+s writes the link · esc cancels[/dim]")
+            yield Static("[dim]enter or tab: next field · ctrl+s (or enter on the last field): review and write · esc cancels[/dim]")
 
     def on_mount(self) -> None:
         title = self.vault.catalog().get(self.source)
@@ -70,9 +75,10 @@ class LinkEditor(ModalScreen[str | None]):
     def _match(self, text: str) -> None:
         words, whole = text.lower().split(), text.strip().lower()
 
-        def rank(e) -> int:  # the exact title first, then titles starting with it, then the rest
+        def rank(e) -> tuple[int, int]:  # the exact title first, then titles starting with it, then the rest
             title = e.title.lower()
-            return 0 if title == whole else 1 if title.startswith(whole) else 2 if all(w in title for w in words) else 3
+            closeness = 0 if title == whole else 1 if title.startswith(whole) else 2 if all(w in title for w in words) else 3
+            return closeness, TYPE_RANK.get(e.memory_type, 1)  # among equals: what a link usually points at
 
         found = sorted((e for e in self.entries if all(w in e.title.lower() or w in e.uri for w in words)), key=rank)[:MATCHES]
         matches = self.query_one("#link-matches", OptionList)
@@ -98,8 +104,14 @@ class LinkEditor(ModalScreen[str | None]):
             event.stop()
 
     @on(Input.Submitted)
-    def _submitted(self) -> None:
-        self.action_save()
+    def _submitted(self, event: Input.Submitted) -> None:
+        """Enter moves to the next field; on the last one it shows the summary."""
+        if event.input.id == "link-why":
+            self.action_save()
+        elif event.input.id == "link-target":
+            self.query_one("#link-type", Select).focus()
+        else:
+            self.focus_next()
 
     def _fail(self, text: str) -> None:
         self.query_one("#link-error", Static).update(safe_markup(text))
@@ -123,13 +135,38 @@ class LinkEditor(ModalScreen[str | None]):
         if anchor and anchor not in self.vault.read_note(self.source).body:
             self._fail(f"the anchor {anchor!r} is not in this note's text; leave it empty or copy words from the note")
             return
+        if not 0.0 <= weight <= 1.0:
+            self._fail("weight must be a number between 0 and 1")
+            return
+        target, link_type = self.target, str(self.query_one("#link-type", Select).value)
+        why = self.query_one("#link-why", Input).value.strip()
+        catalog = self.vault.catalog()
+
+        def title(uri: str) -> str:
+            entry = catalog.get(uri)
+            return entry.title if entry else uri
+
+        summary = (f"Link [b]{safe_markup(title(self.source))}[/b] → [b]{safe_markup(title(target))}[/b]\n"
+                   f"  {safe_markup(target)}\n"
+                   f"  type {safe_markup(link_type)} · weight {weight:.2f}\n"
+                   f"  anchor: {safe_markup(anchor) if anchor else '(none: the whole note)'}\n"
+                   f"  why: {safe_markup(why) if why else '(none given)'}\n\n"
+                   "Write this link (both sides)?")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._write(target, link_type, weight, anchor, why)
+
+        self._fail("")
+        self.app.push_screen(Confirm(summary, markup=True), answered)
+
+    def _write(self, target: str, link_type: str, weight: float, anchor: str | None, why: str) -> None:
         try:
-            self.vault.link(self.source, self.target, str(self.query_one("#link-type", Select).value),
-                            weight=weight, match_text=anchor, description=self.query_one("#link-why", Input).value.strip())
+            self.vault.link(self.source, target, link_type, weight=weight, match_text=anchor, description=why)
         except (MemlinkError, ValueError) as exc:  # bad weight, unknown note, …: nothing was written
             self._fail(str(exc).splitlines()[0])
             return
-        self.dismiss(self.target)
+        self.dismiss(target)
 
 
 class Confirm(ModalScreen[bool]):
@@ -144,9 +181,9 @@ class Confirm(ModalScreen[bool]):
         Binding("n,escape", "dismiss(False)", "No"),
     ]
 
-    def __init__(self, question: str):
+    def __init__(self, question: str, *, markup: bool = False):
         super().__init__()
-        self.question = question
+        self.question = question if markup else safe_markup(question)  # markup: the caller escaped its data
 
     def compose(self) -> ComposeResult:
-        yield Static(f"{safe_markup(self.question)}\n\n[b]y[/b] yes   [b]n[/b] no")
+        yield Static(f"{self.question}\n\n[b]y[/b] yes   [b]n[/b] no")
