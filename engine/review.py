@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from .errors import MemlinkError
 from .journal import DeleteFile, WriteFile, WriteSidecar
 from .jsonl import read_jsonl
-from .lineranges import format_ranges, parse_ranges
+from .lineranges import format_ranges, parse_ranges, segments
 from .links import StoredLink
 from .linkstore import PutLink, RemoveLegacy, RemoveLink
 from .notes import parse_note, serialize_note
@@ -210,6 +210,37 @@ def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str
         vault.link(candidate, b, default, description="contradiction to research")
         message = f"research question added: {candidate}"
     return _describe(vault, tx, action, a, b, message)
+
+
+@dataclass
+class Dispute:
+    """What a contradiction review shows: why the two notes disagree (the contradicts
+    link's description) and, for each note, the lines in dispute (None: the whole note)."""
+
+    reason: str
+    lines: dict[str, tuple[str, str] | None]  # uri -> (where, "the disputed text"), e.g. ("content lines 2-3", …)
+
+
+def dispute(vault: Vault, a: str, b: str) -> Dispute:
+    """The contradiction between ``a`` and ``b`` as a review card shows it (ReviewError
+    when no contradicts link joins them)."""
+    conflict = vault.config.link_table().role("conflict")
+    pair = [l for l in vault.get_file_links(a, "links") if l.to_uri == b and l.link_type is conflict]
+    pair += [l for l in vault.get_file_links(b, "links") if l.to_uri == a and l.link_type is conflict]
+    if not pair:
+        raise ReviewError(f"no contradicts link between {a} and {b}")
+    link = pair[0]
+    lines: dict[str, tuple[str, str] | None] = {}
+    for uri in (a, b):
+        claim = disputed_claim(vault, link, uri)
+        if claim is None:
+            lines[uri] = None
+            continue
+        text = vault.read_note(uri).field_text(claim["field"])
+        picked = segments(text, parse_ranges(claim["lines"])) if claim["lines"] else [text]
+        lines[uri] = (f"{claim['field']} lines {claim['lines']}" if claim["lines"] else claim["field"],
+                      "\n".join(picked or []))
+    return Dispute(reason=link.description, lines=lines)
 
 
 def disputed_claim(vault: Vault, link: StoredLink, uri: str) -> dict[str, Any] | None:

@@ -413,3 +413,34 @@ def test_the_readme_key_map_is_the_bindings():
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     assert keymap() in readme, "README's key map is out of date: paste `python -m memlink_tui.keymap` into it"
+
+
+# -- the review card -----------------------------------------------------------------------------------
+def test_a_dispute_says_why_and_which_lines(sample):
+    from engine.review import ReviewError, dispute
+
+    d = dispute(sample, "events/2026/10/29/11-with-pieter.md", "entities/pieter-de-vries.md")
+    assert d.reason.startswith("Pieter now says mornings")
+    where, text = d.lines["entities/pieter-de-vries.md"]
+    assert where == "content lines 2" and "late in the day" in text
+    assert "first thing in the morning" in d.lines["events/2026/10/29/11-with-pieter.md"][1]
+    with pytest.raises(ReviewError):
+        dispute(sample, "entities/pieter-de-vries.md", "entities/hangzhou.md")
+
+
+async def test_the_lint_pane_shows_the_card_for_a_contradiction(sample):
+    from textual.widgets import DataTable, Static
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        await app.run_action("go('lint')")
+        await settle(app, pilot)
+        await pilot.press("enter")  # contradictions: into the findings
+        table = app.screen.query_one("#findings", DataTable)
+        row = next(i for i, key in enumerate(table.rows) if "11-with-pieter" in key.value)
+        table.move_cursor(row=row)
+        await settle(app, pilot)
+        card = str(app.screen.query_one("#review-status", Static).render())
+        assert "Why they disagree: Pieter now says mornings" in card
+        assert "content lines 2" in card and "late in the day" in card and "keep A" in card

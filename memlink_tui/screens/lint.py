@@ -174,6 +174,28 @@ class LintScreen(Pane):
         _i, uri, other = key.split("|", 2)
         self.pair = (uri, other) if other else None
         await self._show(uri, other)
+        if self.pair is not None and self.pending is None:
+            self._card(*self.pair)
+
+    def _card(self, a: str, b: str) -> None:
+        """Why the two notes disagree (the link's description) and the lines in dispute,
+        highlighted, above the two notes; then the keys that act on it."""
+        from engine.review import dispute
+
+        try:
+            d = dispute(self.vault, a, b)
+        except MemlinkError:
+            return  # not a contradiction (another check's pair): the two notes are enough
+        lines = [f"[b]Why they disagree:[/b] {safe_markup(d.reason) if d.reason else '[dim](the link gives no reason)[/dim]'}"]
+        for side, uri in (("A", a), ("B", b)):
+            part = d.lines.get(uri)
+            if part is None:
+                lines.append(f"[b]{side}[/b] [dim]the whole note[/dim]")
+            else:
+                where, text = part
+                lines.append(f"[b]{side}[/b] [dim]{safe_markup(where)}:[/dim] [reverse]{safe_markup(text.strip())}[/reverse]")
+        lines.append("[dim]a keep A · b keep B · m merge · d dismiss · r research — each shows what it will write first[/dim]")
+        self._status("\n".join(lines))
 
     async def _show(self, a: str, b: str) -> None:
         for side, uri in (("a", a), ("b", b)):
