@@ -441,6 +441,35 @@ async def test_the_lint_pane_shows_the_card_for_a_contradiction(sample):
         row = next(i for i, key in enumerate(table.rows) if "11-with-pieter" in key.value)
         table.move_cursor(row=row)
         await settle(app, pilot)
-        card = str(app.screen.query_one("#review-status", Static).render())
+        card = str(app.screen.query_one("#review-card", Static).render())
         assert "Why they disagree: Pieter now says mornings" in card
         assert "content lines 2" in card and "late in the day" in card and "keep A" in card
+
+
+async def test_import_picks_a_file_in_the_folder_tree(sample, tmp_path):
+    from textual.widgets import DirectoryTree, Static
+
+    from memlink_tui.screens.importer import ImportScreen
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "kiln-notes.md").write_text("# Kiln notes\n\nThe studio kiln fires to cone 6 on Tuesdays.\n")
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        app.push_screen(ImportScreen(sample, start=folder))
+        await pilot.pause()
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        tree = app.screen.query_one(DirectoryTree)
+        assert tree.has_focus
+        for _ in range(20):  # the folder is read in a worker
+            await pilot.pause(0.1)
+            if tree.root.children:
+                break
+        tree.move_cursor(next(n for n in tree.root.children if n.data.path.name == "kiln-notes.md"))
+        await pilot.press("enter")  # (the tree's folder loader runs for its life: no waiting for every worker)
+        result = app.screen.query_one("#import-result", Static)
+        assert await wait_for(pilot, lambda: "kiln-notes" in str(result.render()), 20)
+        assert "importing" not in str(result.render())
+    assert any("kiln-notes" in e.uri for e in sample.list_notes("source"))

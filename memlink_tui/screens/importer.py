@@ -1,5 +1,6 @@
-"""Import a file from the browser (`i`): type a path, the import runs in a worker, then
-the result is shown as a diff — notes created and changed, links added — before moving on."""
+"""Import a file from the browser (`i`): type its path, or ctrl+o to pick it in a folder
+tree (enter on a file); the import runs in a worker, then the result is shown as a diff —
+notes created and changed, links added — before moving on."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Checkbox, Input, Static
+from textual.widgets import Checkbox, DirectoryTree, Input, Static
 
 from engine import MemlinkError, Vault
 from engine.extract.updater import RunReport
@@ -41,23 +42,45 @@ class ImportScreen(ModalScreen[str | None]):
     ImportScreen { align: center middle; }
     ImportScreen > Vertical { width: 90%; height: 80%; border: round $accent; background: $surface; padding: 0 1; }
     ImportScreen #import-diff { height: 1fr; }
+    ImportScreen #import-files { height: 1fr; border: round $panel; }
+    ImportScreen #import-files:focus { border: round $accent; }
     """
-    BINDINGS = [Binding("escape", "close", "Close")]
+    BINDINGS = [Binding("escape", "close", "Close"), Binding("ctrl+o", "browse", "Pick a file")]
 
-    def __init__(self, vault: Vault):
+    def __init__(self, vault: Vault, start: Path | None = None):
         super().__init__()
         self.vault = vault
         self.source: str | None = None
+        self.start = start or Path.home()  # where the folder tree opens
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Input(placeholder="path of a text or markdown file to import, then enter", id="import-path")
+            yield Input(placeholder="path of a text or markdown file to import, then enter · ctrl+o picks one",
+                        id="import-path")
             yield Checkbox("keep as a source only (no extraction)", id="no-wiki")
             with VerticalScroll(id="import-diff"):
                 yield Static("", id="import-result")
 
     def on_mount(self) -> None:
         self.query_one(Vertical).border_title = "Import a file"
+
+    def action_browse(self) -> None:
+        """A folder tree to pick the file in (made when asked: it reads folders as you open them)."""
+        found = self.query("#import-files")
+        if found:
+            found.first().focus()
+            return
+        tree = DirectoryTree(self.start, id="import-files")
+        tree.border_title = f"{safe_markup(self.start)} · enter on a file imports it"
+        self.query_one(Vertical).mount(tree, after=self.query_one("#import-path"))
+        tree.focus()
+
+    @on(DirectoryTree.FileSelected, "#import-files")
+    def _picked(self, event: DirectoryTree.FileSelected) -> None:
+        path = self.query_one("#import-path", Input)
+        path.value = str(event.path)
+        self.query_one("#import-result", Static).update("importing…")
+        self.run_import(Path(event.path), not self.query_one(Checkbox).value)
 
     @on(Input.Submitted, "#import-path")
     def _go(self, event: Input.Submitted) -> None:

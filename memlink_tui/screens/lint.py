@@ -47,6 +47,7 @@ class LintScreen(Pane):
     LintScreen #sides { height: 1fr; }
     LintScreen .side { width: 1fr; border: round $panel; padding: 0 1; }
     LintScreen #review-status { height: auto; padding: 0 1; }
+    LintScreen #review-card { height: auto; padding: 0 1; }
     LintScreen #merge-text { display: none; height: 12; }
     """
 
@@ -63,6 +64,7 @@ class LintScreen(Pane):
             yield ListView(id="checks")
             with Vertical():
                 yield DataTable(id="findings", cursor_type="row", zebra_stripes=True)
+                yield Static("", id="review-card")
                 yield Static("", id="review-status")
                 yield TextArea(id="merge-text")
                 with Horizontal(id="sides"):
@@ -174,17 +176,21 @@ class LintScreen(Pane):
         _i, uri, other = key.split("|", 2)
         self.pair = (uri, other) if other else None
         await self._show(uri, other)
-        if self.pair is not None and self.pending is None:
+        if self.pair is not None:
             self._card(*self.pair)
+        else:
+            self.query_one("#review-card", Static).update("")
 
     def _card(self, a: str, b: str) -> None:
         """Why the two notes disagree (the link's description) and the lines in dispute,
         highlighted, above the two notes; then the keys that act on it."""
         from engine.review import dispute
 
+        card = self.query_one("#review-card", Static)
         try:
             d = dispute(self.vault, a, b)
         except MemlinkError:
+            card.update("")
             return  # not a contradiction (another check's pair): the two notes are enough
         lines = [f"[b]Why they disagree:[/b] {safe_markup(d.reason) if d.reason else '[dim](the link gives no reason)[/dim]'}"]
         for side, uri in (("A", a), ("B", b)):
@@ -195,7 +201,7 @@ class LintScreen(Pane):
                 where, text = part
                 lines.append(f"[b]{side}[/b] [dim]{safe_markup(where)}:[/dim] [reverse]{safe_markup(text.strip())}[/reverse]")
         lines.append("[dim]a keep A · b keep B · m merge · d dismiss · r research — each shows what it will write first[/dim]")
-        self._status("\n".join(lines))
+        card.update("\n".join(lines))
 
     async def _show(self, a: str, b: str) -> None:
         for side, uri in (("a", a), ("b", b)):
