@@ -204,6 +204,14 @@ async def test_the_palette_and_ctrl_t_offer_the_same_themes(sample):
 
 
 # -- chat -------------------------------------------------------------------------------------------
+async def in_chat(app, pilot):
+    """Settle, go to the chat pane, settle: the pane."""
+    await settle(app, pilot)
+    await app.run_action("go('chat')")
+    await settle(app, pilot)
+    return app.screen
+
+
 async def test_chat_starts_a_new_session_says_a_broken_stream_plainly_and_asks_again(sample):
     from conftest import set_llm
     from ollama_stub import OllamaStub
@@ -216,10 +224,7 @@ async def test_chat_starts_a_new_session_says_a_broken_stream_plainly_and_asks_a
     with OllamaStub() as stub:
         app = MemlinkApp(set_llm(sample.root, model="tiny", host=stub.host, timeout=5))
         async with app.run_test(size=(120, 36)) as pilot:
-            await settle(app, pilot)
-            await app.run_action("go('chat')")
-            await settle(app, pilot)
-            screen = app.screen
+            screen = await in_chat(app, pilot)
             assert isinstance(screen, ChatScreen) and screen.chat.session not in old
             stub.script += [("cut", "Half an"), ("json", "The whole answer, at last.")]
             await pilot.press(*"Where is the kiln key?", "enter")
@@ -247,10 +252,7 @@ async def test_escape_stops_a_reply_being_written(sample):
     with OllamaStub() as stub:
         app = MemlinkApp(set_llm(sample.root, model="tiny", host=stub.host, timeout=5))
         async with app.run_test(size=(120, 36)) as pilot:
-            await settle(app, pilot)
-            await app.run_action("go('chat')")
-            await settle(app, pilot)
-            screen = app.screen
+            screen = await in_chat(app, pilot)
             stub.script.append(("hang", 1.0))  # then answers "{}"
             await pilot.press(*"Slow one?", "enter")
             await pilot.pause(0.3)
