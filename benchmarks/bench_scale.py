@@ -15,7 +15,8 @@ Rows (memlink | baseline):
 - search process, cold (the first after ``memlink reindex``) and warm (median of 5):
   ``memlink search`` | a process loading the raw hnswlib + tantivy files and querying both
 - peak RSS of the warm search process | of the baseline process
-- warm search in process, p50 / p95 over the queries: ``engine.search.search`` | embed +
+- warm search in process (a process of its own for each side), p50 / p95 over the queries:
+  ``engine.search.search`` | embed +
   hnswlib knn + tantivy query
 - lint after one change, full lint: ``memlink lint`` | read every note (yaml) and sidecar (json)
 - dream (rules): ``memlink dream --provider rules`` | the same full scan
@@ -26,7 +27,6 @@ Rows (memlink | baseline):
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import random
@@ -71,6 +71,47 @@ for q in queries:
     labels, _ = vi.knn_query(m.encode([q]), k=30)
     hits = searcher.search(ix.parse_query(q, ["title", "body"]), 30).hits
     print(len(labels[0]), [searcher.doc(a)["uri"][0] for _, a in hits[:3]])
+'''
+
+
+# Warm search timed in a fresh process: five queries to warm up, then each query once (ms).
+MINE_TIMED = r'''
+import json, sys, time
+from pathlib import Path
+from engine import Vault
+from engine.search import search
+vault = Vault.open(Path(sys.argv[1]))
+index = vault.services.open_index()
+queries = sys.argv[2:]
+for q in queries[:5]:
+    search(vault, q, k=10, index=index)
+out = []
+for q in queries:
+    t = time.perf_counter(); search(vault, q, k=10, index=index); out.append((time.perf_counter() - t) * 1000)
+print(json.dumps(out))
+'''
+RAW_TIMED = r'''
+import glob, json, os, sys, time
+import hnswlib, tantivy
+from model2vec import StaticModel
+root, model, queries = sys.argv[1], sys.argv[2], sys.argv[3:]
+folder = os.path.join(root, ".memlink", "index")
+m = StaticModel.from_pretrained(model)
+vi = hnswlib.Index(space="cosine", dim=m.dim)
+vi.load_index(sorted(glob.glob(os.path.join(folder, "vectors-*.bin")))[-1])
+vi.set_ef(300)
+ix = tantivy.Index.open(os.path.join(folder, "keywords"))
+searcher = ix.searcher()
+def one(q):
+    vi.knn_query(m.encode([q]), k=30)
+    hits = searcher.search(ix.parse_query(q, ["title", "body"]), 30).hits
+    [searcher.doc(a)["uri"][0] for _, a in hits[:10]]
+for q in queries[:5]:
+    one(q)
+out = []
+for q in queries:
+    t = time.perf_counter(); one(q); out.append((time.perf_counter() - t) * 1000)
+print(json.dumps(out))
 '''
 
 
@@ -224,10 +265,13 @@ def ensure_vaults(work: Path, n: int) -> tuple[Path, Path, float]:
 ENV: dict[str, str] = {}
 
 
-def run(n: int, work: Path, nq: int) -> None:
+class _SkipWrites(Exception):
+    """--search-only: the first-open, lint, dream and link rows are skipped."""
+
+
+def run(n: int, work: Path, nq: int, search_only: bool = False) -> None:
     from engine import Vault
     from engine.embed import bundled_model_path
-    from engine.search import search
 
     base, ready, generated = ensure_vaults(work, n)
     rows: list[tuple[str, str, str]] = []
@@ -242,8 +286,11 @@ def run(n: int, work: Path, nq: int) -> None:
     # First open of a never-seen copy; lint, dream and link writes then run on it.
     fresh = work / f"fresh{n}"
     shutil.rmtree(fresh, ignore_errors=True)
-    shutil.copytree(base, fresh, ignore=shutil.ignore_patterns(".generated"))
+    if not search_only:
+        shutil.copytree(base, fresh, ignore=shutil.ignore_patterns(".generated"))
     try:
+        if search_only:
+            raise _SkipWrites
         s, rss, _ = proc([*MEMLINK, "reindex", "--vault", str(fresh)], ENV)
         raw_dir = Path(tempfile.mkdtemp(prefix="raw-", dir=work))
         b = timed(lambda: raw_build(fresh, raw_dir))
@@ -272,6 +319,8 @@ def run(n: int, work: Path, nq: int) -> None:
         raw = [timed(lambda a=a, b=b, k=k: raw_link(fresh, a, b, k)) * 1000 for k, (a, b) in enumerate(pairs[16:])]
         row("link write, process", f"{statistics.median(cli):.2f} s", "")
         row("link write, in process p50", f"{statistics.median(inproc):.1f} ms", f"{statistics.median(raw):.1f} ms")
+    except _SkipWrites:
+        pass
     finally:
         shutil.rmtree(fresh, ignore_errors=True)
 
@@ -286,32 +335,13 @@ def run(n: int, work: Path, nq: int) -> None:
         f"{statistics.median(w[0] for w in raw_warm):.2f} s")
     row("peak RSS, search process", f"{max(w[1] for w in warm):.0f} MB", f"{max(w[1] for w in raw_warm):.0f} MB")
 
-    # Warm search in this process, against raw hnswlib + tantivy queries.
-    vault = Vault.open(ready)
-    index = vault.services.open_index()
-    for q in queries[:5]:
-        search(vault, q, k=10, index=index)
-    mine = [timed(lambda q=q: search(vault, q, k=10, index=index)) * 1000 for q in queries]
-    vault.close()
-    import hnswlib
-    import tantivy
-    from model2vec import StaticModel
-
-    m = StaticModel.from_pretrained(model)
-    vi = hnswlib.Index(space="cosine", dim=m.dim)
-    vi.load_index(sorted(glob.glob(str(ready / ".memlink" / "index" / "vectors-*.bin")))[-1])
-    vi.set_ef(300)
-    ix = tantivy.Index.open(str(ready / ".memlink" / "index" / "keywords"))
-    searcher = ix.searcher()
-
-    def raw_query(q: str) -> None:
-        vi.knn_query(m.encode([q]), k=30)
-        hits = searcher.search(ix.parse_query(q, ["title", "body"]), 30).hits
-        [searcher.doc(a)["uri"][0] for _, a in hits[:10]]
-
-    for q in queries[:5]:
-        raw_query(q)
-    raw = [timed(lambda q=q: raw_query(q)) * 1000 for q in queries]
+    # Warm search in a process of its own (this one holds hundreds of MB of earlier rows,
+    # and Python's collector then slows every allocation), against raw hnswlib + tantivy
+    # queries in another.
+    mine = json.loads(subprocess.run([sys.executable, "-c", MINE_TIMED, str(ready), *queries], env=ENV, check=True,
+                                     capture_output=True, text=True).stdout)
+    raw = json.loads(subprocess.run([sys.executable, "-c", RAW_TIMED, str(ready), model, *queries], env=ENV, check=True,
+                                    capture_output=True, text=True).stdout)
     row("search in process p50", f"{statistics.median(mine):.2f} ms", f"{statistics.median(raw):.2f} ms")
     row("search in process p95", f"{pct(mine, .95):.2f} ms", f"{pct(raw, .95):.2f} ms")
 
@@ -332,12 +362,13 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "memlink-scale",
                     help="where the generated vaults are kept between runs")
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--search-only", action="store_true", help="only the search rows (processes, in-process timings)")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     ENV.update(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONPATH=str(REPO),
                MEMLINK_CONFIG_HOME=str(args.work / "config"), MEMLINK_HOME=str(args.work / "home"))
     for n in (int(s) for s in args.sizes.split(",") if s.strip()):
-        run(n, args.work, args.queries)
+        run(n, args.work, args.queries, args.search_only)
 
 
 if __name__ == "__main__":
