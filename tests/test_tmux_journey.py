@@ -18,10 +18,12 @@ MEMLINK = Path(sys.executable).parent / "memlink"
 @pytest.mark.skipif(not MEMLINK.exists(), reason="the memlink script is not installed next to this Python")
 @pytest.mark.parametrize("size", [(150, 45), (80, 24)])
 def test_first_journey_in_tmux(size):
-    """Search, open, follow, graph, back — and at 80×24 a visit to every pane too."""
+    """Search, open, follow, graph, back; a contradiction reviewed with its card and
+    undone; a one-key dream whose reports reach the tree without a key — and at 80×24 a
+    visit to every pane too."""
     cols, rows = size
     env = dict(os.environ, MEMLINK=str(MEMLINK), COLUMNS_OVERRIDE=str(cols), ROWS_OVERRIDE=str(rows))
-    tour = ["--tour"] if size == (80, 24) else []
+    tour = ["--journeys", "--tour"] if size == (80, 24) else ["--journeys"]
     result = subprocess.run([str(REPO / "tools" / "tmux_journey.sh"), *tour], capture_output=True, text=True,
                             env=env, timeout=180)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -3,21 +3,24 @@
 # demo vault, search, open a hit, follow a link, open its graph, go back — checking the
 # captured screen after each step. Exit 0 when every step showed what it should.
 #
-#   tools/tmux_journey.sh [--captures DIR] [--tour]
+#   tools/tmux_journey.sh [--captures DIR] [--tour] [--journeys]
 #     --captures DIR  one text capture per step in DIR
 #     --tour          then visit every other pane too (the README's captures)
+#     --journeys      then review a contradiction with the card and undo it, and run a
+#                     one-key dream whose reports show in the tree without a key
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v tmux >/dev/null || { echo "tmux is not installed" >&2; exit 2; }
 MEMLINK=${MEMLINK:-.venv/bin/memlink}
 [ -x "$MEMLINK" ] || { echo "no $MEMLINK: run ./dev test (or ./dev demo) once first" >&2; exit 2; }
 
-captures="" tour=""
+captures="" tour="" journeys=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --captures) captures=$2; mkdir -p "$captures"; shift 2 ;;
     --tour) tour=1; shift ;;
-    *) echo "usage: $0 [--captures DIR] [--tour]" >&2; exit 2 ;;
+    --journeys) journeys=1; shift ;;
+    *) echo "usage: $0 [--captures DIR] [--tour] [--journeys]" >&2; exit 2 ;;
   esac
 done
 cols=${COLUMNS_OVERRIDE:-150} rows=${ROWS_OVERRIDE:-45}
@@ -88,7 +91,24 @@ if [ -n "$tour" ]; then
   sleep 0.3; keys "?"; wait_for help "Keys (esc closes)"
   keys Escape; sleep 0.3
 fi
+if [ -n "$journeys" ]; then
+  # Review a contradiction with the card, apply, undo.
+  keys 5; wait_for lint-again "Checks · 0"
+  keys Enter; wait_for card "Why they disagree"
+  keys d; wait_for preview "applies this"
+  keys y; wait_for applied "(u undoes)"
+  keys u; wait_for undone "undid dismiss"
+  # One-key dream: its reports show in the tree without a key.
+  keys 4; wait_for reports-again "Questions and reports"
+  keys D; wait_for dreamed "report(s) written"
+  keys 1; sleep 0.5
+  for _ in $(seq 50); do screen | grep -q "Notes · 7[3-9]\|Notes · [89][0-9]" && break; sleep 0.1; done
+  screen | grep -q "Notes · 7[3-9]\|Notes · [89][0-9]" || { echo "FAIL refresh: the tree still counts 72 notes" >&2; screen >&2; exit 1; }
+  echo "ok   refresh: the tree counts the dream's reports"
+fi
 keys q
+# A dream or import may still be finishing: q then asks first.
+sleep 0.5; screen | grep -q "Quit now?" && keys y
 for _ in $(seq 50); do tmux has-session -t "$session" 2>/dev/null || break; sleep 0.1; done
 if tmux has-session -t "$session" 2>/dev/null; then echo "FAIL quit: q did not close the app" >&2; exit 1; fi
 echo "journey passed: $hit → $followed → graph → back"
