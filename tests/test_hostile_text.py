@@ -153,3 +153,12 @@ async def settle(app, pilot) -> None:
     for _ in range(3):
         await app.workers.wait_for_complete()
         await pilot.pause()
+
+
+def test_printable_text_is_passed_as_it_is_and_nothing_printable_is_ever_removed():
+    from engine.text import _ESCAPES, printable
+
+    assert not [hex(c) for c in range(0x110000) if chr(c).isprintable() and _ESCAPES.match(chr(c))]
+    clean = "Plain words, 汉字, émigré — 100%"
+    assert printable(clean) is clean or printable(clean) == clean
+    assert printable("a\x1b[2Jb") == "ab" and printable("tab\there") == "tab\there"
