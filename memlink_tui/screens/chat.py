@@ -144,7 +144,6 @@ class ChatScreen(Pane):
                          f"extraction keep working.")
         else:
             self._status(f"chat model: {safe_markup(health.provider)}")
-        self.sub_title = printable(f"LLM: {health.provider}")
 
     def _status(self, text: str) -> None:
         self.query_one("#status", Static).update(text)

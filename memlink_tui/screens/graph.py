@@ -17,7 +17,6 @@ from textual.worker import get_current_worker
 
 from engine import Vault
 from engine.graph import LinkGraph, Step
-from engine.text import printable
 from widgets.safe import safe_markup
 from widgets.status_bar import Status
 
@@ -113,7 +112,6 @@ class GraphScreen(Pane):
         self._add_groups(tree.root, steps, exclude={uri})
         tree.root.expand()
         tree.border_title = f"Links of {safe_markup(self._title(uri))}"
-        self.sub_title = printable(f"graph · {uri}")
         self._fill_ppr(ranks, uri)
 
     def _add_groups(self, node: TreeNode, steps, exclude: set[str]) -> None:
