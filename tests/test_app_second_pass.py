@@ -475,3 +475,23 @@ async def test_import_picks_a_file_in_the_folder_tree(sample, tmp_path):
         assert await wait_for(pilot, lambda: "kiln-notes" in str(result.render()), 20)
         assert "importing" not in str(result.render())
     assert any("kiln-notes" in e.uri for e in sample.list_notes("source"))
+
+
+async def test_a_failed_turn_extraction_can_be_redone_with_the_rules(sample):
+    from conftest import set_llm
+    from ollama_stub import OllamaStub
+
+    from engine.sessions.store import TurnStore
+
+    with OllamaStub() as stub:
+        app = MemlinkApp(set_llm(sample.root, model="tiny", host=stub.host, timeout=5))
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await in_chat(app, pilot)
+            stub.script += [("json", "The kiln key hangs by the door."), ("json", "this is not the JSON asked for")]
+            await pilot.press(*"Where is the kiln key?", "enter")
+            assert await wait_for(pilot, lambda: any("ctrl+g" in n.message for n in app._notifications), 15)
+            session = screen.chat.session
+            assert not [r for r in TurnStore(sample).all() if r.get("session") == session]
+            await pilot.press("ctrl+g")
+            assert await wait_for(pilot, lambda: any("updated with the rules" in n.message for n in app._notifications), 15)
+        assert [r for r in TurnStore(sample).all() if r.get("session") == session]

@@ -38,6 +38,7 @@ class ChatScreen(Pane):
     BINDINGS = [
         Binding("escape", "stop_or_back", "Stop reply / Back"),
         Binding("ctrl+y", "retry", "Retry reply"),
+        Binding("ctrl+g", "extract_with_rules", "Extract with rules", show=False),  # ctrl+e is the field's end of line
         Binding("ctrl+r", "focus_recall", "Recall list"),
         Binding("ctrl+n", "new_session", "New session"),
         Binding("ctrl+s", "commit", "Commit to memory", priority=True),
@@ -279,8 +280,38 @@ class ChatScreen(Pane):
         self._reply(chat, messages, answer)
 
     def _extracted(self, report) -> None:
-        if isinstance(report, Exception):
-            self.notify(f"turn memory not updated: {safe_markup(report)}", severity="warning")
+        failed = str(report) if isinstance(report, Exception) else "; ".join(getattr(report, "failed", []) or [])
+        if failed and self.chat is not None:
+            self._unextracted = self.chat.session
+            self.notify(f"turn memory not updated: {safe_markup(failed)} — ctrl+g extracts it with the rules provider",
+                        severity="warning", timeout=10)
+
+    _unextracted: str | None = None  # a session whose last extraction failed
+
+    def action_extract_with_rules(self) -> None:
+        """ctrl+g: extract the turns a failed extraction left, with the zero-LLM rules."""
+        if self._unextracted is None:
+            self.notify("No failed extraction to retry.", timeout=3)
+            return
+        self._extract_with_rules(self._unextracted)
+
+    @work(thread=True, exclusive=True, group="commit")
+    def _extract_with_rules(self, session: str) -> None:
+        from engine.sessions.importer import extract_pending, rules_extractor
+
+        locks = self.vault.services.session_locks
+        try:
+            with locks.hold(session):
+                report = extract_pending(self.vault, [session], rules_extractor(self.vault))
+        except MemlinkError as exc:
+            self.app.call_from_thread(self.notify, f"rules extraction failed: {safe_markup(exc)}", severity="error")
+            return
+        if report.failed:
+            self.app.call_from_thread(self.notify, f"still not extracted: {safe_markup('; '.join(report.failed))}",
+                                      severity="warning")
+            return
+        self._unextracted = None
+        self.app.call_from_thread(self.notify, f"turn memory updated with the rules: {report.extracted} turn(s)")
 
     def _related(self, text: str) -> list:
         """Notes matching the message, listed under recall so one key opens them."""
