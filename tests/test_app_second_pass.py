@@ -495,3 +495,23 @@ async def test_a_failed_turn_extraction_can_be_redone_with_the_rules(sample):
             await pilot.press("ctrl+g")
             assert await wait_for(pilot, lambda: any("updated with the rules" in n.message for n in app._notifications), 15)
         assert [r for r in TurnStore(sample).all() if r.get("session") == session]
+
+
+async def test_the_chosen_report_stays_marked_when_the_list_is_not_focused(sample):
+    from textual.widgets import ListView
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        await app.run_action("go('reports')")
+        await settle(app, pilot)
+        queue = app.screen.query_one("#queue", ListView)
+        queue.index = 1
+        app.screen.set_focus(None)
+        await pilot.pause()
+        assert not queue.has_focus
+        chosen, other = queue.children[1], queue.children[0]
+        assert chosen.has_class("-highlight")
+        base = app.screen.query_one("#queue").background_colors[1]
+        chosen_bg, other_bg = base + chosen.styles.background, base + other.styles.background
+        assert abs(chosen_bg.brightness - other_bg.brightness) > 0.05, (chosen_bg, other_bg)
