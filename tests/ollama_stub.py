@@ -6,8 +6,9 @@ capability "embedding" (chat models get "completion") and a BERT family, as Olla
 Each chat request takes the next scripted reply: ("json", text) answers with ``text`` as
 the assistant message, ("status", code, error) answers with an HTTP error, ("hang", s)
 waits ``s`` seconds before answering, ("cut", text) streams ``text`` and breaks the
-connection off mid-stream. Chat requests are recorded ({path, body}) in
-``requests``; ``hits`` records the path of every request, whatever it is."""
+connection off mid-stream, ("slow", text, s) streams it a word every ``s`` seconds.
+Chat requests are recorded ({path, body}) in ``requests``; ``hits`` records the path of
+every request, whatever it is."""
 
 from __future__ import annotations
 
@@ -41,8 +42,9 @@ class OllamaStub:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-            def _stream(self, body: dict, content: str) -> None:
-                """Newline-delimited JSON chunks, as Ollama streams a chat reply."""
+            def _stream(self, body: dict, content: str, pause: float = 0.0) -> None:
+                """Newline-delimited JSON chunks, as Ollama streams a chat reply (``pause``
+                seconds between them, as a model writing)."""
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-ndjson")
                 self.end_headers()
@@ -53,6 +55,8 @@ class OllamaStub:
                              "message": {"role": "assistant", "content": piece}, "done": piece == ""}
                     self.wfile.write((json.dumps(chunk) + "\n").encode())
                     self.wfile.flush()
+                    if pause:
+                        time.sleep(pause)
                 self.close_connection = True
 
             def do_GET(self):
@@ -99,6 +103,9 @@ class OllamaStub:
                     self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                     self.wfile.flush()
                     self.close_connection = True
+                    return
+                if reply[0] == "slow":  # ("slow", text, seconds between pieces)
+                    self._stream(body, reply[1], reply[2])
                     return
                 if body.get("stream"):
                     self._stream(body, reply[1])

@@ -515,3 +515,27 @@ async def test_the_chosen_report_stays_marked_when_the_list_is_not_focused(sampl
         base = app.screen.query_one("#queue").background_colors[1]
         chosen_bg, other_bg = base + chosen.styles.background, base + other.styles.background
         assert abs(chosen_bg.brightness - other_bg.brightness) > 0.05, (chosen_bg, other_bg)
+
+
+async def test_a_reply_shows_word_by_word_as_it_streams(sample):
+    from conftest import set_llm
+    from ollama_stub import OllamaStub
+    from textual.widgets import Static
+
+    with OllamaStub() as stub:
+        app = MemlinkApp(set_llm(sample.root, model="tiny", host=stub.host, timeout=5))
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await in_chat(app, pilot)
+            words = "one two three four five six seven eight"
+            stub.script.append(("slow", words, 0.15))
+            await pilot.press(*"Count for me", "enter")
+            seen = set()
+            for _ in range(60):
+                await pilot.pause(0.05)
+                answers = screen.query(".assistant")
+                if answers:
+                    seen.add(str(answers.last(Static).render()))
+                if words in seen:
+                    break
+            partial = {t for t in seen if t not in ("…", words) and words.startswith(t.strip())}
+            assert words in seen and len(partial) >= 3, seen  # the words arrived one after another on screen
