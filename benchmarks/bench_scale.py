@@ -55,42 +55,8 @@ TARGETS = {  # at 100k notes (docs: issue #14)
 }
 
 # -- the baselines' programs ---------------------------------------------------------------------
-RAW_QUERY = r'''
-import glob, os, sys, resource
-import hnswlib, tantivy
-from model2vec import StaticModel
-root, model, queries = sys.argv[1], sys.argv[2], sys.argv[3:]
-folder = os.path.join(root, ".memlink", "index")
-m = StaticModel.from_pretrained(model)
-vi = hnswlib.Index(space="cosine", dim=m.dim)
-vi.load_index(sorted(glob.glob(os.path.join(folder, "vectors-*.bin")))[-1])
-vi.set_ef(300)
-ix = tantivy.Index.open(os.path.join(folder, "keywords"))
-searcher = ix.searcher()
-for q in queries:
-    labels, _ = vi.knn_query(m.encode([q]), k=30)
-    hits = searcher.search(ix.parse_query(q, ["title", "body"]), 30).hits
-    print(len(labels[0]), [searcher.doc(a)["uri"][0] for _, a in hits[:3]])
-'''
-
-
-# Warm search timed in a fresh process: five queries to warm up, then each query once (ms).
-MINE_TIMED = r'''
-import json, sys, time
-from pathlib import Path
-from engine import Vault
-from engine.search import search
-vault = Vault.open(Path(sys.argv[1]))
-index = vault.services.open_index()
-queries = sys.argv[2:]
-for q in queries[:5]:
-    search(vault, q, k=10, index=index)
-out = []
-for q in queries:
-    t = time.perf_counter(); search(vault, q, k=10, index=index); out.append((time.perf_counter() - t) * 1000)
-print(json.dumps(out))
-'''
-RAW_TIMED = r'''
+# Raw hnswlib + tantivy over memlink's own index files, and one query through both.
+RAW_LOAD = r'''
 import glob, json, os, sys, time
 import hnswlib, tantivy
 from model2vec import StaticModel
@@ -105,7 +71,14 @@ searcher = ix.searcher()
 def one(q):
     vi.knn_query(m.encode([q]), k=30)
     hits = searcher.search(ix.parse_query(q, ["title", "body"]), 30).hits
-    [searcher.doc(a)["uri"][0] for _, a in hits[:10]]
+    return [searcher.doc(a)["uri"][0] for _, a in hits[:10]]
+'''
+RAW_QUERY = RAW_LOAD + r'''
+for q in queries:
+    print(one(q)[:3])
+'''
+# Warm search timed in a fresh process: five queries to warm up, then each query once (ms).
+TIMED = r'''
 for q in queries[:5]:
     one(q)
 out = []
@@ -113,6 +86,18 @@ for q in queries:
     t = time.perf_counter(); one(q); out.append((time.perf_counter() - t) * 1000)
 print(json.dumps(out))
 '''
+RAW_TIMED = RAW_LOAD + TIMED
+MINE_TIMED = r'''
+import json, sys, time
+from pathlib import Path
+from engine import Vault
+from engine.search import search
+vault = Vault.open(Path(sys.argv[1]))
+index = vault.services.open_index()
+queries = sys.argv[2:]
+def one(q):
+    search(vault, q, k=10, index=index)
+''' + TIMED
 
 
 def full_scan(root: Path) -> int:

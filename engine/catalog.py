@@ -171,6 +171,15 @@ class Catalog(Mapping[str, CatalogEntry]):
         return Catalog(items, self._fill)
 
 
+def parses(catalog: Mapping[str, CatalogEntry], uri: str) -> bool:
+    """``uri`` is a note of ``catalog`` that parses; a ``Catalog`` answers from the stamp,
+    without building the entry."""
+    if isinstance(catalog, Catalog):
+        return catalog.is_good(uri)
+    entry = catalog.get(uri)
+    return entry is not None and not entry.error
+
+
 def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:20]
 

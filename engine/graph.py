@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal
 
-from .catalog import Catalog
+from .catalog import parses
 from .links import LinkType, StoredLink
 from .linktypes import Flow, LinkTypeTable, builtin_table
 
@@ -389,11 +389,7 @@ class LazyLinks(Adjacency):
         return hit
 
     def _is_note(self, uri: str) -> bool:
-        catalog = self.catalog
-        if isinstance(catalog, Catalog):
-            return catalog.is_good(uri)  # without building the entry
-        entry = catalog.get(uri)
-        return entry is not None and not entry.error
+        return parses(self.catalog, uri)
 
     def out_edges(self, uri: str) -> Sequence[Edge]:
         return self._fetch(uri)[0]

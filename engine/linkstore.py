@@ -655,12 +655,7 @@ class LinkStore:
     def rows_of(self, folder: str, owner: str) -> list[str]:
         """One note's link records, both directions, as the raw JSON indexed (validated
         when they were indexed): for walks that need only ends, type and weight."""
-        def run(db: sqlite3.Connection) -> list[str]:
-            self._fresh(db, folder)
-            return [raw for (raw,) in db.execute(
-                "SELECT raw FROM links INDEXED BY links_owner WHERE owner=? AND direction IN ('links', 'backlinks') "
-                "AND folder=? ORDER BY rowid", (owner, folder))]
-        return self._guard(run)
+        return self.rows_of_many(folder, [owner])[owner]
 
     def rows_of_many(self, folder: str, owners: Iterable[str]) -> dict[str, list[str]]:
         """``rows_of`` for several notes of one folder, in one read (a walk reaching a

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from .catalog import Catalog
+from .catalog import parses
 
 if TYPE_CHECKING:
     from .catalog import CatalogStore
@@ -115,12 +115,6 @@ class NameIndex:
     def _catalog(self) -> dict:
         """The notes that parse (built only by the halves that walk every note)."""
         return {uri: entry for uri, entry in self._all.items() if not entry.error}
-
-    def _is_good(self, uri: str) -> bool:
-        if isinstance(self._all, Catalog):
-            return self._all.is_good(uri)
-        entry = self._all.get(uri)
-        return entry is not None and not entry.error
 
     @property
     def titles(self) -> dict[str, set[str]]:
@@ -249,7 +243,7 @@ class NameIndex:
         spans = {" ".join(qw[i : i + n]) for n in range(1, min(8, len(qw)) + 1) for i in range(len(qw) - n + 1)}
         if self._names is None and self._store is not None:
             found = self._store.named(spans)
-            titles: dict[str, set[str]] = {k: {u for u in v if self._is_good(u)} for k, v in found.items()}
+            titles: dict[str, set[str]] = {k: {u for u in v if parses(self._all, u)} for k, v in found.items()}
             firsts: dict[str, list[str]] = {}
 
             def starting(word: str) -> list[str]:
@@ -259,7 +253,7 @@ class NameIndex:
 
             def named(key: str) -> set[str]:
                 if key not in titles:
-                    titles[key] = {u for u in self._store.named([key]).get(key, ()) if self._is_good(u)} if self._store else set()
+                    titles[key] = {u for u in self._store.named([key]).get(key, ()) if parses(self._all, u)} if self._store else set()
                 return titles[key]
         else:
             titles_map, by_first = self.titles, self.by_first

@@ -411,20 +411,20 @@ class Vault:
         the index holds only records that validated, and a transaction only what it
         staged). For walks over many notes, where building every record costs."""
         uri = normalize_uri(uri)
-        folder = uri_dir(uri)
-        tx = self._tx()
-        if tx is not None and any(tx.note_links(folder, uri, d) is not None for d in ("links", "backlinks")):
-            return [l.model_dump(mode="json") for l in self.get_file_links(uri, "both")]
-        return [json.loads(raw) for raw in self.linkstore.rows_of(folder, uri)]
+        return self.link_rows_of([uri])[uri]
 
     def link_rows_of(self, uris: Iterable[str]) -> dict[str, list[dict]]:
-        """``link_rows`` for many notes, read folder by folder in one query each."""
+        """``link_rows`` for many notes, read folder by folder in one query each (a note
+        whose links this thread's transaction staged: from the transaction)."""
+        tx = self._tx()
         by_folder: dict[str, list[str]] = {}
-        for uri in dict.fromkeys(normalize_uri(u) for u in uris):
-            by_folder.setdefault(uri_dir(uri), []).append(uri)
-        if self._tx() is not None:  # staged links may differ from the index: note by note
-            return {uri: self.link_rows(uri) for owners in by_folder.values() for uri in owners}
         out: dict[str, list[dict]] = {}
+        for uri in dict.fromkeys(normalize_uri(u) for u in uris):
+            folder = uri_dir(uri)
+            if tx is not None and any(tx.note_links(folder, uri, d) is not None for d in ("links", "backlinks")):
+                out[uri] = [l.model_dump(mode="json") for l in self.get_file_links(uri, "both")]
+            else:
+                by_folder.setdefault(folder, []).append(uri)
         for folder, owners in by_folder.items():
             for uri, raws in self.linkstore.rows_of_many(folder, owners).items():
                 out[uri] = [json.loads(raw) for raw in raws]

@@ -3,6 +3,7 @@ log and a non-zero exit, the demo from an installed copy."""
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -204,64 +205,62 @@ async def test_the_palette_and_ctrl_t_offer_the_same_themes(sample):
 
 
 # -- chat -------------------------------------------------------------------------------------------
-async def in_chat(app, pilot):
-    """Settle, go to the chat pane, settle: the pane."""
-    await settle(app, pilot)
-    await app.run_action("go('chat')")
-    await settle(app, pilot)
-    return app.screen
+@asynccontextmanager
+async def chatting(vault):
+    """The app on ``vault`` with Ollama's stand-in (tests/ollama_stub.py), in the chat pane:
+    (stub, app, pilot, the pane)."""
+    from conftest import set_llm
+    from ollama_stub import OllamaStub
+
+    with OllamaStub() as stub:
+        app = MemlinkApp(set_llm(vault.root, model="tiny", host=stub.host, timeout=5))
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(app, pilot)
+            await app.run_action("go('chat')")
+            await settle(app, pilot)
+            yield stub, app, pilot, app.screen
 
 
 async def test_chat_starts_a_new_session_says_a_broken_stream_plainly_and_asks_again(sample):
-    from conftest import set_llm
-    from ollama_stub import OllamaStub
     from textual.widgets import Static
 
     from engine.sessions.log import read_events
     from memlink_tui.screens.chat import ChatScreen
 
     old = {p.stem for p in (sample.root / "sessions").glob("*.jsonl")}
-    with OllamaStub() as stub:
-        app = MemlinkApp(set_llm(sample.root, model="tiny", host=stub.host, timeout=5))
-        async with app.run_test(size=(120, 36)) as pilot:
-            screen = await in_chat(app, pilot)
-            assert isinstance(screen, ChatScreen) and screen.chat.session not in old
-            stub.script += [("cut", "Half an"), ("json", "The whole answer, at last.")]
-            await pilot.press(*"Where is the kiln key?", "enter")
-            await settle(app, pilot)
-            answers = screen.query(".assistant")
-            shown = str(answers.last(Static).render())
-            assert "Half an" in shown and "broke off before the answer was complete" in shown and "ctrl+y" in shown
-            assert "RemoteProtocolError" not in shown
-            await pilot.press("ctrl+y")
-            await settle(app, pilot)
-            assert str(answers.last(Static).render()) == "The whole answer, at last."
-            session = screen.chat.session
-        events = read_events(sample, session)
-        assert [(e.role, e.content) for e in events if e.role in ("user", "assistant")] == [
-            ("user", "Where is the kiln key?"), ("assistant", "The whole answer, at last.")]
+    async with chatting(sample) as (stub, app, pilot, screen):
+        assert isinstance(screen, ChatScreen) and screen.chat.session not in old
+        stub.script += [("cut", "Half an"), ("json", "The whole answer, at last.")]
+        await pilot.press(*"Where is the kiln key?", "enter")
+        await settle(app, pilot)
+        answers = screen.query(".assistant")
+        shown = str(answers.last(Static).render())
+        assert "Half an" in shown and "broke off before the answer was complete" in shown and "ctrl+y" in shown
+        assert "RemoteProtocolError" not in shown
+        await pilot.press("ctrl+y")
+        await settle(app, pilot)
+        assert str(answers.last(Static).render()) == "The whole answer, at last."
+        session = screen.chat.session
+    events = read_events(sample, session)
+    assert [(e.role, e.content) for e in events if e.role in ("user", "assistant")] == [
+        ("user", "Where is the kiln key?"), ("assistant", "The whole answer, at last.")]
 
 
 async def test_escape_stops_a_reply_being_written(sample):
-    from conftest import set_llm
-    from ollama_stub import OllamaStub
     from textual.widgets import Static
 
     from engine.sessions.log import read_events
 
-    with OllamaStub() as stub:
-        app = MemlinkApp(set_llm(sample.root, model="tiny", host=stub.host, timeout=5))
-        async with app.run_test(size=(120, 36)) as pilot:
-            screen = await in_chat(app, pilot)
-            stub.script.append(("hang", 1.0))  # then answers "{}"
-            await pilot.press(*"Slow one?", "enter")
-            await pilot.pause(0.3)
-            await pilot.press("escape")
-            await settle(app, pilot)
-            assert app.current_mode == "chat"  # escape stopped the reply; it did not leave the pane
-            assert "stopped; ctrl+y asks again" in str(screen.query(".assistant").last(Static).render())
-            session = screen.chat.session
-        assert [e.role for e in read_events(sample, session) if e.role in ("user", "assistant")] == ["user"]
+    async with chatting(sample) as (stub, app, pilot, screen):
+        stub.script.append(("hang", 1.0))  # then answers "{}"
+        await pilot.press(*"Slow one?", "enter")
+        await pilot.pause(0.3)
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert app.current_mode == "chat"  # escape stopped the reply; it did not leave the pane
+        assert "stopped; ctrl+y asks again" in str(screen.query(".assistant").last(Static).render())
+        session = screen.chat.session
+    assert [e.role for e in read_events(sample, session) if e.role in ("user", "assistant")] == ["user"]
 
 
 # -- live refresh -------------------------------------------------------------------------------------
@@ -478,23 +477,18 @@ async def test_import_picks_a_file_in_the_folder_tree(sample, tmp_path):
 
 
 async def test_a_failed_turn_extraction_can_be_redone_with_the_rules(sample):
-    from conftest import set_llm
-    from ollama_stub import OllamaStub
 
     from engine.sessions.store import TurnStore
 
-    with OllamaStub() as stub:
-        app = MemlinkApp(set_llm(sample.root, model="tiny", host=stub.host, timeout=5))
-        async with app.run_test(size=(120, 36)) as pilot:
-            screen = await in_chat(app, pilot)
-            stub.script += [("json", "The kiln key hangs by the door."), ("json", "this is not the JSON asked for")]
-            await pilot.press(*"Where is the kiln key?", "enter")
-            assert await wait_for(pilot, lambda: any("ctrl+g" in n.message for n in app._notifications), 15)
-            session = screen.chat.session
-            assert not [r for r in TurnStore(sample).all() if r.get("session") == session]
-            await pilot.press("ctrl+g")
-            assert await wait_for(pilot, lambda: any("updated with the rules" in n.message for n in app._notifications), 15)
-        assert [r for r in TurnStore(sample).all() if r.get("session") == session]
+    async with chatting(sample) as (stub, app, pilot, screen):
+        stub.script += [("json", "The kiln key hangs by the door."), ("json", "this is not the JSON asked for")]
+        await pilot.press(*"Where is the kiln key?", "enter")
+        assert await wait_for(pilot, lambda: any("ctrl+g" in n.message for n in app._notifications), 15)
+        session = screen.chat.session
+        assert not [r for r in TurnStore(sample).all() if r.get("session") == session]
+        await pilot.press("ctrl+g")
+        assert await wait_for(pilot, lambda: any("updated with the rules" in n.message for n in app._notifications), 15)
+    assert [r for r in TurnStore(sample).all() if r.get("session") == session]
 
 
 async def test_the_chosen_report_stays_marked_when_the_list_is_not_focused(sample):
@@ -518,24 +512,19 @@ async def test_the_chosen_report_stays_marked_when_the_list_is_not_focused(sampl
 
 
 async def test_a_reply_shows_word_by_word_as_it_streams(sample):
-    from conftest import set_llm
-    from ollama_stub import OllamaStub
     from textual.widgets import Static
 
-    with OllamaStub() as stub:
-        app = MemlinkApp(set_llm(sample.root, model="tiny", host=stub.host, timeout=5))
-        async with app.run_test(size=(120, 36)) as pilot:
-            screen = await in_chat(app, pilot)
-            words = "one two three four five six seven eight"
-            stub.script.append(("slow", words, 0.15))
-            await pilot.press(*"Count for me", "enter")
-            seen = set()
-            for _ in range(60):
-                await pilot.pause(0.05)
-                answers = screen.query(".assistant")
-                if answers:
-                    seen.add(str(answers.last(Static).render()))
-                if words in seen:
-                    break
-            partial = {t for t in seen if t not in ("…", words) and words.startswith(t.strip())}
-            assert words in seen and len(partial) >= 3, seen  # the words arrived one after another on screen
+    async with chatting(sample) as (stub, app, pilot, screen):
+        words = "one two three four five six seven eight"
+        stub.script.append(("slow", words, 0.15))
+        await pilot.press(*"Count for me", "enter")
+        seen = set()
+        for _ in range(60):
+            await pilot.pause(0.05)
+            answers = screen.query(".assistant")
+            if answers:
+                seen.add(str(answers.last(Static).render()))
+            if words in seen:
+                break
+        partial = {t for t in seen if t not in ("…", words) and words.startswith(t.strip())}
+        assert words in seen and len(partial) >= 3, seen  # the words arrived one after another on screen
