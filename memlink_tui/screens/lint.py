@@ -89,7 +89,8 @@ class LintScreen(Pane):
     def _columns(self, width: int) -> bool:
         """Fixed column widths (auto widths render at the header's width) that share the
         pane's width: the finding's message always keeps a column. True when they changed."""
-        room = max(40, width - 20 - 6)  # the checks list, borders and cell padding
+        checks = 20 if width < 100 else 28  # the checks list's width (the app's -narrow breakpoint, themes/memlink.tcss)
+        room = max(40, width - checks - 6)  # less borders and cell padding
         note = max(14, room * 30 // 100)
         other = max(10, room * 22 // 100)
         widths = (8, note, other, max(16, room - 8 - note - other - 8))
