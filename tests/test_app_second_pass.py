@@ -409,6 +409,28 @@ def test_no_pane_key_shadows_a_key_that_works_everywhere():
         assert not keys(pane) & everywhere, (pane.__name__, keys(pane) & everywhere)
 
 
+def test_a_letter_means_one_kind_of_action_in_every_pane():
+    """The same key does the same kind of thing wherever it works: its description starts
+    with the same word in every pane (a asks, e edits, d dismisses, esc goes back)."""
+    from textual.binding import Binding
+
+    from memlink_tui.screens.browser import BrowserScreen
+    from memlink_tui.screens.chat import ChatScreen
+    from memlink_tui.screens.graph import GraphScreen
+    from memlink_tui.screens.lint import LintScreen
+    from memlink_tui.screens.reports import ReportScreen
+
+    kinds: dict[str, dict[str, str]] = {}
+    for pane in (BrowserScreen, ChatScreen, GraphScreen, ReportScreen, LintScreen):
+        for b in pane.__dict__.get("BINDINGS", []):
+            b = b if isinstance(b, Binding) else Binding(*b)
+            for key in b.key.split(","):
+                kinds.setdefault(key.strip(), {})[pane.__name__] = (b.description or b.action).split()[0].strip(":").lower()
+    mixed = {key: where for key, where in kinds.items() if len(set(where.values())) > 1}
+    assert not mixed, mixed
+    assert set(kinds["escape"].values()) == {"back"} and set(kinds["a"].values()) == {"ask"}
+
+
 def test_the_readme_key_map_is_the_bindings():
     from memlink_tui.keymap import keymap
 

@@ -77,7 +77,7 @@ async def test_review_a_contradiction_keep_a_then_undo(sample):
         assert table.has_focus and table.row_count >= 1
         a, b = screen.pair
         assert contradiction.from_uri in (a, b)
-        await pilot.press("a")  # first what it will change, nothing written yet
+        await pilot.press("left_square_bracket")  # keep A: first what it will change, nothing written yet
         await pilot.pause()
         assert "y applies" in str(screen.query_one("#review-status", Static).render())
         assert "superseded_claims" not in sample.read_note(b).extra and "superseded_by" not in sample.read_note(b).extra
@@ -102,7 +102,7 @@ async def test_add_a_research_question_dream_and_read_the_report(sample):
         await settle(app, pilot)
         screen = app.screen
         assert isinstance(screen, ReportScreen)
-        await pilot.press("n")
+        await pilot.press("a")
         await pilot.pause()
         assert isinstance(app.screen, AskScreen)
         await pilot.press(*question, "enter")

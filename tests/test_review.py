@@ -205,7 +205,7 @@ async def test_app_merge_starts_from_both_texts_and_previews_before_writing(samp
         a, b = screen.pair
         before, links_before = files(v), link_sides(v)  # once lint has written the dashboards
         disputed = {l.id for l in v.get_file_links(a, "both") if l.link_type.value == "contradicts" and b in (l.from_uri, l.to_uri)}
-        await pilot.press("m")
+        await pilot.press("e")
         await pilot.pause()
         box = screen.query_one("#merge-text", TextArea)
         assert box.display and box.has_focus
@@ -215,7 +215,7 @@ async def test_app_merge_starts_from_both_texts_and_previews_before_writing(samp
         await pilot.press("escape")  # cancel: nothing written
         await pilot.pause()
         assert not box.display and files(v) == before
-        await pilot.press("m")
+        await pilot.press("e")
         await pilot.pause()
         box.text = box.text.replace("10月12日", "10月14日")
         await pilot.press("ctrl+s")

@@ -36,12 +36,12 @@ if TYPE_CHECKING:
 class ChatScreen(Pane):
     PANE = "chat"
     BINDINGS = [
-        Binding("escape", "stop_or_back", "Stop reply / Back"),
+        Binding("escape", "stop_or_back", "Back (a reply first stops)"),
         Binding("ctrl+y", "retry", "Retry reply"),
         Binding("ctrl+g", "extract_with_rules", "Extract with rules", show=False),  # ctrl+e is the field's end of line
         Binding("ctrl+r", "focus_recall", "Recall list"),
         Binding("ctrl+n", "new_session", "New session"),
-        Binding("ctrl+s", "commit", "Commit to memory", priority=True),
+        Binding("ctrl+s", "commit", "Save to memory (commit)", priority=True),
     ]
     DEFAULT_CSS = """
     ChatScreen #sessions { width: 30; border: round $panel; }

@@ -1,6 +1,7 @@
 """The lint pane: counts per check, the findings of the chosen check (enter opens the
 note), and review mode for contradictions: both sides shown, single keys act —
-a keep A, b keep B, m merge, d dismiss, r research, u undo. An action first shows what it
+[ keep A (left), ] keep B (right), e edit both into one (merge), d dismiss, a ask (research),
+u undo. An action first shows what it
 will change (engine.review.preview); y applies exactly that, escape cancels. Merge opens an
 editor holding both texts; ctrl+s previews the merged text."""
 
@@ -30,14 +31,16 @@ class LintScreen(Pane):
 
     BINDINGS = [
         Binding("escape", "back", "Back"),
-        Binding("a", "review('keep-a')", "Keep A"),
-        Binding("b", "review('keep-b')", "Keep B"),
-        Binding("m", "merge", "Merge"),
+        # Letters keep one meaning across panes (a asks, e edits, b goes back): the two
+        # sides are kept with the brackets that point at them.
+        Binding("left_square_bracket", "review('keep-a')", "Keep A (left)", key_display="["),
+        Binding("right_square_bracket", "review('keep-b')", "Keep B (right)", key_display="]"),
+        Binding("e", "merge", "Edit both into one (merge)"),
         Binding("d", "review('dismiss')", "Dismiss"),
-        Binding("r", "review('research')", "Research"),
+        Binding("a", "review('research')", "Ask: research it"),
         Binding("u", "undo", "Undo"),
         Binding("y", "confirm", "Apply", show=False),
-        Binding("ctrl+s", "merge_preview", "Preview merge", show=False, priority=True),
+        Binding("ctrl+s", "merge_preview", "Save the merge (previewed first)", show=False, priority=True),
     ]
     DEFAULT_CSS = """
     LintScreen #checks { width: 28; border: round $panel; }
@@ -201,7 +204,7 @@ class LintScreen(Pane):
             else:
                 where, text = part
                 lines.append(f"[b]{side}[/b] [dim]{safe_markup(where)}:[/dim] [reverse]{safe_markup(text.strip())}[/reverse]")
-        lines.append("[dim]a keep A · b keep B · m merge · d dismiss · r research — each shows what it will write first[/dim]")
+        lines.append("[dim]\\[ keep A · ] keep B · e merge · d dismiss · a research — each shows what it will write first[/dim]")
         card.update("\n".join(lines))
 
     async def _show(self, a: str, b: str) -> None:

@@ -1,4 +1,4 @@
-"""The report queue: research questions (pending first) and reports; `n` adds a
+"""The report queue: research questions (pending first) and reports; `a` asks a
 question, `D` runs the dream in a worker and shows what changed, enter opens a note."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class ReportScreen(Pane):
     PANE = "reports"
     BINDINGS = [
         Binding("escape", "app.back", "Back"),
-        Binding("n", "ask", "New question"),
+        Binding("a", "ask", "Ask a research question"),
         Binding("D", "dream", "Run dream"),
     ]
     DEFAULT_CSS = """
