@@ -14,7 +14,7 @@ from pathlib import Path
 TMP_SUFFIX = ".~memlink.tmp"
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -47,7 +47,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -61,7 +61,7 @@ def remove_file(path: Path, durable: bool = True) -> None:
     except FileNotFoundError:
         return
     if durable:
-        _fsync_dir(Path(path).parent)
+        fsync_dir(Path(path).parent)
 
 
 def sweep_temp_files(root: Path, older_than: float = 60.0) -> int:

@@ -1,5 +1,7 @@
 """JSON Lines: the one reader and the one appender for every append-only log memlink
-keeps (session logs, the extraction audit, the review action log, the search log).
+keeps (session logs, the extraction audit, the review action log, the search log, and
+the link store's per-folder log, which uses ``whole_lines`` and ``append_bytes`` under
+the vault's journal).
 
 Appends are one ``write`` of whole lines on an ``O_APPEND`` descriptor, then ``fsync``;
 a torn last line left by a killed writer stays as it was, on its own line, and the next
@@ -10,13 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from filelock import FileLock
 from pydantic import BaseModel, ValidationError
 
+from .atomic import fsync_dir
 from .errors import MemlinkError
 
 M = TypeVar("M", bound=BaseModel)
@@ -119,6 +122,15 @@ def append_jsonl(path: Path, records: Iterable[dict[str, Any] | BaseModel], *, l
 
 
 def _append(path: Path, data: bytes) -> None:
+    append_bytes(path, data)
+
+
+def append_bytes(path: Path, data: bytes) -> None:
+    """Append whole lines in one ``O_APPEND`` write, then fsync (a new file's folder entry
+    too). A torn last line already there stays as it was, and ``data`` starts on a fresh
+    line after it."""
+    path = Path(path)
+    new = not path.exists()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         size = os.fstat(fd).st_size
@@ -133,3 +145,14 @@ def _append(path: Path, data: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+    if new:
+        fsync_dir(path.parent)
+
+
+def whole_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """A log's complete, non-blank lines with their numbers; a torn last line (a killed
+    writer's, with no newline yet) is left out."""
+    end = data.rfind(b"\n") + 1
+    for n, line in enumerate(data[:end].split(b"\n")[:-1], 1):
+        if line.strip():
+            yield n, line

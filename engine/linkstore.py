@@ -32,8 +32,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .atomic import _fsync_dir, atomic_write_text, remove_file
+from .atomic import atomic_write_text, remove_file
 from .errors import SidecarError
+from .jsonl import append_bytes, whole_lines
 from .links import (
     SIDECAR,
     Rejected,
@@ -271,10 +272,7 @@ def _base_text(root: Path, path: Path, where: str) -> str:
 
 def _log_records(data: bytes, where: str) -> Iterator[tuple[str | None, list[dict]]]:
     """The log's complete lines as (tx, ops); a torn last line (no newline) is left out."""
-    end = data.rfind(b"\n") + 1
-    for n, line in enumerate(data[:end].split(b"\n")[:-1], 1):
-        if not line.strip():
-            continue
+    for n, line in whole_lines(data):
         try:
             record = json.loads(line)
             ops = record["ops"]
@@ -345,19 +343,6 @@ def _log_tail(path: Path) -> tuple[int, int, str | None]:
     return size, end, tx if isinstance(tx, str) else None
 
 
-def append_log_line(path: Path, line: bytes) -> None:
-    """Append one whole line and fsync it (a new file's folder entry too)."""
-    new = not path.exists()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    if new:
-        _fsync_dir(path.parent)
-
-
 def _cut_torn_line(path: Path, end: int) -> None:
     fd = os.open(path, os.O_WRONLY)
     try:
@@ -380,7 +365,7 @@ def write_folder(root: Path, folder_path: Path, folder: str, ops: list[LinkOp], 
             if end < size:
                 _cut_torn_line(log, end)  # a killed append's torn tail
             line = (json.dumps({"tx": tx, "ops": [op_row(op) for op in ops]}, ensure_ascii=False) + "\n").encode("utf-8")
-            append_log_line(log, line)
+            append_bytes(log, line)  # the torn tail was cut just above: no fresh line needed
             size = end + len(line)
         if size > COMPACT_RATIO * base_size:
             compact(root, folder_path, folder)

@@ -288,8 +288,10 @@ class MemlinkApp(App):
     def location(self) -> Location | None:
         if self.current_mode not in PANES or not self.screen_stack:
             return None
-        base = self.screen_stack[0]
-        return Location(self.current_mode, getattr(base, "location_uri", None))
+        from .screens.pane import Pane
+
+        base = self.screen_stack[0]  # every pane says where it is through Pane.location_uri
+        return Location(self.current_mode, base.location_uri if isinstance(base, Pane) else None)
 
     def go(self, pane: str, uri: str | None = None, *, record: bool = True, then=None) -> None:
         """Show ``pane`` (at note ``uri`` when given), remembering where we were."""

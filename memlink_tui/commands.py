@@ -100,15 +100,10 @@ class ProviderCommands(_Listed):
         vault = self.app.vault
         if vault is None:
             return
-        from engine.llm import LLMError
-        from engine.llm.ollama_provider import OllamaProvider
+        from engine.llm.registry import models
 
-        cfg = vault.config.llm
-        try:
-            ollama = OllamaProvider(cfg.model, cfg.host, timeout=2.0)
-            self.models = await asyncio.to_thread(ollama.models)
-        except LLMError:
-            self.models = []  # Ollama not running: only the provider entries are offered
+        # Ollama not running: no models, only the provider entries are offered.
+        self.models = await asyncio.to_thread(models, vault.config.llm)
 
     def entries(self):
         if self.app.vault is None:

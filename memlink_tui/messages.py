@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from widgets.status_bar import Status
 
 if TYPE_CHECKING:
-    from engine.llm.ollama_provider import OllamaProvider
+    from engine.llm import Health, Provider
 
 
 # -- pane → app -------------------------------------------------------------------------------
@@ -71,8 +71,8 @@ class ProviderChanged(Message):
     """The app checked (or switched) the LLM provider. ``provider`` is None when it is not usable."""
 
     bubble = False
-    provider: OllamaProvider | None
-    health: Any  # engine.llm.Health: state, provider, reason, fix (line() and summary for people)
+    provider: Provider | None
+    health: Health  # state, provider, reason, fix (line() and summary for people)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """A review action or an undo that SIGKILLs itself at a chosen step of its commit.
 
-Usage: python review_crash_worker.py VAULT (keep-a|merge|dismiss|research|undo|link) A B KILL_AT
+Usage: python review_crash_worker.py VAULT (keep-a|keep-b|merge|dismiss|research|undo|link) A B KILL_AT
 
 Every file operation of the journal (writing the journal, each file it applies, the log
 append, removing the journal) and of the link store (a sidecar rewritten, a link-log line
@@ -36,7 +36,7 @@ def main() -> None:
     root, action, a, b = sys.argv[1:5]
     for name in ("atomic_write_text", "remove_file", "append_jsonl"):
         setattr(journal, name, killing(getattr(journal, name)))
-    for name in ("atomic_write_text", "remove_file", "append_log_line"):  # the sidecars' own writes
+    for name in ("atomic_write_text", "remove_file", "append_bytes"):  # the sidecars' own writes
         setattr(linkstore, name, killing(getattr(linkstore, name)))
     vault = Vault.open(root)
     if action == "undo":

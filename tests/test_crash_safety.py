@@ -321,7 +321,7 @@ def _kill_at_each_step(template: Path, work: Path, action: str, a: str, b: str):
     raise AssertionError("the worker never finished")
 
 
-@pytest.mark.parametrize("action", ["keep-a", "merge", "dismiss", "research"])
+@pytest.mark.parametrize("action", ["keep-a", "keep-b", "merge", "dismiss", "research"])
 def test_a_review_action_killed_at_any_step_lands_with_its_undo_record_or_not_at_all(tmp_path, action):
     from engine.review import last_action, undo
 
@@ -344,6 +344,8 @@ def test_a_review_action_killed_at_any_step_lands_with_its_undo_record_or_not_at
         assert len(read_jsonl(work / ACTION_LOG)) == 1, f"kill before step {step}: the record twice"
         if action == "keep-a":
             assert not contradicts and vault.read_note(b).extra["superseded_by"] == a
+        elif action == "keep-b":
+            assert not contradicts and vault.read_note(a).extra["superseded_by"] == b
         elif action == "merge":
             assert not contradicts and vault.read_note(b).extra["superseded_by"] == a
             assert vault.read_note(a).fields["content"] == "Merged: both are true at different times."

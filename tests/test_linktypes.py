@@ -106,6 +106,9 @@ def test_a_declared_type_links_on_both_sides(seventh):
         assert [(r["link_type"], r["direction"], r["id"]) for r in rows] == [("supports", direction, link.id)]
     assert [l.link_type.value for l in seventh.get_file_links(a.uri, "backlinks")] == ["supports"]
     assert [p for p in seventh.check() if p.severity == "error"] == []
+    from engine.lint import lint
+
+    assert [f for f in lint(seventh).findings if f.check == "links"] == []  # lint knows the type too
 
 
 def test_a_vault_that_does_not_declare_it_refuses_it(seventh, tmp_path):

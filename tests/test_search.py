@@ -1,4 +1,4 @@
-"""Retrieval: fusion, typed propagation (every row of §3.2.7.4), thresholds, forced
+"""Retrieval: fusion, typed propagation (every row of the link-type table), thresholds, forced
 follow, sync after outside edits, rebuild on model change, zero vectors, CLI."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Chat sessions as memory: seed 002 §八 (data contract, turn capture, navigation and
-recall) on our own session host."""
+"""Chat sessions as memory: data contract, turn capture, navigation and recall, on our own
+session host (docs/DESIGN.md, "Session logs and events")."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import threading
 from pydantic import BaseModel, ConfigDict
 
 from ..config import LLMConfig
-from . import Health, Provider
+from . import Health, LLMError, Provider
 from .ollama_provider import OllamaProvider, resolve_host
 from .rules_provider import RulesProvider
 
@@ -102,3 +102,15 @@ def selection(cfg: LLMConfig) -> Selection:
 
 def refresh(cfg: LLMConfig) -> Selection:
     return REGISTRY.refresh(cfg)
+
+
+def models(cfg: LLMConfig) -> list[str]:
+    """The chat models the configured Ollama offers, to switch to (the palette's "Model: …"
+    entries); empty when it is not running. The chosen provider answers when it is Ollama;
+    on rules, the same server is asked, briefly."""
+    chosen = selection(cfg).provider
+    source = chosen if isinstance(chosen, OllamaProvider) else OllamaProvider(cfg.model, cfg.host, timeout=2.0)
+    try:
+        return source.models()
+    except LLMError:
+        return []

@@ -9,7 +9,7 @@ recall item opens its session, or the note."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -30,7 +30,7 @@ from ..messages import ExtractionStarted, ProviderChanged
 from .pane import Pane
 
 if TYPE_CHECKING:
-    from engine.llm.ollama_provider import OllamaProvider
+    from engine.llm import Health, Provider
 
 
 class ChatScreen(Pane):
@@ -129,7 +129,7 @@ class ChatScreen(Pane):
         self.check_provider(message.provider, message.health)
 
     @work(thread=True, exclusive=True, group="chat-provider")
-    def check_provider(self, provider: OllamaProvider | None, health: Any) -> None:
+    def check_provider(self, provider: Provider | None, health: Health) -> None:
         from engine.sessions.importer import turn_extractor
 
         extractor = turn_extractor(self.vault)
