@@ -8,7 +8,13 @@ the assistant message, ("status", code, error) answers with an HTTP error, ("han
 waits ``s`` seconds before answering, ("cut", text) streams ``text`` and breaks the
 connection off mid-stream, ("slow", text, s) streams it a word every ``s`` seconds.
 Chat requests are recorded ({path, body}) in ``requests``; ``hits`` records the path of
-every request, whatever it is."""
+every request, whatever it is.
+
+Run as a program it serves until killed, for the app in a real terminal
+(tools/tmux_journey.sh --journeys): every streamed chat request gets REPLY a word at a time,
+and a structured request (extraction) gets a 503, as a model that cannot do it would:
+
+    python tests/ollama_stub.py [--model NAME] [--pause SECONDS] REPLY   # prints its host"""
 
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ class OllamaStub:
         self.script: list[tuple] = []
         self.requests: list[dict] = []
         self.hits: list[str] = []
+        self.streams: tuple | None = None  # the reply to every streamed chat once the script is empty
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -86,7 +93,12 @@ class OllamaStub:
                     self._send(404, {"error": "not found"})
                     return
                 stub.requests.append({"path": self.path, "body": body})
-                reply = stub.script.pop(0) if stub.script else ("status", 500, "no scripted reply")
+                if stub.script:
+                    reply = stub.script.pop(0)
+                elif stub.streams is not None:
+                    reply = stub.streams if body.get("stream") else ("status", 503, "this stand-in only streams replies")
+                else:
+                    reply = ("status", 500, "no scripted reply")
                 if reply[0] == "hang":
                     time.sleep(reply[1])
                     reply = ("json", "{}")
@@ -148,3 +160,17 @@ class OllamaStub:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A stand-in Ollama on a free loopback port, until killed.")
+    parser.add_argument("reply", help="what every streamed chat reply says")
+    parser.add_argument("--model", default="llama3.2", help="the one chat model it has")
+    parser.add_argument("--pause", type=float, default=0.2, help="seconds between streamed words")
+    args = parser.parse_args()
+    server = OllamaStub(models=[args.model if ":" in args.model else f"{args.model}:latest"])
+    server.streams = ("slow", args.reply, args.pause)
+    print(server.host, flush=True)
+    server.server.serve_forever()

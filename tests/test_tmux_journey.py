@@ -16,13 +16,14 @@ MEMLINK = Path(sys.executable).parent / "memlink"
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 @pytest.mark.skipif(not MEMLINK.exists(), reason="the memlink script is not installed next to this Python")
-@pytest.mark.parametrize("size", [(150, 45), (80, 24)])
+@pytest.mark.parametrize("size", [(120, 36), (80, 24)])
 def test_first_journey_in_tmux(size):
     """Search, open, follow, graph, back; a contradiction reviewed with its card and
-    undone; a one-key dream whose reports reach the tree without a key — and at 80×24 a
-    visit to every pane too."""
+    undone; a one-key dream whose reports reach the tree without a key; a chat reply
+    streamed word by word by a stand-in Ollama, with a sample session's turn recalled —
+    and at 80×24 a visit to every pane too."""
     cols, rows = size
-    env = dict(os.environ, MEMLINK=str(MEMLINK), COLUMNS_OVERRIDE=str(cols), ROWS_OVERRIDE=str(rows))
+    env = dict(os.environ, MEMLINK=str(MEMLINK), PYTHON=sys.executable, COLUMNS_OVERRIDE=str(cols), ROWS_OVERRIDE=str(rows))
     tour = ["--journeys", "--tour"] if size == (80, 24) else ["--journeys"]
     result = subprocess.run([str(REPO / "tools" / "tmux_journey.sh"), *tour], capture_output=True, text=True,
                             env=env, timeout=180)

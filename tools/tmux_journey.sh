@@ -6,8 +6,13 @@
 #   tools/tmux_journey.sh [--captures DIR] [--tour] [--journeys]
 #     --captures DIR  one text capture per step in DIR
 #     --tour          then visit every other pane too (the README's captures)
-#     --journeys      then review a contradiction with the card and undo it, and run a
-#                     one-key dream whose reports show in the tree without a key
+#     --journeys      then review a contradiction with the card and undo it, run a
+#                     one-key dream whose reports show in the tree without a key, and
+#                     chat: a reply streamed word by word by a stand-in Ollama on a
+#                     loopback port (tests/ollama_stub.py), with a sample session's turn
+#                     recalled, then the turn's memory made with the rules (ctrl+g)
+#
+#   The terminal is 120x36; COLUMNS_OVERRIDE and ROWS_OVERRIDE change it (80 and 24).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v tmux >/dev/null || { echo "tmux is not installed" >&2; exit 2; }
@@ -23,15 +28,32 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--captures DIR] [--tour] [--journeys]" >&2; exit 2 ;;
   esac
 done
-cols=${COLUMNS_OVERRIDE:-150} rows=${ROWS_OVERRIDE:-45}
+cols=${COLUMNS_OVERRIDE:-120} rows=${ROWS_OVERRIDE:-36}
 work=$(mktemp -d)
 session="memlink-journey-$$"
-cleanup() { tmux kill-session -t "$session" 2>/dev/null || true; rm -rf "$work"; }
+stub=""
+cleanup() {
+  tmux kill-session -t "$session" 2>/dev/null || true
+  [ -n "$stub" ] && kill "$stub" 2>/dev/null || true
+  rm -rf "$work"
+}
 trap cleanup EXIT
+
+# Ollama: nothing listens on port 9 (the rules provider), except for the chat journey,
+# where a stand-in streams every reply slowly enough to be seen arriving.
+ollama=http://127.0.0.1:9
+reply="Your flat white is at Man Met Bril, by the canal, the one with the ceramic cups."
+if [ -n "$journeys" ]; then
+  "${PYTHON:-.venv/bin/python}" tests/ollama_stub.py --pause 0.3 "$reply" > "$work/stub.out" &
+  stub=$!
+  for _ in $(seq 100); do [ -s "$work/stub.out" ] && break; sleep 0.1; done
+  ollama=$(head -1 "$work/stub.out")
+  case "$ollama" in http://127.0.0.1:*) ;; *) echo "the Ollama stand-in did not start" >&2; exit 2 ;; esac
+fi
 
 export MEMLINK_HOME="$work/home" MEMLINK_CONFIG_HOME="$work/config"
 tmux new-session -d -s "$session" -x "$cols" -y "$rows" \
-  "env MEMLINK_HOME=$MEMLINK_HOME MEMLINK_CONFIG_HOME=$MEMLINK_CONFIG_HOME OLLAMA_HOST=http://127.0.0.1:9 $MEMLINK demo --vault $work/vault"
+  "env MEMLINK_HOME=$MEMLINK_HOME MEMLINK_CONFIG_HOME=$MEMLINK_CONFIG_HOME OLLAMA_HOST=$ollama $MEMLINK demo --vault $work/vault"
 
 screen() { tmux capture-pane -p -t "$session"; }
 # The note shown: the browser puts its URI in the note box's title ("Note · <uri>").
@@ -105,6 +127,21 @@ if [ -n "$journeys" ]; then
   for _ in $(seq 50); do screen | grep -q "Notes · 7[3-9]\|Notes · [89][0-9]" && break; sleep 0.1; done
   screen | grep -q "Notes · 7[3-9]\|Notes · [89][0-9]" || { echo "FAIL refresh: the tree still counts 72 notes" >&2; screen >&2; exit 1; }
   echo "ok   refresh: the tree counts the dream's reports"
+  # Chat: the reply arrives word by word, a sample session's turn is recalled.
+  keys c; wait_for chat-pane "chat model: ollama"
+  keys C-n; sleep 0.3
+  keys -l "Where do I get my flat white?"; keys Enter
+  wait_for streaming "Your flat white"
+  if screen | grep -qF "ceramic cups."; then
+    echo "FAIL streaming: the whole reply arrived at once" >&2; screen >&2; exit 1
+  fi
+  echo "ok   streaming: the first words show before the last"
+  wait_for replied "ceramic cups."
+  wait_for recalled "2026-08-11-eveni"
+  screen | grep -q "past turn(s)" || { echo "FAIL recall: no recalled turn listed" >&2; screen >&2; exit 1; }
+  wait_for no-llm-extraction "ctrl+g extracts it"
+  keys C-g; wait_for rules-extraction "turn memory updated with the rules"
+  keys Escape; sleep 0.5  # out of the message box, where q would be typed
 fi
 keys q
 # A dream or import may still be finishing: q then asks first.
