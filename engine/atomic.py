@@ -88,12 +88,26 @@ def sweep_temp_files(root: Path, older_than: float = 60.0) -> int:
 
 def disk_full(exc: BaseException) -> str | None:
     """One plain sentence when ``exc`` means the disk (or quota) is full, else None:
-    an OSError with ENOSPC/EDQUOT, or tantivy's ValueError naming "No space left"
+    an OSError with ENOSPC/EDQUOT, or tantivy's or SQLite's error saying so in words
     (docs/DESIGN.md, "Read-only vaults and full disks")."""
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         where = f" (writing {exc.filename})" if exc.filename else ""
-    elif "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc):
+    elif any(words in str(exc) for words in FULL_WORDS):
         where = ""
     else:
         return None
-    return f"the disk is full{where}; the change in progress was not made. Free some space and try again"
+    return (f"the disk is full{where}: that write was not made, and whatever the command had finished before it "
+            "is kept. Free some space and try again")
+
+
+# How a full disk reads in errors that carry no errno: tantivy's ValueError, SQLite's.
+FULL_WORDS = ("No space left on device", "Disk quota exceeded", "database or disk is full")
+
+
+def full_disk_cause(exc: BaseException) -> BaseException | None:
+    """``exc`` or the error under it (an engine error raised over an OSError) when it
+    means the disk is full."""
+    for candidate in (exc, exc.__cause__, exc.__context__):
+        if candidate is not None and disk_full(candidate) is not None:
+            return candidate
+    return None

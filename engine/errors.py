@@ -39,3 +39,8 @@ class VaultError(MemlinkError):
 
 class VaultLocked(VaultError):
     """Another process holds the vault's write lock for too long."""
+
+
+class DiskFull(MemlinkError):
+    """The disk filled while a change was being applied: it is recorded in the journal and
+    finishes by itself once there is room (docs/DESIGN.md, "Read-only vaults and full disks")."""

@@ -22,8 +22,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from .atomic import atomic_write_text, remove_file
-from .errors import MemlinkError, SidecarError, UriError
+from .atomic import atomic_write_text, full_disk_cause, remove_file
+from .errors import DiskFull, MemlinkError, SidecarError, UriError
 from .jsonl import append_jsonl
 from .links import REJECTED, SIDECAR
 from .linkstore import SIDECAR_LOG, LinkStore, PutLink, RemoveLegacy, RemoveLink, _Op, sidecar_rel
@@ -197,7 +197,9 @@ def apply_ops(root: Path, ops: list, store: LinkStore | None = None, tx: str | N
         elif isinstance(op, AppendRecords):
             path = log_path(root, op.log)
             if op.records and last_record_id(path) != op.records[-1].get("id"):
-                append_jsonl(path, op.records)
+                # Every journal applies under the vault's write lock; a log's own lock file
+                # is for logs in .memlink/ only, never beside a sidecar in the user's folder.
+                append_jsonl(path, op.records, lock=op.log.startswith(f"{STATE_DIR}/"))
         else:
             link_ops.append(op)
     store.apply(link_ops, tx)
@@ -216,8 +218,17 @@ class Journal:
         check_ops(self.root, ops, self.store)
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.json"
-        atomic_write_text(path, _OPS.dump_json(ops).decode("utf-8"))
-        apply_ops(self.root, ops, self.store, path.stem)
+        atomic_write_text(path, _OPS.dump_json(ops).decode("utf-8"))  # failing here, nothing was made
+        try:
+            apply_ops(self.root, ops, self.store, path.stem)
+        except (OSError, ValueError, MemlinkError) as exc:
+            if full_disk_cause(exc) is None:
+                raise
+            # The journal is the commit point: the change is made, only not yet on every
+            # file. It finishes on the next write once there is room; until then, say so.
+            raise DiskFull(f"the disk is full: this change is recorded (.memlink/journal/{path.name}) but not yet "
+                           "on every file; it finishes by itself at the next memlink write once there is room. "
+                           "Free some space") from exc
         # No fsync for the removal: the next journal's write fsyncs this same folder before
         # its operations apply, so a removal lost to a power cut brings back only a journal
         # whose operations are already on disk and nothing after them; replaying it
@@ -234,13 +245,18 @@ class Journal:
 
         Returns (journals replayed, problems). A journal that cannot be replayed (a sidecar
         broken by hand since, a file edited since) is set aside as ``*.failed`` and
-        reported, so the vault stays usable; ``memlink check`` lists it."""
+        reported, so the vault stays usable; ``memlink check`` lists it. On a full disk
+        the journal stays as it is and DiskFull is raised: no later write may land first."""
         replayed, problems = 0, []
         for path in self.pending():
             try:
                 ops = _OPS.validate_json(path.read_bytes())
                 skipped = apply_ops(self.root, ops, self.store, path.stem)
             except (ValidationError, ValueError, OSError, MemlinkError) as exc:
+                if full_disk_cause(exc) is not None:  # not a bad journal: it waits for room
+                    raise DiskFull(f"the disk is full: a change recorded earlier (.memlink/journal/{path.name}) "
+                                   "waits for room to finish, and nothing else is written before it. "
+                                   "Free some space and try again") from exc
                 path.rename(path.with_suffix(".failed"))
                 problems.append(f"journal {path.name} could not be replayed ({exc}); set aside as {path.stem}.failed")
                 continue

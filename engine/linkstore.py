@@ -20,6 +20,7 @@ rebuilt; a read-only vault keeps the index in memory for the process.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -48,6 +49,8 @@ from .links import (
     load_rows_with_lines,
 )
 from .uris import PathResolver, utf8_name
+
+log = logging.getLogger(__name__)
 
 SIDECAR_LOG = ".relations.log.jsonl"  # a big folder's appended link writes (see the module doc)
 # Above this size a folder's sidecar takes appends instead of a rewrite per write. A
@@ -268,6 +271,11 @@ def _base_text(root: Path, path: Path, where: str) -> str:
         raise SidecarError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     except OSError as exc:
         raise SidecarError(f"{where}: cannot be read ({exc.strerror or exc})") from exc
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    """Another connection holds the database: wait or report, never work around it."""
+    return "locked" in str(exc) or "busy" in str(exc)
 
 
 def _log_records(data: bytes, where: str) -> Iterator[tuple[str | None, list[dict]]]:
@@ -503,10 +511,23 @@ class LinkStore:
         if self._db is None:
             try:
                 self._db = self._open()
+            except sqlite3.OperationalError as exc:
+                if _busy(exc):
+                    raise
+                self._in_memory_now(exc)
+                self._db = self._open()
             except sqlite3.DatabaseError:
                 self._discard()
                 self._db = self._open()
         return self._db
+
+    def _in_memory_now(self, exc: sqlite3.OperationalError) -> None:
+        """The index file cannot be opened or written now (a full disk: SQLite cannot even
+        make its -shm file; an I/O error): this process keeps the index in memory, and
+        the file, left as it is, is re-checked against the sidecars by the next process
+        (docs/DESIGN.md, "Read-only vaults and full disks")."""
+        log.warning("link index %s not usable (%s): kept in memory for now", self.path, exc)
+        self.keep_in_memory()
 
     def _open(self) -> sqlite3.Connection:
         if self.path is None:
@@ -546,13 +567,17 @@ class LinkStore:
                 pass
 
     def _guard(self, fn: Any, *args: Any) -> Any:
-        """Run a database step; an index that turns out corrupt is rebuilt once."""
+        """Run a database step; an index that turns out corrupt is rebuilt once, one that
+        cannot be written now moves into memory."""
         with self._lock:
             try:
                 return fn(self._conn(), *args)
-            except sqlite3.DatabaseError as exc:
-                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            except sqlite3.OperationalError as exc:
+                if _busy(exc) or self.path is None:
                     raise
+                self._in_memory_now(exc)  # not damaged: a full disk, an I/O error
+                return fn(self._conn(), *args)
+            except sqlite3.DatabaseError:
                 self.close()
                 self._discard()
                 return fn(self._conn(), *args)

@@ -16,13 +16,15 @@ from jinja2 import StrictUndefined, Template, TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from .errors import SchemaError
+from .text import printable
 
 __all__ = ["render_template", "compile_template", "slugify", "SecurityError"]
 
 
 def slugify(value: object, max_len: int = 80) -> str:
-    """Filesystem-safe slug; keeps letters of any script (CJK stays CJK)."""
-    text = unicodedata.normalize("NFKC", str(value)).strip().lower()
+    """Filesystem-safe slug; keeps letters of any script (CJK stays CJK). Escape sequences
+    go first, whole (``printable``): their letters and digits are not the title's."""
+    text = unicodedata.normalize("NFKC", printable(value)).strip().lower()
     text = re.sub(r"[^\w\s-]", "", text)
     text = re.sub(r"[\s_-]+", "-", text).strip("-")
     return text[:max_len].rstrip("-") or "untitled"

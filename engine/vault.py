@@ -14,7 +14,6 @@ import json
 import operator
 import os
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,11 +26,11 @@ from .atomic import atomic_write_text, sweep_temp_files
 from .catalog import CATALOG_FILE, Catalog, CatalogEntry, CatalogStore, Stamp, content_hash, stamp_of
 from .checks import Finding, run_checks
 from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
-from .errors import LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, VaultError, VaultLocked
+from .errors import DiskFull, LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, VaultError, VaultLocked
 from .journal import STATE_DIR, Journal
 from .lineranges import LineRangeMatcher, check_ranges, correct_ranges, format_ranges
 from .links import SIDECAR, LinkType, StoredLink, merge_link, new_link_id
-from .linkstore import LinkStore, PutLink, RemoveLegacy, RemoveLink
+from .linkstore import LinkStore, PutLink, RemoveLegacy, RemoveLink, sidecar_rel
 from .merge import is_edit, merge_fields
 from .notes import Note, now_iso, parse_note, parse_timestamp, rebuild_body, render_note_body, serialize_note, split_body
 from .render import Rendered, render_links
@@ -127,12 +126,14 @@ class Vault:
         """Sweep temp files a killed writer left, then replay journals if no other writer
         is active right now (otherwise the next write does the replay). The sweep needs no
         lock: it removes only temp files older than any live write keeps one."""
-        self._sweep_now_and_then()
+        sweep_temp_files(self.root)
         try:
             with self.writing(timeout=0.2):
                 pass
         except VaultLocked:
             pass
+        except DiskFull as exc:  # reads go on; the next write tries again
+            self.warnings.append(str(exc))
 
     @property
     def services(self) -> Services:
@@ -158,25 +159,6 @@ class Vault:
         with self._catalog_lock:
             if self._catalog_db is not None:
                 self._catalog_db.close()
-
-    SWEEP_EVERY = 600.0  # seconds between temp-file sweeps (a walk of every folder)
-
-    def _sweep_now_and_then(self) -> None:
-        """Sweep temp files at most every ``SWEEP_EVERY`` seconds (`.memlink/swept`
-        records the last sweep): at 100k notes the walk costs a tenth of a second, and a
-        temp file a killed writer left harms nothing while it waits."""
-        stamp = self.state_dir / "swept"
-        try:
-            if time.time() - stamp.stat().st_mtime < self.SWEEP_EVERY:
-                return
-        except OSError:
-            pass
-        sweep_temp_files(self.root)
-        try:
-            self.state_dir.mkdir(exist_ok=True)
-            stamp.touch()
-        except OSError:
-            pass
 
     @property
     def links_version(self) -> int:
@@ -405,6 +387,19 @@ class Vault:
             if direction in (d, "both"):
                 out += self._note_links(folder, uri, d)
         return sorted(out, key=lambda l: -l.weight)
+
+    def link_problems(self, uri: str) -> str | None:
+        """Why a note's links, as read, may be incomplete: its folder's sidecar cannot be
+        read, or holds entries that do not validate (readers skip them). None when whole."""
+        folder = uri_dir(normalize_uri(uri))
+        problems = self.linkstore.problems(folder)
+        if problems.broken:
+            return f"{problems.broken}; this folder's links are not shown"
+        if problems.rejected:
+            first = problems.rejected[0]
+            more = f" and {len(problems.rejected) - 1} more" if len(problems.rejected) > 1 else ""
+            return f"{sidecar_rel(folder)}: {first.label}{more} skipped ({first.cause})"
+        return None
 
     def link_rows(self, uri: str) -> list[dict]:
         """A note's link records, both directions, as plain dicts (not validated again:

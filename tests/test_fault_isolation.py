@@ -149,6 +149,10 @@ def test_cli_readers_work_beside_a_hostile_entry_and_a_truncated_file(sample):
     for args in (("search", "editor"), ("show", uri), ("links", entity), ("links", uri), ("graph-query", entity)):
         run = memlink(*args, vault=sample.root)
         assert run.returncode == 0, (args, run.stderr)
+        if args[0] in ("show", "links"):  # not silent: the note's links may be incomplete, and where and why
+            folder_of = args[1].rsplit("/", 1)[0]
+            assert f"memlink: note: {folder_of}/.relations.json: " in run.stderr, (args, run.stderr)
+            assert ("not shown" if folder_of == folder else "skipped (") in run.stderr, (args, run.stderr)
     run = memlink("check", vault=sample.root)
     assert run.returncode == 3 and run.stdout.count("one_sided_link") == 0
     assert run.stdout.count("malformed_sidecar") == 2

@@ -162,3 +162,10 @@ def test_printable_text_is_passed_as_it_is_and_nothing_printable_is_ever_removed
     clean = "Plain words, 汉字, émigré — 100%"
     assert printable(clean) is clean or printable(clean) == clean
     assert printable("a\x1b[2Jb") == "ab" and printable("tab\there") == "tab\there"
+
+
+def test_a_title_with_escape_sequences_gives_a_file_name_without_their_payload():
+    from engine.templates import slugify
+
+    title = "Evil \x1b]52;c;SGVsbG8=\x07 notes \x1b]8;;http://x.example\x07link\x1b]8;;\x07 \x1b[2J here"
+    assert slugify(title) == "evil-notes-link-here"

@@ -146,3 +146,15 @@ def test_exit_codes_tell_some_failed_from_could_not_run(tmp_path):
         r = memlink("import-chat", str(chat), vault=root, env={"OLLAMA_HOST": stub.host})
     assert r.returncode == 5, r.stdout + r.stderr  # a turn failed; the events were imported
     assert "1 failed" in r.stdout
+
+
+def test_a_dream_that_cannot_finish_a_pending_source_exits_with_some_failed(tmp_path):
+    root = cli_vault(tmp_path)
+    pages = write(tmp_path / "pages", PAGES)
+    fail_the_first_extraction(root, pages)  # the vault still asks Ollama, whose server is gone now
+    r = memlink("dream", "--provider", "rules", "--json", vault=root)
+    assert r.returncode == 5, r.stderr  # the source is still pending: cron must see it
+    report = json.loads(r.stdout)
+    assert report["failed"] == ["sources/acme.md"]
+    v = Vault.open(root)
+    assert pending_sources(v) == ["sources/acme.md"]

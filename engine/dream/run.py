@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from filelock import FileLock, Timeout
 
 from ..atomic import atomic_write_text
-from ..errors import MemlinkError
+from ..errors import DiskFull, MemlinkError
 from ..extract.loop import ExtractionRejected
 from ..extract.updater import MemoryUpdater
 from ..llm import LLMError
@@ -42,7 +42,7 @@ class DreamReport:
     no_report: list[str] = field(default_factory=list)  # topics whose answer held no report
     links_added: int = 0  # links the answers proposed that were new (derived_from included)
     skipped: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)  # topics whose answer failed (also said in skipped)
+    failed: list[str] = field(default_factory=list)  # topics whose answer failed, sources still pending (also in skipped)
     deferred: list[str] = field(default_factory=list)  # topics not started: budget spent or stopped
     fallback: str = ""  # why the run went on with the rules, or stopped, after model failures
     maintenance: dict = field(default_factory=dict)
@@ -112,6 +112,7 @@ def _run(vault: Vault, provider: Provider | None, dry_run: bool,
             retried = retry_pending(vault)
             finished = len(retried.files)
             report.skipped += [f"{p['source']}: still pending ({p['error']})" for p in retried.pending]
+            report.failed += [p["source"] for p in retried.pending]  # an exit code cron sees
         sync = SearchIndex.for_vault(vault).sync()
         report.maintenance = {"links_repaired": len(repaired), "reindexed": sync.changed, "sources_finished": finished}
     topics = discover(vault, state, dry_run=dry_run, llm=provider is not None)
@@ -159,6 +160,8 @@ def _answer_topics(vault: Vault, provider: Provider | None, topics: list[Topic],
                     return
                 report.fallback = f"{why}: the remaining topics were answered by the rules"
                 provider = None
+        except DiskFull:
+            raise  # no room for any later topic either: stop, saying what is recorded
         except MemlinkError as exc:
             report.failed.append(topic.question)
             report.skipped.append(f"{topic.question}: {exc}")

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from engine import MemlinkError
+from engine.atomic import disk_full
 
 from .wiring import EXIT_BUSY, EXIT_PARTIAL, EXIT_PROBLEMS, open_vault, progress, provider, say, say_json
 
@@ -119,8 +120,16 @@ def cmd_lint(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     fixed = fix(vault) if args.fix else []
     report = lint(vault, full=args.full)
-    # A read-only vault is still linted; its dashboards are not written (said below).
-    written = [] if vault.read_only else write_dashboards(vault, report)
+    # A read-only vault, or one on a full disk, is still linted; its dashboards are not
+    # written (said below).
+    unwritten, written = (vault.read_only_reason if vault.read_only else None), []
+    if unwritten is None:
+        try:
+            written = write_dashboards(vault, report)
+        except OSError as exc:
+            if disk_full(exc) is None:
+                raise
+            unwritten = "the disk is full"
     if args.json:
         say_json({"errors": report.errors, "counts": report.counts, "fixed": fixed, "dashboards": written,
                   "findings": [f.__dict__ for f in report.findings]})
@@ -132,8 +141,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
                 other = f" <-> {f.other}" if f.other else ""
                 say(f"{f.severity:<7} {f.check:<15} {f.uri}{other}: {f.text}")
         counts = ", ".join(f"{k} {v}" for k, v in sorted(report.counts.items()))
-        where = (f"dashboards not written: {vault.read_only_reason}" if vault.read_only
-                 else f"dashboards in {vault.root / 'dashboards'}")
+        where = f"dashboards not written: {unwritten}" if unwritten else f"dashboards in {vault.root / 'dashboards'}"
         say(f"{report.errors} errors; {counts or 'nothing to report'}; {where}")
     return EXIT_PROBLEMS if report.errors else 0
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from engine import LinkError, LinkType, Vault
 from engine.linktypes import builtin_table
 
-from .wiring import UsageError, open_vault, positive, say, say_json
+from .wiring import UsageError, notice, open_vault, positive, say, say_json
 
 if TYPE_CHECKING:
     from engine.links import StoredLink
@@ -79,6 +79,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     rendered = vault.render_note(note.uri)
     links = vault.get_file_links(note.uri, "links")
     backlinks = vault.get_file_links(note.uri, "backlinks")
+    _say_link_problems(vault, note.uri)
     if args.json:
         say_json({
             "uri": note.uri,
@@ -106,10 +107,18 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say_link_problems(vault: Vault, uri: str) -> None:
+    """A note on stderr when the note's links may be incomplete, naming the place."""
+    why = vault.link_problems(uri)
+    if why:
+        notice(f"{why} — `memlink check --fix` sets bad entries aside")
+
+
 def cmd_links(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     vault.read_note(args.uri)  # a clear error for a missing note
     links = vault.get_file_links(args.uri, args.direction)
+    _say_link_problems(vault, args.uri)
     if args.json:
         say_json([_link_dict(link) for link in links])
     else:

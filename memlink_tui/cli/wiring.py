@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from engine import MemlinkError, Vault
 from engine.atomic import disk_full
+from engine.errors import DiskFull
 from engine.text import printable, printable_json
 
 from ..paths import default_vault
@@ -159,6 +161,9 @@ def run(handler: Handler, args: argparse.Namespace) -> int:
     except UsageError as exc:
         say(f"memlink: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except DiskFull as exc:  # recorded, not yet applied: its own words say so
+        say(f"memlink: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     except MemlinkError as exc:
         full = disk_full(exc.__cause__) if exc.__cause__ is not None else None  # an engine error over ENOSPC
         say(f"memlink: error: {full or exc}", file=sys.stderr)
@@ -176,7 +181,7 @@ def run(handler: Handler, args: argparse.Namespace) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         say(f"memlink: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return EXIT_ERROR
-    except (ValueError, RuntimeError, UnicodeError) as exc:  # last resort: one line, not a traceback
+    except (ValueError, RuntimeError, UnicodeError, sqlite3.Error) as exc:  # last resort: one line, not a traceback
         full = disk_full(exc)  # tantivy reports a full disk as a ValueError
         if full:
             say(f"memlink: error: {full}", file=sys.stderr)
