@@ -377,7 +377,9 @@ class SearchLogEntry(BaseModel):
 
 def _log_query(vault: Vault, query: str, ranked: list[str], found: dict[str, list[Route]]) -> None:
     """Interactive searches are logged (`.memlink/search-log.jsonl`) so the dream can spot
-    topics searched often but poorly covered."""
+    topics searched often but poorly covered. A read-only vault writes no log."""
+    if vault.read_only:
+        return
     best = max((r.score for u in ranked[:5] for r in found.get(u, []) if r.kind == "vector"), default=0.0)
     entry = SearchLogEntry(q=" ".join(query.split()), hits=len(ranked), best_vector=round(best, 3),
                            at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))

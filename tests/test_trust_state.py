@@ -156,6 +156,11 @@ async def test_app_shows_read_only_and_refuses_writes(tmp_path, monkeypatch):
         await pilot.pause()
         assert any("read-only" in n.message and "nothing was changed" in n.message for n in app._notifications)
         assert app.screen.__class__.__name__ == "BrowserScreen"
+        await pilot.press("slash", *"berth planner", "enter")  # search works, its index in memory
+        for _ in range(3):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        assert "entities/berth-planner-v2.md" in [h.uri for h in app.screen.last_hits]
     assert not (root / ".memlink").exists()
 
 
