@@ -199,9 +199,22 @@ def write_dashboards(vault: Vault, report: LintReport, today: dt.date | None = N
     lines += ["", "Most linked notes:", ""] + [f"- {titles.get(u, u)} (`{u}`): {n}" for u, n in degree]
     atomic_write_text(folder / "relationships.md", "\n".join(lines) + "\n")
     written.append("dashboards/relationships.md")
+    atomic_write_text(folder / "digest.json", json.dumps(digest(vault, report, today), ensure_ascii=False, indent=2) + "\n")
+    written.append("dashboards/digest.json")
+    return written
+
+
+def digest(vault: Vault, report: LintReport, today: dt.date | None = None) -> dict:
+    """The lint run in brief, for agents (`dashboards/digest.json`, the MCP lint digest):
+    counts per type and link type, the most linked notes, health, contradictions and open
+    questions. Writes nothing."""
+    catalog = vault.catalog()
+    titles = {u: e.title for u, e in catalog.items()}
+    by_check = report.by_check()
+    count, types, degree = vault.linkstore.stats(top=10, refresh=False)
     per_type = Counter(e.memory_type for e in catalog.values() if not e.error)
-    digest = {
-        "generated": today.isoformat(),
+    return {
+        "generated": (today or dt.date.today()).isoformat(),
         "notes": sum(per_type.values()),
         "per_type": dict(per_type),
         "links": count,
@@ -211,6 +224,3 @@ def write_dashboards(vault: Vault, report: LintReport, today: dt.date | None = N
         "contradictions": [{"a": f.uri, "b": f.other, "why": f.message} for f in by_check.get("contradictions", [])],
         "open_questions": [titles.get(f.uri, f.uri) for f in by_check.get("open_questions", [])],
     }
-    atomic_write_text(folder / "digest.json", json.dumps(digest, ensure_ascii=False, indent=2) + "\n")
-    written.append("dashboards/digest.json")
-    return written

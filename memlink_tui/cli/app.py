@@ -1,4 +1,5 @@
-"""The app and the set-up commands: `app` (the default), `init`, `demo`, `doctor`."""
+"""The app and the set-up commands: `app` (the default), `init`, `demo`, `doctor`, and
+`mcp` (the vault served to other agents over the Model Context Protocol)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--no-app", action="store_true", help="only make the copy and print its path")
     s.set_defaults(func=cmd_demo)
 
+    s = sub.add_parser("mcp", parents=[common],
+                       help="serve the vault to other agents and editors over MCP (stdio)")
+    s.add_argument("--read-only", action="store_true", help="refuse every write (search, recall and reading only)")
+    s.set_defaults(func=cmd_mcp)
+
     s = sub.add_parser("doctor", parents=[common],
                        help="check dependencies, embedding model, Ollama and the vault; print fixes")
     s.set_defaults(func=cmd_doctor)
@@ -42,6 +48,13 @@ def _run_app(path: Path) -> int:
         where = f"; the traceback is in {app.crash_log}" if app.crash_log else ""
         say(f"memlink stopped on an unexpected error{where}", file=sys.stderr)
     return app.return_code or 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from memlink_mcp.server import serve  # the SDK is imported only for this command
+
+    serve(open_vault(args, read_only=args.read_only))
+    return 0
 
 
 def cmd_app(args: argparse.Namespace) -> int:

@@ -1,0 +1,127 @@
+"""`memlink mcp`: the vault over the Model Context Protocol, driven by the SDK's own client
+over stdio (a real `memlink mcp` process), every tool, a resource, structured errors and
+read-only mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO, SAMPLE, set_llm
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from engine import Vault
+
+TOOLS = {"search", "recall", "show_note", "graph_query", "list_reports", "lint_digest", "add_memory", "link", "unlink",
+         "ask"}
+MOCHI = "entities/mochi.md"
+
+
+def server(root: Path, *flags: str) -> Client:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OLLAMA_HOST": "http://127.0.0.1:9",
+           "MEMLINK_CONFIG_HOME": str(root.parent / "config")}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memlink_tui", "--vault", str(root), "mcp", *flags],
+                                   env=env, cwd=str(REPO))
+    return Client(params, read_timeout_seconds=120)
+
+
+def a_vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))
+    set_llm(root, provider="rules").close()  # the zero-LLM rules extract: no model needed
+    return root
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and ".memlink" not in p.parts}
+
+
+async def test_every_tool_answers_through_the_sdk_client(tmp_path):
+    root = a_vault(tmp_path)
+    async with server(root) as client:
+        listed = await client.list_tools()
+        assert {t.name for t in listed.tools} == TOOLS
+        assert all(t.input_schema and t.description for t in listed.tools)
+
+        found = (await client.call_tool("search", {"query": "celadon glaze", "k": 5})).structured_content
+        assert found["hits"] and all(h["routes"] and h["route"] for h in found["hits"])  # the routes, explained
+        assert any("celadon" in h["title"].lower() for h in found["hits"])
+
+        recalled = (await client.call_tool("recall", {"question": "Where do I get my flat white?"})).structured_content
+        assert any("flat white" in (t["question"] + t["answer"]).lower() for t in recalled["turns"])
+
+        note = (await client.call_tool("show_note", {"uri": MOCHI})).structured_content
+        assert note["uri"] == MOCHI and note["memory_type"] == "entity" and note["backlinks"]
+
+        walk = (await client.call_tool("graph_query", {"uri": MOCHI, "depth": 2})).structured_content
+        assert {n["uri"] for n in walk["neighbours"]} >= {l["from_uri"] for l in note["backlinks"]}
+
+        queue = (await client.call_tool("list_reports", {})).structured_content
+        assert queue["questions"] and all(q["status"] for q in queue["questions"]) and queue["reports"]
+
+        digest = (await client.call_tool("lint_digest", {})).structured_content
+        assert digest["notes"] == len(Vault.open(root).list_notes()) and digest["links"] > 0
+
+        made = (await client.call_tool("add_memory", {"text": "I prefer oolong tea over green tea in the evening."}))
+        assert not made.is_error, made.content
+        assert made.structured_content["provider"] == "rules" and made.structured_content["created"]
+        again = (await client.call_tool("search", {"query": "oolong tea evening"})).structured_content
+        assert set(made.structured_content["created"]) & {h["uri"] for h in again["hits"]}
+
+        link = (await client.call_tool("link", {"from_uri": MOCHI, "to_uri": "preferences/coffee.md",
+                                                 "link_type": "related_to", "weight": 0.4,
+                                                 "description": "linked by an agent"})).structured_content
+        assert link["link_type"] == "related_to"
+        vault = Vault.open(root)
+        assert [l.id for l in vault.get_file_links(MOCHI, "links") if l.to_uri == "preferences/coffee.md"] == [link["id"]]
+        assert [l.id for l in vault.get_file_links("preferences/coffee.md", "backlinks") if l.from_uri == MOCHI] == [link["id"]]
+        removed = (await client.call_tool("unlink", {"from_uri": MOCHI, "to_uri": "preferences/coffee.md"}))
+        assert removed.structured_content == {"removed": 1}
+
+        asked = (await client.call_tool("ask", {"question": "Which vet does Mochi see?"})).structured_content
+        assert asked["uri"].startswith("report_candidates/") and (root / asked["uri"]).is_file()
+
+        text = (await client.read_resource(f"memlink://note/{MOCHI}")).contents[0]
+        assert text.text == (root / MOCHI).read_text(encoding="utf-8")
+
+        # Errors are structured: the kind of failure and the engine's sentence naming the place.
+        missing = await client.call_tool("show_note", {"uri": "entities/nobody.md"})
+        assert missing.is_error and missing.structured_content["error"]["type"] == "NoteNotFound"
+        assert "entities/nobody.md" in missing.structured_content["error"]["message"]
+        bad = await client.call_tool("link", {"from_uri": MOCHI, "to_uri": "profile.md", "link_type": "loves"})
+        assert bad.is_error and bad.structured_content["error"]["type"] == "LinkError"
+        escape = await client.call_tool("show_note", {"uri": "../../etc/passwd"})
+        assert escape.is_error and escape.structured_content["error"]["type"] in ("UriError", "NoteNotFound")
+        assert json.loads(escape.content[0].text)["error"] == escape.structured_content["error"]
+    assert [f for f in Vault.open(root).check() if f.severity == "error"] == []
+
+
+async def test_read_only_mode_reads_and_refuses_every_write(tmp_path):
+    root = a_vault(tmp_path)
+    before = files(root)
+    async with server(root, "--read-only") as client:
+        found = (await client.call_tool("search", {"query": "celadon glaze"})).structured_content
+        assert found["hits"]
+        for tool, args in (("link", {"from_uri": MOCHI, "to_uri": "profile.md", "link_type": "related_to"}),
+                           ("unlink", {"from_uri": "profile.md", "to_uri": MOCHI}),
+                           ("add_memory", {"text": "I like rooibos."}),
+                           ("ask", {"question": "Who is Mochi's vet?"})):
+            refused = await client.call_tool(tool, args)
+            assert refused.is_error, tool
+            error = refused.structured_content["error"]
+            assert error["type"] == "VaultReadOnly" and "nothing was changed" in error["message"], (tool, error)
+    assert files(root) == before
+
+
+def test_the_mcp_server_never_imports_textual():
+    code = ("import sys; import memlink_mcp.server, memlink_tui.cli; "
+            "assert not [m for m in sys.modules if m.split('.')[0] == 'textual'], 'textual imported'")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 0, run.stderr
