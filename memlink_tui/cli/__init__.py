@@ -11,18 +11,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import app, dream, notes, search, write
+from . import app, dream, export, notes, search, write
 from .wiring import EXIT_ERROR, EXIT_PROBLEMS, EXIT_USAGE, VAULT_HELP, run, vault_parent
 
 __all__ = ["EXIT_ERROR", "EXIT_PROBLEMS", "EXIT_USAGE", "GROUPS", "main", "parser"]
 
-GROUPS = (app, notes, search, write, dream)
+GROUPS = (app, notes, search, write, dream, export)
 
 # The order `memlink --help` lists the commands in (the order people learn them in, not
 # by group). A command missing here is listed after these, in registration order.
 HELP_ORDER = ("app", "init", "demo", "show", "links", "link", "unlink", "search", "graph-query", "reindex",
               "commit", "ingest", "import-chat", "recall", "dream", "ask", "lint", "review", "undo", "doctor", "check",
-              "mcp")
+              "mcp", "export", "backup", "restore")
 
 
 def parser() -> argparse.ArgumentParser:
