@@ -310,13 +310,15 @@ def _link_line(vault: Vault, link: StoredLink, here: str, titles: dict[str, str]
     return line
 
 
-def render_markdown(vault: Vault, uri: str, titles: dict[str, str]) -> tuple[str, int]:
+def render_markdown(vault: Vault, uri: str, titles: dict[str, str],
+                    legacy_in: dict[str, list[StoredLink]] | None = None) -> tuple[str, int]:
     """One note as plain markdown, and how many outgoing links it lists: title, a line of
     facts, the body with its links inline (links to notes that are not exported stay
-    text), then Links and Backlinks lists with relative links."""
+    text), then Links and Backlinks lists with relative links. ``legacy_in``: old
+    ``{uris, reason}`` entries by target (they have no backlink side of their own)."""
     note = vault.read_note(uri)
     links = vault.get_file_links(note.uri, "links")
-    backlinks = vault.get_file_links(note.uri, "backlinks")
+    backlinks = vault.get_file_links(note.uri, "backlinks") + (legacy_in or {}).get(note.uri, [])
     shown = [l for l in links if l.to_uri in titles]
     body = render_links(note.body, shown, lambda l: _href(note.uri, l.to_uri)).text.strip("\n")
     out: list[str] = []
@@ -352,8 +354,12 @@ def export_markdown(vault: Vault, dest: Path) -> ExportReport:
                 report.skipped.append((entry.uri, f"not a readable note ({entry.error})"))
         good = [e for e in entries if not e.error]
         titles = {e.uri: e.title or e.uri for e in good}
+        legacy_in: dict[str, list[StoredLink]] = {}
+        for link in vault.all_links():
+            if link.legacy:
+                legacy_in.setdefault(link.to_uri, []).append(link)
         for entry in good:
-            text, n = render_markdown(vault, entry.uri, titles)
+            text, n = render_markdown(vault, entry.uri, titles, legacy_in)
             data = text.encode("utf-8")
             _write_file(tmp, entry.uri, data, 0o644, None)
             report.files += 1

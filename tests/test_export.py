@@ -1,0 +1,337 @@
+"""Export, backup and restore (docs/DESIGN.md, "Export and backup")."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import tarfile
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+from conftest import SAMPLE
+from test_cli import memlink
+
+from engine import Vault, VaultLocked, linkstore
+from engine.export import ExportError, backup_vault, export_markdown, export_vault, restore_archive
+from engine.links import SIDECAR
+from engine.linkstore import SIDECAR_LOG
+
+
+def _copy_sample(tmp_path: Path, name: str = "sample") -> Path:
+    target = tmp_path / name
+    shutil.copytree(SAMPLE, target, ignore=shutil.ignore_patterns(".memlink"))
+    return target
+
+
+def _content(root: Path) -> dict[str, bytes]:
+    """Every file of a vault but its derived state, by vault-relative path."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if rel == ".memlink" or rel.startswith(".memlink/") or not path.is_file():
+            continue
+        out[rel] = path.read_bytes()
+    return out
+
+
+def _link_ids(root: Path) -> set[tuple[str, str]]:
+    """(id, direction) of every entry the plain `.relations.json` files hold (another
+    tool's view: no log read)."""
+    out = set()
+    for path in root.rglob(SIDECAR):
+        if ".memlink" not in path.parts:
+            out |= {(e["id"], e["direction"]) for e in json.loads(path.read_text(encoding="utf-8"))}
+    return out
+
+
+def _errors(root: Path) -> list:
+    vault = Vault.open(root)
+    try:
+        return [p for p in vault.check(full=True) if p.severity == "error"]
+    finally:
+        vault.close()
+
+
+# -- export -----------------------------------------------------------------------------------------
+def test_export_copies_the_content_without_derived_state_and_opens_as_a_vault(tmp_path):
+    root = _copy_sample(tmp_path)
+    vault = Vault.open(root)
+    vault.catalog()  # derived state exists: .memlink/ with its catalog, link index and lock
+    assert (root / ".memlink").is_dir()
+    (root / "entities" / ".caroline.md.1234abcd.~memlink.tmp").write_text("half a write")
+    (root / "sessions" / "x.jsonl.lock").write_text("")
+    (root / ".git").mkdir()
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    outside = tmp_path / "secret.txt"
+    outside.write_text("not the vault's")
+    (root / "entities" / "leak.md").symlink_to(outside)
+    (root / "shortcut").symlink_to(root / "entities")
+    source = _content(root)
+
+    report = export_vault(vault, tmp_path / "out")
+    out = tmp_path / "out"
+    exported = _content(out)
+    expected = {rel: data for rel, data in source.items()
+                if not rel.endswith((".~memlink.tmp", ".lock")) and not rel.startswith((".git/", "shortcut/"))
+                and rel != "entities/leak.md"}
+    assert exported == expected  # notes, sidecars, sessions, memlink.yaml: byte for byte
+    assert not (out / ".memlink").exists() and not (out / ".git").exists()
+    assert dict(report.skipped) == {"entities/leak.md": "a symlink to outside the vault", ".git/": "a hidden folder (not part of the vault)",
+                                    "shortcut": "a symlinked folder (memlink does not enter it)"}
+    assert report.files == len(expected) and report.folded == []
+    assert _errors(out) == []
+    assert _content(root) == source  # the source is untouched
+    assert not list(tmp_path.glob(".out.*"))  # no temp folder left beside the export
+
+
+def test_big_folders_link_logs_are_folded_into_plain_sidecars_without_touching_the_source(vault, tmp_path, monkeypatch):
+    monkeypatch.setattr(linkstore, "LOG_MODE_BYTES", 600)
+    monkeypatch.setattr(linkstore, "COMPACT_RATIO", 100.0)
+    uris = [vault.write_note("entity", {"name": f"Person {i}", "kind": "person", "content": f"Person {i} works here."}).uri
+            for i in range(8)]
+    for a in uris:
+        for b in uris:
+            if a < b:
+                vault.link(a, b, "related_to", description=f"{a} knows {b}")
+    vault.unlink(uris[0], uris[1])
+    log = vault.root / "entities" / SIDECAR_LOG
+    assert log.is_file(), "the folder is in log mode"
+    source = _content(vault.root)
+    links = {(link.id, d) for link in vault.all_links() for d in ("links", "backlinks")}
+
+    report = export_vault(vault, tmp_path / "out")
+    out = tmp_path / "out"
+    assert report.folded == ["entities/.relations.json"]
+    assert not (out / "entities" / SIDECAR_LOG).exists()
+    assert _link_ids(out) == links  # every link, on both sides, in the plain sidecar alone
+    assert _content(vault.root) == source and log.is_file()  # no compaction in the source
+    assert _errors(out) == []
+    copy = Vault.open(out)
+    assert {(l.id, l.to_uri) for l in copy.all_links()} == {(l.id, l.to_uri) for l in vault.all_links()}
+
+
+def test_export_waits_for_the_write_lock(tmp_path):
+    root = _copy_sample(tmp_path)
+    writer = Vault.open(root)
+    exporter = Vault.open(root)
+    exporter.config.lock_timeout = 0.1
+    with writer.writing():
+        with pytest.raises(VaultLocked):
+            export_vault(exporter, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    export_vault(exporter, tmp_path / "out")  # once the writer is done
+    assert (tmp_path / "out" / "profile.md").is_file()
+
+
+def test_a_read_only_vault_exports_without_a_lock_and_writes_nothing_in_it(tmp_path):
+    root = _copy_sample(tmp_path)
+    vault = Vault.open(root, read_only=True)
+    export_vault(vault, tmp_path / "out")
+    assert not (root / ".memlink").exists()
+    assert _content(tmp_path / "out") == _content(root)
+
+
+def test_export_refuses_a_bad_destination_naming_it(tmp_path):
+    root = _copy_sample(tmp_path)
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("mine")
+    (tmp_path / "afile").write_text("x")
+    for dest, words in ((busy, "exists and is not empty"), (root / "sub", "is inside the vault"),
+                        (root, "is inside the vault"), (tmp_path / "afile", "is not a folder")):
+        r = memlink("export", str(dest), vault=root)
+        assert r.returncode == 1, r.stderr
+        assert r.stderr.startswith("memlink: error: ") and str(dest) in r.stderr and words in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    assert not (root / "sub").exists() and sorted(p.name for p in busy.iterdir()) == ["keep.txt"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = memlink("export", str(empty), "--json", vault=root)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["dest"] == str(empty) and (empty / "profile.md").is_file()
+
+
+# -- plain markdown ---------------------------------------------------------------------------------
+_MD_LINK = re.compile(r"(?<!!)\[(?:[^\]\\]|\\.)*\]\(([^)\s]+)\)")
+
+
+def test_markdown_export_shows_every_link_and_every_relative_target_exists(tmp_path):
+    root = _copy_sample(tmp_path)
+    r = memlink("export", str(tmp_path / "md"), "--markdown", vault=root)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "md"
+    vault = Vault.open(root)
+    notes = {e.uri for e in vault.list_notes()}
+    pages = {p.relative_to(out).as_posix(): p.read_text(encoding="utf-8") for p in out.rglob("*.md")}
+    assert set(pages) == notes | {"README.md"}
+
+    def targets(uri: str) -> set[str]:
+        base = (out / uri).parent
+        return {os.path.normpath(base / unquote(t)) for t in _MD_LINK.findall(pages[uri])}
+
+    links = list(vault.all_links())
+    assert len(links) > 100
+    for link in links:
+        from_page, to_page = pages[link.from_uri], pages[link.to_uri]
+        assert str(out / link.to_uri) in targets(link.from_uri), (link.from_uri, link.to_uri)
+        assert str(out / link.from_uri) in targets(link.to_uri), ("backlink", link.to_uri, link.from_uri)
+        assert f"({link.link_type.value}, weight {link.weight:.2f}" in from_page.split("## Links", 1)[1]
+        assert f"({link.link_type.value}, weight {link.weight:.2f}" in to_page.split("## Backlinks", 1)[1]
+        if link.description:
+            assert " ".join(link.description.split()) in from_page
+    for uri, text in pages.items():
+        assert not text.startswith("---"), f"{uri} carries frontmatter"
+        for target in _MD_LINK.findall(text):
+            assert not re.match(r"^[a-z]+:", target), (uri, target)
+            assert (out / uri).parent.joinpath(unquote(target)).resolve().is_file(), (uri, target)
+    # links rendered inline in the body, at their anchor
+    profile = pages["profile.md"].split("## Links", 1)[0]
+    assert "[Havenlink](entities/havenlink.md)" in profile
+    index_targets = {os.path.normpath(out / unquote(t)) for t in _MD_LINK.findall(pages["README.md"])}
+    assert index_targets == {str(out / uri) for uri in notes}
+    assert "notes as markdown" in r.stdout
+
+
+def test_markdown_export_leaves_links_to_missing_notes_as_text(vault, tmp_path):
+    a = vault.write_note("entity", {"name": "Ada", "kind": "person", "content": "Ada knows Bob."})
+    b = vault.write_note("entity", {"name": "Bob", "kind": "person", "content": "Bob."})
+    vault.link(a.uri, b.uri, "related_to", match_text="Bob", description="friends")
+    vault.path(b.uri).unlink()  # deleted by hand: the link now points nowhere
+    report = export_markdown(vault, tmp_path / "md")
+    page = (tmp_path / "md" / a.uri).read_text(encoding="utf-8")
+    assert "`entities/bob.md` (no such note)" in page and "](bob.md)" not in page
+    assert report.notes == 1
+
+
+# -- backup and restore -----------------------------------------------------------------------------
+def test_backup_then_restore_gives_the_same_vault(tmp_path):
+    root = _copy_sample(tmp_path)
+    home = tmp_path / "home"
+    r = memlink("backup", vault=root, env={"MEMLINK_HOME": str(home)})
+    assert r.returncode == 0, r.stderr
+    archive = Path(r.stdout.strip())
+    assert archive.parent == home / "backups"  # the documented default place
+    assert re.fullmatch(r"memlink-backup-Sample-vault-Lena-s-memories-\d{8}-\d{6}\.tar\.gz", archive.name)
+    assert archive.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in archive.parent.iterdir()] == [archive.name]  # no temp file left
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+        top = names[0].split("/")[0]
+        manifest = json.loads(tar.extractfile(f"{top}/manifest.json").read())  # type: ignore[union-attr]
+        assert not any("/.memlink/" in n for n in names)
+        for f in manifest["files"]:
+            data = tar.extractfile(f"{top}/vault/{f['path']}").read()  # type: ignore[union-attr]
+            assert hashlib.sha256(data).hexdigest() == f["sha256"] and len(data) == f["size"]
+    assert {f["path"] for f in manifest["files"]} == set(_content(root))
+
+    dest = tmp_path / "restored"
+    r = memlink("restore", str(archive), str(dest), "--json")
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["files"] == len(manifest["files"]) and [p for p in result["check"] if p["severity"] == "error"] == []
+    restored = _content(dest)
+    assert restored == _content(root)  # notes, sidecars, sessions: byte for byte
+    assert any(rel.startswith("sessions/") for rel in restored) and any(rel.endswith(SIDECAR) for rel in restored)
+    assert _errors(dest) == []
+
+    from engine.search import search
+
+    for query in ("celadon glaze", "advisory lock incident", "who is Lena's partner"):
+        original = search(Vault.open(root), query, k=3)
+        again = search(Vault.open(dest), query, k=3)
+        assert original and again and original[0].uri == again[0].uri, query
+
+
+def _tampered(archive: Path, target: Path, change) -> Path:
+    """A copy of ``archive`` with its members passed through ``change(info, data) ->
+    [(info, data), ...]``."""
+    with tarfile.open(archive) as src, tarfile.open(target, "w:gz") as dst:
+        for info in src.getmembers():
+            data = src.extractfile(info).read() if info.isreg() else b""  # type: ignore[union-attr]
+            for new_info, new_data in change(info, data):
+                if new_info.isreg():
+                    new_info.size = len(new_data)
+                    dst.addfile(new_info, io.BytesIO(new_data))
+                else:
+                    dst.addfile(new_info)
+    return target
+
+
+def _member(name: str, data: bytes = b"", kind: bytes = tarfile.REGTYPE, linkname: str = "") -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname, info.size = kind, linkname, len(data)
+    return info, data
+
+
+def test_a_tampered_or_hostile_archive_is_refused_naming_the_member_and_writes_nothing(tmp_path):
+    root = _copy_sample(tmp_path)
+    archive = Path(backup_vault(Vault.open(root), tmp_path / "backups").path)
+    top = archive.name.removesuffix(".tar.gz")
+    profile = f"{top}/vault/profile.md"
+
+    def edit(info, data):
+        return [(info, data.replace(b"Rotterdam", b"Amsterdam") if info.name == profile else data)]
+
+    def plus(*extra):
+        def change(info, data):
+            return [(info, data)] + (list(extra) if info.name.endswith("manifest.json") else [])
+        return change
+
+    cases = {
+        "changed": (edit, profile, "does not match the manifest"),
+        "traversal": (plus(_member(f"{top}/vault/../../evil.md", b"x")), f"{top}/vault/../../evil.md", "climbs out"),
+        "absolute": (plus(_member("/tmp/evil.md", b"x")), "/tmp/evil.md", "an absolute path"),
+        "symlink": (plus(_member(f"{top}/vault/link.md", kind=tarfile.SYMTYPE, linkname="/etc/passwd")),
+                    f"{top}/vault/link.md", "a symlink"),
+        "device": (plus(_member(f"{top}/vault/dev", kind=tarfile.CHRTYPE)), f"{top}/vault/dev", "a device file"),
+        "extra": (plus(_member(f"{top}/vault/extra.md", b"x")), f"{top}/vault/extra.md", "not listed in"),
+        "missing": (lambda info, data: [] if info.name == profile else [(info, data)], profile, "missing from the archive"),
+    }
+    for label, (change, member, words) in cases.items():
+        bad = _tampered(archive, tmp_path / f"{label}.tar.gz", change)
+        dest = tmp_path / "dest" / label
+        with pytest.raises(ExportError) as caught:
+            restore_archive(bad, dest)
+        message = str(caught.value)
+        assert member in message and words in message and "nothing was restored" in message, (label, message)
+        assert not dest.exists() and not dest.parent.exists(), label
+        assert not (tmp_path / "evil.md").exists() and not Path("/tmp/evil.md").exists()
+    # the CLI: one line on stderr, exit 1
+    r = memlink("restore", str(tmp_path / "traversal.tar.gz"), str(tmp_path / "cli"))
+    assert r.returncode == 1 and r.stderr.startswith("memlink: error: ") and "climbs out" in r.stderr
+    assert not (tmp_path / "cli").exists()
+    # the untouched archive still restores
+    assert restore_archive(archive, tmp_path / "fine").files > 100
+
+
+def test_restore_refuses_a_non_empty_destination_and_what_is_not_an_archive(tmp_path):
+    root = _copy_sample(tmp_path)
+    archive = Path(backup_vault(Vault.open(root), tmp_path / "b").path)
+    with pytest.raises(ExportError, match="exists and is not empty"):
+        restore_archive(archive, root)
+    junk = tmp_path / "junk.tar.gz"
+    junk.write_bytes(b"not gzip at all")
+    with pytest.raises(ExportError, match="not a readable .tar.gz"):
+        restore_archive(junk, tmp_path / "d")
+    with pytest.raises(ExportError, match="no archive at"):
+        restore_archive(tmp_path / "nope.tar.gz", tmp_path / "d")
+    assert not (tmp_path / "d").exists()
+
+
+def test_backup_refuses_a_folder_inside_the_vault_and_never_overwrites_an_archive(tmp_path):
+    import datetime as dt
+
+    root = _copy_sample(tmp_path)
+    vault = Vault.open(root)
+    with pytest.raises(ExportError, match="inside the vault"):
+        backup_vault(vault, root / "backups")
+    assert not (root / "backups").exists()
+    now = dt.datetime(2026, 12, 1, 9, 30, 0)
+    first = backup_vault(vault, tmp_path / "b", now=now).path
+    second = backup_vault(vault, tmp_path / "b", now=now).path
+    assert first != second and Path(first).is_file() and second.endswith("-20261201-093000-2.tar.gz")
