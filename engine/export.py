@@ -405,7 +405,10 @@ class BackupReport:
 
 
 def archive_stem(vault: Vault, now: dt.datetime | None = None) -> str:
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", vault.config.name).strip("-.") or "vault"
+    def slug(text: str) -> str:
+        return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
+
+    name = slug(vault.config.name) or slug(vault.root.name) or "vault"  # a name in other scripts: the folder's
     return f"memlink-backup-{name}-{(now or dt.datetime.now()).strftime('%Y%m%d-%H%M%S')}"
 
 

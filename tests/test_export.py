@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from conftest import SAMPLE
+from conftest import SAMPLE, make_pair
 from test_cli import memlink
 
 from engine import Vault, VaultLocked, linkstore
@@ -126,6 +126,32 @@ def test_export_waits_for_the_write_lock(tmp_path):
     assert not (tmp_path / "out").exists()
     export_vault(exporter, tmp_path / "out")  # once the writer is done
     assert (tmp_path / "out" / "profile.md").is_file()
+
+
+def test_export_finishes_a_change_a_killed_writer_left_first(vault, tmp_path, monkeypatch):
+    from engine import journal
+
+    a, b = make_pair(vault)
+
+    def killed(*_args, **_kwargs):
+        raise RuntimeError("killed after the journal landed, before any file")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(journal, "apply_ops", killed)
+        with pytest.raises(RuntimeError):
+            vault.link(a.uri, b.uri, "related_to", description="pending")
+    assert vault.journal.pending() and vault.get_file_links(a.uri, "links") == []
+
+    stale = Vault.open(vault.root, read_only=True)  # cannot replay: copies the files as they are, and says so
+    report = export_vault(stale, tmp_path / "as-is")
+    assert "cannot be finished on a read-only vault" in report.warnings[0]
+    assert _link_ids(tmp_path / "as-is") == set()
+
+    export_vault(vault, tmp_path / "out")  # takes the lock, which replays the journal first
+    assert not vault.journal.pending()
+    link = vault.get_file_links(a.uri, "links")[0]
+    assert _link_ids(tmp_path / "out") == {(link.id, "links"), (link.id, "backlinks")}
+    assert _errors(tmp_path / "out") == []
 
 
 def test_a_read_only_vault_exports_without_a_lock_and_writes_nothing_in_it(tmp_path):
@@ -335,3 +361,5 @@ def test_backup_refuses_a_folder_inside_the_vault_and_never_overwrites_an_archiv
     first = backup_vault(vault, tmp_path / "b", now=now).path
     second = backup_vault(vault, tmp_path / "b", now=now).path
     assert first != second and Path(first).is_file() and second.endswith("-20261201-093000-2.tar.gz")
+    vault.config.name = "周琳娜的记忆"  # no letters a file name keeps: the folder's name
+    assert Path(backup_vault(vault, tmp_path / "b", now=now).path).name == "memlink-backup-sample-20261201-093000.tar.gz"
