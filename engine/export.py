@@ -302,8 +302,8 @@ def _link_line(vault: Vault, link: StoredLink, here: str, titles: dict[str, str]
     phrase = vault.config.link_table().phrase(link.link_type.value, "links" if direction == "links" else "backlinks")
     where = f"[{_label(titles[other])}]({_href(here, other)})" if other in titles else f"`{other}` (no such note)"
     detail = f"{link.link_type.value}, weight {link.weight:.2f}"
-    if link.t_line_ranges:
-        detail += f", {link.t_field} lines {link.t_line_ranges}" if direction == "links" else ""
+    if link.t_line_ranges:  # the passage of the to-note it points at
+        detail += f", {link.t_field} lines {link.t_line_ranges}" + ("" if direction == "links" else " here")
     line = f"- *{phrase}* {where} ({detail})"
     if link.description:
         line += f": {_flat(link.description)}"
