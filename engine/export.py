@@ -39,6 +39,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from . import version
 from .atomic import TMP_SUFFIX, fsync_dir
 from .errors import MemlinkError, SidecarError
 from .journal import STATE_DIR
@@ -412,15 +413,6 @@ def archive_stem(vault: Vault, now: dt.datetime | None = None) -> str:
     return f"memlink-backup-{name}-{(now or dt.datetime.now()).strftime('%Y%m%d-%H%M%S')}"
 
 
-def _memlink_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("memlink")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def _sums_line(digest: str, path: str) -> str:
     """One `sha256sum` line (a name with a backslash or newline escaped as it does)."""
     if "\\" in path or "\n" in path:
@@ -466,7 +458,7 @@ def backup_vault(vault: Vault, to_dir: Path, now: dt.datetime | None = None) -> 
                         _add(tar, f"{stem}/{VAULT_DIR}/{item.rel}", data, item.mode, item.mtime)
                     manifest = {"format": FORMAT, "version": FORMAT_VERSION, "vault": vault.config.name,
                                 "created_at": now.astimezone().isoformat(timespec="seconds"),
-                                "memlink": _memlink_version(), "files": files, "folded": snap.folded}
+                                "memlink": version(), "files": files, "folded": snap.folded}
                     stamp = now.timestamp()
                     _add(tar, f"{stem}/{MANIFEST}", (json.dumps(manifest, ensure_ascii=False, indent=1) + "\n").encode(),
                          0o644, stamp)

@@ -24,7 +24,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
-from engine import MemlinkError, Vault
+from engine import MemlinkError, Vault, version
 from engine.errors import NoteNotFound, UriError
 from engine.vault import VaultReadOnly
 
@@ -192,7 +192,7 @@ def build_server(vault: Vault) -> MCPServer:
     tools = MemlinkTools(vault)
     mode = "read-only" if vault.read_only else "read-write"
     server = MCPServer(
-        name="memlink", title="memlink", version=_version(),
+        name="memlink", title="memlink", version=version(),
         instructions=(f"memlink: a personal memory vault of linked notes ({mode}). search finds notes (its routes say "
                       "why each was found); recall finds past chat turns; show_note gives a note with its links; "
                       "graph_query walks typed links; add_memory turns text into notes through memlink's extraction; "
@@ -225,15 +225,6 @@ def build_server(vault: Vault) -> MCPServer:
     server.resource("memlink://note/{+uri}", name="note", description="A note's markdown file (frontmatter and body).",
                     mime_type="text/markdown")(tools.note_text)
     return server
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("memlink")
-    except PackageNotFoundError:  # run from a source tree that is not installed
-        return ""
 
 
 def serve(vault: Vault) -> None:
