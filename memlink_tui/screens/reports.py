@@ -3,6 +3,8 @@ question, `D` runs the dream in a worker and shows what changed, enter opens a n
 
 from __future__ import annotations
 
+import asyncio
+
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -47,6 +49,9 @@ class ReportScreen(Pane):
 
     def __init__(self, vault: Vault, status: Status | None = None) -> None:
         super().__init__(vault, status)
+        # One refresh at a time: a live refresh racing the one that selects a new question
+        # would read the cursor mid-way and put it back on the first row.
+        self._refreshing = asyncio.Lock()
 
     def compose(self) -> ComposeResult:
         yield self.pane_bar()
@@ -65,17 +70,22 @@ class ReportScreen(Pane):
     location_uri = None
 
     async def show_location(self, uri: str | None) -> None:
-        await self.refresh_queue(select=uri or self._selected())
+        await self.refresh_queue(select=uri)
 
     async def on_vault_changed(self, _message: VaultChanged) -> None:
         """Notes changed (a dream, another process): the list again, on the same item."""
-        await self.refresh_queue(select=self._selected())
+        await self.refresh_queue()
 
     def _selected(self) -> str | None:
         item = self.query_one("#queue", ListView).highlighted_child
         return item.name if item is not None else None
 
     async def refresh_queue(self, select: str | None = None) -> None:
+        """The list again, on ``select`` (else on the item the cursor is on)."""
+        async with self._refreshing:
+            await self._refill(select or self._selected())
+
+    async def _refill(self, select: str | None) -> None:
         rows = []  # the catalog as the app knows it (r in the browser re-reads the files)
         for e in self.vault.list_notes("report_candidate"):
             status = self.vault.read_note(e.uri).fields.get("status") or "pending"
