@@ -2,10 +2,10 @@
 ChatGPT's `conversations.json` (a message tree per conversation; only the current branch
 is taken) and Claude's `conversations.json` (a list of messages per conversation). Each
 conversation becomes one session with its original timestamps and message ids. The
-export's shape is a pydantic model (extra keys are allowed and not kept: real exports
-carry many, and keeping only what is read keeps a large export small in memory); every
-conversation is checked, and a problem names it by index, id and title, before anything
-is appended."""
+export's shape is a pydantic model (extra keys are allowed, and not kept: real exports
+carry many); the array is read one conversation at a time, so a large export is held as
+its text and its records, never as a whole tree of objects. Every conversation is
+checked, and a problem names it by index, id and title, before anything is appended."""
 
 from __future__ import annotations
 
@@ -13,14 +13,13 @@ import datetime as dt
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr, TypeAdapter, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr, ValidationError
 
 from ..errors import MemlinkError
-from ..jsonl import invalid
 from ..templates import slugify
 from .events import ImportRecord
 
@@ -105,10 +104,6 @@ class ClaudeConversation(_Part):
     chat_messages: list[ClaudeMessage]
 
 
-_GPT = TypeAdapter(list[GPTConversation])
-_CLAUDE = TypeAdapter(list[ClaudeConversation])
-
-
 @dataclass
 class Conversation:
     """One conversation as import records, and what was left out of it."""
@@ -130,39 +125,89 @@ def sniff(text: str) -> str:
     """The format a file's shape says: "chatgpt" or "claude" for a JSON array whose
     conversations carry `mapping` or `chat_messages` (whichever key comes first), else
     "jsonl" (one record per line, today's format)."""
-    head = text.lstrip()
-    if not head.startswith("["):
+    start = _skip(text, 0)
+    if not text.startswith("[", start):
         return "jsonl"
     # A key, not text inside a message: a quote in message text is escaped (\").
     found = re.search(r'(?<!\\)"(mapping|chat_messages)"\s*:', text)
     if found is None:
-        return "chatgpt" if re.fullmatch(r"\[\s*\]\s*", head) else "unknown"
+        empty = text.startswith("]", _skip(text, start + 1)) and _skip(text, _skip(text, start + 1) + 1) == len(text)
+        return "chatgpt" if empty else "unknown"
     return "chatgpt" if found.group(1) == "mapping" else "claude"
 
 
 def read_export(text: str, fmt: str, source: str, known: Iterable[str] = ()) -> Export:
     """The export's conversations as import records, every one checked (``source`` names
     the file in errors; ``known`` are the vault's session ids, so a conversation renamed
-    since an earlier import keeps its session)."""
-    adapter: TypeAdapter[Any] = _GPT if fmt == "chatgpt" else _CLAUDE
-    try:
-        parsed = adapter.validate_json(text)
-    except ValidationError as exc:
-        raise ExportError(_explain(exc, text, fmt, source)) from None
-    by_hash = {s.rsplit("-", 1)[-1]: s for s in known if "-" in s}
+    since an earlier import keeps its session). The array is read one conversation at a
+    time: only the text and the records are held, never the whole export as objects."""
+    model: type[GPTConversation | ClaudeConversation] = GPTConversation if fmt == "chatgpt" else ClaudeConversation
+    by_hash = {s.rsplit("-", 1)[-1]: s for s in known if re.search(rf"-[0-9a-f]{{{HASH_LEN}}}$", s)}
     out = Export(fmt)
-    for n, conversation in enumerate(parsed):
-        parsed[n] = None  # drop each conversation's model once converted: a large export is held once, not twice
-        label = _label(n, _conversation_id(conversation), _title(conversation))
+    for n, raw in _items(text, source, EXPORTS[fmt]):
+        label = _label(n, *_names(raw))
         try:
+            conversation = model.model_validate(raw)
             session = _session_id(fmt, conversation, by_hash)
             converted = Conversation(session, label)
-            (_chatgpt if fmt == "chatgpt" else _claude)(conversation, converted)
+            if isinstance(conversation, GPTConversation):
+                _chatgpt(conversation, converted)
+            else:
+                _claude(conversation, converted)
         except (ValueError, ValidationError) as exc:
-            why = invalid(exc) if isinstance(exc, ValidationError) else str(exc)
-            raise ExportError(f"{source}: {label}: {why}; nothing was imported") from None
+            why = _why(exc) if isinstance(exc, ValidationError) else str(exc)
+            raise ExportError(f"{source}: {label}: {why}{_hint(text, fmt)}; nothing was imported") from None
         out.conversations.append(converted)
     return out
+
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _skip(text: str, i: int) -> int:
+    """The offset of the first character past JSON whitespace from ``i`` (no copy of the text)."""
+    found = _SPACE.match(text, i)
+    return found.end() if found else i
+
+
+def _items(text: str, source: str, name: str) -> Iterator[tuple[int, Any]]:
+    """The items of the top-level JSON array, one at a time (``raw_decode`` from an offset
+    into the text), with their index."""
+    def skip(i: int) -> int:
+        return _skip(text, i)
+
+    def broken(i: int, why: str) -> ExportError:
+        line = text.count("\n", 0, i) + 1
+        return ExportError(f"{source}: not valid JSON (line {line} column {i - text.rfind(chr(10), 0, i)}: {why}); "
+                           "nothing was imported")
+
+    i = skip(0)
+    if not text.startswith("[", i):
+        raise ExportError(f"{source}: a {name} export is a JSON array of conversations, and this file does not start "
+                          "with '['; nothing was imported")
+    i = skip(i + 1)
+    n = 0
+    if text.startswith("]", i):
+        i = skip(i + 1)
+    else:
+        while True:
+            try:
+                item, i = _DECODER.raw_decode(text, i)
+            except json.JSONDecodeError as exc:
+                raise broken(exc.pos, exc.msg) from None
+            yield n, item
+            n += 1
+            i = skip(i)
+            if text.startswith(",", i):
+                i = skip(i + 1)
+            elif text.startswith("]", i):
+                i = skip(i + 1)
+                break
+            else:
+                raise broken(i, "expected ',' or ']' after a conversation")
+    if i != len(text):
+        raise broken(i, "more data after the array")
 
 
 # -- ChatGPT: the current branch ------------------------------------------------------------
@@ -271,7 +316,7 @@ def _session_id(fmt: str, conv: Any, by_hash: dict[str, str]) -> str:
     session already imported under that hash keeps its id when the title was changed."""
     cid = _conversation_id(conv)
     if not cid:
-        raise ExportError(f"{_label(0, cid, _title(conv))}: has no id")
+        raise ValueError("no conversation_id or id")
     digest = hashlib.sha256(f"{fmt}:{cid}".encode()).hexdigest()[:HASH_LEN]
     if digest in by_hash:
         return by_hash[digest]
@@ -283,29 +328,24 @@ def _session_id(fmt: str, conv: Any, by_hash: dict[str, str]) -> str:
     return f"{day}-{slugify(_title(conv), SLUG_LEN)}-{digest}"
 
 
-def _explain(exc: ValidationError, text: str, fmt: str, source: str) -> str:
-    """A validation error of the whole export in our words: the conversation it is in
-    (index, id, title) and the field at fault inside it."""
+def _names(raw: Any) -> tuple[str, str]:
+    """A raw conversation's id and title, to name it in an error (before it is checked)."""
+    if not isinstance(raw, dict):
+        return "", ""
+    cid = raw.get("conversation_id") or raw.get("id") or raw.get("uuid") or ""
+    title = raw.get("title") or raw.get("name") or ""
+    return (str(cid) if isinstance(cid, str | int) else ""), (title if isinstance(title, str) else "")
+
+
+def _why(exc: ValidationError) -> str:
+    """The first problem inside a conversation: where in it, and what."""
     first = exc.errors()[0]
-    name = EXPORTS[fmt]
-    if first["type"] == "json_invalid":
-        return f"{source}: not valid JSON ({first['msg']}); nothing was imported"
-    loc = list(first["loc"])
-    hint = ""
-    shape = sniff(text)
-    if shape in EXPORTS and shape != fmt:
-        hint = f" (the file looks like a {EXPORTS[shape]} export: --format {shape})"
-    if not loc:
-        return f"{source}: a {name} export is a JSON array of conversations: {first['msg']}{hint}; nothing was imported"
-    index = loc.pop(0)
-    cid, title = "", ""
-    try:  # only when refusing: read the raw conversation again to name it
-        raw = json.loads(text)[index]
-        if isinstance(raw, dict):
-            cid = raw.get("conversation_id") or raw.get("id") or raw.get("uuid") or ""
-            title = raw.get("title") or raw.get("name") or ""
-    except (ValueError, IndexError, TypeError, KeyError):
-        pass
-    where = ".".join(str(p) for p in loc) or "(conversation)"
+    where = ".".join(str(p) for p in first["loc"]) or "(the conversation)"
     why = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
-    return f"{source}: {_label(int(index), cid, title)}: {where}: {why}{hint}; nothing was imported"
+    return f"{where}: {why}"
+
+
+def _hint(text: str, fmt: str) -> str:
+    """When a file is refused as one format and its shape says another, say so."""
+    shape = sniff(text)
+    return f" (the file looks like a {EXPORTS[shape]} export: --format {shape})" if shape in EXPORTS and shape != fmt else ""
