@@ -271,3 +271,10 @@ def test_a_copied_vault_reimports_nothing(tmp_path):
     copy = Vault.open(second)
     assert import_chat(copy, dump(tmp_path / "rev.json", data), RulesTurnExtractor()).events_added == 0
     assert logs(second) == logs(first.root)
+
+
+def test_the_cli_offers_the_engines_formats():
+    from engine.sessions.exports import FORMATS
+    from memlink_tui.cli.write import CHAT_FORMATS
+
+    assert CHAT_FORMATS == FORMATS
