@@ -15,7 +15,7 @@ from test_cli import memlink
 
 from engine import Vault
 from engine.errors import MemlinkError
-from engine.sessions.exports import sniff
+from engine.sessions.chat_exports import sniff
 from engine.sessions.extract import RulesTurnExtractor
 from engine.sessions.importer import import_chat
 from engine.sessions.log import read_events
@@ -274,7 +274,7 @@ def test_a_copied_vault_reimports_nothing(tmp_path):
 
 
 def test_the_cli_offers_the_engines_formats():
-    from engine.sessions.exports import FORMATS
+    from engine.sessions.chat_exports import FORMATS
     from memlink_tui.cli.write import CHAT_FORMATS
 
     assert CHAT_FORMATS == FORMATS

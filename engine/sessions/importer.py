@@ -18,8 +18,8 @@ from ..extract.inputs import read_text_file
 from ..extract.loop import quarantine
 from ..jsonl import JsonlError, invalid, read_numbered, read_records
 from ..llm import LLMError, LLMInvalidOutput
+from .chat_exports import EXPORTS, FORMATS, read_export, sniff
 from .events import ImportRecord, SessionEvent, TurnMemoryRecord
-from .exports import EXPORTS, FORMATS, read_export, sniff
 from .extract import LLMTurnExtractor, RulesTurnExtractor
 from .log import Turn, append_events, project_turns, read_events
 from .store import TurnStore, lost_sessions, memory_id
@@ -125,7 +125,7 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
     """A chat file → session logs (appended, never rewritten) → turns → turn memories.
     ``fmt``: "jsonl" (records {session, id, role, content, ts}, other keys kept as given),
     "chatgpt" or "claude" (their `conversations.json` exports: one session per
-    conversation, ``engine.sessions.exports``); None: told by the file's shape. Message
+    conversation, ``engine.sessions.chat_exports``); None: told by the file's shape. Message
     ids are kept as source ids. Everything is checked before anything is appended."""
     path = Path(path)
     text = read_text_file(path)  # refuses a FIFO, a device or a binary file before a parser opens it

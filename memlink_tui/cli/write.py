@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from .wiring import EXIT_PARTIAL, open_vault, progress, say, say_json
 
-# engine.sessions.exports.FORMATS, spelled out: the CLI starts without loading the importer.
+# engine.sessions.chat_exports.FORMATS, spelled out: the CLI starts without loading the importer.
 CHAT_FORMATS = ("jsonl", "chatgpt", "claude")
 
 if TYPE_CHECKING:
