@@ -16,8 +16,9 @@ SESSION_ID = re.compile(r"^[\w.\-]{1,120}$")
 class SessionEvent(BaseModel):
     """One line of `sessions/<id>.jsonl`. The five keys are required; ``kind`` marks what
     is not a plain message (reasoning, tool, draft, recall), ``caption`` describes an
-    image the message carries, ``speaker`` names who spoke in a group chat. Any other key
-    is kept as it was written."""
+    image the message carries, ``speaker`` names who spoke in a group chat, ``title`` is
+    the title of an imported conversation (on its first event). Any other key is kept as
+    it was written."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -29,6 +30,7 @@ class SessionEvent(BaseModel):
     kind: str | None = None
     caption: str | None = None
     speaker: str | None = None
+    title: str | None = None
 
     @property
     def key(self) -> str:

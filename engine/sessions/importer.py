@@ -1,7 +1,7 @@
-"""Turning session logs into turn memories: `memlink import-chat FILE.jsonl` and the
-per-session extraction queue. Turns are processed in order, one extraction each; a turn
-whose extraction fails is quarantined and stays pending (the next run retries it);
-failures never stop the other turns."""
+"""Turning session logs into turn memories: `memlink import-chat FILE` (JSON Lines, or a
+ChatGPT or Claude export) and the per-session extraction queue. Turns are processed in
+order, one extraction each; a turn whose extraction fails is quarantined and stays
+pending (the next run retries it); failures never stop the other turns."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from ..extract.inputs import read_text_file
 from ..extract.loop import quarantine
 from ..jsonl import JsonlError, invalid, read_numbered, read_records
 from ..llm import LLMError, LLMInvalidOutput
+from .chat_exports import EXPORTS, FORMATS, read_export, sniff
 from .events import ImportRecord, SessionEvent, TurnMemoryRecord
 from .extract import LLMTurnExtractor, RulesTurnExtractor
 from .log import Turn, append_events, project_turns, read_events
@@ -38,6 +39,9 @@ class ImportReport:
     already: int = 0
     failed: list[str] = field(default_factory=list)  # "session: reason"
     provider: str = ""
+    format: str = "jsonl"
+    skipped: int = 0  # export messages that are not chat text (system, tool, hidden, image-only, empty)
+    off_branch: int = 0  # ChatGPT messages of branches other than the current one (edited prompts, regenerations)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -117,21 +121,55 @@ def extract_pending(vault: Vault, sessions: list[str], extractor: Any = None,
 
 
 def import_chat(vault: Vault, path: Path, extractor: Any = None,
-                progress: Callable[[int, int], None] | None = None) -> ImportReport:
-    """Records {session, id, role, content, ts} (ids kept as source message ids; other
-    keys kept as given) → session logs (appended, never rewritten) → turns → turn
-    memories. Every line is checked before anything is appended."""
-    read_text_file(Path(path))  # refuses a FIFO, a device or a binary file before the JSON-Lines reader opens it
-    try:
-        records = read_records(Path(path), ImportRecord)  # parsed and checked in one step
-    except JsonlError:
-        _diagnose(Path(path))  # rare: read again, line by line, to say what is wrong in our words
-        raise
+                progress: Callable[[int, int], None] | None = None, *, fmt: str | None = None) -> ImportReport:
+    """A chat file → session logs (appended, never rewritten) → turns → turn memories.
+    ``fmt``: "jsonl" (records {session, id, role, content, ts}, other keys kept as given),
+    "chatgpt" or "claude" (their `conversations.json` exports: one session per
+    conversation, ``engine.sessions.chat_exports``); None: told by the file's shape. Message
+    ids are kept as source ids. Everything is checked before anything is appended."""
+    path = Path(path)
+    text = read_text_file(path)  # refuses a FIFO, a device or a binary file before a parser opens it
+    shape = sniff(text)
+    fmt = fmt or shape
+    if fmt not in FORMATS:
+        if fmt == "unknown":
+            raise MemlinkError(f"{path}: a JSON array, but neither a ChatGPT nor a Claude export (no conversation has "
+                               "`mapping` or `chat_messages`); nothing was imported")
+        raise MemlinkError(f"unknown chat format {fmt!r}: use one of {', '.join(FORMATS)}")
+    report = ImportReport(format=fmt)
     by_session: dict[str, list[SessionEvent]] = defaultdict(list)
-    for record in records:
-        by_session[record.session].append(record)
-    _refuse_changed_ids(vault, Path(path), by_session)
-    report = ImportReport(sessions=len(by_session))
+    if fmt == "jsonl":
+        if shape in EXPORTS:
+            raise MemlinkError(f"{path}: a JSON array, not JSON Lines: it looks like a {EXPORTS[shape]} export "
+                               f"(--format {shape}); nothing was imported")
+        del text
+        try:
+            records = read_records(path, ImportRecord)  # parsed and checked in one step
+        except JsonlError:
+            _diagnose(path)  # rare: read again, line by line, to say what is wrong in our words
+            raise
+        for record in records:
+            by_session[record.session].append(record)
+
+        def place(session: str, key: str, nth: int) -> str:
+            return f"{path} line {_line_of(path, session, key, nth)}"
+    else:
+        folder = vault.root / "sessions"
+        known = [p.stem for p in folder.glob("*.jsonl")] if folder.is_dir() else []
+        export = read_export(text, fmt, str(path), known)
+        del text
+        labels: dict[str, str] = {}
+        for conversation in export.conversations:
+            report.skipped += conversation.skipped
+            report.off_branch += conversation.off_branch
+            if conversation.records:
+                by_session[conversation.session].extend(conversation.records)
+                labels.setdefault(conversation.session, conversation.label)
+
+        def place(session: str, key: str, nth: int) -> str:
+            return f"{path}: {labels[session]}"
+    _refuse_changed_ids(vault, by_session, place)
+    report.sessions = len(by_session)
     for session, events in by_session.items():
         report.events_added += append_events(vault, session, events)
     return extract_pending(vault, list(by_session), extractor, progress, report, final=True)
@@ -153,7 +191,8 @@ def restore_turns(vault: Vault) -> int:
     return report.extracted
 
 
-def _refuse_changed_ids(vault: Vault, path: Path, by_session: dict[str, list[SessionEvent]]) -> None:
+def _refuse_changed_ids(vault: Vault, by_session: dict[str, list[SessionEvent]],
+                        place: Callable[[str, str, int], str]) -> None:
     """A message id names one message: the same id twice with another role or content (in
     the file, or against the session's log) is refused before anything is appended. The
     same message again is a replay, and is skipped by the append."""
@@ -165,9 +204,8 @@ def _refuse_changed_ids(vault: Vault, path: Path, by_session: dict[str, list[Ses
             occurrences[event.key] += 1
             old = seen.setdefault(event.key, (event.role, event.content))
             if old != (event.role, event.content):
-                where = "the session's log" if event.key in in_log else "an earlier line"
-                line = _line_of(path, session, event.key, nth=occurrences[event.key])
-                raise MemlinkError(f"{path} line {line}: message id {event.id!r} of session {session!r} is already "
+                where = "the session's log" if event.key in in_log else "an earlier message of the file"
+                raise MemlinkError(f"{place(session, event.key, occurrences[event.key])}: message id {event.id!r} of session {session!r} is already "
                                    f"used with a different role or content in {where}; nothing was imported")
 
 

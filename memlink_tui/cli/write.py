@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING
 
 from .wiring import EXIT_PARTIAL, open_vault, progress, say, say_json
 
+# engine.sessions.chat_exports.FORMATS, spelled out: the CLI starts without loading the importer.
+CHAT_FORMATS = ("jsonl", "chatgpt", "claude")
+
 if TYPE_CHECKING:
     from engine import Vault
     from engine.extract.batch import BatchResult
@@ -32,8 +35,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.set_defaults(func=cmd_ingest)
 
     s = sub.add_parser("import-chat", parents=[common],
-                       help="import a chat transcript (JSONL) as sessions and turn memories")
+                       help="import a chat transcript (JSONL, or a ChatGPT or Claude export) as sessions and turn memories")
     s.add_argument("file", type=Path)
+    s.add_argument("--format", choices=CHAT_FORMATS, default=None, dest="fmt",
+                   help="jsonl (records {session, id, role, content, ts}), chatgpt or claude (their conversations.json); "
+                   "default: told by the file's shape (a JSON array is an export, anything else JSON Lines)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_import_chat)
 
@@ -139,11 +145,16 @@ def cmd_import_chat(args: argparse.Namespace) -> int:
 
     vault = open_vault(args)
     extractor = turn_extractor(vault)
-    report = import_chat(vault, args.file, extractor, progress=None if args.json else progress("extracting turns"))
+    report = import_chat(vault, args.file, extractor, progress=None if args.json else progress("extracting turns"),
+                         fmt=args.fmt)
     if args.json:
         say_json(report.to_json())
     else:
-        print(f"{report.sessions} session(s), {report.events_added} new events, {report.turns} turns: "
+        left_out = ""
+        if report.format != "jsonl":
+            left_out = (f" ({report.format}; {report.skipped} messages left out as not chat text, "
+                        f"{report.off_branch} on other branches)")
+        print(f"{report.sessions} session(s){left_out}, {report.events_added} new events, {report.turns} turns: "
               f"{report.extracted} extracted, {report.already} already known, {len(report.failed)} failed "
               f"[provider: {report.provider}]")
         for failure in report.failed:
