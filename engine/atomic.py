@@ -9,7 +9,10 @@ from __future__ import annotations
 import errno
 import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 TMP_SUFFIX = ".~memlink.tmp"
 
@@ -27,18 +30,24 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+@contextmanager
+def atomic_writer(path: Path, mode: int | None = None) -> Iterator[BinaryIO]:
+    """A file to write ``path`` through: a temp file beside it (created with ``mode``,
+    else with the permissions of the file it replaces), fsynced and renamed over ``path``
+    when the block ends, the folder fsynced; removed, and ``path`` untouched, when the
+    block raises."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}{TMP_SUFFIX}"
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode), "wb") as fh:
+            yield fh
             fh.flush()
-            try:  # keep the permissions of the file being replaced (a private note stays private)
-                os.chmod(fh.fileno(), os.stat(path).st_mode & 0o7777)
-            except FileNotFoundError:
-                pass
+            if mode is None:
+                try:  # keep the permissions of the file being replaced (a private note stays private)
+                    os.chmod(fh.fileno(), os.stat(path).st_mode & 0o7777)
+                except FileNotFoundError:
+                    pass
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -48,6 +57,11 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             pass
         raise
     fsync_dir(path.parent)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    with atomic_writer(path) as fh:
+        fh.write(data)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from . import version
-from .atomic import TMP_SUFFIX, fsync_dir
+from .atomic import TMP_SUFFIX, atomic_writer, fsync_dir
 from .errors import MemlinkError, SidecarError
 from .journal import STATE_DIR
 from .links import SIDECAR, StoredLink
@@ -442,38 +442,25 @@ def backup_vault(vault: Vault, to_dir: Path, now: dt.datetime | None = None) -> 
     while final.exists():
         n += 1
         final = real / f"{stem}-{n}.tar.gz"
-    tmp = real / f".{final.name}.{uuid.uuid4().hex[:8]}{TMP_SUFFIX}"
     files: list[dict[str, Any]] = []
     total = 0
-    try:
-        with snapshot(vault) as snap:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with open(fd, "wb") as fh:
-                with tarfile.open(fileobj=fh, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
-                    for item in snap.items:
-                        data = item.read()
-                        files.append({"path": item.rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-                                      "mode": f"{item.mode:04o}"})
-                        total += len(data)
-                        _add(tar, f"{stem}/{VAULT_DIR}/{item.rel}", data, item.mode, item.mtime)
-                    manifest = {"format": FORMAT, "version": FORMAT_VERSION, "vault": vault.config.name,
-                                "created_at": now.astimezone().isoformat(timespec="seconds"),
-                                "memlink": version(), "files": files, "folded": snap.folded}
-                    stamp = now.timestamp()
-                    _add(tar, f"{stem}/{MANIFEST}", (json.dumps(manifest, ensure_ascii=False, indent=1) + "\n").encode(),
-                         0o644, stamp)
-                    sums = "".join(_sums_line(f["sha256"], f"{VAULT_DIR}/{f['path']}") + "\n" for f in files)
-                    _add(tar, f"{stem}/{SUMS}", sums.encode("utf-8"), 0o644, stamp)
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, final)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise
-    fsync_dir(real)
+    with snapshot(vault) as snap:
+        with atomic_writer(final, mode=0o600) as fh:  # readable by its owner only
+            with tarfile.open(fileobj=fh, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+                for item in snap.items:
+                    data = item.read()
+                    files.append({"path": item.rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+                                  "mode": f"{item.mode:04o}"})
+                    total += len(data)
+                    _add(tar, f"{stem}/{VAULT_DIR}/{item.rel}", data, item.mode, item.mtime)
+                manifest = {"format": FORMAT, "version": FORMAT_VERSION, "vault": vault.config.name,
+                            "created_at": now.astimezone().isoformat(timespec="seconds"),
+                            "memlink": version(), "files": files, "folded": snap.folded}
+                stamp = now.timestamp()
+                _add(tar, f"{stem}/{MANIFEST}", (json.dumps(manifest, ensure_ascii=False, indent=1) + "\n").encode(),
+                     0o644, stamp)
+                sums = "".join(_sums_line(f["sha256"], f"{VAULT_DIR}/{f['path']}") + "\n" for f in files)
+                _add(tar, f"{stem}/{SUMS}", sums.encode("utf-8"), 0o644, stamp)
     digest = hashlib.sha256()
     with open(final, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):

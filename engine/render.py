@@ -12,8 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from .links import StoredLink
+
+if TYPE_CHECKING:
+    from .vault import Vault
 
 
 @dataclass
@@ -67,3 +71,25 @@ def render_links(text: str, links: list[StoredLink], href: Callable[[StoredLink]
     # A shorter anchor swallowed by a longer one at every occurrence is still reported.
     result.missing += [l for l in present.values() if (l.id + l.to_uri) not in used]
     return result
+
+
+def note_data(vault: Vault, uri: str) -> dict[str, Any]:
+    """A note as JSON data for other programs (`memlink show --json`, the MCP server): its
+    fields and body, the body with its links rendered, links and backlinks, and why its
+    links may be incomplete (None when whole)."""
+    note = vault.read_note(uri)
+    rendered = vault.render_note(note.uri)
+    return {
+        "uri": note.uri,
+        "memory_type": note.memory_type,
+        "title": vault.title(note),
+        "created_at": note.created_at,
+        "updated_at": note.updated_at,
+        "fields": note.fields,
+        "body": note.body,
+        "rendered": rendered.text,
+        "missing_match_text": [link.id for link in rendered.missing],
+        "links": [link.model_dump(mode="json") for link in vault.get_file_links(note.uri, "links")],
+        "backlinks": [link.model_dump(mode="json") for link in vault.get_file_links(note.uri, "backlinks")],
+        "link_problems": vault.link_problems(note.uri),
+    }

@@ -91,20 +91,9 @@ class MemlinkTools:
         return {"question": question, "turns": [h.to_json() for h in hits]}
 
     def show_note(self, uri: str) -> dict[str, Any]:
-        vault = self.vault
-        note = vault.read_note(uri)
-        return {
-            "uri": note.uri,
-            "memory_type": note.memory_type,
-            "title": vault.title(note),
-            "created_at": note.created_at,
-            "updated_at": note.updated_at,
-            "fields": note.fields,
-            "body": note.body,
-            "links": [link.model_dump(mode="json") for link in vault.get_file_links(note.uri, "links")],
-            "backlinks": [link.model_dump(mode="json") for link in vault.get_file_links(note.uri, "backlinks")],
-            "link_problems": vault.link_problems(note.uri),
-        }
+        from engine.render import note_data
+
+        return note_data(self.vault, uri)
 
     def graph_query(self, uri: str, depth: int = 1, direction: Literal["in", "out", "both"] = "both",
                     types: list[str] | None = None) -> dict[str, Any]:

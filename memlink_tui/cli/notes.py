@@ -75,26 +75,19 @@ def _print_links(links: list[StoredLink], heading: str) -> None:
 
 def cmd_show(args: argparse.Namespace) -> int:
     vault = open_vault(args)
+    if args.json:
+        from engine.render import note_data
+
+        data = note_data(vault, args.uri)
+        if data["link_problems"]:
+            _say_link_problems(vault, data["uri"])
+        say_json(data)
+        return 0
     note = vault.read_note(args.uri)
     rendered = vault.render_note(note.uri)
     links = vault.get_file_links(note.uri, "links")
     backlinks = vault.get_file_links(note.uri, "backlinks")
     _say_link_problems(vault, note.uri)
-    if args.json:
-        say_json({
-            "uri": note.uri,
-            "memory_type": note.memory_type,
-            "title": vault.title(note),
-            "created_at": note.created_at,
-            "updated_at": note.updated_at,
-            "fields": note.fields,
-            "body": note.body,
-            "rendered": rendered.text,
-            "missing_match_text": [link.id for link in rendered.missing],
-            "links": [_link_dict(link) for link in links],
-            "backlinks": [_link_dict(link) for link in backlinks],
-        })
-        return 0
     say(f"{note.uri}  ({note.memory_type})  created {note.created_at}  updated {note.updated_at}")
     for k, v in note.fields.items():
         if k != "content":
