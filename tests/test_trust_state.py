@@ -39,12 +39,16 @@ def memlink(*args: str, vault: Path) -> subprocess.CompletedProcess:
                           env={**os.environ, "PYTHONPATH": str(REPO)})
 
 
-def _can_bind_read_only(tmp_path: Path) -> bool:
-    probe = tmp_path / "probe"
+def _can_mount(tmp_path: Path, script: str) -> bool:
+    """Whether ``script`` (its folder as $0) succeeds in a private mount namespace."""
+    probe = tmp_path / f"probe-{len(list(tmp_path.glob('probe-*')))}"
     probe.mkdir()
-    r = subprocess.run(["unshare", "-m", "sh", "-c", 'mount --bind -o ro "$0" "$0" && ! touch "$0/x"', str(probe)],
-                       capture_output=True, timeout=30)
+    r = subprocess.run(["unshare", "-m", "sh", "-c", script, str(probe)], capture_output=True, timeout=30)
     return r.returncode == 0
+
+
+def _can_bind_read_only(tmp_path: Path) -> bool:
+    return _can_mount(tmp_path, 'mount --bind -o ro "$0" "$0" && ! touch "$0/x"')
 
 
 @pytest.fixture
@@ -287,11 +291,7 @@ def test_a_change_whose_journal_landed_before_the_disk_filled_says_so_and_finish
 
 
 def _can_mount_tmpfs(tmp_path: Path) -> bool:
-    probe = tmp_path / "probe-mnt"
-    probe.mkdir()
-    r = subprocess.run(["unshare", "-m", "sh", "-c", 'mount -t tmpfs -o size=1m tmpfs "$0"', str(probe)],
-                       capture_output=True, timeout=30)
-    return r.returncode == 0
+    return _can_mount(tmp_path, 'mount -t tmpfs -o size=1m tmpfs "$0"')
 
 
 @pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0, reason="needs root and unshare for a tmpfs")
