@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from urllib.parse import quote
 
 VIEW_OPEN = "<!-- memlink:view -->"
 VIEW_CLOSE = "<!-- /memlink:view -->"
@@ -146,8 +147,7 @@ def wikilink(to_uri: str, title: str) -> str:
     target = to_uri[:-3] if to_uri.endswith(".md") else to_uri
     shown = _alias(title) or target.rsplit("/", 1)[-1]
     if _UNSAFE_TARGET.search(target):
-        path = to_uri.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
-        return f"[{shown}]({path})"
+        return f"[{shown}]({quote(to_uri, safe='/')})"
     return f"[[{target}|{shown}]]" if shown != target else f"[[{target}]]"
 
 

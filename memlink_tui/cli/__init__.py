@@ -21,7 +21,7 @@ GROUPS = (app, notes, search, write, dream)
 # The order `memlink --help` lists the commands in (the order people learn them in, not
 # by group). A command missing here is listed after these, in registration order.
 HELP_ORDER = ("app", "init", "demo", "show", "links", "link", "unlink", "search", "graph-query", "reindex",
-              "commit", "ingest", "import-chat", "recall", "dream", "ask", "lint", "review", "undo", "doctor", "check")
+              "commit", "ingest", "import-chat", "recall", "dream", "ask", "lint", "review", "undo", "obsidian", "doctor", "check")
 
 
 def parser() -> argparse.ArgumentParser:
