@@ -293,3 +293,33 @@ def test_the_cli_regenerates(tmp_path):
     assert not obsidian_edges(root)
     assert main(["--vault", str(root), "obsidian"]) == 0
     assert obsidian_edges(root) and main(["--vault", str(root), "check"]) == 0
+
+
+# -- importing an Obsidian vault --------------------------------------------------------------
+def test_ingesting_an_obsidian_vault_keeps_folders_tags_aliases_and_links(vault, tmp_path):
+    from engine.extract.batch import ingest_batch
+    from engine.extract.rules import RulesExtractor
+
+    src = tmp_path / "MyObsidian"
+    files = {
+        "People/Pieter de Vries.md": "---\naliases: [Pieter, PdV]\ntags: [colleague]\n---\n"
+                                     "Pieter works at [[Havenlink]]. He leads BPv2 with [[Marieke]].\n",
+        "People/Marieke Bos.md": "---\naliases: Marieke\n---\nMarieke is the customer's project lead.\n",
+        "Companies/Havenlink.md": "---\ntags: [company, logistics]\n---\nA port software company.\n",
+        "Projects/BPv2.md": "---\ntags:\n  - '#person'\n---\nThe berth planner; [[PdV]] runs it.\n",
+    }
+    for rel, text in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text, encoding="utf-8")
+    result = ingest_batch(vault, [src], wiki=False, extractor=RulesExtractor())
+    uris = {Path(f.path).stem: f.source_uri for f in result.files}
+    pieter = vault.read_note(uris["Pieter de Vries"])
+    assert pieter.fields["kind"] == "person" and pieter.extra["folder"] == "People"  # the folder's meaning
+    assert pieter.extra["tags"] == ["colleague"] and {"Pieter", "PdV"} <= set(pieter.fields["aliases"])
+    assert vault.read_note(uris["Havenlink"]).fields["kind"] == "company"  # from the folder (and its tag)
+    assert vault.read_note(uris["BPv2"]).fields["kind"] == "person"  # a tag says more than a folder
+    out = {l.to_uri: l.link_type.value for l in vault.get_file_links(uris["Pieter de Vries"], "links")}
+    assert out[uris["Havenlink"]] == "belongs_to" and uris["Marieke Bos"] in out  # [[Marieke]]: an alias
+    assert uris["Pieter de Vries"] in {l.to_uri for l in vault.get_file_links(uris["BPv2"], "links")}  # [[PdV]]
+    assert not result.unresolved
+    assert f"[[{uris['Havenlink'][:-3]}|Havenlink]]" in block_of(vault, uris["Pieter de Vries"])
