@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .blocks import strip_links_bytes
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -181,7 +183,9 @@ def parses(catalog: Mapping[str, CatalogEntry], uri: str) -> bool:
 
 
 def content_hash(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:20]
+    """A note file's content hash, its generated Links block left out (engine.blocks): a
+    note whose only change is that block is not re-indexed or re-checked."""
+    return hashlib.sha256(strip_links_bytes(data)).hexdigest()[:20]
 
 
 def _name_rows(e: CatalogEntry) -> list[tuple[str, str, str]]:

@@ -326,7 +326,7 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
                     yield _problem("links", "warning", "bad_line_range", link.from_uri, f"{link.id}: {exc}")
         if link.match_text and ctx.exists(link.from_uri):
             src = ctx.note(link.from_uri)
-            if src is not None and link.match_text not in src.body:
+            if src is not None and link.match_text not in src.text:
                 yield _problem("links", "warning", "match_text_missing", link.from_uri,
                                f"{link.id}: {link.match_text!r} not in the note")
 

@@ -116,6 +116,17 @@ class DreamSettings(BaseModel):
         "rules", description="rules: answer the remaining topics with the rules; stop: leave them for the next run")
 
 
+class ObsidianConfig(BaseModel):
+    """The note body for Obsidian and other editors (docs/DESIGN.md, "Vault format")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    links_block: bool = Field(
+        True, description="write each note's outgoing links as [[wikilinks]] in a generated block of its body; off: "
+                          "no block is written and an existing one goes at the note's next write (`memlink obsidian` "
+                          "regenerates every note)")
+
+
 class VaultConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -129,6 +140,7 @@ class VaultConfig(BaseModel):
     dream_hubs: int = Field(3, ge=0, le=50, description="hub notes per anchor type a dream may report on")
     dream_max_reports: int = Field(20, ge=1, description="reports one dream writes at most; the rest wait for the next run")
     dream: DreamSettings = Field(default_factory=DreamSettings)
+    obsidian: ObsidianConfig = Field(default_factory=ObsidianConfig)
     link_types: list[LinkTypeSpec] = Field(
         default_factory=list, description="the vault's own link types, added to the built-ins (docs/DESIGN.md \"Link types\")")
     _link_table: LinkTypeTable = PrivateAttr(default_factory=builtin_table)

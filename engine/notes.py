@@ -1,8 +1,9 @@
 """Notes on disk: YAML frontmatter (memory_type, created_at, updated_at, fields) + body.
 
-The body's generated view is rendered from the memory type's content_template and never
-contains links (they live in the folder's `.relations.json` sidecar); text a person types
-above or below that view belongs to them and survives every write (``rebuild_body``).
+The body's generated view is rendered from the memory type's content_template into a
+delimited block; text a person types above or below it belongs to them and survives every
+write (``rebuild_body``). A second generated block lists the note's outgoing links as
+wikilinks (engine.blocks); the links themselves live in the folder's `.relations.json`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from .blocks import links_span, view_block, view_span, visible_text
 from .errors import NoteError, SchemaError
 from .frontmatter import load_frontmatter
 from .schema import MemoryTypeSchema, TypeRegistry
@@ -63,6 +65,12 @@ class Note:
             return "\n".join(str(v) for v in value)
         return str(value)
 
+    @property
+    def text(self) -> str:
+        """The body as derived readers see it: without the generated Links block and the
+        view's marker lines (engine.blocks.visible_text). Anchors (``match_text``) are
+        looked for here."""
+        return visible_text(self.body)
 
 
 def split_frontmatter(text: str) -> tuple[str | None, str | None]:
@@ -145,20 +153,41 @@ def render_note_body(schema: MemoryTypeSchema, fields: dict[str, Any], created_a
     return schema.render_body(fields, {"created_at": created_at, "updated_at": updated_at})
 
 
+def new_body(view: str) -> str:
+    """A new note's body: just its delimited view (engine.blocks)."""
+    return view_block(view) + "\n"
+
+
 def rebuild_body(old_body: str, old_view: str, new_view: str) -> str:
-    """A note's new body: its generated view (``old_view``, rendered from the old fields)
-    replaced by ``new_view``, and the text a person wrote around it, above or below, kept
-    as it is. When the old view is no longer in the body (someone edited the generated
-    text itself, or the type's template changed), what the body holds cannot be told
-    apart from generated text, so all of it is kept, under the new view: a write never
-    loses what a person typed."""
-    view = old_view.strip("\n")
-    at = old_body.find(view) if view else -1
-    if at < 0:
-        kept = old_body.strip("\n")
-        return new_view if not kept else new_view.rstrip("\n") + "\n\n" + kept + "\n"
-    before, after = old_body[:at], old_body[at + len(view) :]
-    body = before + new_view.strip("\n") + after
+    """A note's new body: its generated view replaced by ``new_view``, and everything a
+    person wrote around it, above or below, kept byte for byte (docs/DESIGN.md, "Vault
+    format": the body). The view is the delimited block (``<!-- memlink:view -->`` …
+    ``<!-- /memlink:view -->``, engine.blocks). Text someone typed inside the block (it
+    no longer reads as ``old_view``) is kept right under the new block. A body without
+    the markers (an older note, or markers deleted by hand) has ``old_view``, the view
+    rendered from the old fields, looked up as text and wrapped in the markers; when it is
+    not there either, what the body holds cannot be told apart from generated text, so
+    all of it is kept, under the new view: a write never loses what a person typed. The
+    Links block is left where it is (it is regenerated from the sidecars on its own)."""
+    block = view_block(new_view)
+    span = view_span(old_body)
+    if span is not None:
+        start, end, inner = span
+        edited = inner.strip("\n")
+        if edited and edited not in (old_view.strip("\n"), new_view.strip("\n")):
+            block = f"{block}\n\n{edited}"
+        body = old_body[:start] + block + old_body[end:]
+    else:
+        view = old_view.strip("\n")
+        at = old_body.find(view) if view else -1
+        links = links_span(old_body)
+        if at >= 0 and links is not None and at < links[1] and at + len(view) > links[0]:
+            at = -1  # the view's text only inside the Links block: not the view
+        if at < 0:
+            kept = old_body.strip("\n")
+            body = block if not kept else f"{block}\n\n{kept}"
+        else:
+            body = old_body[:at] + block + old_body[at + len(view) :]
     return body if body.endswith("\n") else body + "\n"
 
 

@@ -195,7 +195,7 @@ def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str
         vault.unlink(link.from_uri, link.to_uri, conflict, link_id=link.id)
         # An anchor the from-note no longer holds (edited since) is dropped, not refused:
         # dismissing a false contradiction must not fail on a stale anchor.
-        anchor = link.match_text if link.match_text and link.match_text in vault.read_note(link.from_uri).body else None
+        anchor = link.match_text if link.match_text and link.match_text in vault.read_note(link.from_uri).text else None
         vault.link(link.from_uri, link.to_uri, default, weight=link.weight, match_text=anchor,
                    t_field=link.t_field, t_line_ranges=link.t_line_ranges,
                    description=f"review {day}: not a contradiction — {link.description}".strip(" —"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,12 @@ class Transaction:
         self._views: dict[View, list[StoredLink]] = {}
         self._records: dict[str, list[dict[str, Any]]] = {}  # log -> records to append
         self._events: list[tuple[str, str]] = []
+        # Notes whose Links block may be stale: written, or their outgoing links changed
+        # (``settle`` regenerates the block from the staged links; docs/DESIGN.md, "Vault
+        # format": the body).
+        self._stale: set[str] = set()
+        self._pinned: frozenset[str] = frozenset()  # notes put back whole (undo): their text is kept as it was
+        self._settling = False
 
     # -- staging ------------------------------------------------------------------------
     def put_text(self, uri: str, text: str, note: Note | None = None) -> None:
@@ -77,6 +84,8 @@ class Transaction:
         self._texts[uri] = text
         self._notes[uri] = note
         self._events.append(("changed", uri))
+        if not self._settling:
+            self._stale = self._stale | {uri}
 
     def delete(self, uri: str) -> None:
         first = self._files.get(uri)
@@ -96,10 +105,15 @@ class Transaction:
                                  log_before=file_hash(where / SIDECAR_LOG))
         self._restores[folder] = first.model_copy(update={"text": text})
         self._link_ops = [op for op in self._link_ops if op.folder != folder]
+        owners = {k[1] for k in self._views if k[0] == folder and k[2] == "links"}
+        owners |= {owner_of(l) for l in self.vault.linkstore.folder_links(folder) if l.direction == "links"}
         views = {k: v for k, v in self._views.items() if k[0] != folder}
         for link in Sidecar.parse(text or "", sidecar_rel(folder), folder).all_links(folder):
             key = (folder, owner_of(link), link.direction)
             views[key] = [*views.get(key, []), link]
+            if link.direction == "links":
+                owners.add(owner_of(link))
+        self.links_touched(owners)
         self._views = views
         self._restored = {**self._restored, folder: text}
 
@@ -109,26 +123,57 @@ class Transaction:
             self.restore_sidecar(rel[: -len(SIDECAR)].rstrip("/"), text)
         elif text is not None:
             self.put_text(rel, text)
+            self._pinned = self._pinned | {rel}  # byte for byte: its Links block is not regenerated
         elif self.text_after(rel) is not None:
             self.delete(rel)
 
     def link_ops(self, ops: list[LinkOp]) -> None:
         """Stage link changes; the staged links of each note they touch follow them."""
+        touched: set[str] = set()  # notes whose outgoing links change: their Links block follows
         for op in ops:
             if isinstance(op, PutLink):
                 link = op.link
                 key = (op.folder, owner_of(link), link.direction)
                 kept = [l for l in self._view(key) if l.legacy or (l.id != link.id and l.key != link.key)]
                 self._views[key] = [*kept, link]
+                if link.direction == "links":
+                    touched.add(key[1])
             elif isinstance(op, RemoveLink):
                 for owner in self._owners(op.folder, op.id, op.direction):
                     key = (op.folder, owner, op.direction)
                     self._views[key] = [l for l in self._view(key) if l.legacy or l.id != op.id]
+                    if op.direction == "links":
+                        touched.add(owner)
             else:
                 key = (op.folder, op.from_uri or op.folder, "links")
                 self._views[key] = [l for l in self._view(key)
                                     if not (l.legacy and l.id == (op.entry_id or "legacy") and l.to_uri == op.to_uri)]
+                touched.add(key[1])
             self._link_ops.append(op)
+        self.links_touched(touched)
+
+    def links_touched(self, uris: Iterable[str]) -> None:
+        """Mark notes whose Links block may no longer say what their links are (their
+        outgoing links changed, or a note they link to changed its title): ``settle``
+        regenerates it."""
+        fresh = {u for u in uris if u.endswith(".md")} - self._stale - self._pinned
+        if fresh:
+            self._stale = self._stale | fresh
+
+    def settle(self) -> None:
+        """Regenerate the Links block of every note marked stale, from the links staged
+        here (``Vault.refresh_links_blocks``): what commits is each note with the block
+        its links give. Called before the journal operations or a file's final text are
+        read; each note is rewritten once however many links of it changed."""
+        if self._settling:
+            return
+        self._settling = True
+        try:
+            while self._stale:
+                uris, self._stale = sorted(self._stale - self._pinned), set()
+                self.vault.refresh_links_blocks(uris)
+        finally:
+            self._settling = False
 
     def _view(self, key: View) -> list[StoredLink]:
         """A note's staged links in a folder, as on disk until this transaction changed them."""
@@ -163,6 +208,11 @@ class Transaction:
     def text(self, uri: str) -> str | None:
         """A staged note text (None: staged as deleted). Only for ``staged`` uris."""
         return self._texts[uri]
+
+    def created(self, uri: str) -> bool:
+        """Whether this transaction writes ``uri`` where there was no file."""
+        first = self._files.get(uri)
+        return isinstance(first, WriteFile) and first.before is None
 
     def note_links(self, folder: str, uri: str, direction: str) -> list[StoredLink] | None:
         """A note's staged links (None: this transaction did not touch them)."""
@@ -211,6 +261,7 @@ class Transaction:
     def text_after(self, rel: str) -> str | None:
         """What a vault file (a note or a sidecar) will hold once this transaction commits
         (a sidecar with a link log: its list with the log applied, as one text)."""
+        self.settle()
         if _is_sidecar(rel):
             folder = rel[: -len(SIDECAR)].rstrip("/")
             ops = [op for op in self._link_ops if op.folder == folder]
@@ -234,16 +285,19 @@ class Transaction:
     # -- savepoints: a joined block that raises leaves nothing staged ----------------------
     def mark(self) -> tuple:
         return (dict(self._files), dict(self._texts), dict(self._notes), dict(self._restores), list(self._link_ops),
-                dict(self._views), dict(self._restored), {k: list(v) for k, v in self._records.items()}, list(self._events))
+                dict(self._views), dict(self._restored), {k: list(v) for k, v in self._records.items()}, list(self._events),
+                self._stale, self._pinned)
 
     def rollback(self, mark: tuple) -> None:
         (self._files, self._texts, self._notes, self._restores, self._link_ops, self._views, self._restored,
-         self._records, self._events) = mark
+         self._records, self._events, self._stale, self._pinned) = mark
 
     # -- what the vault commits ------------------------------------------------------------
     def ops(self) -> list:
         """The journal operations, in the order they must be applied: files, restored
-        sidecars, then link changes on top of them, then log records."""
+        sidecars, then link changes on top of them, then log records. Stale Links
+        blocks are regenerated first (``settle``)."""
+        self.settle()
         ops: list = [*self._files.values(), *self._restores.values(), *self._link_ops]
         ops += [AppendRecords(log=log, records=rows) for log, rows in self._records.items() if rows]
         return ops

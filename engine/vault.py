@@ -16,13 +16,14 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from .atomic import atomic_write_text, sweep_temp_files
+from .blocks import LinkLine, render_links_block, set_links_block, visible_text
 from .catalog import CATALOG_FILE, Catalog, CatalogEntry, CatalogStore, Stamp, content_hash, stamp_of
 from .checks import Finding, run_checks
 from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
@@ -32,7 +33,18 @@ from .lineranges import LineRangeMatcher, check_ranges, correct_ranges, format_r
 from .links import SIDECAR, LinkType, StoredLink, merge_link, new_link_id
 from .linkstore import LinkStore, PutLink, RemoveLegacy, RemoveLink, sidecar_rel
 from .merge import is_edit, merge_fields
-from .notes import Note, now_iso, parse_note, parse_timestamp, rebuild_body, render_note_body, serialize_note, split_body
+from .notes import (
+    Note,
+    new_body,
+    now_iso,
+    parse_note,
+    parse_timestamp,
+    rebuild_body,
+    render_note_body,
+    serialize_note,
+    split_body,
+    split_frontmatter,
+)
 from .render import Rendered, render_links
 from .schema import MemoryTypeSchema, TypeRegistry
 from .state import StateStore
@@ -221,6 +233,7 @@ class Vault:
             self._local.tx = tx
             try:
                 yield tx
+                tx.settle()  # Links blocks follow the links staged (reads go through this transaction)
             finally:
                 self._local.tx = None
             self._commit(tx)
@@ -276,19 +289,20 @@ class Vault:
         return parse_note(text, uri, self.types)
 
     def read_body(self, uri: str) -> str:
-        """A note's body without parsing its frontmatter (fast; for indexing and snippets
-        of notes the catalog already vouches for)."""
+        """A note's body as derived readers see it (``Note.text``: no Links block, no view
+        markers), without parsing its frontmatter (fast; for indexing and snippets of
+        notes the catalog already vouches for)."""
         tx = self._tx()
         if tx is not None and tx.staged(normalize_uri(uri)):
             staged = tx.text(normalize_uri(uri))
             if staged is None:
                 raise NoteNotFound(f"no note at {uri}")
-            return split_body(staged)
+            return visible_text(split_body(staged))
         try:
             text = self.path(uri).read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
             raise NoteError(f"{uri}: not UTF-8 text") from exc
-        return split_body(text)
+        return visible_text(split_body(text))
 
     def schema(self, memory_type: str) -> MemoryTypeSchema:
         return self.types.get(memory_type)
@@ -305,13 +319,16 @@ class Vault:
         created_at: str | None = None,
         updated_at: str | None = None,
         replace: bool = False,
+        body: str | None = None,
     ) -> Note:
         """Create a note, or merge ``fields`` into the existing one (per each field's
         merge_op; with ``replace`` they become its fields as given — a person's edit). The
         note's path comes from the type's templates unless ``uri`` names an existing note.
         The body's generated view is rendered anew; text a person wrote around it is kept
-        (engine.notes.rebuild_body). Links into the note get their line ranges corrected in
-        the same transaction; links whose passage vanished are removed on both sides."""
+        (engine.notes.rebuild_body); ``body``, when given, is the body a person wrote (the
+        app's editor), kept the same way. Links into the note get their line ranges
+        corrected in the same transaction; links whose passage vanished are removed on
+        both sides. The Links block follows the note's links (``refresh_links_blocks``)."""
         schema = self.schema(memory_type)
         with self.transaction() as tx:
             if uri is None:
@@ -324,14 +341,18 @@ class Vault:
                 raise SchemaError(f"{uri} is a {old.memory_type} note, not a {memory_type}")
             merged = merge_fields(schema, None if replace else (old.fields if old else None), fields)
             merged = schema.validate_fields(merged, complete=True)
-            if old is not None and merged == old.fields and updated_at is None:
+            if old is not None and merged == old.fields and updated_at is None and (body is None or body == old.body):
                 return old  # nothing to change: no write, updated_at untouched (replays are no-ops)
             stamp = now_iso()
             created = old.created_at if old else parse_timestamp(created_at or stamp, "created_at")
             updated = parse_timestamp(updated_at or stamp, "updated_at")
-            body = render_note_body(schema, merged, created, updated)
-            if old is not None:  # the text a person typed under the frontmatter survives
-                body = rebuild_body(old.body, render_note_body(schema, old.fields, old.created_at, old.updated_at), body)
+            view = render_note_body(schema, merged, created, updated)
+            base = body if body is not None else old.body if old is not None else None
+            if base is None:
+                body = new_body(view)
+            else:  # the text a person typed under the frontmatter survives
+                old_view = render_note_body(schema, old.fields, old.created_at, old.updated_at) if old else ""
+                body = rebuild_body(base, old_view, view)
             note = Note(
                 uri=uri,
                 memory_type=memory_type,
@@ -344,6 +365,9 @@ class Vault:
             tx.put_text(uri, serialize_note(note, schema), note)
             if old is not None:
                 tx.link_ops(self._range_corrections(old, note))
+                if self.config.obsidian.links_block and note.title(schema) != old.title(schema):
+                    # the notes linking here show its title in their Links blocks
+                    tx.links_touched(l.from_uri for l in self.get_file_links(uri, "backlinks"))
         return note
 
     def delete_note(self, uri: str) -> int:
@@ -441,7 +465,7 @@ class Vault:
         """Write one link on both sides (merged with an existing one of the same type and
         ends; docs/DESIGN.md, "Vault format"). ``match_text`` must occur in the from-note's
         body, as `check` expects (a missing note is reported by the link itself)."""
-        if match_text and self.exists(from_uri) and match_text not in self.read_note(from_uri).body:
+        if match_text and self.exists(from_uri) and match_text not in self.read_note(from_uri).text:
             raise LinkError(f"cannot link: the anchor {match_text!r} is not in the text of {from_uri}")
         spec = dict(weight=weight, t_field=t_field, t_line_ranges=t_line_ranges, match_text=match_text,
                     description=description, created_at=created_at)
@@ -573,12 +597,65 @@ class Vault:
                 ]
         return ops
 
+    # -- the Links block ---------------------------------------------------------------------
+    def refresh_links_blocks(self, uris: Iterable[str]) -> list[str]:
+        """Regenerate the Links block of these notes from their outgoing links as staged
+        (docs/DESIGN.md, "Vault format": the body), in the open transaction (or one of
+        its own); with ``obsidian.links_block`` off, remove it. A note whose block is
+        already right is not written; a note that is not there or does not parse is left
+        alone. Returns the notes rewritten. The transaction calls this by itself before
+        it commits, for every note written or whose links changed."""
+        rewritten: list[str] = []
+        with self.transaction() as tx:
+            on = self.config.obsidian.links_block
+            titles: dict[str, str] = {}
+            for uri in dict.fromkeys(normalize_uri(u) for u in uris):
+                try:
+                    text = tx.text(uri) if tx.staged(uri) else self.path(uri).read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError, MemlinkError):
+                    continue
+                if text is None:
+                    continue
+                front, body = split_frontmatter(text)
+                if front is None or body is None:
+                    continue
+                # A note made here has the links staged here, if any (the link index is not asked).
+                fresh = tx.created(uri) and tx.note_links(uri_dir(uri), uri, "links") is None
+                block = self._links_block(uri, titles) if on and not fresh else None
+                new = set_links_block(body, block)
+                if new == body:
+                    continue
+                head = text[: len(text) - len(body)]
+                new_text = head + new if head.endswith("\n") else f"{head}\n{new}"
+                try:
+                    note = parse_note(new_text, uri, self.types)
+                except MemlinkError:
+                    continue  # a note that does not parse is the person's to fix; it keeps its text
+                tx.put_text(uri, new_text, note)
+                rewritten.append(uri)
+        return rewritten
+
+    def _links_block(self, uri: str, titles: dict[str, str]) -> str | None:
+        """The Links block of ``uri``: its outgoing links, strongest first, each with the
+        title of the note it points at (``titles`` caches them)."""
+        rows = []
+        links = sorted(self.get_file_links(uri, "links"), key=lambda l: (-l.weight, l.to_uri, l.link_type.value, l.id))
+        for link in links:
+            if link.to_uri not in titles:
+                try:
+                    titles[link.to_uri] = self.title(self.read_note(link.to_uri))
+                except MemlinkError:
+                    titles[link.to_uri] = PurePosixPath(link.to_uri).stem
+            rows.append(LinkLine(link.to_uri, titles[link.to_uri], link.link_type.value, link.weight, link.description))
+        return render_links_block(rows)
+
     # -- reading for people -------------------------------------------------------------------
     def render_note(self, uri: str, href: Callable[[StoredLink], str] | None = None) -> Rendered:
-        """The note body with its outgoing links rendered at their match_text."""
+        """The note body (``Note.text``: without the generated Links block, which lists
+        the same links) with its outgoing links rendered at their match_text."""
         note = self.read_note(uri)
         links = self.get_file_links(note.uri, "links")
-        return render_links(note.body, links, href) if href else render_links(note.body, links)
+        return render_links(note.text, links, href) if href else render_links(note.text, links)
 
     # -- the catalog (derived: which notes exist, their type and title) --------------------
     def iter_vault_files(self) -> Iterator[tuple[str, os.stat_result]]:
@@ -697,7 +774,7 @@ class Vault:
             return CatalogEntry(uri, "", uri, "", "", st.st_mtime_ns, st.st_size, error=str(exc))
         sha = content_hash(data)
         if bodies is not None:
-            bodies[uri] = (sha, note.body)
+            bodies[uri] = (sha, note.text)
         return CatalogEntry(uri, note.memory_type, self.title(note), note.created_at, note.updated_at,
                             st.st_mtime_ns, st.st_size, sha, superseded="valid_until" in note.extra,
                             **_names(note))

@@ -134,7 +134,7 @@ def test_sync_hands_over_the_bodies_it_read(vault):
     catalog = fresh.sync_catalog(bodies=bodies)
     assert set(bodies) == {a.uri}
     sha, body = bodies[a.uri]
-    assert sha == catalog[a.uri].sha and "Ana bakes bread." in body and body == fresh.read_note(a.uri).body
+    assert sha == catalog[a.uri].sha and "Ana bakes bread." in body and body == fresh.read_note(a.uri).text
     again: dict = {}
     fresh.sync_catalog(bodies=again)
     assert again == {}  # nothing was read: nothing handed over

@@ -153,7 +153,7 @@ def test_render_note_uses_outgoing_links_only(vault):
     assert "[type hints](entities/caroline.md)" in vault.render_note(b.uri).text
     assert "[tea](preferences/python-code-style.md)" in vault.render_note(a.uri).text
     assert "type hints" not in vault.render_note(a.uri).text
-    assert "[" not in vault.read_note(b.uri).body  # content itself stays pure
+    assert "[" not in vault.read_note(b.uri).text  # content itself stays pure (the generated Links block aside)
 
 
 def test_line_range_function():

@@ -81,6 +81,8 @@ class Page:
     uri: str | None = None
     known: str | None = None  # "already imported as …"
     wiki: bool = True  # extract memories (not --no-wiki)
+    names: list[str] = field(default_factory=list)  # its frontmatter's `aliases` (Obsidian): other names
+    tags: list[str] = field(default_factory=list)  # its frontmatter's `tags`, without '#'
 
     @property
     def note(self) -> str:
@@ -214,12 +216,22 @@ def read_page(page: Page, max_bytes: int | None = None) -> None:
         if isinstance(loaded, dict):
             meta, page.body = loaded, body
     page.title = _title(meta, page.body, page.path)
+    page.names = [n for n in _strings(meta.get("aliases") or meta.get("alias")) if n != page.title]
+    page.tags = [t.lstrip("#") for t in _strings(meta.get("tags") or meta.get("tag")) if t.lstrip("#")]
     kind = meta.get("type") or meta.get("kind")
     if isinstance(kind, str) and kind.strip():
         page.kind = kind.strip().lower()
-    else:
-        folders = [FOLDER_KINDS.get(part.lower()) for part in page.alias.split("/")[:-1]]
-        page.kind = next((k for k in reversed(folders) if k), "document")
+    else:  # an Obsidian vault's meaning: a tag (#person, #people/…), else the nearest folder (People/)
+        hints = [t.split("/")[0] for t in page.tags] + list(reversed(page.alias.split("/")[:-1]))
+        kinds = [FOLDER_KINDS.get(h.lower()) or (h.lower() if h.lower() in FOLDER_KINDS.values() else None)
+                 for h in hints]
+        page.kind = next((k for k in kinds if k), "document")
+
+
+def _strings(value: object) -> list[str]:
+    """A frontmatter list or comma-separated string, as clean strings (Obsidian accepts both)."""
+    items = value if isinstance(value, list) else str(value).split(",") if isinstance(value, str) else []
+    return list(dict.fromkeys(str(v).strip() for v in items if isinstance(v, (str, int, float)) and str(v).strip()))
 
 
 def _title(meta: dict, body: str, path: Path) -> str:
@@ -421,13 +433,18 @@ def _write_source(vault: Vault, table: Table, page: Page, in_batch: dict[str, st
 def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, in_batch: dict[str, str]) -> RunReport:
     """Write (or rewrite) the page's source note, marked pending, in one transaction."""
     schema = vault.schema("source")
-    fields = {"title": page.title, "kind": page.kind, "aliases": [page.alias], "origin": origin,
+    fields = {"title": page.title, "kind": page.kind, "aliases": [page.alias, *page.names], "origin": origin,
               "in_wiki": page.wiki, "content": content}
     existed = vault.exists(uri)  # imported before but not finished, or its file changed since
+    # What an Obsidian vault's file says beyond its text, kept where Obsidian reads it: the
+    # folder it came from and its tags, in the source note's frontmatter.
+    folder = posixpath.dirname(page.alias)
+    keep = {k: v for k, v in (("folder", folder), ("tags", page.tags)) if v}
     with vault.transaction() as tx:
         note = vault.write_note("source", fields, uri=uri)
-        if not is_pending(note):
-            note.extra = {**note.extra, PENDING_KEY: PENDING}
+        wanted = {**note.extra, **keep, PENDING_KEY: PENDING}
+        if note.extra != wanted:
+            note.extra = wanted
             tx.put_text(note.uri, serialize_note(note, schema), note)
     in_batch[page.sha] = page.uri = note.uri
     report = RunReport("none")

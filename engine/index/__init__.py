@@ -259,8 +259,12 @@ class SearchIndex:
         searchable at once; the disk snapshot follows at the next checkpoint."""
         if event == "deleted":
             self._drop(uri)
-        else:
-            self._index_batch([uri])
+            self.dirty = True
+            return
+        entry = self.vault.catalog().get(uri)
+        if entry is not None and not entry.error and self.indexed.get(uri) == entry.sha:
+            return  # same content (only its generated Links block changed): nothing to re-embed
+        self._index_batch([uri])
         self.dirty = True
 
     # -- querying ---------------------------------------------------------------------------

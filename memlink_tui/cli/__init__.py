@@ -21,8 +21,8 @@ GROUPS = (app, notes, search, write, dream, export)
 # The order `memlink --help` lists the commands in (the order people learn them in, not
 # by group). A command missing here is listed after these, in registration order.
 HELP_ORDER = ("app", "init", "demo", "show", "links", "link", "unlink", "search", "graph-query", "reindex",
-              "commit", "ingest", "import-chat", "recall", "dream", "ask", "lint", "review", "undo", "doctor", "check",
-              "mcp", "export", "backup", "restore")
+              "commit", "ingest", "import-chat", "recall", "dream", "ask", "lint", "review", "undo", "obsidian", "doctor",
+              "check", "mcp", "export", "backup", "restore")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -43,6 +43,30 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_import_chat)
 
+    s = sub.add_parser("obsidian", parents=[common],
+                       help="regenerate every note's generated blocks: the delimited view and the Links block of "
+                            "[[wikilinks]] (after turning obsidian.links_block on or off, or an upgrade)")
+    s.add_argument("--dry-run", action="store_true", help="say what would change; write nothing")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_obsidian)
+
+
+def cmd_obsidian(args: argparse.Namespace) -> int:
+    from engine.obsidian import regenerate
+
+    vault = open_vault(args)
+    result = regenerate(vault, dry_run=args.dry_run)
+    state = "on" if vault.config.obsidian.links_block else "off (blocks removed)"
+    if args.json:
+        say_json({"notes": result.notes, "rewritten": result.rewritten, "views": result.views,
+                  "skipped": result.skipped, "links_block": vault.config.obsidian.links_block,
+                  "dry_run": args.dry_run})
+    else:
+        say(f"{'would rewrite' if args.dry_run else 'regenerated'}: {result.summary()}; Links block {state}")
+        for uri in result.skipped:
+            say(f"  ! {uri}: does not parse; left as it is (memlink check says why)")
+    return 0
+
 
 def _print_report(report: RunReport, heading: str) -> None:
     """A run's report; what came from notes or imported files is data, printed through say."""

@@ -206,16 +206,13 @@ class BrowserScreen(Pane):
             with self.vault.writing():
                 if self.vault.path(uri).read_text(encoding="utf-8") != original:
                     raise MemlinkError(f"{uri} changed on disk while you were editing")
-                self.vault.write_note(note.memory_type, note.fields, uri=uri, replace=True)
+                # the text under the frontmatter is the user's: kept (engine.notes.rebuild_body)
+                self.vault.write_note(note.memory_type, note.fields, uri=uri, replace=True, body=note.body)
         except MemlinkError as exc:
             self.app.call_from_thread(self.notify, safe_markup(f"{exc}. Nothing was changed; your edit is kept in {draft}"),
                                       title="Edit not saved", severity="error", timeout=15)
             return
         shutil.rmtree(draft.parent, ignore_errors=True)
-        if note.fields == old.fields and note.body.strip() != old.body.strip():
-            self.app.call_from_thread(
-                self.notify, "The text under the frontmatter is written from the fields: edit `content` "
-                "(and the other fields) in the frontmatter instead.", title="Body not saved", severity="warning")
         self.post_message(NoteChanged(uri))  # the app reloads this browser (and whoever else cares)
 
     def action_focus(self, which: str) -> None:  # type: ignore[override]  # textual runs sync actions too; Screen types its own async

@@ -132,7 +132,7 @@ class LinkEditor(ModalScreen[str | None]):
             self._fail(f"already linked: {l.link_type.value} {l.weight:.2f} {l.description!r} — "
                        f"remove it first (delete in the links table) to link anew")
             return
-        if anchor and anchor not in self.vault.read_note(self.source).body:
+        if anchor and anchor not in self.vault.read_note(self.source).text:
             self._fail(f"the anchor {anchor!r} is not in this note's text; leave it empty or copy words from the note")
             return
         if not 0.0 <= weight <= 1.0:
