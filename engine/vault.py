@@ -250,13 +250,10 @@ class Vault:
         self.journal.commit(ops)
         if tx.links_changed:
             self.links_version += 1
-        for uri, note in tx.written():
-            if note is not None:
-                self._catalog_put(note)
-            else:
-                self._catalog_refresh(uri)
-        for uri in tx.deleted():
-            self._catalog_drop(uri)
+        # The catalog hears of the whole unit at once: one snapshot copy, one SQLite write.
+        entries = [self._catalog_row(note) if note is not None else self._catalog_entry(uri, self.path(uri).stat())
+                   for uri, note in tx.written()]
+        self._catalog_store(entries, list(tx.deleted()))
 
     # -- notes ------------------------------------------------------------------------------
     def path(self, uri: str) -> Path:
@@ -815,31 +812,24 @@ class Vault:
             e for e in self.catalog().values() if not e.error and (memory_type is None or e.memory_type == memory_type)
         ]
 
-    def _catalog_put(self, note: Note) -> None:
+    def _catalog_row(self, note: Note) -> CatalogEntry:
+        """The catalog entry of a note just written (its file's stamp and hash)."""
         path = self.path(note.uri)
         st = path.stat()
-        self._catalog_store(CatalogEntry(note.uri, note.memory_type, self.title(note), note.created_at, note.updated_at,
-                                         st.st_mtime_ns, st.st_size, content_hash(path.read_bytes()),
-                                         superseded="valid_until" in note.extra, **_names(note)))
+        return CatalogEntry(note.uri, note.memory_type, self.title(note), note.created_at, note.updated_at,
+                            st.st_mtime_ns, st.st_size, content_hash(path.read_bytes()),
+                            superseded="valid_until" in note.extra, **_names(note))
 
-    def _catalog_refresh(self, uri: str) -> None:
-        """Record a file written without a parsed note at hand (an undo's restore)."""
-        self._catalog_store(self._catalog_entry(uri, self.path(uri).stat()))
-
-    def _catalog_store(self, entry: CatalogEntry) -> None:
-        # Copy on write under the lock: a sync in a worker must not lose this entry, and
-        # readers iterating the previous dict (the UI thread) never see it change. One
-        # row upserted, nothing else rewritten.
+    def _catalog_store(self, entries: list[CatalogEntry], gone: list[str]) -> None:
+        # Copy on write under the lock: a sync in a worker must not lose these entries, and
+        # readers iterating the previous dict (the UI thread) never see it change. Only
+        # these rows are upserted (or deleted), in one write.
+        if not entries and not gone:
+            return
         with self._catalog_lock:
             if self._catalog is not None:
-                self._catalog = self._catalog.replaced(put=[entry])
-            self._catalog_rows().put(entry)
-
-    def _catalog_drop(self, uri: str) -> None:
-        with self._catalog_lock:
-            if self._catalog is not None:
-                self._catalog = self._catalog.replaced(drop=[uri])
-            self._catalog_rows().drop(uri)
+                self._catalog = self._catalog.replaced(put=entries, drop=gone)
+            self._catalog_rows().write(entries, [(uri,) for uri in gone])
 
     def _notify(self, event: str, uri: str) -> None:
         for listener in list(self.listeners):
