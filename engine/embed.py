@@ -1,6 +1,11 @@
 """Embedders: text → L2-normalised float32 vectors. model2vec by default, loaded from a
 folder shipped in the package (engine/models/), never downloaded at run time.
 
+Two models are bundled (docs/DESIGN.md, "Embedding model"): the default, English
+``minilm-l6-m2v-256``, and ``multilingual-e5-small-m2v-256`` (Latin, CJK, kana and Hangul
+scripts), chosen with ``embedding.model: multilingual`` in memlink.yaml. The index records
+the model's name, so a switch rebuilds it.
+
 Text whose tokens are all unknown to the model embeds to an all-zero vector; callers
 must not put such vectors in the vector index (``nonzero`` tells them apart).
 """
@@ -21,7 +26,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-BUNDLED_MODEL = "minilm-l6-m2v-256"
+BUNDLED_MODEL = "minilm-l6-m2v-256"  # the default
+MULTILINGUAL_MODEL = "multilingual-e5-small-m2v-256"
+# Names `embedding.model` may give for a bundled model, besides the folder names themselves.
+BUNDLED_ALIASES = {"english": BUNDLED_MODEL, "multilingual": MULTILINGUAL_MODEL}
+BUNDLED_MODELS = (BUNDLED_MODEL, MULTILINGUAL_MODEL)
+# How much higher a bundled model's cosines run than the default's for text of the same
+# relatedness, added to recall's evidence gate (min_evidence), which compares raw cosines
+# (search's min_vector_similarity is left to memlink.yaml: raising it there cost English
+# vector hits on the labelled queries). The multilingual model inherits e5's narrow cosine range: on the
+# sample vault an unrelated question's best note scores 0.58 on average (0.34 with the
+# English model), and at the default gate recall answered 10 of 30 unrelated questions
+# (benchmarks/multilingual.py; docs/DESIGN.md, "Embedding model").
+COSINE_SHIFT = {MULTILINGUAL_MODEL: 0.2}
 
 
 class Embedder(Protocol):
@@ -30,6 +47,11 @@ class Embedder(Protocol):
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """(len(texts), dims) float32, rows L2-normalised or all zero."""
+
+
+def cosine_shift(embedder: Embedder) -> float:
+    """The embedder's ``COSINE_SHIFT`` (0 for the default model and any other)."""
+    return float(getattr(embedder, "cosine_shift", 0.0))
 
 
 def normalise(matrix: np.ndarray) -> np.ndarray:
@@ -80,6 +102,7 @@ class Model2VecEmbedder:
         self.model = load_static_model(source)
         self.name = name or str(source)
         self.dims = int(self.model.dim)
+        self.cosine_shift = COSINE_SHIFT.get(self.name, 0.0)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -87,8 +110,17 @@ class Model2VecEmbedder:
         return normalise(self.model.encode(list(texts), show_progress_bar=False))
 
 
-def bundled_model_path() -> Path:
-    return Path(str(resources.files("engine.models") / BUNDLED_MODEL))
+def bundled_model_path(name: str = BUNDLED_MODEL) -> Path:
+    return Path(str(resources.files("engine.models") / name))
+
+
+def bundled_name(configured: str) -> str | None:
+    """The bundled model a configured name means (an alias such as ``multilingual``, or a
+    bundled folder's name), else None."""
+    key = configured.strip()
+    if key.lower() in BUNDLED_ALIASES:
+        return BUNDLED_ALIASES[key.lower()]
+    return key if key in BUNDLED_MODELS else None
 
 
 @dataclass
@@ -98,10 +130,13 @@ class EmbedderChoice:
 
 
 def load_embedder(configured: str | None) -> EmbedderChoice:
-    """The configured model2vec model (hub id in the local cache, or a folder), else the
-    bundled one — with a notice saying why."""
+    """The configured model2vec model (a bundled one by name or alias, a folder, or a hub id
+    in the local cache), else the default bundled one — with a notice saying why."""
     if configured:
         try:
+            bundled = bundled_name(configured)
+            if bundled is not None:
+                return EmbedderChoice(Model2VecEmbedder(bundled_model_path(bundled), name=bundled), None)
             return EmbedderChoice(Model2VecEmbedder(configured, name=configured), None)
         except Exception as exc:  # any load failure → fall back, but say so
             reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}" if str(exc) else type(exc).__name__
