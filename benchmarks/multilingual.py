@@ -10,7 +10,8 @@ For each model (``embedding.model`` in a copy of the sample vault's memlink.yaml
   vector route returns anything at all;
 - the figures of benchmarks/quality.py (recall@5 and MRR), split into its English and its
   Chinese queries;
-- how many of benchmarks/unrelated_questions.txt recall answers (it should abstain);
+- how many of benchmarks/unrelated_questions.txt recall and search answer (they should
+  abstain);
 - the model's size on disk, its load time in a fresh process (median of 3; the CLI loads
   it at every start) and the time to embed every note chunk and session turn of the vault.
 
@@ -123,6 +124,7 @@ def measure(src: Path, model: str, tmp: Path, verbose: bool) -> dict:
     unrelated = [x.strip() for x in UNRELATED.read_text(encoding="utf-8").splitlines()
                  if x.strip() and not x.startswith("#")]
     out["unrelated"] = (sum(bool(memory.recall(u, k=5)) for u in unrelated), len(unrelated))
+    out["unrelated_search"] = sum(bool(search(vault, u, k=5, index=index, snippets=False)) for u in unrelated)
     # Embedding cost: every note chunk and every stored turn, warm model, best of 3.
     texts = [c.text for uri, e in vault.catalog().items() if not e.error for c in chunk_text(vault.read_body(uri))]
     texts += [f"{t['question']} {t['answer']}" for t in memory.turns.values()]
@@ -176,12 +178,13 @@ def main() -> None:
             n, q = r[("quality", lang)]
             cells = " ".join(f"{q[m]['recall@5']:.3f}/{q[m]['mrr']:.3f}".rjust(13) for m in q)
             print(f"{r['name']:<32} {f'{lang} ({n})':<8} {cells}")
-    print(f"\n{'model':<32} {'dims':>5} {'size MB':>8} {'load s':>7} {'embed vault':>22} {'unrelated recalled':>19}")
+    print(f"\n{'model':<32} {'dims':>5} {'size MB':>8} {'load s':>7} {'embed vault':>22} "
+          f"{'unrelated: recalled / searched':>31}")
     for r in results:
         n, s = r["embed"]
         embed = f"{n} texts in {s * 1000:.0f} ms"
-        unrelated = f"{r['unrelated'][0]}/{r['unrelated'][1]}"
-        print(f"{r['name']:<32} {r['dims']:>5} {r['size'] / 1e6:>8.1f} {r['load']:>7.3f} {embed:>22} {unrelated:>19}")
+        unrelated = f"{r['unrelated'][0]}/{r['unrelated'][1]} / {r['unrelated_search']}/{r['unrelated'][1]}"
+        print(f"{r['name']:<32} {r['dims']:>5} {r['size'] / 1e6:>8.1f} {r['load']:>7.3f} {embed:>22} {unrelated:>31}")
         if r["notice"]:
             print(f"  notice: {r['notice']}")
 

@@ -32,9 +32,9 @@ MULTILINGUAL_MODEL = "multilingual-e5-small-m2v-256"
 BUNDLED_ALIASES = {"english": BUNDLED_MODEL, "multilingual": MULTILINGUAL_MODEL}
 BUNDLED_MODELS = (BUNDLED_MODEL, MULTILINGUAL_MODEL)
 # How much higher a bundled model's cosines run than the default's for text of the same
-# relatedness, added to recall's evidence gate (min_evidence), which compares raw cosines
-# (search's min_vector_similarity is left to memlink.yaml: raising it there cost English
-# vector hits on the labelled queries). The multilingual model inherits e5's narrow cosine range: on the
+# relatedness, added to the gates that ask "is there a real match?" of raw cosines: recall's
+# min_evidence and search's min_confident_similarity (search's min_vector_similarity noise
+# floor is left alone: raising it cost English vector hits). The multilingual model inherits e5's narrow cosine range: on the
 # sample vault an unrelated question's best note scores 0.58 on average (0.34 with the
 # English model), and at the default gate recall answered 10 of 30 unrelated questions
 # (benchmarks/multilingual.py; docs/DESIGN.md, "Embedding model").

@@ -122,3 +122,24 @@ def test_chinese_session_turns_get_vector_hits(sample, tmp_path):
     for question in chinese:
         assert index.vector_search(question, 5), question
         assert memory.index.vector_hits(memory.embedder.encode([question])[0], 5), question
+
+
+def test_the_gates_shift_for_the_multilingual_models_higher_cosines(sample, tmp_path):
+    from engine.embed import cosine_shift
+    from engine.search import search
+    from engine.sessions.recall import RecallParams
+
+    assert cosine_shift(load_embedder(None).embedder) == 0.0
+    assert cosine_shift(load_embedder("multilingual").embedder) == 0.2
+    v = use_model(sample, "multilingual")
+    jsonl = tmp_path / "sessions.jsonl"
+    jsonl.write_text("".join(p.read_text(encoding="utf-8") for p in sorted((v.root / "sessions").glob("*.jsonl"))),
+                     encoding="utf-8")
+    import_chat(v, jsonl, turn_extractor(v))
+    memory = TurnMemory(v)
+    unrelated = "How many moons does Neptune have?"  # benchmarks/unrelated_questions.txt
+    assert memory.recall(unrelated, k=5) == []
+    assert search(v, unrelated, k=5) == []
+    # Without the shift (the default gate's effective 0.7) this model would recall something.
+    memory.params = RecallParams(min_evidence=0.5)
+    assert memory.recall(unrelated, k=5) != []
