@@ -143,3 +143,36 @@ def test_the_gates_shift_for_the_multilingual_models_higher_cosines(sample, tmp_
     # Without the shift (the default gate's effective 0.7) this model would recall something.
     memory.params = RecallParams(min_evidence=0.5)
     assert memory.recall(unrelated, k=5) != []
+
+
+def test_the_fast_load_makes_what_model2vecs_constructor_makes():
+    """load_static_model skips StaticModel.__init__'s tokenizer copy (engine/embed.py,
+    _static_model): for both bundled models the object is the constructor's."""
+    import json
+
+    from model2vec import __version__ as m2v_version
+    from model2vec.model import StaticModel
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
+
+    from engine.embed import FAST_INIT_VERSIONS, load_static_model
+
+    texts = ["外婆听力不好，说话要大声", "The kiln is loaded by Thursday 20:00.", "", "Ünïcödé ÅÄÖ café"]
+    for name in (BUNDLED_MODEL, MULTILINGUAL_MODEL):
+        folder = bundled_model_path(name)
+        ours = load_static_model(folder)
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        theirs = StaticModel(vectors=load_file(str(folder / "model.safetensors"))["embeddings"],
+                             tokenizer=Tokenizer.from_file(str(folder / "tokenizer.json")), config=config,
+                             normalize=config.get("normalize", False), max_length=config.get("max_length", 512))
+        if m2v_version in FAST_INIT_VERSIONS:
+            a, b = vars(ours), vars(theirs)
+            assert a.keys() == b.keys()
+            for key in a:
+                if key == "tokenizer":
+                    assert a[key].to_str() == b[key].to_str()
+                elif key in ("embedding", "weights", "token_mapping"):
+                    assert (a[key] is None) == (b[key] is None) and (a[key] is None or np.array_equal(a[key], b[key]))
+                else:
+                    assert a[key] == b[key], key
+        assert np.array_equal(ours.encode(texts), theirs.encode(texts))
