@@ -20,7 +20,10 @@ class EmbeddingConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str | None = Field(
-        None, description="a model2vec model: folder or hub id already in the local cache; empty = the bundled one"
+        None,
+        description="a model2vec model: 'multilingual' (the bundled multilingual-e5-small-m2v-256, for Chinese "
+        "and other non-English text), 'english' (the bundled default), or a folder or hub id already in the local "
+        "cache; empty = the bundled English one; a change re-indexes",
     )
 
 

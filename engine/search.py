@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from pydantic import BaseModel
 
 from .config import SearchConfig
+from .embed import cosine_shift
 from .errors import MemlinkError
 from .fusion import RouteHits, fuse
 from .graph import Adjacency, LazyLinks, PropagationParams, Step
@@ -171,7 +172,7 @@ def search(
     else:
         lexical = bool(kw) or ("keyword" not in routes and bool(index.keyword_search(query, 1)))
     weak = not lexical and not named
-    if weak and (not vec or vec[0][1] < cfg.min_confident_similarity):
+    if weak and (not vec or vec[0][1] < cfg.min_confident_similarity + cosine_shift(index.embedder)):
         if log:
             _log_query(vault, query, [], found)
         return []  # nothing in the vault says anything about it: no confident noise

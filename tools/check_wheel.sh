@@ -22,4 +22,11 @@ export MEMLINK_HOME="$tmp/home" MEMLINK_CONFIG_HOME="$tmp/config"
 test -f "$tmp/demo/memlink.yaml"
 "$tmp/venv/bin/memlink" doctor --vault "$tmp/demo"
 "$tmp/venv/bin/memlink" search "hot desk booking" --vault "$tmp/demo" >/dev/null
+# Both bundled embedding models came with the wheel and load from it, offline.
+HF_HUB_OFFLINE=1 "$tmp/venv/bin/python" -c "
+from engine.embed import BUNDLED_MODELS, load_embedder
+for name in BUNDLED_MODELS:
+    c = load_embedder(name)
+    assert c.notice is None and c.embedder.name == name, c.notice
+"
 echo "wheel: built without warnings, installed, demo copied and doctor ran outside the repository"

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from ..embed import cosine_shift
 from ..fusion import RouteHits, fuse
 from ..text import content_tokens, has_cjk, tokenize
 from .communities import label_propagation
@@ -218,7 +219,8 @@ class TurnMemory:
         """The evidence gate: the best keyword hits' coverage of the question's content
         words (the share of their idf they match: rare words count more, a word the
         history never used counts most; the frame of a question — "what did we say
-        about" — counts neither way) plus the best cosine must reach ``min_evidence``.
+        about" — counts neither way) plus the best cosine must reach ``min_evidence`` (plus the
+        model's ``cosine_shift``: docs/DESIGN.md, "Embedding model").
         Measured on real and on unrelated questions in benchmarks/locomo.py."""
         coverage = 0.0
         tokens = content_tokens(query)
@@ -228,4 +230,4 @@ class TurnMemory:
             for m, _ in keyword[:5]:
                 have = self.index.tokens_of(m)
                 coverage = max(coverage, sum(v for t, v in idf.items() if t in have) / total)
-        return coverage + max(cos.values(), default=0.0) >= self.params.min_evidence
+        return coverage + max(cos.values(), default=0.0) >= self.params.min_evidence + cosine_shift(self.embedder)
