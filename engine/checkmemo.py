@@ -208,4 +208,5 @@ class CheckMemo:
             self._discard()
         else:
             db.close()
+            ctx.vault.linkstore.forget_changes(plan.seq)  # this memo has seen them
         self._db = None

@@ -844,6 +844,14 @@ class LinkStore:
                 return out
         return self._guard(run)
 
+    def forget_changes(self, upto: int) -> None:
+        """Drop the change records up to ``upto``: the checks' memo (their one reader) has
+        seen them. Without this the table grows by a row per link end written, forever."""
+        def run(db: sqlite3.Connection) -> None:
+            with _write(db):
+                db.execute("DELETE FROM changes WHERE seq <= ?", (upto,))
+        self._guard(run)
+
     # -- writes ------------------------------------------------------------------------------
     def apply(self, ops: list[LinkOp], tx: str | None) -> None:
         """Apply a journal's link operations: files first (``write_folder``), then, per

@@ -123,3 +123,24 @@ def test_the_run_that_builds_the_link_index_leaves_the_next_run_incremental(samp
     run_checks(fresh, today=TODAY)
     plan = scope_of_next_run(fresh)
     assert plan.scope == set(), plan.reason
+
+
+def test_the_link_index_keeps_change_records_only_until_the_memo_has_seen_them(sample):
+    vault = sample
+    same_as_full(vault)
+    notes = sorted(e.uri for e in vault.list_notes() if e.memory_type == "entity")
+
+    def change_rows() -> int:
+        return vault.linkstore._guard(lambda db: db.execute("SELECT COUNT(*) FROM changes").fetchone()[0])
+
+    for other in notes[1:6]:
+        vault.link(notes[0], other, "related_to", weight=0.2)
+    assert change_rows() >= 10  # both ends of five links, waiting for the next run
+    plan = scope_of_next_run(vault)
+    assert plan.scope is not None and notes[0] in plan.scope
+    found = same_as_full(vault)  # the incremental run saw them: they go
+    assert change_rows() == 0
+    assert sum(f.check == "low_weight" and f.uri == notes[0] for f in found) >= 5
+    vault.unlink(notes[0], notes[1])  # and the next change is seen as before
+    assert notes[0] in scope_of_next_run(vault).scope
+    assert not any(f.check == "low_weight" and f.uri == notes[0] and f.other == notes[1] for f in same_as_full(vault))
