@@ -1,7 +1,7 @@
 """Embedders: text → L2-normalised float32 vectors. model2vec by default, loaded from a
 folder shipped in the package (engine/models/), never downloaded at run time.
 
-Two models are bundled (docs/DESIGN.md, "Embedding model"): the default, English
+Two models are bundled (docs/DESIGN.md, "Search": the embedding model): the default, English
 ``minilm-l6-m2v-256``, and ``multilingual-e5-small-m2v-256`` (Latin, CJK, kana and Hangul
 scripts), chosen with ``embedding.model: multilingual`` in memlink.yaml. The index records
 the model's name, so a switch rebuilds it.
@@ -38,7 +38,7 @@ BUNDLED_MODELS = (BUNDLED_MODEL, MULTILINGUAL_MODEL)
 # floor is left alone: raising it cost English vector hits). The multilingual model inherits e5's narrow cosine range: on the
 # sample vault an unrelated question's best note scores 0.58 on average (0.34 with the
 # English model), and at the default gate recall answered 10 of 30 unrelated questions
-# (benchmarks/multilingual.py; docs/DESIGN.md, "Embedding model").
+# (benchmarks/multilingual.py; docs/DESIGN.md, "Search": the embedding model).
 COSINE_SHIFT = {MULTILINGUAL_MODEL: 0.2}
 
 

@@ -358,10 +358,13 @@ async def test_edit_a_note_in_the_editor_is_validated_and_written_through_the_va
     app = await edit_with("sed -i 's/One flat white in the morning/One cortado in the morning/' \"$1\"")
     assert "One cortado in the morning" in sample.read_note(uri).fields["content"]
     assert "One cortado in the morning" in sample.read_note(uri).body and "cortado" in app.body
-    # 2. Only the generated body edited: nothing changes, and the app says why.
-    before = path.read_text()
+    # 2. Text typed under the frontmatter is the user's: kept as typed, the fields as they were.
+    fields = sample.read_note(uri).fields
     app = await edit_with("printf '\\nAlso tea.\\n' >> \"$1\"")
-    assert path.read_text() == before and any("edit `content`" in m for m in app.messages)
+    text = path.read_text()
+    assert text.rstrip().endswith("Also tea.") and text.count("<!-- memlink:links") == 1
+    assert sample.read_note(uri).fields == fields and not any("not saved" in m for m in app.messages)
+    before = path.read_text()
     # 3. Broken frontmatter: refused, nothing changes, the edit is kept for the user.
     app = await edit_with("printf 'not: [valid' > \"$1\"")
     assert path.read_text() == before

@@ -220,7 +220,7 @@ class TurnMemory:
         words (the share of their idf they match: rare words count more, a word the
         history never used counts most; the frame of a question — "what did we say
         about" — counts neither way) plus the best cosine must reach ``min_evidence`` (plus the
-        model's ``cosine_shift``: docs/DESIGN.md, "Embedding model").
+        model's ``cosine_shift``: docs/DESIGN.md, "Search": the embedding model).
         Measured on real and on unrelated questions in benchmarks/locomo.py."""
         coverage = 0.0
         tokens = content_tokens(query)
