@@ -101,13 +101,18 @@ def test_switching_to_multilingual_rebuilds_and_chinese_questions_get_vector_hit
     assert index.embedder.name == BUNDLED_MODEL and index.last_sync.rebuilt
 
 
-def test_chinese_session_turns_get_vector_hits(sample, tmp_path):
+def multilingual_turns(sample, tmp_path):
+    """The sample vault on the multilingual model, its sessions imported as turn memory."""
     v = use_model(sample, "multilingual")
     jsonl = tmp_path / "sessions.jsonl"
     jsonl.write_text("".join(p.read_text(encoding="utf-8") for p in sorted((v.root / "sessions").glob("*.jsonl"))),
                      encoding="utf-8")
     import_chat(v, jsonl, turn_extractor(v))
-    memory = TurnMemory(v)
+    return v, TurnMemory(v)
+
+
+def test_chinese_session_turns_get_vector_hits(sample, tmp_path):
+    v, memory = multilingual_turns(sample, tmp_path)
     assert memory.embedder.name == MULTILINGUAL_MODEL
     for question, turn in (("六十岁寿宴在哪家饭店办的", ("2026-10-15-hangzhou-evening-001", "2026-10-15-hangzhou-evening-002")),
                            ("妈妈以前在学校教哪门课", ("2026-08-11-evening-setup-019", "2026-08-11-evening-setup-020"))):
@@ -131,12 +136,7 @@ def test_the_gates_shift_for_the_multilingual_models_higher_cosines(sample, tmp_
 
     assert cosine_shift(load_embedder(None).embedder) == 0.0
     assert cosine_shift(load_embedder("multilingual").embedder) == 0.2
-    v = use_model(sample, "multilingual")
-    jsonl = tmp_path / "sessions.jsonl"
-    jsonl.write_text("".join(p.read_text(encoding="utf-8") for p in sorted((v.root / "sessions").glob("*.jsonl"))),
-                     encoding="utf-8")
-    import_chat(v, jsonl, turn_extractor(v))
-    memory = TurnMemory(v)
+    v, memory = multilingual_turns(sample, tmp_path)
     unrelated = "How many moons does Neptune have?"  # benchmarks/unrelated_questions.txt
     assert memory.recall(unrelated, k=5) == []
     assert search(v, unrelated, k=5) == []
