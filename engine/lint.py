@@ -199,19 +199,21 @@ def write_dashboards(vault: Vault, report: LintReport, today: dt.date | None = N
     lines += ["", "Most linked notes:", ""] + [f"- {titles.get(u, u)} (`{u}`): {n}" for u, n in degree]
     atomic_write_text(folder / "relationships.md", "\n".join(lines) + "\n")
     written.append("dashboards/relationships.md")
-    atomic_write_text(folder / "digest.json", json.dumps(digest(vault, report, today), ensure_ascii=False, indent=2) + "\n")
+    summary = digest(vault, report, today, stats=(count, types, degree))
+    atomic_write_text(folder / "digest.json", json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
     written.append("dashboards/digest.json")
     return written
 
 
-def digest(vault: Vault, report: LintReport, today: dt.date | None = None) -> dict:
+def digest(vault: Vault, report: LintReport, today: dt.date | None = None,
+           stats: tuple[int, dict[str, int], list[tuple[str, int]]] | None = None) -> dict:
     """The lint run in brief, for agents (`dashboards/digest.json`, the MCP lint digest):
     counts per type and link type, the most linked notes, health, contradictions and open
-    questions. Writes nothing."""
+    questions. Writes nothing. ``stats``: the link store's counts, when the caller has them."""
     catalog = vault.catalog()
     titles = {u: e.title for u, e in catalog.items()}
     by_check = report.by_check()
-    count, types, degree = vault.linkstore.stats(top=10, refresh=False)
+    count, types, degree = stats or vault.linkstore.stats(top=10, refresh=False)
     per_type = Counter(e.memory_type for e in catalog.values() if not e.error)
     return {
         "generated": (today or dt.date.today()).isoformat(),
