@@ -49,3 +49,21 @@ def set_llm(root: Path, **llm) -> Vault:
     cfg["llm"] = llm
     (root / "memlink.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
     return Vault.open(root)
+
+
+async def settle(app, pilot) -> None:
+    """Let the app's navigation finish: it runs in workers (one at a time) that may start
+    more workers; then the screen catches up."""
+    for _ in range(3):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+async def open_at(app, pilot, pane: str, uri: str | None = None) -> None:
+    """The app settled after start, then on ``pane`` (at note ``uri``), settled again."""
+    await settle(app, pilot)
+    if uri is None:
+        await app.run_action(f"go('{pane}')")
+    else:
+        app.go(pane, uri)
+    await settle(app, pilot)

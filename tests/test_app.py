@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
+from conftest import settle
+
 from memlink_tui.app import MemlinkApp
 from memlink_tui.screens.browser import BrowserScreen
 from widgets import LinkTable, NoteTree, NoteView
-
-
-async def settle(app, pilot) -> None:
-    """Navigation runs in workers (one at a time): wait for them, then for the screen."""
-    for _ in range(3):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
 
 
 def first_note_with_outgoing_links(vault) -> str:

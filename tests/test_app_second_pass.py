@@ -7,15 +7,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from conftest import open_at, settle
 
 from memlink_tui.app import MemlinkApp
 from memlink_tui.messages import NoteChanged
-
-
-async def settle(app, pilot) -> None:
-    for _ in range(3):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
 
 
 async def test_every_pane_opens_on_a_vault_made_at_first_run(tmp_path):
@@ -215,9 +210,7 @@ async def chatting(vault):
     with OllamaStub() as stub:
         app = MemlinkApp(set_llm(vault.root, model="tiny", host=stub.host, timeout=5))
         async with app.run_test(size=(120, 36)) as pilot:
-            await settle(app, pilot)
-            await app.run_action("go('chat')")
-            await settle(app, pilot)
+            await open_at(app, pilot, "chat")
             yield stub, app, pilot, app.screen
 
 
@@ -323,9 +316,7 @@ async def test_at_80x24_the_note_body_and_every_finding_column_show(sample):
 
     app = MemlinkApp(sample)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(app, pilot)
-        app.go("browser", "entities/berth-planner-v2.md")
-        await settle(app, pilot)
+        await open_at(app, pilot, "browser", "entities/berth-planner-v2.md")
         view = app.screen.query_one(NoteView)
         assert view.region.height >= 10  # fields and the start of the body, not the fields alone
         await app.run_action("go('lint')")
@@ -361,9 +352,7 @@ async def test_the_link_editor_never_writes_from_the_search_and_confirms_a_summa
     before = sample.get_file_links(source, "both")
     app = MemlinkApp(sample)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(app, pilot)
-        app.go("browser", source)
-        await settle(app, pilot)
+        await open_at(app, pilot, "browser", source)
         await pilot.press("k")
         await pilot.pause()
         editor = app.screen
@@ -456,9 +445,7 @@ async def test_the_lint_pane_shows_the_card_for_a_contradiction(sample):
 
     app = MemlinkApp(sample)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(app, pilot)
-        await app.run_action("go('lint')")
-        await settle(app, pilot)
+        await open_at(app, pilot, "lint")
         await pilot.press("enter")  # contradictions: into the findings
         table = app.screen.query_one("#findings", DataTable)
         row = next(i for i, key in enumerate(table.rows) if "11-with-pieter" in key.value)
@@ -518,9 +505,7 @@ async def test_the_chosen_report_stays_marked_when_the_list_is_not_focused(sampl
 
     app = MemlinkApp(sample)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(app, pilot)
-        await app.run_action("go('reports')")
-        await settle(app, pilot)
+        await open_at(app, pilot, "reports")
         queue = app.screen.query_one("#queue", ListView)
         queue.index = 1
         app.screen.set_focus(None)

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-from conftest import REPO, set_llm
+from conftest import REPO, set_llm, settle
 from ollama_stub import OllamaStub
 
 from engine import LinkType, Vault
@@ -148,11 +148,6 @@ async def test_the_app_draws_no_escape_sequence_and_shows_markup_literally(tmp_p
             assert "Model says" in shown and unsafe(shown) == [] and "[red]loud[/red]" in shown
             assert "Fence painted" in shown  # the recalled turn, listed under recall
 
-
-async def settle(app, pilot) -> None:
-    for _ in range(3):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
 
 
 def test_printable_text_is_passed_as_it_is_and_nothing_printable_is_ever_removed():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import set_llm
+from conftest import set_llm, settle
 from ollama_stub import OllamaStub
 from textual.widgets import DataTable, ListView, Markdown, OptionList, Static
 
@@ -19,12 +19,6 @@ from widgets import LinkTable
 
 SIZE = (150, 45)
 
-
-async def settle(app, pilot) -> None:
-    """Let navigation finish: it runs in workers that may start more workers."""
-    for _ in range(3):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
 
 
 async def test_demo_search_open_hit_follow_link_graph_and_back(tmp_path):

@@ -186,7 +186,7 @@ def test_cli_dry_run_prints_the_plan_and_writes_nothing(sample):
 
 
 async def test_app_merge_starts_from_both_texts_and_previews_before_writing(sample):
-    from test_journeys import settle
+    from conftest import open_at, settle
     from textual.widgets import Static, TextArea
 
     from memlink_tui.app import MemlinkApp
@@ -195,9 +195,7 @@ async def test_app_merge_starts_from_both_texts_and_previews_before_writing(samp
     v = sample
     app = MemlinkApp(v)
     async with app.run_test(size=(160, 50)) as pilot:
-        await settle(app, pilot)
-        app.go("browser", MUM)
-        await settle(app, pilot)
+        await open_at(app, pilot, "browser", MUM)
         await pilot.press("x")
         await settle(app, pilot)
         screen = app.screen

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from conftest import set_llm
+from conftest import set_llm, settle
 from ollama_stub import OllamaStub
 from textual.app import App
 from textual.widgets import Input
@@ -27,11 +27,6 @@ from widgets.note_tree import PAGE
 
 SIZE = (150, 45)
 
-
-async def settle(app, pilot) -> None:
-    for _ in range(3):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
 
 
 async def palette(pilot, text: str) -> None:
