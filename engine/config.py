@@ -21,7 +21,7 @@ class EmbeddingConfig(BaseModel):
 
     model: str | None = Field(
         None,
-        description="a model2vec model: 'multilingual' (the bundled multilingual-e5-small-m2v-256, for Chinese "
+        description="a model2vec model: 'multilingual' (the bundled multilingual-e5-small-m2v-192, for Chinese "
         "and other non-English text), 'english' (the bundled default), or a folder or hub id already in the local "
         "cache; empty = the bundled English one; a change re-indexes",
     )

@@ -2,7 +2,7 @@
 folder shipped in the package (engine/models/), never downloaded at run time.
 
 Two models are bundled (docs/DESIGN.md, "Search": the embedding model): the default, English
-``minilm-l6-m2v-256``, and ``multilingual-e5-small-m2v-256`` (Latin, CJK, kana and Hangul
+``minilm-l6-m2v-256``, and ``multilingual-e5-small-m2v-192`` (Latin, CJK, kana and Hangul
 scripts), chosen with ``embedding.model: multilingual`` in memlink.yaml. The index records
 the model's name, so a switch rebuilds it.
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BUNDLED_MODEL = "minilm-l6-m2v-256"  # the default
-MULTILINGUAL_MODEL = "multilingual-e5-small-m2v-256"
+MULTILINGUAL_MODEL = "multilingual-e5-small-m2v-192"
 # Names `embedding.model` may give for a bundled model, besides the folder names themselves.
 BUNDLED_ALIASES = {"english": BUNDLED_MODEL, "multilingual": MULTILINGUAL_MODEL}
 BUNDLED_MODELS = (BUNDLED_MODEL, MULTILINGUAL_MODEL)

