@@ -637,12 +637,17 @@ class Vault:
         title of the note it points at (``titles`` caches them)."""
         rows = []
         links = sorted(self.get_file_links(uri, "links"), key=lambda l: (-l.weight, l.to_uri, l.link_type.value, l.id))
+        tx, catalog = self._tx(), self._catalog  # the catalog only when loaded: never a sync here
         for link in links:
             if link.to_uri not in titles:
-                try:
-                    titles[link.to_uri] = self.title(self.read_note(link.to_uri))
-                except MemlinkError:
-                    titles[link.to_uri] = PurePosixPath(link.to_uri).stem
+                known = catalog.get(link.to_uri) if catalog is not None and not (tx and tx.staged(link.to_uri)) else None
+                if known is not None and not known.error:
+                    titles[link.to_uri] = known.title  # a hub's block is not a read of every note it links to
+                else:
+                    try:
+                        titles[link.to_uri] = self.title(self.read_note(link.to_uri))
+                    except MemlinkError:
+                        titles[link.to_uri] = PurePosixPath(link.to_uri).stem
             rows.append(LinkLine(link.to_uri, titles[link.to_uri], link.link_type.value, link.weight, link.description))
         return render_links_block(rows)
 
