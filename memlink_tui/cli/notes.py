@@ -79,15 +79,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         from engine.render import note_data
 
         data = note_data(vault, args.uri)
-        if data["link_problems"]:
-            _say_link_problems(vault, data["uri"])
+        _say_link_problems(data["link_problems"])
         say_json(data)
         return 0
     note = vault.read_note(args.uri)
     rendered = vault.render_note(note.uri)
     links = vault.get_file_links(note.uri, "links")
     backlinks = vault.get_file_links(note.uri, "backlinks")
-    _say_link_problems(vault, note.uri)
+    _say_link_problems(vault.link_problems(note.uri))
     say(f"{note.uri}  ({note.memory_type})  created {note.created_at}  updated {note.updated_at}")
     for k, v in note.fields.items():
         if k != "content":
@@ -100,9 +99,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _say_link_problems(vault: Vault, uri: str) -> None:
-    """A note on stderr when the note's links may be incomplete, naming the place."""
-    why = vault.link_problems(uri)
+def _say_link_problems(why: str | None) -> None:
+    """A note on stderr when a note's links may be incomplete (``Vault.link_problems``)."""
     if why:
         notice(f"{why} — `memlink check --fix` sets bad entries aside")
 
@@ -111,7 +109,7 @@ def cmd_links(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     vault.read_note(args.uri)  # a clear error for a missing note
     links = vault.get_file_links(args.uri, args.direction)
-    _say_link_problems(vault, args.uri)
+    _say_link_problems(vault.link_problems(args.uri))
     if args.json:
         say_json([_link_dict(link) for link in links])
     else:
