@@ -31,10 +31,17 @@ def snap_vault(tmp_path, monkeypatch) -> Vault:
 
 
 async def steady(pilot) -> None:
+    """Every worker done and the status line saying so: a run that a live refresh (the
+    file watcher, which is not a worker) starts late is waited for too, within 10 s."""
     app = pilot.app
     for _ in range(3):
         await app.workers.wait_for_complete()
         await pilot.pause()
+    for _ in range(50):
+        if not app.running and not any(not w.is_finished for w in app.workers):
+            break
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.2)
     for field in app.screen.query(Input):
         field.cursor_blink = False
     app.clear_notifications()
