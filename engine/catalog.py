@@ -87,15 +87,20 @@ class Catalog(Mapping[str, CatalogEntry]):
     every entry or has asked for many. At 100k notes reading and building every entry
     costs half a second, and a search reads a few dozen (docs/DESIGN.md, "Vault format")."""
 
-    __slots__ = ("_items", "_fill", "_singles")
+    __slots__ = ("_items", "_fill", "_singles", "_superseded")
     # Single reads (a query each, ~20 µs) before the rest are read in one go (half a
     # second at 100k notes): a search reads a few hundred; a walk over every note, all.
     BULK_AFTER = 2000
 
-    def __init__(self, items: dict[str, CatalogEntry | Stamp] | None = None, fill: Fill | None = None) -> None:
+    def __init__(self, items: dict[str, CatalogEntry | Stamp] | None = None, fill: Fill | None = None,
+                 superseded: frozenset[str] | None = None) -> None:
         self._items: dict[str, CatalogEntry | Stamp] = items if items is not None else {}
         self._fill = fill
         self._singles = 0
+        # The notes the table marks superseded, as loaded: what a note still held as a
+        # stamp (unchanged since) answers ``is_superseded`` from. None: not known, its
+        # entry is read.
+        self._superseded = superseded
 
     def __getitem__(self, uri: str) -> CatalogEntry:
         value = self._items[uri]
@@ -117,6 +122,13 @@ class Catalog(Mapping[str, CatalogEntry]):
                 mtime_ns, size, sha, error = self._items[uri]  # type: ignore[misc]
                 entry = CatalogEntry(uri, "", uri, "", "", mtime_ns, size, sha, error=error or "not in the catalog table")
             self._items[uri] = entry
+
+    def prefetch(self, uris: Iterable[str]) -> None:
+        """Read the entries of these notes still held as stamps, in one go (a search's
+        hits), without counting them as single reads."""
+        todo = [u for u in dict.fromkeys(uris) if type(self._items.get(u)) is tuple]
+        if todo:
+            self._read(todo)
 
     def _complete(self) -> None:
         todo = [u for u, v in self._items.items() if type(v) is tuple]
@@ -155,6 +167,22 @@ class Catalog(Mapping[str, CatalogEntry]):
         value = self._items.get(uri)
         return value is not None and not stamp_of(value)[3]
 
+    def is_superseded(self, uri: str) -> bool:
+        """A review kept another note over this one; answered without building the entry
+        of a note held as a stamp (a search asks it of every note it scores)."""
+        value = self._items.get(uri)
+        if value is None:
+            return False
+        if type(value) is not tuple:
+            return value.superseded  # type: ignore[union-attr]
+        if self._superseded is not None:
+            return uri in self._superseded
+        return self[uri].superseded
+
+    def superseded_as_loaded(self) -> frozenset[str] | None:
+        """The superseded set this snapshot was loaded with (for a snapshot made from it)."""
+        return self._superseded
+
     def good_shas(self) -> dict[str, str]:
         """uri -> content hash of every note that parses, without building entries."""
         out = {}
@@ -170,7 +198,7 @@ class Catalog(Mapping[str, CatalogEntry]):
         for uri in drop:
             items.pop(uri, None)
         items.update((e.uri, e) for e in put)
-        return Catalog(items, self._fill)
+        return Catalog(items, self._fill, self._superseded)  # a put entry answers for itself
 
 
 def parses(catalog: Mapping[str, CatalogEntry], uri: str) -> bool:
@@ -180,6 +208,15 @@ def parses(catalog: Mapping[str, CatalogEntry], uri: str) -> bool:
         return catalog.is_good(uri)
     entry = catalog.get(uri)
     return entry is not None and not entry.error
+
+
+def is_superseded(catalog: Mapping[str, CatalogEntry], uri: str) -> bool:
+    """``uri`` is superseded (a review kept another note); a ``Catalog`` answers without
+    building the entry of a note it holds as a stamp."""
+    if isinstance(catalog, Catalog):
+        return catalog.is_superseded(uri)
+    entry = catalog.get(uri)
+    return entry is not None and entry.superseded
 
 
 def content_hash(data: bytes) -> str:
@@ -326,7 +363,9 @@ class CatalogStore:
     def load(self) -> Catalog:
         """The catalog as stamps; entries are read from this table as asked for."""
         def work(db: sqlite3.Connection) -> Catalog:
-            return Catalog({r[0]: r[1:] for r in db.execute(f"SELECT {_STAMP_COLUMNS} FROM notes")}, self.entries)
+            stamps = {r[0]: r[1:] for r in db.execute(f"SELECT {_STAMP_COLUMNS} FROM notes")}
+            superseded = frozenset(u for (u,) in db.execute("SELECT uri FROM notes WHERE superseded=1"))
+            return Catalog(stamps, self.entries, superseded)
 
         return self._run(work, Catalog(fill=self.entries))
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel
 
+from .catalog import Catalog, is_superseded, parses
 from .config import SearchConfig
 from .embed import cosine_shift
 from .errors import MemlinkError
@@ -146,8 +147,10 @@ def search(
     n = max(cfg.candidates, k)
 
     def allowed(uri: str) -> bool:
+        if not types:  # answered from the note's stamp: no entry is built
+            return parses(catalog, uri)
         entry = catalog.get(uri)
-        return entry is not None and not entry.error and (not types or entry.memory_type in types)
+        return entry is not None and not entry.error and entry.memory_type in types
 
     found: dict[str, list[Route]] = {}
     ranked_lists: list[RouteHits] = []
@@ -207,8 +210,7 @@ def search(
         final = dict(base)
 
     for uri in final:  # superseded knowledge (a review kept another note) ranks lower
-        entry = catalog.get(uri)
-        if entry is not None and entry.superseded:
+        if is_superseded(catalog, uri):
             final[uri] *= 0.5
     if graph is not None and cfg.backlink_boost:
         graph.prefetch(final)
@@ -268,6 +270,8 @@ def search(
     for e in order:
         if e in evidence:
             under.setdefault(evidence[e], []).append(e)
+    if isinstance(catalog, Catalog):  # the entries shown, read in one go
+        catalog.prefetch([*ranked, *(e for u in ranked for e in under.get(u, ()))])
     hits = []
     for uri in ranked:
         h = hit(uri)

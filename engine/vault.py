@@ -747,7 +747,8 @@ class Vault:
         if self._sidecar_stamps is not None and sidecars != self._sidecar_stamps:
             self.links_version += 1
         self._sidecar_stamps = sidecars
-        self._catalog = Catalog(fresh, self._catalog_fill)
+        # A note held as a stamp is unchanged since ``known`` was loaded: so is whether it is superseded.
+        self._catalog = Catalog(fresh, self._catalog_fill, known.superseded_as_loaded())
         return self._catalog
 
     def _catalog_fill(self, uris: list[str]) -> dict[str, CatalogEntry]:

@@ -65,6 +65,43 @@ def test_a_row_round_trips_every_field(vault):
     assert "no YAML frontmatter" in (stored["entities/broken.md"].error or "")
 
 
+def test_superseded_is_answered_from_stamps_as_the_entries_say(vault, monkeypatch):
+    """A search asks every note it scores whether it is superseded: a catalog loaded as
+    stamps answers from the table's set, and it agrees with the entries before and after
+    a note is superseded in this process or edited by hand."""
+    notes = [vault.write_note("entity", {"name": n, "kind": "person"}).uri for n in ("Ana", "Bo", "Cy", "Di")]
+    vault.supersede(notes[0], notes[1], "2026-01-02")
+    reopened = Vault.open(vault.root)
+    loaded = reopened.sync_catalog()
+    filled = []
+    real = CatalogStore.entries
+    monkeypatch.setattr(CatalogStore, "entries", lambda self, uris: filled.extend(uris) or real(self, uris))
+    assert [loaded.is_superseded(u) for u in notes] == [True, False, False, False]
+    assert filled == [] and loaded.is_superseded("entities/nobody.md") is False
+    reopened.supersede(notes[2], notes[3], "2026-01-03")
+    path = reopened.root / notes[0]  # a hand edit drops the mark
+    path.write_text(path.read_text(encoding="utf-8").replace("valid_until", "was_until"), encoding="utf-8")
+    now = reopened.sync_catalog()
+    expect = [CatalogStore(db_path(reopened)).load()[u].superseded for u in notes]
+    assert [now.is_superseded(u) for u in notes] == expect == [False, False, True, False]
+
+
+def test_a_search_builds_only_the_entries_it_shows(vault, monkeypatch):
+    from engine.search import search
+
+    for i in range(60):
+        vault.write_note("entity", {"name": f"Harbor pilot {i}", "kind": "person", "content": f"pilot {i} of the harbor"})
+    vault.services.open_index()  # indexed once; the next process loads it
+    reopened = Vault.open(vault.root)
+    index = reopened.services.open_index()
+    filled: list[str] = []
+    real = CatalogStore.entries
+    monkeypatch.setattr(CatalogStore, "entries", lambda self, uris: filled.extend(uris) or real(self, uris))
+    hits = search(reopened, "harbor pilot", k=5, index=index)
+    shown = {h.uri for h in hits} | {e.uri for h in hits for e in h.evidence}
+    assert hits and set(filled) <= shown and len(filled) == len(set(filled))
+
+
 def test_no_change_sync_writes_nothing_and_reads_only_changed_files(vault, monkeypatch):
     for name in ("Ana", "Bo", "Cy"):
         vault.write_note("entity", {"name": name, "kind": "person"})
