@@ -163,9 +163,7 @@ class CheckMemo:
                 "SELECT uri, check_name, severity, message, other, code, category FROM findings"):
             if uri in scope:
                 continue
-            # Validated again (pydantic's validation is faster than model_construct here).
-            kept.setdefault(name, []).append(Finding(
-                check=category, severity=severity, uri=uri, message=message, other=other, code=code))
+            kept.setdefault(name, []).append(Finding(category, severity, uri, message, other, code))  # checked: ValueError
         return kept
 
     # -- saving a run -----------------------------------------------------------------------------

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel
-
 from .catalog import Catalog, CatalogEntry
 from .errors import LinkError, MemlinkError
 from .jsonl import read_jsonl
@@ -38,10 +36,19 @@ FRESH_DAYS, STALE_DAYS = 30, 90
 LOW_WEIGHT = 0.5
 
 
-class Finding(BaseModel):
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
     """One thing a check found. ``check`` groups findings for people (the lint pane, the
     dashboards); ``code`` names an integrity problem for tools (empty for hygiene
-    findings, which their check names well enough)."""
+    findings, which their check names well enough).
+
+    A plain dataclass, checked here, not a pydantic model: a lint of 100k notes makes and
+    keeps 300k of them, and a model instance costs 5–8 µs against under one (docs/DESIGN.md,
+    "Checks"). Every finding is made by this module or read back from the memo, whose rows
+    it checks."""
 
     check: str
     severity: Severity
@@ -50,10 +57,18 @@ class Finding(BaseModel):
     other: str | None = None  # the note on the other side (links, contradictions)
     code: str = ""
 
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"finding {self.uri}: severity {self.severity!r} is not one of {', '.join(SEVERITIES)}")
+
     @property
     def text(self) -> str:
         """The message as lint shows it: with its code when it has one."""
         return f"{self.code}: {self.message}" if self.code else self.message
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"check": self.check, "severity": self.severity, "uri": self.uri, "message": self.message,
+                "other": self.other, "code": self.code}
 
 
 # A record's optional keys and their defaults (StoredLink's): a record as another tool
@@ -90,6 +105,10 @@ class Record:
 
     def same_record(self, other: Record) -> bool:
         """The two sides of one link hold the same record (all but the direction)."""
+        a, b = self.raw, other.raw
+        if a.keys() == b.keys():  # the usual case: both written by memlink, no default to fill in
+            return all(v == b[k] for k, v in a.items() if k != "direction" and k != "legacy")
+
         def plain(row: dict) -> dict:
             return {**_DEFAULTS, **{k: v for k, v in row.items() if k not in ("direction", "legacy")}}
         return plain(self.raw) == plain(other.raw)
@@ -225,6 +244,11 @@ def run_checks(vault: Vault, *, integrity_only: bool = False, today: dt.date | N
     changed since the last run (their files, their links, and the notes next to them),
     and keep the rest from the last run's memo (engine.checkmemo; docs/DESIGN.md,
     "Checks"). The result is the same as a full run's."""
+    with vault.linkstore.settled():  # one moment of each folder; the folders walked once
+        return _run_checks(vault, integrity_only=integrity_only, today=today, full=full)
+
+
+def _run_checks(vault: Vault, *, integrity_only: bool, today: dt.date | None, full: bool) -> list[Finding]:
     from .checkmemo import CheckMemo
 
     day = today or dt.date.today()

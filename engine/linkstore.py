@@ -489,10 +489,12 @@ class LinkStore:
             yield
             return
         self._settled.folders = set()
+        self._settled.walked = None  # folders(), walked once in the block
         try:
             yield
         finally:
             self._settled.folders = None
+            self._settled.walked = None
 
     def keep_in_memory(self) -> None:
         """Index in memory from now on (a read-only vault): the disk is never written."""
@@ -627,7 +629,12 @@ class LinkStore:
             wanted = set(self.folders()) | {f for (f,) in db.execute("SELECT folder FROM folders")} if folders is None else set(folders)
             known = {f: (b, l) for f, b, l in db.execute("SELECT folder, base, log FROM folders")}
             todo = []
+            settled = getattr(self._settled, "folders", None)
             for folder in sorted(wanted):
+                if settled is not None:
+                    if folder in settled:
+                        continue  # compared with its files already in this block
+                    settled.add(folder)
                 try:
                     now = _stamps(self._folder_path(folder))
                 except OSError:
@@ -742,14 +749,20 @@ class LinkStore:
         return Sidecar([_link(r) for r in raws], json.loads(head[2]), [Rejected.model_validate(r) for r in json.loads(head[1])])
 
     def folders(self) -> list[str]:
-        """Folders holding a sidecar or a link log (hidden folders are not walked)."""
+        """Folders holding a sidecar or a link log (hidden folders are not walked); in a
+        ``settled`` block, walked once."""
+        walked = getattr(self._settled, "walked", None)
+        if walked is not None:
+            return list(walked)
         out = []
         for dirpath, dirnames, filenames in os.walk(self.root):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and utf8_name(d))
             if SIDECAR in filenames or SIDECAR_LOG in filenames:
                 rel = os.path.relpath(dirpath, self.root)
                 out.append("" if rel == "." else rel.replace(os.sep, "/"))
-        return out
+        if getattr(self._settled, "folders", None) is not None:
+            self._settled.walked = out
+        return list(out)
 
     def outgoing_raw(self) -> list[tuple[str, bool]]:
         """Every outgoing link record as stored (raw JSON, legacy?), after bringing every
@@ -769,11 +782,27 @@ class LinkStore:
             self.refresh()
 
         def run(db: sqlite3.Connection) -> tuple[int, dict[str, int], list[tuple[str, int]]]:
+            # Kept in meta by change number: a lint after a note edit (no link written)
+            # does not count 600k records again.
+            key = "stats:" + ":".join(str(r[0]) for r in db.execute(
+                "SELECT value FROM meta WHERE key IN ('created', 'seq') ORDER BY key")) + f":{top}"
+            kept = db.execute("SELECT value FROM meta WHERE key='stats'").fetchone()
+            if kept is not None:
+                was, _, body = kept[0].partition("\n")
+                if was == key:
+                    count, types, degree = json.loads(body)
+                    return count, types, [(o, n) for o, n in degree]
             types = {str(t): n for t, n in db.execute(
                 "SELECT json_extract(raw, '$.link_type'), count(*) FROM links WHERE direction='links' GROUP BY 1 ORDER BY 2 DESC")}
             degree = [(o, n) for o, n in db.execute(
                 "SELECT owner, count(*) FROM links GROUP BY owner ORDER BY 2 DESC, owner LIMIT ?", (top,))]
-            return sum(types.values()), types, degree
+            out = (sum(types.values()), types, degree)
+            try:
+                with _write(db):
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('stats', ?)", (key + "\n" + json.dumps(out),))
+            except sqlite3.OperationalError:
+                pass  # busy or read-only: counted again next time
+            return out
         return self._guard(run)
 
     def legacy_targets(self) -> set[str]:

@@ -88,6 +88,18 @@ def test_a_lost_or_damaged_memo_means_one_full_run(sample):
     assert scope_of_next_run(vault).scope == set()
 
 
+def test_a_memo_row_that_is_not_a_finding_means_one_full_run(sample):
+    import sqlite3
+
+    vault = sample
+    before = _key(lint(vault, today=TODAY).findings)
+    with sqlite3.connect(vault.state_dir / "checks.sqlite") as db:
+        assert db.execute("UPDATE findings SET severity='fatal' WHERE rowid=(SELECT min(rowid) FROM findings)").rowcount == 1
+    assert scope_of_next_run(vault).reason == "the memo could not be read"
+    assert _key(lint(vault, today=TODAY).findings) == before
+    assert scope_of_next_run(vault).scope == set()
+
+
 @pytest.mark.parametrize("change", ["config", "today"])
 def test_what_every_finding_depends_on(sample, change):
     vault = sample

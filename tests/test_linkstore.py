@@ -163,6 +163,38 @@ def test_a_settled_block_reads_each_folder_as_of_one_moment(vault):
         assert vault.link_rows(p[1])[0]["description"] == "edited in another editor"
 
 
+def test_link_counts_are_kept_until_a_link_changes(vault):
+    """stats() is kept by the index's change number: a write, another tool's edit or a
+    rebuild counts again; nothing else does."""
+    p = people(vault, 4)
+    vault.link(p[0], p[1], "related_to")
+    store = vault.linkstore
+    assert store.stats()[:2] == (1, {"related_to": 1})
+    assert store.stats()[:2] == (1, {"related_to": 1})  # kept
+    vault.link(p[1], p[2], "caused_by")
+    assert store.stats()[:2] == (2, {"related_to": 1, "caused_by": 1})
+    path = vault.root / "entities" / SIDECAR
+    rows = [r for r in json.loads(path.read_text()) if r["link_type"] != "caused_by"]
+    path.write_text(json.dumps(rows, indent=2))
+    assert store.stats()[:2] == (1, {"related_to": 1})
+    (vault.root / ".memlink" / "links.sqlite").unlink()
+    other = Vault.open(vault.root)
+    other.link(p[2], p[3], "caused_by")
+    assert other.linkstore.stats()[:2] == (2, {"related_to": 1, "caused_by": 1})
+
+
+def test_a_settled_block_walks_the_folders_once(vault):
+    p = people(vault, 2)
+    vault.link(p[0], p[1], "related_to")
+    store = vault.linkstore
+    with store.settled():
+        assert store.folders() == ["entities"]
+        event = vault.write_note("event", {"event_name": "Sea trip", "date": "2026-09-01", "content": "x"}).uri
+        vault.link(event, p[0], "related_to")
+        assert store.folders() == ["entities"]  # walked once in the block
+    assert store.folders() == sorted(["entities", event.rsplit("/", 1)[0]])
+
+
 def test_a_write_by_another_vault_object_is_seen_without_reopening(vault, small_log_mode):
     p = people(vault)
     app = Vault.open(vault.root)  # the app and a CLI process, each with its own vault object

@@ -132,7 +132,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
             unwritten = "the disk is full"
     if args.json:
         say_json({"errors": report.errors, "counts": report.counts, "fixed": fixed, "dashboards": written,
-                  "findings": [f.__dict__ for f in report.findings]})
+                  "findings": [f.as_dict() for f in report.findings]})
     else:
         for line in fixed:
             say(f"fixed: {line}")
@@ -179,7 +179,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     problems = vault.check(full=args.full)
     errors = [p for p in problems if p.severity == "error"]
     if args.json:
-        rows = [p.model_dump() for p in problems]
+        rows = [p.as_dict() for p in problems]
         say_json({"fixed": fixed, "findings": rows} if args.fix else rows)
     else:
         for line in fixed:

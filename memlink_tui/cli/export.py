@@ -87,7 +87,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
     vault.close()
     errors = [p for p in problems if p.severity == "error"]
     if args.json:
-        say_json({**report.to_json(), "check": [p.model_dump() for p in problems]})
+        say_json({**report.to_json(), "check": [p.as_dict() for p in problems]})
         return EXIT_PROBLEMS if errors else 0
     say(f"restored {report.files} files of vault {report.vault!r} (backed up {report.created_at}) to {report.dest}; "
         "every file matches the manifest")
