@@ -39,7 +39,7 @@ LOW_WEIGHT = 0.5
 SEVERITIES = ("error", "warning", "info")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Finding:
     """One thing a check found. ``check`` groups findings for people (the lint pane, the
     dashboards); ``code`` names an integrity problem for tools (empty for hygiene
