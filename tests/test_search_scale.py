@@ -227,6 +227,8 @@ def test_a_loaded_vector_map_answers_queries_and_takes_writes(tmp_path):
     loaded = VectorIndex.load(tmp_path, json.loads(json.dumps(meta)), uris)
     q = rng.random(8).astype(np.float32)
     assert len(loaded) == 80 and loaded.query(q, 5) == vi.query(q, 5)
+    asked = np.array([0, 79, 80, 5, 10**6, 3], dtype=np.uint64)  # two labels it does not hold
+    assert loaded._labels_of(asked) == [vi._label(int(x)) for x in asked] and loaded._labels_of(asked)[2] == (None, 0)
     loaded.put("n3.md", rng.random((1, 8)).astype(np.float32))  # a write unpacks the map
     vi.put("n3.md", loaded.index.get_items([loaded.by_uri["n3.md"][0]], return_type="numpy"))
     assert len(loaded) == 79 and loaded.by_uri["n3.md"] == [80]
