@@ -210,15 +210,6 @@ def parses(catalog: Mapping[str, CatalogEntry], uri: str) -> bool:
     return entry is not None and not entry.error
 
 
-def is_superseded(catalog: Mapping[str, CatalogEntry], uri: str) -> bool:
-    """``uri`` is superseded (a review kept another note); a ``Catalog`` answers without
-    building the entry of a note it holds as a stamp."""
-    if isinstance(catalog, Catalog):
-        return catalog.is_superseded(uri)
-    entry = catalog.get(uri)
-    return entry is not None and entry.superseded
-
-
 def content_hash(data: bytes) -> str:
     """A note file's content hash, its generated Links block left out (engine.blocks): a
     note whose only change is that block is not re-indexed or re-checked."""

@@ -13,7 +13,7 @@ import datetime as dt
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
@@ -67,8 +67,7 @@ class Finding:
         return f"{self.code}: {self.message}" if self.code else self.message
 
     def as_dict(self) -> dict[str, str | None]:
-        return {"check": self.check, "severity": self.severity, "uri": self.uri, "message": self.message,
-                "other": self.other, "code": self.code}
+        return asdict(self)
 
 
 # A record's optional keys and their defaults (StoredLink's): a record as another tool

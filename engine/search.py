@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel
 
-from .catalog import Catalog, is_superseded, parses
 from .config import SearchConfig
 from .embed import cosine_shift
 from .errors import MemlinkError
@@ -148,7 +147,7 @@ def search(
 
     def allowed(uri: str) -> bool:
         if not types:  # answered from the note's stamp: no entry is built
-            return parses(catalog, uri)
+            return catalog.is_good(uri)
         entry = catalog.get(uri)
         return entry is not None and not entry.error and entry.memory_type in types
 
@@ -210,7 +209,7 @@ def search(
         final = dict(base)
 
     for uri in final:  # superseded knowledge (a review kept another note) ranks lower
-        if is_superseded(catalog, uri):
+        if catalog.is_superseded(uri):
             final[uri] *= 0.5
     if graph is not None and cfg.backlink_boost:
         graph.prefetch(final)
@@ -270,8 +269,7 @@ def search(
     for e in order:
         if e in evidence:
             under.setdefault(evidence[e], []).append(e)
-    if isinstance(catalog, Catalog):  # the entries shown, read in one go
-        catalog.prefetch([*ranked, *(e for u in ranked for e in under.get(u, ()))])
+    catalog.prefetch([*ranked, *(e for u in ranked for e in under.get(u, ()))])  # the entries shown, in one read
     hits = []
     for uri in ranked:
         h = hit(uri)
