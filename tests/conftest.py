@@ -54,8 +54,13 @@ def set_llm(root: Path, **llm) -> Vault:
 async def settle(app, pilot) -> None:
     """Let the app's navigation finish: it runs in workers (one at a time) that may start
     more workers; then the screen catches up."""
+    from textual.worker import WorkerCancelled
+
     for _ in range(3):
-        await app.workers.wait_for_complete()
+        try:
+            await app.workers.wait_for_complete()
+        except WorkerCancelled:
+            pass  # an exclusive worker replaced by a newer one, which the next round waits for
         await pilot.pause()
 
 
