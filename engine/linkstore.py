@@ -41,12 +41,12 @@ from .links import (
     Rejected,
     Sidecar,
     StoredLink,
-    classify,
     dump_rows,
     is_entry,
     is_legacy,
     legacy_links,
     load_rows_with_lines,
+    sort_out,
 )
 from .uris import PathResolver, utf8_name
 
@@ -445,8 +445,9 @@ class FolderProblems:
     rejected: list[Rejected] = field(default_factory=list)  # entries that do not validate
 
 
-def _row(folder: str, link: StoredLink, raw: dict, text: str | None = None) -> tuple:
-    return (folder, link.id, link.direction, owner_of(link), _key(raw), 0, text or json.dumps(raw, ensure_ascii=False))
+def _row(folder: str, link_id: str, direction: str, owner: str, raw: dict, text: str | None = None) -> tuple:
+    """A links-table row: the entry's JSON as read when at hand (not encoded again)."""
+    return (folder, link_id, direction, owner, _key(raw), 0, text or json.dumps(raw, ensure_ascii=False))
 
 
 def _legacy_rows(folder: str, legacy: list[dict]) -> list[tuple]:
@@ -602,11 +603,10 @@ class LinkStore:
 
     def _reindex(self, db: sqlite3.Connection, folder: str, *, empty: bool = False) -> None:
         files = read_folder(self.root, self._folder_path(folder), folder)
-        entries, legacy, rejected = classify(files.rows)
-        bad = {r.index for r in rejected}
-        lines = files.lines or [None] * len(files.rows)
-        good = [(r, lines[i]) for i, r in enumerate(files.rows) if i not in bad and is_entry(r)]
-        rows = [_row(folder, link, raw, text) for link, (raw, text) in zip(entries, good, strict=True)]
+        good, legacy, rejected = sort_out(files.rows)
+        lines = files.lines
+        rows = [_row(folder, link_id, direction, owner, files.rows[i], lines[i] if lines is not None else None)
+                for i, link_id, direction, owner in good]
         rows += _legacy_rows(folder, legacy)
         with _write(db):
             seq = _next(db, "seq")
@@ -915,7 +915,7 @@ class LinkStore:
             for op in ops:
                 if isinstance(op, PutLink):
                     raw = op.link.model_dump(mode="json")
-                    row = _row(folder, op.link, raw)
+                    row = _row(folder, op.link.id, op.link.direction, owner_of(op.link), raw)
                     gone = db.execute(f"SELECT rowid, id, {_ENDS} FROM links WHERE folder=? AND direction=? AND legacy=0 AND id=?",
                                       (folder, row[2], row[1])).fetchall()
                     gone += db.execute(f"SELECT rowid, id, {_ENDS} FROM links INDEXED BY links_owner WHERE owner=? AND direction=? AND key=? AND folder=? AND legacy=0",

@@ -295,3 +295,78 @@ def test_two_vault_objects_on_one_folder_keep_one_catalog(vault):
                for i, n in enumerate(names)]
     stored = CatalogStore(vault.root / ".memlink" / CATALOG_FILE).load()
     assert set(written) <= set(stored)
+
+
+# -- the link index's fast path (engine.links.plainly_valid) agrees with StoredLink ------------
+_TRICKY: dict[str, list] = {
+    "id": ["link_1", "", 7, None, ["x"]],
+    "from_uri": ["entities/a.md", "./entities/a.md", "entities//a.md", " entities/a.md", "/abs.md", "../up.md",
+                 "entities/.hidden.md", "", 3, None],
+    "to_uri": ["preferences/b.md", "preferences/./b.md", "a\\b.md", "x\x00.md", True, None],
+    "direction": ["links", "backlinks", "both", "", None, 1],
+    "link_type": ["related_to", "belongs_to", "made_up_type", "Bad-Type", "", 5, None],
+    "weight": [0, 1, 0.5, 1.0, -0.0, 1.5, -0.1, True, False, "0.5", None, float("nan"), float("inf"), 10 ** 400],
+    "t_field": ["content", "title", "", 1, None],
+    "t_line_ranges": [None, "1", "1-3", "1-3,5", "3-1", "1 - 3", "01", "x", "", 2],
+    "match_text": [None, "User", "", 0],
+    "description": ["", "why", None, 1.5],
+    "created_at": ["2026-01-01T00:00:00+00:00", "", 0, None],
+}
+
+
+def _mutations(seed: int, n: int) -> list:
+    import random
+
+    rng = random.Random(seed)
+    base = {"id": "link_1", "from_uri": "entities/a.md", "to_uri": "preferences/b.md", "direction": "links",
+            "link_type": "related_to", "weight": 0.5, "t_field": "content", "t_line_ranges": None,
+            "match_text": None, "description": "", "created_at": "2026-01-01T00:00:00+00:00"}
+    out: list = [dict(base)]
+    for _ in range(n):
+        raw = dict(base)
+        for key in rng.sample(sorted(_TRICKY), rng.randint(1, 3)):
+            raw[key] = rng.choice(_TRICKY[key])
+        if rng.random() < 0.15:
+            raw.pop(rng.choice(sorted(raw)))  # a missing key (required or not)
+        if rng.random() < 0.05:
+            raw[rng.choice(["legacy", "extra", "uris"])] = True
+        out.append(raw)
+    return out + ["not an object", 3, None, {"uris": ["a.md"], "reason": "old"}]
+
+
+def test_an_entry_the_fast_path_accepts_is_one_storedlink_accepts_and_dumps_as_written():
+    from engine.links import StoredLink, plainly_valid
+
+    defaults = {"t_field": "content", "t_line_ranges": None, "match_text": None, "description": ""}
+    accepted = 0
+    for raw in _mutations(20261203, 4000):
+        if isinstance(raw, dict) and plainly_valid(raw):
+            accepted += 1
+            assert StoredLink.model_validate(raw).model_dump(mode="json") == {**defaults, **raw}, raw
+    assert accepted > 100  # the property was put to the test, not vacuously true
+
+
+def test_the_index_sorts_entries_out_as_storedlink_does():
+    """sort_out (the index's fast path) and classify (StoredLink for every entry) agree on
+    which entries are good, their ids, directions and owners, the legacy entries and the
+    rejected ones with their causes."""
+    from engine.links import classify, sort_out
+
+    rows = _mutations(7, 3000)
+    good, legacy, rejected = sort_out(rows)
+    entries, legacy2, rejected2 = classify(rows)
+    assert [(l.id, l.direction, l.from_uri if l.direction == "links" else l.to_uri) for l in entries] == \
+        [g[1:] for g in good]
+    assert legacy == legacy2
+    assert [(r.index, r.cause) for r in rejected] == [(r.index, r.cause) for r in rejected2]
+    assert len(entries) > 100 and len(rejected) > 100
+
+
+def test_every_entry_memlink_writes_takes_the_fast_path(vault):
+    from engine.links import plainly_valid
+
+    a, b = make_pair(vault)
+    vault.link(b.uri, a.uri, "belongs_to", weight=0.9, match_text="User", t_line_ranges="1-2", description="pref")
+    vault.link(a.uri, b.uri, "related_to")
+    rows = sidecar(vault, "preferences") + sidecar(vault, "entities")
+    assert len(rows) == 4 and all(plainly_valid(r) for r in rows)
