@@ -273,7 +273,12 @@ def classify(rows: list) -> tuple[list[StoredLink], list[dict], list[Rejected]]:
     rejected: list[Rejected] = []
     for i, raw in enumerate(rows):
         one = _sort_one(i, raw)
-        (entries if isinstance(one, StoredLink) else rejected if isinstance(one, Rejected) else legacy).append(one)
+        if isinstance(one, StoredLink):
+            entries.append(one)
+        elif isinstance(one, Rejected):
+            rejected.append(one)
+        else:
+            legacy.append(one)
     return entries, legacy, rejected
 
 
@@ -294,8 +299,10 @@ def sort_out(rows: list) -> tuple[list[tuple[int, str, str, str]], list[dict], l
         one = _sort_one(i, raw)
         if isinstance(one, StoredLink):
             good.append((i, one.id, one.direction, one.from_uri if one.direction == "links" else one.to_uri))
+        elif isinstance(one, Rejected):
+            rejected.append(one)
         else:
-            (rejected if isinstance(one, Rejected) else legacy).append(one)
+            legacy.append(one)
     return good, legacy, rejected
 
 
