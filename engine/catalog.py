@@ -62,9 +62,10 @@ class CatalogEntry:
 
 
 Row = tuple  # a notes-table row in _COLUMNS order
-# What a note's row says about its file, all a sync compares: (mtime_ns, size, sha, error).
-Stamp = tuple[int, int, str, str | None]
-_STAMP_COLUMNS = "uri, mtime_ns, size, sha, error"
+# What a note's row says about its file, all a sync compares (mtime_ns, size, sha, error),
+# and its memory type (counted per type by lint's digest without building entries).
+Stamp = tuple[int, int, str, str | None, str]
+_STAMP_COLUMNS = "uri, mtime_ns, size, sha, error, memory_type"
 Fill = Callable[[list[str]], dict[str, CatalogEntry]]
 
 
@@ -76,7 +77,7 @@ def _entry(r: Row) -> CatalogEntry:
 def stamp_of(value: CatalogEntry | Stamp) -> Stamp:
     if type(value) is tuple:
         return value
-    return value.mtime_ns, value.size, value.sha, value.error  # type: ignore[union-attr]
+    return value.mtime_ns, value.size, value.sha, value.error, value.memory_type  # type: ignore[union-attr]
 
 
 class Catalog(Mapping[str, CatalogEntry]):
@@ -119,8 +120,8 @@ class Catalog(Mapping[str, CatalogEntry]):
         for uri in uris:
             entry = got.get(uri)
             if entry is None:  # no fill (a bare snapshot): what the stamp knows
-                mtime_ns, size, sha, error = self._items[uri]  # type: ignore[misc]
-                entry = CatalogEntry(uri, "", uri, "", "", mtime_ns, size, sha, error=error or "not in the catalog table")
+                mtime_ns, size, sha, error, memory_type = self._items[uri]  # type: ignore[misc]
+                entry = CatalogEntry(uri, memory_type, uri, "", "", mtime_ns, size, sha, error=error or "not in the catalog table")
             self._items[uri] = entry
 
     def prefetch(self, uris: Iterable[str]) -> None:
@@ -183,11 +184,21 @@ class Catalog(Mapping[str, CatalogEntry]):
         """The superseded set this snapshot was loaded with (for a snapshot made from it)."""
         return self._superseded
 
+    def type_counts(self) -> dict[str, int]:
+        """How many notes that parse there are of each memory type (from the stamps: no
+        entry is built)."""
+        out: dict[str, int] = {}
+        for value in self._items.values():
+            _, _, _, error, memory_type = stamp_of(value)
+            if not error:
+                out[memory_type] = out.get(memory_type, 0) + 1
+        return out
+
     def good_shas(self) -> dict[str, str]:
         """uri -> content hash of every note that parses, without building entries."""
         out = {}
         for uri, value in self._items.items():
-            _, _, sha, error = stamp_of(value)
+            _, _, sha, error, _ = stamp_of(value)
             if not error:
                 out[uri] = sha
         return out

@@ -13,27 +13,29 @@ number and the notes the extraction audit named. The next run's scope is:
 - notes the audit names now and did not then, or the other way round.
 
 Anything the memo cannot follow makes the run full: no memo, another vault
-configuration or set of checks, a link index rebuilt, a sidecar re-read whole (an edit
+configuration or set of checks, another day (a note's age is a finding), a link index rebuilt, a sidecar re-read whole (an edit
 by another tool), or a sidecar that cannot be read at all.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .catalog import stamp_of
 from .checks import CHECKS, CheckContext, Finding
 from .config import CONFIG_FILE
 from .uris import uri_dir
 
 if TYPE_CHECKING:
-    from .catalog import CatalogEntry
+    from .catalog import CatalogEntry, Stamp
     from .vault import Vault
 
-MEMO_VERSION = "1"
+MEMO_VERSION = "2"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS notes(uri TEXT PRIMARY KEY, sig TEXT NOT NULL);
@@ -56,8 +58,11 @@ class Plan:
     reason: str = ""  # why the run is full (empty when it is incremental)
 
 
-def _sig(entry: CatalogEntry) -> str:
-    return f"{entry.sha}|{entry.memory_type}|{entry.error or ''}"
+def _sig(value: CatalogEntry | Stamp) -> str:
+    """What a note's findings depend on of the note itself: its content (the hash) and
+    whether it parses. From the stamp: a run over 100k notes builds no entry for this."""
+    _, _, sha, error, _ = stamp_of(value)
+    return f"{sha}|{error or ''}"
 
 
 class CheckMemo:
@@ -92,10 +97,10 @@ class CheckMemo:
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     @staticmethod
-    def _basis(vault: Vault) -> str:
+    def _basis(vault: Vault, today: dt.date) -> str:
         """What every finding depends on besides the notes and links: the vault's
-        configuration, its memory types and the checks themselves."""
-        h = hashlib.sha256(MEMO_VERSION.encode())
+        configuration, its memory types, the checks themselves and the day."""
+        h = hashlib.sha256(f"{MEMO_VERSION}|{today.isoformat()}".encode())
         for path in [vault.root / CONFIG_FILE, *sorted((vault.root / "memory_types").glob("*.yaml"))]:
             try:
                 h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -119,8 +124,8 @@ class CheckMemo:
             return out
         try:
             meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-            if meta.get("basis") != self._basis(ctx.vault):
-                out.reason = "no memo" if not meta else "the configuration or the checks changed"
+            if meta.get("basis") != self._basis(ctx.vault, ctx.today):
+                out.reason = "no memo" if not meta else "the configuration, the checks or the day changed"
                 return out
             if meta.get("created") != created:
                 out.reason = "the link index was rebuilt"
@@ -133,7 +138,7 @@ class CheckMemo:
                 out.reason = "a sidecar was changed by hand or by another tool"
                 return out
             before = dict(db.execute("SELECT uri, sig FROM notes").fetchall())
-            now = {uri: _sig(entry) for uri, entry in ctx.catalog.items()}
+            now = {uri: _sig(value) for uri, value in ctx.catalog.held().items()}
             changed = {u for u in before.keys() | now.keys() if before.get(u) != now.get(u)}
             was_recorded = {u for (u,) in db.execute("SELECT uri FROM recorded")}
             scope = changed | changes.owners | (was_recorded ^ ctx.recorded)
@@ -179,23 +184,24 @@ class CheckMemo:
                 db.execute("DELETE FROM findings")
                 db.execute("DELETE FROM notes")
                 db.execute("DELETE FROM recorded")
-                db.executemany("INSERT INTO notes VALUES (?, ?)", ((u, _sig(e)) for u, e in ctx.catalog.items()))
+                db.executemany("INSERT INTO notes VALUES (?, ?)", ((u, _sig(v)) for u, v in ctx.catalog.held().items()))
                 db.executemany("INSERT INTO recorded VALUES (?)", ((u,) for u in ctx.recorded))
             else:
                 db.executemany("DELETE FROM findings WHERE uri=?", ((u,) for u in plan.scope))
+                held = ctx.catalog.held()
                 for uri in plan.scope:
-                    entry = ctx.catalog.get(uri)
-                    if entry is None:
+                    value = held.get(uri)
+                    if value is None:
                         db.execute("DELETE FROM notes WHERE uri=?", (uri,))
                     else:
-                        db.execute("INSERT OR REPLACE INTO notes VALUES (?, ?)", (uri, _sig(entry)))
+                        db.execute("INSERT OR REPLACE INTO notes VALUES (?, ?)", (uri, _sig(value)))
                 db.execute("DELETE FROM recorded")
                 db.executemany("INSERT INTO recorded VALUES (?)", ((u,) for u in ctx.recorded))
             db.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?)",
                            ((f.uri, name, f.severity, f.message, f.other, f.code, f.check)
                             for name, found in made.items() for f in found))
             db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                           [("basis", self._basis(ctx.vault)), ("created", plan.created), ("seq", str(plan.seq))])
+                           [("basis", self._basis(ctx.vault, ctx.today)), ("created", plan.created), ("seq", str(plan.seq))])
             db.execute("COMMIT")
         except sqlite3.DatabaseError:
             try:

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
-from .catalog import Catalog, CatalogEntry
+from .catalog import Catalog, CatalogEntry, stamp_of
 from .errors import LinkError, MemlinkError
 from .jsonl import read_jsonl
 from .lineranges import check_ranges
@@ -135,14 +135,21 @@ class CheckContext:
         return {u: e for u, e in self.catalog.items() if not e.error}
 
     def in_scope(self) -> Iterator[tuple[str, CatalogEntry]]:
-        """The good notes whose findings this run makes."""
+        """The good notes whose findings this run makes (a scoped run builds only their
+        entries, not the catalog's 100k)."""
         if self.scope is None:
             yield from self.good.items()
         else:
             for uri in sorted(self.scope):
-                entry = self.good.get(uri)
+                entry = self.good_entry(uri)
                 if entry is not None:
                     yield uri, entry
+
+    def good_entry(self, uri: str) -> CatalogEntry | None:
+        """The entry of a note that exists and parses (None otherwise)."""
+        if self.scope is None:
+            return self.good.get(uri)
+        return self.catalog.get(uri) if self.catalog.is_good(uri) else None
 
     @cached_property
     def problems(self) -> dict[str, FolderProblems]:
@@ -201,8 +208,8 @@ class CheckContext:
         return provenanced(self.vault)
 
     def exists(self, uri: str) -> bool:
-        """A note that exists and parses (from the catalog: no file is read)."""
-        return uri in self.good
+        """A note that exists and parses (from the catalog's stamps: no file is read)."""
+        return self.catalog.is_good(uri)
 
     def note(self, uri: str) -> Note | None:
         """A note that exists and parses (None otherwise), read once."""
@@ -283,9 +290,10 @@ def failed_journals(ctx: CheckContext) -> Iterator[Finding]:
 
 @register(integrity=True)
 def malformed_notes(ctx: CheckContext) -> Iterator[Finding]:
-    for entry in ctx.catalog.values():
-        if entry.error:
-            yield _problem("structure", "error", "malformed_note", entry.uri, entry.error)
+    for uri, value in ctx.catalog.held().items():  # the error is in the stamp: no entry is built
+        error = stamp_of(value)[3]
+        if error:
+            yield _problem("structure", "error", "malformed_note", uri, error)
 
 
 @register(integrity=True)
@@ -335,7 +343,7 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
         for end, uri in (("from", link.from_uri), ("to", link.to_uri)):
             if uri not in ctx.catalog:  # a note that does not parse is malformed_note
                 yield _problem("links", "error", "dangling_link", link.from_uri, f"{link.id}: {end} note {uri} does not exist")
-        dst = ctx.good.get(link.to_uri)
+        dst = ctx.good_entry(link.to_uri)
         if dst is not None:
             schema = ctx.vault.schema(dst.memory_type)
             if link.t_field not in schema.field_names:
@@ -396,9 +404,9 @@ def legacy_links(ctx: CheckContext) -> Iterator[Finding]:
                                f"legacy entry {link.id}: {link.to_uri} does not exist")
 
 
-@register(integrity=True)
+@register(integrity=True, scoped=True)
 def titles(ctx: CheckContext) -> Iterator[Finding]:
-    for uri, entry in ctx.good.items():
+    for uri, entry in ctx.in_scope():
         if not entry.title or entry.title == uri:
             yield _problem("structure", "error", "missing_title", uri, "missing title")
 
@@ -505,9 +513,9 @@ def _age_days(stamp: str, today: dt.date) -> int | None:
         return None
 
 
-@register()
+@register(scoped=True)  # a scoped run is on the day of the memo (it keeps the day: engine.checkmemo)
 def freshness(ctx: CheckContext) -> Iterator[Finding]:
-    for uri, entry in ctx.good.items():
+    for uri, entry in ctx.in_scope():
         age = _age_days(entry.updated_at, ctx.today)
         if age is None:
             continue
