@@ -855,9 +855,10 @@ class Vault:
             row.pop("legacy", None)
             yield row
 
-    def all_links(self) -> Iterator[StoredLink]:
-        """Every outgoing link in the vault (each two-sided link once, from its links side)."""
-        yield from self.linkstore.outgoing()
+    def all_links(self, types: Iterable[LinkType | str] | None = None) -> Iterator[StoredLink]:
+        """Every outgoing link in the vault (each two-sided link once, from its links
+        side); with ``types``, only those of these types (a legacy entry is related_to)."""
+        yield from self.linkstore.outgoing(None if types is None else [str.__str__(t) for t in types])
 
     def check(self, *, full: bool = False) -> list[Finding]:
         """The vault's integrity findings (engine.checks): notes and logs that parse, links

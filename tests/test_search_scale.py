@@ -236,3 +236,39 @@ def test_a_loaded_vector_map_answers_queries_and_takes_writes(tmp_path):
     for broken in ([*meta["map"], 1], [*meta["map"], 999, 40, 0], [*meta["map"], 0, 1, 0], [*meta["map"][:-1], "0"]):
         with pytest.raises(ValueError, match="vector map"):
             VectorIndex.load(tmp_path, {**meta, "map": broken}, uris)
+
+
+def test_the_weighted_digraph_sums_parallel_links_in_the_multigraphs_order():
+    """PageRank's graph is built from the edges directly (not through the networkx
+    multigraph): the same nodes, edges, summed weights and order, so the same scores."""
+    import networkx as nx
+
+    from engine.graph import Edge
+    from engine.linktypes import LinkType
+
+    rng = random.Random(5)
+    notes = [f"n/{i}.md" for i in range(60)]
+    types = [LinkType.named("related_to"), LinkType.named("contradicts"), LinkType.named("belongs_to")]
+    edges = [Edge(f"l{i}", a, b, rng.choice(types), rng.choice([0.1, 0.3, 0.7, 1.0]), "")
+             for i in range(400) for a, b in [rng.sample(notes, 2)]]
+    graph = LinkGraph(edges, notes)
+    expected = nx.DiGraph()
+    expected.add_nodes_from(graph.g.nodes)
+    for a, b, data in graph.g.edges(data=True):
+        if expected.has_edge(a, b):
+            expected[a][b]["weight"] += data["link"].weight
+        else:
+            expected.add_edge(a, b, weight=data["link"].weight)
+    got = graph.weighted_digraph()
+    assert any(w > 1.0 for _, _, w in got.edges(data="weight"))  # some pairs have several links
+    assert list(got.nodes) == list(expected.nodes)
+    assert list(got.edges(data=True)) == list(expected.edges(data=True))
+    assert graph.ppr() == nx.pagerank(expected, weight="weight", tol=1e-10, max_iter=500)
+
+
+def test_links_of_some_types_are_picked_in_sql(sample):
+    table = sample.config.link_table()
+    conflict = table.role("conflict")
+    every = [l for l in sample.all_links() if l.link_type is conflict]
+    assert every and list(sample.all_links(types=[conflict])) == every
+    assert list(sample.all_links(types=[])) == []
