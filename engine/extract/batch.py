@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 import yaml
 from tinydb import Query
 
+from ..catalog import stamp_of
 from ..errors import MemlinkError
 from ..names import TEXT_SUFFIXES, NameIndex, Scope, path_key
 from ..notes import PENDING, PENDING_KEY, is_pending, serialize_note, split_frontmatter
@@ -248,9 +249,10 @@ def _title(meta: dict, body: str, path: Path) -> str:
 def pending_sources(vault: Vault) -> list[str]:
     """The uris of the source notes whose extraction has not finished."""
     out = []
-    for entry in vault.catalog().values():
-        if entry.memory_type == "source" and not entry.error and is_pending(vault.read_note(entry.uri)):
-            out.append(entry.uri)
+    for uri, value in vault.catalog().held().items():  # the type is in the stamp: no entry is built
+        _, _, _, error, memory_type = stamp_of(value)
+        if memory_type == "source" and not error and is_pending(vault.read_note(uri)):
+            out.append(uri)
     return sorted(out)
 
 
