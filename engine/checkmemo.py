@@ -59,10 +59,11 @@ class Plan:
 
 
 def _sig(value: CatalogEntry | Stamp) -> str:
-    """What a note's findings depend on of the note itself: its content (the hash) and
-    whether it parses. From the stamp: a run over 100k notes builds no entry for this."""
-    _, _, sha, error, _ = stamp_of(value)
-    return f"{sha}|{error or ''}"
+    """What a note's findings depend on of the note itself: its content (the hash), its
+    type (which a changed type file can change without the content) and whether it
+    parses. From the stamp: a run over 100k notes builds no entry for this."""
+    _, _, sha, error, memory_type = stamp_of(value)
+    return f"{sha}|{memory_type}|{error or ''}"
 
 
 class CheckMemo:

@@ -149,7 +149,8 @@ class CheckContext:
         """The entry of a note that exists and parses (None otherwise)."""
         if self.scope is None:
             return self.good.get(uri)
-        return self.catalog.get(uri) if self.catalog.is_good(uri) else None
+        entry = self.catalog.get(uri) if self.catalog.is_good(uri) else None
+        return entry if entry is not None and not entry.error else None  # (the entry as built has the last word)
 
     @cached_property
     def problems(self) -> dict[str, FolderProblems]:
@@ -208,8 +209,8 @@ class CheckContext:
         return provenanced(self.vault)
 
     def exists(self, uri: str) -> bool:
-        """A note that exists and parses (from the catalog's stamps: no file is read)."""
-        return self.catalog.is_good(uri)
+        """A note that exists and parses (from the catalog: no file is read)."""
+        return self.good_entry(uri) is not None
 
     def note(self, uri: str) -> Note | None:
         """A note that exists and parses (None otherwise), read once."""

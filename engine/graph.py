@@ -226,6 +226,14 @@ class Adjacency:
         return out
 
 
+def _sum(weights: Iterable[float]) -> float:
+    """Left to right, as the multigraph path added them (float sums depend on order)."""
+    total = 0.0
+    for w in weights:
+        total += w
+    return total
+
+
 class LinkGraph(Adjacency):
     """Every link between notes of the vault, in memory (and as networkx on first use)."""
 
@@ -298,18 +306,19 @@ class LinkGraph(Adjacency):
 
     # -- whole-graph views ------------------------------------------------------------------
     def weighted_digraph(self) -> nx.DiGraph:
-        """One edge per linked pair, weighing the sum of its links' weights. Built from the
-        edges directly, in the multigraph's order (nodes, then each note's links as
+        """One edge per linked pair, weighing the sum of its links' weights (a link id seen
+        twice on a pair counts once, its last record: as in ``g``, keyed by id). Built from
+        the edges directly, in the multigraph's order (nodes, then each note's links as
         written), not through ``g``: at 100k notes the multigraph alone took seconds."""
         import networkx as nx
 
-        weights: dict[tuple[str, str], float] = {}
+        pairs: dict[tuple[str, str], dict[str, float]] = {}
         for a in self.nodes:
             for e in self.out.get(a, ()):
-                weights[a, e.to_uri] = weights.get((a, e.to_uri), 0.0) + e.weight
+                pairs.setdefault((a, e.to_uri), {})[e.id] = e.weight
         g = nx.DiGraph()
         g.add_nodes_from(self.nodes)
-        g.add_weighted_edges_from((a, b, w) for (a, b), w in weights.items())
+        g.add_weighted_edges_from((a, b, _sum(ws.values())) for (a, b), ws in pairs.items())
         return g
 
     def ppr(self, personalization: dict[str, float] | None = None, alpha: float = 0.85, both_ways: bool = False) -> dict[str, float]:

@@ -521,3 +521,23 @@ def test_dream_exit_codes_say_when_topics_failed_or_it_could_not_run(vault):
     (vault.root / "memlink.yaml").write_text("llm:\n  provider: ollama\n  host: http://127.0.0.1:9\n  model: tiny\n")
     r = run("--provider", "ollama")  # no model server: the dream could not run at all
     assert r.returncode == 1 and r.stderr.startswith("memlink: error:"), r.stderr
+
+
+def test_a_hub_whose_neighbours_a_report_already_covers_is_no_topic(vault):
+    """Notes a report's provenance links cover are not new evidence around a hub."""
+    from engine.dream.topics import discover
+
+    hub = vault.write_note("entity", {"name": "Studio", "content": "The ceramics studio."}).uri
+    events = [vault.write_note("event", {"event_name": name, "date": "2026-11-01", "content": f"{name} at the studio."}).uri
+              for name in ("Glaze night", "Kiln day")]
+    for uri in events:
+        vault.link(uri, hub, "belongs_to")
+    hub_topics = [t for t in discover(vault, {}, dry_run=True) if t.kind == "hub"]
+    assert [t.notes[0] for t in hub_topics] == [hub]
+
+    report = vault.write_note("report", {"question": "What happened at the studio?", "answer": "Glazing and firing.",
+                                         "source_uris": events}).uri
+    provenance = vault.config.link_table().role("provenance")
+    for uri in events:
+        vault.link(report, uri, provenance)
+    assert [t for t in discover(vault, {}, dry_run=True) if t.kind == "hub"] == []

@@ -272,3 +272,15 @@ def test_links_of_some_types_are_picked_in_sql(sample):
     every = [l for l in sample.all_links() if l.link_type is conflict]
     assert every and list(sample.all_links(types=[conflict])) == every
     assert list(sample.all_links(types=[])) == []
+
+
+def test_a_link_id_twice_on_one_pair_weighs_once_as_in_the_multigraph():
+    from engine.graph import Edge
+    from engine.linktypes import LinkType
+
+    related = LinkType.named("related_to")
+    edges = [Edge("legacy", "a.md", "b.md", related, 1.0, ""), Edge("legacy", "a.md", "b.md", related, 0.5, ""),
+             Edge("l2", "a.md", "b.md", related, 0.25, "")]
+    graph = LinkGraph(edges, ["a.md", "b.md"])
+    assert graph.g.number_of_edges() == 2  # the multigraph keys edges by link id
+    assert graph.weighted_digraph()["a.md"]["b.md"]["weight"] == 0.75

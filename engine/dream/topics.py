@@ -93,7 +93,7 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False, llm: bool = Fa
 
     table = vault.config.link_table()
     conflict, supersedes, provenance = table.role("conflict"), table.role("supersedes"), table.role("provenance")
-    links = [link for link in vault.all_links(types=(conflict, supersedes))  # not all 300k at 100k notes
+    links = [link for link in vault.all_links(types=(conflict, supersedes, provenance))  # not all 300k at 100k notes
              if not link.legacy and link.from_uri in catalog and link.to_uri in catalog]
     tasks = vault.config.dream_tasks
     conflicts_on = any(t.input.source == "conflict" for t in tasks)
