@@ -13,8 +13,9 @@ number and the notes the extraction audit named. The next run's scope is:
 - notes the audit names now and did not then, or the other way round.
 
 Anything the memo cannot follow makes the run full: no memo, another vault
-configuration or set of checks, another day (a note's age is a finding), a link index rebuilt, a sidecar re-read whole (an edit
-by another tool), or a sidecar that cannot be read at all.
+configuration or set of checks, another day (a note's age is a finding), a link index
+rebuilt, a sidecar re-read whole (an edit by another tool), or a sidecar that cannot be
+read at all.
 """
 
 from __future__ import annotations
