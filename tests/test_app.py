@@ -172,7 +172,7 @@ async def test_lint_pane_lists_checks_and_shows_both_sides_of_a_contradiction(sa
     async with app.run_test(size=(160, 50)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.press("L")
-        await pilot.pause()
+        await settle(app, pilot)  # the pane lints in a worker; on a loaded machine that outlasts one pause
         screen = app.screen
         assert isinstance(screen, LintScreen)
         checks = screen.query_one("#checks", ListView)
