@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import marshal
 import sqlite3
 import threading
 from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, ValuesView
@@ -40,6 +41,9 @@ _NAMES = (
     "CREATE INDEX IF NOT EXISTS names_key ON names(key); CREATE INDEX IF NOT EXISTS names_first ON names(first); "
     "CREATE INDEX IF NOT EXISTS names_uri ON names(uri)"
 )
+# What the last whole-vault sync saw (``Snapshot``), one row or none; every other write
+# removes it in the same transaction.
+_SNAPSHOT = "CREATE TABLE IF NOT EXISTS snapshot (id INTEGER PRIMARY KEY CHECK (id = 0), sum TEXT NOT NULL, data BLOB NOT NULL)"
 _UPSERT = f"INSERT OR REPLACE INTO notes ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
 
 
@@ -212,6 +216,36 @@ class Catalog(Mapping[str, CatalogEntry]):
         return Catalog(items, self._fill, self._superseded)  # a put entry answers for itself
 
 
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The catalog as one whole-vault sync left it: every note and sidecar the walk listed
+    (uri, mtime_ns, size, in walk order), each note's stamp and the superseded notes. A
+    process whose walk lists exactly these files takes the stamps as they are: no row
+    loaded, no file compared one by one (at 100k notes that is a third of a second of
+    each command's start; docs/DESIGN.md, "Vault format")."""
+
+    files: list[tuple[str, int, int]]
+    stamps: dict[str, Stamp]
+    superseded: frozenset[str]
+
+    def dump(self) -> tuple[str, bytes]:
+        data = marshal.dumps((self.files, self.stamps, sorted(self.superseded)))
+        return hashlib.blake2b(data, digest_size=16).hexdigest(), data
+
+    @classmethod
+    def load(cls, digest: str, data: bytes) -> Snapshot | None:
+        """The snapshot, or None when the bytes are not one this code wrote whole."""
+        if hashlib.blake2b(data, digest_size=16).hexdigest() != digest:
+            return None
+        try:
+            files, stamps, superseded = marshal.loads(data)
+        except (EOFError, ValueError, TypeError):
+            return None
+        if type(files) is not list or type(stamps) is not dict or type(superseded) is not list:
+            return None
+        return cls(files, stamps, frozenset(superseded))
+
+
 def parses(catalog: Mapping[str, CatalogEntry], uri: str) -> bool:
     """``uri`` is a note of ``catalog`` that parses; a ``Catalog`` answers from the stamp,
     without building the entry."""
@@ -297,10 +331,12 @@ class CatalogStore:
             with _tx(db):  # a database of an older layout (or a new one): its rows are re-derived
                 db.execute("DROP TABLE IF EXISTS notes")
                 db.execute("DROP TABLE IF EXISTS names")
+                db.execute("DROP TABLE IF EXISTS snapshot")
                 db.execute(_SCHEMA)
                 for statement in _NAMES.split("; "):
                     db.execute(statement)
                 db.execute(f"PRAGMA user_version={LAYOUT}")
+        db.execute(_SNAPSHOT)  # (added within layout 3: a table of its own, made where missing)
 
     def _seed(self, db: sqlite3.Connection) -> None:
         """Copy the on-disk catalog into memory without writing a byte: ``immutable``
@@ -386,11 +422,24 @@ class CatalogStore:
 
         return self._run(work, {})
 
-    def write(self, rows: Iterable[CatalogEntry], gone: Iterable[tuple[str]] = ()) -> None:
+    def snapshot(self) -> Snapshot | None:
+        """What the last whole-vault sync saw, when no write has come since."""
+        def work(db: sqlite3.Connection) -> Snapshot | None:
+            row = db.execute("SELECT sum, data FROM snapshot WHERE id = 0").fetchone()
+            return Snapshot.load(row[0], row[1]) if row and isinstance(row[1], bytes) else None
+
+        return self._run(work, None)
+
+    def write(self, rows: Iterable[CatalogEntry], gone: Iterable[tuple[str]] = (), snapshot: Snapshot | None = None) -> None:
+        """Upsert ``rows`` and delete ``gone`` in one transaction. The snapshot goes with
+        any write: ``snapshot`` (a whole-vault sync's) replaces it, or there is none."""
         def work(db: sqlite3.Connection) -> None:
             rows_ = list(rows)
             gone_ = list(gone)
             with _tx(db):
+                db.execute("DELETE FROM snapshot")
+                if snapshot is not None:
+                    db.execute("INSERT INTO snapshot VALUES (0, ?, ?)", snapshot.dump())
                 db.executemany(_UPSERT, map(_row, rows_))
                 db.executemany("DELETE FROM notes WHERE uri = ?", gone_)
                 db.executemany("DELETE FROM names WHERE uri = ?", [(e.uri,) for e in rows_] + gone_)

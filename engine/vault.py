@@ -17,14 +17,14 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from .atomic import atomic_write_text, sweep_temp_files
 from .blocks import LinkLine, render_links_block, set_links_block, visible_text
-from .catalog import CATALOG_FILE, Catalog, CatalogEntry, CatalogStore, Stamp, content_hash, stamp_of
+from .catalog import CATALOG_FILE, Catalog, CatalogEntry, CatalogStore, Snapshot, Stamp, content_hash, stamp_of
 from .checks import Finding, run_checks
 from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
 from .errors import DiskFull, LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, VaultError, VaultLocked
@@ -722,15 +722,23 @@ class Vault:
 
     def _sync_catalog(self, bodies: dict[str, tuple[str, str]] | None = None) -> Catalog:
         store = self._catalog_rows()
+        walked = list(self.iter_vault_files())
+        files = [(uri, st.st_mtime_ns, st.st_size) for uri, st in walked]
+        sidecars = {uri: (mtime, size) for uri, mtime, size in files if uri.endswith(SIDECAR)}
+        cold = self._catalog is None and self._stored is None  # this process's first sync
+        if cold:
+            snapshot = self._unchanged_since(store, walked, files, len(sidecars))
+            if snapshot is not None:
+                self._sidecar_stamps = sidecars
+                self._catalog = Catalog(cast("dict[str, CatalogEntry | Stamp]", snapshot.stamps), self._catalog_fill, snapshot.superseded)
+                return self._catalog
         known = self._catalog if self._catalog is not None else (self._stored or store.load())
         self._stored = None
         held = known.held()  # stamps and entries: unchanged ones are carried over unbuilt
         fresh: dict[str, CatalogEntry | Stamp] = {}
         changed: list[CatalogEntry] = []  # rows re-derived: the only ones written (no compare of every row)
-        sidecars: dict[str, tuple[int, int]] = {}
-        for uri, st in self.iter_vault_files():
+        for uri, st in walked:
             if uri.endswith(SIDECAR):
-                sidecars[uri] = (st.st_mtime_ns, st.st_size)
                 continue
             value = held.get(uri)
             stamp = value if type(value) is tuple else stamp_of(value) if value is not None else None  # (inlined: 100k calls)
@@ -742,14 +750,34 @@ class Vault:
             else:
                 fresh[uri] = value  # type: ignore[assignment]
         gone = [(uri,) for uri in held.keys() - fresh.keys()]
-        if not self.read_only and (changed or gone):  # a read-only vault keeps its catalog in this object only
-            store.write(changed, gone)
+        snapshot = None
+        loaded = known.superseded_as_loaded()
+        if cold and loaded is not None:  # the next process's start: see Snapshot
+            superseded = (loaded - {u for (u,) in gone} - {e.uri for e in changed}) | {e.uri for e in changed if e.superseded}
+            snapshot = Snapshot(files, {u: stamp_of(v) for u, v in fresh.items()}, frozenset(superseded))
+        if not self.read_only and (changed or gone or snapshot is not None):  # a read-only vault keeps its catalog in this object only
+            store.write(changed, gone, snapshot)
         if self._sidecar_stamps is not None and sidecars != self._sidecar_stamps:
             self.links_version += 1
         self._sidecar_stamps = sidecars
         # A note held as a stamp is unchanged since ``known`` was loaded: so is whether it is superseded.
-        self._catalog = Catalog(fresh, self._catalog_fill, known.superseded_as_loaded())
+        self._catalog = Catalog(fresh, self._catalog_fill, loaded)
         return self._catalog
+
+    def _unchanged_since(self, store: CatalogStore, walked: list[tuple[str, os.stat_result]],
+                         files: list[tuple[str, int, int]], sidecars: int) -> Snapshot | None:
+        """The last whole-vault sync's snapshot, when the walk lists exactly the files it
+        listed and no write came since. Notes that did not parse are read again (a sync
+        reads them every time: the reason may have gone); one that now reads otherwise
+        means the snapshot is not used."""
+        snapshot = store.snapshot()
+        if snapshot is None or snapshot.files != files or len(snapshot.stamps) != len(files) - sidecars:
+            return None
+        unread = {uri for uri, stamp in snapshot.stamps.items() if not stamp[2]}
+        for uri, st in walked:
+            if uri in unread and stamp_of(self._catalog_entry(uri, st, walked=True)) != snapshot.stamps[uri]:
+                return None
+        return snapshot
 
     def _catalog_fill(self, uris: list[str]) -> dict[str, CatalogEntry]:
         """Whole entries for a catalog holding stamps: from the table, or re-derived from

@@ -112,16 +112,72 @@ def test_no_change_sync_writes_nothing_and_reads_only_changed_files(vault, monke
     real_parse = vault_module.parse_note
     monkeypatch.setattr(vault_module, "parse_note", lambda text, uri, types: parsed.append(uri) or real_parse(text, uri, types))
     written = []
-    monkeypatch.setattr(CatalogStore, "write", lambda self, rows, gone=(): written.append((list(rows), list(gone))))
+    monkeypatch.setattr(CatalogStore, "write", lambda self, rows, gone=(), snapshot=None: written.append((list(rows), list(gone))))
     fresh = Vault.open(vault.root)
     fresh.sync_catalog()
-    assert parsed == [] and written == []
+    assert parsed == [] and written == []  # (from the snapshot the first sync left: next test)
     path = vault.path("entities/bo.md")
     path.write_text(path.read_text().replace("name: Bo", "name: Bob"))
     os.utime(path, ns=(1, 1))
     assert fresh.sync_catalog()["entities/bo.md"].title == "Bob"
     assert parsed == ["entities/bo.md"]
     assert [[e.uri for e in rows] for rows, _gone in written] == [["entities/bo.md"]]
+
+
+def _state(catalog) -> dict:
+    return {u: (e.memory_type, e.title, e.sha, e.error, e.superseded, catalog.is_superseded(u)) for u, e in catalog.items()}
+
+
+def test_an_unchanged_vault_opens_from_the_snapshot_of_the_last_sync(vault, monkeypatch):
+    """A process's first sync leaves a snapshot of what it saw; the next process whose
+    walk lists the same files takes the stamps from it (no rows loaded, no file compared)
+    and has the same catalog. Any write removes it; a file changed, added or removed, or
+    a damaged snapshot, means the rows are loaded and compared as before."""
+    notes = [vault.write_note("entity", {"name": n, "kind": "person"}).uri for n in ("Ana", "Bo", "Cy")]
+    vault.supersede(notes[0], notes[1], "2026-01-02")
+    (vault.root / "entities" / "broken.md").write_text("no frontmatter\n")
+    expect = _state(Vault.open(vault.root).sync_catalog())  # loads the rows, leaves a snapshot
+    assert CatalogStore(db_path(vault)).snapshot() is not None
+
+    loads = []
+    real_load = CatalogStore.load
+    monkeypatch.setattr(CatalogStore, "load", lambda self: loads.append(1) or real_load(self))
+    assert _state(Vault.open(vault.root).sync_catalog()) == expect and loads == []
+    assert Vault.open(vault.root).sync_catalog().is_superseded(notes[0]) and loads == []
+
+    path = vault.path(notes[2])  # edited by hand: compared row by row, the edit seen
+    path.write_text(path.read_text().replace("name: Cy", "name: Cyd"))
+    os.utime(path, ns=(2, 2))
+    assert Vault.open(vault.root).sync_catalog()[notes[2]].title == "Cyd" and loads == [1]
+    assert Vault.open(vault.root).sync_catalog()[notes[2]].title == "Cyd" and loads == [1]  # the new snapshot
+
+    db = sqlite3.connect(db_path(vault))  # damaged: not used
+    db.execute("UPDATE snapshot SET data = substr(data, 1, length(data) - 1) || x'00'")
+    db.commit()
+    db.close()
+    assert CatalogStore(db_path(vault)).snapshot() is None
+    assert _state(Vault.open(vault.root).sync_catalog())[notes[0]] == expect[notes[0]] and loads == [1, 1]
+
+    writer = Vault.open(vault.root)
+    writer.write_note("entity", {"name": "Di", "kind": "person"})  # a write removes it
+    assert CatalogStore(db_path(vault)).snapshot() is None
+    assert "entities/di.md" in Vault.open(vault.root).sync_catalog() and loads == [1, 1, 1]
+
+
+def test_a_note_that_did_not_parse_is_read_again_though_the_snapshot_matches(vault):
+    """A note of a type the vault did not define is an error; define the type, the file
+    untouched, and the next process reads the note as a sync always did."""
+    (vault.root / "recipes").mkdir()
+    (vault.root / "recipes" / "soup.md").write_text(
+        "---\nmemory_type: recipe\ncreated_at: '2026-01-01T00:00:00+00:00'\nfields:\n  name: Soup\n---\nLeek soup.\n")
+    assert Vault.open(vault.root).sync_catalog()["recipes/soup.md"].error
+    assert Vault.open(vault.root).sync_catalog()["recipes/soup.md"].error  # from the snapshot, read again
+    entity = (Path(__file__).parents[1] / "engine" / "memory_types" / "entity.yaml").read_text(encoding="utf-8")
+    (vault.root / "memory_types").mkdir()
+    (vault.root / "memory_types" / "recipe.yaml").write_text(
+        entity.replace("memory_type: entity", "memory_type: recipe").replace("directory: entities", "directory: recipes"))
+    entry = Vault.open(vault.root).sync_catalog()["recipes/soup.md"]
+    assert not entry.error and entry.memory_type == "recipe" and entry.title == "Soup"
 
 
 def test_a_catalog_read_from_its_table_builds_entries_as_asked_and_equals_a_full_one(vault):
