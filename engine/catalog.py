@@ -170,7 +170,9 @@ class Catalog(Mapping[str, CatalogEntry]):
     def is_good(self, uri: str) -> bool:
         """A note of the catalog that parses (its entry has no error)."""
         value = self._items.get(uri)
-        return value is not None and not stamp_of(value)[3]
+        if value is None:
+            return False
+        return not (value[3] if type(value) is tuple else value.error)  # type: ignore[union-attr]  # (stamp_of inlined)
 
     def is_superseded(self, uri: str) -> bool:
         """A review kept another note over this one; answered without building the entry

@@ -21,7 +21,7 @@ from .catalog import Catalog, CatalogEntry, stamp_of
 from .errors import LinkError, MemlinkError
 from .jsonl import read_jsonl
 from .lineranges import check_ranges
-from .links import Direction
+from .links import Direction, decode_record
 from .linkstore import FolderProblems
 from .linktypes import LinkType, LinkTypeTable
 from .transaction import sidecar_rel
@@ -96,7 +96,7 @@ class Record:
 
     @classmethod
     def of(cls, raw: str) -> Record:
-        row = json.loads(raw)
+        row = decode_record(raw)
         get = row.get
         return cls(row["id"], row["from_uri"], row["to_uri"], row["direction"], LinkType.named(row["link_type"]),
                    float(row["weight"]), get("t_field") or "content", get("t_line_ranges"), get("match_text"),

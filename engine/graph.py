@@ -17,7 +17,6 @@ the lazy view (``vault.services.links``) is dropped at the same moments."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,8 +24,8 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal
 
-from .catalog import parses
-from .links import LinkType, StoredLink
+from .catalog import Catalog, parses
+from .links import LinkType, StoredLink, decode_record
 from .linktypes import Flow, LinkTypeTable, builtin_table
 
 if TYPE_CHECKING:
@@ -280,7 +279,7 @@ class LinkGraph(Adjacency):
         notes = {e.uri for e in vault.list_notes()}
         edges = []
         for raw, _legacy in vault.linkstore.outgoing_raw():
-            row = json.loads(raw)
+            row = decode_record(raw)
             # Only links between notes that exist, of a type this process knows (an
             # undeclared one carries no meaning; docs/DESIGN.md, "Checks" reports the rest).
             if row["from_uri"] in notes and row["to_uri"] in notes:
@@ -385,14 +384,17 @@ class LazyLinks(Adjacency):
     def _keep(self, uri: str, rows: list[dict]) -> tuple[list[Edge], list[Edge], list[dict]]:
         out: list[Edge] = []
         inc: list[Edge] = []
+        is_note = self.catalog.is_good if isinstance(self.catalog, Catalog) else self._is_note
         for row in rows:
-            edge = _edge_of(row)
-            if edge is None:
+            direction = row["direction"]
+            if direction == "links":
+                if row["from_uri"] != uri or not is_note(row["to_uri"]):
+                    continue
+            elif direction != "backlinks" or row["to_uri"] != uri or not is_note(row["from_uri"]):
                 continue
-            if row["direction"] == "links" and edge.from_uri == uri and self._is_note(edge.to_uri):
-                out.append(edge)
-            elif row["direction"] == "backlinks" and edge.to_uri == uri and self._is_note(edge.from_uri):
-                inc.append(edge)
+            edge = _edge_of(row)
+            if edge is not None:
+                (out if direction == "links" else inc).append(edge)
         hit = (canonical(out, "to_uri"), canonical(inc, "from_uri"), rows)
         if len(self._edges) >= self.MAX_NOTES:
             self._edges.clear()

@@ -12,6 +12,7 @@ import json
 import uuid
 from typing import Annotated, Any, Literal
 
+import orjson
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -367,6 +368,18 @@ def _canonical_ranges(value: str) -> str | None:
 def _weight(raw: object) -> float:
     w = raw.get("weight") if isinstance(raw, dict) else None
     return float(w) if isinstance(w, (int, float)) else 0.0
+
+
+def decode_record(raw: str) -> dict:
+    """A link record from the link index as a plain dict, exactly as ``json.loads`` reads
+    it, about four times faster (orjson): a 100k-note vault holds 600k records, and lint,
+    the dream's graph and every search walk decode them. The index holds only records
+    that validated, so nothing orjson reads otherwise (a huge integer it would make a
+    float) can be in one; what it refuses (NaN, a lone surrogate escape) json reads."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
 
 
 def dump_rows(rows: list) -> str:

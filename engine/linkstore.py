@@ -25,7 +25,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +41,7 @@ from .links import (
     Rejected,
     Sidecar,
     StoredLink,
+    decode_record,
     dump_rows,
     is_entry,
     is_legacy,
@@ -672,23 +673,27 @@ class LinkStore:
     def rows_of(self, folder: str, owner: str) -> list[str]:
         """One note's link records, both directions, as the raw JSON indexed (validated
         when they were indexed): for walks that need only ends, type and weight."""
-        return self.rows_of_many(folder, [owner])[owner]
+        return self.rows_of_many({folder: [owner]})[owner]
 
-    def rows_of_many(self, folder: str, owners: Iterable[str]) -> dict[str, list[str]]:
-        """``rows_of`` for several notes of one folder, in one read (a walk reaching a
-        seed set's neighbours at once); every owner asked for has a list."""
-        wanted = list(dict.fromkeys(owners))
+    def rows_of_many(self, owners: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
+        """``rows_of`` for several notes (folder -> its notes), in one read whatever the
+        folders: a walk reaching a seed set's neighbours at once meets notes of dozens of
+        folders (a query each cost ~0.1 ms). Every owner asked for has a list."""
+        home = {o: folder for folder, os_ in owners.items() for o in os_}
+        wanted = list(home)
 
         def run(db: sqlite3.Connection) -> dict[str, list[str]]:
-            self._fresh(db, folder)
+            for folder in owners:
+                self._fresh(db, folder)
             out: dict[str, list[str]] = {o: [] for o in wanted}
             for i in range(0, len(wanted), 500):  # under SQLite's bound-parameter limit
                 part = wanted[i:i + 500]
                 marks = ",".join("?" * len(part))
-                for owner, raw in db.execute(
-                        f"SELECT owner, raw FROM links INDEXED BY links_owner WHERE owner IN ({marks}) "
-                        "AND direction IN ('links', 'backlinks') AND folder=? ORDER BY rowid", (*part, folder)):
-                    out[owner].append(raw)
+                for owner, folder, raw in db.execute(
+                        f"SELECT owner, folder, raw FROM links INDEXED BY links_owner WHERE owner IN ({marks}) "
+                        "AND direction IN ('links', 'backlinks') ORDER BY rowid", part):
+                    if folder == home[owner]:  # (a note's sides are in its own folder's sidecar)
+                        out[owner].append(raw)
             return out
         return self._guard(run)
 
@@ -814,7 +819,7 @@ class LinkStore:
     def legacy_targets(self) -> set[str]:
         """The notes an old ``{uris, reason}`` entry points at (they have no side of their own)."""
         self.refresh()
-        return {json.loads(raw)["to_uri"] for (raw,) in self._guard(
+        return {decode_record(raw)["to_uri"] for (raw,) in self._guard(
             lambda db: db.execute("SELECT raw FROM links WHERE legacy=1").fetchall())}
 
     def outgoing(self, types: Iterable[str] | None = None) -> Iterator[StoredLink]:

@@ -262,14 +262,18 @@ def search(
         entry = catalog[uri]
         h = SearchHit(uri, entry.title, entry.memory_type, final[uri], found.get(uri, []), weak=weak)
         if snippets:
-            h.snippet = _snippet(vault, uri, query_tokens, graph)
+            h.snippet = _snippet(vault, uri, query_tokens, graph, texts.get(uri))
         return h
 
     under: dict[str, list[str]] = {}  # page -> its derived notes, in ranking order
     for e in order:
         if e in evidence:
             under.setdefault(evidence[e], []).append(e)
-    catalog.prefetch([*ranked, *(e for u in ranked for e in under.get(u, ()))])  # the entries shown, in one read
+    shown = [*ranked, *(e for u in ranked for e in under.get(u, ()))]
+    catalog.prefetch(shown)  # the entries shown, in one read
+    texts = index.texts(shown) if snippets else {}
+    if snippets and graph is not None:
+        graph.prefetch(shown)  # the links each snippet renders, in one read
     hits = []
     for uri in ranked:
         h = hit(uri)
@@ -357,13 +361,20 @@ def _group(graph: Adjacency, order: list[str], k: int, link_types: LinkTypeTable
     return out
 
 
-def _snippet(vault: Vault, uri: str, query_tokens: set[str], graph: Adjacency | None = None) -> str:
+def _snippet(vault: Vault, uri: str, query_tokens: set[str], graph: Adjacency | None = None,
+             indexed: str | None = None) -> str:
     """The best window of the note's text, with its outgoing links rendered inside it
-    (those the walk fetched already, when it did)."""
-    try:
-        body = vault.read_body(uri)
-    except (OSError, MemlinkError):
-        return ""
+    (those the walk fetched already, when it did). The text is the one the search index
+    holds (``indexed``: what was searched, no file read); a note a transaction of this
+    thread has staged, or one the index does not hold, is read."""
+    tx = vault._tx()
+    if indexed is not None and not (tx is not None and tx.staged(uri)):
+        body = indexed
+    else:
+        try:
+            body = vault.read_body(uri)
+        except (OSError, MemlinkError):
+            return ""
     window = snippet(body, query_tokens)
     links = graph.links(uri, within=window) if isinstance(graph, LazyLinks) else vault.get_file_links(uri, "links")
     return render_links(window, links).text

@@ -10,7 +10,6 @@ docs/DESIGN.md, "Vault format" and "Units of work".
 from __future__ import annotations
 
 import errno
-import json
 import operator
 import os
 import threading
@@ -30,7 +29,7 @@ from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
 from .errors import DiskFull, LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, VaultError, VaultLocked
 from .journal import STATE_DIR, Journal
 from .lineranges import LineRangeMatcher, check_ranges, correct_ranges, format_ranges
-from .links import SIDECAR, LinkType, StoredLink, merge_link, new_link_id
+from .links import SIDECAR, LinkType, StoredLink, decode_record, merge_link, new_link_id
 from .linkstore import LinkStore, PutLink, RemoveLegacy, RemoveLink, sidecar_rel
 from .merge import is_edit, merge_fields
 from .notes import (
@@ -430,8 +429,8 @@ class Vault:
         return self.link_rows_of([uri])[uri]
 
     def link_rows_of(self, uris: Iterable[str]) -> dict[str, list[dict]]:
-        """``link_rows`` for many notes, read folder by folder in one query each (a note
-        whose links this thread's transaction staged: from the transaction)."""
+        """``link_rows`` for many notes, read in one query (a note whose links this
+        thread's transaction staged: from the transaction)."""
         tx = self._tx()
         by_folder: dict[str, list[str]] = {}
         out: dict[str, list[dict]] = {}
@@ -441,9 +440,8 @@ class Vault:
                 out[uri] = [l.model_dump(mode="json") for l in self.get_file_links(uri, "both")]
             else:
                 by_folder.setdefault(folder, []).append(uri)
-        for folder, owners in by_folder.items():
-            for uri, raws in self.linkstore.rows_of_many(folder, owners).items():
-                out[uri] = [json.loads(raw) for raw in raws]
+        for uri, raws in self.linkstore.rows_of_many(by_folder).items():
+            out[uri] = [decode_record(raw) for raw in raws]
         return out
 
     def link(
@@ -879,7 +877,7 @@ class Vault:
         index: for building the link graph of a big vault fast. Entries that do not
         validate are left out; ``check()`` is where they are reported."""
         for raw, _legacy in self.linkstore.outgoing_raw():
-            row = json.loads(raw)
+            row = decode_record(raw)
             row.pop("legacy", None)
             yield row
 

@@ -213,6 +213,37 @@ def test_snippet_of_a_long_note_looks_only_at_its_start():
     assert snippet("short " * 10 + "x" * SNIPPET_SCAN, set()).endswith("…")  # cut text says so
 
 
+def test_snippets_come_from_the_indexed_text_without_reading_notes(sample, monkeypatch):
+    """A search's snippets are cut from the text the index holds (stored with each
+    document, or the delta's for a note written since the last commit): the same windows
+    as from the files, and no note file is read. A note this thread's transaction has
+    staged is read (the index has not seen it)."""
+    from engine.vault import Vault as V
+
+    index = sample.services.open_index()
+    query = "flat white Man Met Bril"
+    expected = [(h.uri, h.snippet) for h in search(sample, query, k=8, index=index)]
+    reads: list[str] = []
+    real = V.read_body
+    monkeypatch.setattr(V, "read_body", lambda self, uri: reads.append(uri) or real(self, uri))
+    from_index = [(h.uri, h.snippet) for h in search(sample, query, k=8, index=index)]
+    assert from_index == expected and all(s for _, s in from_index) and reads == []
+
+    top = expected[0][0]  # written now: the index's delta holds the new text, still no read
+    text = sample.path(top).read_text(encoding="utf-8")
+    with sample.transaction() as tx:
+        tx.put_text(top, text.replace("flat white", "flat white, a second version,"))
+    reads.clear()  # (indexing the write read it)
+    hit = next(h for h in search(sample, query, k=8, index=index) if h.uri == top)
+    assert "second version" in hit.snippet and reads == []
+    assert "second version" in index.texts([top])[top]
+    with pytest.raises(RuntimeError), sample.transaction() as tx:  # staged only: read through it
+        tx.put_text(top, text.replace("flat white", "flat white, a third version,"))
+        hit = next(h for h in search(sample, query, k=8, index=index) if h.uri == top)
+        assert "third version" in hit.snippet and reads == [top]
+        raise RuntimeError("roll back")
+
+
 # -- loading the vector snapshot ----------------------------------------------------------------
 def test_a_loaded_vector_map_answers_queries_and_takes_writes(tmp_path):
     import numpy as np

@@ -283,5 +283,9 @@ class SearchIndex:
     def keyword_search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:
         return self._kw.search(query, k, types)
 
+    def texts(self, uris: list[str]) -> dict[str, str]:
+        """The bodies of these notes as indexed (``Note.text``), for snippets."""
+        return self._kw.texts(uris)
+
     def keyword_doc_freq(self, tokens: list[str]) -> tuple[dict[str, int], int]:
         return self._kw.doc_freq(tokens)

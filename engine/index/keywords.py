@@ -47,7 +47,15 @@ def _schema() -> tantivy.Schema:
     sb.add_text_field("mtype", stored=True, tokenizer_name="raw")
     sb.add_text_field("title", stored=False, tokenizer_name="en_stem")
     sb.add_text_field("body", stored=False, tokenizer_name="en_stem")
+    # The body as written (not CJK-expanded), stored, not indexed: snippets come from it
+    # without reading the note files (docs/DESIGN.md, "Search").
+    sb.add_bytes_field("text", stored=True)
     return sb.build()
+
+
+def _document(uri: str, memory_type: str, title: str, body: str) -> tantivy.Document:
+    return tantivy.Document(uri=uri, mtype=memory_type, title=cjk_expand(title), body=cjk_expand(body),
+                            text=body.encode("utf-8"))
 
 
 class _Doc:
@@ -107,7 +115,7 @@ class KeywordIndex:
         if direct:
             w = self._w()
             w.delete_documents_by_term("uri", uri)
-            w.add_document(tantivy.Document(uri=uri, mtype=memory_type, title=cjk_expand(title), body=cjk_expand(body)))
+            w.add_document(_document(uri, memory_type, title, body))
             self.pending.pop(uri, None)
         else:
             self.pending[uri] = _Doc(memory_type, tokenize(title), tokenize(body), title, body)
@@ -123,9 +131,7 @@ class KeywordIndex:
         for uri, doc in self.pending.items():
             w.delete_documents_by_term("uri", uri)
             if doc is not None:
-                w.add_document(tantivy.Document(
-                    uri=uri, mtype=doc.mtype, title=cjk_expand(doc.title_text), body=cjk_expand(doc.body_text)
-                ))
+                w.add_document(_document(uri, doc.mtype, doc.title_text, doc.body_text))
         w.commit()
         w.wait_merging_threads()
         self._writer = None  # releases tantivy's writer lock
@@ -188,6 +194,29 @@ class KeywordIndex:
 
     def count(self) -> int:
         return self.index.searcher().num_docs
+
+    def texts(self, uris: list[str]) -> dict[str, str]:
+        """The bodies of these notes as indexed: the delta's own, the rest stored with
+        their tantivy documents (one query for all). A note not indexed is left out."""
+        out: dict[str, str] = {}
+        stored = []
+        for uri in dict.fromkeys(uris):
+            if uri in self.pending:
+                pending = self.pending[uri]
+                if pending is not None:
+                    out[uri] = pending.body_text
+            else:
+                stored.append(uri)
+        if stored:
+            Q, Occur = tantivy.Query, tantivy.Occur
+            searcher = self.index.searcher()
+            query = Q.boolean_query([(Occur.Should, Q.term_query(self.schema, "uri", uri)) for uri in stored])
+            for _score, addr in searcher.search(query, len(stored), count=False).hits:
+                stored_doc = searcher.doc(addr)
+                text = stored_doc["text"]
+                if text:
+                    out[stored_doc["uri"][0]] = text[0].decode("utf-8")
+        return out
 
     def doc_freq(self, tokens: list[str]) -> tuple[dict[str, int], int]:
         """({token: how many notes hold it}, how many notes there are), for tokens as
