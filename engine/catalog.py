@@ -43,7 +43,8 @@ _NAMES = (
 )
 # What the last whole-vault sync saw (``Snapshot``), one row or none; every other write
 # removes it in the same transaction.
-_SNAPSHOT = "CREATE TABLE IF NOT EXISTS snapshot (id INTEGER PRIMARY KEY CHECK (id = 0), sum TEXT NOT NULL, data BLOB NOT NULL)"
+_SNAPSHOT = ("CREATE TABLE IF NOT EXISTS walk_snapshot (id INTEGER PRIMARY KEY CHECK (id = 0), walk TEXT NOT NULL, "
+             "sum TEXT NOT NULL, data BLOB NOT NULL)")
 _UPSERT = f"INSERT OR REPLACE INTO notes ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
 
 
@@ -220,32 +221,37 @@ class Catalog(Mapping[str, CatalogEntry]):
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """The catalog as one whole-vault sync left it: every note and sidecar the walk listed
-    (uri, mtime_ns, size, in walk order), each note's stamp and the superseded notes. A
-    process whose walk lists exactly these files takes the stamps as they are: no row
-    loaded, no file compared one by one (at 100k notes that is a third of a second of
-    each command's start; docs/DESIGN.md, "Vault format")."""
+    """The catalog as a whole-vault sync that found nothing to change saw it: the walk's
+    files (``walk_digest``), each note's stamp and the superseded notes. A process whose
+    walk lists exactly these files takes the stamps as they are: no row loaded, no file
+    compared one by one (docs/DESIGN.md, "Vault format")."""
 
-    files: list[tuple[str, int, int]]
+    walk: str
     stamps: dict[str, Stamp]
     superseded: frozenset[str]
 
-    def dump(self) -> tuple[str, bytes]:
-        data = marshal.dumps((self.files, self.stamps, sorted(self.superseded)))
-        return hashlib.blake2b(data, digest_size=16).hexdigest(), data
+    def dump(self) -> tuple[str, str, bytes]:
+        data = marshal.dumps((self.stamps, sorted(self.superseded)))
+        return self.walk, hashlib.blake2b(data, digest_size=16).hexdigest(), data
 
     @classmethod
-    def load(cls, digest: str, data: bytes) -> Snapshot | None:
+    def load(cls, walk: str, digest: str, data: bytes) -> Snapshot | None:
         """The snapshot, or None when the bytes are not one this code wrote whole."""
         if hashlib.blake2b(data, digest_size=16).hexdigest() != digest:
             return None
         try:
-            files, stamps, superseded = marshal.loads(data)
+            stamps, superseded = marshal.loads(data)
         except (EOFError, ValueError, TypeError):
             return None
-        if type(files) is not list or type(stamps) is not dict or type(superseded) is not list:
+        if type(stamps) is not dict or type(superseded) is not list:
             return None
-        return cls(files, stamps, frozenset(superseded))
+        return cls(walk, stamps, frozenset(superseded))
+
+
+def walk_digest(files: list[tuple[str, int, int]]) -> str:
+    """What a walk listed (uri, mtime_ns, size of every note and sidecar, in walk order),
+    as one hash: compared without loading a snapshot that does not match."""
+    return hashlib.blake2b(repr(files).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def parses(catalog: Mapping[str, CatalogEntry], uri: str) -> bool:
@@ -333,7 +339,7 @@ class CatalogStore:
             with _tx(db):  # a database of an older layout (or a new one): its rows are re-derived
                 db.execute("DROP TABLE IF EXISTS notes")
                 db.execute("DROP TABLE IF EXISTS names")
-                db.execute("DROP TABLE IF EXISTS snapshot")
+                db.execute("DROP TABLE IF EXISTS walk_snapshot")
                 db.execute(_SCHEMA)
                 for statement in _NAMES.split("; "):
                     db.execute(statement)
@@ -424,11 +430,15 @@ class CatalogStore:
 
         return self._run(work, {})
 
-    def snapshot(self) -> Snapshot | None:
-        """What the last whole-vault sync saw, when no write has come since."""
+    def snapshot(self, walk: str | None = None) -> Snapshot | None:
+        """What the last whole-vault sync saw, when no write has come since (and, given
+        ``walk``, only if its walk was this one: nothing else is read otherwise)."""
         def work(db: sqlite3.Connection) -> Snapshot | None:
-            row = db.execute("SELECT sum, data FROM snapshot WHERE id = 0").fetchone()
-            return Snapshot.load(row[0], row[1]) if row and isinstance(row[1], bytes) else None
+            head = db.execute("SELECT walk FROM walk_snapshot WHERE id = 0").fetchone()
+            if head is None or (walk is not None and head[0] != walk):
+                return None
+            row = db.execute("SELECT walk, sum, data FROM walk_snapshot WHERE id = 0").fetchone()
+            return Snapshot.load(*row) if row and isinstance(row[2], bytes) else None
 
         return self._run(work, None)
 
@@ -439,9 +449,9 @@ class CatalogStore:
             rows_ = list(rows)
             gone_ = list(gone)
             with _tx(db):
-                db.execute("DELETE FROM snapshot")
+                db.execute("DELETE FROM walk_snapshot")
                 if snapshot is not None:
-                    db.execute("INSERT INTO snapshot VALUES (0, ?, ?)", snapshot.dump())
+                    db.execute("INSERT INTO walk_snapshot VALUES (0, ?, ?, ?)", snapshot.dump())
                 db.executemany(_UPSERT, map(_row, rows_))
                 db.executemany("DELETE FROM notes WHERE uri = ?", gone_)
                 db.executemany("DELETE FROM names WHERE uri = ?", [(e.uri,) for e in rows_] + gone_)

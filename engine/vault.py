@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from .atomic import atomic_write_text, sweep_temp_files
 from .blocks import LinkLine, render_links_block, set_links_block, visible_text
-from .catalog import CATALOG_FILE, Catalog, CatalogEntry, CatalogStore, Snapshot, Stamp, content_hash, stamp_of
+from .catalog import CATALOG_FILE, Catalog, CatalogEntry, CatalogStore, Snapshot, Stamp, content_hash, stamp_of, walk_digest
 from .checks import Finding, run_checks
 from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
 from .errors import DiskFull, LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, VaultError, VaultLocked
@@ -724,8 +724,9 @@ class Vault:
         files = [(uri, st.st_mtime_ns, st.st_size) for uri, st in walked]
         sidecars = {uri: (mtime, size) for uri, mtime, size in files if uri.endswith(SIDECAR)}
         cold = self._catalog is None and self._stored is None  # this process's first sync
+        walk = walk_digest(files) if cold else ""
         if cold:
-            snapshot = self._unchanged_since(store, walked, files, len(sidecars))
+            snapshot = self._unchanged_since(store, walked, walk)
             if snapshot is not None:
                 self._sidecar_stamps = sidecars
                 self._catalog = Catalog(cast("dict[str, CatalogEntry | Stamp]", snapshot.stamps), self._catalog_fill, snapshot.superseded)
@@ -750,9 +751,8 @@ class Vault:
         gone = [(uri,) for uri in held.keys() - fresh.keys()]
         snapshot = None
         loaded = known.superseded_as_loaded()
-        if cold and loaded is not None:  # the next process's start: see Snapshot
-            superseded = (loaded - {u for (u,) in gone} - {e.uri for e in changed}) | {e.uri for e in changed if e.superseded}
-            snapshot = Snapshot(files, {u: stamp_of(v) for u, v in fresh.items()}, frozenset(superseded))
+        if cold and loaded is not None and not changed and not gone:  # the next process's start (Snapshot)
+            snapshot = Snapshot(walk, {u: stamp_of(v) for u, v in fresh.items()}, loaded)
         if not self.read_only and (changed or gone or snapshot is not None):  # a read-only vault keeps its catalog in this object only
             store.write(changed, gone, snapshot)
         if self._sidecar_stamps is not None and sidecars != self._sidecar_stamps:
@@ -762,14 +762,13 @@ class Vault:
         self._catalog = Catalog(fresh, self._catalog_fill, loaded)
         return self._catalog
 
-    def _unchanged_since(self, store: CatalogStore, walked: list[tuple[str, os.stat_result]],
-                         files: list[tuple[str, int, int]], sidecars: int) -> Snapshot | None:
+    def _unchanged_since(self, store: CatalogStore, walked: list[tuple[str, os.stat_result]], walk: str) -> Snapshot | None:
         """The last whole-vault sync's snapshot, when the walk lists exactly the files it
         listed and no write came since. Notes that did not parse are read again (a sync
         reads them every time: the reason may have gone); one that now reads otherwise
         means the snapshot is not used."""
-        snapshot = store.snapshot()
-        if snapshot is None or snapshot.files != files or len(snapshot.stamps) != len(files) - sidecars:
+        snapshot = store.snapshot(walk)
+        if snapshot is None:
             return None
         unread = {uri for uri, stamp in snapshot.stamps.items() if not stamp[2]}
         for uri, st in walked:

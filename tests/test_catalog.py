@@ -129,14 +129,17 @@ def _state(catalog) -> dict:
 
 
 def test_an_unchanged_vault_opens_from_the_snapshot_of_the_last_sync(vault, monkeypatch):
-    """A process's first sync leaves a snapshot of what it saw; the next process whose
-    walk lists the same files takes the stamps from it (no rows loaded, no file compared)
-    and has the same catalog. Any write removes it; a file changed, added or removed, or
-    a damaged snapshot, means the rows are loaded and compared as before."""
+    """A process's first sync that finds nothing to change leaves a snapshot of what it
+    saw; the next process whose walk lists the same files takes the stamps from it (no
+    rows loaded, no file compared) and has the same catalog. Any write removes it; a file
+    changed, added or removed, or a damaged snapshot, means the rows are loaded and
+    compared as before."""
     notes = [vault.write_note("entity", {"name": n, "kind": "person"}).uri for n in ("Ana", "Bo", "Cy")]
     vault.supersede(notes[0], notes[1], "2026-01-02")
     (vault.root / "entities" / "broken.md").write_text("no frontmatter\n")
-    expect = _state(Vault.open(vault.root).sync_catalog())  # loads the rows, leaves a snapshot
+    Vault.open(vault.root).sync_catalog()  # records broken.md: a sync that wrote rows leaves no snapshot
+    assert CatalogStore(db_path(vault)).snapshot() is None
+    expect = _state(Vault.open(vault.root).sync_catalog())  # nothing to change: leaves one
     assert CatalogStore(db_path(vault)).snapshot() is not None
 
     loads = []
@@ -149,19 +152,21 @@ def test_an_unchanged_vault_opens_from_the_snapshot_of_the_last_sync(vault, monk
     path.write_text(path.read_text().replace("name: Cy", "name: Cyd"))
     os.utime(path, ns=(2, 2))
     assert Vault.open(vault.root).sync_catalog()[notes[2]].title == "Cyd" and loads == [1]
-    assert Vault.open(vault.root).sync_catalog()[notes[2]].title == "Cyd" and loads == [1]  # the new snapshot
+    assert CatalogStore(db_path(vault)).snapshot() is None  # a sync that changed rows leaves none
+    assert Vault.open(vault.root).sync_catalog()[notes[2]].title == "Cyd" and loads == [1, 1]  # nothing to change: leaves one
+    assert Vault.open(vault.root).sync_catalog()[notes[2]].title == "Cyd" and loads == [1, 1]
 
     db = sqlite3.connect(db_path(vault))  # damaged: not used
-    db.execute("UPDATE snapshot SET data = substr(data, 1, length(data) - 1) || x'00'")
+    db.execute("UPDATE walk_snapshot SET data = substr(data, 1, length(data) - 1) || x'00'")
     db.commit()
     db.close()
     assert CatalogStore(db_path(vault)).snapshot() is None
-    assert _state(Vault.open(vault.root).sync_catalog())[notes[0]] == expect[notes[0]] and loads == [1, 1]
+    assert _state(Vault.open(vault.root).sync_catalog())[notes[0]] == expect[notes[0]] and loads == [1, 1, 1]
 
     writer = Vault.open(vault.root)
     writer.write_note("entity", {"name": "Di", "kind": "person"})  # a write removes it
     assert CatalogStore(db_path(vault)).snapshot() is None
-    assert "entities/di.md" in Vault.open(vault.root).sync_catalog() and loads == [1, 1, 1]
+    assert "entities/di.md" in Vault.open(vault.root).sync_catalog() and loads == [1, 1, 1, 1]
 
 
 def test_a_note_that_did_not_parse_is_read_again_though_the_snapshot_matches(vault):
