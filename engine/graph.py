@@ -117,6 +117,11 @@ class Adjacency:
         """A hint: a walk is about to read these notes' edges (a view that fetches on
         demand reads them in one go)."""
 
+    def out_edges_of_type(self, uris: Iterable[str], link_type: LinkType) -> dict[str, list[Edge]]:
+        """Each note's links of one type, in canonical order: ``out_edges`` filtered (a
+        view that fetches on demand reads only those records of notes it has not read)."""
+        return {uri: [e for e in self.out_edges(uri) if e.link_type is link_type] for uri in uris}
+
     def steps(self, uri: str) -> Iterable[Step]:
         """Every edge out of ``uri``: its links (→) and its backlinks (←)."""
         for e in self.out_edges(uri):
@@ -374,6 +379,23 @@ class LazyLinks(Adjacency):
             for uri, rows in self.vault.link_rows_of(todo).items():
                 self._keep(uri, rows)
 
+    def out_edges_of_type(self, uris: Iterable[str], link_type: LinkType) -> dict[str, list[Edge]]:
+        out: dict[str, list[Edge]] = {}
+        todo = []
+        for uri in dict.fromkeys(uris):
+            hit = self._edges.get(uri)
+            if hit is not None:
+                out[uri] = [e for e in hit[0] if e.link_type is link_type]
+            elif not self._is_note(uri):
+                out[uri] = []
+            else:
+                todo.append(uri)
+        if todo:  # not kept: a note's other records are not read
+            for uri, rows in self.vault.link_rows_of(todo, types=[link_type.value]).items():
+                edges, _ = self._edges_of(uri, rows)
+                out[uri] = [e for e in edges if e.link_type is link_type]
+        return out
+
     def _fetch(self, uri: str) -> tuple[list[Edge], list[Edge], list[dict]]:
         hit = self._edges.get(uri)
         if hit is not None:
@@ -382,6 +404,16 @@ class LazyLinks(Adjacency):
         return self._keep(uri, self.vault.link_rows(uri) if self._is_note(uri) else [])
 
     def _keep(self, uri: str, rows: list[dict]) -> tuple[list[Edge], list[Edge], list[dict]]:
+        out, inc = self._edges_of(uri, rows)
+        hit = (out, inc, rows)
+        if len(self._edges) >= self.MAX_NOTES:
+            self._edges.clear()
+        self._edges[uri] = hit
+        return hit
+
+    def _edges_of(self, uri: str, rows: list[dict]) -> tuple[list[Edge], list[Edge]]:
+        """A note's records as its edges out and in, canonical: only links whose both
+        ends are notes of the catalog, of a type this process knows."""
         out: list[Edge] = []
         inc: list[Edge] = []
         is_note = self.catalog.is_good if isinstance(self.catalog, Catalog) else self._is_note
@@ -395,11 +427,7 @@ class LazyLinks(Adjacency):
             edge = _edge_of(row)
             if edge is not None:
                 (out if direction == "links" else inc).append(edge)
-        hit = (canonical(out, "to_uri"), canonical(inc, "from_uri"), rows)
-        if len(self._edges) >= self.MAX_NOTES:
-            self._edges.clear()
-        self._edges[uri] = hit
-        return hit
+        return canonical(out, "to_uri"), canonical(inc, "from_uri")
 
     def _is_note(self, uri: str) -> bool:
         return parses(self.catalog, uri)

@@ -675,12 +675,16 @@ class LinkStore:
         when they were indexed): for walks that need only ends, type and weight."""
         return self.rows_of_many({folder: [owner]})[owner]
 
-    def rows_of_many(self, owners: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
+    def rows_of_many(self, owners: Mapping[str, Iterable[str]], types: list[str] | None = None) -> dict[str, list[str]]:
         """``rows_of`` for several notes (folder -> its notes), in one read whatever the
         folders: a walk reaching a seed set's neighbours at once meets notes of dozens of
-        folders (a query each cost ~0.1 ms). Every owner asked for has a list."""
+        folders (a query each cost ~0.1 ms). Every owner asked for has a list. With
+        ``types``: only their links (direction "links") of these types."""
         home = {o: folder for folder, os_ in owners.items() for o in os_}
         wanted = list(home)
+        which = ("AND direction IN ('links', 'backlinks')" if types is None else
+                 "AND direction = 'links' AND json_extract(raw, '$.link_type') IN (SELECT value FROM json_each(?))")
+        extra = () if types is None else (json.dumps(types),)
 
         def run(db: sqlite3.Connection) -> dict[str, list[str]]:
             for folder in owners:
@@ -690,8 +694,8 @@ class LinkStore:
                 part = wanted[i:i + 500]
                 marks = ",".join("?" * len(part))
                 for owner, folder, raw in db.execute(
-                        f"SELECT owner, folder, raw FROM links INDEXED BY links_owner WHERE owner IN ({marks}) "
-                        "AND direction IN ('links', 'backlinks') ORDER BY rowid", part):
+                        f"SELECT owner, folder, raw FROM links INDEXED BY links_owner WHERE owner IN ({marks}) "  # noqa: S608 (marks and fixed text)
+                        f"{which} ORDER BY rowid", (*part, *extra)):
                     if folder == home[owner]:  # (a note's sides are in its own folder's sidecar)
                         out[owner].append(raw)
             return out

@@ -232,10 +232,10 @@ def search(
                    key=lambda u: (tier.get(u, 2), -final[u]))
     if answered:  # what the named notes' own derived notes say stays available, under them
         order += [u for u in sorted(final, key=lambda u: -final[u]) if u not in tier and allowed(u)]
-    if graph is not None:
-        graph.prefetch(order[: 4 * k])  # what grouping, forced neighbours and snippets read
     evidence = _group(graph, order, k, vault.config.link_table()) if group and graph is not None else {}
     ranked = [u for u in order if u not in evidence and (not answered or u in tier)][:k]
+    if graph is not None:
+        graph.prefetch(ranked)  # what forced neighbours and snippets read
 
     # Contradictions and newer/older versions of a hit are never left out (docs/DESIGN.md,
     # "Search"): they follow the top k, so they add to the results without pushing a
@@ -352,9 +352,10 @@ def _group(graph: Adjacency, order: list[str], k: int, link_types: LinkTypeTable
     provenance = link_types.role("provenance")
     above: set[str] = set()
     out: dict[str, str] = {}
+    derived = graph.out_edges_of_type(order[: 4 * k], provenance)  # (only those records are read)
     for uri in order[: 4 * k]:
-        for edge in graph.out_edges(uri):
-            if edge.link_type is provenance and edge.to_uri in above and edge.to_uri not in out:
+        for edge in derived[uri]:
+            if edge.to_uri in above and edge.to_uri not in out:
                 out[uri] = edge.to_uri
                 break
         above.add(uri)

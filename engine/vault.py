@@ -428,9 +428,11 @@ class Vault:
         uri = normalize_uri(uri)
         return self.link_rows_of([uri])[uri]
 
-    def link_rows_of(self, uris: Iterable[str]) -> dict[str, list[dict]]:
+    def link_rows_of(self, uris: Iterable[str], types: list[str] | None = None) -> dict[str, list[dict]]:
         """``link_rows`` for many notes, read in one query (a note whose links this
-        thread's transaction staged: from the transaction)."""
+        thread's transaction staged: from the transaction). With ``types``, the index is
+        asked only for their links of these types (a staged note's come all the same:
+        the caller filters)."""
         tx = self._tx()
         by_folder: dict[str, list[str]] = {}
         out: dict[str, list[dict]] = {}
@@ -440,7 +442,7 @@ class Vault:
                 out[uri] = [l.model_dump(mode="json") for l in self.get_file_links(uri, "both")]
             else:
                 by_folder.setdefault(folder, []).append(uri)
-        for uri, raws in self.linkstore.rows_of_many(by_folder).items():
+        for uri, raws in self.linkstore.rows_of_many(by_folder, types).items():
             out[uri] = [decode_record(raw) for raw in raws]
         return out
 

@@ -72,6 +72,34 @@ def test_lazy_links_walk_what_the_full_graph_walks(linked):
     assert lazy.neighbourhood(hub, depth=2) == full.neighbourhood(hub, depth=2)
 
 
+def test_links_of_one_type_read_only_those_and_are_the_full_graphs(linked, monkeypatch):
+    """``out_edges_of_type`` (a search's grouping asks it of 40 notes) gives what the full
+    graph's edges of that type are, whether the notes were read already or not, and a
+    note not yet read has only those records fetched."""
+    from engine.linktypes import LinkType as LT
+
+    full = LinkGraph.build(linked)
+    uris = sorted(linked.catalog())
+    fetched: list[int] = []
+    real = type(linked).link_rows_of
+
+    def counting(self, todo, types=None):
+        rows = real(self, todo, types)
+        fetched.append(sum(len(r) for r in rows.values()))
+        return rows
+
+    monkeypatch.setattr(type(linked), "link_rows_of", counting)
+    for link_type in LT:
+        expect = {u: [e for e in full.out_edges(u) if e.link_type is link_type] for u in uris}
+        assert LazyLinks(linked).out_edges_of_type(uris, link_type) == expect, link_type
+        warm = LazyLinks(linked)
+        warm.prefetch(uris[::2])  # half of them read whole already
+        assert warm.out_edges_of_type(uris, link_type) == expect, link_type
+    fetched.clear()
+    derived = LazyLinks(linked).out_edges_of_type(uris, LT("derived_from"))
+    assert fetched == [sum(len(v) for v in derived.values())] and fetched[0] > 0  # those records only
+
+
 def test_edge_order_does_not_depend_on_storage_order(linked):
     """The same links stored in another order walk the same way."""
     links = list(linked.all_links())
