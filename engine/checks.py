@@ -73,6 +73,7 @@ class Finding:
 # A record's optional keys and their defaults (StoredLink's): a record as another tool
 # wrote it may leave them out, so two sides are compared with them filled in.
 _DEFAULTS = {"t_field": "content", "t_line_ranges": None, "match_text": None, "description": ""}
+_DIRECTION = {"links": '"direction": "links"', "backlinks": '"direction": "backlinks"'}
 
 
 @dataclass(slots=True)
@@ -93,6 +94,7 @@ class Record:
     description: str
     legacy: bool
     raw: dict
+    text: str  # the JSON as indexed
 
     @classmethod
     def of(cls, raw: str) -> Record:
@@ -100,10 +102,16 @@ class Record:
         get = row.get
         return cls(row["id"], row["from_uri"], row["to_uri"], row["direction"], LinkType.named(row["link_type"]),
                    float(row["weight"]), get("t_field") or "content", get("t_line_ranges"), get("match_text"),
-                   get("description") or "", bool(get("legacy")), row)
+                   get("description") or "", bool(get("legacy")), row, raw)
 
     def same_record(self, other: Record) -> bool:
         """The two sides of one link hold the same record (all but the direction)."""
+        if self.direction != other.direction and abs(len(self.text) - len(other.text)) == 4:  # len("back")
+            # Both sides as memlink writes them: the same text but for the direction's value
+            # (a quote inside a JSON string is escaped, so this is the key itself).
+            mine = self.text.replace(_DIRECTION[self.direction], _DIRECTION[other.direction], 1)
+            if mine == other.text:
+                return True
         a, b = self.raw, other.raw
         if a.keys() == b.keys():  # the usual case: both written by memlink, no default to fill in
             return all(v == b[k] for k, v in a.items() if k != "direction" and k != "legacy")
@@ -189,7 +197,7 @@ class CheckContext:
                 self._twins.setdefault(key, None)
             else:
                 stored = None if folder in self.broken else self.vault.linkstore.entry(folder, link_id, direction)
-                self._twins[key] = Record.of(json.dumps(stored.model_dump(mode="json"))) if stored is not None else None
+                self._twins[key] = Record.of(json.dumps(stored.model_dump(mode="json"), ensure_ascii=False)) if stored is not None else None
         return self._twins[key]
 
     @cached_property
@@ -318,6 +326,7 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
     files only for a link with line ranges or an anchor."""
     rejected = {(f, r.entry["id"]) for f, p in ctx.problems.items() for r in p.rejected
                 if isinstance(r.entry, dict) and isinstance(r.entry.get("id"), str)}
+    fields: dict[str, set[str]] = {}  # memory type -> its field names
     for folder, link in ctx.sides:
         if link.legacy:
             continue
@@ -346,8 +355,10 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
                 yield _problem("links", "error", "dangling_link", link.from_uri, f"{link.id}: {end} note {uri} does not exist")
         dst = ctx.good_entry(link.to_uri)
         if dst is not None:
-            schema = ctx.vault.schema(dst.memory_type)
-            if link.t_field not in schema.field_names:
+            names = fields.get(dst.memory_type)
+            if names is None:
+                names = fields[dst.memory_type] = set(ctx.vault.schema(dst.memory_type).field_names)
+            if link.t_field not in names:
                 yield _problem("links", "error", "bad_t_field", link.from_uri,
                                f"{link.id}: {link.to_uri} has no field {link.t_field!r}")
             elif link.t_line_ranges:

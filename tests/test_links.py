@@ -382,7 +382,8 @@ def test_decode_record_reads_what_json_reads():
                         "match_text": "\u2028x", "description": 'says "so" \\ ✓', "created_at": "2026-01-01T00:00:00+00:00"},
                        ensure_ascii=ascii)
             for i, w in enumerate((0.0, 0.1, 1 / 3, 1.0, 5e-324, 1)) for ascii in (True, False)]
-    rows += ['{"weight": NaN, "a": "x"}', '{"s": "\\ud800"}', '{"a": 1, "a": 2}', '{"w": -0.0}']
+    rows += ['{"weight": NaN, "a": "x"}', '{"s": "\\ud800"}', '{"a": 1, "a": 2}', '{"w": -0.0}',
+             '{"tiny": 1e-400, "f": 0.30000000000000004, "ok": 18446744073709551615}']
     for raw in rows:
         got, want = decode_record(raw), json.loads(raw)
         assert repr(got) == repr(want) and [type(v) for v in got.values()] == [type(v) for v in want.values()]

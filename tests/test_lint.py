@@ -148,3 +148,41 @@ def test_a_long_dashboard_lists_its_worst_first_and_says_how_many_more(vault, mo
     text = (vault.root / "dashboards" / "orphans.md").read_text()
     assert "5 item(s)." in text and "… and 3 more" in text
     assert sum(1 for line in text.splitlines() if line.startswith("- **")) == 2
+
+
+def test_two_sides_compare_as_their_records_do():
+    """``same_record`` compares a link's two sides by their text when they differ only in
+    the direction (as memlink writes them); the answer is always the dict comparison's
+    (all keys but direction and legacy, defaults filled in)."""
+    import random
+
+    from engine.checks import _DEFAULTS, Record
+
+    def reference(a: dict, b: dict) -> bool:
+        def plain(row: dict) -> dict:
+            return {**_DEFAULTS, **{k: v for k, v in row.items() if k not in ("direction", "legacy")}}
+        return plain(a) == plain(b)
+
+    rng = random.Random(11)
+    base = {"id": "link_0001", "from_uri": "a/x.md", "to_uri": "b/y.md", "direction": "links", "link_type": "supports",
+            "weight": 0.8, "t_field": "content", "t_line_ranges": None, "match_text": "the \"direction\": \"links\"",
+            "description": "", "created_at": "2026-01-01T00:00:00+00:00"}
+    checked = 0
+    for _ in range(3000):
+        a = dict(base)
+        b = {**base, "direction": "backlinks"}
+        for row in (a, b):
+            if rng.random() < 0.3:
+                key, values = rng.choice([("weight", [0.8, 0.9, 1]), ("description", ["", "x"]),
+                                          ("match_text", [None, "x", base["match_text"]]),
+                                          ("t_field", ["content", "name"]), ("to_uri", ["b/y.md", "b/z.md"])])
+                row[key] = rng.choice(values)
+            if rng.random() < 0.1:
+                row.pop(rng.choice(["t_field", "description", "match_text"]), None)
+            if rng.random() < 0.05:
+                row["legacy"] = True
+        texts = [json.dumps(r, ensure_ascii=rng.random() < 0.5) for r in (a, b)]
+        one, two = Record.of(texts[0]), Record.of(texts[1])
+        assert one.same_record(two) == two.same_record(one) == reference(a, b), (a, b)
+        checked += one.same_record(two)
+    assert checked > 300  # the equal pairs were looked at too
