@@ -368,8 +368,7 @@ def _snippet(vault: Vault, uri: str, query_tokens: set[str], graph: Adjacency | 
     (those the walk fetched already, when it did). The text is the one the search index
     holds (``indexed``: what was searched, no file read); a note a transaction of this
     thread has staged, or one the index does not hold, is read."""
-    tx = vault._tx()
-    if indexed is not None and not (tx is not None and tx.staged(uri)):
+    if indexed is not None and not vault.staged(uri):
         body = indexed
     else:
         try:

@@ -242,6 +242,12 @@ class Vault:
     def _tx(self) -> Transaction | None:
         return getattr(self._local, "tx", None)
 
+    def staged(self, uri: str) -> bool:
+        """Whether this thread's open transaction has staged a write or delete of ``uri``
+        (derived readers, such as the search index, have not seen it yet)."""
+        tx = self._tx()
+        return tx is not None and tx.staged(normalize_uri(uri))
+
     def _commit(self, tx: Transaction) -> None:
         ops = tx.ops()
         if not ops:
