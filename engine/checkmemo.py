@@ -16,13 +16,19 @@ Anything the memo cannot follow makes the run full: no memo, another vault
 configuration or set of checks, another day (a note's age is a finding), a link index
 rebuilt, a sidecar re-read whole (an edit by another tool), or a sidecar that cannot be
 read at all.
+
+Each check's findings are kept as one marshalled list with a BLAKE2 checksum, not a row
+each: at 100k notes a run keeps ~300k of them, and reading them back row by row cost
+more than the rest of planning (docs/DESIGN.md, "Checks").
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import marshal
 import sqlite3
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,15 +42,39 @@ if TYPE_CHECKING:
     from .catalog import CatalogEntry, Stamp
     from .vault import Vault
 
-MEMO_VERSION = "2"
+MEMO_VERSION = "3"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS notes(uri TEXT PRIMARY KEY, sig TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS recorded(uri TEXT PRIMARY KEY);
-CREATE TABLE IF NOT EXISTS findings(uri TEXT NOT NULL, check_name TEXT NOT NULL, severity TEXT NOT NULL,
-                                    message TEXT NOT NULL, other TEXT, code TEXT NOT NULL, category TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS findings_uri ON findings(uri);
-"""
+CREATE TABLE IF NOT EXISTS found(check_name TEXT PRIMARY KEY, sum TEXT NOT NULL, data BLOB NOT NULL);
+DROP TABLE IF EXISTS findings
+"""  # (findings: version 2's table, a row per finding)
+
+Row = tuple  # a finding as kept: (uri, severity, message, other, code, check)
+
+
+def _row(f: Finding) -> Row:
+    return (f.uri, f.severity, f.message, f.other, f.code, f.check)
+
+
+def _pack(rows: list[Row]) -> tuple[str, bytes]:
+    data = marshal.dumps(rows)
+    return hashlib.blake2b(data, digest_size=16).hexdigest(), data
+
+
+def _unpack(digest: str, data: object) -> list[Row]:
+    """A check's kept findings; ValueError when the bytes are not a list this code wrote
+    whole (a memo that cannot be read means a full run)."""
+    if not isinstance(data, bytes) or hashlib.blake2b(data, digest_size=16).hexdigest() != digest:
+        raise ValueError("a damaged memo")
+    try:
+        rows = marshal.loads(data)
+    except (EOFError, TypeError) as exc:
+        raise ValueError("a damaged memo") from exc
+    if type(rows) is not list:
+        raise ValueError("a damaged memo")
+    return rows
 
 
 @dataclass
@@ -54,6 +84,7 @@ class Plan:
 
     scope: set[str] | None
     kept: dict[str, list[Finding]] = field(default_factory=dict)
+    dropped: dict[str, list[Row]] = field(default_factory=dict)  # the last run's findings in scope, by check
     seq: int = 0
     created: str = ""
     reason: str = ""  # why the run is full (empty when it is incremental)
@@ -150,9 +181,9 @@ class CheckMemo:
                     for link in store.links_of(folder, uri, direction):
                         scope.add(link.to_uri if direction == "links" else link.from_uri)
             out.scope = scope
-            out.kept = self._kept(db, scope)
+            out.kept, out.dropped = self._kept(db, scope)
             return out
-        except (sqlite3.DatabaseError, KeyError, ValueError):
+        except (sqlite3.DatabaseError, KeyError, ValueError, TypeError):
             db.close()
             self._discard()
             out.reason = "the memo could not be read"
@@ -164,32 +195,40 @@ class CheckMemo:
                 self._db = db
 
     @staticmethod
-    def _kept(db: sqlite3.Connection, scope: set[str]) -> dict[str, list[Finding]]:
+    def _kept(db: sqlite3.Connection, scope: set[str]) -> tuple[dict[str, list[Finding]], dict[str, list[Row]]]:
+        """The last run's findings outside ``scope`` (by check, in their order) and those
+        inside it. ValueError or TypeError: a row that is not a finding."""
         kept: dict[str, list[Finding]] = {}
-        for uri, name, severity, message, other, code, category in db.execute(
-                "SELECT uri, check_name, severity, message, other, code, category FROM findings"):
-            if uri in scope:
-                continue
-            kept.setdefault(name, []).append(Finding(category, severity, uri, message, other, code))  # checked: ValueError
-        return kept
+        dropped: dict[str, list[Row]] = {}
+        for name, digest, data in db.execute("SELECT check_name, sum, data FROM found"):
+            keep: list[Finding] = kept.setdefault(name, [])
+            out: list[Row] = dropped.setdefault(name, [])
+            for row in _unpack(digest, data):
+                uri, severity, message, other, code, category = row
+                if uri in scope:
+                    out.append(row)
+                else:
+                    keep.append(Finding(category, severity, uri, message, other, code))  # checked: ValueError
+        return kept, dropped
 
     # -- saving a run -----------------------------------------------------------------------------
-    def save(self, plan: Plan, ctx: CheckContext, made: dict[str, list[Finding]]) -> None:
-        """Keep this run's scoped findings, the catalog signatures and the link index's
-        change number it saw (all in one SQLite transaction: a memo is whole or absent)."""
+    def save(self, plan: Plan, ctx: CheckContext, made: dict[str, list[Finding]], scoped: dict[str, list[Finding]]) -> None:
+        """Keep this run's scoped findings (``scoped``: each scoped check's, kept and
+        ``made``), the catalog signatures and the link index's change number it saw (all
+        in one SQLite transaction: a memo is whole or absent). A check whose findings in
+        scope came out as they were is not written again."""
         db = self._db or self._connect()
         if db is None:
             return
         try:
             db.execute("BEGIN IMMEDIATE")
             if plan.scope is None:
-                db.execute("DELETE FROM findings")
+                db.execute("DELETE FROM found")
                 db.execute("DELETE FROM notes")
                 db.execute("DELETE FROM recorded")
                 db.executemany("INSERT INTO notes VALUES (?, ?)", ((u, _sig(v)) for u, v in ctx.catalog.held().items()))
                 db.executemany("INSERT INTO recorded VALUES (?)", ((u,) for u in ctx.recorded))
             else:
-                db.executemany("DELETE FROM findings WHERE uri=?", ((u,) for u in plan.scope))
                 held = ctx.catalog.held()
                 for uri in plan.scope:
                     value = held.get(uri)
@@ -199,9 +238,10 @@ class CheckMemo:
                         db.execute("INSERT OR REPLACE INTO notes VALUES (?, ?)", (uri, _sig(value)))
                 db.execute("DELETE FROM recorded")
                 db.executemany("INSERT INTO recorded VALUES (?)", ((u,) for u in ctx.recorded))
-            db.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           ((f.uri, name, f.severity, f.message, f.other, f.code, f.check)
-                            for name, found in made.items() for f in found))
+            for name, found in scoped.items():
+                if plan.scope is not None and name in plan.dropped and Counter(map(_row, made.get(name, []))) == Counter(plan.dropped[name]):
+                    continue  # the same findings as the memo holds
+                db.execute("INSERT OR REPLACE INTO found VALUES (?, ?, ?)", (name, *_pack([_row(f) for f in found])))
             db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                            [("basis", self._basis(ctx.vault, ctx.today)), ("created", plan.created), ("seq", str(plan.seq))])
             db.execute("COMMIT")

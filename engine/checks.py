@@ -272,16 +272,17 @@ def _run_checks(vault: Vault, *, integrity_only: bool, today: dt.date | None, fu
     plan = memo.plan(ctx, full=full)
     ctx.scope = plan.scope
     made: dict[str, list[Finding]] = {}
+    scoped: dict[str, list[Finding]] = {}
     out: list[Finding] = []
     for check in CHECKS:
         if not check.scoped:
             found = list(check.run(ctx))
         else:
             made[check.name] = list(check.run(ctx))
-            found = sorted(made[check.name] + plan.kept.get(check.name, []), key=lambda f: (f.uri, f.message))
+            found = scoped[check.name] = sorted(made[check.name] + plan.kept.get(check.name, []), key=lambda f: (f.uri, f.message))
         if check.integrity or not integrity_only:
             out += found
-    memo.save(plan, ctx, made)
+    memo.save(plan, ctx, made, scoped)
     return out
 
 

@@ -88,16 +88,65 @@ def test_a_lost_or_damaged_memo_means_one_full_run(sample):
     assert scope_of_next_run(vault).scope == set()
 
 
-def test_a_memo_row_that_is_not_a_finding_means_one_full_run(sample):
+@pytest.mark.parametrize("damage", ["severity", "not a row", "bytes", "checksum"])
+def test_a_memo_row_that_is_not_a_finding_means_one_full_run(sample, damage):
+    """A check's findings are kept as one checksummed list: a list whose bytes do not
+    check out, or that checks out but holds something that is not a finding, makes the
+    next run full, with the same findings."""
+    import marshal
     import sqlite3
+
+    from engine.checkmemo import _pack
 
     vault = sample
     before = _key(lint(vault, today=TODAY).findings)
     with sqlite3.connect(vault.state_dir / "checks.sqlite") as db:
-        assert db.execute("UPDATE findings SET severity='fatal' WHERE rowid=(SELECT min(rowid) FROM findings)").rowcount == 1
+        name, digest, data = db.execute("SELECT check_name, sum, data FROM found ORDER BY length(data) DESC").fetchone()
+        rows = marshal.loads(data)
+        assert rows, "the sample vault has findings of some scoped check"
+        if damage == "severity":
+            rows[0] = (rows[0][0], "fatal", *rows[0][2:])
+            digest, data = _pack(rows)
+        elif damage == "not a row":
+            rows[0] = rows[0][:3]
+            digest, data = _pack(rows)
+        elif damage == "bytes":
+            data = data[:-1] + bytes([data[-1] ^ 1])
+        else:
+            digest = "0" * len(digest)
+        db.execute("UPDATE found SET sum=?, data=? WHERE check_name=?", (digest, data, name))
     assert scope_of_next_run(vault).reason == "the memo could not be read"
     assert _key(lint(vault, today=TODAY).findings) == before
     assert scope_of_next_run(vault).scope == set()
+
+
+def test_a_run_that_changes_no_finding_of_a_check_leaves_its_list_as_it_was(sample):
+    """One edit remakes the findings of a few notes; a check whose findings about them
+    come out the same is not written again (at 100k notes a list is megabytes), one whose
+    findings changed is."""
+    import sqlite3
+
+    vault = sample
+    same_as_full(vault)
+    memo = vault.state_dir / "checks.sqlite"
+
+    def written():  # a list written again gets a new rowid (INSERT OR REPLACE)
+        with sqlite3.connect(memo) as db:
+            return dict(db.execute("SELECT check_name, rowid FROM found"))
+
+    before = written()
+    notes = sorted(e.uri for e in vault.list_notes() if e.memory_type == "entity")
+    path = vault.root / notes[0]
+    path.write_text(path.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
+    assert notes[0] in scope_of_next_run(vault).scope
+    incremental = run_checks(vault, today=TODAY)
+    assert written() == before  # the edit changed no finding
+    vault.link(notes[0], notes[1], "related_to", weight=0.2)  # a low-weight link: a new finding
+    incremental = run_checks(vault, today=TODAY)
+    after = written()
+    assert after["low_weight"] != before["low_weight"]
+    assert {n: r for n, r in after.items() if n != "low_weight"} == {n: r for n, r in before.items() if n != "low_weight"}
+    assert _key(incremental) == _key(run_checks(vault, today=TODAY, full=True))
 
 
 @pytest.mark.parametrize("change", ["config", "today"])
