@@ -198,3 +198,22 @@ def test_link_types_a_vault_declares_work_from_the_cli(tmp_path):
     assert [(row["uri"], row["link_type"]) for row in rows] == [(b.uri, "supports")]
     assert memlink("unlink", b.uri, a.uri, "--type", "supports", vault=root).returncode == 0
     assert Vault.open(root).get_file_links(b.uri) == []
+
+
+def test_one_shot_commands_raise_the_collector_threshold_and_the_app_keeps_it(monkeypatch, tmp_path):
+    """A one-shot command holds millions of objects until it exits: it collects rarely.
+    The app and the MCP server live on and keep CPython's defaults."""
+    import gc
+
+    import memlink_tui.cli as cli
+
+    default = gc.get_threshold()
+    monkeypatch.setattr(cli, "run", lambda handler, args: 0)  # parse and set up only
+    try:
+        for argv, raised in ((["--vault", str(tmp_path), "lint"], True), (["--vault", str(tmp_path), "search", "x"], True),
+                             (["--vault", str(tmp_path)], False), (["--vault", str(tmp_path), "mcp"], False)):
+            gc.set_threshold(*default)
+            assert cli.main(argv) == 0
+            assert (gc.get_threshold() == cli.ONE_SHOT_GC) is raised, argv
+    finally:
+        gc.set_threshold(*default)

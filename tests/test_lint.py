@@ -86,6 +86,13 @@ def test_dashboards_and_digest(sample):
     assert digest["notes"] == 72 and digest["per_type"]["event"] == 30 and len(digest["contradictions"]) == 5
     assert "Vegetarian diet" in (sample.root / "dashboards" / "contradictions.md").read_text()
     assert [p for p in sample.check() if p.severity == "error"] == []  # dashboards are not notes
+    # The digest's text is json's, however it is made (orjson, json for what it refuses).
+    from engine.lint import _json_text
+
+    text = (sample.root / "dashboards" / "digest.json").read_text(encoding="utf-8")
+    assert text == json.dumps(digest, ensure_ascii=False, indent=2) + "\n"
+    odd = {"a": "x\u2028\x1f\x7f\"\\é😀", "lone": "\ud800", "n": [1, None, True]}
+    assert _json_text(odd) == json.dumps(odd, ensure_ascii=False, indent=2) + "\n"
 
 
 def test_check_is_the_integrity_part_of_the_same_run_with_the_same_errors(vault):
