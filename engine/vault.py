@@ -733,13 +733,19 @@ class Vault:
         sidecars = {uri: (mtime, size) for uri, mtime, size in files if uri.endswith(SIDECAR)}
         cold = self._catalog is None and self._stored is None  # this process's first sync
         walk = walk_digest(files) if cold else ""
-        if cold:
-            snapshot = self._unchanged_since(store, walked, walk)
-            if snapshot is not None:
-                self._sidecar_stamps = sidecars
-                self._catalog = Catalog(cast("dict[str, CatalogEntry | Stamp]", snapshot.stamps), self._catalog_fill, snapshot.superseded)
-                return self._catalog
-        known = self._catalog if self._catalog is not None else (self._stored or store.load())
+        base = store.snapshot() if cold else None  # the table's stamps, as the last whole-vault sync left them
+        if base is not None and self._unchanged_since(base, walked, walk):
+            self._sidecar_stamps = sidecars
+            self._catalog = Catalog(cast("dict[str, CatalogEntry | Stamp]", base.stamps), self._catalog_fill, base.superseded)
+            return self._catalog
+        if self._catalog is not None:
+            known = self._catalog
+        elif self._stored is not None:
+            known = self._stored
+        elif base is not None:  # the same stamps as the rows, without loading 100k of them
+            known = Catalog(cast("dict[str, CatalogEntry | Stamp]", base.stamps), store.entries, base.superseded)
+        else:
+            known = store.load()
         self._stored = None
         held = known.held()  # stamps and entries: unchanged ones are carried over unbuilt
         fresh: dict[str, CatalogEntry | Stamp] = {}
@@ -759,8 +765,9 @@ class Vault:
         gone = [(uri,) for uri in held.keys() - fresh.keys()]
         snapshot = None
         loaded = known.superseded_as_loaded()
-        if cold and loaded is not None and not changed and not gone:  # the next process's start (Snapshot)
-            snapshot = Snapshot(walk, {u: stamp_of(v) for u, v in fresh.items()}, loaded)
+        if cold and loaded is not None:  # the next process's start (Snapshot), in the same write as the rows
+            superseded = (loaded - {e.uri for e in changed} - {u for (u,) in gone}) | {e.uri for e in changed if e.superseded}
+            snapshot = Snapshot(walk, {u: stamp_of(v) for u, v in fresh.items()}, frozenset(superseded))
         if not self.read_only and (changed or gone or snapshot is not None):  # a read-only vault keeps its catalog in this object only
             store.write(changed, gone, snapshot)
         if self._sidecar_stamps is not None and sidecars != self._sidecar_stamps:
@@ -770,19 +777,16 @@ class Vault:
         self._catalog = Catalog(fresh, self._catalog_fill, loaded)
         return self._catalog
 
-    def _unchanged_since(self, store: CatalogStore, walked: list[tuple[str, os.stat_result]], walk: str) -> Snapshot | None:
-        """The last whole-vault sync's snapshot, when the walk lists exactly the files it
-        listed and no write came since. Notes that did not parse are read again (a sync
-        reads them every time: the reason may have gone); one that now reads otherwise
-        means the snapshot is not used."""
-        snapshot = store.snapshot(walk)
-        if snapshot is None:
-            return None
+    def _unchanged_since(self, snapshot: Snapshot, walked: list[tuple[str, os.stat_result]], walk: str) -> bool:
+        """Whether the last whole-vault sync's snapshot is the catalog now: the walk lists
+        exactly the files it listed. Notes that did not parse are read again (a sync reads
+        them every time: the reason may have gone); one that now reads otherwise means
+        the snapshot is not taken as it is."""
+        if snapshot.walk != walk:
+            return False
         unread = {uri for uri, stamp in snapshot.stamps.items() if not stamp[2]}
-        for uri, st in walked:
-            if uri in unread and stamp_of(self._catalog_entry(uri, st, walked=True)) != snapshot.stamps[uri]:
-                return None
-        return snapshot
+        return all(uri not in unread or stamp_of(self._catalog_entry(uri, st, walked=True)) == snapshot.stamps[uri]
+                   for uri, st in walked)
 
     def _catalog_fill(self, uris: list[str]) -> dict[str, CatalogEntry]:
         """Whole entries for a catalog holding stamps: from the table, or re-derived from

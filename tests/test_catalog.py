@@ -129,18 +129,19 @@ def _state(catalog) -> dict:
 
 
 def test_an_unchanged_vault_opens_from_the_snapshot_of_the_last_sync(vault, monkeypatch):
-    """A process's first sync that finds nothing to change leaves a snapshot of what it
-    saw; the next process whose walk lists the same files takes the stamps from it (no
-    rows loaded, no file compared) and has the same catalog. Any write removes it; a file
-    changed, added or removed, or a damaged snapshot, means the rows are loaded and
-    compared as before."""
+    """A process's first sync leaves a snapshot of what it saw, in the same write as any
+    rows it changed; the next process whose walk lists the same files takes the stamps
+    from it (no rows loaded, no file compared) and has the same catalog, and one whose
+    walk differs compares the files with the snapshot's stamps instead of loading the
+    rows. Any other write removes it; a damaged snapshot means the rows are loaded."""
     notes = [vault.write_note("entity", {"name": n, "kind": "person"}).uri for n in ("Ana", "Bo", "Cy")]
     vault.supersede(notes[0], notes[1], "2026-01-02")
+    assert CatalogStore(db_path(vault)).snapshot() is None  # the writes of this process left none
     (vault.root / "entities" / "broken.md").write_text("no frontmatter\n")
-    Vault.open(vault.root).sync_catalog()  # records broken.md: a sync that wrote rows leaves no snapshot
-    assert CatalogStore(db_path(vault)).snapshot() is None
-    expect = _state(Vault.open(vault.root).sync_catalog())  # nothing to change: leaves one
+    Vault.open(vault.root).sync_catalog()  # records broken.md, and leaves a snapshot with it
     assert CatalogStore(db_path(vault)).snapshot() is not None
+    expect = _state(Vault.open(vault.root).sync_catalog())
+    assert expect["entities/broken.md"][3] and expect[notes[0]][5]  # (broken; superseded)
 
     loads = []
     real_load = CatalogStore.load
@@ -148,25 +149,32 @@ def test_an_unchanged_vault_opens_from_the_snapshot_of_the_last_sync(vault, monk
     assert _state(Vault.open(vault.root).sync_catalog()) == expect and loads == []
     assert Vault.open(vault.root).sync_catalog().is_superseded(notes[0]) and loads == []
 
-    path = vault.path(notes[2])  # edited by hand: compared row by row, the edit seen
+    path = vault.path(notes[2])  # edited by hand: compared with the snapshot's stamps, the edit seen
     path.write_text(path.read_text().replace("name: Cy", "name: Cyd"))
     os.utime(path, ns=(2, 2))
-    assert Vault.open(vault.root).sync_catalog()[notes[2]].title == "Cyd" and loads == [1]
-    assert CatalogStore(db_path(vault)).snapshot() is None  # a sync that changed rows leaves none
-    assert Vault.open(vault.root).sync_catalog()[notes[2]].title == "Cyd" and loads == [1, 1]  # nothing to change: leaves one
-    assert Vault.open(vault.root).sync_catalog()[notes[2]].title == "Cyd" and loads == [1, 1]
+    assert Vault.open(vault.root).sync_catalog()[notes[2]].title == "Cyd" and loads == []
+    expect[notes[2]] = _state(Vault.open(vault.root).sync_catalog())[notes[2]]
+    assert expect[notes[2]][1] == "Cyd"
+    assert _state(Vault.open(vault.root).sync_catalog()) == expect and loads == []
+    # Superseded notes follow the rows a sync wrote: one no longer superseded, one now.
+    vault.path(notes[0]).write_text(vault.path(notes[0]).read_text().replace("valid_until", "was_valid_until"))
+    os.utime(vault.path(notes[0]), ns=(3, 3))
+    assert not Vault.open(vault.root).sync_catalog().is_superseded(notes[0]) and loads == []
+    with_table = CatalogStore(db_path(vault)).load()
+    assert not Vault.open(vault.root).sync_catalog().is_superseded(notes[0]) and not with_table.is_superseded(notes[0])
+    loads.clear()
 
     db = sqlite3.connect(db_path(vault))  # damaged: not used
     db.execute("UPDATE walk_snapshot SET data = substr(data, 1, length(data) - 1) || x'00'")
     db.commit()
     db.close()
     assert CatalogStore(db_path(vault)).snapshot() is None
-    assert _state(Vault.open(vault.root).sync_catalog())[notes[0]] == expect[notes[0]] and loads == [1, 1, 1]
+    assert _state(Vault.open(vault.root).sync_catalog())[notes[2]] == expect[notes[2]] and loads == [1]
 
     writer = Vault.open(vault.root)
     writer.write_note("entity", {"name": "Di", "kind": "person"})  # a write removes it
     assert CatalogStore(db_path(vault)).snapshot() is None
-    assert "entities/di.md" in Vault.open(vault.root).sync_catalog() and loads == [1, 1, 1, 1]
+    assert "entities/di.md" in Vault.open(vault.root).sync_catalog() and loads == [1, 1]
 
 
 def test_a_note_that_did_not_parse_is_read_again_though_the_snapshot_matches(vault):
