@@ -26,12 +26,13 @@ T = TypeVar("T")
 
 CATALOG_FILE = "catalog.sqlite"  # in `.memlink/`
 # The table's layout; a database of another layout is dropped and its rows re-derived.
-LAYOUT = 3
-_COLUMNS = "uri, memory_type, title, created_at, updated_at, mtime_ns, size, sha, error, superseded, aliases, kind"
+LAYOUT = 4  # (4: pending)
+_COLUMNS = "uri, memory_type, title, created_at, updated_at, mtime_ns, size, sha, error, superseded, aliases, kind, pending"
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS notes (uri TEXT PRIMARY KEY, memory_type TEXT NOT NULL, title TEXT NOT NULL, "
     "created_at TEXT NOT NULL, updated_at TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, "
-    "sha TEXT NOT NULL, error TEXT, superseded INTEGER NOT NULL, aliases TEXT NOT NULL, kind TEXT NOT NULL) "
+    "sha TEXT NOT NULL, error TEXT, superseded INTEGER NOT NULL, aliases TEXT NOT NULL, kind TEXT NOT NULL, "
+    "pending INTEGER NOT NULL) "
     "WITHOUT ROWID"
 )
 # What each note is called (engine.names): the words of its title and of each alias, and
@@ -45,7 +46,7 @@ _NAMES = (
 # removes it in the same transaction.
 _SNAPSHOT = ("CREATE TABLE IF NOT EXISTS walk_snapshot (id INTEGER PRIMARY KEY CHECK (id = 0), walk TEXT NOT NULL, "
              "sum TEXT NOT NULL, data BLOB NOT NULL)")
-_UPSERT = f"INSERT OR REPLACE INTO notes ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+_UPSERT = f"INSERT OR REPLACE INTO notes ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
 
 
 @dataclass(slots=True)
@@ -64,6 +65,7 @@ class CatalogEntry:
     # (other names, the path a file was imported from) and kind (person, company…).
     aliases: list = field(default_factory=list)
     kind: str = ""
+    pending: bool = False  # a note whose extraction has not finished (engine.notes.is_pending)
 
 
 Row = tuple  # a notes-table row in _COLUMNS order
@@ -76,7 +78,7 @@ Fill = Callable[[list[str]], dict[str, CatalogEntry]]
 
 def _entry(r: Row) -> CatalogEntry:
     return CatalogEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]),
-                        json.loads(r[10]) if r[10] else [], r[11])
+                        json.loads(r[10]) if r[10] else [], r[11], bool(r[12]))
 
 
 def stamp_of(value: CatalogEntry | Stamp) -> Stamp:
@@ -280,7 +282,8 @@ def _name_rows(e: CatalogEntry) -> list[tuple[str, str, str]]:
 
 def _row(e: CatalogEntry) -> tuple:
     return (e.uri, e.memory_type, e.title, e.created_at, e.updated_at, e.mtime_ns, e.size, e.sha, e.error,
-            1 if e.superseded else 0, json.dumps(e.aliases, ensure_ascii=False) if e.aliases else "", e.kind)
+            1 if e.superseded else 0, json.dumps(e.aliases, ensure_ascii=False) if e.aliases else "", e.kind,
+            1 if e.pending else 0)
 
 
 class CatalogStore:

@@ -437,12 +437,9 @@ def pending_extraction(ctx: CheckContext) -> Iterator[Finding]:
     """Imported files whose memories and links never landed (an ingest that failed or was
     killed: docs/DESIGN.md, "Units of work"). A warning, not an error: every link is whole
     and every note parses, and the next ingest, commit or dream finishes them by itself."""
-    from .notes import is_pending
-
-    for entry in (e for _uri, e in ctx.in_scope() if e.memory_type == "source"):
-        note = ctx.note(entry.uri)
-        if note is not None and is_pending(note):
-            yield _problem("provenance", "warning", "pending_extraction", entry.uri,
+    for uri, entry in ctx.in_scope():  # pending is the catalog's: no file is read
+        if entry.memory_type == "source" and entry.pending:
+            yield _problem("provenance", "warning", "pending_extraction", uri,
                            "imported, but its memories and links were not extracted yet; "
                            "the next `memlink ingest`, `commit` or `dream` finishes it")
 

@@ -34,6 +34,7 @@ from .linkstore import LinkStore, PutLink, RemoveLegacy, RemoveLink, sidecar_rel
 from .merge import is_edit, merge_fields
 from .notes import (
     Note,
+    is_pending,
     new_body,
     now_iso,
     parse_note,
@@ -816,8 +817,7 @@ class Vault:
         if bodies is not None:
             bodies[uri] = (sha, note.text)
         return CatalogEntry(uri, note.memory_type, self.title(note), note.created_at, note.updated_at,
-                            st.st_mtime_ns, st.st_size, sha, superseded="valid_until" in note.extra,
-                            **_names(note))
+                            st.st_mtime_ns, st.st_size, sha, **_catalog_fields(note))
 
     def _read_walked(self, uri: str) -> bytes:
         """A file ``iter_vault_files`` just listed (its folders are real folders inside the
@@ -860,8 +860,7 @@ class Vault:
         path = self.path(note.uri)
         st = path.stat()
         return CatalogEntry(note.uri, note.memory_type, self.title(note), note.created_at, note.updated_at,
-                            st.st_mtime_ns, st.st_size, content_hash(path.read_bytes()),
-                            superseded="valid_until" in note.extra, **_names(note))
+                            st.st_mtime_ns, st.st_size, content_hash(path.read_bytes()), **_catalog_fields(note))
 
     def _catalog_store(self, entries: list[CatalogEntry], gone: list[str]) -> None:
         # Copy on write under the lock: a sync in a worker must not lose these entries, and
@@ -917,12 +916,16 @@ def _unwritable(root: Path) -> Path | None:
 _by_name = operator.attrgetter("name")
 
 
-def _names(note: Note) -> dict:
-    """What the catalog keeps of a note's other names (aliases) and kind."""
+def _catalog_fields(note: Note) -> dict:
+    """What the catalog keeps of a note besides its type, title, dates and stamp: whether
+    it is superseded, its other names (aliases) and kind, and whether its extraction is
+    pending (lint asks every source note: reading each file cost seconds at 100k)."""
     aliases = note.fields.get("aliases")
     kind = note.fields.get("kind")
-    return {"aliases": [str(a) for a in aliases] if isinstance(aliases, list) else [],
-            "kind": str(kind).strip().lower() if isinstance(kind, str) else ""}
+    return {"superseded": "valid_until" in note.extra,
+            "aliases": [str(a) for a in aliases] if isinstance(aliases, list) else [],
+            "kind": str(kind).strip().lower() if isinstance(kind, str) else "",
+            "pending": is_pending(note)}
 
 
 def _new_stored(from_uri: str, to_uri: str, link_type: LinkType, weight: float, t_field: str, t_line_ranges: str | None,

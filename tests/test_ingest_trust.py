@@ -96,6 +96,33 @@ def test_a_pending_source_survives_deleting_the_derived_state(tmp_path):
     assert pending_sources(v) == []
 
 
+def test_pending_sources_are_known_from_the_catalog_and_a_hand_edit_is_seen(tmp_path, monkeypatch):
+    """Whether a source is pending is kept in its catalog row: the check and the retry
+    read no note file to find them (seconds at 100k notes). Marked or cleared by hand, in
+    another editor, the next process sees it."""
+    import datetime as dt
+
+    from engine.checks import run_checks
+
+    root = cli_vault(tmp_path)
+    fail_the_first_extraction(root, write(tmp_path / "pages", PAGES))
+    path = root / "sources/acme.md"
+    v = Vault.open(root)
+    v.sync_catalog()
+    monkeypatch.setattr(Vault, "read_note", lambda self, uri: pytest.fail(f"read {uri}"))
+    assert pending_sources(v) == ["sources/acme.md"]
+    found = [f.uri for f in run_checks(v, today=dt.date(2026, 12, 1), full=True) if f.code == "pending_extraction"]
+    assert found == ["sources/acme.md"]
+    monkeypatch.undo()
+    v.close()
+    text = path.read_text(encoding="utf-8")
+    assert "extraction: pending" in text
+    path.write_text(text.replace("extraction: pending", "extraction: done"), encoding="utf-8")  # cleared by hand
+    assert pending_findings(root) == [] and pending_sources(Vault.open(root)) == []
+    path.write_text(text, encoding="utf-8")
+    assert pending_findings(root) == ["sources/acme.md"]
+
+
 def test_a_file_past_the_size_cap_is_refused_before_it_is_read(tmp_path):
     root = cli_vault(tmp_path)
     folder = tmp_path / "in"

@@ -248,12 +248,14 @@ def _title(meta: dict, body: str, path: Path) -> str:
 
 def pending_sources(vault: Vault) -> list[str]:
     """The uris of the source notes whose extraction has not finished."""
-    out = []
-    for uri, value in vault.catalog().held().items():  # the type is in the stamp: no entry is built
+    catalog = vault.catalog()
+    sources = []
+    for uri, value in catalog.held().items():  # the type is in the stamp: only the sources' entries are built
         _, _, _, error, memory_type = stamp_of(value)
-        if memory_type == "source" and not error and is_pending(vault.read_note(uri)):
-            out.append(uri)
-    return sorted(out)
+        if memory_type == "source" and not error:
+            sources.append(uri)
+    catalog.prefetch(sources)
+    return sorted(uri for uri in sources if catalog[uri].pending)  # (the catalog's: no file is read)
 
 
 def retry_pending(vault: Vault, extractor: Extractor | None = None) -> BatchResult:
