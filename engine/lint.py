@@ -119,7 +119,7 @@ def fix(vault: Vault) -> list[str]:
     with vault.transaction() as tx:
         # Under the lock: a note another process writes meanwhile is seen. A note that
         # exists but does not parse (a half-done edit) still exists: its links stay.
-        exists = set(vault.sync_catalog())
+        exists = set(vault.sync_catalog(walk=True))
         ops: list[PutLink | RemoveLink | RemoveLegacy] = []
         seen: dict[tuple[str, str], tuple[str, StoredLink]] = {}
         unusable: set[str] = set()

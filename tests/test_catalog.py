@@ -536,3 +536,38 @@ def test_names_looked_up_in_the_catalog_table_equal_the_names_built_from_every_t
     sample.write_note("entity", {"name": "Zebedee Quartermaine", "aliases": ["ZQ Holdings"]})
     fresh = NameIndex(sample.catalog(), sample.catalog_store)
     assert [n.uri for n in fresh.named_in("Was ZQ Holdings right?")] == [n.uri for n in NameIndex(sample.catalog()).named_in("Was ZQ Holdings right?")] != []
+
+
+def test_a_settled_block_walks_the_vault_once_and_sees_its_own_writes(vault, monkeypatch):
+    """A command's several syncs (a dream: repair, index, topics, lint) walk the vault
+    once; the catalog still has every note the command wrote, a sync asked to walk sees
+    another editor's note, and outside the block every sync walks."""
+    walks = []
+    real = Vault.iter_vault_files
+    monkeypatch.setattr(Vault, "iter_vault_files", lambda self: walks.append(1) or real(self))
+    with vault.settled():
+        vault.sync_catalog()
+        mine = vault.write_note("entity", {"name": "Ana", "kind": "person"}).uri
+        with vault.settled():  # nested: the same moment
+            assert mine in vault.sync_catalog()
+        (vault.root / "entities" / "by-hand.md").write_text(vault.path(mine).read_text().replace("Ana", "Hand"))
+        assert "entities/by-hand.md" not in vault.sync_catalog() and len(walks) == 1
+        assert "entities/by-hand.md" in vault.sync_catalog(walk=True) and len(walks) == 2
+    vault.sync_catalog()
+    assert len(walks) == 3
+
+
+def test_a_repair_in_a_settled_block_sees_a_note_another_process_wrote(vault):
+    """fix removes links to notes that do not exist: under the write lock it walks again,
+    so a note and link another process made after the block's first sync stay."""
+    from engine.lint import fix
+
+    a = vault.write_note("entity", {"name": "Ana", "kind": "person"}).uri
+    with vault.settled():
+        vault.sync_catalog()
+        other = Vault.open(vault.root)
+        b = other.write_note("entity", {"name": "Bo", "kind": "person"}).uri
+        other.link(a, b, "related_to")
+        other.close()
+        assert not any("removed" in line for line in fix(vault))
+    assert [l.to_uri for l in vault.get_file_links(a, "links")] == [b]

@@ -118,8 +118,9 @@ def cmd_lint(args: argparse.Namespace) -> int:
     from engine.lint import fix, lint, write_dashboards
 
     vault = open_vault(args)
-    fixed = fix(vault) if args.fix else []
-    report = lint(vault, full=args.full)
+    with vault.settled():  # one walk of the vault for the repairs and the checks
+        fixed = fix(vault) if args.fix else []
+        report = lint(vault, full=args.full)
     # A read-only vault, or one on a full disk, is still linted; its dashboards are not
     # written (said below).
     unwritten, written = (vault.read_only_reason if vault.read_only else None), []
@@ -175,8 +176,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     from engine.lint import fix
 
     vault = open_vault(args)
-    fixed = fix(vault) if args.fix else []
-    problems = vault.check(full=args.full)
+    with vault.settled():
+        fixed = fix(vault) if args.fix else []
+        problems = vault.check(full=args.full)
     errors = [p for p in problems if p.severity == "error"]
     if args.json:
         rows = [p.as_dict() for p in problems]
