@@ -433,13 +433,10 @@ class CatalogStore:
 
         return self._run(work, {})
 
-    def snapshot(self, walk: str | None = None) -> Snapshot | None:
-        """What the last whole-vault sync saw, when no write has come since (and, given
-        ``walk``, only if its walk was this one: nothing else is read otherwise)."""
+    def snapshot(self) -> Snapshot | None:
+        """What the last whole-vault sync saw (the table's stamps: any other write removes
+        it), or None."""
         def work(db: sqlite3.Connection) -> Snapshot | None:
-            head = db.execute("SELECT walk FROM walk_snapshot WHERE id = 0").fetchone()
-            if head is None or (walk is not None and head[0] != walk):
-                return None
             row = db.execute("SELECT walk, sum, data FROM walk_snapshot WHERE id = 0").fetchone()
             return Snapshot.load(*row) if row and isinstance(row[2], bytes) else None
 

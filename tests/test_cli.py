@@ -211,7 +211,8 @@ def test_one_shot_commands_raise_the_collector_threshold_and_the_app_keeps_it(mo
     monkeypatch.setattr(cli, "run", lambda handler, args: 0)  # parse and set up only
     try:
         for argv, raised in ((["--vault", str(tmp_path), "lint"], True), (["--vault", str(tmp_path), "search", "x"], True),
-                             (["--vault", str(tmp_path)], False), (["--vault", str(tmp_path), "mcp"], False)):
+                             (["--vault", str(tmp_path)], False), (["--vault", str(tmp_path), "mcp"], False),
+                             (["demo"], False)):
             gc.set_threshold(*default)
             assert cli.main(argv) == 0
             assert (gc.get_threshold() == cli.ONE_SHOT_GC) is raised, argv

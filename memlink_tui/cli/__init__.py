@@ -50,9 +50,10 @@ def _list_in_order(sub: argparse._SubParsersAction) -> None:
 # A one-shot command at 100k notes makes millions of objects that live until it exits
 # (catalog stamps, link records, findings); at CPython's default threshold (700) the
 # collector walks them again and again: 6-8 % of a lint, a search process. The app and
-# the MCP server live on, and keep the defaults (docs/DESIGN.md, "Checks": what a run costs).
+# the MCP server live on (`demo` opens the app), and keep the defaults (docs/DESIGN.md,
+# "Checks": what a run costs).
 ONE_SHOT_GC = (100_000, 50, 100)
-LONG_LIVED = (app.cmd_app, app.cmd_mcp)
+LONG_LIVED = (app.cmd_app, app.cmd_demo, app.cmd_mcp)
 
 
 def main(argv: list[str] | None = None) -> int:
