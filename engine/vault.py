@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
-from .atomic import atomic_write_text, sweep_temp_files
+from .atomic import SWEEP_MEMO, atomic_write_text, sweep_temp_files
 from .blocks import LinkLine, render_links_block, set_links_block, visible_text
 from .catalog import CATALOG_FILE, Catalog, CatalogEntry, CatalogStore, Snapshot, Stamp, content_hash, stamp_of, walk_digest
 from .checks import Finding, run_checks
@@ -139,7 +139,7 @@ class Vault:
         """Sweep temp files a killed writer left, then replay journals if no other writer
         is active right now (otherwise the next write does the replay). The sweep needs no
         lock: it removes only temp files older than any live write keeps one."""
-        sweep_temp_files(self.root)
+        sweep_temp_files(self.root, memo=self.state_dir / SWEEP_MEMO)
         try:
             with self.writing(timeout=0.2):
                 pass

@@ -230,6 +230,58 @@ def test_temp_files_are_swept_on_open_while_another_process_holds_the_lock(vault
         holder.wait()
 
 
+def _age(path: Path, seconds: float = 3600) -> None:
+    past = time.time() - seconds
+    os.utime(path, (past, past))
+
+
+def test_the_sweep_memo_lists_only_folders_changed_since_and_still_finds_every_temp_file(vault, monkeypatch):
+    """A folder whose inode and mtime are as the last sweep found it clean is not listed
+    again; one a temp file was created in since is, and its old temp file goes."""
+    import engine.atomic as atomic
+
+    memo = vault.state_dir / atomic.SWEEP_MEMO
+    for folder in [vault.root, *(p for p in vault.root.rglob("*") if p.is_dir())]:
+        _age(folder)  # settled folders: recorded as clean by the next sweep
+    Vault.open(vault.root)
+    assert memo.exists()
+    listed: list[str] = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(atomic.os, "scandir", lambda path: listed.append(os.path.relpath(path, vault.root)) or real_scandir(path))
+    Vault.open(vault.root)
+    assert set(listed) <= {".memlink"}, listed  # (only the state folder, which the memo's own write changed)
+
+    left = vault.root / "entities" / f".z.md.0badc0de{TMP_SUFFIX}"
+    left.write_text("half a note")
+    _age(left)
+    listed.clear()
+    Vault.open(vault.root)
+    assert "entities" in listed and "preferences" not in listed
+    assert not left.exists()
+
+
+def test_a_bad_sweep_memo_means_a_full_sweep_and_never_one_outside_the_vault(vault, tmp_path):
+    from engine.atomic import SWEEP_MEMO
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    bait = outside / f".keep.md.0000beef{TMP_SUFFIX}"
+    bait.write_text("not memlink's")
+    _age(bait)
+    left = vault.root / "entities" / f".x.md.deadbeef{TMP_SUFFIX}"
+    left.write_text("half a note")
+    _age(left)
+    memo = vault.state_dir / SWEEP_MEMO
+    st = os.stat(vault.root)
+    rel = os.path.relpath(outside, vault.root)
+    for text in ("{not json", '{"version": 1, "folders": {"": [%d, %d, ["%s"]]}}' % (st.st_ino, st.st_mtime_ns, rel),
+                 '{"version": 1, "folders": {"": [%d, %d, [".."]]}}' % (st.st_ino, st.st_mtime_ns)):
+        memo.write_text(text)
+        Vault.open(vault.root)
+        assert bait.exists()  # a memo naming a way out is not read
+    assert not left.exists()  # the full sweep found it
+
+
 # -- full disk (failure 11) ---------------------------------------------------------------------
 def _full_disk(*_args, **_kwargs):
     raise OSError(errno.ENOSPC, "No space left on device")
