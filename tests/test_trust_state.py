@@ -5,6 +5,7 @@ while another process holds the lock, and a full disk reads as one plain sentenc
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import stat
@@ -274,8 +275,8 @@ def test_a_bad_sweep_memo_means_a_full_sweep_and_never_one_outside_the_vault(vau
     memo = vault.state_dir / SWEEP_MEMO
     st = os.stat(vault.root)
     rel = os.path.relpath(outside, vault.root)
-    for text in ("{not json", '{"version": 1, "folders": {"": [%d, %d, ["%s"]]}}' % (st.st_ino, st.st_mtime_ns, rel),
-                 '{"version": 1, "folders": {"": [%d, %d, [".."]]}}' % (st.st_ino, st.st_mtime_ns)):
+    for text in ("{not json", json.dumps({"version": 1, "folders": {"": [st.st_ino, st.st_mtime_ns, [rel]]}}),
+                 json.dumps({"version": 1, "folders": {"": [st.st_ino, st.st_mtime_ns, [".."]]}})):
         memo.write_text(text)
         Vault.open(vault.root)
         assert bait.exists()  # a memo naming a way out is not read
