@@ -629,22 +629,29 @@ class LinkStore:
         files = read_folder(self.root, self._folder_path(folder), folder)
         good, legacy, rejected = sort_out(files.rows)
         lines = files.lines
-        rows = [_row(folder, link_id, direction, owner, files.rows[i], lines[i] if lines is not None else None)
-                for i, link_id, direction, owner in good]
-        rows += _legacy_rows(folder, legacy)
         with _write(db):
             seq = _next(db, "seq")
-            if not empty:  # (a first build knows the table holds nothing, and has no index to find it)
+            if not empty:  # (the triggers keep the edges)
+                rows = [_row(folder, link_id, direction, owner, files.rows[i], lines[i] if lines is not None else None)
+                        for i, link_id, direction, owner in good]
                 db.execute("DELETE FROM links WHERE folder=?", (folder,))
-                db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?)", rows)  # (the triggers add the edges)
-            else:  # a first build runs without the triggers: the edges come from the records at hand
-                start = db.execute("SELECT coalesce(max(rowid), 0) + 1 FROM links").fetchone()[0]
+                db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?)", rows + _legacy_rows(folder, legacy))
+            else:  # a first build: empty tables, no index to find rows by, no triggers; the edges come from the records at hand
+                pos = db.execute("SELECT coalesce(max(rowid), 0) FROM links").fetchone()[0]
+                rows, edges = [], []
+                for i, link_id, direction, owner in good:
+                    raw = files.rows[i]
+                    pos += 1
+                    rows.append((pos, *_row(folder, link_id, direction, owner, raw, lines[i] if lines is not None else None)))
+                    edges.append(_edge_row(owner, direction, folder, pos, raw))
+                for row in _legacy_rows(folder, legacy):
+                    pos += 1
+                    rows.append((pos, *row))
+                    edges.append(_edge_row(row[3], row[2], folder, pos, decode_record(row[6])))
                 db.executemany("INSERT INTO links(rowid, folder, id, direction, owner, key, legacy, raw) "
-                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [(start + n, *row) for n, row in enumerate(rows)])
-                held = [files.rows[i] for i, *_ in good]
-                db.executemany("INSERT INTO edges VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [
-                    _edge_row(row[3], row[2], folder, start + n, held[n] if n < len(held) else decode_record(row[6]))
-                    for n, row in enumerate(rows)])
+                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                edges.sort()  # in key order (owner, direction, folder, pos): the table's pages fill one after another
+                db.executemany("INSERT INTO edges VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", edges)
             if files.base is None and files.log is None:
                 db.execute("DELETE FROM folders WHERE folder=?", (folder,))
             else:
@@ -845,8 +852,8 @@ class LinkStore:
             if wanted is None:
                 rows = db.execute("SELECT raw, legacy FROM links WHERE direction='links' ORDER BY folder, legacy, rowid")
             else:
-                rows = db.execute("SELECT raw, legacy FROM links WHERE direction='links' AND json_extract(raw, '$.link_type') "
-                                  "IN (SELECT value FROM json_each(?)) ORDER BY folder, legacy, rowid", (wanted,))
+                rows = db.execute("SELECT l.raw, l.legacy FROM edges e JOIN links l ON l.rowid = e.pos WHERE e.direction='links' "
+                                  "AND e.link_type IN (SELECT value FROM json_each(?)) ORDER BY l.folder, l.legacy, l.rowid", (wanted,))
             return [(raw, bool(legacy)) for raw, legacy in rows]
         return self._guard(run)
 
