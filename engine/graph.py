@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from .catalog import CatalogEntry
-    from .linkstore import EdgeRow
     from .vault import Vault
 
 Direction = Literal["links", "backlinks"]
@@ -362,33 +361,23 @@ class LinkGraph(Adjacency):
 
 
 class LazyLinks(Adjacency):
-    """The vault's links fetched note by note when a walk reaches a note, kept for this
-    view's life: what a walk needs of each record from the link index's `edges` table
-    (``vault.link_edges_of``); the whole records only for the notes whose links are
-    rendered (``links``). The same edges as ``LinkGraph.build`` gives: only links whose
-    both ends are notes of the catalog, of a type this process knows. Services keep one
-    per catalog and ``links_version``."""
+    """The vault's links fetched note by note when a walk reaches a note
+    (``vault.get_file_links``), kept for this view's life. The same edges as
+    ``LinkGraph.build`` gives: only links whose both ends are notes of the catalog, of a
+    type this process knows. Services keep one per catalog and ``links_version``."""
 
     MAX_NOTES = 50_000  # notes kept; beyond, the cache starts over (a long-lived app)
 
     def __init__(self, vault: Vault, catalog: Mapping[str, CatalogEntry] | None = None) -> None:
         self.vault = vault
         self.catalog = catalog if catalog is not None else vault.catalog()
-        self._edges: dict[str, tuple[list[Edge], list[Edge]]] = {}
-        self._records: dict[str, list[dict]] = {}  # the outgoing records of notes whose links were rendered
+        self._edges: dict[str, tuple[list[Edge], list[Edge], list[dict]]] = {}
 
-    def prefetch(self, uris: Iterable[str], *, records: bool = False) -> None:
-        """Read these notes' edges in one query (``records``: their outgoing records too,
-        for rendering their links)."""
-        uris = list(uris)
+    def prefetch(self, uris: Iterable[str]) -> None:
         todo = [u for u in uris if u not in self._edges and self._is_note(u)]
         if todo:
-            for uri, rows in self.vault.link_edges_of(todo).items():
+            for uri, rows in self.vault.link_rows_of(todo).items():
                 self._keep(uri, rows)
-        if records:
-            todo = [u for u in dict.fromkeys(uris) if u not in self._records and self._is_note(u)]
-            if todo:
-                self._records.update(self.vault.link_rows_of(todo, outgoing=True))
 
     def out_edges_of_type(self, uris: Iterable[str], link_type: LinkType) -> dict[str, list[Edge]]:
         out: dict[str, list[Edge]] = {}
@@ -402,42 +391,42 @@ class LazyLinks(Adjacency):
             else:
                 todo.append(uri)
         if todo:  # not kept: a note's other records are not read
-            for uri, rows in self.vault.link_edges_of(todo, types=[link_type.value]).items():
+            for uri, rows in self.vault.link_rows_of(todo, types=[link_type.value]).items():
                 edges, _ = self._edges_of(uri, rows)
                 out[uri] = [e for e in edges if e.link_type is link_type]
         return out
 
-    def _fetch(self, uri: str) -> tuple[list[Edge], list[Edge]]:
+    def _fetch(self, uri: str) -> tuple[list[Edge], list[Edge], list[dict]]:
         hit = self._edges.get(uri)
         if hit is not None:
             return hit
-        return self._keep(uri, self.vault.link_edges_of([uri])[uri] if self._is_note(uri) else [])
+        # Plain records, not StoredLinks: a walk meets hundreds of notes per question.
+        return self._keep(uri, self.vault.link_rows(uri) if self._is_note(uri) else [])
 
-    def _keep(self, uri: str, rows: list[EdgeRow]) -> tuple[list[Edge], list[Edge]]:
-        hit = self._edges_of(uri, rows)
+    def _keep(self, uri: str, rows: list[dict]) -> tuple[list[Edge], list[Edge], list[dict]]:
+        out, inc = self._edges_of(uri, rows)
+        hit = (out, inc, rows)
         if len(self._edges) >= self.MAX_NOTES:
             self._edges.clear()
-            self._records.clear()
         self._edges[uri] = hit
         return hit
 
-    def _edges_of(self, uri: str, rows: list[EdgeRow]) -> tuple[list[Edge], list[Edge]]:
+    def _edges_of(self, uri: str, rows: list[dict]) -> tuple[list[Edge], list[Edge]]:
         """A note's records as its edges out and in, canonical: only links whose both
         ends are notes of the catalog, of a type this process knows."""
         out: list[Edge] = []
         inc: list[Edge] = []
         is_note = self.catalog.is_good if isinstance(self.catalog, Catalog) else self._is_note
-        for direction, link_type, other, weight, link_id, description in rows:
-            if direction != "links" and direction != "backlinks" or not is_note(other):
-                continue
-            try:
-                kind = LinkType(link_type)
-            except ValueError:
-                continue  # a type this process does not know
+        for row in rows:
+            direction = row["direction"]
             if direction == "links":
-                out.append(Edge(link_id, uri, other, kind, float(weight), description or ""))
-            else:
-                inc.append(Edge(link_id, other, uri, kind, float(weight), description or ""))
+                if row["from_uri"] != uri or not is_note(row["to_uri"]):
+                    continue
+            elif direction != "backlinks" or row["to_uri"] != uri or not is_note(row["from_uri"]):
+                continue
+            edge = _edge_of(row)
+            if edge is not None:
+                (out if direction == "links" else inc).append(edge)
         return canonical(out, "to_uri"), canonical(inc, "from_uri")
 
     def _is_note(self, uri: str) -> bool:
@@ -452,8 +441,15 @@ class LazyLinks(Adjacency):
     def links(self, uri: str, within: str | None = None) -> list[StoredLink]:
         """``uri``'s outgoing links as stored (anchors and all, for rendering a snippet);
         with ``within``, only those whose anchor (match_text) occurs in that text."""
-        if uri not in self._records:
-            self.prefetch([uri], records=True)
-        rows = [row for row in self._records.get(uri, []) if row["direction"] == "links"
+        rows = [row for row in self._fetch(uri)[2] if row["direction"] == "links"
                 and (within is None or (row.get("match_text") and row["match_text"] in within))]
         return sorted((StoredLink.model_validate(row) for row in rows), key=lambda l: -l.weight)
+
+
+def _edge_of(row: dict) -> Edge | None:
+    """A link record (a plain dict) as an edge; None for a type this process does not know."""
+    try:
+        link_type = LinkType(row["link_type"])
+    except ValueError:
+        return None
+    return Edge(row["id"], row["from_uri"], row["to_uri"], link_type, float(row["weight"]), row.get("description") or "")

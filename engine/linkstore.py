@@ -63,7 +63,7 @@ LOG_MODE_BYTES = 256_000
 # 1 / COMPACT_RATIO bytes of rewrite (amortised O(1) per write), and readers of a stale
 # index replay at most a quarter of the list's size.
 COMPACT_RATIO = 0.25
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "3"
 
 
 class _Op(BaseModel):
@@ -231,7 +231,7 @@ class RawRows:
 Stamp = str | None  # "inode:mtime_ns:size", None: no file
 
 
-def _stamp(path: str | Path) -> Stamp:
+def _stamp(path: Path) -> Stamp:
     try:
         st = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -240,8 +240,7 @@ def _stamp(path: str | Path) -> Stamp:
 
 
 def _stamps(folder_path: Path) -> tuple[Stamp, Stamp]:
-    folder = os.fspath(folder_path)  # (strings: a search compares ~25 folders per question)
-    return _stamp(os.path.join(folder, SIDECAR)), _stamp(os.path.join(folder, SIDECAR_LOG))
+    return _stamp(folder_path / SIDECAR), _stamp(folder_path / SIDECAR_LOG)
 
 
 def _size(stamp: Stamp) -> int:
@@ -411,40 +410,17 @@ def compact(root: Path, folder_path: Path, folder: str) -> None:
 
 
 # -- the index --------------------------------------------------------------------------------
-_TABLES = [
-    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS folders(folder TEXT PRIMARY KEY, base TEXT, log TEXT, broken TEXT, "
-    "rejected TEXT NOT NULL, legacy TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS links(folder TEXT NOT NULL, id TEXT NOT NULL, direction TEXT NOT NULL, "
-    "owner TEXT NOT NULL, key TEXT NOT NULL, legacy INTEGER NOT NULL, raw TEXT NOT NULL)",
-    # What a walk reads of each record (docs/DESIGN.md, "Search"), clustered by the note
-    # whose side it is: a note's records sit together in a page or two, where in `links`
-    # they are spread over the folder's rows (~7 pages a note), and no JSON is decoded.
-    # ``pos`` is the record's rowid in `links`; the triggers keep both in step.
-    "CREATE TABLE IF NOT EXISTS edges(owner TEXT NOT NULL, direction TEXT NOT NULL, folder TEXT NOT NULL, "
-    "pos INTEGER NOT NULL, link_type TEXT NOT NULL, other TEXT NOT NULL, weight REAL NOT NULL, id TEXT NOT NULL, "
-    "description TEXT NOT NULL, PRIMARY KEY(owner, direction, folder, pos)) WITHOUT ROWID",
-    "CREATE TABLE IF NOT EXISTS changes(seq INTEGER NOT NULL, folder TEXT NOT NULL, id TEXT, direction TEXT, owner TEXT)",
-    "CREATE INDEX IF NOT EXISTS changes_seq ON changes(seq)",
-]
-# Made after a first build fills the tables (see ``refresh``), and at every open.
-_INDEXES = ["CREATE INDEX IF NOT EXISTS links_folder ON links(folder, direction, id)"]
-_EDGE_OF_NEW = ("new.owner, new.direction, new.folder, new.rowid, json_extract(new.raw, '$.link_type'), "
-                "json_extract(new.raw, CASE new.direction WHEN 'links' THEN '$.to_uri' ELSE '$.from_uri' END), "
-                "json_extract(new.raw, '$.weight'), new.id, coalesce(json_extract(new.raw, '$.description'), '')")
-_TRIGGERS = [
-    f"CREATE TRIGGER IF NOT EXISTS links_put AFTER INSERT ON links BEGIN INSERT INTO edges VALUES ({_EDGE_OF_NEW}); END",
-    "CREATE TRIGGER IF NOT EXISTS links_gone AFTER DELETE ON links BEGIN DELETE FROM edges WHERE owner=old.owner "
-    "AND direction=old.direction AND folder=old.folder AND pos=old.rowid; END",
-]
-EdgeRow = tuple[str, str, str, float, str, str]  # direction, link_type, the other note, weight, id, description
-
-
-def _edge_row(owner: str, direction: str, folder: str, pos: int, raw: dict) -> tuple:
-    """An `edges` row as the insert trigger makes it from the record's JSON (a first
-    build makes them here, from the records it holds: see ``refresh``)."""
-    other = raw["to_uri"] if direction == "links" else raw["from_uri"]
-    return (owner, direction, folder, pos, raw["link_type"], other, float(raw["weight"]), raw["id"], raw.get("description") or "")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS folders(folder TEXT PRIMARY KEY, base TEXT, log TEXT, broken TEXT,
+                                   rejected TEXT NOT NULL, legacy TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS links(folder TEXT NOT NULL, id TEXT NOT NULL, direction TEXT NOT NULL,
+                                 owner TEXT NOT NULL, key TEXT NOT NULL, legacy INTEGER NOT NULL, raw TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS links_owner ON links(owner, direction);
+CREATE INDEX IF NOT EXISTS links_folder ON links(folder, direction, id);
+CREATE TABLE IF NOT EXISTS changes(seq INTEGER NOT NULL, folder TEXT NOT NULL, id TEXT, direction TEXT, owner TEXT);
+CREATE INDEX IF NOT EXISTS changes_seq ON changes(seq);
+"""
 
 
 _ENDS = "json_extract(raw, '$.from_uri'), json_extract(raw, '$.to_uri')"
@@ -570,10 +546,11 @@ class LinkStore:
                 db.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
                 version = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
                 if version is None or version[0] != SCHEMA_VERSION:
-                    for table in ("folders", "links", "edges", "changes", "meta"):
+                    for table in ("folders", "links", "changes", "meta"):
                         db.execute(f"DROP TABLE IF EXISTS {table}")  # noqa: S608 (fixed names): another layout
-                for statement in (*_TABLES, *_INDEXES, *_TRIGGERS):
-                    db.execute(statement)
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
                 if version is None or version[0] != SCHEMA_VERSION:
                     start = str(time.time_ns() // 1000)  # a rebuilt index's numbers start past any old one's
                     db.executemany("INSERT INTO meta VALUES (?, ?)",
@@ -629,29 +606,14 @@ class LinkStore:
         files = read_folder(self.root, self._folder_path(folder), folder)
         good, legacy, rejected = sort_out(files.rows)
         lines = files.lines
+        rows = [_row(folder, link_id, direction, owner, files.rows[i], lines[i] if lines is not None else None)
+                for i, link_id, direction, owner in good]
+        rows += _legacy_rows(folder, legacy)
         with _write(db):
             seq = _next(db, "seq")
-            if not empty:  # (the triggers keep the edges)
-                rows = [_row(folder, link_id, direction, owner, files.rows[i], lines[i] if lines is not None else None)
-                        for i, link_id, direction, owner in good]
+            if not empty:  # (a first build knows the table holds nothing, and has no index to find it)
                 db.execute("DELETE FROM links WHERE folder=?", (folder,))
-                db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?)", rows + _legacy_rows(folder, legacy))
-            else:  # a first build: empty tables, no index to find rows by, no triggers; the edges come from the records at hand
-                pos = db.execute("SELECT coalesce(max(rowid), 0) FROM links").fetchone()[0]
-                rows, edges = [], []
-                for i, link_id, direction, owner in good:
-                    raw = files.rows[i]
-                    pos += 1
-                    rows.append((pos, *_row(folder, link_id, direction, owner, raw, lines[i] if lines is not None else None)))
-                    edges.append(_edge_row(owner, direction, folder, pos, raw))
-                for row in _legacy_rows(folder, legacy):
-                    pos += 1
-                    rows.append((pos, *row))
-                    edges.append(_edge_row(row[3], row[2], folder, pos, decode_record(row[6])))
-                db.executemany("INSERT INTO links(rowid, folder, id, direction, owner, key, legacy, raw) "
-                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-                edges.sort()  # in key order (owner, direction, folder, pos): the table's pages fill one after another
-                db.executemany("INSERT INTO edges VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", edges)
+            db.executemany("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
             if files.base is None and files.log is None:
                 db.execute("DELETE FROM folders WHERE folder=?", (folder,))
             else:
@@ -680,24 +642,22 @@ class LinkStore:
                     now = (None, None)
                 if known.get(folder, (None, None)) != now:
                     todo.append(folder)
-            # A first build fills empty tables: the index is made once at the end, not kept
-            # up row by row (a third of the build at 100k notes), and the edges come from
-            # the records in hand, not from the triggers' JSON reads. A kill in between
-            # leaves index and triggers missing until the next open makes them (the
-            # folders written so far have their edges: each in its folder's transaction).
+            # A first build fills an empty table: its indexes are made once at the end, not
+            # kept up row by row (a third of the build at 100k notes). A kill in between
+            # leaves them missing until the next open makes them (_SCHEMA).
             bulk = len(todo) > 1 and db.execute("SELECT 1 FROM links LIMIT 1").fetchone() is None
             if bulk:
                 db.execute("PRAGMA cache_size=-262144")  # the index sorts in memory (256 MB at most)
+                db.execute("DROP INDEX IF EXISTS links_owner")
                 db.execute("DROP INDEX IF EXISTS links_folder")
-                db.execute("DROP TRIGGER IF EXISTS links_put")
-                db.execute("DROP TRIGGER IF EXISTS links_gone")
             try:
                 for folder in todo:
                     self._reindex(db, folder, empty=bulk)
             finally:
                 if bulk:
-                    for statement in (*_INDEXES, *_TRIGGERS):
-                        db.execute(statement)
+                    for statement in _SCHEMA.split(";"):
+                        if "CREATE INDEX" in statement:
+                            db.execute(statement)
         self._guard(run)
 
     # -- reads -----------------------------------------------------------------------------------
@@ -707,8 +667,7 @@ class LinkStore:
         def run(db: sqlite3.Connection) -> list[str]:
             self._fresh(db, folder)
             return [raw for (raw,) in db.execute(
-                "SELECT raw FROM links WHERE rowid IN (SELECT pos FROM edges WHERE owner=? AND direction=? AND folder=?) "
-                "ORDER BY rowid", (owner, direction, folder))]
+                "SELECT raw FROM links INDEXED BY links_owner WHERE owner=? AND direction=? AND folder=? ORDER BY rowid", (owner, direction, folder))]
         return [_link(raw) for raw in self._guard(run)]
 
     def rows_of(self, folder: str, owner: str) -> list[str]:
@@ -716,17 +675,15 @@ class LinkStore:
         when they were indexed): for walks that need only ends, type and weight."""
         return self.rows_of_many({folder: [owner]})[owner]
 
-    def rows_of_many(self, owners: Mapping[str, Iterable[str]], types: list[str] | None = None,
-                     *, outgoing: bool = False) -> dict[str, list[str]]:
+    def rows_of_many(self, owners: Mapping[str, Iterable[str]], types: list[str] | None = None) -> dict[str, list[str]]:
         """``rows_of`` for several notes (folder -> its notes), in one read whatever the
         folders: a walk reaching a seed set's neighbours at once meets notes of dozens of
         folders (a query each cost ~0.1 ms). Every owner asked for has a list. With
-        ``types``: only their links (direction "links") of these types; ``outgoing``:
-        only their links."""
+        ``types``: only their links (direction "links") of these types."""
         home = {o: folder for folder, os_ in owners.items() for o in os_}
         wanted = list(home)
-        which = ("AND e.direction = 'links' AND e.link_type IN (SELECT value FROM json_each(?))" if types is not None
-                 else "AND e.direction = 'links'" if outgoing else "")
+        which = ("AND direction IN ('links', 'backlinks')" if types is None else
+                 "AND direction = 'links' AND json_extract(raw, '$.link_type') IN (SELECT value FROM json_each(?))")
         extra = () if types is None else (json.dumps(types),)
 
         def run(db: sqlite3.Connection) -> dict[str, list[str]]:
@@ -737,35 +694,10 @@ class LinkStore:
                 part = wanted[i:i + 500]
                 marks = ",".join("?" * len(part))
                 for owner, folder, raw in db.execute(
-                        f"SELECT e.owner, e.folder, l.raw FROM edges e JOIN links l ON l.rowid = e.pos "  # noqa: S608 (marks and fixed text)
-                        f"WHERE e.owner IN ({marks}) {which} ORDER BY l.rowid", (*part, *extra)):
+                        f"SELECT owner, folder, raw FROM links INDEXED BY links_owner WHERE owner IN ({marks}) "  # noqa: S608 (marks and fixed text)
+                        f"{which} ORDER BY rowid", (*part, *extra)):
                     if folder == home[owner]:  # (a note's sides are in its own folder's sidecar)
                         out[owner].append(raw)
-            return out
-        return self._guard(run)
-
-    def edges_of_many(self, owners: Mapping[str, Iterable[str]], types: list[str] | None = None) -> dict[str, list[EdgeRow]]:
-        """What a walk needs of each note's link records (folder -> its notes): both
-        directions as (direction, link_type, the other note, weight, id, description),
-        read from the `edges` table in one query, no JSON decoded. Every owner asked for
-        has a list. With ``types``: only its links (direction "links") of these types."""
-        home = {o: folder for folder, os_ in owners.items() for o in os_}
-        wanted = list(home)
-        which = "" if types is None else "AND direction = 'links' AND link_type IN (SELECT value FROM json_each(?))"
-        extra = () if types is None else (json.dumps(types),)
-
-        def run(db: sqlite3.Connection) -> dict[str, list[EdgeRow]]:
-            for folder in owners:
-                self._fresh(db, folder)
-            out: dict[str, list[EdgeRow]] = {o: [] for o in wanted}
-            for i in range(0, len(wanted), 500):  # under SQLite's bound-parameter limit
-                part = wanted[i:i + 500]
-                marks = ",".join("?" * len(part))
-                for owner, folder, *edge in db.execute(
-                        "SELECT owner, folder, direction, link_type, other, weight, id, description FROM edges "  # noqa: S608 (marks and fixed text)
-                        f"WHERE owner IN ({marks}) {which}", (*part, *extra)):
-                    if folder == home[owner]:  # (a note's sides are in its own folder's sidecar)
-                        out[owner].append(tuple(edge))
             return out
         return self._guard(run)
 
@@ -852,8 +784,8 @@ class LinkStore:
             if wanted is None:
                 rows = db.execute("SELECT raw, legacy FROM links WHERE direction='links' ORDER BY folder, legacy, rowid")
             else:
-                rows = db.execute("SELECT l.raw, l.legacy FROM edges e JOIN links l ON l.rowid = e.pos WHERE e.direction='links' "
-                                  "AND e.link_type IN (SELECT value FROM json_each(?)) ORDER BY l.folder, l.legacy, l.rowid", (wanted,))
+                rows = db.execute("SELECT raw, legacy FROM links WHERE direction='links' AND json_extract(raw, '$.link_type') "
+                                  "IN (SELECT value FROM json_each(?)) ORDER BY folder, legacy, rowid", (wanted,))
             return [(raw, bool(legacy)) for raw, legacy in rows]
         return self._guard(run)
 
@@ -876,9 +808,9 @@ class LinkStore:
                     count, types, degree = json.loads(body)
                     return count, types, [(o, n) for o, n in degree]
             types = {str(t): n for t, n in db.execute(
-                "SELECT link_type, count(*) FROM edges WHERE direction='links' GROUP BY 1 ORDER BY 2 DESC")}
+                "SELECT json_extract(raw, '$.link_type'), count(*) FROM links WHERE direction='links' GROUP BY 1 ORDER BY 2 DESC")}
             degree = [(o, n) for o, n in db.execute(
-                "SELECT owner, count(*) FROM edges GROUP BY owner ORDER BY 2 DESC, owner LIMIT ?", (top,))]
+                "SELECT owner, count(*) FROM links GROUP BY owner ORDER BY 2 DESC, owner LIMIT ?", (top,))]
             out = (sum(types.values()), types, degree)
             try:
                 with _write(db):
@@ -1001,8 +933,8 @@ class LinkStore:
                     row = _row(folder, op.link.id, op.link.direction, owner_of(op.link), raw)
                     gone = db.execute(f"SELECT rowid, id, {_ENDS} FROM links WHERE folder=? AND direction=? AND legacy=0 AND id=?",
                                       (folder, row[2], row[1])).fetchall()
-                    gone += db.execute(f"SELECT rowid, id, {_ENDS} FROM links WHERE rowid IN (SELECT pos FROM edges WHERE owner=? "  # noqa: S608 (fixed text)
-                                       "AND direction=? AND folder=?) AND key=? AND legacy=0", (row[3], row[2], folder, row[4])).fetchall()
+                    gone += db.execute(f"SELECT rowid, id, {_ENDS} FROM links INDEXED BY links_owner WHERE owner=? AND direction=? AND key=? AND folder=? AND legacy=0",
+                                       (row[3], row[2], row[4], folder)).fetchall()
                     db.executemany("DELETE FROM links WHERE rowid=?", [(r,) for r, *_ in gone])
                     db.execute("INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?)", row)
                     for _, i, a, b in gone:
@@ -1055,19 +987,8 @@ class LinkStore:
                 if fresh_only and (base, log) != _stamps(self._folder_path(folder)):
                     continue
                 out[folder] = sorted(tuple(r) for r in db.execute(
-                    "SELECT l.folder, l.id, l.direction, l.owner, l.key, l.legacy, l.raw, e.link_type, e.other, e.weight, "
-                    "e.description FROM links l LEFT JOIN edges e ON e.owner=l.owner AND e.direction=l.direction "
-                    "AND e.folder=l.folder AND e.pos=l.rowid WHERE l.folder=?", (folder,)))
+                    "SELECT folder, id, direction, owner, key, legacy, raw FROM links WHERE folder=?", (folder,)))
             return out
-        return self._guard(run)
-
-    def edges_in_step(self) -> bool:
-        """Whether the `edges` table holds exactly one row per link record, as the record
-        says (for tests: the triggers and a first build keep it so)."""
-        def run(db: sqlite3.Connection) -> bool:
-            made = db.execute(f"SELECT {_EDGE_OF_NEW.replace('new.', 'l.')} FROM links l ORDER BY 1, 2, 3, 4").fetchall()
-            held = db.execute("SELECT * FROM edges ORDER BY 1, 2, 3, 4").fetchall()
-            return made == held
         return self._guard(run)
 
 

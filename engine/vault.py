@@ -30,7 +30,7 @@ from .errors import DiskFull, LinkError, MemlinkError, NoteError, NoteNotFound, 
 from .journal import STATE_DIR, Journal
 from .lineranges import LineRangeMatcher, check_ranges, correct_ranges, format_ranges
 from .links import SIDECAR, LinkType, StoredLink, decode_record, merge_link, new_link_id
-from .linkstore import EdgeRow, LinkStore, PutLink, RemoveLegacy, RemoveLink, sidecar_rel
+from .linkstore import LinkStore, PutLink, RemoveLegacy, RemoveLink, sidecar_rel
 from .merge import is_edit, merge_fields
 from .notes import (
     Note,
@@ -436,12 +436,11 @@ class Vault:
         uri = normalize_uri(uri)
         return self.link_rows_of([uri])[uri]
 
-    def link_rows_of(self, uris: Iterable[str], types: list[str] | None = None, *,
-                     outgoing: bool = False) -> dict[str, list[dict]]:
+    def link_rows_of(self, uris: Iterable[str], types: list[str] | None = None) -> dict[str, list[dict]]:
         """``link_rows`` for many notes, read in one query (a note whose links this
         thread's transaction staged: from the transaction). With ``types``, the index is
-        asked only for their links of these types, with ``outgoing`` only for their links
-        (a staged note's come all the same: the caller filters)."""
+        asked only for their links of these types (a staged note's come all the same:
+        the caller filters)."""
         tx = self._tx()
         by_folder: dict[str, list[str]] = {}
         out: dict[str, list[dict]] = {}
@@ -451,26 +450,8 @@ class Vault:
                 out[uri] = [l.model_dump(mode="json") for l in self.get_file_links(uri, "both")]
             else:
                 by_folder.setdefault(folder, []).append(uri)
-        for uri, raws in self.linkstore.rows_of_many(by_folder, types, outgoing=outgoing).items():
+        for uri, raws in self.linkstore.rows_of_many(by_folder, types).items():
             out[uri] = [decode_record(raw) for raw in raws]
-        return out
-
-    def link_edges_of(self, uris: Iterable[str], types: list[str] | None = None) -> dict[str, list[EdgeRow]]:
-        """What a walk reads of many notes' link records, in one query: (direction,
-        link_type, the other note, weight, id, description) from the link index's `edges`
-        table, no record decoded (docs/DESIGN.md, "Search"); a note whose links this
-        thread's transaction staged: from the transaction. ``types`` as ``link_rows_of``."""
-        tx = self._tx()
-        by_folder: dict[str, list[str]] = {}
-        out: dict[str, list[EdgeRow]] = {}
-        for uri in dict.fromkeys(normalize_uri(u) for u in uris):
-            folder = uri_dir(uri)
-            if tx is not None and any(tx.note_links(folder, uri, d) is not None for d in ("links", "backlinks")):
-                out[uri] = [(l.direction, l.link_type.value, l.to_uri if l.direction == "links" else l.from_uri,
-                             l.weight, l.id, l.description) for l in self.get_file_links(uri, "both")]
-            else:
-                by_folder.setdefault(folder, []).append(uri)
-        out.update(self.linkstore.edges_of_many(by_folder, types))
         return out
 
     def link(

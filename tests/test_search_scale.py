@@ -81,14 +81,14 @@ def test_links_of_one_type_read_only_those_and_are_the_full_graphs(linked, monke
     full = LinkGraph.build(linked)
     uris = sorted(linked.catalog())
     fetched: list[int] = []
-    real = type(linked).link_edges_of
+    real = type(linked).link_rows_of
 
     def counting(self, todo, types=None):
         rows = real(self, todo, types)
         fetched.append(sum(len(r) for r in rows.values()))
         return rows
 
-    monkeypatch.setattr(type(linked), "link_edges_of", counting)
+    monkeypatch.setattr(type(linked), "link_rows_of", counting)
     for link_type in LT:
         expect = {u: [e for e in full.out_edges(u) if e.link_type is link_type] for u in uris}
         assert LazyLinks(linked).out_edges_of_type(uris, link_type) == expect, link_type
