@@ -188,8 +188,11 @@ class SearchIndex:
         bodies: dict[str, tuple[str, str]] = {}  # the notes the catalog reads now: not read twice
         catalog = self.vault.sync_catalog(bodies=bodies)
         live = catalog.good_shas()
-        todo = [u for u, sha in live.items() if self.indexed.get(u) != sha]
-        gone = [u for u in self.indexed if u not in live]
+        if live == self.indexed:  # (the usual case, compared in C)
+            todo, gone = [], []
+        else:
+            todo = [u for u, sha in live.items() if self.indexed.get(u) != sha]
+            gone = [u for u in self.indexed if u not in live]
         report.added = sum(1 for u in todo if u not in self.indexed)
         report.updated = len(todo) - report.added
         report.removed = len(gone)
