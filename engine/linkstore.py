@@ -823,8 +823,10 @@ class LinkStore:
     def legacy_targets(self) -> set[str]:
         """The notes an old ``{uris, reason}`` entry points at (they have no side of their own)."""
         self.refresh()
-        return {decode_record(raw)["to_uri"] for (raw,) in self._guard(
-            lambda db: db.execute("SELECT raw FROM links WHERE legacy=1").fetchall())}
+        # From each folder's legacy entries (a small table), not a scan of every record
+        # for the legacy ones (no index finds them: ~0.15 s of a lint at 100k notes).
+        held = self._guard(lambda db: db.execute("SELECT folder, legacy FROM folders WHERE legacy != '[]'").fetchall())
+        return {decode_record(row[6])["to_uri"] for folder, legacy in held for row in _legacy_rows(folder, json.loads(legacy))}
 
     def outgoing(self, types: Iterable[str] | None = None) -> Iterator[StoredLink]:
         for raw, _legacy in self.outgoing_raw(types):

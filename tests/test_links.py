@@ -120,6 +120,27 @@ def test_legacy_entry_unlink(vault):
     assert sidecar(vault, "preferences") == [{"id": "r", "from_uri": b.uri, "uris": ["profile.md"], "reason": "x"}]
 
 
+def test_legacy_targets_are_every_legacy_links_far_end(vault):
+    """``legacy_targets`` (an incremental lint's orphan check) reads the folders' legacy
+    entries, and names the same notes as the legacy records the index holds."""
+    import sqlite3
+
+    a, b = make_pair(vault)
+    (vault.root / "preferences" / ".relations.json").write_text(json.dumps([
+        {"id": "r", "from_uri": b.uri, "uris": [a.uri, "profile.md"], "reason": "x"},
+        {"id": "folder-level", "uris": [a.uri], "reason": "no from_uri: the folder relates"},
+    ]))
+    (vault.root / "entities" / ".relations.json").write_text(json.dumps([{"id": "q", "from_uri": a.uri, "uris": [b.uri], "reason": "y"}]))
+    targets = vault.linkstore.legacy_targets()
+    with sqlite3.connect(vault.state_dir / "links.sqlite") as db:
+        held = {json.loads(raw)["to_uri"] for (raw,) in db.execute("SELECT raw FROM links WHERE legacy=1")}
+    assert targets == held == {a.uri, b.uri, "profile.md"}
+    vault.unlink(b.uri, a.uri)
+    assert a.uri in vault.linkstore.legacy_targets()  # (still the folder-level entry's)
+    vault.unlink(a.uri, b.uri)
+    assert b.uri not in vault.linkstore.legacy_targets()
+
+
 def test_malformed_sidecar_is_a_clear_error_and_nothing_changes(vault):
     a, b = make_pair(vault)
     (vault.root / "entities" / ".relations.json").write_text("[{\"to_uri\": 3}]")
