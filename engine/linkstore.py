@@ -41,7 +41,6 @@ from .links import (
     Rejected,
     Sidecar,
     StoredLink,
-    decode_record,
     dump_rows,
     is_entry,
     is_legacy,
@@ -451,16 +450,20 @@ def _row(folder: str, link_id: str, direction: str, owner: str, raw: dict, text:
     return (folder, link_id, direction, owner, _key(raw), 0, text or json.dumps(raw, ensure_ascii=False))
 
 
-def _legacy_rows(folder: str, legacy: list[dict]) -> list[tuple]:
-    out = []
+def _legacy_links(folder: str, legacy: list[dict]) -> Iterator[StoredLink]:
+    """A folder's legacy entries read as links."""
     for raw in legacy:
         try:
-            links = legacy_links(raw, folder)
+            yield from legacy_links(raw, folder)
         except ValueError:
             continue  # a folder-level entry at the vault root names no note
-        for link in links:
-            row = {**link.model_dump(mode="json"), "legacy": True}
-            out.append((folder, link.id, "links", link.from_uri, _key(row), 1, json.dumps(row, ensure_ascii=False)))
+
+
+def _legacy_rows(folder: str, legacy: list[dict]) -> list[tuple]:
+    out = []
+    for link in _legacy_links(folder, legacy):
+        row = {**link.model_dump(mode="json"), "legacy": True}
+        out.append((folder, link.id, "links", link.from_uri, _key(row), 1, json.dumps(row, ensure_ascii=False)))
     return out
 
 
@@ -826,7 +829,7 @@ class LinkStore:
         # From each folder's legacy entries (a small table), not a scan of every record
         # for the legacy ones (no index finds them: ~0.15 s of a lint at 100k notes).
         held = self._guard(lambda db: db.execute("SELECT folder, legacy FROM folders WHERE legacy != '[]'").fetchall())
-        return {decode_record(row[6])["to_uri"] for folder, legacy in held for row in _legacy_rows(folder, json.loads(legacy))}
+        return {link.to_uri for folder, legacy in held for link in _legacy_links(folder, json.loads(legacy))}
 
     def outgoing(self, types: Iterable[str] | None = None) -> Iterator[StoredLink]:
         for raw, _legacy in self.outgoing_raw(types):
