@@ -250,14 +250,6 @@ class Snapshot:
         return cls(walk, stamps, frozenset(superseded))
 
 
-def walk_digest(files: list[tuple[str, int, int]]) -> str:
-    """What a walk listed (uri, mtime_ns, size of every note and sidecar, in walk order),
-    as one hash: compared without loading a snapshot that does not match. (marshal: a
-    quarter of repr's time at 100k files; another Python's marshal may differ, and then
-    the snapshot is not taken once.)"""
-    return hashlib.blake2b(marshal.dumps(files), digest_size=16).hexdigest()
-
-
 def parses(catalog: Mapping[str, CatalogEntry], uri: str) -> bool:
     """``uri`` is a note of ``catalog`` that parses; a ``Catalog`` answers from the stamp,
     without building the entry."""

@@ -87,6 +87,7 @@ class Services:
 
         with self._index_lock:  # the app's startup worker and a first search may race here
             if self._index is None:
+                self.vault.prefetch_walk()  # the sync's walk runs while the model and index load
                 index = SearchIndex(self.vault)
                 index.load()
                 index.last_sync = index.sync(progress)

@@ -11,6 +11,9 @@ import os
 from pathlib import Path
 
 from .errors import UriError
+from .walk import utf8_name
+
+__all__ = ["PathResolver", "normalize_uri", "resolve_uri", "uri_dir", "utf8_name"]
 
 
 def normalize_uri(uri: str) -> str:
@@ -33,16 +36,6 @@ def normalize_uri(uri: str) -> str:
         if part.startswith("."):
             raise UriError(f"note path {uri!r} has a hidden segment {part!r}")
     return "/".join(parts)
-
-
-def utf8_name(name: str) -> bool:
-    """Whether a file name read from the disk is UTF-8 (os.listdir hands back other bytes
-    as surrogates, which no note path, log or index can hold)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def resolve_uri(root: Path, uri: str) -> Path:

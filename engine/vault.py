@@ -10,7 +10,6 @@ docs/DESIGN.md, "Vault format" and "Units of work".
 from __future__ import annotations
 
 import errno
-import operator
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -23,7 +22,7 @@ from pydantic import ValidationError
 
 from .atomic import SWEEP_MEMO, atomic_write_text, sweep_temp_files
 from .blocks import LinkLine, render_links_block, set_links_block, visible_text
-from .catalog import CATALOG_FILE, Catalog, CatalogEntry, CatalogStore, Snapshot, Stamp, content_hash, stamp_of, walk_digest
+from .catalog import CATALOG_FILE, Catalog, CatalogEntry, CatalogStore, Snapshot, Stamp, content_hash, stamp_of
 from .checks import Finding, run_checks
 from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
 from .errors import DiskFull, LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, VaultError, VaultLocked
@@ -49,14 +48,13 @@ from .render import Rendered, render_links
 from .schema import MemoryTypeSchema, TypeRegistry
 from .state import StateStore
 from .transaction import Transaction
-from .uris import PathResolver, normalize_uri, uri_dir, utf8_name
+from .uris import PathResolver, normalize_uri, uri_dir
+from .walk import Prewalk, Seen, Walked, vault_files
 
 if TYPE_CHECKING:
     from .services import Services
 
 # Folders that hold other things than notes.
-NON_NOTE_DIRS = {"sessions", "dashboards", "memory_types"}
-NON_NOTE_FILES = {"DREAMS.md", "README.md"}  # generated diaries and read-me files at the vault root
 DEFAULT_FOLDERS = ("preferences", "entities", "events", "reports", "report_candidates", "sources", "sessions")
 LinkDirection = Literal["links", "backlinks", "both"]
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -95,6 +93,8 @@ class Vault:
         self._catalog_db: CatalogStore | None = None  # the catalog table (see _catalog_rows)
         self._local = threading.local()  # the open transaction of each thread
         self._moment = threading.local()  # a ``settled`` block of this thread: walked already?
+        self._prewalk: tuple[Prewalk, int] | None = None  # the next sync's walk, under way (prefetch_walk)
+        self._writes_begun = self._writes_ended = 0  # write-lock holds begun and ended here (any thread)
 
     # -- opening ----------------------------------------------------------------------------
     @classmethod
@@ -170,6 +170,9 @@ class Vault:
         self.state.close()
         self.linkstore.close()
         with self._catalog_lock:
+            if self._prewalk is not None:
+                self._prewalk[0].close()
+                self._prewalk = None
             if self._catalog_db is not None:
                 self._catalog_db.close()
 
@@ -200,6 +203,7 @@ class Vault:
                 f"another memlink process is writing to {self.root}; waited {wait:g}s for the lock "
                 f"({self.state_dir / 'lock'})"
             ) from None
+        self._writes_begun += 1
         try:
             if self._lock.lock_counter == 1 and self.journal.pending():
                 replayed, problems = self.journal.recover()
@@ -210,6 +214,7 @@ class Vault:
                         self._catalog = None
             yield
         finally:
+            self._writes_ended += 1
             self._lock.release()
 
     # -- units of work ------------------------------------------------------------------------
@@ -258,7 +263,7 @@ class Vault:
         if tx.links_changed:
             self.links_version += 1
         # The catalog hears of the whole unit at once: one snapshot copy, one SQLite write.
-        entries = [self._catalog_row(note) if note is not None else self._catalog_entry(uri, self.path(uri).stat())
+        entries = [self._catalog_row(note) if note is not None else self._entry_now(uri)
                    for uri, note in tx.written()]
         self._catalog_store(entries, list(tx.deleted()))
 
@@ -668,42 +673,34 @@ class Vault:
         return render_links(note.text, links, href) if href else render_links(note.text, links)
 
     # -- the catalog (derived: which notes exist, their type and title) --------------------
-    def iter_vault_files(self) -> Iterator[tuple[str, os.stat_result]]:
-        """Notes (``*.md`` outside hidden and non-note folders) and link sidecars, in
-        sorted order, folder by folder (each folder's files before its subfolders).
-        Symlinked folders are not entered (as os.walk); a symlinked file is listed with
-        its target's stat. One scandir per folder: names and types come with the listing."""
-        stack: list[tuple[str, str]] = [(str(self.root), "")]
-        while stack:
-            dirpath, rel = stack.pop()
-            try:
-                with os.scandir(dirpath) as it:
-                    entries = sorted(it, key=_by_name)
-            except OSError:
-                continue
-            subdirs = []
-            prefix = f"{rel}/" if rel else ""
-            for entry in entries:
-                name = entry.name
-                if not name.isascii() and not utf8_name(name):
-                    continue  # a name that is not UTF-8 cannot be a note path (docs/DESIGN.md "Vault format")
-                try:
-                    is_dir = entry.is_dir()
-                except OSError:
-                    continue
-                if is_dir:
-                    if not name.startswith(".") and not (rel == "" and name in NON_NOTE_DIRS) and not entry.is_symlink():
-                        subdirs.append((entry.path, prefix + name))
-                    continue
-                if rel == "" and name in NON_NOTE_FILES:
-                    continue
-                if (name.endswith(".md") and not name.startswith(".")) or name == SIDECAR:
-                    try:
-                        st = entry.stat()
-                    except OSError:
-                        continue
-                    yield prefix + name, st
-            stack.extend(reversed(subdirs))
+    def iter_vault_files(self) -> Iterator[Walked]:
+        """Notes and link sidecars with their mtime and size, in sorted order
+        (``engine.walk.vault_files``)."""
+        return vault_files(str(self.root), SIDECAR)
+
+    def prefetch_walk(self) -> None:
+        """Start the next sync's walk in a second process, for a caller about to do other
+        work first (the search index loads while it runs). Only before this process's
+        first sync; a write through this vault meanwhile makes the sync walk again
+        (docs/DESIGN.md, "Vault format": the walk in a second process)."""
+        with self._catalog_lock:
+            if self._catalog is not None or self._prewalk is not None or self._writes_begun != self._writes_ended:
+                return
+            started = Prewalk.start(str(self.root), SIDECAR)
+            if started is not None:
+                self._prewalk = (started, self._writes_begun)
+
+    def _walk(self) -> Seen:
+        """The vault's files now: the prefetched walk when no write went through this
+        vault since it started, else a walk here. Callers hold ``_catalog_lock``."""
+        pending, self._prewalk = self._prewalk, None
+        if pending is not None:
+            prewalk, writes = pending
+            seen = prewalk.seen() if writes == self._writes_begun else None
+            if seen is not None:
+                return seen
+            prewalk.close()
+        return Seen(list(self.iter_vault_files()), SIDECAR)
 
     def sync_catalog(self, bodies: dict[str, tuple[str, str]] | None = None, *, walk: bool = False) -> Catalog:
         """Bring the catalog in line with the files (notes edited in vim or Obsidian, added
@@ -752,16 +749,19 @@ class Vault:
 
     def _sync_catalog(self, bodies: dict[str, tuple[str, str]] | None = None) -> Catalog:
         store = self._catalog_rows()
-        walked = list(self.iter_vault_files())
-        files = [(uri, st.st_mtime_ns, st.st_size) for uri, st in walked]
-        sidecars = {uri: (mtime, size) for uri, mtime, size in files if uri.endswith(SIDECAR)}
+        seen = self._walk()
         cold = self._catalog is None and self._stored is None  # this process's first sync
-        walk = walk_digest(files) if cold else ""
         base = store.snapshot() if cold else None  # the table's stamps, as the last whole-vault sync left them
-        if base is not None and self._unchanged_since(base, walked, walk):
-            self._sidecar_stamps = sidecars
+        if base is not None and self._unchanged_since(base, seen):
+            seen.close()
+            self._sidecar_stamps = seen.sidecars
             self._catalog = Catalog(cast("dict[str, CatalogEntry | Stamp]", base.stamps), self._catalog_fill, base.superseded)
             return self._catalog
+        walked = seen.files()
+        if walked is None:  # the second process failed after its summary: walked here
+            seen = Seen(list(self.iter_vault_files()), SIDECAR)
+            walked = seen.files() or []
+        walk, sidecars = (seen.digest if cold else ""), seen.sidecars
         if self._catalog is not None:
             known = self._catalog
         elif self._stored is not None:
@@ -774,13 +774,13 @@ class Vault:
         held = known.held()  # stamps and entries: unchanged ones are carried over unbuilt
         fresh: dict[str, CatalogEntry | Stamp] = {}
         changed: list[CatalogEntry] = []  # rows re-derived: the only ones written (no compare of every row)
-        for uri, st in walked:
+        for uri, mtime, size in walked:
             if uri.endswith(SIDECAR):
                 continue
             value = held.get(uri)
             stamp = value if type(value) is tuple else stamp_of(value) if value is not None else None  # (inlined: 100k calls)
-            if stamp is None or stamp[0] != st.st_mtime_ns or stamp[1] != st.st_size or not stamp[2]:
-                new = self._catalog_entry(uri, st, bodies, walked=True)
+            if stamp is None or stamp[0] != mtime or stamp[1] != size or not stamp[2]:
+                new = self._catalog_entry(uri, mtime, size, bodies, walked=True)
                 if new != known.get(uri):
                     changed.append(new)
                 fresh[uri] = new
@@ -801,16 +801,15 @@ class Vault:
         self._catalog = Catalog(fresh, self._catalog_fill, loaded)
         return self._catalog
 
-    def _unchanged_since(self, snapshot: Snapshot, walked: list[tuple[str, os.stat_result]], walk: str) -> bool:
+    def _unchanged_since(self, snapshot: Snapshot, seen: Seen) -> bool:
         """Whether the last whole-vault sync's snapshot is the catalog now: the walk lists
-        exactly the files it listed. Notes that did not parse are read again (a sync reads
-        them every time: the reason may have gone); one that now reads otherwise means
-        the snapshot is not taken as it is."""
-        if snapshot.walk != walk:
+        exactly the files it listed, with the same mtimes and sizes. Notes that did not
+        parse are read again (a sync reads them every time: the reason may have gone);
+        one that now reads otherwise means the snapshot is not taken as it is."""
+        if snapshot.walk != seen.digest:
             return False
-        unread = {uri for uri, stamp in snapshot.stamps.items() if not stamp[2]}
-        return all(uri not in unread or stamp_of(self._catalog_entry(uri, st, walked=True)) == snapshot.stamps[uri]
-                   for uri, st in walked)
+        return all(stamp_of(self._catalog_entry(uri, stamp[0], stamp[1], walked=True)) == stamp
+                   for uri, stamp in snapshot.stamps.items() if not stamp[2])
 
     def _catalog_fill(self, uris: list[str]) -> dict[str, CatalogEntry]:
         """Whole entries for a catalog holding stamps: from the table, or re-derived from
@@ -824,23 +823,28 @@ class Vault:
         for uri in uris:
             if uri not in got:
                 try:
-                    got[uri] = self._catalog_entry(uri, self.path(uri).stat())
+                    got[uri] = self._entry_now(uri)
                 except (OSError, MemlinkError) as exc:
                     got[uri] = CatalogEntry(uri, "", uri, "", "", 0, 0, error=str(exc))
         return got
 
-    def _catalog_entry(self, uri: str, st: os.stat_result, bodies: dict[str, tuple[str, str]] | None = None,
+    def _entry_now(self, uri: str) -> CatalogEntry:
+        """The catalog entry of a note as its file is now."""
+        st = self.path(uri).stat()
+        return self._catalog_entry(uri, st.st_mtime_ns, st.st_size)
+
+    def _catalog_entry(self, uri: str, mtime_ns: int, size: int, bodies: dict[str, tuple[str, str]] | None = None,
                        walked: bool = False) -> CatalogEntry:
         try:
             data = self._read_walked(uri) if walked else self.path(uri).read_bytes()
             note = parse_note(data.decode("utf-8"), uri, self.types)
         except (MemlinkError, OSError, UnicodeDecodeError) as exc:
-            return CatalogEntry(uri, "", uri, "", "", st.st_mtime_ns, st.st_size, error=str(exc))
+            return CatalogEntry(uri, "", uri, "", "", mtime_ns, size, error=str(exc))
         sha = content_hash(data)
         if bodies is not None:
             bodies[uri] = (sha, note.text)
         return CatalogEntry(uri, note.memory_type, self.title(note), note.created_at, note.updated_at,
-                            st.st_mtime_ns, st.st_size, sha, **_catalog_fields(note))
+                            mtime_ns, size, sha, **_catalog_fields(note))
 
     def _read_walked(self, uri: str) -> bytes:
         """A file ``iter_vault_files`` just listed (its folders are real folders inside the
@@ -934,9 +938,6 @@ def _unwritable(root: Path) -> Path | None:
         if folder.exists() and not os.access(folder, os.W_OK):
             return folder
     return None
-
-
-_by_name = operator.attrgetter("name")
 
 
 def _catalog_fields(note: Note) -> dict:

@@ -79,7 +79,7 @@ def _vault_file(root: Path, _change: object, path: str) -> bool:
     from engine.atomic import TMP_SUFFIX
     from engine.links import SIDECAR
     from engine.linkstore import SIDECAR_LOG
-    from engine.vault import NON_NOTE_DIRS
+    from engine.walk import NON_NOTE_DIRS
 
     try:
         parts = Path(path).relative_to(root).parts

@@ -8,17 +8,19 @@ import os
 import random
 import sqlite3
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
+import engine.walk
 from engine import Vault
 from engine.catalog import CATALOG_FILE, LAYOUT, CatalogStore
 from engine.frontmatter import fast_load, load_frontmatter
 from engine.links import SIDECAR
 from engine.notes import Note, _NoteDumper, serialize_note
 from engine.uris import utf8_name
-from engine.vault import NON_NOTE_DIRS, NON_NOTE_FILES
+from engine.walk import NON_NOTE_DIRS, NON_NOTE_FILES, Prewalk, Seen, vault_files, walk_digest
 from engine.yamlio import safe_load
 
 
@@ -361,7 +363,8 @@ def reference_walk(root: Path) -> list[str]:
     return out
 
 
-def test_the_walk_lists_what_os_walk_listed(vault, tmp_path):
+def make_tree(vault: Vault, tmp_path: Path) -> None:
+    """Notes, a sidecar, hidden and non-note folders, and symlinks of every kind."""
     root = vault.root
     note = vault.write_note("entity", {"name": "Ana", "kind": "person"})
     other = vault.write_note("preference", {"topic": "tea", "sentiment": "like", "content": "Likes tea."})
@@ -377,7 +380,76 @@ def test_the_walk_lists_what_os_walk_listed(vault, tmp_path):
     os.symlink(root / "z.md", root / "entities" / "linked-note.md")
     os.symlink(root / "missing.md", root / "entities" / "dangling.md")
     os.symlink(root / "entities", root / "folder-named.md")
-    assert [uri for uri, _st in vault.iter_vault_files()] == reference_walk(root)
+
+
+def test_the_walk_lists_what_os_walk_listed(vault, tmp_path):
+    make_tree(vault, tmp_path)
+    assert [uri for uri, *_ in vault.iter_vault_files()] == reference_walk(vault.root)
+
+
+def test_the_walk_in_a_second_process_sees_what_the_walk_here_sees(vault, tmp_path):
+    make_tree(vault, tmp_path)
+    here = list(vault.iter_vault_files())
+    prewalk = Prewalk.start(str(vault.root), SIDECAR)
+    assert prewalk is not None
+    seen = prewalk.seen()
+    assert seen is not None and seen.digest == walk_digest(here)
+    assert seen.sidecars == {uri: (mtime, size) for uri, mtime, size in here if uri.endswith(SIDECAR)} != {}
+    assert seen.files() == here
+
+
+def test_the_walk_digest_does_not_depend_on_who_else_holds_its_strings(vault):
+    """The second process and this one hash the same list: marshal's back-references
+    (written for objects held more than once) must not make their bytes differ."""
+    vault.write_note("entity", {"name": "Ana", "kind": "person"})
+    here = list(vault.iter_vault_files())
+    alone = walk_digest(here)
+    held = [uri for uri, _mtime, _size in here]
+    assert walk_digest(here) == alone and held
+
+
+def stale_prewalk(monkeypatch) -> None:
+    """A prefetched walk that is over before the caller goes on (as a fast second
+    process's is): what it saw is what the vault held when it started."""
+    def start(root: str, sidecar: str):
+        seen = Seen(list(vault_files(root, sidecar)), sidecar)
+        return SimpleNamespace(seen=lambda: seen, close=lambda: None)
+
+    monkeypatch.setattr(Prewalk, "start", staticmethod(start))
+
+
+def test_a_prefetched_walk_serves_the_first_sync_but_not_one_after_a_write_here(vault, monkeypatch):
+    ana = vault.write_note("entity", {"name": "Ana", "kind": "person"}).uri
+    walks = []
+    real = Vault.iter_vault_files
+    monkeypatch.setattr(Vault, "iter_vault_files", lambda self: walks.append(1) or real(self))
+    reader = Vault.open(vault.root)
+    reader.prefetch_walk()
+    assert ana in reader.sync_catalog() and walks == []  # the second process walked
+    stale_prewalk(monkeypatch)
+    writer = Vault.open(vault.root)
+    writer.prefetch_walk()
+    bo = writer.write_note("entity", {"name": "Bo", "kind": "person"}).uri  # after the walk
+    catalog = writer.sync_catalog()
+    assert {ana, bo} <= set(catalog) and walks == [1]
+
+
+@pytest.mark.parametrize("sends", ["nothing", "a summary, then garbage"])
+def test_a_second_process_that_fails_means_the_sync_walks_here(vault, tmp_path, monkeypatch, sends):
+    ana = vault.write_note("entity", {"name": "Ana", "kind": "person"}).uri
+    fake = tmp_path / "walk.py"
+    fake.write_text("import sys\n" if sends == "nothing" else
+                    "import marshal, sys\n"
+                    "def send(v):\n"
+                    "    data = marshal.dumps(v)\n"
+                    "    sys.stdout.buffer.write(len(data).to_bytes(8, 'little') + data)\n"
+                    "send(('not the digest', []))\n"
+                    "send([('entities/x.md', 1)])\n")
+    monkeypatch.setattr(engine.walk, "__file__", str(fake))
+    opened = Vault.open(vault.root)
+    opened.prefetch_walk()
+    assert opened._prewalk is not None  # (started: the fake ran)
+    assert set(opened.sync_catalog()) == {ana}
 
 
 def test_a_symlinked_note_leading_outside_is_an_error_not_read(vault, tmp_path):

@@ -196,7 +196,7 @@ class VectorIndex:
         self.next_label = meta["next_label"]
         flat = meta["map"]
         # Checked whole (a bad map means a rebuild, as before), kept as arrays.
-        if not isinstance(flat, list) or len(flat) % 3 or not all(type(v) is int for v in flat):
+        if not isinstance(flat, list) or len(flat) % 3 or (flat and set(map(type, flat)) != {int}):
             raise ValueError("the vector map is not a list of label, note, chunk numbers")
         table = np.asarray(flat, dtype=np.int64).reshape(-1, 3)
         order, notes, chunks = table[:, 0], table[:, 1], table[:, 2]

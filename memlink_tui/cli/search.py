@@ -33,9 +33,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    vault = open_vault(args)
+    vault.prefetch_walk()  # under way while search's modules, the model and the index load
     from engine.search import search
 
-    vault = open_vault(args)
     index, _report = synced_index(vault, quiet=args.json)
     types = set(args.types) if args.types else None
     for t in types or ():
