@@ -684,11 +684,12 @@ class Vault:
         first sync; a write through this vault meanwhile makes the sync walk again
         (docs/DESIGN.md, "Vault format": the walk in a second process)."""
         with self._catalog_lock:
-            if self._catalog is not None or self._prewalk is not None or self._writes_begun != self._writes_ended:
+            writes = self._writes_begun  # (read first: a write begun while it starts is one after it)
+            if self._catalog is not None or self._prewalk is not None or writes != self._writes_ended:
                 return
             started = Prewalk.start(str(self.root), SIDECAR)
             if started is not None:
-                self._prewalk = (started, self._writes_begun)
+                self._prewalk = (started, writes)
 
     def _walk(self) -> Seen:
         """The vault's files now: the prefetched walk when no write went through this
@@ -750,14 +751,16 @@ class Vault:
     def _sync_catalog(self, bodies: dict[str, tuple[str, str]] | None = None) -> Catalog:
         store = self._catalog_rows()
         seen = self._walk()
-        cold = self._catalog is None and self._stored is None  # this process's first sync
-        base = store.snapshot() if cold else None  # the table's stamps, as the last whole-vault sync left them
-        if base is not None and self._unchanged_since(base, seen):
-            seen.close()
-            self._sidecar_stamps = seen.sidecars
-            self._catalog = Catalog(cast("dict[str, CatalogEntry | Stamp]", base.stamps), self._catalog_fill, base.superseded)
-            return self._catalog
-        walked = seen.files()
+        try:
+            cold = self._catalog is None and self._stored is None  # this process's first sync
+            base = store.snapshot() if cold else None  # the table's stamps, as the last whole-vault sync left them
+            if base is not None and self._unchanged_since(base, seen):
+                self._sidecar_stamps = seen.sidecars
+                self._catalog = Catalog(cast("dict[str, CatalogEntry | Stamp]", base.stamps), self._catalog_fill, base.superseded)
+                return self._catalog
+            walked = seen.files()
+        finally:
+            seen.close()  # (the second process's list: read now, or never)
         if walked is None:  # the second process failed after its summary: walked here
             seen = Seen(list(self.iter_vault_files()), SIDECAR)
             walked = seen.files() or []

@@ -13,6 +13,8 @@ import operator
 import os
 import subprocess
 import sys
+import time
+import weakref
 from collections.abc import Iterator
 from typing import Any, TypeGuard
 
@@ -123,17 +125,25 @@ class Prewalk:
     first (the walk's digest and the sidecars), then the whole list, read only if asked
     (docs/DESIGN.md, "Vault format": the walk in a second process)."""
 
+    MAX_AGE = 60.0  # seconds: a walk older than this is not taken (edits made since would be missed)
+
     def __init__(self, root: str, sidecar: str) -> None:
         self.sidecar = sidecar
+        self.started = time.monotonic()
+        # -I: no environment, no user site, not the script's folder on the path; the file
+        # names must decode as they do here, so the UTF-8 mode is passed (-I drops PYTHONUTF8).
         self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
-            [sys.executable, "-I", "-S", __file__, root, sidecar],
+            [sys.executable, "-I", "-S", "-X", f"utf8={sys.flags.utf8_mode}", __file__, root, sidecar],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self._stop = weakref.finalize(self, _stop, self._proc)  # a walk nobody reads ends with its owner
 
     @classmethod
     def start(cls, root: str, sidecar: str) -> Prewalk | None:
         """A walk under way, or None when no second process can be started (no
-        interpreter path, no file to run, a process limit): the caller walks itself."""
-        if not sys.executable or not os.path.isfile(__file__):
+        interpreter path, one that is not Python's (an application embedding it), no file
+        to run, a process limit): the caller walks itself."""
+        name = os.path.basename(sys.executable or "").lower()
+        if not name.startswith(("python", "pypy")) or not os.path.isfile(__file__):
             return None
         try:
             return cls(root, sidecar)
@@ -141,11 +151,15 @@ class Prewalk:
             return None
 
     def seen(self) -> Seen | None:
-        """The walk's summary, or None if the process failed or sent anything else than
-        this code writes: the caller then walks itself."""
+        """The walk's summary, or None if it is too old, the process failed or sent
+        anything else than this code writes, or decoded file names otherwise than this
+        process does: the caller then walks itself."""
+        if time.monotonic() - self.started > self.MAX_AGE:
+            self.close()
+            return None
         summary = self._blob()
-        digest, sidecars = summary if type(summary) is tuple and len(summary) == 2 else (None, None)
-        if type(digest) is not str or not _is_walked(sidecars):
+        digest, sidecars, names = summary if type(summary) is tuple and len(summary) == 3 else (None, None, None)
+        if type(digest) is not str or not _is_walked(sidecars) or names != _names():
             self.close()
             return None
         return Seen(None, self.sidecar, digest=digest, sidecars={uri: (mtime, size) for uri, mtime, size in sidecars},
@@ -154,37 +168,50 @@ class Prewalk:
     def rest(self) -> list[Walked] | None:
         """Every file, after the summary (None on any failure)."""
         files = self._blob()
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            if proc.stdout is not None:
-                proc.stdout.close()
-            if proc.wait() != 0:
-                return None
-        return files if _is_walked(files) else None
+        proc = self._proc
+        ended = files is not None and proc is not None and proc.wait() == 0  # (it exits once the list is read)
+        self.close()
+        return files if ended and _is_walked(files) else None
 
     def _blob(self) -> object:
-        """One length-prefixed marshal blob from the process, or None."""
+        """One blob from the process (its mark, its length, marshal data), or None."""
         proc = self._proc
         if proc is None or proc.stdout is None:
             return None
         try:
-            head = proc.stdout.read(8)
-            size = int.from_bytes(head, "little") if len(head) == 8 else -1
-            data = proc.stdout.read(size) if size >= 0 else b""
+            head = proc.stdout.read(len(_MARK) + 8)
+            if len(head) != len(_MARK) + 8 or not head.startswith(_MARK):
+                return None  # (anything else printed first: not this code's output)
+            size = int.from_bytes(head[len(_MARK):], "little")
+            if size > _MAX_BLOB:
+                return None
+            data = proc.stdout.read(size)
             if len(data) != size:
                 return None
             return marshal.loads(data)
-        except (OSError, ValueError, EOFError, TypeError):
+        except (OSError, ValueError, EOFError, TypeError, MemoryError):
             return None
 
     def close(self) -> None:
         """Stop a walk nobody will read (more of)."""
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            proc.kill()
-            proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
+        self._proc = None
+        self._stop()
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.kill()
+    proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+_MARK = b"mlwalk1\n"  # what every blob starts with
+_MAX_BLOB = 1 << 32  # bytes: 100k files make 6 MB
+
+
+def _names() -> tuple[str, str]:
+    """How this interpreter decodes file names: the two processes must agree."""
+    return sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
 
 
 def _is_walked(value: object) -> TypeGuard[list[Walked]]:
@@ -201,12 +228,12 @@ def _is_walked(value: object) -> TypeGuard[list[Walked]]:
 
 def _send(value: Any) -> None:
     data = marshal.dumps(value)
-    sys.stdout.buffer.write(len(data).to_bytes(8, "little") + data)
+    sys.stdout.buffer.write(_MARK + len(data).to_bytes(8, "little") + data)
     sys.stdout.buffer.flush()
 
 
 if __name__ == "__main__":
     _root, _sidecar = sys.argv[1], sys.argv[2]
     _files = list(vault_files(_root, _sidecar))
-    _send((walk_digest(_files), [w for w in _files if w[0].endswith(_sidecar)]))
+    _send((walk_digest(_files), [w for w in _files if w[0].endswith(_sidecar)], _names()))
     _send(_files)

@@ -418,38 +418,94 @@ def stale_prewalk(monkeypatch) -> None:
     monkeypatch.setattr(Prewalk, "start", staticmethod(start))
 
 
-def test_a_prefetched_walk_serves_the_first_sync_but_not_one_after_a_write_here(vault, monkeypatch):
-    ana = vault.write_note("entity", {"name": "Ana", "kind": "person"}).uri
-    walks = []
+def count_walks_here(monkeypatch) -> list[int]:
+    walks: list[int] = []
     real = Vault.iter_vault_files
     monkeypatch.setattr(Vault, "iter_vault_files", lambda self: walks.append(1) or real(self))
+    return walks
+
+
+def test_a_prefetched_walk_serves_the_first_sync_but_not_one_after_a_write_here(vault, monkeypatch):
+    ana = vault.write_note("entity", {"name": "Ana", "kind": "person"}).uri
+    walks = count_walks_here(monkeypatch)
     reader = Vault.open(vault.root)
     reader.prefetch_walk()
-    assert ana in reader.sync_catalog() and walks == []  # the second process walked
+    expect = _state(reader.sync_catalog())  # no snapshot yet: the second process's whole list
+    assert ana in expect and walks == []
+    again = Vault.open(vault.root)
+    again.prefetch_walk()
+    assert _state(again.sync_catalog()) == expect and walks == []  # its digest matched the snapshot
     stale_prewalk(monkeypatch)
     writer = Vault.open(vault.root)
     writer.prefetch_walk()
     bo = writer.write_note("entity", {"name": "Bo", "kind": "person"}).uri  # after the walk
-    catalog = writer.sync_catalog()
-    assert {ana, bo} <= set(catalog) and walks == [1]
+    assert {ana, bo} <= set(writer.sync_catalog()) and walks == [1]
+    for opened in (reader, again, writer):
+        opened.close()
 
 
-@pytest.mark.parametrize("sends", ["nothing", "a summary, then garbage"])
+def test_no_walk_is_prefetched_while_a_write_is_under_way(vault, monkeypatch):
+    """A write begun before the walk starts may land after the walk passed its folder;
+    one begun while the second process starts, too."""
+    stale_prewalk(monkeypatch)
+    opened = Vault.open(vault.root)
+    with opened.transaction():
+        opened.prefetch_walk()
+        ana = opened.write_note("entity", {"name": "Ana", "kind": "person"}).uri
+    assert ana in opened.sync_catalog()
+    opened.close()
+
+    racing = Vault.open(vault.root)
+    stale = Prewalk.start
+
+    def start_while_another_thread_writes(root: str, sidecar: str):
+        started = stale(root, sidecar)
+        racing.write_note("entity", {"name": "Bo", "kind": "person"})
+        return started
+
+    monkeypatch.setattr(Prewalk, "start", staticmethod(start_while_another_thread_writes))
+    racing.prefetch_walk()
+    assert {ana, "entities/bo.md"} <= set(racing.sync_catalog())
+    racing.close()
+
+
+def test_a_prefetched_walk_too_old_is_not_taken(vault, monkeypatch):
+    ana = vault.write_note("entity", {"name": "Ana", "kind": "person"}).uri
+    walks = count_walks_here(monkeypatch)
+    monkeypatch.setattr(Prewalk, "MAX_AGE", -1.0)
+    opened = Vault.open(vault.root)
+    opened.prefetch_walk()
+    assert ana in opened.sync_catalog() and walks == [1]
+    opened.close()
+
+
+MARK = "b'mlwalk1\\n'"  # (the blobs' mark, engine.walk._MARK)
+SEND = ("import marshal, sys\n"
+        "def send(v):\n"
+        "    data = marshal.dumps(v)\n"
+        f"    sys.stdout.buffer.write({MARK} + len(data).to_bytes(8, 'little') + data)\n"
+        "    sys.stdout.buffer.flush()\n")
+FAKES = {
+    "nothing": "import sys\n",
+    "a banner first": "print('Welcome to an app that embeds Python')\n" + SEND + "send(('digest', [], ('utf-8', 'surrogateescape')))\n",
+    "a summary, then garbage": SEND + "send(('not the digest', [], (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())))\n"
+                               "send([('entities/x.md', 1)])\n",
+    "names decoded otherwise": SEND + "send(('digest', [], ('latin-1', 'strict')))\nsend([])\n",
+}
+
+
+@pytest.mark.parametrize("sends", sorted(FAKES))
 def test_a_second_process_that_fails_means_the_sync_walks_here(vault, tmp_path, monkeypatch, sends):
     ana = vault.write_note("entity", {"name": "Ana", "kind": "person"}).uri
     fake = tmp_path / "walk.py"
-    fake.write_text("import sys\n" if sends == "nothing" else
-                    "import marshal, sys\n"
-                    "def send(v):\n"
-                    "    data = marshal.dumps(v)\n"
-                    "    sys.stdout.buffer.write(len(data).to_bytes(8, 'little') + data)\n"
-                    "send(('not the digest', []))\n"
-                    "send([('entities/x.md', 1)])\n")
+    fake.write_text(FAKES[sends])
     monkeypatch.setattr(engine.walk, "__file__", str(fake))
+    walks = count_walks_here(monkeypatch)
     opened = Vault.open(vault.root)
     opened.prefetch_walk()
     assert opened._prewalk is not None  # (started: the fake ran)
-    assert set(opened.sync_catalog()) == {ana}
+    assert set(opened.sync_catalog()) == {ana} and walks == [1]
+    opened.close()
 
 
 def test_a_symlinked_note_leading_outside_is_an_error_not_read(vault, tmp_path):
