@@ -54,7 +54,7 @@ from .walk import Prewalk, Seen, Walked, vault_files
 if TYPE_CHECKING:
     from .services import Services
 
-# Folders that hold other things than notes.
+# The folders a new vault starts with (engine.walk.NON_NOTE_DIRS: those that hold no notes).
 DEFAULT_FOLDERS = ("preferences", "entities", "events", "reports", "report_candidates", "sources", "sessions")
 LinkDirection = Literal["links", "backlinks", "both"]
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
