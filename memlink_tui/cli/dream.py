@@ -118,6 +118,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
     from engine.lint import fix, lint, write_dashboards
 
     vault = open_vault(args)
+    if not args.fix:  # (a repair writes first: the walk must come after it)
+        vault.prefetch_walk()  # under way while the link index and the memo are brought up to date
     with vault.settled():  # one walk of the vault for the repairs and the checks
         fixed = fix(vault) if args.fix else []
         report = lint(vault, full=args.full)
