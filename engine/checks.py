@@ -28,6 +28,7 @@ from .transaction import sidecar_rel
 from .uris import uri_dir
 
 if TYPE_CHECKING:
+    from .checkmemo import Findings
     from .notes import Note
     from .vault import Vault
 
@@ -36,7 +37,7 @@ FRESH_DAYS, STALE_DAYS = 30, 90
 LOW_WEIGHT = 0.5
 
 
-SEVERITIES = ("error", "warning", "info")
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 
 @dataclass(slots=True)
@@ -246,7 +247,7 @@ class Check:
     scoped: bool
 
 
-CHECKS: list[Check] = []  # in the order they run; `memlink check` output follows it
+CHECKS: list[Check] = []  # in the order they run (output is worst first: engine.checkmemo)
 
 
 def register(integrity: bool = False, scoped: bool = False) -> Callable[[Callable[[CheckContext], Iterable[Finding]]], Callable[[CheckContext], Iterable[Finding]]]:
@@ -258,38 +259,36 @@ def register(integrity: bool = False, scoped: bool = False) -> Callable[[Callabl
 
 def run_checks(vault: Vault, *, integrity_only: bool = False, today: dt.date | None = None,
                full: bool = False) -> list[Finding]:
-    """Run the registered checks in registration order (only the integrity ones'
-    findings with ``integrity_only``); one context is shared, so each file is read once.
+    """Run the registered checks (``check_run``) and list their findings, worst first
+    (only the integrity checks' with ``integrity_only``)."""
+    found = check_run(vault, today=today, full=full)
+    try:
+        return found.page(sources=[c.name for c in CHECKS if c.integrity] if integrity_only else None)
+    finally:
+        found.close()
+
+
+def check_run(vault: Vault, *, today: dt.date | None = None, full: bool = False) -> Findings:
+    """Run every registered check; one context is shared, so each file is read once. The
+    findings as the memo now holds them (the caller closes them).
 
     Incremental unless ``full``: scoped checks remake findings only for the notes that
     changed since the last run (their files, their links, and the notes next to them),
     and keep the rest from the last run's memo (engine.checkmemo; docs/DESIGN.md,
-    "Checks"). The result is the same as a full run's."""
-    with vault.linkstore.settled():  # one moment of each folder; the folders walked once
-        return _run_checks(vault, integrity_only=integrity_only, today=today, full=full)
-
-
-def _run_checks(vault: Vault, *, integrity_only: bool, today: dt.date | None, full: bool) -> list[Finding]:
+    "Checks"). The result is the same as a full run's. A memo that cannot be written
+    (a full disk) gives way to one in memory, for a full run."""
     from .checkmemo import CheckMemo
 
     day = today or dt.date.today()
-    memo = CheckMemo.for_vault(vault)
-    ctx = CheckContext(vault, day)
-    plan = memo.plan(ctx, full=full)
-    ctx.scope = plan.scope
-    made: dict[str, list[Finding]] = {}
-    scoped: dict[str, list[Finding]] = {}
-    out: list[Finding] = []
-    for check in CHECKS:
-        if not check.scoped:
-            found = list(check.run(ctx))
-        else:
-            made[check.name] = list(check.run(ctx))
-            found = scoped[check.name] = sorted(made[check.name] + plan.kept.get(check.name, []), key=lambda f: (f.uri, f.message))
-        if check.integrity or not integrity_only:
-            out += found
-    memo.save(plan, ctx, made, scoped)
-    return out
+    with vault.linkstore.settled():  # one moment of each folder; the folders walked once
+        for memo in (CheckMemo.for_vault(vault), CheckMemo(None)):
+            ctx = CheckContext(vault, day)
+            plan = memo.plan(ctx, full=full)
+            ctx.scope = plan.scope
+            found = memo.save(plan, ctx, {check.name: list(check.run(ctx)) for check in CHECKS})
+            if found is not None:
+                return found
+    raise MemlinkError("the checks' findings could not be kept, even in memory")
 
 
 def _problem(check: str, severity: Severity, code: str, uri: str, message: str) -> Finding:

@@ -9,15 +9,14 @@ import base64
 import datetime as dt
 import json
 import os
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
 
 from .atomic import atomic_write_text
-from .checks import Finding, run_checks
+from .checks import Finding, check_run, run_checks
 from .errors import MemlinkError
 from .journal import rejected_log
 from .links import SIDECAR, Direction, dump_rows
@@ -26,6 +25,9 @@ from .transaction import sidecar_rel
 from .uris import uri_dir
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from .checkmemo import Findings
     from .links import StoredLink
     from .vault import Vault
 
@@ -34,15 +36,43 @@ __all__ = ["Finding", "LintReport", "fix", "lint", "set_aside", "write_dashboard
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
-@dataclass
 class LintReport:
-    findings: list[Finding] = field(default_factory=list)
-    fixed: list[str] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
+    """A lint run: its counts at once, its findings read from the check memo as asked for
+    (``page``, ``findings``): at 100k notes a run has ~300k findings, and a summary, the
+    dashboards and the digest read a few thousand of them (docs/DESIGN.md, "Checks").
+    Holds the memo's snapshot until ``close`` (or the end of a ``with`` block)."""
+
+    def __init__(self, found: Findings, fixed: list[str] | None = None) -> None:
+        self._found: Findings | None = found
+        self.fixed: list[str] = fixed or []
+        by_severity = found.counts()
+        self.errors = sum(n for (_check, severity), n in by_severity.items() if severity == "error")
+        self.counts: dict[str, int] = {}  # findings by check (as people see them)
+        self.serious: dict[str, int] = {}  # errors and warnings by check
+        for (check, severity), n in sorted(by_severity.items()):
+            self.counts[check] = self.counts.get(check, 0) + n
+            if severity != "info":
+                self.serious[check] = self.serious.get(check, 0) + n
+        self._all: list[Finding] | None = None
+
+    def page(self, checks: Iterable[str] | None = None, limit: int | None = None, involving: str | None = None) -> list[Finding]:
+        """The findings of these checks (all: None), worst first, at most ``limit``;
+        ``involving``: only those about or pointing at that note."""
+        if self._all is not None:
+            wanted = None if checks is None else set(checks)
+            rows = [f for f in self._all if (wanted is None or f.check in wanted)
+                    and (involving is None or involving in (f.uri, f.other))]
+            return rows[:limit] if limit is not None else rows
+        if self._found is None:
+            raise ValueError("the lint report was closed before its findings were read")
+        return self._found.page(checks, limit=limit, involving=involving)
 
     @property
-    def errors(self) -> int:
-        return sum(1 for f in self.findings if f.severity == "error")
+    def findings(self) -> list[Finding]:
+        """Every finding, worst first (read once, then kept)."""
+        if self._all is None:
+            self._all = self.page()
+        return self._all
 
     def by_check(self) -> dict[str, list[Finding]]:
         out: dict[str, list[Finding]] = defaultdict(list)
@@ -50,14 +80,23 @@ class LintReport:
             out[f.check].append(f)
         return out
 
+    def close(self) -> None:
+        """Let go of the memo's snapshot (what was read stays readable)."""
+        if self._found is not None:
+            self._found.close()
+            self._found = None
+
+    def __enter__(self) -> LintReport:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
 
 def lint(vault: Vault, today: dt.date | None = None, *, full: bool = False) -> LintReport:
     """Every registered check (engine.checks), worst first: incremental (only what
     changed since the last run is looked at again) unless ``full``."""
-    report = LintReport(findings=run_checks(vault, today=today, full=full))
-    report.findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], f.check, f.uri))
-    report.counts = dict(Counter(f.check for f in report.findings))
-    return report
+    return LintReport(check_run(vault, today=today, full=full))
 
 
 def set_aside(vault: Vault) -> list[str]:
@@ -176,25 +215,25 @@ def write_dashboards(vault: Vault, report: LintReport, today: dt.date | None = N
     """Regenerate `dashboards/*.md` (never hand-edited) and `dashboards/digest.json`.
     A dashboard lists its first ``DASHBOARD_ROWS`` findings and says how many more there
     are: a page of 100k stale notes is read by nobody, and writing it costs seconds
-    (`memlink lint` and `--json` give them all)."""
+    (`memlink lint --all` and `--json` give them all)."""
     today = today or dt.date.today()
     folder: Path = vault.root / "dashboards"
-    by_check = report.by_check()
-    pages = {name: sorted((f for c in checks for f in by_check.get(c, [])), key=lambda f: SEVERITY_ORDER[f.severity])
-             for name, (_title, checks) in DASHBOARDS.items()}
+    pages = {name: report.page(checks, DASHBOARD_ROWS) for name, (_title, checks) in DASHBOARDS.items()}
+    totals = {name: sum(report.counts.get(c, 0) for c in checks) for name, (_title, checks) in DASHBOARDS.items()}
+    questions = report.page(["open_questions"])
     count, types, degree = vault.linkstore.stats(top=10, refresh=False)  # lint just refreshed every folder
-    shown = [u for rows in pages.values() for f in rows[:DASHBOARD_ROWS] for u in (f.uri, f.other) if u]
-    titles = _titles(vault, [*shown, *(u for u, _ in degree), *(f.uri for f in by_check.get("open_questions", []))])
+    shown = [u for rows in pages.values() for f in rows for u in (f.uri, f.other) if u]
+    titles = _titles(vault, [*shown, *(u for u, _ in degree), *(f.uri for f in questions)])
     written = []
     header = f"<!-- generated by `memlink lint` on {today.isoformat()}; edits are overwritten -->\n"
     for name, (title, _checks) in DASHBOARDS.items():
-        rows = pages[name]
-        lines = [header, f"# {title}\n", f"{len(rows)} item(s).\n"]
-        for f in rows[:DASHBOARD_ROWS]:
+        rows, total = pages[name], totals[name]
+        lines = [header, f"# {title}\n", f"{total} item(s).\n"]
+        for f in rows:
             other = f" ↔ {titles.get(f.other, f.other)} (`{f.other}`)" if f.other else ""
             lines.append(f"- **{f.severity}** {titles.get(f.uri, f.uri)} (`{f.uri}`){other} — {f.text}")
-        if len(rows) > DASHBOARD_ROWS:
-            lines.append(f"\n… and {len(rows) - DASHBOARD_ROWS} more: `memlink lint` lists them all.")
+        if total > len(rows):
+            lines.append(f"\n… and {total - len(rows)} more: `memlink lint --all` lists them all.")
         atomic_write_text(folder / f"{name}.md", "\n".join(lines) + "\n")
         written.append(f"dashboards/{name}.md")
     # Relationship summary: link types and the most linked notes.
@@ -203,7 +242,7 @@ def write_dashboards(vault: Vault, report: LintReport, today: dt.date | None = N
     lines += ["", "Most linked notes:", ""] + [f"- {titles.get(u, u)} (`{u}`): {n}" for u, n in degree]
     atomic_write_text(folder / "relationships.md", "\n".join(lines) + "\n")
     written.append("dashboards/relationships.md")
-    summary = digest(vault, report, today, stats=(count, types, degree), titles=titles, by_check=by_check)
+    summary = digest(vault, report, today, stats=(count, types, degree), titles=titles, questions=questions)
     atomic_write_text(folder / "digest.json", _json_text(summary))
     written.append("dashboards/digest.json")
     return written
@@ -230,16 +269,16 @@ def _titles(vault: Vault, uris: list[str]) -> dict[str, str]:
 
 def digest(vault: Vault, report: LintReport, today: dt.date | None = None,
            stats: tuple[int, dict[str, int], list[tuple[str, int]]] | None = None,
-           titles: dict[str, str] | None = None, by_check: dict[str, list[Finding]] | None = None) -> dict:
+           titles: dict[str, str] | None = None, questions: list[Finding] | None = None) -> dict:
     """The lint run in brief, for agents (`dashboards/digest.json`, the MCP lint digest):
     counts per type and link type, the most linked notes, health, contradictions and open
-    questions. Writes nothing. ``stats``, ``titles``, ``by_check``: what the caller has
+    questions. Writes nothing. ``stats``, ``titles``, ``questions``: what the caller has
     already (write_dashboards: each costs a tenth of a second at 100k notes)."""
-    if by_check is None:
-        by_check = report.by_check()
+    if questions is None:
+        questions = report.page(["open_questions"])
     count, types, degree = stats or vault.linkstore.stats(top=10, refresh=False)
     if titles is None:
-        titles = _titles(vault, [*(u for u, _ in degree), *(f.uri for f in by_check.get("open_questions", []))])
+        titles = _titles(vault, [*(u for u, _ in degree), *(f.uri for f in questions)])
     per_type = vault.catalog().type_counts()
     return {
         "generated": (today or dt.date.today()).isoformat(),
@@ -249,6 +288,6 @@ def digest(vault: Vault, report: LintReport, today: dt.date | None = None,
         "link_types": types,
         "top_linked": [{"uri": u, "title": titles.get(u, u), "degree": n} for u, n in degree],
         "health": {"errors": report.errors, "checks": report.counts},
-        "contradictions": [{"a": f.uri, "b": f.other, "why": f.message} for f in by_check.get("contradictions", [])],
-        "open_questions": [titles.get(f.uri, f.uri) for f in by_check.get("open_questions", [])],
+        "contradictions": [{"a": f.uri, "b": f.other, "why": f.message} for f in report.page(["contradictions"])],
+        "open_questions": [titles.get(f.uri, f.uri) for f in questions],
     }

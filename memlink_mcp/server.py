@@ -127,7 +127,8 @@ class MemlinkTools:
         from engine.lint import digest, lint
 
         self.fresh()
-        return digest(self.vault, lint(self.vault))
+        with lint(self.vault) as report:
+            return digest(self.vault, report)
 
     # -- writing -----------------------------------------------------------------------------
     def add_memory(self, text: str, day: str | None = None) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from engine.checkmemo import CheckMemo
-from engine.checks import CheckContext, run_checks
+from engine.checks import CHECKS, CheckContext, run_checks
 from engine.lint import lint
 
 TODAY = dt.date(2026, 12, 1)
@@ -88,64 +88,88 @@ def test_a_lost_or_damaged_memo_means_one_full_run(sample):
     assert scope_of_next_run(vault).scope == set()
 
 
-@pytest.mark.parametrize("damage", ["severity", "not a row", "bytes", "checksum"])
-def test_a_memo_row_that_is_not_a_finding_means_one_full_run(sample, damage):
-    """A check's findings are kept as one checksummed list: a list whose bytes do not
-    check out, or that checks out but holds something that is not a finding, makes the
-    next run full, with the same findings."""
+@pytest.mark.parametrize("damage", ["bytes", "checksum", "shape"])
+def test_a_damaged_record_of_what_the_last_run_saw_means_one_full_run(sample, damage):
+    """The signatures the last run saw are kept as one checksummed blob: bytes that do not
+    check out, or that check out but are not what a run writes, make the next run full,
+    with the same findings."""
+    import hashlib
     import marshal
     import sqlite3
-
-    from engine.checkmemo import _pack
 
     vault = sample
     before = _key(lint(vault, today=TODAY).findings)
     with sqlite3.connect(vault.state_dir / "checks.sqlite") as db:
-        name, digest, data = db.execute("SELECT check_name, sum, data FROM found ORDER BY length(data) DESC").fetchone()
-        rows = marshal.loads(data)
-        assert rows, "the sample vault has findings of some scoped check"
-        if damage == "severity":
-            rows[0] = (rows[0][0], "fatal", *rows[0][2:])
-            digest, data = _pack(rows)
-        elif damage == "not a row":
-            rows[0] = rows[0][:3]
-            digest, data = _pack(rows)
-        elif damage == "bytes":
+        digest, data = db.execute("SELECT sum, data FROM seen").fetchone()
+        if damage == "bytes":
             data = data[:-1] + bytes([data[-1] ^ 1])
-        else:
+        elif damage == "checksum":
             digest = "0" * len(digest)
-        db.execute("UPDATE found SET sum=?, data=? WHERE check_name=?", (digest, data, name))
+        else:
+            data = marshal.dumps(["not", "a", "record"])
+            digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        db.execute("UPDATE seen SET sum=?, data=?", (digest, data))
     assert scope_of_next_run(vault).reason == "the memo could not be read"
     assert _key(lint(vault, today=TODAY).findings) == before
     assert scope_of_next_run(vault).scope == set()
 
 
-def test_a_run_that_changes_no_finding_of_a_check_leaves_its_list_as_it_was(sample):
-    """One edit remakes the findings of a few notes; a check whose findings about them
-    come out the same is not written again (at 100k notes a list is megabytes), one whose
-    findings changed is."""
+def test_the_memo_keeps_only_findings(sample):
+    """A row with a severity that is not one is refused by the table itself."""
+    import sqlite3
+
+    vault = sample
+    run_checks(vault, today=TODAY)
+    with sqlite3.connect(vault.state_dir / "checks.sqlite") as db, pytest.raises(sqlite3.IntegrityError):
+        db.execute("INSERT INTO findings VALUES ('orphans', 'orphans', 3, 'entities/x.md', 'm', NULL, '')")
+
+
+def test_a_memo_of_an_older_layout_is_started_again(sample):
+    """The third layout kept marshalled lists in a table `found`: such a memo is dropped
+    and the run is full, with the same findings."""
+    import sqlite3
+
+    vault = sample
+    before = _key(run_checks(vault, today=TODAY, full=True))
+    memo = vault.state_dir / "checks.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        memo.with_name(memo.name + suffix).unlink(missing_ok=True)
+    with sqlite3.connect(memo) as db:
+        db.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("CREATE TABLE found(check_name TEXT PRIMARY KEY, sum TEXT NOT NULL, data BLOB NOT NULL)")
+        db.execute("INSERT INTO meta VALUES ('seq', '0')")
+    assert _key(run_checks(vault, today=TODAY)) == before
+    with sqlite3.connect(memo) as db:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "found" not in tables and "findings" in tables
+    assert scope_of_next_run(vault).scope == set()
+
+
+def test_an_incremental_run_rewrites_only_the_rows_about_its_scope(sample):
+    """One edit remakes the findings of a few notes; every other row of the memo stays
+    as it was (at 100k notes the memo holds ~300k rows)."""
     import sqlite3
 
     vault = sample
     same_as_full(vault)
     memo = vault.state_dir / "checks.sqlite"
 
-    def written():  # a list written again gets a new rowid (INSERT OR REPLACE)
-        with sqlite3.connect(memo) as db:
-            return dict(db.execute("SELECT check_name, rowid FROM found"))
+    scoped = {c.name for c in CHECKS if c.scoped}  # (an unscoped check's rows are all written each run)
 
-    before = written()
+    def rows():  # a row written again gets a new rowid
+        with sqlite3.connect(memo) as db:
+            return {(rowid, uri) for rowid, uri, source in db.execute("SELECT rowid, uri, source FROM findings") if source in scoped}
+
+    before = rows()
     notes = sorted(e.uri for e in vault.list_notes() if e.memory_type == "entity")
-    path = vault.root / notes[0]
-    path.write_text(path.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
-    assert notes[0] in scope_of_next_run(vault).scope
-    incremental = run_checks(vault, today=TODAY)
-    assert written() == before  # the edit changed no finding
     vault.link(notes[0], notes[1], "related_to", weight=0.2)  # a low-weight link: a new finding
+    scope = scope_of_next_run(vault).scope
+    assert scope is not None and notes[0] in scope
     incremental = run_checks(vault, today=TODAY)
-    after = written()
-    assert after["low_weight"] != before["low_weight"]
-    assert {n: r for n, r in after.items() if n != "low_weight"} == {n: r for n, r in before.items() if n != "low_weight"}
+    after = rows()
+    assert {r for r in before if r[1] not in scope} == {r for r in after if r[1] not in scope}
+    assert {r for r in after if r[1] in scope} - before  # the scope's rows are new
+    assert any(f.check == "low_weight" and f.uri == notes[0] and f.other == notes[1] for f in incremental)
     assert _key(incremental) == _key(run_checks(vault, today=TODAY, full=True))
 
 

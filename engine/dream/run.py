@@ -125,7 +125,8 @@ def _run(vault: Vault, provider: Provider | None, dry_run: bool,
     if dry_run:
         return report
     _answer_topics(vault, provider, topics, report, state, day, started, budget, progress)
-    report.maintenance["orphans"] = len([f for f in lint(vault).findings if f.check == "orphans"])
+    with lint(vault) as linted:
+        report.maintenance["orphans"] = linted.counts.get("orphans", 0)
     state["last_run"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     save_state(vault, state)
     _diary(vault, report)

@@ -33,6 +33,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--json", action="store_true")
     s.add_argument("--fix", action="store_true", help="safe repairs only (one-sided links, links to missing notes)")
     s.add_argument("--full", action="store_true", help="look at everything again, not only what changed since the last run")
+    s.add_argument("--all", action="store_true", help=f"list every error and warning (default: the first {SHOWN} of each check)")
     s.set_defaults(func=cmd_lint)
 
     s = sub.add_parser("review", parents=[common], help="resolve a contradiction between notes A and B")
@@ -114,8 +115,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+SHOWN = 20  # errors and warnings listed per check by `memlink lint` (--all: every one)
+
+
 def cmd_lint(args: argparse.Namespace) -> int:
-    from engine.lint import fix, lint, write_dashboards
+    from engine.lint import SEVERITY_ORDER, fix, lint, write_dashboards
 
     vault = open_vault(args)
     if not args.fix:  # (a repair writes first: the walk must come after it)
@@ -123,30 +127,43 @@ def cmd_lint(args: argparse.Namespace) -> int:
     with vault.settled():  # one walk of the vault for the repairs and the checks
         fixed = fix(vault) if args.fix else []
         report = lint(vault, full=args.full)
-    # A read-only vault, or one on a full disk, is still linted; its dashboards are not
-    # written (said below).
-    unwritten, written = (vault.read_only_reason if vault.read_only else None), []
-    if unwritten is None:
-        try:
-            written = write_dashboards(vault, report)
-        except OSError as exc:
-            if disk_full(exc) is None:
-                raise
-            unwritten = "the disk is full"
-    if args.json:
-        say_json({"errors": report.errors, "counts": report.counts, "fixed": fixed, "dashboards": written,
-                  "findings": [f.as_dict() for f in report.findings]})
-    else:
+    with report:
+        # A read-only vault, or one on a full disk, is still linted; its dashboards are not
+        # written (said below).
+        unwritten, written = (vault.read_only_reason if vault.read_only else None), []
+        if unwritten is None:
+            try:
+                written = write_dashboards(vault, report)
+            except OSError as exc:
+                if disk_full(exc) is None:
+                    raise
+                unwritten = "the disk is full"
+        if args.json:
+            say_json({"errors": report.errors, "counts": report.counts, "fixed": fixed, "dashboards": written,
+                      "findings": [f.as_dict() for f in report.findings]})
+            return EXIT_PROBLEMS if report.errors else 0
         for line in fixed:
             say(f"fixed: {line}")
-        for f in report.findings:
-            if f.severity != "info":
-                other = f" <-> {f.other}" if f.other else ""
-                say(f"{f.severity:<7} {f.check:<15} {f.uri}{other}: {f.text}")
+        # Errors and warnings, worst first; info findings are on the dashboards. A vault of
+        # 100k notes has tens of thousands: the first SHOWN of each check, and how many more.
+        listed, more = [], []
+        for check in sorted(report.counts):
+            serious = report.serious.get(check, 0)
+            if not serious:
+                continue
+            rows = [f for f in report.page([check], None if args.all else SHOWN) if f.severity != "info"]
+            listed += rows
+            if serious > len(rows):
+                more.append(f"{serious - len(rows)} more {check}")
+        for f in sorted(listed, key=lambda f: SEVERITY_ORDER[f.severity]):  # (each page is in order)
+            other = f" <-> {f.other}" if f.other else ""
+            say(f"{f.severity:<7} {f.check:<15} {f.uri}{other}: {f.text}")
+        if more:
+            say(f"… and {', '.join(more)}: `memlink lint --all` lists every one")
         counts = ", ".join(f"{k} {v}" for k, v in sorted(report.counts.items()))
         where = f"dashboards not written: {unwritten}" if unwritten else f"dashboards in {vault.root / 'dashboards'}"
         say(f"{report.errors} errors; {counts or 'nothing to report'}; {where}")
-    return EXIT_PROBLEMS if report.errors else 0
+        return EXIT_PROBLEMS if report.errors else 0
 
 
 def cmd_review(args: argparse.Namespace) -> int:

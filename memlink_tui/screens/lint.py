@@ -126,8 +126,9 @@ class LintScreen(Pane):
     @work(thread=True, exclusive=True, group="lint")
     def _lint(self, select: str | None, review: bool) -> None:
         try:
-            report = lint(self.vault, today=self.today)
-            write_dashboards(self.vault, report)
+            with lint(self.vault, today=self.today) as report:
+                write_dashboards(self.vault, report)
+                report.by_check()  # read whole here, in the worker: the pane pages through it
         except MemlinkError as exc:
             self.app.call_from_thread(self.notify, str(exc).splitlines()[0], title="Lint failed", severity="error")
             return
