@@ -28,8 +28,8 @@ from .errors import LinkError, SidecarError, UriError
 from .lineranges import format_ranges, parse_ranges
 from .linktypes import LinkType, any_link_type, builtin_table
 from .uris import normalize_uri
+from .walk import SIDECAR  # ".relations.json" (named there: the walk may begin before the engine loads)
 
-SIDECAR = ".relations.json"
 REJECTED = ".relations.rejected.jsonl"  # bad sidecar entries moved aside by `check --fix`
 Direction = Literal["links", "backlinks"]
 

@@ -49,7 +49,7 @@ from .schema import MemoryTypeSchema, TypeRegistry
 from .state import StateStore
 from .transaction import Transaction
 from .uris import PathResolver, normalize_uri, uri_dir
-from .walk import Prewalk, Seen, Walked, vault_files
+from .walk import Prewalk, Seen, Walked, take_early, vault_files
 
 if TYPE_CHECKING:
     from .services import Services
@@ -95,6 +95,8 @@ class Vault:
         self._moment = threading.local()  # a ``settled`` block of this thread: walked already?
         self._prewalk: tuple[Prewalk, int] | None = None  # the next sync's walk, under way (prefetch_walk)
         self._writes_begun = self._writes_ended = 0  # write-lock holds begun and ended here (any thread)
+        self._writes_at_open: int | None = None  # holds begun when ``open`` returned
+        self._replayed = 0  # journals replayed by this object
 
     # -- opening ----------------------------------------------------------------------------
     @classmethod
@@ -119,6 +121,7 @@ class Vault:
             vault.read_only_reason = f"the vault is read-only ({unwritable} cannot be written by this user)"
         else:
             vault._recover_quietly()
+        vault._writes_at_open = vault._writes_begun
         return vault
 
     @classmethod
@@ -209,6 +212,7 @@ class Vault:
                 replayed, problems = self.journal.recover()
                 self.warnings += problems
                 if replayed:
+                    self._replayed += 1
                     self.links_version += 1
                     with self._catalog_lock:
                         self._catalog = None
@@ -685,8 +689,20 @@ class Vault:
         (docs/DESIGN.md, "Vault format": the walk in a second process)."""
         with self._catalog_lock:
             writes = self._writes_begun  # (read first: a write begun while it starts is one after it)
+            early = take_early(str(self.root))
             if self._catalog is not None or self._prewalk is not None or writes != self._writes_ended:
+                if early is not None:
+                    early.close()
                 return
+            # A walk the CLI began before the engine loaded (engine.walk.walk_early) is
+            # taken when nothing has written since: opening wrote nothing (no journal
+            # replayed; its sweep removes only temp files, which no walk lists), and no
+            # write went through since.
+            if early is not None and writes == self._writes_at_open and not self._replayed:
+                self._prewalk = (early, writes)
+                return
+            if early is not None:
+                early.close()
             started = Prewalk.start(str(self.root), SIDECAR)
             if started is not None:
                 self._prewalk = (started, writes)

@@ -699,3 +699,58 @@ def test_a_repair_in_a_settled_block_sees_a_note_another_process_wrote(vault):
         other.close()
         assert not any("removed" in line for line in fix(vault))
     assert [l.to_uri for l in vault.get_file_links(a, "links")] == [b]
+
+
+def count_walks_begun(monkeypatch) -> list[str]:
+    """Every walk begun in a second process (stale ones: over before anything goes on)."""
+    begun: list[str] = []
+    stale_prewalk(monkeypatch)
+    stale = Prewalk.start
+    monkeypatch.setattr(Prewalk, "start", staticmethod(lambda root, sidecar: begun.append(root) or stale(root, sidecar)))
+    return begun
+
+
+def test_a_walk_begun_before_the_vault_opened_is_taken_when_nothing_wrote_since(vault, monkeypatch):
+    ana = vault.write_note("entity", {"name": "Ana", "kind": "person"}).uri
+    begun = count_walks_begun(monkeypatch)
+    engine.walk.walk_early(str(vault.root))
+    opened = Vault.open(vault.root)
+    opened.prefetch_walk()
+    assert ana in opened.sync_catalog() and len(begun) == 1  # its own walk was not begun
+    assert engine.walk.take_early(str(vault.root)) is None  # taken once
+    opened.close()
+
+
+def test_a_walk_begun_early_is_not_taken_after_a_write_or_a_replayed_journal(vault, monkeypatch):
+    from engine.journal import _OPS, WriteFile
+
+    begun = count_walks_begun(monkeypatch)
+    engine.walk.walk_early(str(vault.root))
+    writer = Vault.open(vault.root)
+    bo = writer.write_note("entity", {"name": "Bo", "kind": "person"}).uri  # after the walk
+    writer.prefetch_walk()
+    assert bo in writer.sync_catalog() and len(begun) == 2
+    writer.close()
+
+    journal = vault.state_dir / "journal"
+    journal.mkdir(parents=True, exist_ok=True)
+    text = "---\nmemory_type: entity\ncreated_at: '2026-01-01T00:00:00+00:00'\nfields:\n  name: Cy\n  kind: person\n---\n"
+    (journal / "00000000000000000001-dead.json").write_bytes(_OPS.dump_json([WriteFile(uri="entities/cy.md", text=text)]))
+    engine.walk.walk_early(str(vault.root))  # (as a killed writer left it: the walk does not list Cy)
+    replayed = Vault.open(vault.root)  # replays the journal: Cy lands after the walk
+    replayed.prefetch_walk()
+    assert "entities/cy.md" in replayed.sync_catalog() and len(begun) == 4
+    replayed.close()
+
+
+def test_a_walk_begun_early_for_another_folder_is_left_alone(vault, tmp_path, monkeypatch):
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    begun = count_walks_begun(monkeypatch)
+    engine.walk.walk_early(str(other))
+    opened = Vault.open(vault.root)
+    opened.prefetch_walk()
+    opened.sync_catalog()
+    assert begun == [str(other), str(vault.root)]
+    assert engine.walk.take_early(str(other)) is not None
+    opened.close()

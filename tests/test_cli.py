@@ -218,3 +218,38 @@ def test_one_shot_commands_raise_the_collector_threshold_and_the_app_keeps_it(mo
             assert (gc.get_threshold() == cli.ONE_SHOT_GC) is raised, argv
     finally:
         gc.set_threshold(*default)
+
+
+def test_search_and_lint_begin_their_walk_before_the_engine_loads(tmp_path, monkeypatch):
+    """memlink_tui.launch guesses the vault from the arguments; a command that writes
+    first (lint --fix), help, and every other command begin nothing."""
+    import engine.walk
+    from memlink_tui import launch
+    from memlink_tui.paths import default_vault
+
+    begun: list[str] = []
+    monkeypatch.setattr(engine.walk, "walk_early", begun.append)
+    monkeypatch.setenv("MEMLINK_HOME", str(tmp_path / "home"))
+    cases = {("--vault", "/v", "search", "cats"): ["/v"], ("lint", "--vault=/w", "--full"): ["/w"],
+             ("--vault", "/v", "lint", "--fix"): [], ("search", "--help"): [], ("--vault", "/v", "show", "a.md"): [],
+             ("--vault", "/v", "link", "search", "lint"): [], (): []}
+    for argv, expect in cases.items():
+        begun.clear()
+        launch.walk_first(list(argv))
+        assert begun == expect, argv
+    launch.walk_first(["lint"])
+    assert begun == [str(default_vault())]
+
+
+def test_lint_lists_the_first_of_each_check_and_all_of_them_with_all(tmp_path):
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    for i in range(25):
+        (root / "entities" / f"bad-{i:02}.md").write_text("no frontmatter\n")
+    shown = memlink("lint", vault=root)
+    every = memlink("lint", "--all", vault=root)
+    assert shown.returncode == every.returncode == 3
+    listed = [line for line in shown.stdout.splitlines() if line.startswith("error   structure")]
+    assert len(listed) == 20 and "… and 5 more structure: `memlink lint --all` lists every one" in shown.stdout
+    assert len([line for line in every.stdout.splitlines() if line.startswith("error   structure")]) == 25
+    assert "more structure" not in every.stdout and every.stdout.splitlines()[-1].startswith("25 errors;")
