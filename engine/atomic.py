@@ -34,11 +34,13 @@ def fsync_dir(path: Path) -> None:
 
 
 @contextmanager
-def atomic_writer(path: Path, mode: int | None = None) -> Iterator[BinaryIO]:
+def atomic_writer(path: Path, mode: int | None = None, *, durable: bool = True) -> Iterator[BinaryIO]:
     """A file to write ``path`` through: a temp file beside it (created with ``mode``,
     else with the permissions of the file it replaces), fsynced and renamed over ``path``
     when the block ends, the folder fsynced; removed, and ``path`` untouched, when the
-    block raises."""
+    block raises. ``durable=False`` (derived state that carries its own checksum): no
+    fsync, the rename alone (whole or not there after a crash of this process; a power
+    cut may leave anything, which the checksum catches)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}{TMP_SUFFIX}"
@@ -51,7 +53,8 @@ def atomic_writer(path: Path, mode: int | None = None) -> Iterator[BinaryIO]:
                     os.chmod(fh.fileno(), os.stat(path).st_mode & 0o7777)
                 except FileNotFoundError:
                     pass
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -59,11 +62,12 @@ def atomic_writer(path: Path, mode: int | None = None) -> Iterator[BinaryIO]:
         except OSError:
             pass
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    with atomic_writer(path) as fh:
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    with atomic_writer(path, durable=durable) as fh:
         fh.write(data)
 
 

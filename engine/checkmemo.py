@@ -4,11 +4,15 @@ run's findings as a report reads them (docs/DESIGN.md, "Checks").
 A scoped check's finding is about one note and depends only on that note, its link
 records and the notes at their other ends. The memo keeps, in `.memlink/checks.sqlite`
 (derived state: a missing or unreadable one means a full run), the last run's findings,
-a row each, each note's catalog signature then, the link index's change number and the
-notes the extraction audit named. The next run's scope is:
+a row each, the link index's change number and the notes the extraction audit named,
+and beside it (`checks.sqlite-stamps`) the catalog's stamps then, as the catalog's own
+snapshot holds them, with their checksum in the memo.
+The next run's scope is:
 
-- notes added, removed or changed since (catalog signature), and the notes at the other
-  end of their links (a link's finding can be about either end);
+- notes added, removed or changed since (their stamps), and the notes at the other end
+  of their links (a link's finding can be about either end). When this process's first
+  sync started from the very catalog snapshot the last run saw (its checksum), the
+  notes that sync changed are those, and no stamp is compared (``Vault.synced``);
 - the notes whose link records were written or removed since (``LinkStore.changes_since``);
 - notes the audit names now and did not then, or the other way round.
 
@@ -32,45 +36,48 @@ import marshal
 import sqlite3
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .catalog import stamp_of
+from .atomic import atomic_write_bytes, full_disk_cause
+from .catalog import stamp_of, stamps_of
 from .checks import CHECKS, SEVERITIES, CheckContext, Finding
 from .config import CONFIG_FILE
 from .uris import uri_dir
 
 if TYPE_CHECKING:
-    from .catalog import CatalogEntry, Stamp
+    from .catalog import Stamp
     from .vault import Vault
 
-MEMO_VERSION = "4"
-LAYOUT = 4  # the tables' layout (PRAGMA user_version): a memo of another is started again
+MEMO_VERSION = "5"
+LAYOUT = 5  # the tables' layout (PRAGMA user_version): a memo of another is started again
 _TABLES = (
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    # What the run saw: each note's signature and the notes the audit named (one
-    # checksummed marshal: 100k rows read back one by one cost a tenth of a second).
+    # The notes the audit named, one checksummed marshal (100k rows read back one by one
+    # cost a tenth of a second).
     "CREATE TABLE seen(id INTEGER PRIMARY KEY CHECK (id = 0), sum TEXT NOT NULL, data BLOB NOT NULL)",
     # A finding a row: ``source`` the check that made it, ``category`` what people see
-    # (Finding.check), ``rank`` its severity's place in SEVERITIES (worst first).
+    # (Finding.check), ``rank`` its severity's place in SEVERITIES (worst first),
+    # ``scoped`` whether its check is (an unscoped check's rows are all replaced by each
+    # run: a partial index finds those few among 300k).
     "CREATE TABLE findings(source TEXT NOT NULL, category TEXT NOT NULL, "
     "rank INTEGER NOT NULL CHECK (rank IN (0, 1, 2)), uri TEXT NOT NULL, message TEXT NOT NULL, "
-    "other TEXT, code TEXT NOT NULL)",
+    "other TEXT, code TEXT NOT NULL, scoped INTEGER NOT NULL CHECK (scoped IN (0, 1)))",
     "CREATE INDEX findings_uri ON findings(uri)",  # a run's scope is replaced by note
     "CREATE INDEX findings_order ON findings(category, rank, uri, message)",  # counts and pages
+    "CREATE INDEX findings_unscoped ON findings(scoped) WHERE scoped = 0",
 )
+# The catalog's stamps as the last run saw them: a file beside the memo, not a row. A
+# 9 MB row at 100k notes cost a lint ~60 ms (written to the WAL, then again by the
+# checkpoint that followed every run); the file is written without fsync (its checksum,
+# in the memo's meta, catches a torn or lost one: the next run is then full).
+STAMPS_SUFFIX = "-stamps"
 _ORDER = "rank, category, uri, message, other, code"  # worst first (a report's order)
 _COLUMNS = "category, rank, uri, message, other, code"
 
-Signature = tuple  # (content hash, parse error, memory type): a stamp's last three
-
-
-def _signature(value: CatalogEntry | Stamp) -> Signature:
-    """What a note's findings depend on of the note itself: its content (the hash), its
-    type (which a changed type file can change without the content) and whether it
-    parses. From the stamp: a run over 100k notes builds no entry for this."""
-    return stamp_of(value)[2:]
+def _checksum(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 @dataclass
@@ -81,7 +88,7 @@ class Plan:
     seq: int = 0
     created: str = ""
     reason: str = ""  # why the run is full (empty when it is incremental)
-    signatures: dict[str, Signature] = field(default_factory=dict)  # as the memo had them (an incremental run)
+    compared: bool = False  # an incremental run that compared every note's stamp (no shortcut)
 
 
 class CheckMemo:
@@ -127,7 +134,7 @@ class CheckMemo:
             self._db = None
         if self.path is None:
             return
-        for suffix in ("", "-wal", "-shm"):
+        for suffix in ("", "-wal", "-shm", STAMPS_SUFFIX):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     @staticmethod
@@ -171,39 +178,63 @@ class CheckMemo:
             if changes.everything or changes.folders:
                 out.reason = "a sidecar was changed by hand or by another tool"
                 return out
-            before, was_recorded = self._seen(db)
             held = ctx.catalog.held()
-            # (stamp_of inlined: 100k notes)
-            changed = {u for u, v in held.items() if before.get(u) != (v[2:] if type(v) is tuple else _signature(v))}
-            changed.update(before.keys() - held.keys())
-            scope = changed | changes.owners | (was_recorded ^ ctx.recorded)
+            synced = ctx.vault.synced()  # (after the sync above)
+            if synced is not None and synced.before and meta.get("stamps") == synced.before:
+                changed = set(synced.changed)  # the catalog this run saw, then this sync's changes
+            else:
+                # A note's findings depend on its content (hash), parse error and type, a
+                # stamp's last three: not on its mtime (a link write rewrites the note's
+                # Links block, which the hash leaves out). (stamp_of inlined: 100k notes.)
+                before = self._stamps(meta.get("stamps"))
+                changed = {u for u, v in held.items()
+                           if (b := before.get(u)) is None or b[2:] != (v if type(v) is tuple else stamp_of(v))[2:]}
+                changed.update(before.keys() - held.keys())
+                out.compared = True
+            scope = changed | changes.owners
+            recorded = db.execute("SELECT sum FROM seen WHERE id = 0").fetchone()
+            if recorded is None or recorded[0] != _checksum(_recorded_bytes(ctx.recorded)):
+                scope |= self._recorded(db) ^ ctx.recorded
             for uri in changed:  # a changed note changes the findings about links into and out of it
                 folder = uri_dir(uri)
                 for direction in ("links", "backlinks"):
                     for link in store.links_of(folder, uri, direction):
                         scope.add(link.to_uri if direction == "links" else link.from_uri)
             out.scope = scope
-            out.signatures = before
             return out
-        except (sqlite3.DatabaseError, KeyError, ValueError, TypeError):
+        except (sqlite3.DatabaseError, KeyError, ValueError, TypeError, OSError):
             self._discard()
             out.reason = "the memo could not be read"
             return out
 
+    @property
+    def stamps_path(self) -> Path | None:
+        return None if self.path is None else Path(f"{self.path}{STAMPS_SUFFIX}")
+
+    def _stamps(self, digest: str | None) -> dict[str, Stamp]:
+        """The catalog's stamps the last run saw (their checksum ``digest``, from the
+        memo's meta); ValueError when the file is not what that run wrote whole."""
+        if digest is None or self.stamps_path is None:
+            raise ValueError("a damaged memo")
+        got = stamps_of(digest, self.stamps_path.read_bytes())
+        if got is None:
+            raise ValueError("a damaged memo")
+        return got[0]
+
     @staticmethod
-    def _seen(db: sqlite3.Connection) -> tuple[dict[str, Signature], set[str]]:
-        """The signatures and audit-named notes the last run saw; ValueError when they are
-        not what this code wrote whole."""
-        row = db.execute("SELECT sum, data FROM seen WHERE id = 0").fetchone()
-        if row is None or not isinstance(row[1], bytes) or hashlib.blake2b(row[1], digest_size=16).hexdigest() != row[0]:
+    def _recorded(db: sqlite3.Connection) -> set[str]:
+        """The notes the audit named at the last run; ValueError when they are not what a
+        run wrote whole."""
+        got = db.execute("SELECT sum, data FROM seen WHERE id = 0").fetchone()
+        if got is None or not isinstance(got[1], bytes) or _checksum(got[1]) != got[0]:
             raise ValueError("a damaged memo")
         try:
-            signatures, recorded = marshal.loads(row[1])
+            recorded = marshal.loads(got[1])
         except (EOFError, TypeError) as exc:
             raise ValueError("a damaged memo") from exc
-        if type(signatures) is not dict or type(recorded) is not list:
+        if type(recorded) is not list:
             raise ValueError("a damaged memo")
-        return signatures, set(recorded)
+        return set(recorded)
 
     # -- saving a run -----------------------------------------------------------------------------
     def save(self, plan: Plan, ctx: CheckContext, made: dict[str, list[Finding]]) -> Findings | None:
@@ -216,46 +247,58 @@ class CheckMemo:
         if db is None:
             return None
         held = ctx.catalog.held()
-        unscoped = [c.name for c in CHECKS if not c.scoped]
+        scoped = {c.name: int(c.scoped) for c in CHECKS}
         try:
             db.execute("BEGIN IMMEDIATE")
             if plan.scope is None:
                 db.execute("DELETE FROM findings")
-                signatures = {u: _signature(v) for u, v in held.items()}
             else:
-                db.execute(f"DELETE FROM findings WHERE source IN ({','.join('?' * len(unscoped))})", unscoped)  # noqa: S608
+                db.execute("DELETE FROM findings WHERE scoped = 0")
                 scope = sorted(plan.scope)
                 for i in range(0, len(scope), 500):
                     part = scope[i : i + 500]
                     db.execute(f"DELETE FROM findings WHERE uri IN ({','.join('?' * len(part))})", part)  # noqa: S608
-                signatures = plan.signatures
-                for uri in scope:
-                    value = held.get(uri)
-                    if value is None:
-                        signatures.pop(uri, None)
-                    else:
-                        signatures[uri] = _signature(value)
             rank = {s: i for i, s in enumerate(SEVERITIES)}
-            db.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           ((name, f.check, rank[f.severity], f.uri, f.message, f.other, f.code)
+            db.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           ((name, f.check, rank[f.severity], f.uri, f.message, f.other, f.code, scoped[name])
                             for name, found in made.items() for f in found))
-            data = marshal.dumps((signatures, sorted(ctx.recorded)))
-            db.execute("INSERT OR REPLACE INTO seen VALUES (0, ?, ?)", (hashlib.blake2b(data, digest_size=16).hexdigest(), data))
+            # The catalog as this run saw it: the snapshot its sync left, when the catalog
+            # is still that (its bytes are made already), else its stamps marshalled the same way.
+            synced = ctx.vault.synced()
+            if synced is not None:
+                stamps, digest = synced.after.data, synced.after.sum
+            else:
+                stamps = marshal.dumps(({u: v if type(v) is tuple else stamp_of(v) for u, v in held.items()}, []))
+                digest = _checksum(stamps)
+            kept = db.execute("SELECT value FROM meta WHERE key = 'stamps'").fetchone()
+            if self.stamps_path is not None and (kept is None or kept[0] != digest):  # (under the memo's write lock)
+                atomic_write_bytes(self.stamps_path, stamps, durable=False)
+            recorded = _recorded_bytes(ctx.recorded)
+            db.execute("INSERT OR REPLACE INTO seen VALUES (0, ?, ?)", (_checksum(recorded), recorded))
             db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                           [("basis", self._basis(ctx.vault, ctx.today)), ("created", plan.created), ("seq", str(plan.seq))])
+                           [("basis", self._basis(ctx.vault, ctx.today)), ("created", plan.created), ("seq", str(plan.seq)),
+                            ("stamps", digest)])
             db.execute("COMMIT")
             found = Findings(db)  # its snapshot: what this run saved
-        except sqlite3.DatabaseError:
+        except (sqlite3.DatabaseError, OSError) as exc:
             try:
                 db.execute("ROLLBACK")
             except sqlite3.DatabaseError:
                 pass
+            if full_disk_cause(exc) is not None:  # rolled back: the memo is as it was (and frees no room)
+                db.close()
+                self._db = None
+                return None
             self._discard()  # (in an unknown state: the next run is full)
             return None
         self._db = None  # (the report holds it now)
         if self.path is not None:
             ctx.vault.linkstore.forget_changes(plan.seq)  # this memo has seen them
         return found
+
+
+def _recorded_bytes(recorded: set[str]) -> bytes:
+    return marshal.dumps(sorted(recorded))
 
 
 class Findings:

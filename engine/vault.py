@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from .atomic import SWEEP_MEMO, atomic_write_text, sweep_temp_files
 from .blocks import LinkLine, render_links_block, set_links_block, visible_text
-from .catalog import CATALOG_FILE, Catalog, CatalogEntry, CatalogStore, Snapshot, Stamp, content_hash, stamp_of
+from .catalog import CATALOG_FILE, Catalog, CatalogEntry, CatalogStore, Snapshot, Stamp, Synced, content_hash, stamp_of
 from .checks import Finding, run_checks
 from .config import CONFIG_FILE, VaultConfig, dump_config, load_config
 from .errors import DiskFull, LinkError, MemlinkError, NoteError, NoteNotFound, SchemaError, VaultError, VaultLocked
@@ -90,6 +90,7 @@ class Vault:
         self._services_lock = threading.Lock()
         self._catalog_lock = threading.RLock()  # the app syncs from workers and the UI thread
         self._stored: Catalog | None = None  # read by stored_notes, not yet synced
+        self._synced: tuple[Catalog, Synced] | None = None  # see ``synced``
         self._catalog_db: CatalogStore | None = None  # the catalog table (see _catalog_rows)
         self._local = threading.local()  # the open transaction of each thread
         self._moment = threading.local()  # a ``settled`` block of this thread: walked already?
@@ -766,13 +767,16 @@ class Vault:
 
     def _sync_catalog(self, bodies: dict[str, tuple[str, str]] | None = None) -> Catalog:
         store = self._catalog_rows()
+        cold = self._catalog is None and self._stored is None  # this process's first sync
+        # The table's stamps, as the last whole-vault sync left them: read while a walk in
+        # a second process may still be running.
+        base = store.snapshot() if cold else None
         seen = self._walk()
         try:
-            cold = self._catalog is None and self._stored is None  # this process's first sync
-            base = store.snapshot() if cold else None  # the table's stamps, as the last whole-vault sync left them
             if base is not None and self._unchanged_since(base, seen):
                 self._sidecar_stamps = seen.sidecars
                 self._catalog = Catalog(cast("dict[str, CatalogEntry | Stamp]", base.stamps), self._catalog_fill, base.superseded)
+                self._synced = (self._catalog, Synced(base.sum, base, frozenset()))
                 return self._catalog
             walked = seen.files()
         finally:
@@ -781,6 +785,7 @@ class Vault:
             seen = Seen(list(self.iter_vault_files()), SIDECAR)
             walked = seen.files() or []
         walk, sidecars = (seen.digest if cold else ""), seen.sidecars
+        previous = self._catalog
         if self._catalog is not None:
             known = self._catalog
         elif self._stored is not None:
@@ -793,6 +798,7 @@ class Vault:
         held = known.held()  # stamps and entries: unchanged ones are carried over unbuilt
         fresh: dict[str, CatalogEntry | Stamp] = {}
         changed: list[CatalogEntry] = []  # rows re-derived: the only ones written (no compare of every row)
+        touched: list[str] = []  # notes whose content, parse error or type is not as held (Synced.changed)
         for uri, mtime, size in walked:
             if uri.endswith(SIDECAR):
                 continue
@@ -802,6 +808,8 @@ class Vault:
                 new = self._catalog_entry(uri, mtime, size, bodies, walked=True)
                 if new != known.get(uri):
                     changed.append(new)
+                if stamp is None or stamp_of(new)[2:] != stamp[2:]:  # (its hash, parse error or type)
+                    touched.append(uri)
                 fresh[uri] = new
             else:
                 fresh[uri] = value  # type: ignore[assignment]
@@ -810,7 +818,8 @@ class Vault:
         loaded = known.superseded_as_loaded()
         if cold and loaded is not None:  # the next process's start (Snapshot), in the same write as the rows
             superseded = (loaded - {e.uri for e in changed} - {u for (u,) in gone}) | {e.uri for e in changed if e.superseded}
-            snapshot = Snapshot(walk, {u: stamp_of(v) for u, v in fresh.items()}, frozenset(superseded))
+            snapshot = Snapshot(walk, {u: v if type(v) is tuple else stamp_of(v) for u, v in fresh.items()},
+                                frozenset(superseded)).dumped()
         if not self.read_only and (changed or gone or snapshot is not None):  # a read-only vault keeps its catalog in this object only
             store.write(changed, gone, snapshot)
         if self._sidecar_stamps is not None and sidecars != self._sidecar_stamps:
@@ -818,7 +827,20 @@ class Vault:
         self._sidecar_stamps = sidecars
         # A note held as a stamp is unchanged since ``known`` was loaded: so is whether it is superseded.
         self._catalog = Catalog(fresh, self._catalog_fill, loaded)
+        if snapshot is not None:
+            self._synced = (self._catalog, Synced(base.sum if base is not None else "", snapshot,
+                                                  frozenset(touched + [u for (u,) in gone])))
+        elif not touched and not gone and self._synced is not None and self._synced[0] is previous:
+            self._synced = (self._catalog, self._synced[1])  # (no note reads otherwise: still that catalog)
         return self._catalog
+
+    def synced(self) -> Synced | None:
+        """How this process's first sync made the catalog, while every note still reads as
+        it made it (no write since, no later sync that found a note changed): from which
+        snapshot, to which, and the notes that differ between them (the check memo's
+        shortcut: engine.checkmemo)."""
+        synced = self._synced
+        return synced[1] if synced is not None and synced[0] is self._catalog else None
 
     def _unchanged_since(self, snapshot: Snapshot, seen: Seen) -> bool:
         """Whether the last whole-vault sync's snapshot is the catalog now: the walk lists

@@ -44,4 +44,4 @@ def main(argv: list[str] | None = None) -> int:
     walk_first(sys.argv[1:] if argv is None else argv)
     from .cli import main as cli_main
 
-    return cli_main(argv)
+    return cli_main(argv, process=True)

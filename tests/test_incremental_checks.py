@@ -88,27 +88,35 @@ def test_a_lost_or_damaged_memo_means_one_full_run(sample):
     assert scope_of_next_run(vault).scope == set()
 
 
-@pytest.mark.parametrize("damage", ["bytes", "checksum", "shape"])
+@pytest.mark.parametrize("damage", ["bytes", "checksum", "shape", "gone", "audit"])
 def test_a_damaged_record_of_what_the_last_run_saw_means_one_full_run(sample, damage):
-    """The signatures the last run saw are kept as one checksummed blob: bytes that do not
-    check out, or that check out but are not what a run writes, make the next run full,
-    with the same findings."""
+    """The catalog stamps the last run saw are a checksummed file beside the memo, the
+    notes the audit named a checksummed row: bytes that do not check out, that check out
+    but are not what a run writes, or a file that is gone, make the next run full, with
+    the same findings."""
     import hashlib
     import marshal
     import sqlite3
 
     vault = sample
     before = _key(lint(vault, today=TODAY).findings)
+    stamps = vault.state_dir / "checks.sqlite-stamps"
     with sqlite3.connect(vault.state_dir / "checks.sqlite") as db:
-        digest, data = db.execute("SELECT sum, data FROM seen").fetchone()
+        digest = db.execute("SELECT value FROM meta WHERE key = 'stamps'").fetchone()[0]
+        data = stamps.read_bytes()
         if damage == "bytes":
-            data = data[:-1] + bytes([data[-1] ^ 1])
+            stamps.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
         elif damage == "checksum":
-            digest = "0" * len(digest)
-        else:
+            db.execute("UPDATE meta SET value = ? WHERE key = 'stamps'", ("0" * len(digest),))
+        elif damage == "shape":
             data = marshal.dumps(["not", "a", "record"])
-            digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-        db.execute("UPDATE seen SET sum=?, data=?", (digest, data))
+            stamps.write_bytes(data)
+            db.execute("UPDATE meta SET value = ? WHERE key = 'stamps'", (hashlib.blake2b(data, digest_size=16).hexdigest(),))
+        elif damage == "gone":
+            stamps.unlink()
+        else:
+            db.execute("UPDATE seen SET data = ?", (marshal.dumps({"not": "a list"}),))
+            db.execute("UPDATE seen SET sum = ?", (hashlib.blake2b(marshal.dumps({"not": "a list"}), digest_size=16).hexdigest(),))
     assert scope_of_next_run(vault).reason == "the memo could not be read"
     assert _key(lint(vault, today=TODAY).findings) == before
     assert scope_of_next_run(vault).scope == set()
@@ -121,7 +129,7 @@ def test_the_memo_keeps_only_findings(sample):
     vault = sample
     run_checks(vault, today=TODAY)
     with sqlite3.connect(vault.state_dir / "checks.sqlite") as db, pytest.raises(sqlite3.IntegrityError):
-        db.execute("INSERT INTO findings VALUES ('orphans', 'orphans', 3, 'entities/x.md', 'm', NULL, '')")
+        db.execute("INSERT INTO findings VALUES ('orphans', 'orphans', 3, 'entities/x.md', 'm', NULL, '', 1)")
 
 
 def test_a_memo_of_an_older_layout_is_started_again(sample):
@@ -257,3 +265,48 @@ def test_the_link_index_keeps_change_records_only_until_the_memo_has_seen_them(s
     vault.unlink(notes[0], notes[1])  # and the next change is seen as before
     assert notes[0] in scope_of_next_run(vault).scope
     assert not any(f.check == "low_weight" and f.uri == notes[0] and f.other == notes[1] for f in same_as_full(vault))
+
+
+def a_process(vault):
+    """The vault as a new `memlink` process opens it (its first sync is a cold one)."""
+    from engine import Vault
+
+    vault.close()
+    return Vault.open(vault.root)
+
+
+def test_a_process_whose_sync_starts_from_the_last_runs_catalog_compares_no_stamp(sample):
+    """The usual `memlink lint` after an edit: the process's first sync starts from the
+    catalog snapshot the last run saw, so the notes that sync changed are the scope."""
+    vault = a_process(sample)
+    run_checks(vault, today=TODAY)
+    notes = sorted(e.uri for e in vault.list_notes() if e.memory_type == "entity")
+    path = vault.root / notes[0]
+    path.write_text(path.read_text(encoding="utf-8") + "\nEdited in another editor.\n", encoding="utf-8")
+    vault = a_process(vault)
+    plan = scope_of_next_run(vault)
+    assert plan.scope is not None and notes[0] in plan.scope and not plan.compared
+    compared = a_process(vault)
+    compared.sync_catalog()
+    compared.synced = lambda: None  # (the same catalog, every stamp compared)
+    assert scope_of_next_run(compared).compared and scope_of_next_run(compared).scope == plan.scope
+    assert len(plan.scope) < len(vault.list_notes()) // 2
+    vault = a_process(vault)
+    same_as_full(vault)
+    vault = a_process(vault)
+    plan = scope_of_next_run(vault)
+    assert plan.scope == set() and not plan.compared  # (the full run above left the memo on this catalog)
+
+
+def test_a_catalog_synced_by_another_process_since_the_last_run_is_compared_stamp_by_stamp(sample):
+    vault = a_process(sample)
+    before = _key(run_checks(vault, today=TODAY))
+    notes = sorted(e.uri for e in vault.list_notes() if e.memory_type == "entity")
+    path = vault.root / notes[0]
+    path.write_text("no frontmatter any more\n", encoding="utf-8")
+    a_process(vault).sync_catalog()  # (a search, say: its snapshot is not the one the memo saw)
+    vault = a_process(vault)
+    plan = scope_of_next_run(vault)
+    assert plan.scope is not None and notes[0] in plan.scope and plan.compared
+    found = same_as_full(vault)
+    assert any(f.code == "malformed_note" and f.uri == notes[0] for f in found) and _key(found) != before

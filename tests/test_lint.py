@@ -95,6 +95,17 @@ def test_dashboards_and_digest(sample):
     assert _json_text(odd) == json.dumps(odd, ensure_ascii=False, indent=2) + "\n"
 
 
+def test_the_digest_lists_the_first_contradictions_and_counts_them_all(sample, monkeypatch):
+    import engine.lint
+
+    monkeypatch.setattr(engine.lint, "DASHBOARD_ROWS", 2)
+    with lint(sample) as report:
+        digest = engine.lint.digest(sample, report)
+        worst = report.page(["contradictions"], 2)
+    assert [(c["a"], c["b"]) for c in digest["contradictions"]] == [(f.uri, f.other) for f in worst]
+    assert len(worst) == 2 and digest["health"]["checks"]["contradictions"] == 5
+
+
 def test_check_is_the_integrity_part_of_the_same_run_with_the_same_errors(vault):
     from engine.checks import CHECKS, Finding
 

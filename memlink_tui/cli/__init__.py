@@ -9,7 +9,11 @@ LLM provider, the index, progress, printing, exit codes, the error handler) is i
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
+import os
+import sys
+import threading
 from pathlib import Path
 
 from . import app, dream, export, notes, search, write
@@ -56,11 +60,33 @@ ONE_SHOT_GC = (100_000, 50, 100)
 LONG_LIVED = (app.cmd_app, app.cmd_demo, app.cmd_mcp)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, process: bool = False) -> int:
+    """Run one command. ``process``: this is the `memlink` process itself (its entry
+    point, memlink_tui.launch), which a one-shot command then ends at once."""
     args = parser().parse_args(argv)
     if args.func not in LONG_LIVED:
         gc.set_threshold(*ONE_SHOT_GC)
-    return run(args.func, args)
+    code = run(args.func, args)
+    if process and args.func not in LONG_LIVED:
+        end_now(code)
+    return code
+
+
+def end_now(code: int) -> None:
+    """End a one-shot command's process without freeing its objects one by one: what
+    it wrote is committed and closed, its output is flushed here, and exit handlers run
+    (a walk's second process is stopped). Freeing the millions of stamps, records and
+    findings a command at 100k notes holds took 60 ms of a 0.9 s lint. Only with no
+    other thread left (one still working finishes the usual way)."""
+    if threading.active_count() > 1:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # (a reader that went away: as the usual exit)
+            pass
+    atexit._run_exitfuncs()
+    os._exit(code)
 
 
 if __name__ == "__main__":
