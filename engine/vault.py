@@ -217,6 +217,7 @@ class Vault:
                     self.links_version += 1
                     with self._catalog_lock:
                         self._catalog = None
+                        self._synced = None
             yield
         finally:
             self._writes_ended += 1
@@ -832,6 +833,8 @@ class Vault:
                                                   frozenset(touched + [u for (u,) in gone])))
         elif not touched and not gone and self._synced is not None and self._synced[0] is previous:
             self._synced = (self._catalog, self._synced[1])  # (no note reads otherwise: still that catalog)
+        else:
+            self._synced = None  # (nor its 9 MB of bytes at 100k notes, kept for nothing)
         return self._catalog
 
     def synced(self) -> Synced | None:
@@ -939,6 +942,7 @@ class Vault:
         with self._catalog_lock:
             if self._catalog is not None:
                 self._catalog = self._catalog.replaced(put=entries, drop=gone)
+                self._synced = None
             self._catalog_rows().write(entries, [(uri,) for uri in gone])
 
     def _notify(self, event: str, uri: str) -> None:
