@@ -74,6 +74,9 @@ class VectorIndex:
         if loaded is None or not len(found):
             return [self._label(int(label)) for label in found]
         order, notes, chunks, uris = loaded
+        # hnswlib's labels are uint64, the map's int64: mixed, numpy would compare them as
+        # float64 and convert the whole map each query (0.17 ms at 300k chunks; 2 µs so).
+        found = found.astype(order.dtype, copy=False)
         at = np.minimum(np.searchsorted(order, found), len(order) - 1)
         hit = order[at] == found
         return [(uris[int(n)], int(c)) if h else (None, 0)
