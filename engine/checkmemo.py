@@ -5,7 +5,7 @@ A scoped check's finding is about one note and depends only on that note, its li
 records and the notes at their other ends. The memo keeps, in `.memlink/checks.sqlite`
 (derived state: a missing or unreadable one means a full run), the last run's findings,
 a row each, the link index's change number and the notes the extraction audit named,
-and beside it (`checks.sqlite-stamps`) the catalog's stamps then, as the catalog's own
+and beside it (`checks.sqlite-stamps-<checksum>`) the catalog's stamps then, as the catalog's own
 snapshot holds them, with their checksum in the memo.
 The next run's scope is:
 
@@ -35,6 +35,7 @@ import hashlib
 import marshal
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,9 +71,11 @@ _TABLES = (
 )
 # The catalog's stamps as the last run saw them: a file beside the memo, not a row. A
 # 9 MB row at 100k notes cost a lint ~60 ms (written to the WAL, then again by the
-# checkpoint that followed every run); the file is written without fsync (its checksum,
-# in the memo's meta, catches a torn or lost one: the next run is then full).
-STAMPS_SUFFIX = "-stamps"
+# checkpoint that followed every run). Named by its checksum (the memo's meta names the
+# one it holds), so another process's save never changes the file a plan is about to
+# read; older ones are removed after the commit. Written without fsync: one torn, lost
+# or gone makes the next run full.
+STAMPS_SUFFIX = "-stamps-"
 _ORDER = "rank, category, uri, message, other, code"  # worst first (a report's order)
 _COLUMNS = "category, rank, uri, message, other, code"
 
@@ -89,6 +92,7 @@ class Plan:
     created: str = ""
     reason: str = ""  # why the run is full (empty when it is incremental)
     compared: bool = False  # an incremental run that compared every note's stamp (no shortcut)
+    run: str = ""  # an incremental run: the memo's run it was planned against (see ``save``)
 
 
 class CheckMemo:
@@ -134,8 +138,10 @@ class CheckMemo:
             self._db = None
         if self.path is None:
             return
-        for suffix in ("", "-wal", "-shm", STAMPS_SUFFIX):
+        for suffix in ("", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        for path in self._stamp_files():
+            path.unlink(missing_ok=True)
 
     @staticmethod
     def _basis(vault: Vault, today: dt.date) -> str:
@@ -179,7 +185,7 @@ class CheckMemo:
                 out.reason = "a sidecar was changed by hand or by another tool"
                 return out
             held = ctx.catalog.held()
-            synced = ctx.vault.synced()  # (after the sync above)
+            synced = ctx.vault.synced(ctx.catalog)
             if synced is not None and synced.before and meta.get("stamps") == synced.before:
                 changed = set(synced.changed)  # the catalog this run saw, then this sync's changes
             else:
@@ -187,6 +193,9 @@ class CheckMemo:
                 # stamp's last three: not on its mtime (a link write rewrites the note's
                 # Links block, which the hash leaves out). (stamp_of inlined: 100k notes.)
                 before = self._stamps(meta.get("stamps"))
+                if before is None:  # (the memo itself is fine: nothing is discarded)
+                    out.reason = "the memo could not be read"
+                    return out
                 changed = {u for u, v in held.items()
                            if (b := before.get(u)) is None or b[2:] != (v if type(v) is tuple else stamp_of(v))[2:]}
                 changed.update(before.keys() - held.keys())
@@ -201,25 +210,34 @@ class CheckMemo:
                     for link in store.links_of(folder, uri, direction):
                         scope.add(link.to_uri if direction == "links" else link.from_uri)
             out.scope = scope
+            out.run = meta.get("run", "")
             return out
         except (sqlite3.DatabaseError, KeyError, ValueError, TypeError, OSError):
             self._discard()
             out.reason = "the memo could not be read"
             return out
 
-    @property
-    def stamps_path(self) -> Path | None:
-        return None if self.path is None else Path(f"{self.path}{STAMPS_SUFFIX}")
+    def _stamps_path(self, digest: str) -> Path | None:
+        if self.path is None or not digest.isalnum():
+            return None
+        return Path(f"{self.path}{STAMPS_SUFFIX}{digest}")
 
-    def _stamps(self, digest: str | None) -> dict[str, Stamp]:
+    def _stamps(self, digest: str | None) -> dict[str, Stamp] | None:
         """The catalog's stamps the last run saw (their checksum ``digest``, from the
-        memo's meta); ValueError when the file is not what that run wrote whole."""
-        if digest is None or self.stamps_path is None:
-            raise ValueError("a damaged memo")
-        got = stamps_of(digest, self.stamps_path.read_bytes())
-        if got is None:
-            raise ValueError("a damaged memo")
-        return got[0]
+        memo's meta); None when the file is gone or is not what that run wrote whole."""
+        path = self._stamps_path(digest or "")
+        if path is None:
+            return None
+        try:
+            got = stamps_of(digest or "", path.read_bytes())
+        except OSError:
+            return None
+        return None if got is None else got[0]
+
+    def _stamp_files(self) -> list[Path]:
+        if self.path is None:
+            return []
+        return list(self.path.parent.glob(f"{self.path.name}{STAMPS_SUFFIX}*"))
 
     @staticmethod
     def _recorded(db: sqlite3.Connection) -> set[str]:
@@ -250,6 +268,15 @@ class CheckMemo:
         scoped = {c.name: int(c.scoped) for c in CHECKS}
         try:
             db.execute("BEGIN IMMEDIATE")
+            kept = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            if plan.scope is not None and kept.get("run", "") != plan.run:
+                # Another process saved a run since this one was planned: its rows outside
+                # this scope are of another moment. This run is made whole in memory
+                # (the caller), and that memo stays as it is.
+                db.execute("ROLLBACK")
+                db.close()
+                self._db = None
+                return None
             if plan.scope is None:
                 db.execute("DELETE FROM findings")
             else:
@@ -264,22 +291,30 @@ class CheckMemo:
                             for name, found in made.items() for f in found))
             # The catalog as this run saw it: the snapshot its sync left, when the catalog
             # is still that (its bytes are made already), else its stamps marshalled the same way.
-            synced = ctx.vault.synced()
+            synced = ctx.vault.synced(ctx.catalog)
             if synced is not None:
                 stamps, digest = synced.after.data, synced.after.sum
             else:
                 stamps = marshal.dumps(({u: v if type(v) is tuple else stamp_of(v) for u, v in held.items()}, []))
                 digest = _checksum(stamps)
-            kept = db.execute("SELECT value FROM meta WHERE key = 'stamps'").fetchone()
-            if self.stamps_path is not None and (kept is None or kept[0] != digest):  # (under the memo's write lock)
-                atomic_write_bytes(self.stamps_path, stamps, durable=False)
+            path = self._stamps_path(digest)
+            if path is not None and (plan.scope is None or not path.exists()):  # (a full run: also one found damaged)
+                atomic_write_bytes(path, stamps, durable=False)
             recorded = _recorded_bytes(ctx.recorded)
+            run = uuid.uuid4().hex
             db.execute("INSERT OR REPLACE INTO seen VALUES (0, ?, ?)", (_checksum(recorded), recorded))
             db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                            [("basis", self._basis(ctx.vault, ctx.today)), ("created", plan.created), ("seq", str(plan.seq)),
-                            ("stamps", digest)])
+                            ("stamps", digest), ("run", run)])
             db.execute("COMMIT")
+            for old in self._stamp_files():
+                if old != path:
+                    old.unlink(missing_ok=True)  # (a plan that read the old name then runs full)
             found = Findings(db)  # its snapshot: what this run saved
+            if found.run != run:  # another run committed in between: its rows would show
+                found.close()
+                self._db = None
+                return None
         except (sqlite3.DatabaseError, OSError) as exc:
             try:
                 db.execute("ROLLBACK")
@@ -310,7 +345,8 @@ class Findings:
         self._db: sqlite3.Connection | None = db
         self._lock = threading.Lock()
         db.execute("BEGIN")
-        db.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # (the snapshot starts at the first read)
+        got = db.execute("SELECT value FROM meta WHERE key = 'run'").fetchone()  # (the snapshot starts at the first read)
+        self.run = got[0] if got else ""  # the run whose findings these are
 
     def _rows(self, sql: str, args: Iterable[object] = ()) -> list[tuple]:
         with self._lock:

@@ -837,13 +837,13 @@ class Vault:
             self._synced = None  # (nor its 9 MB of bytes at 100k notes, kept for nothing)
         return self._catalog
 
-    def synced(self) -> Synced | None:
-        """How this process's first sync made the catalog, while every note still reads as
-        it made it (no write since, no later sync that found a note changed): from which
-        snapshot, to which, and the notes that differ between them (the check memo's
-        shortcut: engine.checkmemo)."""
+    def synced(self, catalog: Catalog) -> Synced | None:
+        """How this process's first sync made ``catalog`` (one ``sync_catalog`` returned),
+        while every note still reads as it made it (no write since, no later sync that
+        found a note changed): from which snapshot, to which, and the notes that differ
+        between them (the check memo's shortcut: engine.checkmemo)."""
         synced = self._synced
-        return synced[1] if synced is not None and synced[0] is self._catalog else None
+        return synced[1] if synced is not None and synced[0] is catalog else None
 
     def _unchanged_since(self, snapshot: Snapshot, seen: Seen) -> bool:
         """Whether the last whole-vault sync's snapshot is the catalog now: the walk lists

@@ -100,9 +100,9 @@ def test_a_damaged_record_of_what_the_last_run_saw_means_one_full_run(sample, da
 
     vault = sample
     before = _key(lint(vault, today=TODAY).findings)
-    stamps = vault.state_dir / "checks.sqlite-stamps"
     with sqlite3.connect(vault.state_dir / "checks.sqlite") as db:
         digest = db.execute("SELECT value FROM meta WHERE key = 'stamps'").fetchone()[0]
+        stamps = vault.state_dir / f"checks.sqlite-stamps-{digest}"
         data = stamps.read_bytes()
         if damage == "bytes":
             stamps.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
@@ -110,8 +110,9 @@ def test_a_damaged_record_of_what_the_last_run_saw_means_one_full_run(sample, da
             db.execute("UPDATE meta SET value = ? WHERE key = 'stamps'", ("0" * len(digest),))
         elif damage == "shape":
             data = marshal.dumps(["not", "a", "record"])
-            stamps.write_bytes(data)
-            db.execute("UPDATE meta SET value = ? WHERE key = 'stamps'", (hashlib.blake2b(data, digest_size=16).hexdigest(),))
+            digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+            (vault.state_dir / f"checks.sqlite-stamps-{digest}").write_bytes(data)
+            db.execute("UPDATE meta SET value = ? WHERE key = 'stamps'", (digest,))
         elif damage == "gone":
             stamps.unlink()
         else:
@@ -288,7 +289,7 @@ def test_a_process_whose_sync_starts_from_the_last_runs_catalog_compares_no_stam
     assert plan.scope is not None and notes[0] in plan.scope and not plan.compared
     compared = a_process(vault)
     compared.sync_catalog()
-    compared.synced = lambda: None  # (the same catalog, every stamp compared)
+    compared.synced = lambda catalog: None  # (the same catalog, every stamp compared)
     assert scope_of_next_run(compared).compared and scope_of_next_run(compared).scope == plan.scope
     assert len(plan.scope) < len(vault.list_notes()) // 2
     vault = a_process(vault)
@@ -310,3 +311,60 @@ def test_a_catalog_synced_by_another_process_since_the_last_run_is_compared_stam
     assert plan.scope is not None and notes[0] in plan.scope and plan.compared
     found = same_as_full(vault)
     assert any(f.code == "malformed_note" and f.uri == notes[0] for f in found) and _key(found) != before
+
+
+def test_a_run_planned_before_another_process_saved_is_made_whole_and_leaves_that_memo(sample):
+    """Two runs at once (the app's lint pane and `memlink lint`): the one that saves second
+    was planned against a memo that is no more. Its rows would sit beside the other run's
+    rows of another moment, so it is made whole in memory, and the memo stays the other's."""
+    import sqlite3
+
+    from engine.checkmemo import CheckMemo
+
+    vault = a_process(sample)
+    run_checks(vault, today=TODAY)
+    notes = sorted(e.uri for e in vault.list_notes() if e.memory_type == "entity")
+    path = vault.root / notes[0]
+    path.write_text(path.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
+    late = a_process(vault)
+    ctx = CheckContext(late, TODAY)
+    memo = CheckMemo.for_vault(late)
+    plan = memo.plan(ctx)
+    ctx.scope = plan.scope
+    assert plan.scope is not None
+    other = a_process(late)
+    run_checks(other, today=TODAY)  # saves first
+    with sqlite3.connect(vault.state_dir / "checks.sqlite") as db:
+        kept = db.execute("SELECT value FROM meta WHERE key = 'run'").fetchone()
+    assert memo.save(plan, ctx, {check.name: list(check.run(ctx)) for check in CHECKS}) is None
+    with sqlite3.connect(vault.state_dir / "checks.sqlite") as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'run'").fetchone() == kept
+    assert _key(run_checks(late, today=TODAY)) == _key(run_checks(late, today=TODAY, full=True))
+
+
+def test_a_stamps_file_gone_means_one_full_run_and_keeps_the_memo(sample):
+    import sqlite3
+
+    vault = a_process(sample)
+    before = _key(run_checks(vault, today=TODAY))
+    for path in vault.state_dir.glob("checks.sqlite-stamps-*"):
+        path.unlink()
+    vault = a_process(vault)
+    vault.sync_catalog()
+    vault.synced = lambda catalog: None  # (the comparison, which reads the file)
+    assert scope_of_next_run(vault).reason == "the memo could not be read"
+    with sqlite3.connect(vault.state_dir / "checks.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM findings").fetchone()[0] == len(before)  # not discarded
+    assert _key(run_checks(vault, today=TODAY)) == before
+    assert len(list(vault.state_dir.glob("checks.sqlite-stamps-*"))) == 1
+
+
+def test_the_record_of_a_sync_belongs_to_the_catalog_it_made(sample):
+    """A journal replayed while a run goes on makes the next sync a first one again: its
+    record must not describe the catalog the run checked."""
+    vault = a_process(sample)
+    checked = vault.sync_catalog()
+    assert vault.synced(checked) is not None
+    vault._catalog = None  # (what a replay does)
+    again = vault.sync_catalog()
+    assert vault.synced(checked) is None and vault.synced(again) is not None

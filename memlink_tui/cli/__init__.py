@@ -85,6 +85,8 @@ def end_now(code: int) -> None:
             stream.flush()
         except (BrokenPipeError, ValueError):  # (a reader that went away: as the usual exit)
             pass
+        except OSError:  # output that could not be written (a full disk): as CPython's exit says so
+            code = code or 120
     atexit._run_exitfuncs()
     os._exit(code)
 
