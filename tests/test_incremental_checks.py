@@ -276,17 +276,23 @@ def a_process(vault):
     return Vault.open(vault.root)
 
 
+def linted_then_edited(sample):
+    """A process's lint, then an entity note edited by hand: (that vault, the note)."""
+    vault = a_process(sample)
+    run_checks(vault, today=TODAY)
+    note = sorted(e.uri for e in vault.list_notes() if e.memory_type == "entity")[0]
+    path = vault.root / note
+    path.write_text(path.read_text(encoding="utf-8") + "\nEdited in another editor.\n", encoding="utf-8")
+    return vault, note
+
+
 def test_a_process_whose_sync_starts_from_the_last_runs_catalog_compares_no_stamp(sample):
     """The usual `memlink lint` after an edit: the process's first sync starts from the
     catalog snapshot the last run saw, so the notes that sync changed are the scope."""
-    vault = a_process(sample)
-    run_checks(vault, today=TODAY)
-    notes = sorted(e.uri for e in vault.list_notes() if e.memory_type == "entity")
-    path = vault.root / notes[0]
-    path.write_text(path.read_text(encoding="utf-8") + "\nEdited in another editor.\n", encoding="utf-8")
+    vault, note = linted_then_edited(sample)
     vault = a_process(vault)
     plan = scope_of_next_run(vault)
-    assert plan.scope is not None and notes[0] in plan.scope and not plan.compared
+    assert plan.scope is not None and note in plan.scope and not plan.compared
     compared = a_process(vault)
     compared.sync_catalog()
     compared.synced = lambda catalog: None  # (the same catalog, every stamp compared)
@@ -321,11 +327,7 @@ def test_a_run_planned_before_another_process_saved_is_made_whole_and_leaves_tha
 
     from engine.checkmemo import CheckMemo
 
-    vault = a_process(sample)
-    run_checks(vault, today=TODAY)
-    notes = sorted(e.uri for e in vault.list_notes() if e.memory_type == "entity")
-    path = vault.root / notes[0]
-    path.write_text(path.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
+    vault, _note = linted_then_edited(sample)
     late = a_process(vault)
     ctx = CheckContext(late, TODAY)
     memo = CheckMemo.for_vault(late)
