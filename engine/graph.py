@@ -152,6 +152,7 @@ class Adjacency:
         def combine(a: float, b: float) -> float:
             return 1.0 - (1.0 - a) * (1.0 - min(b, 1.0))  # noisy-OR: bounded, additive when small
 
+        self.prefetch(seed for seed, score in seeds.items() if score > 0)  # (one read for every seed's first hop)
         for seed, seed_score in seeds.items():
             if seed_score <= 0:
                 continue
