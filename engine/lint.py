@@ -220,7 +220,7 @@ def write_dashboards(vault: Vault, report: LintReport, today: dt.date | None = N
     folder: Path = vault.root / "dashboards"
     pages = {name: report.page(checks, DASHBOARD_ROWS) for name, (_title, checks) in DASHBOARDS.items()}
     totals = {name: sum(report.counts.get(c, 0) for c in checks) for name, (_title, checks) in DASHBOARDS.items()}
-    questions = report.page(["open_questions"], DASHBOARD_ROWS)
+    questions = pages["open-questions"]  # (the digest's too)
     count, types, degree = vault.linkstore.stats(top=10, refresh=False)  # lint just refreshed every folder
     shown = [u for rows in pages.values() for f in rows for u in (f.uri, f.other) if u]
     titles = _titles(vault, [*shown, *(u for u, _ in degree), *(f.uri for f in questions)])
@@ -242,7 +242,8 @@ def write_dashboards(vault: Vault, report: LintReport, today: dt.date | None = N
     lines += ["", "Most linked notes:", ""] + [f"- {titles.get(u, u)} (`{u}`): {n}" for u, n in degree]
     atomic_write_text(folder / "relationships.md", "\n".join(lines) + "\n")
     written.append("dashboards/relationships.md")
-    summary = digest(vault, report, today, stats=(count, types, degree), titles=titles, questions=questions)
+    summary = digest(vault, report, today, stats=(count, types, degree), titles=titles, questions=questions,
+                     contradictions=pages["contradictions"])
     atomic_write_text(folder / "digest.json", _json_text(summary))
     written.append("dashboards/digest.json")
     return written
@@ -269,15 +270,19 @@ def _titles(vault: Vault, uris: list[str]) -> dict[str, str]:
 
 def digest(vault: Vault, report: LintReport, today: dt.date | None = None,
            stats: tuple[int, dict[str, int], list[tuple[str, int]]] | None = None,
-           titles: dict[str, str] | None = None, questions: list[Finding] | None = None) -> dict:
+           titles: dict[str, str] | None = None, questions: list[Finding] | None = None,
+           contradictions: list[Finding] | None = None) -> dict:
     """The lint run in brief, for agents (`dashboards/digest.json`, the MCP lint digest):
     counts per type and link type, the most linked notes, health, and the first
     ``DASHBOARD_ROWS`` contradictions and open questions, worst first (``health.checks``
     says how many there are: a 100k-note vault had 21k contradictions, a 3 MB digest).
-    Writes nothing. ``stats``, ``titles``, ``questions``: what the caller has already
-    (write_dashboards: each costs a tenth of a second at 100k notes)."""
+    Writes nothing. ``stats``, ``titles``, ``questions``, ``contradictions``: what the
+    caller has already (write_dashboards: its pages of those checks; the stats and titles
+    cost a tenth of a second each at 100k notes)."""
     if questions is None:
         questions = report.page(["open_questions"], DASHBOARD_ROWS)
+    if contradictions is None:
+        contradictions = report.page(["contradictions"], DASHBOARD_ROWS)
     count, types, degree = stats or vault.linkstore.stats(top=10, refresh=False)
     if titles is None:
         titles = _titles(vault, [*(u for u, _ in degree), *(f.uri for f in questions)])
@@ -290,6 +295,6 @@ def digest(vault: Vault, report: LintReport, today: dt.date | None = None,
         "link_types": types,
         "top_linked": [{"uri": u, "title": titles.get(u, u), "degree": n} for u, n in degree],
         "health": {"errors": report.errors, "checks": report.counts},
-        "contradictions": [{"a": f.uri, "b": f.other, "why": f.message} for f in report.page(["contradictions"], DASHBOARD_ROWS)],
+        "contradictions": [{"a": f.uri, "b": f.other, "why": f.message} for f in contradictions],
         "open_questions": [titles.get(f.uri, f.uri) for f in questions],
     }
