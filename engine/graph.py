@@ -27,11 +27,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from .catalog import Catalog, parses
 from .links import LinkType, StoredLink, decode_record
 from .linktypes import Flow, LinkTypeTable, builtin_table
+from .uris import normalize_uri
 
 if TYPE_CHECKING:
     import networkx as nx
 
     from .catalog import CatalogEntry
+    from .linkstore import End
     from .vault import Vault
 
 Direction = Literal["links", "backlinks"]
@@ -362,23 +364,32 @@ class LinkGraph(Adjacency):
 
 
 class LazyLinks(Adjacency):
-    """The vault's links fetched note by note when a walk reaches a note
-    (``vault.get_file_links``), kept for this view's life. The same edges as
-    ``LinkGraph.build`` gives: only links whose both ends are notes of the catalog, of a
-    type this process knows. Services keep one per catalog and ``links_version``."""
+    """The vault's links fetched note by note when a walk reaches a note (from the link
+    index's owner index, ``vault.link_ends_of``: no record decoded), kept for this view's
+    life. The same edges as ``LinkGraph.build`` gives: only links whose both ends are
+    notes of the catalog, of a type this process knows. Services keep one per catalog and
+    ``links_version``."""
 
     MAX_NOTES = 50_000  # notes kept; beyond, the cache starts over (a long-lived app)
 
     def __init__(self, vault: Vault, catalog: Mapping[str, CatalogEntry] | None = None) -> None:
         self.vault = vault
         self.catalog = catalog if catalog is not None else vault.catalog()
-        self._edges: dict[str, tuple[list[Edge], list[Edge], list[dict]]] = {}
+        self._edges: dict[str, tuple[list[Edge], list[Edge]]] = {}
+        self._anchored: dict[str, list[dict]] = {}  # a note's links with an anchor, as stored (snippets)
 
     def prefetch(self, uris: Iterable[str]) -> None:
         todo = [u for u in uris if u not in self._edges and self._is_note(u)]
         if todo:
-            for uri, rows in self.vault.link_rows_of(todo).items():
-                self._keep(uri, rows)
+            for uri, ends in self.vault.link_ends_of(todo).items():
+                self._keep(uri, ends)
+
+    def prefetch_anchored(self, uris: Iterable[str]) -> None:
+        """A hint: ``links(uri, within=…)`` is about to be asked for these notes (what
+        they hold is read in one go)."""
+        todo = [u for u in uris if u not in self._anchored and self._is_note(u)]
+        if todo:
+            self._anchored.update(self.vault.link_rows_of(todo, anchored=True))
 
     def out_edges_of_type(self, uris: Iterable[str], link_type: LinkType) -> dict[str, list[Edge]]:
         out: dict[str, list[Edge]] = {}
@@ -392,42 +403,38 @@ class LazyLinks(Adjacency):
             else:
                 todo.append(uri)
         if todo:  # not kept: a note's other records are not read
-            for uri, rows in self.vault.link_rows_of(todo, types=[link_type.value]).items():
-                edges, _ = self._edges_of(uri, rows)
-                out[uri] = [e for e in edges if e.link_type is link_type]
+            for uri, ends in self.vault.link_ends_of(todo, types=[link_type.value]).items():
+                out[uri] = self._edges_of(uri, ends)[0]
         return out
 
-    def _fetch(self, uri: str) -> tuple[list[Edge], list[Edge], list[dict]]:
+    def _fetch(self, uri: str) -> tuple[list[Edge], list[Edge]]:
         hit = self._edges.get(uri)
         if hit is not None:
             return hit
-        # Plain records, not StoredLinks: a walk meets hundreds of notes per question.
-        return self._keep(uri, self.vault.link_rows(uri) if self._is_note(uri) else [])
+        return self._keep(uri, self.vault.link_ends_of([uri])[normalize_uri(uri)] if self._is_note(uri) else [])
 
-    def _keep(self, uri: str, rows: list[dict]) -> tuple[list[Edge], list[Edge], list[dict]]:
-        out, inc = self._edges_of(uri, rows)
-        hit = (out, inc, rows)
+    def _keep(self, uri: str, ends: list[End]) -> tuple[list[Edge], list[Edge]]:
+        hit = self._edges_of(uri, ends)
         if len(self._edges) >= self.MAX_NOTES:
             self._edges.clear()
+            self._anchored.clear()
         self._edges[uri] = hit
         return hit
 
-    def _edges_of(self, uri: str, rows: list[dict]) -> tuple[list[Edge], list[Edge]]:
+    def _edges_of(self, uri: str, ends: list[End]) -> tuple[list[Edge], list[Edge]]:
         """A note's records as its edges out and in, canonical: only links whose both
         ends are notes of the catalog, of a type this process knows."""
         out: list[Edge] = []
         inc: list[Edge] = []
         is_note = self.catalog.is_good if isinstance(self.catalog, Catalog) else self._is_note
-        for row in rows:
-            direction = row["direction"]
-            if direction == "links":
-                if row["from_uri"] != uri or not is_note(row["to_uri"]):
-                    continue
-            elif direction != "backlinks" or row["to_uri"] != uri or not is_note(row["from_uri"]):
+        for direction, other, type_name, weight, link_id, description in ends:
+            link_type = LinkType.known(type_name)
+            if link_type is None or not is_note(other):
                 continue
-            edge = _edge_of(row)
-            if edge is not None:
-                (out if direction == "links" else inc).append(edge)
+            if direction == "links":
+                out.append(Edge(link_id, uri, other, link_type, weight, description))
+            else:
+                inc.append(Edge(link_id, other, uri, link_type, weight, description))
         return canonical(out, "to_uri"), canonical(inc, "from_uri")
 
     def _is_note(self, uri: str) -> bool:
@@ -442,15 +449,13 @@ class LazyLinks(Adjacency):
     def links(self, uri: str, within: str | None = None) -> list[StoredLink]:
         """``uri``'s outgoing links as stored (anchors and all, for rendering a snippet);
         with ``within``, only those whose anchor (match_text) occurs in that text."""
-        rows = [row for row in self._fetch(uri)[2] if row["direction"] == "links"
-                and (within is None or (row.get("match_text") and row["match_text"] in within))]
+        uri = normalize_uri(uri)
+        if not self._is_note(uri):
+            return []
+        if within is None:
+            rows = [row for row in self.vault.link_rows(uri) if row["direction"] == "links"]
+        else:
+            if uri not in self._anchored:
+                self.prefetch_anchored([uri])
+            rows = [row for row in self._anchored[uri] if row["match_text"] in within]
         return sorted((StoredLink.model_validate(row) for row in rows), key=lambda l: -l.weight)
-
-
-def _edge_of(row: dict) -> Edge | None:
-    """A link record (a plain dict) as an edge; None for a type this process does not know."""
-    try:
-        link_type = LinkType(row["link_type"])
-    except ValueError:
-        return None
-    return Edge(row["id"], row["from_uri"], row["to_uri"], link_type, float(row["weight"]), row.get("description") or "")

@@ -65,6 +65,12 @@ class LinkType(str, metaclass=_LinkTypeMeta):
         return cls._interned[str.__str__(name)]
 
     @classmethod
+    def known(cls, name: str) -> LinkType | None:
+        """The type called ``name`` if this process knows it (``LinkType(name)`` without
+        the exception: a walk asks it of hundreds of records)."""
+        return cls._interned[name] if name in cls._known else None
+
+    @classmethod
     def named(cls, name: str) -> LinkType:
         """The type called ``name``, declared or not (it must be a well-formed name)."""
         hit = cls._interned.get(name)

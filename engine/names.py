@@ -243,7 +243,8 @@ class NameIndex:
         spans = {" ".join(qw[i : i + n]) for n in range(1, min(8, len(qw)) + 1) for i in range(len(qw) - n + 1)}
         if self._names is None and self._store is not None:
             found = self._store.named(spans)
-            titles: dict[str, set[str]] = {k: {u for u in v if parses(self._all, u)} for k, v in found.items()}
+            titles: dict[str, set[str]] = {k: set() for k in spans}  # (every span asked: none asked again)
+            titles |= {k: {u for u in v if parses(self._all, u)} for k, v in found.items()}
             firsts: dict[str, list[str]] = {}
 
             def starting(word: str) -> list[str]:

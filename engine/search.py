@@ -272,8 +272,8 @@ def search(
     shown = [*ranked, *(e for u in ranked for e in under.get(u, ()))]
     catalog.prefetch(shown)  # the entries shown, in one read
     texts = index.texts(shown) if snippets else {}
-    if snippets and graph is not None:
-        graph.prefetch(shown)  # the links each snippet renders, in one read
+    if snippets and isinstance(graph, LazyLinks):
+        graph.prefetch_anchored(shown)  # the links each snippet renders, in one read
     hits = []
     for uri in ranked:
         h = hit(uri)

@@ -7,6 +7,7 @@ must still lie inside the vault).
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -18,7 +19,14 @@ __all__ = ["PathResolver", "normalize_uri", "resolve_uri", "uri_dir", "utf8_name
 
 def normalize_uri(uri: str) -> str:
     """Return the canonical form of a vault URI or raise UriError (lexical checks only)."""
-    if not isinstance(uri, str) or not uri.strip():
+    if not isinstance(uri, str):
+        raise UriError("empty note path")
+    return _normalized(uri)
+
+
+@functools.lru_cache(maxsize=1 << 15)  # a search's walk asks it of hundreds of URIs, most seen before
+def _normalized(uri: str) -> str:
+    if not uri.strip():
         raise UriError("empty note path")
     raw = uri.strip()
     if "\\" in raw or "\x00" in raw:

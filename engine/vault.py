@@ -29,7 +29,7 @@ from .errors import DiskFull, LinkError, MemlinkError, NoteError, NoteNotFound, 
 from .journal import STATE_DIR, Journal
 from .lineranges import LineRangeMatcher, check_ranges, correct_ranges, format_ranges
 from .links import SIDECAR, LinkType, StoredLink, decode_record, merge_link, new_link_id
-from .linkstore import LinkStore, PutLink, RemoveLegacy, RemoveLink, sidecar_rel
+from .linkstore import End, LinkStore, PutLink, RemoveLegacy, RemoveLink, sidecar_rel
 from .merge import is_edit, merge_fields
 from .notes import (
     Note,
@@ -447,22 +447,51 @@ class Vault:
         uri = normalize_uri(uri)
         return self.link_rows_of([uri])[uri]
 
-    def link_rows_of(self, uris: Iterable[str], types: list[str] | None = None) -> dict[str, list[dict]]:
+    def link_rows_of(self, uris: Iterable[str], *, anchored: bool = False) -> dict[str, list[dict]]:
         """``link_rows`` for many notes, read in one query (a note whose links this
-        thread's transaction staged: from the transaction). With ``types``, the index is
-        asked only for their links of these types (a staged note's come all the same:
-        the caller filters)."""
-        tx = self._tx()
-        by_folder: dict[str, list[str]] = {}
+        thread's transaction staged: from the transaction). ``anchored``: only their
+        links with an anchor (match_text), what a snippet renders."""
         out: dict[str, list[dict]] = {}
+        by_folder: dict[str, list[str]] = {}
+        for uri, staged in self._staged_links(uris).items():
+            if staged is None:
+                by_folder.setdefault(uri_dir(uri), []).append(uri)
+            else:
+                out[uri] = [l.model_dump(mode="json") for l in staged
+                            if not anchored or (l.direction == "links" and l.match_text)]
+        for uri, raws in self.linkstore.rows_of_many(by_folder, anchored=anchored).items():
+            out[uri] = [decode_record(raw) for raw in raws]
+        return out
+
+    def link_ends_of(self, uris: Iterable[str], types: Iterable[str] | None = None) -> dict[str, list[End]]:
+        """What a walk reads of each note's link records (``End``: direction, the note at
+        the other end, type, weight, id, description), both directions; with ``types`` only
+        its links of these types. In no particular order. Read from the index's owner
+        index in one query (a staged note's: from its transaction)."""
+        wanted = None if types is None else set(types)
+        out: dict[str, list[End]] = {}
+        by_folder: dict[str, list[str]] = {}
+        for uri, staged in self._staged_links(uris).items():
+            if staged is None:
+                by_folder.setdefault(uri_dir(uri), []).append(uri)
+            else:
+                out[uri] = [(l.direction, l.to_uri if l.direction == "links" else l.from_uri, l.link_type.value,
+                             l.weight, l.id, l.description) for l in staged
+                            if wanted is None or (l.direction == "links" and l.link_type.value in wanted)]
+        out.update(self.linkstore.ends_of_many(by_folder, wanted))
+        return out
+
+    def _staged_links(self, uris: Iterable[str]) -> dict[str, list[StoredLink] | None]:
+        """Each note (normalized, once) with its links both ways when this thread's
+        transaction staged some of them, else None (the index has them)."""
+        tx = self._tx()
+        out: dict[str, list[StoredLink] | None] = {}
         for uri in dict.fromkeys(normalize_uri(u) for u in uris):
             folder = uri_dir(uri)
             if tx is not None and any(tx.note_links(folder, uri, d) is not None for d in ("links", "backlinks")):
-                out[uri] = [l.model_dump(mode="json") for l in self.get_file_links(uri, "both")]
+                out[uri] = self.get_file_links(uri, "both")
             else:
-                by_folder.setdefault(folder, []).append(uri)
-        for uri, raws in self.linkstore.rows_of_many(by_folder, types).items():
-            out[uri] = [decode_record(raw) for raw in raws]
+                out[uri] = None
         return out
 
     def link(

@@ -81,14 +81,14 @@ def test_links_of_one_type_read_only_those_and_are_the_full_graphs(linked, monke
     full = LinkGraph.build(linked)
     uris = sorted(linked.catalog())
     fetched: list[int] = []
-    real = type(linked).link_rows_of
+    real = type(linked).link_ends_of
 
     def counting(self, todo, types=None):
         rows = real(self, todo, types)
         fetched.append(sum(len(r) for r in rows.values()))
         return rows
 
-    monkeypatch.setattr(type(linked), "link_rows_of", counting)
+    monkeypatch.setattr(type(linked), "link_ends_of", counting)
     for link_type in LT:
         expect = {u: [e for e in full.out_edges(u) if e.link_type is link_type] for u in uris}
         assert LazyLinks(linked).out_edges_of_type(uris, link_type) == expect, link_type
@@ -139,7 +139,29 @@ def test_prefetched_links_are_the_links_fetched_note_by_note(linked):
         assert prefetched.links(uri) == one_by_one.links(uri)
 
 
+def test_a_snippets_links_are_those_anchored_in_its_window(vault):
+    """The links a snippet renders (anchored in its window) are read for the hits at once,
+    and are the ones a note-by-note read gives; a link without an anchor is not read."""
+    ada = vault.write_note("entity", {"name": "Ada", "kind": "person", "content": "Ada works with Bo on the loom."})
+    bo = vault.write_note("entity", {"name": "Bo", "kind": "person", "content": "Bo weaves."})
+    cy = vault.write_note("entity", {"name": "Cy", "kind": "person", "content": "Cy sells looms."})
+    vault.link(ada.uri, bo.uri, "related_to", weight=0.9, match_text="Bo")
+    vault.link(ada.uri, cy.uri, "related_to", weight=0.5)  # no anchor
+    vault.link(cy.uri, ada.uri, "related_to", weight=0.5, match_text="looms")
+    at_once, one_by_one = LazyLinks(vault), LazyLinks(vault)
+    at_once.prefetch_anchored([ada.uri, bo.uri, cy.uri, "entities/none.md"])
+    assert at_once._anchored[bo.uri] == [] and [r["to_uri"] for r in at_once._anchored[ada.uri]] == [bo.uri]
+    for uri, window, expect in [(ada.uri, "Ada works with Bo", [bo.uri]), (ada.uri, "Ada works", []),
+                                (cy.uri, "Cy sells looms.", [ada.uri]), (bo.uri, "Bo weaves.", [])]:
+        got = at_once.links(uri, within=window)
+        assert [l.to_uri for l in got] == expect and got == one_by_one.links(uri, within=window)
+    assert [l.to_uri for l in at_once.links(ada.uri)] == [bo.uri, cy.uri]  # without a window: every link
+    hit = next(h for h in search(vault, "Ada works with Bo", k=5) if h.uri == ada.uri)
+    assert "Bo" in hit.snippet and bo.uri in hit.snippet
+
+
 def test_links_read_together_inside_a_transaction_include_what_it_staged(vault):
+    """Records and walk ends alike: staged ones from the transaction, the same once it commits."""
     a = vault.write_note("entity", {"name": "Ada", "kind": "person", "content": "Ada writes."})
     b = vault.write_note("entity", {"name": "Bo", "kind": "person", "content": "Bo reads."})
     with vault.transaction():
@@ -148,6 +170,14 @@ def test_links_read_together_inside_a_transaction_include_what_it_staged(vault):
         assert [(r["direction"], r["to_uri"]) for r in rows[a.uri]] == [("links", b.uri)]
         assert [(r["direction"], r["from_uri"]) for r in rows[b.uri]] == [("backlinks", a.uri)]
     assert vault.link_rows_of([a.uri, b.uri]) == rows
+    with vault.transaction():
+        c = vault.write_note("entity", {"name": "Cy", "kind": "person", "content": "Cy asks."})
+        vault.link(c.uri, a.uri, "caused_by", weight=0.6, description="asked")
+        staged = vault.link_ends_of([a.uri, c.uri])
+        assert sorted(staged[a.uri]) == [("backlinks", c.uri, "caused_by", 0.6, staged[c.uri][0][4], "asked"),
+                                         ("links", b.uri, "related_to", 0.8, rows[a.uri][0]["id"], "")]
+        assert vault.link_ends_of([a.uri, c.uri], types=["caused_by"]) == {a.uri: [], c.uri: staged[c.uri]}
+    assert {u: sorted(e) for u, e in vault.link_ends_of([a.uri, c.uri]).items()} == {a.uri: sorted(staged[a.uri]), c.uri: staged[c.uri]}
 
 
 def test_lazy_links_follow_link_writes(vault):
