@@ -154,13 +154,14 @@ def search(
     found: dict[str, list[Route]] = {}
     ranked_lists: list[RouteHits] = []
     vec, kw = [], []
+    kw_texts: dict[str, str] = {}  # the keyword hits' bodies, read with them (snippets)
     if "vector" in routes:
         vec = [(u, s) for u, s in index.vector_search(query, n) if s >= cfg.min_vector_similarity]
         ranked_lists.append(RouteHits(vec, "rank", rrf_k=cfg.rrf_k))
         for rank, (uri, sim) in enumerate(vec, 1):
             found.setdefault(uri, []).append(Route("vector", rank, sim))
     if "keyword" in routes:
-        kw = index.keyword_search(query, n)
+        kw = index.keyword_search(query, n, texts=kw_texts)
         ranked_lists.append(RouteHits(kw, "rank", rrf_k=cfg.rrf_k))
         for rank, (uri, score) in enumerate(kw, 1):
             found.setdefault(uri, []).append(Route("keyword", rank, score))
@@ -271,7 +272,7 @@ def search(
             under.setdefault(evidence[e], []).append(e)
     shown = [*ranked, *(e for u in ranked for e in under.get(u, ()))]
     catalog.prefetch(shown)  # the entries shown, in one read
-    texts = index.texts(shown) if snippets else {}
+    texts = kw_texts | index.texts([u for u in shown if u not in kw_texts]) if snippets else {}
     if snippets and isinstance(graph, LazyLinks):
         graph.prefetch_anchored(shown)  # the links each snippet renders, in one read
     hits = []

@@ -284,8 +284,10 @@ class SearchIndex:
         catalog = self.vault.catalog()
         return [(u, s) for u, s, _ in hits if u in catalog and catalog[u].memory_type in types][:k]
 
-    def keyword_search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:
-        return self._kw.search(query, k, types)
+    def keyword_search(self, query: str, k: int, types: set[str] | None = None,
+                       texts: dict[str, str] | None = None) -> list[tuple[str, float]]:
+        """The k best notes by BM25; ``texts`` (when given) gets their bodies (``texts``)."""
+        return self._kw.search(query, k, types, texts)
 
     def texts(self, uris: list[str]) -> dict[str, str]:
         """The bodies of these notes as indexed (``Note.text``), for snippets."""

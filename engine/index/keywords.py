@@ -139,7 +139,10 @@ class KeywordIndex:
         self.index.reload()
 
     # -- querying ---------------------------------------------------------------------------
-    def search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:
+    def search(self, query: str, k: int, types: set[str] | None = None,
+               texts: dict[str, str] | None = None) -> list[tuple[str, float]]:
+        """The k best notes by BM25. ``texts``, when given, gets each hit's body as
+        indexed (read with its uri: a search's snippets need most of them)."""
         tokens = sorted(set(tokenize(query)))
         if not tokens:
             return []
@@ -156,9 +159,14 @@ class KeywordIndex:
         hits = searcher.search(query_obj, k + len(self.pending), count=False).hits
         scored = []
         for score, addr in hits:
-            uri = searcher.doc(addr)["uri"][0]
+            stored = searcher.doc(addr)
+            uri = stored["uri"][0]
             if uri not in self.pending:  # its tantivy version is stale
                 scored.append((uri, float(score)))
+                if texts is not None:
+                    text = stored["text"]
+                    if text:
+                        texts[uri] = text[0].decode("utf-8")
         if self.pending:
             scored += self._score_pending(searcher, tokens, types)
         scored.sort(key=lambda x: -x[1])
