@@ -99,6 +99,9 @@ def canonical(edges: Iterable[Edge], far: Literal["to_uri", "from_uri"]) -> list
     """A note's edges in the order every walk uses: strongest first, then by the note at
     the far end, the type and the id. Storage order (sidecar lines, the graph's build
     order) never decides a tie, so every process and every view ranks alike."""
+    edges = list(edges)
+    if len(edges) < 2:
+        return edges
     return sorted(edges, key=lambda e: (-e.weight, getattr(e, far), e.link_type.value, e.id))
 
 

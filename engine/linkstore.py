@@ -649,10 +649,10 @@ class LinkStore:
                             json.dumps(legacy, ensure_ascii=False)))
             db.execute("INSERT INTO changes VALUES (?, ?, NULL, NULL, NULL)", (seq, folder))
 
-    def refresh(self, folders: Iterable[str] | None = None) -> None:
+    def refresh(self, folders: Iterable[str] | None = None) -> int:
         """Bring the given folders (default: every folder with a sidecar, and every folder
-        indexed before) in step with their files."""
-        def run(db: sqlite3.Connection) -> None:
+        indexed before) in step with their files; how many were re-read."""
+        def run(db: sqlite3.Connection) -> int:
             wanted = set(self.folders()) | {f for (f,) in db.execute("SELECT folder FROM folders")} if folders is None else set(folders)
             known = {f: (b, l) for f, b, l in db.execute("SELECT folder, base, log FROM folders")}
             todo = []
@@ -674,6 +674,7 @@ class LinkStore:
             bulk = len(todo) > 1 and db.execute("SELECT 1 FROM links LIMIT 1").fetchone() is None
             if bulk:
                 db.execute("PRAGMA cache_size=-262144")  # the index sorts in memory (256 MB at most)
+                db.execute("PRAGMA mmap_size=0")  # (its reads of the whole table would stay mapped in)
                 db.execute("DROP INDEX IF EXISTS links_owner")
                 db.execute("DROP INDEX IF EXISTS links_folder")
             try:
@@ -684,7 +685,11 @@ class LinkStore:
                     for statement in _SCHEMA.split(";"):
                         if "CREATE INDEX" in statement:
                             db.execute(statement)
-        self._guard(run)
+                    db.execute("PRAGMA cache_size=-2000")  # (SQLite's default)
+                    if self.path is not None:
+                        db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+            return len(todo)
+        return int(self._guard(run))
 
     # -- reads -----------------------------------------------------------------------------------
     def links_of(self, folder: str, owner: str, direction: str) -> list[StoredLink]:

@@ -485,10 +485,12 @@ class Vault:
         """Each note (normalized, once) with its links both ways when this thread's
         transaction staged some of them, else None (the index has them)."""
         tx = self._tx()
+        if tx is None:  # (the usual case: no note is staged)
+            return {normalize_uri(u): None for u in uris}
         out: dict[str, list[StoredLink] | None] = {}
         for uri in dict.fromkeys(normalize_uri(u) for u in uris):
             folder = uri_dir(uri)
-            if tx is not None and any(tx.note_links(folder, uri, d) is not None for d in ("links", "backlinks")):
+            if any(tx.note_links(folder, uri, d) is not None for d in ("links", "backlinks")):
                 out[uri] = self.get_file_links(uri, "both")
             else:
                 out[uri] = None

@@ -266,8 +266,15 @@ def test_cli_search_graph_query_reindex(small):
     from test_cli import memlink
 
     small.close()
+    import shutil
+
+    shutil.rmtree(small.root / ".memlink", ignore_errors=True)  # a vault never opened
     r = memlink("reindex", vault=small.root)
     assert r.returncode == 0 and "indexed 5 notes" in r.stdout, r.stderr
+    # The link index is built too (every folder with a sidecar), so the first search reads none.
+    sidecars = {p.parent for p in small.root.rglob(".relations.json") if ".memlink" not in p.parts}
+    assert f"link index: {len(sidecars)} folder" in r.stdout and sidecars, r.stdout
+    assert "link index: 0 folders read" in memlink("reindex", vault=small.root).stdout
     hits = json.loads(memlink("search", "Caroline reviews Python code", "--k", "3", "--json", vault=small.root).stdout)
     assert hits[0]["uri"] == "entities/caroline.md"
     assert {"uri", "score", "route", "snippet"} <= set(hits[0])
