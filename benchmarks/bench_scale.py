@@ -10,7 +10,8 @@ copy indexed once and used for the search rows. The first-open, lint, dream and 
 run on a fresh copy of ``v<N>`` that is deleted afterwards.
 
 Rows (memlink | baseline):
-- first open: ``memlink reindex`` on the fresh copy (catalog, search index and link index) |
+- first open: ``memlink reindex`` on the fresh copy (catalog and search index, and the link
+  index in a second process beside them) |
   read + parse every note and sidecar, embed every body with the raw model2vec model,
   build raw hnswlib + tantivy indexes
 - search process, cold (the first after ``memlink reindex``) and warm (median of 5):
@@ -306,7 +307,8 @@ def run(n: int, work: Path, nq: int, search_only: bool = False) -> None:
         raw_dir = Path(tempfile.mkdtemp(prefix="raw-", dir=work))
         b = timed(lambda: raw_build(fresh, raw_dir))
         shutil.rmtree(raw_dir, ignore_errors=True)
-        row("first open", f"{s:.1f} s ({rss:.0f} MB; link index {links.group(1) if links else '?'} s of it)", f"{b:.1f} s")
+        beside = " beside it" if links and "beside the search index" in said else " of it"
+        row("first open", f"{s:.1f} s ({rss:.0f} MB; link index {links.group(1) if links else '?'} s{beside})", f"{b:.1f} s")
 
         scan = timed(lambda: full_scan(fresh))
         s, _, _ = proc([*MEMLINK, "lint", "--vault", str(fresh)], ENV)

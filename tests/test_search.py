@@ -274,6 +274,7 @@ def test_cli_search_graph_query_reindex(small):
     # The link index is built too (every folder with a sidecar), so the first search reads none.
     sidecars = {p.parent for p in small.root.rglob(".relations.json") if ".memlink" not in p.parts}
     assert f"link index: {len(sidecars)} folder" in r.stdout and sidecars, r.stdout
+    assert "(beside the search index)" in r.stdout  # built by the second process
     assert "link index: 0 folders read" in memlink("reindex", vault=small.root).stdout
     hits = json.loads(memlink("search", "Caroline reviews Python code", "--k", "3", "--json", vault=small.root).stdout)
     assert hits[0]["uri"] == "entities/caroline.md"
@@ -338,3 +339,33 @@ def test_vector_queries_over_replaced_near_duplicate_chunks_return_k_notes_inste
         hits = index.query(base[0], 30)
         assert len(hits) == min(30, len(index.by_uri))
         assert len({uri for uri, _, _ in hits}) == len(hits)
+
+
+def test_a_second_process_builds_the_link_index_the_caller_then_trusts_nothing(small, tmp_path):
+    """``LinkBuild``: the index another process built is the one this process would
+    build; a build that fails says so, and the caller's own refresh does everything."""
+    from engine.linkbuild import LinkBuild
+    from engine.linkstore import LinkStore
+    from engine.uris import PathResolver
+
+    small.close()
+    root = small.root
+    path = tmp_path / "elsewhere" / "links.sqlite"
+    build = LinkBuild.start(root, path)
+    assert build is not None
+    built = build.finish()
+    sidecars = {p.parent for p in root.rglob(".relations.json") if ".memlink" not in p.parts}
+    assert built is not None and built.folders == len(sidecars) > 0
+    theirs = LinkStore(root, PathResolver(root), path)
+    assert theirs.refresh() == 0  # nothing left to read
+    mine = LinkStore(root, PathResolver(root), tmp_path / "here.sqlite")
+    assert mine.refresh() == len(sidecars)
+    assert theirs.indexed_rows() == mine.indexed_rows()
+    theirs.close()
+    mine.close()
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    failed = LinkBuild.start(root, blocked / "links.sqlite")
+    assert failed is not None and failed.finish() is None
+    assert LinkBuild.start(root, None) is None  # an index kept in memory: built here
