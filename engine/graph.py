@@ -369,7 +369,8 @@ class LinkGraph(Adjacency):
 class LazyLinks(Adjacency):
     """The vault's links fetched note by note when a walk reaches a note (from the link
     index's owner index, ``vault.link_ends_of``: no record decoded), kept for this view's
-    life. The same edges as ``LinkGraph.build`` gives: only links whose both ends are
+    life. The same edges as ``LinkGraph.build`` gives (but a legacy entry's incoming side:
+    it has no backlink record; docs/DESIGN.md, "Search"): only links whose both ends are
     notes of the catalog, of a type this process knows. Services keep one per catalog and
     ``links_version``."""
 

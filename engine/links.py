@@ -283,23 +283,26 @@ def classify(rows: list) -> tuple[list[StoredLink], list[dict], list[Rejected]]:
     return entries, legacy, rejected
 
 
-def sort_out(rows: list) -> tuple[list[tuple[int, str, str, str]], list[dict], list[Rejected]]:
-    """``classify`` for the link index, which keeps each entry as written and needs only
-    who owns it: ``(index, id, direction, owner)`` of each good entry (owner: the
-    from-note of a link, the to-note of a backlink), legacy entries, rejected entries.
-    An entry as memlink writes it (``plainly_valid``) is not built into a StoredLink:
-    600k of them cost ~8 s at 100k notes; any other goes through StoredLink."""
-    good: list[tuple[int, str, str, str]] = []
+def sort_out(rows: list) -> tuple[list[tuple[int, str, str, str, dict | None]], list[dict], list[Rejected]]:
+    """``classify`` for the link index: ``(index, id, direction, owner, canonical)`` of
+    each good entry (owner: the from-note of a link, the to-note of a backlink;
+    canonical: None when the entry is already as StoredLink dumps it, else that dump, so
+    the index holds every record in one form: paths normalized, defaults filled), legacy
+    entries, rejected entries. An entry as memlink writes it (``plainly_valid``) is not
+    built into a StoredLink: 600k of them cost ~8 s at 100k notes; any other goes through
+    StoredLink."""
+    good: list[tuple[int, str, str, str, dict | None]] = []
     legacy: list[dict] = []
     rejected: list[Rejected] = []
     for i, raw in enumerate(rows):
         if type(raw) is dict and plainly_valid(raw):
             direction = raw["direction"]
-            good.append((i, raw["id"], direction, raw["from_uri"] if direction == "links" else raw["to_uri"]))
+            good.append((i, raw["id"], direction, raw["from_uri"] if direction == "links" else raw["to_uri"], None))
             continue
         one = _sort_one(i, raw)
         if isinstance(one, StoredLink):
-            good.append((i, one.id, one.direction, one.from_uri if one.direction == "links" else one.to_uri))
+            good.append((i, one.id, one.direction, one.from_uri if one.direction == "links" else one.to_uri,
+                         one.model_dump(mode="json")))
         elif isinstance(one, Rejected):
             rejected.append(one)
         else:

@@ -632,8 +632,11 @@ class LinkStore:
         files = read_folder(self.root, self._folder_path(folder), folder)
         good, legacy, rejected = sort_out(files.rows)
         lines = files.lines
+        # (an entry not as memlink writes it is kept as StoredLink makes it: every reader
+        # of the index, the walks, the graph and the checks, then sees one form)
         rows = [_row(folder, link_id, direction, owner, files.rows[i], lines[i] if lines is not None else None)
-                for i, link_id, direction, owner in good]
+                if canonical is None else _row(folder, link_id, direction, owner, canonical)
+                for i, link_id, direction, owner, canonical in good]
         rows += _legacy_rows(folder, legacy)
         with _write(db):
             seq = _next(db, "seq")
@@ -668,26 +671,37 @@ class LinkStore:
                     now = (None, None)
                 if known.get(folder, (None, None)) != now:
                     todo.append(folder)
-            # A first build fills an empty table: its indexes are made once at the end, not
-            # kept up row by row (a third of the build at 100k notes). A kill in between
-            # leaves them missing until the next open makes them (_SCHEMA).
             bulk = len(todo) > 1 and db.execute("SELECT 1 FROM links LIMIT 1").fetchone() is None
-            if bulk:
-                db.execute("PRAGMA cache_size=-262144")  # the index sorts in memory (256 MB at most)
-                db.execute("PRAGMA mmap_size=0")  # (its reads of the whole table would stay mapped in)
-                db.execute("DROP INDEX IF EXISTS links_owner")
-                db.execute("DROP INDEX IF EXISTS links_folder")
-            try:
+            if not bulk:
                 for folder in todo:
-                    self._reindex(db, folder, empty=bulk)
-            finally:
-                if bulk:
+                    self._reindex(db, folder)
+                return len(todo)
+            # A first build fills an empty table in one transaction, its indexes made once
+            # at the end, not kept up row by row (a third of the build at 100k notes).
+            # Meanwhile other processes read the empty index (their snapshot, its indexes
+            # there) and wait to write; a kill rolls it all back. A second builder that
+            # waited finds the table full and re-reads only what still differs.
+            db.execute("PRAGMA cache_size=-262144")  # the index sorts in memory (256 MB at most)
+            db.execute("PRAGMA mmap_size=0")  # (its reads of the whole table would stay mapped in)
+            try:
+                with _write(db):
+                    if db.execute("SELECT 1 FROM links LIMIT 1").fetchone() is not None:
+                        known = {f: (b, l) for f, b, l in db.execute("SELECT folder, base, log FROM folders")}
+                        todo = [f for f in todo if known.get(f, (None, None)) != _stamps(self._folder_path(f))]
+                        for folder in todo:
+                            self._reindex(db, folder)
+                        return len(todo)
+                    db.execute("DROP INDEX IF EXISTS links_owner")
+                    db.execute("DROP INDEX IF EXISTS links_folder")
+                    for folder in todo:
+                        self._reindex(db, folder, empty=True)
                     for statement in _SCHEMA.split(";"):
                         if "CREATE INDEX" in statement:
                             db.execute(statement)
-                    db.execute("PRAGMA cache_size=-2000")  # (SQLite's default)
-                    if self.path is not None:
-                        db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+            finally:
+                db.execute("PRAGMA cache_size=-2000")  # (SQLite's default)
+                if self.path is not None:
+                    db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             return len(todo)
         return int(self._guard(run))
 
@@ -1035,7 +1049,8 @@ class LinkStore:
                 if fresh_only and (base, log) != _stamps(self._folder_path(folder)):
                     continue
                 out[folder] = sorted(tuple(r) for r in db.execute(
-                    "SELECT folder, id, direction, owner, key, legacy, raw FROM links WHERE folder=?", (folder,)))
+                    "SELECT folder, id, direction, owner, key, legacy, raw, other, link_type, weight, description, anchored "
+                    "FROM links WHERE folder=?", (folder,)))
             return out
         return self._guard(run)
 

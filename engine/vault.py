@@ -451,14 +451,9 @@ class Vault:
         """``link_rows`` for many notes, read in one query (a note whose links this
         thread's transaction staged: from the transaction). ``anchored``: only their
         links with an anchor (match_text), what a snippet renders."""
-        out: dict[str, list[dict]] = {}
-        by_folder: dict[str, list[str]] = {}
-        for uri, staged in self._staged_links(uris).items():
-            if staged is None:
-                by_folder.setdefault(uri_dir(uri), []).append(uri)
-            else:
-                out[uri] = [l.model_dump(mode="json") for l in staged
-                            if not anchored or (l.direction == "links" and l.match_text)]
+        staged, by_folder = self._staged_links(uris)
+        out = {uri: [l.model_dump(mode="json") for l in links if not anchored or (l.direction == "links" and l.match_text)]
+               for uri, links in staged.items()}
         for uri, raws in self.linkstore.rows_of_many(by_folder, anchored=anchored).items():
             out[uri] = [decode_record(raw) for raw in raws]
         return out
@@ -469,32 +464,27 @@ class Vault:
         its links of these types. In no particular order. Read from the index's owner
         index in one query (a staged note's: from its transaction)."""
         wanted = None if types is None else set(types)
-        out: dict[str, list[End]] = {}
-        by_folder: dict[str, list[str]] = {}
-        for uri, staged in self._staged_links(uris).items():
-            if staged is None:
-                by_folder.setdefault(uri_dir(uri), []).append(uri)
-            else:
-                out[uri] = [(l.direction, l.to_uri if l.direction == "links" else l.from_uri, l.link_type.value,
-                             l.weight, l.id, l.description) for l in staged
-                            if wanted is None or (l.direction == "links" and l.link_type.value in wanted)]
+        staged, by_folder = self._staged_links(uris)
+        out: dict[str, list[End]] = {
+            uri: [(l.direction, l.to_uri if l.direction == "links" else l.from_uri, l.link_type.value, l.weight, l.id,
+                   l.description) for l in links if wanted is None or (l.direction == "links" and l.link_type.value in wanted)]
+            for uri, links in staged.items()}
         out.update(self.linkstore.ends_of_many(by_folder, wanted))
         return out
 
-    def _staged_links(self, uris: Iterable[str]) -> dict[str, list[StoredLink] | None]:
-        """Each note (normalized, once) with its links both ways when this thread's
-        transaction staged some of them, else None (the index has them)."""
+    def _staged_links(self, uris: Iterable[str]) -> tuple[dict[str, list[StoredLink]], dict[str, list[str]]]:
+        """The notes (normalized, once) whose links this thread's transaction staged, with
+        their links both ways; and the others by folder (the index has theirs)."""
         tx = self._tx()
-        if tx is None:  # (the usual case: no note is staged)
-            return {normalize_uri(u): None for u in uris}
-        out: dict[str, list[StoredLink] | None] = {}
+        staged: dict[str, list[StoredLink]] = {}
+        by_folder: dict[str, list[str]] = {}
         for uri in dict.fromkeys(normalize_uri(u) for u in uris):
             folder = uri_dir(uri)
-            if any(tx.note_links(folder, uri, d) is not None for d in ("links", "backlinks")):
-                out[uri] = self.get_file_links(uri, "both")
+            if tx is not None and any(tx.note_links(folder, uri, d) is not None for d in ("links", "backlinks")):
+                staged[uri] = self.get_file_links(uri, "both")
             else:
-                out[uri] = None
-        return out
+                by_folder.setdefault(folder, []).append(uri)
+        return staged, by_folder
 
     def link(
         self,

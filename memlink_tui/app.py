@@ -6,8 +6,6 @@ through the messages in messages.py; it answers a pane with a message too."""
 from __future__ import annotations
 
 import asyncio
-import logging
-import sqlite3
 import threading
 from dataclasses import dataclass
 from functools import partial
@@ -43,8 +41,6 @@ from .messages import (
 )
 from .settings import SettingsFile
 from .theming import DEFAULT_THEME, load_themes
-
-log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from textual.notifications import SeverityLevel
@@ -521,12 +517,6 @@ class MemlinkApp(App):
             return
         self._index_progress = None
         self.call_from_thread(setattr, self, "index_state", f"fresh · {len(index.indexed)} notes")
-        # The link index too, off the UI thread: on a vault never opened the first search
-        # would otherwise read the sidecars its hits' folders hold (seconds at 100k notes).
-        try:
-            self.opened.linkstore.refresh()
-        except (MemlinkError, OSError, sqlite3.Error) as exc:  # each read brings its folders in step anyway
-            log.warning("link index not refreshed: %s", exc)
         report = index.last_sync
         for notice in report.notices if report else []:
             self.call_from_thread(self.notify, safe_markup(notice), title="Embedding model", severity="warning", timeout=10)

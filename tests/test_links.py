@@ -371,13 +371,17 @@ def test_the_index_sorts_entries_out_as_storedlink_does():
     """sort_out (the index's fast path) and classify (StoredLink for every entry) agree on
     which entries are good, their ids, directions and owners, the legacy entries and the
     rejected ones with their causes."""
-    from engine.links import classify, sort_out
+    from engine.links import classify, plainly_valid, sort_out
 
     rows = _mutations(7, 3000)
     good, legacy, rejected = sort_out(rows)
     entries, legacy2, rejected2 = classify(rows)
     assert [(l.id, l.direction, l.from_uri if l.direction == "links" else l.to_uri) for l in entries] == \
-        [g[1:] for g in good]
+        [g[1:4] for g in good]
+    # Each good entry's canonical form: None when it is written as StoredLink dumps it.
+    assert [None if plainly_valid(rows[g[0]]) else l.model_dump(mode="json") for g, l in zip(good, entries, strict=True)] == \
+        [g[4] for g in good]
+    assert any(g[4] is not None for g in good) and any(g[4] is None for g in good)
     assert legacy == legacy2
     assert [(r.index, r.cause) for r in rejected] == [(r.index, r.cause) for r in rejected2]
     assert len(entries) > 100 and len(rejected) > 100

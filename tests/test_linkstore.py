@@ -251,6 +251,66 @@ def test_a_first_build_of_many_folders_equals_folder_by_folder_and_keeps_its_ind
     assert [l.from_uri for l in whole.get_file_links(ents[0], "backlinks")] == srcs
 
 
+def test_two_first_builds_at_once_and_a_reader_meanwhile_leave_one_index(vault, monkeypatch):
+    """Two processes building an empty index at once (reindex's second process and the
+    app, say) and a third reading meanwhile: one copy of every record, each reader on
+    the file (not moved into memory), and what a build from the files gives."""
+    import threading
+
+    ents = people(vault, 6)
+    srcs = [vault.write_note("source", {"title": f"Page {i}", "content": "text"}).uri for i in range(3)]
+    for s in srcs:
+        for e in ents[:4]:
+            vault.link(s, e, "derived_from")
+    vault.close()
+    db = vault.root / ".memlink" / "links.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    stores = [LinkStore(vault.root, vault.resolve, db) for _ in range(3)]
+    first_folder = threading.Event()
+    release = threading.Event()
+    real = LinkStore._reindex
+
+    def slow(self, conn, folder, *, empty=False):
+        real(self, conn, folder, empty=empty)
+        if self is stores[0] and empty:  # the first builder holds its transaction here for a while
+            first_folder.set()
+            release.wait(10)
+
+    monkeypatch.setattr(LinkStore, "_reindex", slow)
+    results: dict[str, object] = {}
+
+    def run(name, fn):
+        try:
+            results[name] = fn()
+        except Exception as exc:  # reported below
+            results[name] = exc
+
+    builder = threading.Thread(target=run, args=("first", stores[0].refresh))
+    builder.start()
+    assert first_folder.wait(10)
+    others = [threading.Thread(target=run, args=("second", stores[1].refresh)),
+              threading.Thread(target=run, args=("reader", lambda: stores[2].rows_of("entities", ents[0])))]
+    for t in others:
+        t.start()
+    threading.Timer(0.5, release.set).start()
+    for t in [builder, *others]:
+        t.join(30)
+    assert not any(isinstance(r, Exception) for r in results.values()), results
+    assert all(s.path == db for s in stores)  # nobody fell back to memory
+    assert results["second"] == 0  # it found the first build done: nothing left to read
+    assert len(results["reader"]) == 3  # Person 0's three backlinks
+    monkeypatch.undo()
+    assert stores[0].indexed_rows() == rebuilt(Vault.open(vault.root))
+    import sqlite3
+
+    with sqlite3.connect(db) as raw:
+        assert raw.execute("SELECT count(*) FROM links").fetchone()[0] == \
+            raw.execute("SELECT count(*) FROM (SELECT DISTINCT folder, id, direction, owner FROM links)").fetchone()[0]
+    for s in stores:
+        s.close()
+
+
 def test_bad_entries_in_a_log_mode_folder_are_reported_with_their_place(vault, small_log_mode):
     p = people(vault)
     for other in p[1:6]:

@@ -373,3 +373,21 @@ def test_a_link_id_twice_on_one_pair_weighs_once_as_in_the_multigraph():
     graph = LinkGraph(edges, ["a.md", "b.md"])
     assert graph.g.number_of_edges() == 2  # the multigraph keys edges by link id
     assert graph.weighted_digraph()["a.md"]["b.md"]["weight"] == 0.75
+
+
+def test_an_entry_written_another_way_walks_as_in_the_full_graph(vault):
+    """A sidecar entry another tool wrote with a path not in canonical form validates (the
+    path is normalized); the index keeps it normalized, so the walk, the full graph and
+    the checks all see the same link."""
+    a = vault.write_note("entity", {"name": "Ada", "kind": "person", "content": "Ada writes."})
+    b = vault.write_note("entity", {"name": "Bo", "kind": "person", "content": "Bo reads."})
+    vault.link(a.uri, b.uri, "related_to", weight=0.8)
+    path = vault.root / "entities" / ".relations.json"
+    rows = json.loads(path.read_text(encoding="utf-8"))
+    for row in rows:
+        row["from_uri"] = "./" + row["from_uri"]
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    lazy, full = LazyLinks(vault), LinkGraph.build(vault)
+    for uri in (a.uri, b.uri):
+        assert _walk(lazy, uri) == _walk(full, uri) != []
+    assert {l.from_uri for l in vault.get_file_links(b.uri, "backlinks")} == {a.uri}

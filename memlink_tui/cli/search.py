@@ -69,7 +69,12 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     # 100k notes on a vault never opened; the first search or lint after would read the
     # sidecars otherwise).
     build = None if vault.read_only else LinkBuild.start(vault.root, vault.linkstore.path)
-    index, report = synced_index(vault, full=args.full)
+    try:
+        index, report = synced_index(vault, full=args.full)
+    except BaseException:
+        if build is not None:
+            build.stop()
+        raise
     why = f" ({report.reason})" if report.rebuilt else ""
     print(f"indexed {len(index.indexed)} notes, {len(index.vectors)} chunks: {report.added} added, "
           f"{report.updated} updated, {report.removed} removed in {report.seconds:.2f}s"

@@ -242,13 +242,23 @@ class BrowserScreen(Pane):
         self.app.call_from_thread(self._catalog_ready, entries, signature)
 
     def _show_tree(self, entries, signature: tuple) -> None:
-        tree = self.query_one(NoteTree)
+        tree = self._tree()
+        if tree is None:
+            return
         tree.load(entries, signature)
         tree.border_title = f"Notes · {len(entries)}"
         self.call_after_refresh(self.post_message, NotesShown())
 
+    def _tree(self) -> NoteTree | None:
+        """The note tree, or None once the pane is being taken down (a catalog worker that
+        finishes as the app closes lands here after the tree is gone)."""
+        found = self.query(NoteTree)
+        return found.first() if found else None
+
     def _catalog_ready(self, entries, signature: tuple) -> None:
-        tree = self.query_one(NoteTree)
+        tree = self._tree()
+        if tree is None:
+            return
         if not tree.loaded or tree.signature != signature:
             self._show_tree(entries, signature)
         tree.border_title = f"Notes · {len(entries)}"
