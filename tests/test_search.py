@@ -369,3 +369,19 @@ def test_a_second_process_builds_the_link_index_the_caller_then_trusts_nothing(s
     failed = LinkBuild.start(root, blocked / "links.sqlite")
     assert failed is not None and failed.finish() is None
     assert LinkBuild.start(root, None) is None  # an index kept in memory: built here
+
+
+def test_the_link_build_process_imports_memlinks_engine_whatever_the_current_folder(small, tmp_path, monkeypatch):
+    """A folder with an `engine` package of its own (a user's project) is not what the
+    second process imports."""
+    from engine.linkbuild import LinkBuild
+
+    small.close()
+    decoy = tmp_path / "project"
+    (decoy / "engine").mkdir(parents=True)
+    (decoy / "engine" / "__init__.py").write_text("raise SystemExit(7)\n")
+    monkeypatch.chdir(decoy)
+    build = LinkBuild.start(small.root, tmp_path / "links.sqlite")
+    assert build is not None
+    built = build.finish()
+    assert built is not None and built.folders > 0
