@@ -609,24 +609,37 @@ class LinkStore:
     def _folder_path(self, folder: str) -> Path:
         return self.resolve.folder(folder)
 
-    def _fresh(self, db: sqlite3.Connection, *folders: str) -> None:
-        """Re-read each folder from its files when they differ from what was indexed (the
-        stamps of all of them asked in one query: a search's walk meets dozens)."""
+    def _unsettled(self, folders: Iterable[str]) -> list[str]:
+        """The folders not yet compared with their files in this ``settled`` block (all of
+        them outside one), each once; they count as compared from now on."""
+        folders = list(dict.fromkeys(folders))
         settled = getattr(self._settled, "folders", None)
         if settled is not None:
-            folders = tuple(f for f in dict.fromkeys(folders) if f not in settled)
+            folders = [f for f in folders if f not in settled]
             settled.update(folders)
+        return folders
+
+    def _stale(self, db: sqlite3.Connection, folders: list[str]) -> list[str]:
+        """The folders whose files differ from what was indexed (their stamps asked in one
+        query: a search's walk meets dozens of folders)."""
         if not folders:
-            return
-        if len(folders) == 1:
-            rows = db.execute("SELECT folder, base, log FROM folders WHERE folder=?", folders).fetchall()
-        else:
-            rows = db.execute("SELECT folder, base, log FROM folders WHERE folder IN (SELECT value FROM json_each(?))",
-                              (json.dumps(folders),)).fetchall()
-        known = {f: (b, l) for f, b, l in rows}
+            return []
+        known = {f: (b, l) for f, b, l in db.execute(
+            "SELECT folder, base, log FROM folders WHERE folder IN (SELECT value FROM json_each(?))", (json.dumps(folders),))}
+        out = []
         for folder in folders:
-            if known.get(folder, (None, None)) != _stamps(self._folder_path(folder)):
-                self._reindex(db, folder)
+            try:
+                now = _stamps(self._folder_path(folder))
+            except OSError:
+                now = (None, None)
+            if known.get(folder, (None, None)) != now:
+                out.append(folder)
+        return out
+
+    def _fresh(self, db: sqlite3.Connection, *folders: str) -> None:
+        """Re-read each folder from its files when they differ from what was indexed."""
+        for folder in self._stale(db, self._unsettled(folders)):
+            self._reindex(db, folder)
 
     def _reindex(self, db: sqlite3.Connection, folder: str, *, empty: bool = False) -> None:
         files = read_folder(self.root, self._folder_path(folder), folder)
@@ -657,20 +670,7 @@ class LinkStore:
         indexed before) in step with their files; how many were re-read."""
         def run(db: sqlite3.Connection) -> int:
             wanted = set(self.folders()) | {f for (f,) in db.execute("SELECT folder FROM folders")} if folders is None else set(folders)
-            known = {f: (b, l) for f, b, l in db.execute("SELECT folder, base, log FROM folders")}
-            todo = []
-            settled = getattr(self._settled, "folders", None)
-            for folder in sorted(wanted):
-                if settled is not None:
-                    if folder in settled:
-                        continue  # compared with its files already in this block
-                    settled.add(folder)
-                try:
-                    now = _stamps(self._folder_path(folder))
-                except OSError:
-                    now = (None, None)
-                if known.get(folder, (None, None)) != now:
-                    todo.append(folder)
+            todo = self._stale(db, self._unsettled(sorted(wanted)))
             bulk = len(todo) > 1 and db.execute("SELECT 1 FROM links LIMIT 1").fetchone() is None
             if not bulk:
                 for folder in todo:
@@ -686,8 +686,7 @@ class LinkStore:
             try:
                 with _write(db):
                     if db.execute("SELECT 1 FROM links LIMIT 1").fetchone() is not None:
-                        known = {f: (b, l) for f, b, l in db.execute("SELECT folder, base, log FROM folders")}
-                        todo = [f for f in todo if known.get(f, (None, None)) != _stamps(self._folder_path(f))]
+                        todo = self._stale(db, todo)
                         for folder in todo:
                             self._reindex(db, folder)
                         return len(todo)

@@ -236,7 +236,7 @@ def search(
     evidence = _group(graph, order, k, vault.config.link_table()) if group and graph is not None else {}
     ranked = [u for u in order if u not in evidence and (not answered or u in tier)][:k]
     if graph is not None:
-        graph.prefetch(ranked)  # what forced neighbours and snippets read
+        graph.prefetch(ranked)  # what forced neighbours read
 
     # Contradictions and newer/older versions of a hit are never left out (docs/DESIGN.md,
     # "Search"): they follow the top k, so they add to the results without pushing a
