@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict
 
 from .atomic import atomic_write_text, remove_file
@@ -62,7 +63,7 @@ LOG_MODE_BYTES = 256_000
 # 1 / COMPACT_RATIO bytes of rewrite (amortised O(1) per write), and readers of a stale
 # index replay at most a quarter of the list's size.
 COMPACT_RATIO = 0.25
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 MMAP_BYTES = 1 << 30  # address space, not memory: only the pages read are mapped in
 
 
@@ -99,8 +100,8 @@ class RemoveLegacy(_Op):
 
 
 LinkOp = PutLink | RemoveLink | RemoveLegacy
-# What a walk reads of a record, from the owner index (``LinkStore.ends_of_many``):
-# (direction, the note at the other end, link type, weight, id, description).
+# What a walk reads of a record (``LinkStore.ends_of_many``): (direction, the note at the
+# other end, link type, weight, id, description).
 End = tuple[str, str, str, float, str, str]
 _KINDS = ("put_link", "remove_link", "remove_legacy")
 
@@ -426,7 +427,13 @@ CREATE INDEX IF NOT EXISTS links_owner ON links(owner, direction, anchored, fold
 CREATE INDEX IF NOT EXISTS links_folder ON links(folder, direction, id);
 CREATE TABLE IF NOT EXISTS changes(seq INTEGER NOT NULL, folder TEXT NOT NULL, id TEXT, direction TEXT, owner TEXT);
 CREATE INDEX IF NOT EXISTS changes_seq ON changes(seq);
+CREATE TABLE IF NOT EXISTS ends(owner TEXT NOT NULL, folder TEXT NOT NULL, data BLOB NOT NULL,
+                                PRIMARY KEY(owner, folder)) WITHOUT ROWID;
 """
+# ``ends``: each note's records in one folder as one JSON list of ``End``s, remade from
+# ``links`` whenever those change (``_remake_ends``). A search's walk reads a note's edges
+# with one key lookup and one decode, not a row per record (docs/DESIGN.md, "Search").
+_END_COLUMNS = "json_group_array(json_array(direction, other, link_type, weight, id, description))"
 
 
 _ENDS = "owner, other"  # a record's two notes
@@ -565,7 +572,7 @@ class LinkStore:
                 db.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
                 version = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
                 if version is None or version[0] != SCHEMA_VERSION:
-                    for table in ("folders", "links", "changes", "meta"):
+                    for table in ("folders", "links", "changes", "ends", "meta"):
                         db.execute(f"DROP TABLE IF EXISTS {table}")  # noqa: S608 (fixed names): another layout
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
@@ -656,6 +663,8 @@ class LinkStore:
             if not empty:  # (a first build knows the table holds nothing, and has no index to find it)
                 db.execute("DELETE FROM links WHERE folder=?", (folder,))
             db.executemany(_INSERT, rows)
+            if not empty:  # (a first build makes every note's at the end)
+                _remake_ends(db, folder)
             if files.base is None and files.log is None:
                 db.execute("DELETE FROM folders WHERE folder=?", (folder,))
             else:
@@ -697,6 +706,7 @@ class LinkStore:
                     for statement in _SCHEMA.split(";"):
                         if "CREATE INDEX" in statement:
                             db.execute(statement)
+                    _remake_ends(db)
             finally:
                 db.execute("PRAGMA cache_size=-2000")  # (SQLite's default)
                 if self.path is not None:
@@ -733,13 +743,13 @@ class LinkStore:
         in one read whatever the folders: a walk reaching a seed set's neighbours meets
         notes of dozens of folders. Read from the owner index alone, no record decoded
         (docs/DESIGN.md, "Search"). In no particular order; every owner asked has a list."""
-        if types is None:
-            which = "direction IN ('links', 'backlinks')"
-        else:
-            which = "direction = 'links' AND link_type IN ({})".format(",".join(  # noqa: S608 (quoted names)
-                "'" + t.replace("'", "''") + "'" for t in types) or "NULL")
-        return self._by_owner(owners, "direction, other, link_type, weight, id, description "
-                              f"FROM links INDEXED BY links_owner WHERE {which} AND owner IN ", "", tuple)
+        got = self._by_owner(owners, "data FROM ends WHERE owner IN ", "", lambda row: row[0])
+        wanted = None if types is None else set(types)
+        out: dict[str, list[End]] = {}
+        for owner, blobs in got.items():
+            ends = [tuple(e) for blob in blobs for e in orjson.loads(blob)]
+            out[owner] = ends if wanted is None else [e for e in ends if e[0] == "links" and e[2] in wanted]
+        return out
 
     def _by_owner(self, owners: Mapping[str, Iterable[str]], query: str, order: str, make: Any) -> dict[str, list]:
         """``SELECT <query> (<owners>) <order>``: ``make(row)`` for each row of an owner's
@@ -1016,6 +1026,7 @@ class LinkStore:
                         db.executemany(_INSERT, _legacy_rows(folder, legacy))
                     touched |= {(op.entry_id or "legacy", "links", o) for o in old_owners | {op.to_uri}}
             db.executemany("INSERT INTO changes VALUES (?, ?, ?, ?, ?)", [(seq, folder, i, d, o) for i, d, o in sorted(touched, key=str)])
+            _remake_ends(db, folder, {o for _, _, o in touched if o is not None})
             base, log = _stamps(self._folder_path(folder))
             if base is None and log is None:
                 db.execute("DELETE FROM folders WHERE folder=?", (folder,))
@@ -1039,9 +1050,9 @@ class LinkStore:
 
     # -- for tests and tools -----------------------------------------------------------------
     def indexed_rows(self, fresh_only: bool = True) -> dict[str, list[tuple]]:
-        """The rows of each folder as indexed, by folder, without re-reading anything;
-        with ``fresh_only`` only folders whose stamps match their files (what a read would
-        trust). A rebuild from the files must give the same rows."""
+        """The rows of each folder as indexed, and its notes' ``ends``, by folder, without
+        re-reading anything; with ``fresh_only`` only folders whose stamps match their files
+        (what a read would trust). A rebuild from the files must give the same rows."""
         def run(db: sqlite3.Connection) -> dict[str, list[tuple]]:
             out: dict[str, list[tuple]] = {}
             for folder, base, log in db.execute("SELECT folder, base, log FROM folders").fetchall():
@@ -1050,6 +1061,9 @@ class LinkStore:
                 out[folder] = sorted(tuple(r) for r in db.execute(
                     "SELECT folder, id, direction, owner, key, legacy, raw, other, link_type, weight, description, anchored "
                     "FROM links WHERE folder=?", (folder,)))
+                # each note's walk data (``ends``), its records in a fixed order
+                out[folder] += sorted(("ends", owner, json.dumps(sorted(orjson.loads(data))))
+                                      for owner, data in db.execute("SELECT owner, data FROM ends WHERE folder=?", (folder,)))
             return out
         return self._guard(run)
 
@@ -1071,6 +1085,23 @@ class _write:
     def __exit__(self, kind: object, *_: object) -> None:
         if self.outer:
             self.db.execute("ROLLBACK" if kind else "COMMIT")
+
+
+def _remake_ends(db: sqlite3.Connection, folder: str | None = None, owners: Iterable[str] | None = None) -> None:
+    """Remake ``ends`` from ``links``: of these notes in ``folder``, of every note in it
+    (no ``owners``), or of the whole index (no ``folder``, a first build)."""
+    if folder is None:
+        db.execute("DELETE FROM ends")
+        db.execute(f"INSERT INTO ends SELECT owner, folder, {_END_COLUMNS} FROM links GROUP BY owner, folder")  # noqa: S608
+    elif owners is None:
+        db.execute("DELETE FROM ends WHERE folder=?", (folder,))
+        db.execute(f"INSERT INTO ends SELECT owner, folder, {_END_COLUMNS} FROM links WHERE folder=? GROUP BY owner",  # noqa: S608
+                   (folder,))
+    else:
+        for owner in owners:
+            db.execute("DELETE FROM ends WHERE owner=? AND folder=?", (owner, folder))
+            db.execute(f"INSERT INTO ends SELECT owner, folder, {_END_COLUMNS} FROM links INDEXED BY links_owner "  # noqa: S608
+                       "WHERE owner=? AND folder=? GROUP BY owner", (owner, folder))
 
 
 def _next(db: sqlite3.Connection, counter: str) -> int:

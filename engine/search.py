@@ -20,7 +20,7 @@ from .errors import MemlinkError
 from .fusion import RouteHits, fuse
 from .graph import Adjacency, LazyLinks, PropagationParams, Step
 from .index import SearchIndex
-from .index.keywords import bm25_idf
+from .index.keywords import Place, bm25_idf
 from .jsonl import append_jsonl
 from .linktypes import LinkType, LinkTypeTable, builtin_table
 from .relations import PERSON_KINDS, asked_relation, asks_who, relations_of
@@ -154,14 +154,14 @@ def search(
     found: dict[str, list[Route]] = {}
     ranked_lists: list[RouteHits] = []
     vec, kw = [], []
-    kw_texts: dict[str, str] = {}  # the keyword hits' bodies, read with them (snippets)
+    kw_places: dict[str, Place] = {}  # where the keyword hits' documents are (their texts, for snippets)
     if "vector" in routes:
         vec = [(u, s) for u, s in index.vector_search(query, n) if s >= cfg.min_vector_similarity]
         ranked_lists.append(RouteHits(vec, "rank", rrf_k=cfg.rrf_k))
         for rank, (uri, sim) in enumerate(vec, 1):
             found.setdefault(uri, []).append(Route("vector", rank, sim))
     if "keyword" in routes:
-        kw = index.keyword_search(query, n, texts=kw_texts)
+        kw = index.keyword_search(query, n, places=kw_places)
         ranked_lists.append(RouteHits(kw, "rank", rrf_k=cfg.rrf_k))
         for rank, (uri, score) in enumerate(kw, 1):
             found.setdefault(uri, []).append(Route("keyword", rank, score))
@@ -272,7 +272,7 @@ def search(
             under.setdefault(evidence[e], []).append(e)
     shown = [*ranked, *(e for u in ranked for e in under.get(u, ()))]
     catalog.prefetch(shown)  # the entries shown, in one read
-    texts = kw_texts | index.texts([u for u in shown if u not in kw_texts]) if snippets else {}
+    texts = index.texts(shown, kw_places) if snippets else {}
     if snippets and isinstance(graph, LazyLinks):
         graph.prefetch_anchored(shown)  # the links each snippet renders, in one read
     hits = []

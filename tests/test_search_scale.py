@@ -310,17 +310,18 @@ def test_a_loaded_vector_map_answers_queries_and_takes_writes(tmp_path):
 
     rng = np.random.default_rng(3)
     vi = VectorIndex(8)
-    vi.put_many([(f"n{i}.md", rng.random((2, 8)).astype(np.float32)) for i in range(40)])
+    vi.put_many([(f"n{i}.md", rng.random((2, 8)).astype(np.float32)) for i in range(41)])
+    vi.remove("n40.md")  # labels 80 and 81: none held
     uris = [f"n{i}.md" for i in range(40)][::-1]  # the caller's order, not the labels'
     meta = vi.save(tmp_path, "t", uris)
     loaded = VectorIndex.load(tmp_path, json.loads(json.dumps(meta)), uris)
     q = rng.random(8).astype(np.float32)
     assert len(loaded) == 80 and loaded.query(q, 5) == vi.query(q, 5)
-    asked = np.array([0, 79, 80, 5, 10**6, 3], dtype=np.uint64)  # two labels it does not hold
+    asked = np.array([0, 79, 80, 5, 10**6, 81, 3], dtype=np.uint64)  # three labels it does not hold
     assert loaded._labels_of(asked) == [vi._label(int(x)) for x in asked] and loaded._labels_of(asked)[2] == (None, 0)
     loaded.put("n3.md", rng.random((1, 8)).astype(np.float32))  # a write unpacks the map
     vi.put("n3.md", loaded.index.get_items([loaded.by_uri["n3.md"][0]], return_type="numpy"))
-    assert len(loaded) == 79 and loaded.by_uri["n3.md"] == [80]
+    assert len(loaded) == 79 and loaded.by_uri["n3.md"] == [82]
     assert loaded.query(q, 5) == vi.query(q, 5)
     for broken in ([*meta["map"], 1], [*meta["map"], 999, 40, 0], [*meta["map"], 0, 1, 0], [*meta["map"][:-1], "0"]):
         with pytest.raises(ValueError, match="vector map"):
@@ -391,3 +392,36 @@ def test_an_entry_written_another_way_walks_as_in_the_full_graph(vault):
     for uri in (a.uri, b.uri):
         assert _walk(lazy, uri) == _walk(full, uri) != []
     assert {l.from_uri for l in vault.get_file_links(b.uri, "backlinks")} == {a.uri}
+
+
+# -- keyword hits named by their keys -------------------------------------------------------
+def _kw_index(folder: Path, known: list[str]):
+    from engine.index.keywords import KeywordIndex
+
+    index = KeywordIndex(folder, known=lambda: known)
+    for uri, body in (("a.md", "quokka ferry"), ("b.md", "quokka island ferry"), ("c.md", "quokka")):
+        index.put(uri, "note", uri, body, direct=True)
+    index.flush()
+    return index
+
+
+def test_keyword_hits_are_named_by_key_and_by_document_where_the_key_tells_nothing(tmp_path, monkeypatch):
+    import engine.index.keywords as keywords
+
+    plain = _kw_index(tmp_path / "plain", [])  # no keys known: every hit's document is read
+    want = plain.search("quokka ferry", 5)
+    assert len(want) == 3 and {u for u, _ in want} == {"a.md", "b.md", "c.md"}
+    keyed = _kw_index(tmp_path / "keyed", ["a.md", "b.md"])  # c.md indexed by someone else
+    places: dict = {}
+    assert keyed.search("quokka ferry", 5, places=places) == want
+    assert keyed.texts(["b.md", "c.md"], places) == {"b.md": "quokka island ferry", "c.md": "quokka"}
+    # Another writer adds a note after this index learnt its keys: found by its document.
+    other = keywords.KeywordIndex(tmp_path / "keyed")
+    other.put("d.md", "note", "d.md", "quokka ferry ferry", direct=True)
+    other.flush()
+    keyed.index.reload()
+    assert "d.md" in dict(keyed.search("quokka ferry", 5))
+    # Two notes with one key: neither is taken for the other.
+    monkeypatch.setattr(keywords, "note_key", lambda uri: 7)
+    shared = _kw_index(tmp_path / "shared", ["a.md", "b.md", "c.md"])
+    assert shared.search("quokka ferry", 5) == want

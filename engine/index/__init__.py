@@ -24,14 +24,14 @@ from ..atomic import atomic_write_text, remove_file
 from ..embed import Embedder, load_embedder
 from ..errors import MemlinkError
 from ..text import CHUNK_WORDS, chunk_text
-from .keywords import KeywordIndex
+from .keywords import KeywordIndex, Place
 from .vectors import VectorIndex
 
 if TYPE_CHECKING:
     from ..catalog import CatalogEntry
     from ..vault import Vault
 
-FORMAT = 2  # 2: the vector map as numbers, memory types from the catalog
+FORMAT = 3  # 2: the vector map as numbers, memory types from the catalog; 3: keyword documents keyed
 BATCH = 256
 
 Progress = Callable[[int, int], None]
@@ -117,7 +117,7 @@ class SearchIndex:
             self.indexed = {}
             self.keywords = None  # made fresh by the rebuild in sync(), under the vault lock
         else:
-            self.keywords = KeywordIndex(self.folder / "keywords")
+            self.keywords = KeywordIndex(self.folder / "keywords", self._indexed_uris)
             self._kw.stats.update(keyword_stats)
             if self._kw.recreated or self._kw.count() != len(self.indexed):
                 self._stale_reason = "keyword index missing or incomplete"
@@ -183,7 +183,7 @@ class SearchIndex:
             with self._held():
                 self.vectors = VectorIndex(self.embedder.dims, **self.vault.config.search.hnsw())
                 self.indexed = {}
-                self.keywords = KeywordIndex.wipe(None if self.vault.read_only else self.folder / "keywords")
+                self.keywords = KeywordIndex.wipe(None if self.vault.read_only else self.folder / "keywords", self._indexed_uris)
             self._stale_reason = ""
             self.dirty = True
         bodies: dict[str, tuple[str, str]] = {}  # the notes the catalog reads now: not read twice
@@ -285,13 +285,18 @@ class SearchIndex:
         return [(u, s) for u, s, _ in hits if u in catalog and catalog[u].memory_type in types][:k]
 
     def keyword_search(self, query: str, k: int, types: set[str] | None = None,
-                       texts: dict[str, str] | None = None) -> list[tuple[str, float]]:
-        """The k best notes by BM25; ``texts`` (when given) gets their bodies (``texts``)."""
-        return self._kw.search(query, k, types, texts)
+                       places: dict[str, Place] | None = None) -> list[tuple[str, float]]:
+        """The k best notes by BM25; ``places`` (when given) gets where their documents are
+        (``texts``)."""
+        return self._kw.search(query, k, types, places)
 
-    def texts(self, uris: list[str]) -> dict[str, str]:
-        """The bodies of these notes as indexed (``Note.text``), for snippets."""
-        return self._kw.texts(uris)
+    def texts(self, uris: list[str], places: dict[str, Place] | None = None) -> dict[str, str]:
+        """The bodies of these notes as indexed (``Note.text``), for snippets; ``places``
+        from the keyword search that found some of them."""
+        return self._kw.texts(uris, places)
+
+    def _indexed_uris(self) -> list[str]:
+        return list(self.indexed)
 
     def keyword_doc_freq(self, tokens: list[str]) -> tuple[dict[str, int], int]:
         return self._kw.doc_freq(tokens)

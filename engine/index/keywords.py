@@ -13,10 +13,12 @@ its commit: tantivy allows one writer per index across processes."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import shutil
 from collections import Counter
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import tantivy
@@ -41,9 +43,21 @@ def field_length(text: str) -> int:
     return _WORDS.subn("", cjk_expand(text))[1]  # counted in C, no list of words made
 
 
+def note_key(uri: str) -> int:
+    """A note's number in the keyword index (its ``key`` fast field): 64 bits of a hash of
+    its URI. A search reads its hits' numbers from a column and finds their URIs in a map,
+    instead of loading each hit's stored document (docs/DESIGN.md, "Search")."""
+    return int.from_bytes(hashlib.blake2b(uri.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+# Where a hit's stored document is: the searcher that found it and its address there.
+Place = tuple[tantivy.Searcher, tantivy.DocAddress]
+
+
 def _schema() -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("uri", stored=True, tokenizer_name="raw")
+    sb.add_unsigned_field("key", fast=True)
     sb.add_text_field("mtype", stored=True, tokenizer_name="raw")
     sb.add_text_field("title", stored=False, tokenizer_name="en_stem")
     sb.add_text_field("body", stored=False, tokenizer_name="en_stem")
@@ -54,8 +68,10 @@ def _schema() -> tantivy.Schema:
 
 
 def _document(uri: str, memory_type: str, title: str, body: str) -> tantivy.Document:
-    return tantivy.Document(uri=uri, mtype=memory_type, title=cjk_expand(title), body=cjk_expand(body),
-                            text=body.encode("utf-8"))
+    doc = tantivy.Document(uri=uri, mtype=memory_type, title=cjk_expand(title), body=cjk_expand(body),
+                           text=body.encode("utf-8"))
+    doc.add_unsigned("key", note_key(uri))  # (as a keyword argument it would be taken for a float)
+    return doc
 
 
 class _Doc:
@@ -69,9 +85,14 @@ class _Doc:
 
 
 class KeywordIndex:
-    def __init__(self, folder: Path | None):
-        """The index in ``folder``, or in memory when None (a read-only vault)."""
+    def __init__(self, folder: Path | None, known: Callable[[], Iterable[str]] | None = None):
+        """The index in ``folder``, or in memory when None (a read-only vault). ``known``
+        gives the URIs of the notes it holds (read once, on the first search): their keys
+        name hits without loading their documents; without it, or for a key it does not
+        know, the document is read."""
         self.schema = _schema()
+        self._known = known
+        self._by_key: dict[int, str | None] | None = None  # note_key -> uri (None: two notes share it)
         self._writer: tantivy.IndexWriter | None = None
         self.pending: dict[str, _Doc | None] = {}  # None = deleted, not yet flushed
         # Running token counts, for the average field lengths of BM25 on pending notes.
@@ -93,10 +114,25 @@ class KeywordIndex:
             self.index = tantivy.Index(self.schema, path=str(self.folder), reuse=True)
 
     @classmethod
-    def wipe(cls, folder: Path | None) -> KeywordIndex:
+    def wipe(cls, folder: Path | None, known: Callable[[], Iterable[str]] | None = None) -> KeywordIndex:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
-        return cls(folder)
+        return cls(folder, known)
+
+    def _learn(self, uri: str) -> None:
+        by_key = self._by_key
+        if by_key is not None:
+            key = note_key(uri)
+            by_key[key] = uri if by_key.get(key, uri) == uri else None
+
+    def _uris_by_key(self) -> dict[int, str | None]:
+        if self._by_key is None:
+            by_key: dict[int, str | None] = {}
+            for uri in self._known() if self._known is not None else ():
+                key = note_key(uri)
+                by_key[key] = uri if by_key.get(key, uri) == uri else None
+            self._by_key = by_key
+        return self._by_key
 
     def _w(self) -> tantivy.IndexWriter:
         if self._writer is None:
@@ -112,6 +148,7 @@ class KeywordIndex:
         """Index a note. ``direct`` writes to tantivy now (bulk indexing, then ``flush``);
         otherwise the note waits in the in-memory delta."""
         self._count(field_length(title), field_length(body))
+        self._learn(uri)
         if direct:
             w = self._w()
             w.delete_documents_by_term("uri", uri)
@@ -140,9 +177,9 @@ class KeywordIndex:
 
     # -- querying ---------------------------------------------------------------------------
     def search(self, query: str, k: int, types: set[str] | None = None,
-               texts: dict[str, str] | None = None) -> list[tuple[str, float]]:
-        """The k best notes by BM25. ``texts``, when given, gets each hit's body as
-        indexed (read with its uri: a search's snippets need most of them)."""
+               places: dict[str, Place] | None = None) -> list[tuple[str, float]]:
+        """The k best notes by BM25. ``places``, when given, gets where each hit's stored
+        document is (``texts`` reads the bodies of those shown from there)."""
         tokens = sorted(set(tokenize(query)))
         if not tokens:
             return []
@@ -157,16 +194,17 @@ class KeywordIndex:
             query_obj = Q.boolean_query([(Occur.Must, query_obj), (Occur.Must, type_q)])
         searcher = self.index.searcher()
         hits = searcher.search(query_obj, k + len(self.pending), count=False).hits
+        by_key = self._uris_by_key()
+        keys = searcher.fast_field_values("key", [addr for _, addr in hits]) if hits and by_key else [None] * len(hits)
         scored = []
-        for score, addr in hits:
-            stored = searcher.doc(addr)
-            uri = stored["uri"][0]
+        for (score, addr), key in zip(hits, keys, strict=True):
+            uri = by_key.get(key) if isinstance(key, int) else None
+            if uri is None:  # a note this process has not seen (another one indexed it), or a shared key
+                uri = searcher.doc(addr)["uri"][0]
             if uri not in self.pending:  # its tantivy version is stale
                 scored.append((uri, float(score)))
-                if texts is not None:
-                    text = stored["text"]
-                    if text:
-                        texts[uri] = text[0].decode("utf-8")
+                if places is not None:
+                    places[uri] = (searcher, addr)
         if self.pending:
             scored += self._score_pending(searcher, tokens, types)
         scored.sort(key=lambda x: -x[1])
@@ -203,9 +241,10 @@ class KeywordIndex:
     def count(self) -> int:
         return self.index.searcher().num_docs
 
-    def texts(self, uris: list[str]) -> dict[str, str]:
+    def texts(self, uris: list[str], places: dict[str, Place] | None = None) -> dict[str, str]:
         """The bodies of these notes as indexed: the delta's own, the rest stored with
-        their tantivy documents (one query for all). A note not indexed is left out."""
+        their tantivy documents (read where a search found them, ``places``, the others
+        found in one query). A note not indexed is left out."""
         out: dict[str, str] = {}
         stored = []
         for uri in dict.fromkeys(uris):
@@ -213,6 +252,11 @@ class KeywordIndex:
                 pending = self.pending[uri]
                 if pending is not None:
                     out[uri] = pending.body_text
+            elif places is not None and uri in places:
+                searcher, addr = places[uri]
+                text = searcher.doc(addr)["text"]
+                if text:
+                    out[uri] = text[0].decode("utf-8")
             else:
                 stored.append(uri)
         if stored:

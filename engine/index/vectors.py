@@ -32,10 +32,11 @@ class VectorIndex:
         # something needs them (a write, a save). A query looks up its few labels here,
         # so a search process never builds 100k entries.
         self._loaded: tuple[np.ndarray, np.ndarray, np.ndarray, list[str]] | None = None
+        self._rows: np.ndarray | None = None  # label -> its row in the loaded map (-1: none), when labels are dense
         self.next_label = 0
 
     def _unpack(self) -> None:
-        loaded, self._loaded = self._loaded, None
+        loaded, self._loaded, self._rows = self._loaded, None, None
         if loaded is None:
             return
         labels, by_uri = self._labels, self._by_uri
@@ -77,8 +78,13 @@ class VectorIndex:
         # hnswlib's labels are uint64, the map's int64: mixed, numpy would compare them as
         # float64 and convert the whole map each query (0.17 ms at 300k chunks; 2 µs so).
         found = found.astype(order.dtype, copy=False)
-        at = np.minimum(np.searchsorted(order, found), len(order) - 1)
-        hit = order[at] == found
+        if self._rows is not None:  # one look each, not a binary search through the map
+            at = self._rows[np.minimum(found, len(self._rows) - 1)]
+            hit = (at >= 0) & (found < len(self._rows))
+            at = np.maximum(at, 0)
+        else:
+            at = np.minimum(np.searchsorted(order, found), len(order) - 1)
+            hit = order[at] == found
         return [(uris[int(n)], int(c)) if h else (None, 0)
                 for h, n, c in zip(hit.tolist(), notes[at].tolist(), chunks[at].tolist(), strict=True)]
 
@@ -202,9 +208,13 @@ class VectorIndex:
         if not isinstance(flat, list) or len(flat) % 3 or (flat and set(map(type, flat)) != {int}):
             raise ValueError("the vector map is not a list of label, note, chunk numbers")
         table = np.asarray(flat, dtype=np.int64).reshape(-1, 3)
-        order, notes, chunks = table[:, 0], table[:, 1], table[:, 2]
+        # (contiguous: a search's searchsorted would copy a strided column every query)
+        order, notes, chunks = (np.ascontiguousarray(table[:, i]) for i in range(3))
         if len(table) and (order.min() < 0 or np.any(np.diff(order) <= 0) or notes.min() < 0
                            or notes.max() >= len(uris) or chunks.min() < 0):
             raise ValueError("the vector map names a label twice or a note it does not hold")
         self._loaded = (order, notes, chunks, uris)
+        if len(order) and int(order[-1]) < 2 * len(order) + 1024:  # labels about as many as chunks
+            self._rows = np.full(int(order[-1]) + 1, -1, dtype=np.int64)
+            self._rows[order] = np.arange(len(order))
         return self
