@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .catalog import Catalog, parses
 from .links import LinkType, StoredLink, decode_record
@@ -47,9 +47,10 @@ Rule = Flow
 PROPAGATION: dict[tuple[LinkType, Direction], Rule] = builtin_table().propagation()
 
 
-@dataclass(frozen=True)
-class Step:
-    """One edge walked: from ``src`` to ``dst`` over ``link`` in ``direction``."""
+class Step(NamedTuple):
+    """One edge walked: from ``src`` to ``dst`` over ``link`` in ``direction``. (A named
+    tuple, as ``Edge``: a search makes hundreds, and a frozen dataclass costs three
+    times as much to make.)"""
 
     src: str
     dst: str
@@ -82,8 +83,7 @@ class PropagationParams:
         return cls(table=link_types.propagation(), **params)
 
 
-@dataclass(frozen=True, slots=True)
-class Edge:
+class Edge(NamedTuple):
     """A link as the graph keeps it: what walking and explaining need, nothing more
     (a 100k-note vault holds hundreds of thousands of these)."""
 
@@ -368,10 +368,11 @@ class LinkGraph(Adjacency):
 
 class LazyLinks(Adjacency):
     """The vault's links fetched note by note when a walk reaches a note (from the link
-    index's owner index, ``vault.link_ends_of``: no record decoded), kept for this view's
-    life. The same edges as ``LinkGraph.build`` gives (but a legacy entry's incoming side:
-    it has no backlink record; docs/DESIGN.md, "Search"): only links whose both ends are
-    notes of the catalog, of a type this process knows. Services keep one per catalog and
+    index, ``vault.link_ends_of``: no record decoded), kept for this view's life; a
+    note's edges are made from what was read when something walks them. The same edges
+    as ``LinkGraph.build`` gives (but a legacy entry's incoming side: it has no backlink
+    record; docs/DESIGN.md, "Search"): only links whose both ends are notes of the
+    catalog, of a type this process knows. Services keep one per catalog and
     ``links_version``."""
 
     MAX_NOTES = 50_000  # notes kept; beyond, the cache starts over (a long-lived app)
@@ -379,14 +380,26 @@ class LazyLinks(Adjacency):
     def __init__(self, vault: Vault, catalog: Mapping[str, CatalogEntry] | None = None) -> None:
         self.vault = vault
         self.catalog = catalog if catalog is not None else vault.catalog()
-        self._edges: dict[str, tuple[list[Edge], list[Edge]]] = {}
+        self._ends: dict[str, list[End]] = {}  # a note's records as read, both directions
+        self._edges: dict[str, tuple[list[Edge], list[Edge]]] = {}  # made from them when walked
         self._anchored: dict[str, list[dict]] = {}  # a note's links with an anchor, as stored (snippets)
 
     def prefetch(self, uris: Iterable[str]) -> None:
-        todo = [u for u in uris if u not in self._edges and self._is_note(u)]
+        todo = [u for u in dict.fromkeys(uris) if u not in self._ends and self._is_note(u)]
         if todo:
-            for uri, ends in self.vault.link_ends_of(todo).items():
-                self._keep(uri, ends)
+            self._read(todo)
+
+    def _read(self, uris: list[str]) -> None:
+        anchors: dict[str, int] = {}
+        got = self.vault.link_ends_of(uris, anchors=anchors)
+        if len(self._ends) + len(got) > self.MAX_NOTES:
+            self._ends.clear()
+            self._edges.clear()
+            self._anchored.clear()
+        self._ends.update(got)
+        # Notes with no link that has an anchor: their snippets render none, and nothing
+        # more is read for them.
+        self._anchored.update({uri: [] for uri, n in anchors.items() if not n})
 
     def prefetch_anchored(self, uris: Iterable[str]) -> None:
         """A hint: ``links(uri, within=…)`` is about to be asked for these notes (what
@@ -396,36 +409,30 @@ class LazyLinks(Adjacency):
             self._anchored.update(self.vault.link_rows_of(todo, anchored=True))
 
     def out_edges_of_type(self, uris: Iterable[str], link_type: LinkType) -> dict[str, list[Edge]]:
+        """(Each note's records are read whole, in one read for those not read yet: a
+        note's record list costs one lookup whatever it holds; only the edges of this type
+        are made.)"""
+        uris = list(dict.fromkeys(uris))
+        self.prefetch(uris)
         out: dict[str, list[Edge]] = {}
-        todo = []
-        for uri in dict.fromkeys(uris):
+        for uri in uris:
             hit = self._edges.get(uri)
             if hit is not None:
                 out[uri] = [e for e in hit[0] if e.link_type is link_type]
-            elif not self._is_note(uri):
-                out[uri] = []
             else:
-                todo.append(uri)
-        if todo:  # not kept: a note's other records are not read
-            for uri, ends in self.vault.link_ends_of(todo, types=[link_type.value]).items():
-                out[uri] = self._edges_of(uri, ends)[0]
+                ends = self._ends.get(uri, ())
+                out[uri] = self._edges_of(uri, [e for e in ends if e[0] == "links" and e[2] == link_type.value])[0]
         return out
 
     def _fetch(self, uri: str) -> tuple[list[Edge], list[Edge]]:
         hit = self._edges.get(uri)
         if hit is not None:
             return hit
-        return self._keep(uri, self.vault.link_ends_of([uri])[normalize_uri(uri)] if self._is_note(uri) else [])
-
-    def _keep(self, uri: str, ends: list[End]) -> tuple[list[Edge], list[Edge]]:
-        hit = self._edges_of(uri, ends)
-        if len(self._edges) >= self.MAX_NOTES:
-            self._edges.clear()
-            self._anchored.clear()
-        self._edges[uri] = hit
+        self.prefetch([uri])
+        hit = self._edges[uri] = self._edges_of(uri, self._ends.get(uri, ()))
         return hit
 
-    def _edges_of(self, uri: str, ends: list[End]) -> tuple[list[Edge], list[Edge]]:
+    def _edges_of(self, uri: str, ends: Iterable[End]) -> tuple[list[Edge], list[Edge]]:
         """A note's records as its edges out and in, canonical: only links whose both
         ends are notes of the catalog, of a type this process knows."""
         out: list[Edge] = []

@@ -63,7 +63,7 @@ LOG_MODE_BYTES = 256_000
 # 1 / COMPACT_RATIO bytes of rewrite (amortised O(1) per write), and readers of a stale
 # index replay at most a quarter of the list's size.
 COMPACT_RATIO = 0.25
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "7"
 MMAP_BYTES = 1 << 30  # address space, not memory: only the pages read are mapped in
 
 
@@ -427,13 +427,17 @@ CREATE INDEX IF NOT EXISTS links_owner ON links(owner, direction, anchored, fold
 CREATE INDEX IF NOT EXISTS links_folder ON links(folder, direction, id);
 CREATE TABLE IF NOT EXISTS changes(seq INTEGER NOT NULL, folder TEXT NOT NULL, id TEXT, direction TEXT, owner TEXT);
 CREATE INDEX IF NOT EXISTS changes_seq ON changes(seq);
-CREATE TABLE IF NOT EXISTS ends(owner TEXT NOT NULL, folder TEXT NOT NULL, data BLOB NOT NULL,
+CREATE TABLE IF NOT EXISTS ends(owner TEXT NOT NULL, folder TEXT NOT NULL, data BLOB NOT NULL, anchors INTEGER NOT NULL,
                                 PRIMARY KEY(owner, folder)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS ends_folder ON ends(folder);
 """
-# ``ends``: each note's records in one folder as one JSON list of ``End``s, remade from
-# ``links`` whenever those change (``_remake_ends``). A search's walk reads a note's edges
-# with one key lookup and one decode, not a row per record (docs/DESIGN.md, "Search").
-_END_COLUMNS = "json_group_array(json_array(direction, other, link_type, weight, id, description))"
+# ``ends``: each note's records in one folder as one JSON list of ``End``s, and how many
+# of its links have an anchor, remade from ``links`` whenever those change
+# (``_remake_ends``). A search's walk reads a note's edges with one key lookup and one
+# decode, not a row per record, and its snippets skip notes without anchors
+# (docs/DESIGN.md, "Search").
+_END_COLUMNS = ("json_group_array(json_array(direction, other, link_type, weight, id, description)), "
+                "sum(direction = 'links' AND anchored)")
 
 
 _ENDS = "owner, other"  # a record's two notes
@@ -451,6 +455,18 @@ class LinkChanges:
     folders: set[str] = field(default_factory=set)
     links: set[tuple[str, str, str]] = field(default_factory=set)
     owners: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Mirror:
+    """The index's ``ends`` and folder stamps in memory, as of change number ``seq`` of the
+    index made at ``created`` (``LinkStore._mirrored`` keeps it in step)."""
+
+    created: str
+    seq: int
+    ends: dict[tuple[str, str], tuple[str, int]]  # (owner, folder) -> (data, anchors)
+    by_folder: dict[str, set[str]]  # folder -> the owners with ends there
+    stamps: dict[str, tuple[Stamp, Stamp]]  # folder -> (base, log) as indexed
 
 
 @dataclass
@@ -503,6 +519,11 @@ class LinkStore:
         self._lock = threading.RLock()
         self._db: sqlite3.Connection | None = None
         self._settled = threading.local()  # see settled()
+        # A process that walks again and again (the app, an MCP server) keeps every note's
+        # ``ends`` in memory (_mirrored): a walk then costs no index lookups.
+        self._mirror: _Mirror | None = None
+        self._walks = 0  # settled blocks that read ends, before the mirror is made
+        self._changed_here = 0  # rows this process changed (the mirror re-syncs after)
 
     @contextmanager
     def settled(self) -> Iterator[None]:
@@ -515,17 +536,21 @@ class LinkStore:
             return
         self._settled.folders = set()
         self._settled.walked = None  # folders(), walked once in the block
+        self._settled.mirrored = None  # _changed_here when the mirror was last synced in the block
+        self._settled.counted = False  # (a walk counted toward WARM_AFTER)
         try:
             yield
         finally:
             self._settled.folders = None
             self._settled.walked = None
+            self._settled.mirrored = None
 
     def keep_in_memory(self) -> None:
         """Index in memory from now on (a read-only vault): the disk is never written."""
         with self._lock:
             self.close()
             self.path = None
+            self._mirror = None
 
     def close(self) -> None:
         with self._lock:
@@ -588,6 +613,7 @@ class LinkStore:
 
     def _discard(self) -> None:
         """Remove an unreadable index file (it is derived: the next read rebuilds it)."""
+        self._mirror = None
         if self.path is None:
             return
         for suffix in ("", "-wal", "-shm"):
@@ -626,13 +652,15 @@ class LinkStore:
             settled.update(folders)
         return folders
 
-    def _stale(self, db: sqlite3.Connection, folders: list[str]) -> list[str]:
+    def _stale(self, db: sqlite3.Connection, folders: list[str],
+               known: Mapping[str, tuple[Stamp, Stamp]] | None = None) -> list[str]:
         """The folders whose files differ from what was indexed (their stamps asked in one
-        query: a search's walk meets dozens of folders)."""
+        query: a search's walk meets dozens of folders; ``known``: a mirror's, in step)."""
         if not folders:
             return []
-        known = {f: (b, l) for f, b, l in db.execute(
-            "SELECT folder, base, log FROM folders WHERE folder IN (SELECT value FROM json_each(?))", (json.dumps(folders),))}
+        if known is None:
+            known = {f: (b, l) for f, b, l in db.execute(
+                "SELECT folder, base, log FROM folders WHERE folder IN (SELECT value FROM json_each(?))", (json.dumps(folders),))}
         out = []
         for folder in folders:
             try:
@@ -643,12 +671,16 @@ class LinkStore:
                 out.append(folder)
         return out
 
-    def _fresh(self, db: sqlite3.Connection, *folders: str) -> None:
-        """Re-read each folder from its files when they differ from what was indexed."""
-        for folder in self._stale(db, self._unsettled(folders)):
+    def _fresh(self, db: sqlite3.Connection, *folders: str, known: Mapping[str, tuple[Stamp, Stamp]] | None = None) -> bool:
+        """Re-read each folder from its files when they differ from what was indexed;
+        whether any was."""
+        stale = self._stale(db, self._unsettled(folders), known)
+        for folder in stale:
             self._reindex(db, folder)
+        return bool(stale)
 
     def _reindex(self, db: sqlite3.Connection, folder: str, *, empty: bool = False) -> None:
+        self._changed_here += 1
         files = read_folder(self.root, self._folder_path(folder), folder)
         good, legacy, rejected = sort_out(files.rows)
         lines = files.lines
@@ -737,17 +769,30 @@ class LinkStore:
         return self._by_owner(owners, f"raw FROM links INDEXED BY links_owner WHERE {which} AND owner IN ",
                               "ORDER BY rowid", lambda row: row[0])
 
-    def ends_of_many(self, owners: Mapping[str, Iterable[str]], types: Iterable[str] | None = None) -> dict[str, list[End]]:
+    def ends_of_many(self, owners: Mapping[str, Iterable[str]], types: Iterable[str] | None = None,
+                     anchors: dict[str, int] | None = None) -> dict[str, list[End]]:
         """What a walk reads of each note's link records, both directions (``End``; with
         ``types`` only its links of these types), for several notes (folder -> its notes)
         in one read whatever the folders: a walk reaching a seed set's neighbours meets
-        notes of dozens of folders. Read from the owner index alone, no record decoded
-        (docs/DESIGN.md, "Search"). In no particular order; every owner asked has a list."""
-        got = self._by_owner(owners, "data FROM ends WHERE owner IN ", "", lambda row: row[0])
+        notes of dozens of folders. Read from ``ends``, no record decoded (docs/DESIGN.md,
+        "Search"). In no particular order; every owner asked has a list. ``anchors``, when
+        given, gets how many of each one's links have an anchor."""
+        def run(db: sqlite3.Connection) -> dict[str, list]:
+            mirror = self._mirrored(db)
+            if mirror is None:
+                return self._select_by_owner(db, owners, "data, anchors FROM ends WHERE owner IN ", "", tuple)
+            if self._fresh(db, *owners, known=mirror.stamps):
+                mirror = self._mirrored(db)  # (the folders re-read)
+                assert mirror is not None
+            ends = mirror.ends
+            return {o: [ends[o, folder]] if (o, folder) in ends else [] for folder, os_ in owners.items() for o in os_}
+        got = self._guard(run)
         wanted = None if types is None else set(types)
         out: dict[str, list[End]] = {}
-        for owner, blobs in got.items():
-            ends = [tuple(e) for blob in blobs for e in orjson.loads(blob)]
+        for owner, rows in got.items():
+            if anchors is not None:
+                anchors[owner] = sum(n for _, n in rows)
+            ends = [tuple(e) for blob, _ in rows for e in orjson.loads(blob)]
             out[owner] = ends if wanted is None else [e for e in ends if e[0] == "links" and e[2] in wanted]
         return out
 
@@ -755,20 +800,53 @@ class LinkStore:
         """``SELECT <query> (<owners>) <order>``: ``make(row)`` for each row of an owner's
         own folder (a note's sides are in its folder's sidecar), the folders brought in
         step first."""
+        return self._guard(self._select_by_owner, owners, query, order, make)
+
+    def _select_by_owner(self, db: sqlite3.Connection, owners: Mapping[str, Iterable[str]], query: str, order: str,
+                         make: Any) -> dict[str, list]:
         home = {o: folder for folder, os_ in owners.items() for o in os_}
         wanted = list(home)
+        self._fresh(db, *owners)
+        out: dict[str, list] = {o: [] for o in wanted}
+        for i in range(0, len(wanted), 500):  # under SQLite's bound-parameter limit
+            part = wanted[i:i + 500]
+            marks = ",".join("?" * len(part))
+            for row in db.execute(f"SELECT owner, folder, {query}({marks}) {order}", part):  # noqa: S608 (fixed text)
+                if row[1] == home[row[0]]:
+                    out[row[0]].append(make(row[2:]))
+        return out
 
-        def run(db: sqlite3.Connection) -> dict[str, list]:
-            self._fresh(db, *owners)
-            out: dict[str, list] = {o: [] for o in wanted}
-            for i in range(0, len(wanted), 500):  # under SQLite's bound-parameter limit
-                part = wanted[i:i + 500]
-                marks = ",".join("?" * len(part))
-                for row in db.execute(f"SELECT owner, folder, {query}({marks}) {order}", part):  # noqa: S608 (fixed text)
-                    if row[1] == home[row[0]]:
-                        out[row[0]].append(make(row[2:]))
-            return out
-        return self._guard(run)
+    # -- the mirror ----------------------------------------------------------------------------
+    WARM_AFTER = 2  # walks in a process before it keeps the mirror
+
+    def _mirrored(self, db: sqlite3.Connection) -> _Mirror | None:
+        """Every note's ``ends`` and every folder's stamps in memory, in step with the
+        index: made once this process has walked ``WARM_AFTER`` times (a one-off search
+        does not pay the 0.2 s it costs at 100k notes), then brought up to the index's
+        change number by the changes since (once per ``settled`` block, and again after
+        this process changed rows). None: not made (yet), or an index in memory."""
+        if self.path is None:
+            return None
+        settled = getattr(self._settled, "folders", None) is not None
+        mirror = self._mirror
+        if mirror is None:
+            if settled and not self._settled.counted:
+                self._settled.counted = True
+                self._walks += 1
+            if self._walks < self.WARM_AFTER:
+                return None
+        elif settled and self._settled.mirrored == self._changed_here:
+            return mirror
+        with _write(db, "BEGIN"):  # one moment of meta, changes, ends and folders
+            meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('created', 'seq', 'forgot')").fetchall())
+            seq = int(meta["seq"])
+            if mirror is None or mirror.created != meta["created"] or int(meta.get("forgot", 0)) > mirror.seq:
+                mirror = self._mirror = _load_mirror(db, meta["created"], seq)
+            elif seq != mirror.seq:
+                _follow(db, mirror, seq)
+        if settled:
+            self._settled.mirrored = self._changed_here
+        return mirror
 
     def folder_rows(self, folder: str) -> list[str]:
         """Every link record of a folder as the raw JSON indexed (legacy entries as links)."""
@@ -965,6 +1043,9 @@ class LinkStore:
         def run(db: sqlite3.Connection) -> None:
             with _write(db):
                 db.execute("DELETE FROM changes WHERE seq <= ?", (upto,))
+                # (a mirror from before ``upto`` cannot follow these changes: it is made again)
+                db.execute("INSERT INTO meta VALUES ('forgot', ?) ON CONFLICT(key) DO UPDATE SET value=max(CAST(value AS INTEGER), ?)",
+                           (str(upto), upto))
         self._guard(run)
 
     # -- writes ------------------------------------------------------------------------------
@@ -990,6 +1071,7 @@ class LinkStore:
         self._guard(self._record, folder, ops, in_step)
 
     def _record(self, db: sqlite3.Connection, folder: str, ops: list[LinkOp], in_step: bool) -> None:
+        self._changed_here += 1
         with _write(db):
             _next(db, "writes")
             if not in_step:
@@ -1062,8 +1144,8 @@ class LinkStore:
                     "SELECT folder, id, direction, owner, key, legacy, raw, other, link_type, weight, description, anchored "
                     "FROM links WHERE folder=?", (folder,)))
                 # each note's walk data (``ends``), its records in a fixed order
-                out[folder] += sorted(("ends", owner, json.dumps(sorted(orjson.loads(data))))
-                                      for owner, data in db.execute("SELECT owner, data FROM ends WHERE folder=?", (folder,)))
+                out[folder] += sorted(("ends", owner, json.dumps(sorted(orjson.loads(data))), anchors) for owner, data, anchors
+                                      in db.execute("SELECT owner, data, anchors FROM ends WHERE folder=?", (folder,)))
             return out
         return self._guard(run)
 
@@ -1085,6 +1167,46 @@ class _write:
     def __exit__(self, kind: object, *_: object) -> None:
         if self.outer:
             self.db.execute("ROLLBACK" if kind else "COMMIT")
+
+
+def _load_mirror(db: sqlite3.Connection, created: str, seq: int) -> _Mirror:
+    ends: dict[tuple[str, str], tuple[str, int]] = {}
+    by_folder: dict[str, set[str]] = {}
+    for owner, folder, data, anchors in db.execute("SELECT owner, folder, data, anchors FROM ends"):
+        ends[owner, folder] = (data, anchors)
+        by_folder.setdefault(folder, set()).add(owner)
+    stamps = {f: (b, l) for f, b, l in db.execute("SELECT folder, base, log FROM folders")}
+    return _Mirror(created, seq, ends, by_folder, stamps)
+
+
+def _follow(db: sqlite3.Connection, mirror: _Mirror, seq: int) -> None:
+    """Bring a mirror from its change number to ``seq``: the notes whose records changed
+    since, or every note of a folder re-read whole, and the stamps of their folders."""
+    changed = db.execute("SELECT DISTINCT folder, owner FROM changes WHERE seq > ?", (mirror.seq,)).fetchall()
+    whole = {f for f, owner in changed if owner is None}
+    for folder in whole:
+        for owner in mirror.by_folder.pop(folder, ()):
+            mirror.ends.pop((owner, folder), None)
+        for owner, data, anchors in db.execute("SELECT owner, data, anchors FROM ends WHERE folder=?", (folder,)):
+            mirror.ends[owner, folder] = (data, anchors)
+            mirror.by_folder.setdefault(folder, set()).add(owner)
+    for folder, owner in changed:
+        if owner is None or folder in whole:
+            continue
+        row = db.execute("SELECT data, anchors FROM ends WHERE owner=? AND folder=?", (owner, folder)).fetchone()
+        if row is None:
+            mirror.ends.pop((owner, folder), None)
+            mirror.by_folder.get(folder, set()).discard(owner)
+        else:
+            mirror.ends[owner, folder] = (row[0], row[1])
+            mirror.by_folder.setdefault(folder, set()).add(owner)
+    for folder in {f for f, _ in changed}:
+        row = db.execute("SELECT base, log FROM folders WHERE folder=?", (folder,)).fetchone()
+        if row is None:
+            mirror.stamps.pop(folder, None)
+        else:
+            mirror.stamps[folder] = (row[0], row[1])
+    mirror.seq = seq
 
 
 def _remake_ends(db: sqlite3.Connection, folder: str | None = None, owners: Iterable[str] | None = None) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -458,18 +458,22 @@ class Vault:
             out[uri] = [decode_record(raw) for raw in raws]
         return out
 
-    def link_ends_of(self, uris: Iterable[str], types: Iterable[str] | None = None) -> dict[str, list[End]]:
+    def link_ends_of(self, uris: Iterable[str], types: Iterable[str] | None = None,
+                     anchors: dict[str, int] | None = None) -> dict[str, list[End]]:
         """What a walk reads of each note's link records (``End``: direction, the note at
         the other end, type, weight, id, description), both directions; with ``types`` only
-        its links of these types. In no particular order. Read from the index's owner
-        index in one query (a staged note's: from its transaction)."""
+        its links of these types. In no particular order. Read from the link index in one
+        query (a staged note's: from its transaction). ``anchors``, when given, gets how
+        many of each note's links have an anchor."""
         wanted = None if types is None else set(types)
         staged, by_folder = self._staged_links(uris)
         out: dict[str, list[End]] = {
             uri: [(l.direction, l.to_uri if l.direction == "links" else l.from_uri, l.link_type.value, l.weight, l.id,
                    l.description) for l in links if wanted is None or (l.direction == "links" and l.link_type.value in wanted)]
             for uri, links in staged.items()}
-        out.update(self.linkstore.ends_of_many(by_folder, wanted))
+        if anchors is not None:
+            anchors.update({uri: sum(1 for l in links if l.direction == "links" and l.match_text) for uri, links in staged.items()})
+        out.update(self.linkstore.ends_of_many(by_folder, wanted, anchors))
         return out
 
     def _staged_links(self, uris: Iterable[str]) -> tuple[dict[str, list[StoredLink]], dict[str, list[str]]]:
@@ -478,7 +482,8 @@ class Vault:
         tx = self._tx()
         staged: dict[str, list[StoredLink]] = {}
         by_folder: dict[str, list[str]] = {}
-        for uri in dict.fromkeys(normalize_uri(u) for u in uris):
+        known: Mapping[str, object] = self._catalog or {}  # (a URI it holds is canonical already: not checked again)
+        for uri in dict.fromkeys(u if u in known else normalize_uri(u) for u in uris):
             folder = uri_dir(uri)
             if tx is not None and any(tx.note_links(folder, uri, d) is not None for d in ("links", "backlinks")):
                 staged[uri] = self.get_file_links(uri, "both")

@@ -416,3 +416,48 @@ def test_the_review_log_holds_link_records_not_whole_sidecars(vault):
     assert {(r["direction"], r["before"] is None, r["after"] is None) for r in record["links"]} == {
         ("links", True, False), ("backlinks", True, False), ("links", False, True), ("backlinks", False, True)}
     assert len(json.dumps(record)) < os.path.getsize(vault.root / "entities" / SIDECAR) / 4
+
+
+def test_a_warm_process_walks_from_its_mirror_in_step_with_every_write(vault, small_log_mode, monkeypatch):
+    """Once a process has walked (``WARM_AFTER``), a walk reads every note's ends from
+    memory, no index lookup; what it reads stays what a fresh index from the files says
+    through writes of this process, of another one, edits by hand, and change records
+    dropped before the mirror saw them."""
+    monkeypatch.setattr(LinkStore, "WARM_AFTER", 1)
+    p = people(vault, 6)
+    srcs = [vault.write_note("source", {"title": f"Page {i}", "content": "text"}).uri for i in range(2)]
+    notes = p + srcs
+    vault.link(srcs[0], p[0], "derived_from")
+    store = vault.linkstore
+    asked: list[str] = []
+    store._conn().set_trace_callback(asked.append)
+
+    def walk() -> dict:
+        with store.settled():
+            return {u: sorted(e) for u, e in vault.link_ends_of(notes).items()}
+
+    def from_files() -> dict:
+        fresh = LinkStore(vault.root, vault.resolve, None)
+        by_folder: dict[str, list[str]] = {}
+        for u in notes:
+            by_folder.setdefault(u.rsplit("/", 1)[0], []).append(u)
+        return {u: sorted(e) for u, e in fresh.ends_of_many(by_folder).items()}
+
+    assert walk() == from_files()
+    asked.clear()
+    assert walk() == from_files() and not [q for q in asked if "FROM ends WHERE owner IN" in q]  # from memory
+    vault.link(p[0], p[1], "related_to", description="mine")  # this process
+    assert walk() == from_files()
+    other = Vault.open(vault.root)  # another process
+    other.link(p[2], srcs[1], "caused_by")
+    other.link(srcs[1], p[3], "derived_from")
+    assert walk() == from_files()
+    path = vault.root / "entities" / SIDECAR
+    rows = json.loads(path.read_text())
+    rows[0]["weight"] = 0.25
+    path.write_text(json.dumps(rows, indent=2))  # by hand
+    assert walk() == from_files()
+    other.unlink(p[0], p[1])
+    other.linkstore.forget_changes(other.linkstore.seq())  # (the checks' memo saw them first)
+    assert walk() == from_files()
+    assert any(walk().values())
