@@ -497,9 +497,19 @@ class CatalogStore:
 
         return self._run(work, {})
 
-    def names_starting(self, first: str) -> list[str]:
-        """Every name whose first word is ``first`` (for near matches)."""
-        return self._run(lambda db: [k for (k,) in db.execute("SELECT DISTINCT key FROM names WHERE first = ?", (first,))], [])
+    def names_starting(self, firsts: Iterable[str]) -> dict[str, list[str]]:
+        """Every name whose first word is one of ``firsts`` (for near matches), by that
+        word; each word asked has a list."""
+        def work(db: sqlite3.Connection) -> dict[str, list[str]]:
+            out: dict[str, list[str]] = {w: [] for w in firsts}
+            wanted = sorted(out)
+            for i in range(0, len(wanted), 500):
+                part = wanted[i : i + 500]
+                for first, key in db.execute(f"SELECT DISTINCT first, key FROM names WHERE first IN ({','.join('?' * len(part))})", part):
+                    out[first].append(key)
+            return out
+
+        return self._run(work, {})
 
     def put(self, entry: CatalogEntry) -> None:
         self.write([entry])

@@ -428,7 +428,8 @@ class LazyLinks(Adjacency):
         hit = self._edges.get(uri)
         if hit is not None:
             return hit
-        self.prefetch([uri])
+        if uri not in self._ends:
+            self.prefetch([uri])
         hit = self._edges[uri] = self._edges_of(uri, self._ends.get(uri, ()))
         return hit
 

@@ -837,13 +837,16 @@ class LinkStore:
                 return None
         elif settled and self._settled.mirrored == self._changed_here:
             return mirror
-        with _write(db, "BEGIN"):  # one moment of meta, changes, ends and folders
-            meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('created', 'seq', 'forgot')").fetchall())
-            seq = int(meta["seq"])
-            if mirror is None or mirror.created != meta["created"] or int(meta.get("forgot", 0)) > mirror.seq:
-                mirror = self._mirror = _load_mirror(db, meta["created"], seq)
-            elif seq != mirror.seq:
-                _follow(db, mirror, seq)
+        ask = "SELECT key, value FROM meta WHERE key IN ('created', 'seq', 'forgot')"
+        meta = dict(db.execute(ask).fetchall())
+        if mirror is None or meta["created"] != mirror.created or meta["seq"] != str(mirror.seq):
+            with _write(db, "BEGIN"):  # one moment of meta, changes, ends and folders
+                meta = dict(db.execute(ask).fetchall())
+                seq = int(meta["seq"])
+                if mirror is None or mirror.created != meta["created"] or int(meta.get("forgot", 0)) > mirror.seq:
+                    mirror = self._mirror = _load_mirror(db, meta["created"], seq)
+                elif seq != mirror.seq:
+                    _follow(db, mirror, seq)
         if settled:
             self._settled.mirrored = self._changed_here
         return mirror

@@ -248,9 +248,9 @@ class NameIndex:
             firsts: dict[str, list[str]] = {}
 
             def starting(word: str) -> list[str]:
-                if word not in firsts:
-                    firsts[word] = self._store.names_starting(word) if self._store is not None else []
-                return firsts[word]
+                if not firsts and self._store is not None:  # every word a span of two or more may start with, in one read
+                    firsts.update(self._store.names_starting(qw[:-1]))
+                return firsts.get(word, [])
 
             def named(key: str) -> set[str]:
                 if key not in titles:
