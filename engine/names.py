@@ -275,7 +275,9 @@ class NameIndex:
                 span = " ".join(qw[i : i + n])
                 uris, exact = named(span), True
                 if not uris and n >= 2:
-                    close = difflib.get_close_matches(span, starting(qw[i]), n=1, cutoff=NEAR)
+                    # (a name whose length is too far off cannot be near: difflib's own first test)
+                    near = [c for c in starting(qw[i]) if 2.0 * min(len(c), len(span)) / (len(c) + len(span)) >= NEAR]
+                    close = difflib.get_close_matches(span, near, n=1, cutoff=NEAR)
                     uris, exact = (named(close[0]), False) if close else (set(), False)
                 if uris:
                     out += [Named(u, i, i + n, exact) for u in sorted(uris)]

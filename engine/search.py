@@ -20,7 +20,7 @@ from .errors import MemlinkError
 from .fusion import RouteHits, fuse
 from .graph import Adjacency, LazyLinks, PropagationParams, Step
 from .index import SearchIndex
-from .index.keywords import Place, bm25_idf
+from .index.keywords import bm25_idf
 from .jsonl import append_jsonl
 from .linktypes import LinkType, LinkTypeTable, builtin_table
 from .relations import PERSON_KINDS, asked_relation, asks_who, relations_of
@@ -154,14 +154,13 @@ def search(
     found: dict[str, list[Route]] = {}
     ranked_lists: list[RouteHits] = []
     vec, kw = [], []
-    kw_places: dict[str, Place] = {}  # where the keyword hits' documents are (their texts, for snippets)
     if "vector" in routes:
         vec = [(u, s) for u, s in index.vector_search(query, n) if s >= cfg.min_vector_similarity]
         ranked_lists.append(RouteHits(vec, "rank", rrf_k=cfg.rrf_k))
         for rank, (uri, sim) in enumerate(vec, 1):
             found.setdefault(uri, []).append(Route("vector", rank, sim))
     if "keyword" in routes:
-        kw = index.keyword_search(query, n, places=kw_places)
+        kw = index.keyword_search(query, n)
         ranked_lists.append(RouteHits(kw, "rank", rrf_k=cfg.rrf_k))
         for rank, (uri, score) in enumerate(kw, 1):
             found.setdefault(uri, []).append(Route("keyword", rank, score))
@@ -231,8 +230,9 @@ def search(
             found[uri] = [Route("answer", 0, score, step)] + [r for r in found.get(uri, []) if r.kind != "graph"]
             tier[uri] = 0 if strong else 2
         answered = asked_relation(asked) is not None and 0 in tier.values()
-    order = sorted((u for u in final if allowed(u) and (not answered or u in tier and tier[u] < 2)),
-                   key=lambda u: (tier.get(u, 2), -final[u]))
+    kept = [u for u in final if allowed(u) and (not answered or u in tier and tier[u] < 2)]
+    # (no tiers, most questions: best first by score alone; ties keep their order either way)
+    order = sorted(kept, key=lambda u: (tier.get(u, 2), -final[u])) if tier else sorted(kept, key=final.__getitem__, reverse=True)
     if answered:  # what the named notes' own derived notes say stays available, under them
         order += [u for u in sorted(final, key=lambda u: -final[u]) if u not in tier and allowed(u)]
     evidence = _group(graph, order, k, vault.config.link_table()) if group and graph is not None else {}
@@ -274,7 +274,7 @@ def search(
             under.setdefault(evidence[e], []).append(e)
     shown = [*ranked, *(e for u in ranked for e in under.get(u, ()))]
     catalog.prefetch(shown)  # the entries shown, in one read
-    texts = index.texts(shown, kw_places) if snippets else {}
+    texts = index.texts(shown) if snippets else {}
     if snippets and isinstance(graph, LazyLinks):
         graph.prefetch_anchored(shown)  # the links each snippet renders, in one read
     hits = []

@@ -416,9 +416,7 @@ def test_keyword_hits_are_named_by_key_and_by_document_where_the_key_tells_nothi
     want = plain.search("quokka ferry", 5)
     assert len(want) == 3 and {u for u, _ in want} == {"a.md", "b.md", "c.md"}
     keyed = _kw_index(tmp_path / "keyed", ["a.md", "b.md"])  # c.md indexed by someone else
-    places: dict = {}
-    assert keyed.search("quokka ferry", 5, places=places) == want
-    assert keyed.texts(["b.md", "c.md"], places) == {"b.md": "quokka island ferry", "c.md": "quokka"}
+    assert keyed.search("quokka ferry", 5) == want
     # Another writer adds a note after this index learnt its keys: found by its document.
     other = keywords.KeywordIndex(tmp_path / "keyed")
     other.put("d.md", "note", "d.md", "quokka ferry ferry", direct=True)
@@ -429,3 +427,35 @@ def test_keyword_hits_are_named_by_key_and_by_document_where_the_key_tells_nothi
     monkeypatch.setattr(keywords, "note_key", lambda uri: 7)
     shared = _kw_index(tmp_path / "shared", ["a.md", "b.md", "c.md"])
     assert shared.search("quokka ferry", 5) == want
+
+
+# -- the notes' texts, kept beside the keyword index --------------------------------------------
+@pytest.mark.parametrize("damage", ["deleted", "garbage", "behind"])
+def test_note_texts_missing_damaged_or_behind_are_rebuilt_and_snippets_stay_right(sample, damage):
+    """The snippets' texts (`.memlink/index/texts.sqlite`) are derived: deleted, not a
+    database, or holding fewer notes than the index (a write lost), the next open rebuilds
+    the index and says why; the snippets read as before."""
+    from engine.index import SearchIndex
+
+    index = SearchIndex.for_vault(sample)
+    before = {h.uri: h.snippet for h in search(sample, "celadon glaze", k=5, index=index)}
+    assert before and all(before.values())
+    sample.close()
+    path = sample.root / ".memlink" / "index" / "texts.sqlite"
+    if damage == "deleted":
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+    elif damage == "garbage":
+        for suffix in ("-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        path.write_bytes(b"not a database at all " * 100)
+    else:
+        import sqlite3
+
+        with sqlite3.connect(path) as db:
+            db.execute("DELETE FROM texts WHERE uri IN (SELECT uri FROM texts LIMIT 3)")
+            db.execute("UPDATE meta SET value = value - 3")
+    again = Vault.open(sample.root)
+    fresh = SearchIndex.for_vault(again)
+    assert fresh.last_sync.rebuilt and "note texts" in fresh.last_sync.reason
+    assert {h.uri: h.snippet for h in search(again, "celadon glaze", k=5, index=fresh)} == before

@@ -10,6 +10,8 @@ sync."""
 from __future__ import annotations
 
 import json
+import logging
+import sqlite3
 import time
 import uuid
 from collections.abc import Callable
@@ -24,14 +26,16 @@ from ..atomic import atomic_write_text, remove_file
 from ..embed import Embedder, load_embedder
 from ..errors import MemlinkError
 from ..text import CHUNK_WORDS, chunk_text
-from .keywords import KeywordIndex, Place
+from .keywords import KeywordIndex
+from .texts import TextStore
 from .vectors import VectorIndex
 
 if TYPE_CHECKING:
     from ..catalog import CatalogEntry
     from ..vault import Vault
 
-FORMAT = 3  # 2: the vector map as numbers, memory types from the catalog; 3: keyword documents keyed
+log = logging.getLogger(__name__)
+FORMAT = 3  # 2: the vector map as numbers, memory types from the catalog; 3: keyword documents keyed, texts apart
 BATCH = 256
 
 Progress = Callable[[int, int], None]
@@ -71,6 +75,7 @@ class SearchIndex:
         self.indexed: dict[str, str] = {}  # uri -> content hash it was indexed at
         self.vectors = VectorIndex(embedder.dims, **vault.config.search.hnsw())
         self.keywords: KeywordIndex | None = None
+        self.bodies: TextStore | None = None  # the notes' texts as indexed (snippets)
         self.dirty = False
         self._stale_reason = ""
         self.last_sync: SyncReport | None = None
@@ -115,12 +120,28 @@ class SearchIndex:
         if state is None:
             self.vectors = VectorIndex(self.embedder.dims, **self.vault.config.search.hnsw())
             self.indexed = {}
-            self.keywords = None  # made fresh by the rebuild in sync(), under the vault lock
+            self.keywords = self.bodies = None  # made fresh by the rebuild in sync(), under the vault lock
         else:
             self.keywords = KeywordIndex(self.folder / "keywords", self._indexed_uris)
             self._kw.stats.update(keyword_stats)
             if self._kw.recreated or self._kw.count() != len(self.indexed):
                 self._stale_reason = "keyword index missing or incomplete"
+            try:
+                self.bodies = TextStore(self.folder / "texts.sqlite")
+                if self.bodies.count() != len(self.indexed):
+                    self._stale_reason = self._stale_reason or "note texts missing or incomplete"
+            except sqlite3.OperationalError as exc:  # cannot be opened now (a full disk): snippets read the notes
+                log.warning("note texts %s not usable (%s): snippets read the notes for now", self.folder / "texts.sqlite", exc)
+                self.bodies = TextStore(None)
+            except sqlite3.DatabaseError as exc:
+                self.bodies = None
+                self._stale_reason = self._stale_reason or f"note texts unreadable ({exc})"
+
+    @property
+    def _bodies(self) -> TextStore:
+        """The notes' texts: opened by load(), or made by the rebuild in sync()."""
+        assert self.bodies is not None, "the note texts are opened by load() or made by sync()"
+        return self.bodies
 
     @property
     def _kw(self) -> KeywordIndex:
@@ -134,10 +155,12 @@ class SearchIndex:
             return
         if self.vault.read_only:  # the index lives in memory: commit the keywords there only
             self._kw.flush()
+            self._bodies.flush()
             self.dirty = False
             return
         with self.vault.writing():
             self._kw.flush()
+            self._bodies.flush()
             tag = uuid.uuid4().hex[:10]
             # Every note with vectors is in ``indexed`` (put and dropped together); the map
             # names notes by their place in it.
@@ -184,6 +207,9 @@ class SearchIndex:
                 self.vectors = VectorIndex(self.embedder.dims, **self.vault.config.search.hnsw())
                 self.indexed = {}
                 self.keywords = KeywordIndex.wipe(None if self.vault.read_only else self.folder / "keywords", self._indexed_uris)
+                if self.bodies is not None:
+                    self.bodies.close()
+                self.bodies = TextStore.wipe(None if self.vault.read_only else self.folder / "texts.sqlite")
             self._stale_reason = ""
             self.dirty = True
         bodies: dict[str, tuple[str, str]] = {}  # the notes the catalog reads now: not read twice
@@ -249,6 +275,7 @@ class SearchIndex:
             else:
                 self.vectors.put(entry.uri, vectors)
             self._kw.put(entry.uri, entry.memory_type, entry.title, body, direct=direct)
+            self._bodies.put(entry.uri, body)
             self.indexed[entry.uri] = entry.sha
         if items:
             self.vectors.put_many(items, threads=2)
@@ -256,6 +283,7 @@ class SearchIndex:
     def _drop(self, uri: str) -> None:
         self.vectors.remove(uri)
         self._kw.remove(uri)
+        self._bodies.remove(uri)
         self.indexed.pop(uri, None)
 
     def on_vault_change(self, event: str, uri: str) -> None:
@@ -284,16 +312,13 @@ class SearchIndex:
         catalog = self.vault.catalog()
         return [(u, s) for u, s, _ in hits if u in catalog and catalog[u].memory_type in types][:k]
 
-    def keyword_search(self, query: str, k: int, types: set[str] | None = None,
-                       places: dict[str, Place] | None = None) -> list[tuple[str, float]]:
-        """The k best notes by BM25; ``places`` (when given) gets where their documents are
-        (``texts``)."""
-        return self._kw.search(query, k, types, places)
+    def keyword_search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:
+        """The k best notes by BM25."""
+        return self._kw.search(query, k, types)
 
-    def texts(self, uris: list[str], places: dict[str, Place] | None = None) -> dict[str, str]:
-        """The bodies of these notes as indexed (``Note.text``), for snippets; ``places``
-        from the keyword search that found some of them."""
-        return self._kw.texts(uris, places)
+    def texts(self, uris: list[str]) -> dict[str, str]:
+        """The bodies of these notes as indexed (``Note.text``), for snippets."""
+        return self._bodies.texts(uris)
 
     def _indexed_uris(self) -> list[str]:
         return list(self.indexed)

@@ -50,10 +50,6 @@ def note_key(uri: str) -> int:
     return int.from_bytes(hashlib.blake2b(uri.encode("utf-8"), digest_size=8).digest(), "little")
 
 
-# Where a hit's stored document is: the searcher that found it and its address there.
-Place = tuple[tantivy.Searcher, tantivy.DocAddress]
-
-
 def _schema() -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("uri", stored=True, tokenizer_name="raw")
@@ -61,15 +57,11 @@ def _schema() -> tantivy.Schema:
     sb.add_text_field("mtype", stored=True, tokenizer_name="raw")
     sb.add_text_field("title", stored=False, tokenizer_name="en_stem")
     sb.add_text_field("body", stored=False, tokenizer_name="en_stem")
-    # The body as written (not CJK-expanded), stored, not indexed: snippets come from it
-    # without reading the note files (docs/DESIGN.md, "Search").
-    sb.add_bytes_field("text", stored=True)
     return sb.build()
 
 
 def _document(uri: str, memory_type: str, title: str, body: str) -> tantivy.Document:
-    doc = tantivy.Document(uri=uri, mtype=memory_type, title=cjk_expand(title), body=cjk_expand(body),
-                           text=body.encode("utf-8"))
+    doc = tantivy.Document(uri=uri, mtype=memory_type, title=cjk_expand(title), body=cjk_expand(body))
     doc.add_unsigned("key", note_key(uri))  # (as a keyword argument it would be taken for a float)
     return doc
 
@@ -176,10 +168,8 @@ class KeywordIndex:
         self.index.reload()
 
     # -- querying ---------------------------------------------------------------------------
-    def search(self, query: str, k: int, types: set[str] | None = None,
-               places: dict[str, Place] | None = None) -> list[tuple[str, float]]:
-        """The k best notes by BM25. ``places``, when given, gets where each hit's stored
-        document is (``texts`` reads the bodies of those shown from there)."""
+    def search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:
+        """The k best notes by BM25."""
         tokens = sorted(set(tokenize(query)))
         if not tokens:
             return []
@@ -203,8 +193,6 @@ class KeywordIndex:
                 uri = searcher.doc(addr)["uri"][0]
             if uri not in self.pending:  # its tantivy version is stale
                 scored.append((uri, float(score)))
-                if places is not None:
-                    places[uri] = (searcher, addr)
         if self.pending:
             scored += self._score_pending(searcher, tokens, types)
         scored.sort(key=lambda x: -x[1])
@@ -240,35 +228,6 @@ class KeywordIndex:
 
     def count(self) -> int:
         return self.index.searcher().num_docs
-
-    def texts(self, uris: list[str], places: dict[str, Place] | None = None) -> dict[str, str]:
-        """The bodies of these notes as indexed: the delta's own, the rest stored with
-        their tantivy documents (read where a search found them, ``places``, the others
-        found in one query). A note not indexed is left out."""
-        out: dict[str, str] = {}
-        stored = []
-        for uri in dict.fromkeys(uris):
-            if uri in self.pending:
-                pending = self.pending[uri]
-                if pending is not None:
-                    out[uri] = pending.body_text
-            elif places is not None and uri in places:
-                searcher, addr = places[uri]
-                text = searcher.doc(addr)["text"]
-                if text:
-                    out[uri] = text[0].decode("utf-8")
-            else:
-                stored.append(uri)
-        if stored:
-            Q, Occur = tantivy.Query, tantivy.Occur
-            searcher = self.index.searcher()
-            query = Q.boolean_query([(Occur.Should, Q.term_query(self.schema, "uri", uri)) for uri in stored])
-            for _score, addr in searcher.search(query, len(stored), count=False).hits:
-                stored_doc = searcher.doc(addr)
-                text = stored_doc["text"]
-                if text:
-                    out[stored_doc["uri"][0]] = text[0].decode("utf-8")
-        return out
 
     def doc_freq(self, tokens: list[str]) -> tuple[dict[str, int], int]:
         """({token: how many notes hold it}, how many notes there are), for tokens as
