@@ -406,6 +406,9 @@ class LazyLinks(Adjacency):
         they hold is read in one go)."""
         todo = [u for u in uris if u not in self._anchored and self._is_note(u)]
         if todo:
+            self.prefetch(todo)  # (a note's ends say whether it has any: most have none)
+            todo = [u for u in todo if u not in self._anchored]
+        if todo:
             self._anchored.update(self.vault.link_rows_of(todo, anchored=True))
 
     def out_edges_of_type(self, uris: Iterable[str], link_type: LinkType) -> dict[str, list[Edge]]:

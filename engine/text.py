@@ -184,7 +184,7 @@ def snippet(text: str, query_tokens: set[str], width: int = 220) -> str:
     more = len(text) > SNIPPET_SCAN
     if more:
         text = text[:SNIPPET_SCAN]
-    flat = " ".join(l.strip() for l in text.splitlines() if l.strip() and not l.startswith("#"))
+    flat = " ".join(kept for line in text.splitlines() if not line.startswith("#") and (kept := line.strip()))
     if len(flat) <= width and not more:
         return flat
     lower = flat.lower()
