@@ -385,18 +385,18 @@ class LazyLinks(Adjacency):
         self._anchored: dict[str, list[dict]] = {}  # a note's links with an anchor, as stored (snippets)
 
     def prefetch(self, uris: Iterable[str]) -> None:
-        todo = [u for u in dict.fromkeys(uris) if u not in self._ends and self._is_note(u)]
+        uris = list(dict.fromkeys(uris))
+        if len(self._ends) + len(uris) > self.MAX_NOTES:  # (before choosing what to read: all of it stays)
+            self._ends.clear()
+            self._edges.clear()
+            self._anchored.clear()
+        todo = [u for u in uris if u not in self._ends and self._is_note(u)]
         if todo:
             self._read(todo)
 
     def _read(self, uris: list[str]) -> None:
         anchors: dict[str, int] = {}
-        got = self.vault.link_ends_of(uris, anchors=anchors)
-        if len(self._ends) + len(got) > self.MAX_NOTES:
-            self._ends.clear()
-            self._edges.clear()
-            self._anchored.clear()
-        self._ends.update(got)
+        self._ends.update(self.vault.link_ends_of(uris, anchors=anchors))
         # Notes with no link that has an anchor: their snippets render none, and nothing
         # more is read for them.
         self._anchored.update({uri: [] for uri, n in anchors.items() if not n})

@@ -436,7 +436,9 @@ CREATE INDEX IF NOT EXISTS ends_folder ON ends(folder);
 # (``_remake_ends``). A search's walk reads a note's edges with one key lookup and one
 # decode, not a row per record, and its snippets skip notes without anchors
 # (docs/DESIGN.md, "Search").
-_END_COLUMNS = ("json_group_array(json_array(direction, other, link_type, weight, id, description)), "
+# (a REAL in json_array keeps 15 digits: 0.29999999999999993 would come back as 0.3, and
+# a walk would cross a link under min_link_weight; 17 give the double back exactly)
+_END_COLUMNS = ("json_group_array(json_array(direction, other, link_type, json(printf('%!.17g', weight)), id, description)), "
                 "sum(direction = 'links' AND anchored)")
 
 
@@ -674,7 +676,13 @@ class LinkStore:
     def _fresh(self, db: sqlite3.Connection, *folders: str, known: Mapping[str, tuple[Stamp, Stamp]] | None = None) -> bool:
         """Re-read each folder from its files when they differ from what was indexed;
         whether any was."""
-        stale = self._stale(db, self._unsettled(folders), known)
+        todo = self._unsettled(folders)
+        if todo and known is None and getattr(self._settled, "mirrored", None) is not None:
+            # Compared with the index, not with the mirror: the index may be past the
+            # mirror for these folders (another process wrote since), so the mirror is
+            # brought up to it before it answers for them.
+            self._settled.mirrored = None
+        stale = self._stale(db, todo, known)
         for folder in stale:
             self._reindex(db, folder)
         return bool(stale)

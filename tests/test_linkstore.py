@@ -461,3 +461,17 @@ def test_a_warm_process_walks_from_its_mirror_in_step_with_every_write(vault, sm
     other.linkstore.forget_changes(other.linkstore.seq())  # (the checks' memo saw them first)
     assert walk() == from_files()
     assert any(walk().values())
+    # Change records dropped before the mirror saw them, then a later write in the same
+    # folder whose records the mirror can follow: the dropped ones are not lost.
+    vault.link(p[4], p[5], "related_to")
+    vault.linkstore.forget_changes(vault.linkstore.seq())
+    vault.link(p[2], p[3], "related_to")
+    assert walk() == from_files()
+    # Inside one walk: a folder first compared with the index by another read, after
+    # another process wrote it, is not answered from a mirror older than that.
+    with store.settled():
+        vault.link_ends_of([srcs[0]])  # (the mirror is brought up to date for this walk)
+        other.link(p[4], p[1], "related_to")
+        rows = vault.link_rows_of([p[4]])
+        ends = vault.link_ends_of([p[4]])
+    assert len(ends[p[4]]) == len(rows[p[4]]) == 2 and p[1] in {e[1] for e in ends[p[4]]}

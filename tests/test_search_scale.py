@@ -95,6 +95,10 @@ def test_links_of_one_type_are_the_full_graphs_and_their_notes_are_read_once(lin
         warm = LazyLinks(linked)
         warm.prefetch(uris[::2])  # half of them read already
         assert warm.out_edges_of_type(uris, link_type) == expect, link_type
+        small = LazyLinks(linked)
+        small.MAX_NOTES = 2  # (the cache starts over while these are asked)
+        small.prefetch(uris[:2])
+        assert small.out_edges_of_type(uris[:3], link_type) == {u: expect[u] for u in uris[:3]}, link_type
     fetched.clear()
     lazy = LazyLinks(linked)
     derived = lazy.out_edges_of_type(uris, LT("derived_from"))
@@ -430,32 +434,69 @@ def test_keyword_hits_are_named_by_key_and_by_document_where_the_key_tells_nothi
 
 
 # -- the notes' texts, kept beside the keyword index --------------------------------------------
+def _texts_files(root: Path) -> list[Path]:
+    path = root / ".memlink" / "index" / "texts.sqlite"
+    return [Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm")]
+
+
 @pytest.mark.parametrize("damage", ["deleted", "garbage", "behind"])
 def test_note_texts_missing_damaged_or_behind_are_rebuilt_and_snippets_stay_right(sample, damage):
     """The snippets' texts (`.memlink/index/texts.sqlite`) are derived: deleted, not a
-    database, or holding fewer notes than the index (a write lost), the next open rebuilds
-    the index and says why; the snippets read as before."""
+    database, or behind what the index recorded (an older copy: a flush lost), the next
+    open rebuilds the index and says why; the snippets read as they should."""
     from engine.index import SearchIndex
 
     index = SearchIndex.for_vault(sample)
+    saved = {p: p.read_bytes() for p in _texts_files(sample.root) if p.exists()}
+    note = search(sample, "celadon glaze", k=1, index=index)[0].uri
+    if damage == "behind":  # the note changes after the copy was taken
+        old = sample.read_note(note)
+        sample.write_note(old.memory_type, {**old.fields, "content": "A celadon glaze crawled in the second firing."}, uri=note)
+        index.checkpoint()
     before = {h.uri: h.snippet for h in search(sample, "celadon glaze", k=5, index=index)}
     assert before and all(before.values())
     sample.close()
-    path = sample.root / ".memlink" / "index" / "texts.sqlite"
-    if damage == "deleted":
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
-    elif damage == "garbage":
-        for suffix in ("-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
-        path.write_bytes(b"not a database at all " * 100)
-    else:
-        import sqlite3
-
-        with sqlite3.connect(path) as db:
-            db.execute("DELETE FROM texts WHERE uri IN (SELECT uri FROM texts LIMIT 3)")
-            db.execute("UPDATE meta SET value = value - 3")
+    for p in _texts_files(sample.root):
+        p.unlink(missing_ok=True)
+    if damage == "garbage":
+        _texts_files(sample.root)[0].write_bytes(b"not a database at all " * 100)
+    elif damage == "behind":
+        for p, data in saved.items():
+            p.write_bytes(data)
     again = Vault.open(sample.root)
     fresh = SearchIndex.for_vault(again)
     assert fresh.last_sync.rebuilt and "note texts" in fresh.last_sync.reason
     assert {h.uri: h.snippet for h in search(again, "celadon glaze", k=5, index=fresh)} == before
+
+
+def test_note_texts_damaged_while_in_use_leave_snippets_to_the_notes_and_a_rebuild(sample, monkeypatch):
+    """A store that turns out damaged during a search: the snippets read the notes, the
+    search goes on, and the index's next sync rebuilds it."""
+    import sqlite3
+
+    from engine.index import SearchIndex
+
+    index = SearchIndex.for_vault(sample)
+    before = {h.uri: h.snippet for h in search(sample, "celadon glaze", k=5, index=index)}
+
+    class Damaged:
+        def execute(self, *args, **kwargs):
+            raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(index.bodies, "_db", Damaged())
+    assert {h.uri: h.snippet for h in search(sample, "celadon glaze", k=5, index=index)} == before
+    monkeypatch.undo()
+    report = index.sync()
+    assert report.rebuilt and "note texts unreadable" in report.reason
+    assert {h.uri: h.snippet for h in search(sample, "celadon glaze", k=5, index=index)} == before
+
+
+def test_a_walk_reads_each_links_weight_exactly(vault):
+    """The walk's copy of a link (``ends``) keeps its weight to the last bit, so a link
+    just under ``min_link_weight`` stays under it, as in the full graph."""
+    a = vault.write_note("entity", {"name": "Ada", "content": "x"}).uri
+    b = vault.write_note("entity", {"name": "Bo", "content": "x"}).uri
+    vault.link(a, b, "related_to", weight=0.29999999999999993)
+    lazy, full = LazyLinks(vault), LinkGraph.build(vault)
+    assert [e.weight for e in lazy.out_edges(a)] == [0.29999999999999993] == [e.weight for e in full.out_edges(a)]
+    assert list(lazy.in_edges(b)) == list(full.in_edges(b))

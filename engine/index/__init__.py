@@ -114,6 +114,7 @@ class SearchIndex:
                 self.vectors = VectorIndex.load(self.folder, state["vectors"], list(indexed))
                 self.indexed = indexed
                 keyword_stats = dict(state.get("keyword_stats") or {})
+                texts_token = state.get("texts")
             except (KeyError, OSError, RuntimeError, ValueError, TypeError, AttributeError) as exc:
                 self._stale_reason = f"vector index unreadable ({exc})"
                 state = None
@@ -128,11 +129,12 @@ class SearchIndex:
                 self._stale_reason = "keyword index missing or incomplete"
             try:
                 self.bodies = TextStore(self.folder / "texts.sqlite")
-                if self.bodies.count() != len(self.indexed):
-                    self._stale_reason = self._stale_reason or "note texts missing or incomplete"
+                if self.bodies.token() != texts_token or texts_token is None:
+                    self._stale_reason = self._stale_reason or "note texts missing or not those indexed"
             except sqlite3.OperationalError as exc:  # cannot be opened now (a full disk): snippets read the notes
                 log.warning("note texts %s not usable (%s): snippets read the notes for now", self.folder / "texts.sqlite", exc)
                 self.bodies = TextStore(None)
+                self.bodies.broken = str(exc)  # (what this process indexes is not on disk: recorded as no token)
             except sqlite3.DatabaseError as exc:
                 self.bodies = None
                 self._stale_reason = self._stale_reason or f"note texts unreadable ({exc})"
@@ -166,7 +168,7 @@ class SearchIndex:
             # names notes by their place in it.
             meta = self.vectors.save(self.folder, tag, list(self.indexed))
             state = {"fingerprint": self.fingerprint, "indexed": self.indexed, "vectors": meta,
-                     "keyword_stats": self._kw.stats}
+                     "keyword_stats": self._kw.stats, "texts": self._bodies.token()}
             atomic_write_text(self.folder / "state.json", json.dumps(state, ensure_ascii=False, separators=(",", ":")))
             for old in self.folder.glob("vectors-*.bin"):
                 if old.name != meta["file"]:
@@ -317,8 +319,12 @@ class SearchIndex:
         return self._kw.search(query, k, types)
 
     def texts(self, uris: list[str]) -> dict[str, str]:
-        """The bodies of these notes as indexed (``Note.text``), for snippets."""
-        return self._bodies.texts(uris)
+        """The bodies of these notes as indexed (``Note.text``), for snippets (those it
+        cannot give, the caller reads from the notes)."""
+        out = self._bodies.texts(uris)
+        if self._bodies.broken and self.bodies is not None and self.bodies.path is not None and not self._stale_reason:
+            self._stale_reason = f"note texts unreadable ({self._bodies.broken})"  # the next sync rebuilds
+        return out
 
     def _indexed_uris(self) -> list[str]:
         return list(self.indexed)

@@ -5,21 +5,29 @@ loading them from tantivy's compressed document store cost three times as much.
 
 Writes wait in memory (``pending``) until ``flush``, which the search index calls at its
 checkpoints before it records what is indexed; each write deletes and adds, so replaying
-one after a crash changes nothing. ``count`` (kept in the same transactions) lets the
-search index see a store that is missing or behind, and rebuild."""
+one after a crash changes nothing. Each flush leaves a new ``token`` in the store, and the
+search index records it with what it indexed: a store missing, behind (a flush lost, one
+made by a process that could not open the file) or another's does not show that token,
+and the index is rebuilt. A store found damaged while in use (``broken``) answers from
+what waits in memory only: snippets then read the notes, and the index is rebuilt at its
+next sync."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
+import uuid
 from pathlib import Path
 
 from ..atomic import remove_file
 
+log = logging.getLogger(__name__)
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS texts(uri TEXT PRIMARY KEY, body TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT OR IGNORE INTO meta VALUES ('count', 0);
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT OR IGNORE INTO meta VALUES ('token', '');
 """
 
 
@@ -29,15 +37,18 @@ class TextStore:
         sqlite3.DatabaseError when the file is not a readable store."""
         self.path = path
         self.pending: dict[str, str | None] = {}  # None: removed, not yet flushed
+        self.broken: str | None = None  # why the store could not be read or written, once it failed
         self._lock = threading.Lock()
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(":memory:" if path is None else str(path), check_same_thread=False, isolation_level=None)
+        db = sqlite3.connect(":memory:" if path is None else str(path), timeout=30, check_same_thread=False,
+                             isolation_level=None)
         try:
             if path is not None:
                 db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=NORMAL")  # derived state: a lost tail is indexed again
-            db.executescript(_SCHEMA)
+                db.execute("PRAGMA synchronous=NORMAL")  # derived state: a lost flush shows in the token
+            if db.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('texts', 'meta')").fetchone()[0] < 2:
+                db.executescript(_SCHEMA)  # (only when new: opening a store writes nothing)
         except BaseException:
             db.close()
             raise
@@ -57,30 +68,50 @@ class TextStore:
         self.pending[uri] = None
 
     def flush(self) -> None:
-        """Write what waits, in one transaction."""
-        if not self.pending:
+        """Write what waits, in one transaction, with a new token. A store that is damaged
+        keeps what waits in memory (``broken``); one that cannot be written now (a full
+        disk) raises sqlite3.OperationalError and keeps it too."""
+        if not self.pending or self.broken:
             return
         with self._lock:
             db = self._db
-            db.execute("BEGIN IMMEDIATE")
             try:
-                change = 0
-                for uri, body in self.pending.items():
-                    change -= db.execute("DELETE FROM texts WHERE uri = ?", (uri,)).rowcount
-                    if body is not None:
-                        db.execute("INSERT INTO texts VALUES (?, ?)", (uri, body))
-                        change += 1
-                db.execute("UPDATE meta SET value = value + ? WHERE key = 'count'", (change,))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    for uri, body in self.pending.items():
+                        db.execute("DELETE FROM texts WHERE uri = ?", (uri,))
+                        if body is not None:
+                            db.execute("INSERT INTO texts VALUES (?, ?)", (uri, body))
+                    db.execute("UPDATE meta SET value = ? WHERE key = 'token'", (uuid.uuid4().hex,))
+                    db.execute("COMMIT")
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+            except sqlite3.OperationalError:
                 raise
+            except sqlite3.DatabaseError as exc:
+                self._broke(exc)
+                return
             self.pending.clear()
 
-    def count(self) -> int:
-        """How many bodies the store holds (written ones: not those waiting)."""
+    def token(self) -> str | None:
+        """The mark of the last flush (None: the store is broken, or holds none)."""
+        if self.broken:
+            return None
         with self._lock:
-            return int(self._db.execute("SELECT value FROM meta WHERE key = 'count'").fetchone()[0])
+            try:
+                row = self._db.execute("SELECT value FROM meta WHERE key = 'token'").fetchone()
+            except sqlite3.OperationalError:
+                raise
+            except sqlite3.DatabaseError as exc:
+                self._broke(exc)
+                return None
+        return (row[0] or None) if row else None
+
+    def _broke(self, exc: Exception) -> None:
+        self.broken = str(exc)
+        log.warning("note texts %s unreadable (%s): snippets read the notes until the index is rebuilt", self.path, exc)
 
     def texts(self, uris: list[str]) -> dict[str, str]:
         """The bodies of these notes (those waiting first); a note not held is left out."""
@@ -93,11 +124,18 @@ class TextStore:
                     out[uri] = body
             else:
                 stored.append(uri)
+        if self.broken:
+            return out
         with self._lock:
-            for i in range(0, len(stored), 500):  # under SQLite's bound-parameter limit
-                part = stored[i : i + 500]
-                out.update(self._db.execute(
-                    f"SELECT uri, body FROM texts WHERE uri IN ({','.join('?' * len(part))})", part))  # noqa: S608
+            try:
+                for i in range(0, len(stored), 500):  # under SQLite's bound-parameter limit
+                    part = stored[i : i + 500]
+                    out.update(self._db.execute(
+                        f"SELECT uri, body FROM texts WHERE uri IN ({','.join('?' * len(part))})", part))  # noqa: S608
+            except sqlite3.OperationalError as exc:  # (not read now: those snippets read the notes)
+                log.warning("note texts %s not read (%s)", self.path, exc)
+            except sqlite3.DatabaseError as exc:
+                self._broke(exc)
         return out
 
     def close(self) -> None:
