@@ -63,7 +63,7 @@ LOG_MODE_BYTES = 256_000
 # 1 / COMPACT_RATIO bytes of rewrite (amortised O(1) per write), and readers of a stale
 # index replay at most a quarter of the list's size.
 COMPACT_RATIO = 0.25
-SCHEMA_VERSION = "7"
+SCHEMA_VERSION = "8"
 MMAP_BYTES = 1 << 30  # address space, not memory: only the pages read are mapped in
 
 
