@@ -209,8 +209,8 @@ class SearchIndex:
                 self.vectors = VectorIndex(self.embedder.dims, **self.vault.config.search.hnsw())
                 self.indexed = {}
                 self.keywords = KeywordIndex.wipe(None if self.vault.read_only else self.folder / "keywords", self._indexed_uris)
-                if self.bodies is not None:
-                    self.bodies.close()
+                # (the store it replaces is not closed: a search on another thread may be
+                # reading it; its connection goes with it)
                 self.bodies = TextStore.wipe(None if self.vault.read_only else self.folder / "texts.sqlite")
             self._stale_reason = ""
             self.dirty = True

@@ -137,7 +137,3 @@ class TextStore:
             except sqlite3.DatabaseError as exc:
                 self._broke(exc)
         return out
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
