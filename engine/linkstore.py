@@ -63,7 +63,7 @@ LOG_MODE_BYTES = 256_000
 # 1 / COMPACT_RATIO bytes of rewrite (amortised O(1) per write), and readers of a stale
 # index replay at most a quarter of the list's size.
 COMPACT_RATIO = 0.25
-SCHEMA_VERSION = "8"
+SCHEMA_VERSION = "9"
 MMAP_BYTES = 1 << 30  # address space, not memory: only the pages read are mapped in
 
 
@@ -423,7 +423,7 @@ CREATE TABLE IF NOT EXISTS links(folder TEXT NOT NULL, id TEXT NOT NULL, directi
                                  owner TEXT NOT NULL, key TEXT NOT NULL, legacy INTEGER NOT NULL, raw TEXT NOT NULL,
                                  other TEXT NOT NULL, link_type TEXT NOT NULL, weight REAL NOT NULL, description TEXT NOT NULL,
                                  anchored INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS links_owner ON links(owner, direction, anchored, folder, other, link_type, weight, id, description);
+CREATE INDEX IF NOT EXISTS links_owner ON links(owner, direction, anchored, folder);
 CREATE INDEX IF NOT EXISTS links_folder ON links(folder, direction, id);
 CREATE TABLE IF NOT EXISTS changes(seq INTEGER NOT NULL, folder TEXT NOT NULL, id TEXT, direction TEXT, owner TEXT);
 CREATE INDEX IF NOT EXISTS changes_seq ON changes(seq);
@@ -777,10 +777,9 @@ class LinkStore:
         return self._by_owner(owners, f"raw FROM links INDEXED BY links_owner WHERE {which} AND owner IN ",
                               "ORDER BY rowid", lambda row: row[0])
 
-    def ends_of_many(self, owners: Mapping[str, Iterable[str]], types: Iterable[str] | None = None,
-                     anchors: dict[str, int] | None = None) -> dict[str, list[End]]:
-        """What a walk reads of each note's link records, both directions (``End``; with
-        ``types`` only its links of these types), for several notes (folder -> its notes)
+    def ends_of_many(self, owners: Mapping[str, Iterable[str]], anchors: dict[str, int] | None = None) -> dict[str, list[End]]:
+        """What a walk reads of each note's link records, both directions (``End``), for
+        several notes (folder -> its notes)
         in one read whatever the folders: a walk reaching a seed set's neighbours meets
         notes of dozens of folders. Read from ``ends``, no record decoded (docs/DESIGN.md,
         "Search"). In no particular order; every owner asked has a list. ``anchors``, when
@@ -794,14 +793,11 @@ class LinkStore:
                 assert mirror is not None
             ends = mirror.ends
             return {o: [ends[o, folder]] if (o, folder) in ends else [] for folder, os_ in owners.items() for o in os_}
-        got = self._guard(run)
-        wanted = None if types is None else set(types)
         out: dict[str, list[End]] = {}
-        for owner, rows in got.items():
+        for owner, rows in self._guard(run).items():
             if anchors is not None:
                 anchors[owner] = sum(n for _, n in rows)
-            ends = [tuple(e) for blob, _ in rows for e in orjson.loads(blob)]
-            out[owner] = ends if wanted is None else [e for e in ends if e[0] == "links" and e[2] in wanted]
+            out[owner] = [tuple(e) for blob, _ in rows for e in orjson.loads(blob)]
         return out
 
     def _by_owner(self, owners: Mapping[str, Iterable[str]], query: str, order: str, make: Any) -> dict[str, list]:

@@ -458,22 +458,20 @@ class Vault:
             out[uri] = [decode_record(raw) for raw in raws]
         return out
 
-    def link_ends_of(self, uris: Iterable[str], types: Iterable[str] | None = None,
-                     anchors: dict[str, int] | None = None) -> dict[str, list[End]]:
+    def link_ends_of(self, uris: Iterable[str], anchors: dict[str, int] | None = None) -> dict[str, list[End]]:
         """What a walk reads of each note's link records (``End``: direction, the note at
-        the other end, type, weight, id, description), both directions; with ``types`` only
-        its links of these types. In no particular order. Read from the link index in one
-        query (a staged note's: from its transaction). ``anchors``, when given, gets how
-        many of each note's links have an anchor."""
-        wanted = None if types is None else set(types)
+        the other end, type, weight, id, description), both directions, in no particular
+        order. Read from the link index in one query (a staged note's: from its
+        transaction). ``anchors``, when given, gets how many of each note's links have an
+        anchor."""
         staged, by_folder = self._staged_links(uris)
         out: dict[str, list[End]] = {
             uri: [(l.direction, l.to_uri if l.direction == "links" else l.from_uri, l.link_type.value, l.weight, l.id,
-                   l.description) for l in links if wanted is None or (l.direction == "links" and l.link_type.value in wanted)]
+                   l.description) for l in links]
             for uri, links in staged.items()}
         if anchors is not None:
             anchors.update({uri: sum(1 for l in links if l.direction == "links" and l.match_text) for uri, links in staged.items()})
-        out.update(self.linkstore.ends_of_many(by_folder, wanted, anchors))
+        out.update(self.linkstore.ends_of_many(by_folder, anchors))
         return out
 
     def _staged_links(self, uris: Iterable[str]) -> tuple[dict[str, list[StoredLink]], dict[str, list[str]]]:

@@ -50,6 +50,12 @@ def note_key(uri: str) -> int:
     return int.from_bytes(hashlib.blake2b(uri.encode("utf-8"), digest_size=8).digest(), "little")
 
 
+def _learn(by_key: dict[int, str | None], uri: str) -> None:
+    """Map ``uri``'s key to it; a key two URIs share maps to None (their documents say)."""
+    key = note_key(uri)
+    by_key[key] = uri if by_key.get(key, uri) == uri else None
+
+
 def _schema() -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("uri", stored=True, tokenizer_name="raw")
@@ -112,17 +118,14 @@ class KeywordIndex:
         return cls(folder, known)
 
     def _learn(self, uri: str) -> None:
-        by_key = self._by_key
-        if by_key is not None:
-            key = note_key(uri)
-            by_key[key] = uri if by_key.get(key, uri) == uri else None
+        if self._by_key is not None:
+            _learn(self._by_key, uri)
 
     def _uris_by_key(self) -> dict[int, str | None]:
         if self._by_key is None:
-            by_key: dict[int, str | None] = {}
+            by_key: dict[int, str | None] = {}  # (made apart, then set: another thread may search meanwhile)
             for uri in self._known() if self._known is not None else ():
-                key = note_key(uri)
-                by_key[key] = uri if by_key.get(key, uri) == uri else None
+                _learn(by_key, uri)
             self._by_key = by_key
         return self._by_key
 
