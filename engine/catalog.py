@@ -178,6 +178,11 @@ class Catalog(Mapping[str, CatalogEntry]):
             return False
         return not (value[3] if type(value) is tuple else value.error)  # type: ignore[union-attr]  # (stamp_of inlined)
 
+    def memory_type_of(self, uri: str) -> str:
+        """A note's memory type, from its stamp or its entry (none is built)."""
+        value = self._items[uri]
+        return value[4] if type(value) is tuple else value.memory_type  # type: ignore[index,union-attr]
+
     def is_superseded(self, uri: str) -> bool:
         """A review kept another note over this one; answered without building the entry
         of a note held as a stamp (a search asks it of every note it scores)."""

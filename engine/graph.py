@@ -464,7 +464,8 @@ class LazyLinks(Adjacency):
     def links(self, uri: str, within: str | None = None) -> list[StoredLink]:
         """``uri``'s outgoing links as stored (anchors and all, for rendering a snippet);
         with ``within``, only those whose anchor (match_text) occurs in that text."""
-        uri = normalize_uri(uri)
+        if uri not in self.catalog:  # (a URI the catalog holds is canonical already)
+            uri = normalize_uri(uri)
         if not self._is_note(uri):
             return []
         if within is None:

@@ -262,10 +262,11 @@ def search(
     query_tokens = set(tokenize(query))
 
     def hit(uri: str) -> SearchHit:
-        entry = catalog[uri]
-        h = SearchHit(uri, entry.title, entry.memory_type, final[uri], found.get(uri, []), weak=weak)
+        held = texts.get(uri)
+        title = held[0] if held is not None else catalog[uri].title
+        h = SearchHit(uri, title, catalog.memory_type_of(uri), final[uri], found.get(uri, []), weak=weak)
         if snippets:
-            h.snippet = _snippet(vault, uri, query_tokens, graph, texts.get(uri))
+            h.snippet = _snippet(vault, uri, query_tokens, graph, held[1] if held is not None else None)
         return h
 
     under: dict[str, list[str]] = {}  # page -> its derived notes, in ranking order
@@ -273,8 +274,12 @@ def search(
         if e in evidence:
             under.setdefault(evidence[e], []).append(e)
     shown = [*ranked, *(e for u in ranked for e in under.get(u, ()))]
-    catalog.prefetch(shown)  # the entries shown, in one read
-    texts = index.texts(shown) if snippets else {}
+    # What is shown of each hit, in one read: its title and text as the index holds them
+    # (the entries of those it does not hold, or of all without snippets, from the catalog).
+    # (A note this thread's transaction staged is shown as staged: from the catalog and
+    # its file.)
+    texts = {u: held for u, held in index.texts(shown).items() if not vault.staged(u)} if snippets else {}
+    catalog.prefetch(u for u in shown if u not in texts)
     if snippets and isinstance(graph, LazyLinks):
         graph.prefetch_anchored(shown)  # the links each snippet renders, in one read
     hits = []
@@ -369,9 +374,8 @@ def _snippet(vault: Vault, uri: str, query_tokens: set[str], graph: Adjacency | 
              indexed: str | None = None) -> str:
     """The best window of the note's text, with its outgoing links rendered inside it
     (those the walk fetched already, when it did). The text is the one the search index
-    holds (``indexed``: what was searched, no file read); a note a transaction of this
-    thread has staged, or one the index does not hold, is read."""
-    if indexed is not None and not vault.staged(uri):
+    holds (``indexed``: what was searched, no file read), else the note's file is read."""
+    if indexed is not None:
         body = indexed
     else:
         try:

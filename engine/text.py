@@ -162,18 +162,16 @@ _WORD = re.compile(rf"[^\W_{_CJK}]+")  # a word as ``tokenize`` splits them (CJK
 
 
 @lru_cache(maxsize=256)
-def _candidates(stems: frozenset[str]) -> re.Pattern[str] | None:
-    """A pattern for where a word that may stem to one of ``stems`` can begin: a stem's
-    letters but its last, or an outlier form of it. (Plain literals: a pattern with the
-    word class compiles in milliseconds, too slow to make per query.)"""
-    alternatives = set()
+def _word_starts(stems: frozenset[str]) -> tuple[str, ...]:
+    """What a word that may stem to one of ``stems`` begins with: a stem's letters but its
+    last, or an outlier form of it. (Found with ``str.find``: a pattern of them compiled
+    per query cost more than the whole scan.)"""
+    starts = set()
     for stem in stems:
-        alternatives.add(re.escape(stem[: max(1, len(stem) - 1)]))
+        starts.add(stem[: max(1, len(stem) - 1)])
         if stem in _STEM_OUTLIERS:
-            alternatives.add(_STEM_OUTLIERS[stem])
-    if not alternatives:
-        return None
-    return re.compile("|".join(sorted(alternatives)))
+            starts.add(_STEM_OUTLIERS[stem])
+    return tuple(sorted(starts))
 
 
 def snippet(text: str, query_tokens: set[str], width: int = 220) -> str:
@@ -195,19 +193,17 @@ def snippet(text: str, query_tokens: set[str], width: int = 220) -> str:
         while at >= 0:
             hits.append(at)
             at = lower.find(token, at + 1)
-    pattern = _candidates(frozenset(t for t in query_tokens if not _IS_CJK.match(t)))
-    if pattern is not None:
-        found = []
-        for m in pattern.finditer(lower):
-            at = m.start()
-            if at and _WORD.match(lower, at - 1):
-                continue  # inside a word: only where a word begins
-            word = _WORD.match(lower, at)
-            if word is not None:
-                found.append((at, word.group(0)))
-        if found:
-            stems = _stemmer().stemWords([w for _, w in found])
-            hits += [pos for (pos, _), stem in zip(found, stems, strict=True) if stem in query_tokens]
+    begins = set()
+    for start in _word_starts(frozenset(t for t in query_tokens if not _IS_CJK.match(t))):
+        at = lower.find(start)
+        while at >= 0:
+            if not (at and _WORD.match(lower, at - 1)):  # only where a word begins
+                begins.add(at)
+            at = lower.find(start, at + 1)
+    if begins:
+        found = [(at, word.group(0)) for at in sorted(begins) if (word := _WORD.match(lower, at)) is not None]
+        stems = _stemmer().stemWords([w for _, w in found])
+        hits += [pos for (pos, _), stem in zip(found, stems, strict=True) if stem in query_tokens]
     hits.sort()
     best = 0
     if hits:

@@ -298,18 +298,23 @@ def test_snippets_come_from_the_indexed_text_without_reading_notes(sample, monke
     from_index = [(h.uri, h.snippet) for h in search(sample, query, k=8, index=index)]
     assert from_index == expected and all(s for _, s in from_index) and reads == []
 
+    # The titles shown are the catalog's, held beside the texts (no catalog entry is read).
+    assert [h.title for h in search(sample, query, k=8, index=index)] == [sample.catalog()[u].title for u, _ in expected]
+
     top = expected[0][0]  # written now: the index's delta holds the new text, still no read
     text = sample.path(top).read_text(encoding="utf-8")
+    title = sample.catalog()[top].title
+    assert text.index(title) < text.index("\n---\n")  # (its name, in the frontmatter)
     with sample.transaction() as tx:
-        tx.put_text(top, text.replace("flat white", "flat white, a second version,"))
+        tx.put_text(top, text.replace("flat white", "flat white, a second version,").replace(title, "Second", 1))
     reads.clear()  # (indexing the write read it)
     hit = next(h for h in search(sample, query, k=8, index=index) if h.uri == top)
-    assert "second version" in hit.snippet and reads == []
-    assert "second version" in index.texts([top])[top]
+    assert "second version" in hit.snippet and hit.title == "Second" == sample.catalog()[top].title and reads == []
+    assert index.texts([top])[top][0] == "Second" and "second version" in index.texts([top])[top][1]
     with pytest.raises(RuntimeError), sample.transaction() as tx:  # staged only: read through it
         tx.put_text(top, text.replace("flat white", "flat white, a third version,"))
         hit = next(h for h in search(sample, query, k=8, index=index) if h.uri == top)
-        assert "third version" in hit.snippet and reads == [top]
+        assert "third version" in hit.snippet and hit.title == sample.catalog()[top].title and reads == [top]
         raise RuntimeError("roll back")
 
 

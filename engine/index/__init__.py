@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from ..vault import Vault
 
 log = logging.getLogger(__name__)
-FORMAT = 3  # 2: the vector map as numbers, memory types from the catalog; 3: keyword documents keyed, texts apart
+FORMAT = 4  # 2: the vector map as numbers, memory types from the catalog; 3: keyword documents keyed, texts apart;
+# 4: titles beside the texts
 BATCH = 256
 
 Progress = Callable[[int, int], None]
@@ -75,7 +76,7 @@ class SearchIndex:
         self.indexed: dict[str, str] = {}  # uri -> content hash it was indexed at
         self.vectors = VectorIndex(embedder.dims, **vault.config.search.hnsw())
         self.keywords: KeywordIndex | None = None
-        self.bodies: TextStore | None = None  # the notes' texts as indexed (snippets)
+        self.bodies: TextStore | None = None  # the notes' titles and texts as indexed (hits shown)
         self.dirty = False
         self._stale_reason = ""
         self.last_sync: SyncReport | None = None
@@ -277,7 +278,7 @@ class SearchIndex:
             else:
                 self.vectors.put(entry.uri, vectors)
             self._kw.put(entry.uri, entry.memory_type, entry.title, body, direct=direct)
-            self._bodies.put(entry.uri, body)
+            self._bodies.put(entry.uri, entry.title, body)
             self.indexed[entry.uri] = entry.sha
         if items:
             self.vectors.put_many(items, threads=2)
@@ -318,9 +319,10 @@ class SearchIndex:
         """The k best notes by BM25."""
         return self._kw.search(query, k, types)
 
-    def texts(self, uris: list[str]) -> dict[str, str]:
-        """The bodies of these notes as indexed (``Note.text``), for snippets (those it
-        cannot give, the caller reads from the notes)."""
+    def texts(self, uris: list[str]) -> dict[str, tuple[str, str]]:
+        """The (title, body) of these notes as indexed (the title the catalog gave, the
+        body ``Note.text``), for the hits a search shows (those it cannot give, the caller
+        reads from the catalog and the notes)."""
         out = self._bodies.texts(uris)
         if self._bodies.broken and self.bodies is not None and self.bodies.path is not None and not self._stale_reason:
             self._stale_reason = f"note texts unreadable ({self._bodies.broken})"  # the next sync rebuilds

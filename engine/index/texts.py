@@ -1,7 +1,9 @@
-"""Each indexed note's body as indexed, for snippets (docs/DESIGN.md, "Search"): one
-SQLite table beside the keyword index, `.memlink/index/texts.sqlite`. A search reads the
-fifteen-odd bodies it shows in one query, a tenth of a millisecond at 100k notes, where
-loading them from tantivy's compressed document store cost three times as much.
+"""Each indexed note's title and body as indexed, for the hits a search shows
+(docs/DESIGN.md, "Search"): one SQLite table beside the keyword index,
+`.memlink/index/texts.sqlite`. A search reads the fifteen-odd hits it shows in one query,
+a tenth of a millisecond at 100k notes, where loading the bodies from tantivy's
+compressed document store cost three times as much (and the titles from the catalog
+another query).
 
 Writes wait in memory (``pending``) until ``flush``, which the search index calls at its
 checkpoints before it records what is indexed; each write deletes and adds, so replaying
@@ -25,7 +27,7 @@ from ..atomic import remove_file
 log = logging.getLogger(__name__)
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS texts(uri TEXT PRIMARY KEY, body TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS texts(uri TEXT PRIMARY KEY, title TEXT NOT NULL, body TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO meta VALUES ('token', '');
 """
@@ -36,7 +38,7 @@ class TextStore:
         """The store at ``path``, or in memory when None (a read-only vault). Raises
         sqlite3.DatabaseError when the file is not a readable store."""
         self.path = path
-        self.pending: dict[str, str | None] = {}  # None: removed, not yet flushed
+        self.pending: dict[str, tuple[str, str] | None] = {}  # (title, body); None: removed, not yet flushed
         self.broken: str | None = None  # why the store could not be read or written, once it failed
         self._lock = threading.Lock()
         if path is not None:
@@ -61,8 +63,8 @@ class TextStore:
                 remove_file(Path(f"{path}{suffix}"))
         return cls(path)
 
-    def put(self, uri: str, body: str) -> None:
-        self.pending[uri] = body
+    def put(self, uri: str, title: str, body: str) -> None:
+        self.pending[uri] = (title, body)
 
     def remove(self, uri: str) -> None:
         self.pending[uri] = None
@@ -78,10 +80,10 @@ class TextStore:
             try:
                 db.execute("BEGIN IMMEDIATE")
                 try:
-                    for uri, body in self.pending.items():
+                    for uri, held in self.pending.items():
                         db.execute("DELETE FROM texts WHERE uri = ?", (uri,))
-                        if body is not None:
-                            db.execute("INSERT INTO texts VALUES (?, ?)", (uri, body))
+                        if held is not None:
+                            db.execute("INSERT INTO texts VALUES (?, ?, ?)", (uri, *held))
                     db.execute("UPDATE meta SET value = ? WHERE key = 'token'", (uuid.uuid4().hex,))
                     db.execute("COMMIT")
                 except BaseException:
@@ -113,15 +115,16 @@ class TextStore:
         self.broken = str(exc)
         log.warning("note texts %s unreadable (%s): snippets read the notes until the index is rebuilt", self.path, exc)
 
-    def texts(self, uris: list[str]) -> dict[str, str]:
-        """The bodies of these notes (those waiting first); a note not held is left out."""
-        out: dict[str, str] = {}
+    def texts(self, uris: list[str]) -> dict[str, tuple[str, str]]:
+        """The (title, body) of these notes (those waiting first); a note not held is left
+        out."""
+        out: dict[str, tuple[str, str]] = {}
         stored = []
         for uri in dict.fromkeys(uris):
             if uri in self.pending:
-                body = self.pending[uri]
-                if body is not None:
-                    out[uri] = body
+                held = self.pending[uri]
+                if held is not None:
+                    out[uri] = held
             else:
                 stored.append(uri)
         if self.broken:
@@ -130,8 +133,9 @@ class TextStore:
             try:
                 for i in range(0, len(stored), 500):  # under SQLite's bound-parameter limit
                     part = stored[i : i + 500]
-                    out.update(self._db.execute(
-                        f"SELECT uri, body FROM texts WHERE uri IN ({','.join('?' * len(part))})", part))  # noqa: S608
+                    for uri, title, body in self._db.execute(
+                            f"SELECT uri, title, body FROM texts WHERE uri IN ({','.join('?' * len(part))})", part):  # noqa: S608
+                        out[uri] = (title, body)
             except sqlite3.OperationalError as exc:  # (not read now: those snippets read the notes)
                 log.warning("note texts %s not read (%s)", self.path, exc)
             except sqlite3.DatabaseError as exc:
