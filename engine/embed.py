@@ -163,7 +163,34 @@ class Model2VecEmbedder:
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
+        if len(texts) == 1 and self._plain():
+            return normalise(self._one(texts[0]))
         return normalise(self.model.encode(list(texts), show_progress_bar=False))
+
+    def _plain(self) -> bool:
+        """A model whose sentence vector is the plain mean of its tokens' rows (no token
+        mapping, no weights), its tokenizer cutting at the model's max length, as
+        ``StaticModel.encode`` leaves it set."""
+        m = self.model
+        cut = m.tokenizer.truncation
+        return (m.token_mapping is None and m.weights is None and m.max_length is not None
+                and cut is not None and cut.get("max_length") == m.max_length)
+
+    def _one(self, text: str) -> np.ndarray:
+        """``StaticModel.encode([text])`` for a plain model, step by step as it does it,
+        without its batching and progress machinery: a search embeds one question, and
+        that machinery cost as much as the embedding (tests/test_recall.py checks the two
+        agree to the bit)."""
+        m = self.model
+        ids = m.tokenize([text[: m.max_length * m.median_token_length]])[0]
+        dtype = np.dtype(np.float32) if m.embedding.dtype == np.int8 else m.embedding.dtype
+        out = np.zeros((1, m.dim), dtype=dtype)
+        if ids:
+            out[[0]] = m.embedding[np.array([ids], dtype=np.int64)].mean(axis=1)
+        if m.normalize:
+            out32 = out.astype(np.float32)
+            return (out32 / (np.linalg.norm(out32, axis=1, keepdims=True) + 1e-32)).astype(out.dtype)
+        return out
 
 
 def bundled_model_path(name: str = BUNDLED_MODEL) -> Path:

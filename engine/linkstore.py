@@ -526,6 +526,7 @@ class LinkStore:
         self._mirror: _Mirror | None = None
         self._walks = 0  # settled blocks that read ends, before the mirror is made
         self._changed_here = 0  # rows this process changed (the mirror re-syncs after)
+        self._stamp_paths: dict[str, tuple[str, str]] = {}  # folder -> its sidecar's and log's paths (_stale)
 
     @contextmanager
     def settled(self) -> Iterator[None]:
@@ -664,11 +665,24 @@ class LinkStore:
             known = {f: (b, l) for f, b, l in db.execute(
                 "SELECT folder, base, log FROM folders WHERE folder IN (SELECT value FROM json_each(?))", (json.dumps(folders),))}
         out = []
+        paths = self._stamp_paths
         for folder in folders:
-            try:
-                now = _stamps(self._folder_path(folder))
-            except OSError:
-                now = (None, None)
+            at = paths.get(folder)
+            if at is not None:
+                now = _stamp(at[0]), _stamp(at[1])
+            else:
+                try:
+                    base = os.fspath(self._folder_path(folder))
+                except OSError:
+                    now = (None, None)
+                else:
+                    at = os.path.join(base, SIDECAR), os.path.join(base, SIDECAR_LOG)
+                    now = _stamp(at[0]), _stamp(at[1])
+                    if now != (None, None):
+                        # The files' paths, resolved once the folder exists: a search stamps
+                        # dozens of folders. A folder moved or swapped for a link since shows
+                        # as other stamps, and its re-read resolves it again (safely).
+                        paths[folder] = at
             if known.get(folder, (None, None)) != now:
                 out.append(folder)
         return out

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.embed import bundled_model_path, load_static_model
+from engine.embed import BUNDLED_MODELS, Model2VecEmbedder, bundled_model_path, load_static_model, normalise
 from engine.sessions.extract import RulesTurnExtractor
 from engine.sessions.importer import extract_pending, import_chat
 from engine.sessions.log import append_events
@@ -97,6 +97,24 @@ def test_fast_model_load_matches_model2vec():
     ours = load_static_model(bundled_model_path()).encode(texts)
     theirs = StaticModel.from_pretrained(str(bundled_model_path())).encode(texts)
     assert np.array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("name", BUNDLED_MODELS)
+def test_one_text_is_embedded_as_model2vec_embeds_it(name):
+    """A single text (a search's question) skips model2vec's batching: the vector must
+    be the library's to the bit, for every bundled model, long, empty, unknown or CJK."""
+    from model2vec import StaticModel
+
+    ours = Model2VecEmbedder(bundled_model_path(name), name=name)
+    theirs = StaticModel.from_pretrained(str(bundled_model_path(name)))
+    assert ours._plain()
+    texts = ["When did Caroline go to the support group?", "xyzzyqq", "我喜欢茶", "", " ", "🙂", "a",
+             "glaze " * 700, "Ünïcödé ÅÄÖ café, naïve — über 20:00!", "word " * 600 + "tail"]
+    for text in texts:
+        one = ours.encode([text])
+        assert one.shape == (1, ours.dims) and one.dtype == np.float32
+        assert np.array_equal(one, normalise(theirs.encode([text]))), text[:40]
+        assert np.array_equal(one[0], ours.encode([text, "another text"])[0]), text[:40]  # the batched way
 
 
 @pytest.mark.skipif(not LOCOMO.is_file(), reason="needs ../shared/data/locomo-dev")
