@@ -102,7 +102,16 @@ def canonical(edges: Iterable[Edge], far: Literal["to_uri", "from_uri"]) -> list
     edges = list(edges)
     if len(edges) < 2:
         return edges
-    return sorted(edges, key=lambda e: (-e.weight, getattr(e, far), e.link_type.value, e.id))
+    return sorted(edges, key=_BY_TO if far == "to_uri" else _BY_FROM)
+
+
+# (A type sorts as its name: LinkType is a str.)
+def _BY_TO(e: Edge) -> tuple:  # noqa: N802
+    return -e.weight, e.to_uri, e.link_type, e.id
+
+
+def _BY_FROM(e: Edge) -> tuple:  # noqa: N802
+    return -e.weight, e.from_uri, e.link_type, e.id
 
 
 class Adjacency:
@@ -151,12 +160,10 @@ class Adjacency:
         paths to a bridging note beat one, but a hub reached from every seed stays below 1."""
         out: dict[str, Propagated] = defaultdict(Propagated)
 
-        def spread_of(uri: str) -> float:
-            return math.sqrt(max(1, self.degree(uri)))
-
         def combine(a: float, b: float) -> float:
             return 1.0 - (1.0 - a) * (1.0 - min(b, 1.0))  # noisy-OR: bounded, additive when small
 
+        table, min_weight, damping = params.table, params.min_link_weight, params.damping
         self.prefetch(seed for seed, score in seeds.items() if score > 0)  # (one read for every seed's first hop)
         for seed, seed_score in seeds.items():
             if seed_score <= 0:
@@ -167,24 +174,31 @@ class Adjacency:
             frontier = [(seed, seed_score)]
             for hop in range(1, params.depth + 1):
                 self.prefetch(uri for uri, _ in frontier)
-                reached: dict[str, tuple[float, list[Step], bool]] = {}
+                reached: dict[str, list] = {}  # dst -> [gain, steps, continues]
                 for uri, score in frontier:
-                    spread = spread_of(uri)
-                    sides: tuple[tuple[Direction, Iterable[Edge]], ...] = (
-                        ("links", self.out_edges(uri)), ("backlinks", self.in_edges(uri)))
+                    outs, ins = self.out_edges(uri), self.in_edges(uri)
+                    # A note's score spreads over its links, as a random walk's does: divided
+                    # by √degree of the note it leaves, so a hub does not flood.
+                    spread = math.sqrt(max(1, len(outs) + len(ins)))
+                    sides: tuple[tuple[Direction, Sequence[Edge]], ...] = (("links", outs), ("backlinks", ins))
                     for direction, edges in sides:
+                        forward = direction == "links"
                         for e in edges:
-                            dst = e.to_uri if direction == "links" else e.from_uri
-                            if dst in visited or e.weight < params.min_link_weight:
+                            dst = e.to_uri if forward else e.from_uri
+                            if dst in visited or e.weight < min_weight:
                                 continue
-                            rule = params.table.get((e.link_type, direction))
+                            rule = table.get((e.link_type, direction))
                             if rule is None or hop > rule.max_depth:
                                 continue
-                            # A note's score spreads over its links, as a random walk's does:
-                            # divided by √degree of the note it leaves, so a hub does not flood.
-                            gain = score * rule.weight * e.weight * params.damping / spread
-                            prev = reached.get(dst, (0.0, [], False))
-                            reached[dst] = (combine(prev[0], gain), prev[1] + [Step(uri, dst, e, direction)], prev[2] or rule.cont)
+                            gain = score * rule.weight * e.weight * damping / spread
+                            step = Step(uri, dst, e, direction)
+                            prev = reached.get(dst)
+                            if prev is None:
+                                reached[dst] = [combine(0.0, gain), [step], rule.cont]
+                            else:
+                                prev[0] = combine(prev[0], gain)
+                                prev[1].append(step)
+                                prev[2] = prev[2] or rule.cont
                 frontier = []
                 for dst, (gain, steps, cont) in reached.items():
                     visited.add(dst)

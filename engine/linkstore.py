@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sqlite3
 import threading
@@ -65,6 +66,7 @@ LOG_MODE_BYTES = 256_000
 COMPACT_RATIO = 0.25
 SCHEMA_VERSION = "9"
 MMAP_BYTES = 1 << 30  # address space, not memory: only the pages read are mapped in
+_clock = time.monotonic  # (when a warm process last compared a folder's files: LinkStore.RECHECK_AFTER)
 
 
 class _Op(BaseModel):
@@ -469,6 +471,7 @@ class _Mirror:
     ends: dict[tuple[str, str], tuple[str, int]]  # (owner, folder) -> (data, anchors)
     by_folder: dict[str, set[str]]  # folder -> the owners with ends there
     stamps: dict[str, tuple[Stamp, Stamp]]  # folder -> (base, log) as indexed
+    checked: dict[str, float] = field(default_factory=dict)  # folder -> when its files were last compared (_clock)
 
 
 @dataclass
@@ -689,8 +692,15 @@ class LinkStore:
 
     def _fresh(self, db: sqlite3.Connection, *folders: str, known: Mapping[str, tuple[Stamp, Stamp]] | None = None) -> bool:
         """Re-read each folder from its files when they differ from what was indexed;
-        whether any was."""
+        whether any was. Against the mirror (a warm process), a folder compared less than
+        ``RECHECK_AFTER`` seconds ago is not compared again."""
         todo = self._unsettled(folders)
+        mirror = self._mirror
+        if todo and mirror is not None and known is mirror.stamps:
+            now = _clock()
+            checked = mirror.checked
+            todo = [f for f in todo if now - checked.get(f, -math.inf) >= self.RECHECK_AFTER]
+            checked.update(dict.fromkeys(todo, now))
         if todo and known is None and getattr(self._settled, "mirrored", None) is not None:
             # Compared with the index, not with the mirror: the index may be past the
             # mirror for these folders (another process wrote since), so the mirror is
@@ -805,8 +815,8 @@ class LinkStore:
             if self._fresh(db, *owners, known=mirror.stamps):
                 mirror = self._mirrored(db)  # (the folders re-read)
                 assert mirror is not None
-            ends = mirror.ends
-            return {o: [ends[o, folder]] if (o, folder) in ends else [] for folder, os_ in owners.items() for o in os_}
+            got = mirror.ends.get
+            return {o: [row] if (row := got((o, folder))) is not None else [] for folder, os_ in owners.items() for o in os_}
         out: dict[str, list[End]] = {}
         for owner, rows in self._guard(run).items():
             if anchors is not None:
@@ -836,6 +846,12 @@ class LinkStore:
 
     # -- the mirror ----------------------------------------------------------------------------
     WARM_AFTER = 2  # walks in a process before it keeps the mirror
+    # A warm process compares a folder's files with its mirror at most once a second, as
+    # the turn memory does its shards: its own writes and other processes' come through
+    # the index at once; an edit behind the index's back (by hand, another tool) shows
+    # within a second (docs/DESIGN.md, "Search"). A search touches ~20 folders, two stat
+    # calls each: a third of a warm search's link reads at 100k notes.
+    RECHECK_AFTER = 1.0
 
     def _mirrored(self, db: sqlite3.Connection) -> _Mirror | None:
         """Every note's ``ends`` and every folder's stamps in memory, in step with the

@@ -10,7 +10,7 @@ import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -32,8 +32,9 @@ if TYPE_CHECKING:
     from .vault import Vault
 
 
-@dataclass
-class Route:
+class Route(NamedTuple):
+    """How a hit was found. (A named tuple: a search makes a hundred.)"""
+
     kind: str  # "vector" | "keyword" | "name" | "answer" | "graph" | "forced"
     rank: int = 0
     score: float = 0.0

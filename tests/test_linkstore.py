@@ -421,9 +421,11 @@ def test_the_review_log_holds_link_records_not_whole_sidecars(vault):
 def test_a_warm_process_walks_from_its_mirror_in_step_with_every_write(vault, small_log_mode, monkeypatch):
     """Once a process has walked (``WARM_AFTER``), a walk reads every note's ends from
     memory, no index lookup; what it reads stays what a fresh index from the files says
-    through writes of this process, of another one, edits by hand, and change records
-    dropped before the mirror saw them."""
+    through writes of this process, of another one, edits by hand (within a second:
+    ``RECHECK_AFTER``), and change records dropped before the mirror saw them."""
     monkeypatch.setattr(LinkStore, "WARM_AFTER", 1)
+    clock = [100.0]  # (stands still unless moved: writes through the index show at once)
+    monkeypatch.setattr(linkstore, "_clock", lambda: clock[0])
     p = people(vault, 6)
     srcs = [vault.write_note("source", {"title": f"Page {i}", "content": "text"}).uri for i in range(2)]
     notes = p + srcs
@@ -456,6 +458,10 @@ def test_a_warm_process_walks_from_its_mirror_in_step_with_every_write(vault, sm
     rows = json.loads(path.read_text())
     rows[0]["weight"] = 0.25
     path.write_text(json.dumps(rows, indent=2))  # by hand
+    assert walk() != from_files()  # the folder was compared with its files less than a second ago
+    clock[0] += LinkStore.RECHECK_AFTER - 0.01
+    assert walk() != from_files()
+    clock[0] += 0.01
     assert walk() == from_files()
     other.unlink(p[0], p[1])
     other.linkstore.forget_changes(other.linkstore.seq())  # (the checks' memo saw them first)
