@@ -491,29 +491,19 @@ class CatalogStore:
 
         self._run(work, None)
 
-    def named(self, keys: Iterable[str]) -> dict[str, set[str]]:
-        """The notes called each of ``keys`` (name words joined by spaces), by key."""
+    def named_or_starting(self, keys: Iterable[str], firsts: Iterable[str]) -> dict[str, set[str]]:
+        """The notes called each of ``keys``, and those called any name whose first word
+        is one of ``firsts`` (for near matches), by name, in one read (a question's
+        spans and its words)."""
         def work(db: sqlite3.Connection) -> dict[str, set[str]]:
             out: dict[str, set[str]] = {}
-            wanted = sorted(set(keys))
-            for i in range(0, len(wanted), 500):
-                part = wanted[i : i + 500]
-                for key, uri in db.execute(f"SELECT key, uri FROM names WHERE key IN ({','.join('?' * len(part))})", part):
+            wanted, starts = sorted(set(keys)), sorted(set(firsts))
+            for i in range(0, max(len(wanted), len(starts)), 250):  # (under SQLite's bound-parameter limit)
+                part, part_starts = wanted[i : i + 250], starts[i : i + 250]
+                marks, start_marks = ",".join("?" * len(part)), ",".join("?" * len(part_starts))
+                for key, uri in db.execute(
+                        f"SELECT key, uri FROM names WHERE key IN ({marks}) OR first IN ({start_marks})", [*part, *part_starts]):  # noqa: S608
                     out.setdefault(key, set()).add(uri)
-            return out
-
-        return self._run(work, {})
-
-    def names_starting(self, firsts: Iterable[str]) -> dict[str, list[str]]:
-        """Every name whose first word is one of ``firsts`` (for near matches), by that
-        word; each word asked has a list."""
-        def work(db: sqlite3.Connection) -> dict[str, list[str]]:
-            out: dict[str, list[str]] = {w: [] for w in firsts}
-            wanted = sorted(out)
-            for i in range(0, len(wanted), 500):
-                part = wanted[i : i + 500]
-                for first, key in db.execute(f"SELECT DISTINCT first, key FROM names WHERE first IN ({','.join('?' * len(part))})", part):
-                    out[first].append(key)
             return out
 
         return self._run(work, {})

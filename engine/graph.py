@@ -432,13 +432,14 @@ class LazyLinks(Adjacency):
         uris = list(dict.fromkeys(uris))
         self.prefetch(uris)
         out: dict[str, list[Edge]] = {}
+        name = link_type.value
         for uri in uris:
             hit = self._edges.get(uri)
             if hit is not None:
                 out[uri] = [e for e in hit[0] if e.link_type is link_type]
             else:
-                ends = self._ends.get(uri, ())
-                out[uri] = self._edges_of(uri, [e for e in ends if e[0] == "links" and e[2] == link_type.value])[0]
+                typed = [e for e in self._ends.get(uri, ()) if e[2] == name and e[0] == "links"]
+                out[uri] = self._edges_of(uri, typed)[0] if typed else []
         return out
 
     def _fetch(self, uri: str) -> tuple[list[Edge], list[Edge]]:

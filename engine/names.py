@@ -242,20 +242,19 @@ class NameIndex:
         qw = [w.lower() for w in raw]
         spans = {" ".join(qw[i : i + n]) for n in range(1, min(8, len(qw)) + 1) for i in range(len(qw) - n + 1)}
         if self._names is None and self._store is not None:
-            found = self._store.named(spans)
-            titles: dict[str, set[str]] = {k: set() for k in spans}  # (every span asked: none asked again)
-            titles |= {k: {u for u in v if parses(self._all, u)} for k, v in found.items()}
+            # The spans' names and every name a span of two or more words may nearly be
+            # (one that starts with its first word), in one read.
+            found = self._store.named_or_starting(spans, qw[:-1])
+            titles = {k: {u for u in v if parses(self._all, u)} for k, v in found.items()}
             firsts: dict[str, list[str]] = {}
+            for key in found:
+                firsts.setdefault(key.split(" ", 1)[0], []).append(key)
 
             def starting(word: str) -> list[str]:
-                if not firsts and self._store is not None:  # every word a span of two or more may start with, in one read
-                    firsts.update(self._store.names_starting(qw[:-1]))
                 return firsts.get(word, [])
 
             def named(key: str) -> set[str]:
-                if key not in titles:
-                    titles[key] = {u for u in self._store.named([key]).get(key, ()) if parses(self._all, u)} if self._store else set()
-                return titles[key]
+                return titles.get(key, set())
         else:
             titles_map, by_first = self.titles, self.by_first
 
