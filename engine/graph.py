@@ -426,20 +426,21 @@ class LazyLinks(Adjacency):
             self._anchored.update(self.vault.link_rows_of(todo, anchored=True))
 
     def out_edges_of_type(self, uris: Iterable[str], link_type: LinkType) -> dict[str, list[Edge]]:
-        """(Each note's records are read whole, in one read for those not read yet: a
-        note's record list costs one lookup whatever it holds; only the edges of this type
-        are made.)"""
+        """(Of the notes not read yet only the records of this type are read, in one read,
+        and not kept: a warm process answers them from its mirror without decoding a
+        note's whole records, ``LinkStore.out_ends_of_type``.)"""
         uris = list(dict.fromkeys(uris))
-        self.prefetch(uris)
-        out: dict[str, list[Edge]] = {}
         name = link_type.value
+        unread = [u for u in uris if u not in self._ends and self._is_note(u)]
+        typed = self.vault.link_ends_of_type(unread, name) if unread else {}
+        out: dict[str, list[Edge]] = {}
         for uri in uris:
             hit = self._edges.get(uri)
             if hit is not None:
                 out[uri] = [e for e in hit[0] if e.link_type is link_type]
-            else:
-                typed = [e for e in self._ends.get(uri, ()) if e[2] == name and e[0] == "links"]
-                out[uri] = self._edges_of(uri, typed)[0] if typed else []
+                continue
+            ends = typed[uri] if uri in typed else [e for e in self._ends.get(uri, ()) if e[2] == name and e[0] == "links"]
+            out[uri] = self._edges_of(uri, ends)[0] if ends else []
         return out
 
     def _fetch(self, uri: str) -> tuple[list[Edge], list[Edge]]:

@@ -472,6 +472,41 @@ class _Mirror:
     by_folder: dict[str, set[str]]  # folder -> the owners with ends there
     stamps: dict[str, tuple[Stamp, Stamp]]  # folder -> (base, log) as indexed
     checked: dict[str, float] = field(default_factory=dict)  # folder -> when its files were last compared (_clock)
+    # link type -> (owner, folder) -> that note's links of the type (owners with any), made
+    # when first asked (``out_ends_of_type``: grouping asks each search for the provenance
+    # links of 40 notes, and decoding their whole ``ends`` was a tenth of a search)
+    typed: dict[str, dict[tuple[str, str], list[End]]] = field(default_factory=dict)
+
+    def put(self, owner: str, folder: str, row: tuple[str, int] | None) -> None:
+        """A note's ``ends`` row as the index now holds it (None: it has none)."""
+        key = (owner, folder)
+        if row is None:
+            self.ends.pop(key, None)
+            self.by_folder.get(folder, set()).discard(owner)
+        else:
+            self.ends[key] = row
+            self.by_folder.setdefault(folder, set()).add(owner)
+        for name, table in self.typed.items():
+            got = _links_of_type(row[0], name) if row is not None else []
+            if got:
+                table[key] = got
+            else:
+                table.pop(key, None)
+
+    def of_type(self, name: str) -> dict[tuple[str, str], list[End]]:
+        table = self.typed.get(name)
+        if table is None:
+            marker = json.dumps(name)  # (a type's name needs no escaping: lower-case letters, digits, _)
+            table = self.typed[name] = {}
+            for key, (data, _) in self.ends.items():
+                if marker in data and (got := _links_of_type(data, name)):
+                    table[key] = got
+        return table
+
+
+def _links_of_type(data: str, name: str) -> list[End]:
+    """The links (not backlinks) of one type in a note's ``ends`` data."""
+    return [tuple(e) for e in orjson.loads(data) if e[2] == name and e[0] == "links"]
 
 
 @dataclass
@@ -822,6 +857,24 @@ class LinkStore:
             if anchors is not None:
                 anchors[owner] = sum(n for _, n in rows)
             out[owner] = [tuple(e) for blob, _ in rows for e in orjson.loads(blob)]
+        return out
+
+    def out_ends_of_type(self, owners: Mapping[str, Iterable[str]], name: str) -> dict[str, list[End]]:
+        """``ends_of_many`` kept to each note's links (not backlinks) of one type: from the
+        mirror in a warm process, no note's data decoded (a search's grouping asks for
+        the provenance links of its 40 best hits); every owner asked has a list."""
+        def run(db: sqlite3.Connection) -> dict[str, list[End]] | None:
+            mirror = self._mirrored(db)
+            if mirror is None:
+                return None
+            if self._fresh(db, *owners, known=mirror.stamps):
+                mirror = self._mirrored(db)  # (the folders re-read)
+                assert mirror is not None
+            got = mirror.of_type(name).get
+            return {o: got((o, folder)) or [] for folder, os_ in owners.items() for o in os_}
+        out = self._guard(run)
+        if out is None:  # (no mirror: the whole ends, kept to the type)
+            out = {o: [e for e in ends if e[2] == name and e[0] == "links"] for o, ends in self.ends_of_many(owners).items()}
         return out
 
     def _by_owner(self, owners: Mapping[str, Iterable[str]], query: str, order: str, make: Any) -> dict[str, list]:
@@ -1222,21 +1275,15 @@ def _follow(db: sqlite3.Connection, mirror: _Mirror, seq: int) -> None:
     changed = db.execute("SELECT DISTINCT folder, owner FROM changes WHERE seq > ?", (mirror.seq,)).fetchall()
     whole = {f for f, owner in changed if owner is None}
     for folder in whole:
-        for owner in mirror.by_folder.pop(folder, ()):
-            mirror.ends.pop((owner, folder), None)
+        for owner in list(mirror.by_folder.get(folder, ())):
+            mirror.put(owner, folder, None)
         for owner, data, anchors in db.execute("SELECT owner, data, anchors FROM ends WHERE folder=?", (folder,)):
-            mirror.ends[owner, folder] = (data, anchors)
-            mirror.by_folder.setdefault(folder, set()).add(owner)
+            mirror.put(owner, folder, (data, anchors))
     for folder, owner in changed:
         if owner is None or folder in whole:
             continue
         row = db.execute("SELECT data, anchors FROM ends WHERE owner=? AND folder=?", (owner, folder)).fetchone()
-        if row is None:
-            mirror.ends.pop((owner, folder), None)
-            mirror.by_folder.get(folder, set()).discard(owner)
-        else:
-            mirror.ends[owner, folder] = (row[0], row[1])
-            mirror.by_folder.setdefault(folder, set()).add(owner)
+        mirror.put(owner, folder, (row[0], row[1]) if row is not None else None)
     for folder in {f for f, _ in changed}:
         row = db.execute("SELECT base, log FROM folders WHERE folder=?", (folder,)).fetchone()
         if row is None:

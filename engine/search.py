@@ -195,8 +195,6 @@ def search(
     graph = vault.services.links if use_graph else None
     params = propagation_params(cfg, vault.config.link_table())
     if graph is not None:
-        if group:  # the seeds and the hits most likely to be grouped (_group), in one read
-            graph.prefetch([*seeds, *sorted(base, key=lambda u: -base[u])[: 4 * k]])
         spread = graph.propagate(seeds, params)
         # Every search hit is in the seed set (docs/DESIGN.md, "Search"), however many seeds spread.
         for uri, b in base.items():

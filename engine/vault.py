@@ -474,6 +474,17 @@ class Vault:
         out.update(self.linkstore.ends_of_many(by_folder, anchors))
         return out
 
+    def link_ends_of_type(self, uris: Iterable[str], link_type: str) -> dict[str, list[End]]:
+        """``link_ends_of`` kept to each note's links (not backlinks) of one type, without
+        reading the rest (``LinkStore.out_ends_of_type``)."""
+        staged, by_folder = self._staged_links(uris)
+        out: dict[str, list[End]] = {
+            uri: [(l.direction, l.to_uri, l.link_type.value, l.weight, l.id, l.description)
+                  for l in links if l.direction == "links" and l.link_type.value == link_type]
+            for uri, links in staged.items()}
+        out.update(self.linkstore.out_ends_of_type(by_folder, link_type))
+        return out
+
     def _staged_links(self, uris: Iterable[str]) -> tuple[dict[str, list[StoredLink]], dict[str, list[str]]]:
         """The notes (normalized, once) whose links this thread's transaction staged, with
         their links both ways; and the others by folder (the index has theirs)."""

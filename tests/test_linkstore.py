@@ -434,20 +434,30 @@ def test_a_warm_process_walks_from_its_mirror_in_step_with_every_write(vault, sm
     asked: list[str] = []
     store._conn().set_trace_callback(asked.append)
 
+    types = ("derived_from", "related_to", "caused_by")
+
     def walk() -> dict:
         with store.settled():
-            return {u: sorted(e) for u, e in vault.link_ends_of(notes).items()}
+            ends = {u: sorted(e) for u, e in vault.link_ends_of(notes).items()}
+            for name in types:  # (the mirror's links by type follow it)
+                ends |= {(u, name): sorted(e) for u, e in vault.link_ends_of_type(notes, name).items()}
+            return ends
 
     def from_files() -> dict:
         fresh = LinkStore(vault.root, vault.resolve, None)
         by_folder: dict[str, list[str]] = {}
         for u in notes:
             by_folder.setdefault(u.rsplit("/", 1)[0], []).append(u)
-        return {u: sorted(e) for u, e in fresh.ends_of_many(by_folder).items()}
+        ends = {u: sorted(e) for u, e in fresh.ends_of_many(by_folder).items()}
+        for name in types:
+            ends |= {(u, name): sorted(e for e in got if e[0] == "links" and e[2] == name) for u, got in list(ends.items())
+                     if isinstance(u, str)}
+        return ends
 
     assert walk() == from_files()
     asked.clear()
     assert walk() == from_files() and not [q for q in asked if "FROM ends WHERE owner IN" in q]  # from memory
+    assert set(store._mirror.typed) == set(types)
     vault.link(p[0], p[1], "related_to", description="mine")  # this process
     assert walk() == from_files()
     other = Vault.open(vault.root)  # another process
