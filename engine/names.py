@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from rapidfuzz import fuzz
+
 from .catalog import parses
 
 if TYPE_CHECKING:
@@ -27,6 +29,7 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 TEXT_SUFFIXES = (".md", ".markdown", ".mdown", ".txt", ".text")  # what ingest takes from a folder
 _EXT = re.compile(r"\.(?:" + "|".join(s[1:] for s in TEXT_SUFFIXES) + r")$", re.I)
 NEAR = 0.88  # difflib ratio for a near match of a name in a question ("Acme Robotic" ~ "Acme Robotics")
+_NEAR_BOUND = NEAR * 100 - 1e-6  # rapidfuzz's ratio (percent) that every near match reaches
 
 
 def words(text: str) -> list[str]:
@@ -274,9 +277,13 @@ class NameIndex:
                 span = " ".join(qw[i : i + n])
                 uris, exact = named(span), True
                 if not uris and n >= 2:
-                    # (a name whose length is too far off cannot be near: difflib's own first test)
-                    near = [c for c in starting(qw[i]) if 2.0 * min(len(c), len(span)) / (len(c) + len(span)) >= NEAR]
-                    close = difflib.get_close_matches(span, near, n=1, cutoff=NEAR)
+                    # Not near: a name whose length is too far off (difflib's own first test),
+                    # or whose longest common subsequence with the span is too short (difflib's
+                    # matches are a common subsequence, so its ratio is at most rapidfuzz's,
+                    # which C computes in a fraction of the time).
+                    near = [c for c in starting(qw[i]) if 2.0 * min(len(c), len(span)) / (len(c) + len(span)) >= NEAR
+                            and fuzz.ratio(span, c, score_cutoff=_NEAR_BOUND)]
+                    close = difflib.get_close_matches(span, near, n=1, cutoff=NEAR) if near else []
                     uris, exact = (named(close[0]), False) if close else (set(), False)
                 if uris:
                     out += [Named(u, i, i + n, exact) for u in sorted(uris)]

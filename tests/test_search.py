@@ -385,3 +385,33 @@ def test_the_link_build_process_imports_memlinks_engine_whatever_the_current_fol
     assert build is not None
     built = build.finish()
     assert built is not None and built.folders > 0
+
+
+def test_a_name_written_with_a_typo_is_found_and_the_prefilter_never_drops_a_near_match(sample):
+    """A question naming a note nearly (a typo) seeds it. The names compared with difflib
+    are first kept to those rapidfuzz's ratio allows (twice the longest common subsequence
+    over both lengths: difflib's matches are a common subsequence), which must never drop
+    a name difflib would have matched."""
+    import difflib
+    import random
+
+    from rapidfuzz import fuzz
+
+    from engine.names import _NEAR_BOUND, NEAR, NameIndex
+
+    names = NameIndex.for_vault(sample)
+    uri = "entities/man-met-bril-koffie.md"
+    assert [n.uri for n in names.named_in("Where is Man Met Bril Kofie again?") if not n.exact] == [uri]
+    assert uri not in [n.uri for n in names.named_in("Where is Man Mat Brol Kaffee Shop again?")]
+    rng = random.Random(7)
+    words = ["acme", "robotics", "robotic", "man", "met", "bril", "koffie", "ko", "mia", "brown", "browne", "e", "ee"]
+    near = 0
+    for _ in range(20000):
+        a = " ".join(rng.choice(words) for _ in range(rng.randint(1, 4)))
+        b = " ".join(rng.choice(words) for _ in range(rng.randint(1, 4)))
+        at = rng.randint(0, len(b))
+        b = b if rng.random() < 0.5 else b[:at] + rng.choice("abe ") + b[at + rng.randint(0, 1):]
+        if difflib.get_close_matches(a, [b], n=1, cutoff=NEAR):
+            near += 1
+            assert fuzz.ratio(a, b, score_cutoff=_NEAR_BOUND), (a, b)
+    assert near > 50
