@@ -182,7 +182,7 @@ class Catalog(Mapping[str, CatalogEntry]):
     def memory_type_of(self, uri: str) -> str:
         """A note's memory type, from its stamp or its entry (none is built)."""
         value = self._items[uri]
-        return value[4] if type(value) is tuple else value.memory_type  # type: ignore[index,union-attr]
+        return value[4] if type(value) is tuple else value.memory_type  # type: ignore[union-attr]
 
     def is_superseded(self, uri: str) -> bool:
         """A review kept another note over this one; answered without building the entry

@@ -182,6 +182,7 @@ class Model2VecEmbedder:
         that machinery cost as much as the embedding (tests/test_recall.py checks the two
         agree to the bit)."""
         m = self.model
+        assert m.max_length is not None  # (_plain)
         ids = m.tokenize([text[: m.max_length * m.median_token_length]])[0]
         dtype = np.dtype(np.float32) if m.embedding.dtype == np.int8 else m.embedding.dtype
         out = np.zeros((1, m.dim), dtype=dtype)

@@ -194,12 +194,12 @@ def snippet(text: str, query_tokens: set[str], width: int = 220) -> str:
             hits.append(at)
             at = lower.find(token, at + 1)
     begins = set()
-    for start in _word_starts(frozenset(t for t in query_tokens if not _IS_CJK.match(t))):
-        at = lower.find(start)
+    for prefix in _word_starts(frozenset(t for t in query_tokens if not _IS_CJK.match(t))):
+        at = lower.find(prefix)
         while at >= 0:
             if not (at and _WORD.match(lower, at - 1)):  # only where a word begins
                 begins.add(at)
-            at = lower.find(start, at + 1)
+            at = lower.find(prefix, at + 1)
     if begins:
         found = [(at, word.group(0)) for at in sorted(begins) if (word := _WORD.match(lower, at)) is not None]
         stems = _stemmer().stemWords([w for _, w in found])
