@@ -331,6 +331,29 @@ def test_snippets_come_from_the_indexed_text_without_reading_notes(sample, monke
 
 
 # -- loading the vector snapshot ----------------------------------------------------------------
+def test_vector_hits_are_each_notes_best_chunk_nearest_first():
+    """A query names its notes by their nearest chunk, best first, and stops naming once
+    it has k: the same as ranking every note by its best chunk (a small index: exact)."""
+    import numpy as np
+
+    from engine.index.vectors import VectorIndex
+
+    rng = np.random.default_rng(5)
+    vi = VectorIndex(16, ef_search=400)
+    notes = {f"n{i}.md": rng.normal(size=(int(rng.integers(1, 6)), 16)).astype(np.float32) for i in range(120)}
+    vi.put_many(list(notes.items()))
+    vi.remove("n7.md")  # (deleted labels are skipped)
+    for _ in range(30):
+        q = rng.normal(size=16).astype(np.float32)
+        cos = {u: float(np.max(v @ q / (np.linalg.norm(v, axis=1) * np.linalg.norm(q)))) for u, v in notes.items() if u != "n7.md"}
+        for k in (1, 5, 12):
+            got = vi.query(q, k)
+            assert [u for u, _, _ in got] == sorted(cos, key=lambda u: -cos[u])[:k]
+            assert all(abs(sim - cos[u]) < 1e-5 for u, sim, _ in got)
+            assert all(np.isclose(notes[u][chunk] @ q / (np.linalg.norm(notes[u][chunk]) * np.linalg.norm(q)), sim, atol=1e-5)
+                       for u, sim, chunk in got)
+
+
 def test_a_loaded_vector_map_answers_queries_and_takes_writes(tmp_path):
     import numpy as np
 
@@ -346,7 +369,7 @@ def test_a_loaded_vector_map_answers_queries_and_takes_writes(tmp_path):
     q = rng.random(8).astype(np.float32)
     assert len(loaded) == 80 and loaded.query(q, 5) == vi.query(q, 5)
     asked = np.array([0, 79, 80, 5, 10**6, 81, 3], dtype=np.uint64)  # three labels it does not hold
-    assert loaded._labels_of(asked) == [vi._label(int(x)) for x in asked] and loaded._labels_of(asked)[2] == (None, 0)
+    assert list(loaded._labels_of(asked)) == [vi._label(int(x)) for x in asked] and list(loaded._labels_of(asked))[2] == (None, 0)
     loaded.put("n3.md", rng.random((1, 8)).astype(np.float32))  # a write unpacks the map
     vi.put("n3.md", loaded.index.get_items([loaded.by_uri["n3.md"][0]], return_type="numpy"))
     assert len(loaded) == 79 and loaded.by_uri["n3.md"] == [82]
