@@ -419,8 +419,9 @@ class LazyLinks(Adjacency):
         """A hint: ``links(uri, within=…)`` is about to be asked for these notes (what
         they hold is read in one go)."""
         todo = [u for u in uris if u not in self._anchored and self._is_note(u)]
-        if todo:
-            self.prefetch(todo)  # (a note's ends say whether it has any: most have none)
+        unread = [u for u in todo if u not in self._ends]
+        if unread:  # (how many a note has is kept beside its records: most have none)
+            self._anchored.update({u: [] for u, n in self.vault.link_anchors_of(unread).items() if not n})
             todo = [u for u in todo if u not in self._anchored]
         if todo:
             self._anchored.update(self.vault.link_rows_of(todo, anchored=True))

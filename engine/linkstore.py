@@ -859,6 +859,21 @@ class LinkStore:
             out[owner] = [tuple(e) for blob, _ in rows for e in orjson.loads(blob)]
         return out
 
+    def anchors_of(self, owners: Mapping[str, Iterable[str]]) -> dict[str, int]:
+        """How many of each note's links have an anchor (what its snippet renders), from
+        ``ends`` without decoding it (folder -> its notes; every owner asked is answered)."""
+        def run(db: sqlite3.Connection) -> dict[str, int]:
+            mirror = self._mirrored(db)
+            if mirror is None:
+                rows = self._select_by_owner(db, owners, "anchors FROM ends WHERE owner IN ", "", lambda row: row[0])
+                return {o: sum(n) for o, n in rows.items()}
+            if self._fresh(db, *owners, known=mirror.stamps):
+                mirror = self._mirrored(db)  # (the folders re-read)
+                assert mirror is not None
+            got = mirror.ends.get
+            return {o: row[1] if (row := got((o, folder))) is not None else 0 for folder, os_ in owners.items() for o in os_}
+        return self._guard(run)
+
     def out_ends_of_type(self, owners: Mapping[str, Iterable[str]], name: str) -> dict[str, list[End]]:
         """``ends_of_many`` kept to each note's links (not backlinks) of one type: from the
         mirror in a warm process, no note's data decoded (a search's grouping asks for

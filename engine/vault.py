@@ -474,6 +474,14 @@ class Vault:
         out.update(self.linkstore.ends_of_many(by_folder, anchors))
         return out
 
+    def link_anchors_of(self, uris: Iterable[str]) -> dict[str, int]:
+        """How many of each note's links have an anchor (a match_text: what its snippet
+        renders), without reading its records (``LinkStore.anchors_of``)."""
+        staged, by_folder = self._staged_links(uris)
+        out = {uri: sum(1 for l in links if l.direction == "links" and l.match_text) for uri, links in staged.items()}
+        out.update(self.linkstore.anchors_of(by_folder))
+        return out
+
     def link_ends_of_type(self, uris: Iterable[str], link_type: str) -> dict[str, list[End]]:
         """``link_ends_of`` kept to each note's links (not backlinks) of one type, without
         reading the rest (``LinkStore.out_ends_of_type``)."""

@@ -159,9 +159,15 @@ def test_prefetched_links_are_the_links_fetched_note_by_note(linked):
         assert prefetched.links(uri) == one_by_one.links(uri)
 
 
-def test_a_snippets_links_are_those_anchored_in_its_window(vault):
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_snippets_links_are_those_anchored_in_its_window(vault, monkeypatch, warm):
     """The links a snippet renders (anchored in its window) are read for the hits at once,
-    and are the ones a note-by-note read gives; a link without an anchor is not read."""
+    and are the ones a note-by-note read gives; a link without an anchor is not read, nor
+    the records of a note with none (from the index, or a warm process's mirror)."""
+    from engine.linkstore import LinkStore
+
+    if warm:
+        monkeypatch.setattr(LinkStore, "WARM_AFTER", 0)
     ada = vault.write_note("entity", {"name": "Ada", "kind": "person", "content": "Ada works with Bo on the loom."})
     bo = vault.write_note("entity", {"name": "Bo", "kind": "person", "content": "Bo weaves."})
     cy = vault.write_note("entity", {"name": "Cy", "kind": "person", "content": "Cy sells looms."})
@@ -171,6 +177,7 @@ def test_a_snippets_links_are_those_anchored_in_its_window(vault):
     at_once, one_by_one = LazyLinks(vault), LazyLinks(vault)
     at_once.prefetch_anchored([ada.uri, bo.uri, cy.uri, "entities/none.md"])
     assert at_once._anchored[bo.uri] == [] and [r["to_uri"] for r in at_once._anchored[ada.uri]] == [bo.uri]
+    assert at_once._ends == {} and (vault.linkstore._mirror is not None) == warm
     for uri, window, expect in [(ada.uri, "Ada works with Bo", [bo.uri]), (ada.uri, "Ada works", []),
                                 (cy.uri, "Cy sells looms.", [ada.uri]), (bo.uri, "Bo weaves.", [])]:
         got = at_once.links(uri, within=window)
