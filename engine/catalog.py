@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .blocks import strip_links_bytes
-from .linkstore import MMAP_BYTES
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -353,7 +352,6 @@ class CatalogStore:
                 # writes; a one-row commit costs ~0.5 ms with its syncs (bench_open.py).
                 db.execute("PRAGMA journal_mode=DELETE")
                 db.execute("PRAGMA synchronous=NORMAL")
-                db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")  # (a search's name lookups through the page cache's map)
             except sqlite3.DatabaseError:
                 db.close()
                 raise

@@ -23,7 +23,6 @@ import uuid
 from pathlib import Path
 
 from ..atomic import remove_file
-from ..linkstore import MMAP_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +49,6 @@ class TextStore:
             if path is not None:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")  # derived state: a lost flush shows in the token
-                db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")  # (a search's reads through the page cache's map)
             if db.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('texts', 'meta')").fetchone()[0] < 2:
                 db.executescript(_SCHEMA)  # (only when new: opening a store writes nothing)
         except BaseException:
