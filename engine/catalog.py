@@ -183,6 +183,14 @@ class Catalog(Mapping[str, CatalogEntry]):
         value = self._items[uri]
         return value[4] if type(value) is tuple else value.memory_type  # type: ignore[union-attr]
 
+    def sha_of(self, uri: str) -> str | None:
+        """A note's content hash, from its stamp or its entry (none is built); None: not
+        a note of the catalog."""
+        value = self._items.get(uri)
+        if value is None:
+            return None
+        return value[2] if type(value) is tuple else value.sha  # type: ignore[union-attr]
+
     def is_superseded(self, uri: str) -> bool:
         """A review kept another note over this one; answered without building the entry
         of a note held as a stamp (a search asks it of every note it scores)."""

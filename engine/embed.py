@@ -102,9 +102,13 @@ def load_static_model(source: str | Path) -> StaticModel:
     return StaticModel(tokenizer=tokenizer, **kwargs)
 
 
-# model2vec versions whose StaticModel.__init__ ``_static_model`` reproduces (a test
-# compares the two on both bundled models); any other version takes the constructor.
+# model2vec versions whose StaticModel.__init__ ``_static_model`` reproduces, and whose
+# ``encode`` of one text ``Model2VecEmbedder._one`` does (tests compare them on both
+# bundled models); any other version takes the library's own ways.
 FAST_INIT_VERSIONS = {"0.10.0"}
+# What the tokenizers library's ``enable_truncation(max_length)`` sets (model2vec's
+# ``encode`` calls it): a tokenizer that truncates otherwise takes ``encode``.
+_TRUNCATION = {"stride": 0, "strategy": "longest_first", "direction": "right"}
 
 
 def _static_model(cls: type[StaticModel], tokenizer: Tokenizer, tokenizer_file: Path, *, vectors: np.ndarray,
@@ -169,12 +173,14 @@ class Model2VecEmbedder:
 
     def _plain(self) -> bool:
         """A model whose sentence vector is the plain mean of its tokens' rows (no token
-        mapping, no weights), its tokenizer cutting at the model's max length, as
-        ``StaticModel.encode`` leaves it set."""
+        mapping, no weights), its tokenizer cutting at the model's max length as
+        ``StaticModel.encode`` sets it, in a model2vec version whose ``encode`` ``_one``
+        follows (FAST_INIT_VERSIONS: the versions checked, as for the fast load)."""
+        from model2vec import __version__ as m2v_version
+
         m = self.model
-        cut = m.tokenizer.truncation
-        return (m.token_mapping is None and m.weights is None and m.max_length is not None
-                and cut is not None and cut.get("max_length") == m.max_length)
+        return (m2v_version in FAST_INIT_VERSIONS and m.token_mapping is None and m.weights is None
+                and m.max_length is not None and m.tokenizer.truncation == _TRUNCATION | {"max_length": m.max_length})
 
     def _one(self, text: str) -> np.ndarray:
         """``StaticModel.encode([text])`` for a plain model, step by step as it does it,

@@ -418,6 +418,8 @@ class LazyLinks(Adjacency):
     def prefetch_anchored(self, uris: Iterable[str]) -> None:
         """A hint: ``links(uri, within=…)`` is about to be asked for these notes (what
         they hold is read in one go)."""
+        if len(self._anchored) > self.MAX_NOTES:  # (it holds notes whose anchor count alone was read too)
+            self._anchored.clear()
         todo = [u for u in uris if u not in self._anchored and self._is_note(u)]
         unread = [u for u in todo if u not in self._ends]
         if unread:  # (how many a note has is kept beside its records: most have none)

@@ -12,7 +12,8 @@ cut off before the next append.
 The index is derived state. Each folder's row records the identity (inode, mtime, size)
 of both files as last indexed; a read compares them with the files (a stat or two) and
 re-reads a folder whose files changed behind its back (another tool, another process
-that crashed before its index update). Our own writes update the rows and the stamps in
+that crashed before its index update); a process walking from memory (``_mirrored``)
+compares a folder at most once every ``RECHECK_AFTER`` seconds. Our own writes update the rows and the stamps in
 one SQLite transaction right after the files land. A missing or unreadable database is
 rebuilt; a read-only vault keeps the index in memory for the process.
 """
@@ -565,6 +566,11 @@ class LinkStore:
         self._walks = 0  # settled blocks that read ends, before the mirror is made
         self._changed_here = 0  # rows this process changed (the mirror re-syncs after)
         self._stamp_paths: dict[str, tuple[str, str]] = {}  # folder -> its sidecar's and log's paths (_stale)
+        # Folders re-read whole because their files changed behind the index's back (found
+        # by this process, or by another one that the mirror follows): what keeps links
+        # outside the index (the lazy view, the full graph: ``Vault.links_version``) is
+        # made again.
+        self.rereads = 0
 
     @contextmanager
     def settled(self) -> Iterator[None]:
@@ -731,11 +737,10 @@ class LinkStore:
         ``RECHECK_AFTER`` seconds ago is not compared again."""
         todo = self._unsettled(folders)
         mirror = self._mirror
+        now = None
         if todo and mirror is not None and known is mirror.stamps:
             now = _clock()
-            checked = mirror.checked
-            todo = [f for f in todo if now - checked.get(f, -math.inf) >= self.RECHECK_AFTER]
-            checked.update(dict.fromkeys(todo, now))
+            todo = [f for f in todo if now - mirror.checked.get(f, -math.inf) >= self.RECHECK_AFTER]
         if todo and known is None and getattr(self._settled, "mirrored", None) is not None:
             # Compared with the index, not with the mirror: the index may be past the
             # mirror for these folders (another process wrote since), so the mirror is
@@ -744,6 +749,9 @@ class LinkStore:
         stale = self._stale(db, todo, known)
         for folder in stale:
             self._reindex(db, folder)
+        self.rereads += len(stale)
+        if now is not None and mirror is not None:
+            mirror.checked.update(dict.fromkeys(todo, now))  # (once compared, and re-read where it differed)
         return bool(stale)
 
     def _reindex(self, db: sqlite3.Connection, folder: str, *, empty: bool = False) -> None:
@@ -948,7 +956,7 @@ class LinkStore:
                 if mirror is None or mirror.created != meta["created"] or int(meta.get("forgot", 0)) > mirror.seq:
                     mirror = self._mirror = _load_mirror(db, meta["created"], seq)
                 elif seq != mirror.seq:
-                    _follow(db, mirror, seq)
+                    self.rereads += _follow(db, mirror, seq)
         if settled:
             self._settled.mirrored = self._changed_here
         return mirror
@@ -1284,9 +1292,10 @@ def _load_mirror(db: sqlite3.Connection, created: str, seq: int) -> _Mirror:
     return _Mirror(created, seq, ends, by_folder, stamps)
 
 
-def _follow(db: sqlite3.Connection, mirror: _Mirror, seq: int) -> None:
+def _follow(db: sqlite3.Connection, mirror: _Mirror, seq: int) -> int:
     """Bring a mirror from its change number to ``seq``: the notes whose records changed
-    since, or every note of a folder re-read whole, and the stamps of their folders."""
+    since, or every note of a folder re-read whole, and the stamps of their folders; how
+    many folders were re-read whole."""
     changed = db.execute("SELECT DISTINCT folder, owner FROM changes WHERE seq > ?", (mirror.seq,)).fetchall()
     whole = {f for f, owner in changed if owner is None}
     for folder in whole:
@@ -1306,6 +1315,7 @@ def _follow(db: sqlite3.Connection, mirror: _Mirror, seq: int) -> None:
         else:
             mirror.stamps[folder] = (row[0], row[1])
     mirror.seq = seq
+    return len(whole)
 
 
 def _remake_ends(db: sqlite3.Connection, folder: str | None = None, owners: Iterable[str] | None = None) -> None:

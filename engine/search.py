@@ -262,7 +262,7 @@ def search(
 
     def hit(uri: str) -> SearchHit:
         held = texts.get(uri)
-        title = held[0] if held is not None else catalog[uri].title
+        title = held[0] if held is not None and uri in titled else catalog[uri].title
         h = SearchHit(uri, title, catalog.memory_type_of(uri), final[uri], found.get(uri, []), weak=weak)
         if snippets:
             h.snippet = _snippet(vault, uri, query_tokens, graph, held[1] if held is not None else None)
@@ -273,12 +273,14 @@ def search(
         if e in evidence:
             under.setdefault(evidence[e], []).append(e)
     shown = [*ranked, *(e for u in ranked for e in under.get(u, ()))]
-    # What is shown of each hit, in one read: its title and text as the index holds them
-    # (the entries of those it does not hold, or of all without snippets, from the catalog).
-    # (A note this thread's transaction staged is shown as staged: from the catalog and
-    # its file.)
+    # What is shown of each hit, in one read: its text as the index holds it (what was
+    # searched), and its title with it where the index holds the note at the catalog's
+    # hash (else, or without snippets, from the catalog entry: a title edited since the
+    # index's last sync shows as edited). A note this thread's transaction staged is
+    # shown as staged: from the catalog and its file.
     texts = {u: held for u, held in index.texts(shown).items() if not vault.staged(u)} if snippets else {}
-    catalog.prefetch(u for u in shown if u not in texts)
+    titled = {u for u in texts if index.indexed_at(u) == catalog.sha_of(u)}
+    catalog.prefetch(u for u in shown if u not in titled)
     if snippets and isinstance(graph, LazyLinks):
         graph.prefetch_anchored(shown)  # the links each snippet renders, in one read
     hits = []

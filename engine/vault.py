@@ -183,12 +183,14 @@ class Vault:
     @property
     def links_version(self) -> int:
         """Moves on every link write, this process's or another's (the link index counts
-        them), and when sidecars changed outside memlink: caches keyed on it go stale."""
-        return self._links_version + self.linkstore.writes()
+        them), and when sidecars changed outside memlink (a sync saw it, or a read found
+        a folder changed behind the index's back and re-read it): caches keyed on it go
+        stale."""
+        return self._links_version + self.linkstore.writes() + self.linkstore.rereads
 
     @links_version.setter
     def links_version(self, value: int) -> None:
-        self._links_version = value - self.linkstore.writes()
+        self._links_version = value - self.linkstore.writes() - self.linkstore.rereads
 
     # -- the write lock -----------------------------------------------------------------------
     @contextmanager

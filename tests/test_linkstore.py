@@ -418,6 +418,36 @@ def test_the_review_log_holds_link_records_not_whole_sidecars(vault):
     assert len(json.dumps(record)) < os.path.getsize(vault.root / "entities" / SIDECAR) / 4
 
 
+def test_a_warm_processs_walks_see_a_hand_edit_once_its_folder_is_compared_again(vault, monkeypatch):
+    """A warm process compares a folder with its files at most once a second: a note its
+    walks read within that second after a hand edit shows the index's links, and once a
+    later read compares the folder again and re-reads it, the walks' view of the links
+    (kept across searches) is made again, so that note shows the edit too."""
+    monkeypatch.setattr(LinkStore, "WARM_AFTER", 0)
+    clock = [100.0]
+    monkeypatch.setattr(linkstore, "_clock", lambda: clock[0])
+    a, b, c, d = people(vault, 4)
+    for src in (a, c, d):
+        vault.link(src, b, "related_to", weight=1.0)
+
+    def weights(uri: str) -> list[float]:
+        with vault.linkstore.settled():
+            return [e.weight for e in vault.services.links.out_edges(uri)]
+
+    assert weights(a) == [1.0]
+    path = vault.root / "entities" / SIDECAR
+    rows = json.loads(path.read_text())
+    for row in rows:
+        if row["from_uri"] == c:
+            row["weight"] = 0.25
+    path.write_text(json.dumps(rows, indent=2))  # by hand
+    clock[0] += 0.5
+    assert weights(c) == [1.0]  # (the folder was compared half a second ago)
+    clock[0] += 0.6
+    assert weights(d) == [1.0]  # this read compares the folder again and re-reads it
+    assert weights(c) == [0.25] and weights(a) == [1.0]
+
+
 def test_a_warm_process_walks_from_its_mirror_in_step_with_every_write(vault, small_log_mode, monkeypatch):
     """Once a process has walked (``WARM_AFTER``), a walk reads every note's ends from
     memory, no index lookup; what it reads stays what a fresh index from the files says

@@ -328,6 +328,10 @@ class SearchIndex:
             self._stale_reason = f"note texts unreadable ({self._bodies.broken})"  # the next sync rebuilds
         return out
 
+    def indexed_at(self, uri: str) -> str | None:
+        """The content hash ``uri`` was indexed at (None: not indexed)."""
+        return self.indexed.get(uri)
+
     def _indexed_uris(self) -> list[str]:
         return list(self.indexed)
 
