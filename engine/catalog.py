@@ -96,7 +96,7 @@ class Catalog(Mapping[str, CatalogEntry]):
     every entry or has asked for many. At 100k notes reading and building every entry
     costs half a second, and a search reads a few dozen (docs/DESIGN.md, "Vault format")."""
 
-    __slots__ = ("_items", "_fill", "_singles", "_superseded")
+    __slots__ = ("_items", "_fill", "_singles", "_superseded", "_none_superseded")
     # Single reads (a query each, ~20 µs) before the rest are read in one go (half a
     # second at 100k notes): a search reads a few hundred; a walk over every note, all.
     BULK_AFTER = 2000
@@ -110,6 +110,7 @@ class Catalog(Mapping[str, CatalogEntry]):
         # stamp (unchanged since) answers ``is_superseded`` from. None: not known, its
         # entry is read.
         self._superseded = superseded
+        self._none_superseded: bool | None = None  # (superseded_in: none is, as far as this snapshot knows)
 
     def __getitem__(self, uri: str) -> CatalogEntry:
         value = self._items[uri]
@@ -130,6 +131,8 @@ class Catalog(Mapping[str, CatalogEntry]):
             if entry is None:  # no fill (a bare snapshot): what the stamp knows
                 mtime_ns, size, sha, error, memory_type = self._items[uri]  # type: ignore[misc]
                 entry = CatalogEntry(uri, memory_type, uri, "", "", mtime_ns, size, sha, error=error or "not in the catalog table")
+            elif entry.superseded:
+                self._none_superseded = False
             self._items[uri] = entry
 
     def prefetch(self, uris: Iterable[str]) -> None:
@@ -202,6 +205,16 @@ class Catalog(Mapping[str, CatalogEntry]):
         if self._superseded is not None:
             return uri in self._superseded
         return self[uri].superseded
+
+    def superseded_in(self, uris: Iterable[str]) -> list[str]:
+        """Those of ``uris`` that are superseded (``is_superseded``), answered at once when
+        no note of this snapshot is (most vaults: a search asks it of every note it scores)."""
+        if self._none_superseded is None:  # (once per snapshot: its entries looked at once)
+            self._none_superseded = self._superseded is not None and not self._superseded and not any(
+                type(v) is not tuple and v.superseded for v in self._items.values())  # type: ignore[union-attr]
+        if self._none_superseded:
+            return []
+        return [u for u in uris if self.is_superseded(u)]
 
     def superseded_as_loaded(self) -> frozenset[str] | None:
         """The superseded set this snapshot was loaded with (for a snapshot made from it)."""

@@ -163,6 +163,9 @@ class Model2VecEmbedder:
         self.name = name or str(source)
         self.dims = int(self.model.dim)
         self.cosine_shift = COSINE_SHIFT.get(self.name, 0.0)
+        from model2vec import __version__ as m2v_version
+
+        self._known_version = m2v_version in FAST_INIT_VERSIONS  # (_plain)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -176,10 +179,8 @@ class Model2VecEmbedder:
         mapping, no weights), its tokenizer cutting at the model's max length as
         ``StaticModel.encode`` sets it, in a model2vec version whose ``encode`` ``_one``
         follows (FAST_INIT_VERSIONS: the versions checked, as for the fast load)."""
-        from model2vec import __version__ as m2v_version
-
         m = self.model
-        return (m2v_version in FAST_INIT_VERSIONS and m.token_mapping is None and m.weights is None
+        return (self._known_version and m.token_mapping is None and m.weights is None
                 and m.max_length is not None and m.tokenizer.truncation == _TRUNCATION | {"max_length": m.max_length})
 
     def _one(self, text: str) -> np.ndarray:

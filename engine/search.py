@@ -95,13 +95,19 @@ class SearchHit:
 
 def propagation_params(cfg: SearchConfig, link_types: LinkTypeTable | None = None) -> PropagationParams:
     """The propagation parameters: ``cfg``'s numbers, the link-type table's weights, and
-    its forced-follow types unless ``cfg.forced_follow`` names others."""
-    table = link_types or builtin_table()
+    its forced-follow types unless ``cfg.forced_follow`` names others. (Made once per
+    table and numbers: a search asks each time; nothing changes them.)"""
+    return _propagation_params(link_types or builtin_table(), cfg.damping, cfg.depth, cfg.min_link_weight,
+                               None if cfg.forced_follow is None else tuple(cfg.forced_follow))
+
+
+@functools.lru_cache(maxsize=16)
+def _propagation_params(table: LinkTypeTable, damping: float, depth: int, min_link_weight: float,
+                        forced_follow: tuple[str, ...] | None) -> PropagationParams:
     extra: dict[str, tuple[LinkType, ...]] = {}
-    if cfg.forced_follow is not None:
-        extra["forced_follow"] = tuple(table.require(t) for t in cfg.forced_follow)
-    return PropagationParams.for_table(table, damping=cfg.damping, depth=cfg.depth,
-                                       min_link_weight=cfg.min_link_weight, **extra)
+    if forced_follow is not None:
+        extra["forced_follow"] = tuple(table.require(t) for t in forced_follow)
+    return PropagationParams.for_table(table, damping=damping, depth=depth, min_link_weight=min_link_weight, **extra)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -209,9 +215,8 @@ def search(
     else:
         final = dict(base)
 
-    for uri in final:  # superseded knowledge (a review kept another note) ranks lower
-        if catalog.is_superseded(uri):
-            final[uri] *= 0.5
+    for uri in catalog.superseded_in(final):  # superseded knowledge (a review kept another note) ranks lower
+        final[uri] *= 0.5
     if graph is not None and cfg.backlink_boost:
         graph.prefetch(final)
         for uri in final:

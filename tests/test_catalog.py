@@ -754,3 +754,26 @@ def test_a_walk_begun_early_for_another_folder_is_left_alone(vault, tmp_path, mo
     assert begun == [str(other), str(vault.root)]
     assert engine.walk.take_early(str(other)) is not None
     opened.close()
+
+
+def test_superseded_in_answers_as_is_superseded_does_for_stamps_and_entries():
+    """``superseded_in`` (a search asks it of every note it scores) answers at once when
+    no note of the snapshot is superseded, and as ``is_superseded`` otherwise: a stamp
+    from the set loaded with it, an entry from itself, one read later included."""
+    from engine.catalog import Catalog, CatalogEntry
+
+    def entry(uri: str, superseded: bool = False) -> CatalogEntry:
+        return CatalogEntry(uri, "entity", uri, "", "", 1, 1, "h", superseded=superseded)
+
+    stamps = {f"n{i}.md": (1, 1, "h", None, "entity") for i in range(6)}
+    uris = [*stamps, "missing.md"]
+    none = Catalog(dict(stamps), None, frozenset())
+    assert none.superseded_in(uris) == []
+    loaded = Catalog(dict(stamps), None, frozenset({"n2.md"}))
+    assert loaded.superseded_in(uris) == ["n2.md"] == [u for u in uris if loaded.is_superseded(u)]
+    held = Catalog({**stamps, "n4.md": entry("n4.md", superseded=True)}, None, frozenset())
+    assert held.superseded_in(uris) == ["n4.md"]
+    later = Catalog(dict(stamps), lambda asked: {u: entry(u, superseded=u == "n5.md") for u in asked}, frozenset())
+    assert later.superseded_in(uris) == []
+    later.prefetch(["n5.md"])  # (the table says so now: read after the snapshot was loaded)
+    assert later.superseded_in(uris) == ["n5.md"] == [u for u in uris if later.is_superseded(u)]
