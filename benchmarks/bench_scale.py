@@ -17,8 +17,8 @@ Rows (memlink | baseline):
 - search process, cold (the first after ``memlink reindex``) and warm (median of 5):
   ``memlink search`` | a process loading the raw hnswlib + tantivy files and querying both
 - peak RSS of the warm search process | of the baseline process
-- warm search in process (a process of its own for each side), p50 / p95 over the queries:
-  ``engine.search.search`` | embed +
+- warm search in process (a process of its own for each side), p50 / p95 over the queries,
+  the median of three runs of each side taken in turn: ``engine.search.search`` | embed +
   hnswlib knn + tantivy query
 - first lint (every check run on the copy once), lint after one change, full lint
   (``--full``: everything checked again, the derived state kept): ``memlink lint`` |
@@ -84,6 +84,7 @@ RAW_QUERY = RAW_LOAD + r'''
 for q in queries:
     print(one(q)[:3])
 '''
+TIMED_RUNS = 3  # processes timed per side for the in-process rows
 # Warm search timed in a fresh process: five queries to warm up, then each query once (ms).
 TIMED = r'''
 for q in queries[:5]:
@@ -354,13 +355,23 @@ def run(n: int, work: Path, nq: int, search_only: bool = False) -> None:
     # Warm search in a process of its own (this one holds hundreds of MB of earlier rows,
     # and Python's collector then slows every allocation), against raw hnswlib + tantivy
     # queries in another.
+    # Three runs of each, in turn (this machine's speed moves from minute to minute): the
+    # median of their p50s and of their p95s.
     warm_disk(ready)
-    mine = json.loads(subprocess.run([sys.executable, "-c", MINE_TIMED, str(ready), *queries], env=ENV, check=True,
-                                     capture_output=True, text=True).stdout)
-    raw = json.loads(subprocess.run([sys.executable, "-c", RAW_TIMED, str(ready), model, *queries], env=ENV, check=True,
-                                    capture_output=True, text=True).stdout)
-    row("search in process p50", f"{statistics.median(mine):.2f} ms", f"{statistics.median(raw):.2f} ms")
-    row("search in process p95", f"{pct(mine, .95):.2f} ms", f"{pct(raw, .95):.2f} ms")
+    runs: dict[str, list[list[float]]] = {"mine": [], "raw": []}
+    for _ in range(TIMED_RUNS):
+        runs["mine"].append(json.loads(subprocess.run([sys.executable, "-c", MINE_TIMED, str(ready), *queries], env=ENV,
+                                                      check=True, capture_output=True, text=True).stdout))
+        runs["raw"].append(json.loads(subprocess.run([sys.executable, "-c", RAW_TIMED, str(ready), model, *queries], env=ENV,
+                                                     check=True, capture_output=True, text=True).stdout))
+    for side, times in runs.items():
+        print(f"  ({side}: p50 of each run {', '.join(f'{statistics.median(t):.2f}' for t in times)} ms)", file=sys.stderr)
+
+    def typical(side: str, q: float) -> str:
+        return f"{statistics.median(statistics.median(t) if q == .5 else pct(t, q) for t in runs[side]):.2f} ms"
+
+    row("search in process p50", typical("mine", .5), typical("raw", .5))
+    row("search in process p95", typical("mine", .95), typical("raw", .95))
 
     made = f"generated in {generated:.0f} s" if generated else "cached"
     print(f"\n== {n:,} notes ({made}; "
