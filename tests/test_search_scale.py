@@ -527,6 +527,22 @@ def test_note_texts_missing_damaged_or_behind_are_rebuilt_and_snippets_stay_righ
     assert {h.uri: h.snippet for h in search(again, "celadon glaze", k=5, index=fresh)} == before
 
 
+def test_closing_the_vault_lets_the_note_texts_go_and_a_later_search_opens_them_again(sample):
+    """Closing lets the store's file go (SQLite folds its write-ahead log back and removes
+    it with its index), so `.memlink/` holds still once the vault is closed; the index
+    object still answers after (the store is opened again)."""
+    from engine.index import SearchIndex
+
+    index = SearchIndex.for_vault(sample)
+    before = [(h.uri, h.title, h.snippet) for h in search(sample, "celadon glaze", k=5, index=index)]
+    folder = sample.root / ".memlink" / "index"
+    assert (folder / "texts.sqlite-wal").exists()
+    index.close()
+    assert not (folder / "texts.sqlite-wal").exists() and not (folder / "texts.sqlite-shm").exists()
+    assert [(h.uri, h.title, h.snippet) for h in search(sample, "celadon glaze", k=5, index=index)] == before
+    assert index.bodies is not None and not index.bodies.broken
+
+
 def test_note_texts_damaged_while_in_use_leave_snippets_to_the_notes_and_a_rebuild(sample, monkeypatch):
     """A store that turns out damaged during a search: the snippets read the notes, the
     search goes on, and the index's next sync rebuilds it."""
@@ -541,7 +557,7 @@ def test_note_texts_damaged_while_in_use_leave_snippets_to_the_notes_and_a_rebui
         def execute(self, *args, **kwargs):
             raise sqlite3.DatabaseError("database disk image is malformed")
 
-    monkeypatch.setattr(index.bodies, "_db", Damaged())
+    monkeypatch.setattr(index.bodies, "_open", Damaged())
     assert {h.uri: h.snippet for h in search(sample, "celadon glaze", k=5, index=index)} == before
     monkeypatch.undo()
     report = index.sync()

@@ -178,6 +178,8 @@ class SearchIndex:
 
     def close(self) -> None:
         self.checkpoint()
+        if self.bodies is not None:
+            self.bodies.close()
 
     # -- keeping up with the files ----------------------------------------------------------
     def status(self) -> dict:

@@ -43,10 +43,13 @@ class TextStore:
         self._lock = threading.Lock()
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(":memory:" if path is None else str(path), timeout=30, check_same_thread=False,
+        self._open: sqlite3.Connection | None = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(":memory:" if self.path is None else str(self.path), timeout=30, check_same_thread=False,
                              isolation_level=None)
         try:
-            if path is not None:
+            if self.path is not None:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")  # derived state: a lost flush shows in the token
             if db.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('texts', 'meta')").fetchone()[0] < 2:
@@ -54,7 +57,23 @@ class TextStore:
         except BaseException:
             db.close()
             raise
-        self._db = db
+        return db
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The connection (opened again after ``close``)."""
+        if self._open is None:
+            self._open = self._connect()
+        return self._open
+
+    def close(self) -> None:
+        """Let the file go: the last connection to close folds SQLite's write-ahead log
+        back and removes it with its index, so `.memlink/` holds still once the vault is
+        closed (a store in memory is kept: it is the only copy)."""
+        with self._lock:
+            if self._open is not None and self.path is not None:
+                self._open.close()
+                self._open = None
 
     @classmethod
     def wipe(cls, path: Path | None) -> TextStore:
