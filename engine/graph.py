@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .catalog import Catalog, parses
 from .links import LinkType, StoredLink, decode_record
+from .linkstore import links_of_type
 from .linktypes import Flow, LinkTypeTable, builtin_table
 from .uris import normalize_uri
 
@@ -442,7 +443,7 @@ class LazyLinks(Adjacency):
             if hit is not None:
                 out[uri] = [e for e in hit[0] if e.link_type is link_type]
                 continue
-            ends = typed[uri] if uri in typed else [e for e in self._ends.get(uri, ()) if e[2] == name and e[0] == "links"]
+            ends = typed[uri] if uri in typed else links_of_type(self._ends.get(uri, ()), name)
             out[uri] = self._edges_of(uri, ends)[0] if ends else []
         return out
 

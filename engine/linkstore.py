@@ -27,7 +27,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -505,9 +505,14 @@ class _Mirror:
         return table
 
 
+def links_of_type(ends: Iterable[Sequence[Any]], name: str) -> list[End]:
+    """The links (not backlinks) of one type among a note's ends."""
+    return [tuple(e) for e in ends if e[2] == name and e[0] == "links"]
+
+
 def _links_of_type(data: str, name: str) -> list[End]:
-    """The links (not backlinks) of one type in a note's ``ends`` data."""
-    return [tuple(e) for e in orjson.loads(data) if e[2] == name and e[0] == "links"]
+    """``links_of_type`` of a note's ``ends`` data."""
+    return links_of_type(orjson.loads(data), name)
 
 
 @dataclass
@@ -852,12 +857,9 @@ class LinkStore:
         "Search"). In no particular order; every owner asked has a list. ``anchors``, when
         given, gets how many of each one's links have an anchor."""
         def run(db: sqlite3.Connection) -> dict[str, list]:
-            mirror = self._mirrored(db)
+            mirror = self._mirror_for(db, owners)
             if mirror is None:
                 return self._select_by_owner(db, owners, "data, anchors FROM ends WHERE owner IN ", "", tuple)
-            if self._fresh(db, *owners, known=mirror.stamps):
-                mirror = self._mirrored(db)  # (the folders re-read)
-                assert mirror is not None
             got = mirror.ends.get
             return {o: [row] if (row := got((o, folder))) is not None else [] for folder, os_ in owners.items() for o in os_}
         out: dict[str, list[End]] = {}
@@ -871,13 +873,10 @@ class LinkStore:
         """How many of each note's links have an anchor (what its snippet renders), from
         ``ends`` without decoding it (folder -> its notes; every owner asked is answered)."""
         def run(db: sqlite3.Connection) -> dict[str, int]:
-            mirror = self._mirrored(db)
+            mirror = self._mirror_for(db, owners)
             if mirror is None:
                 rows = self._select_by_owner(db, owners, "anchors FROM ends WHERE owner IN ", "", lambda row: row[0])
                 return {o: sum(n) for o, n in rows.items()}
-            if self._fresh(db, *owners, known=mirror.stamps):
-                mirror = self._mirrored(db)  # (the folders re-read)
-                assert mirror is not None
             got = mirror.ends.get
             return {o: row[1] if (row := got((o, folder))) is not None else 0 for folder, os_ in owners.items() for o in os_}
         return self._guard(run)
@@ -887,18 +886,24 @@ class LinkStore:
         mirror in a warm process, no note's data decoded (a search's grouping asks for
         the provenance links of its 40 best hits); every owner asked has a list."""
         def run(db: sqlite3.Connection) -> dict[str, list[End]] | None:
-            mirror = self._mirrored(db)
+            mirror = self._mirror_for(db, owners)
             if mirror is None:
                 return None
-            if self._fresh(db, *owners, known=mirror.stamps):
-                mirror = self._mirrored(db)  # (the folders re-read)
-                assert mirror is not None
             got = mirror.of_type(name).get
             return {o: got((o, folder)) or [] for folder, os_ in owners.items() for o in os_}
         out = self._guard(run)
         if out is None:  # (no mirror: the whole ends, kept to the type)
-            out = {o: [e for e in ends if e[2] == name and e[0] == "links"] for o, ends in self.ends_of_many(owners).items()}
+            out = {o: links_of_type(ends, name) for o, ends in self.ends_of_many(owners).items()}
         return out
+
+    def _mirror_for(self, db: sqlite3.Connection, owners: Mapping[str, Iterable[str]]) -> _Mirror | None:
+        """The mirror (None: not kept), its folders of these notes compared with their
+        files first (``_fresh``) and re-read into it where they differ."""
+        mirror = self._mirrored(db)
+        if mirror is not None and self._fresh(db, *owners, known=mirror.stamps):
+            mirror = self._mirrored(db)  # (the folders re-read)
+            assert mirror is not None
+        return mirror
 
     def _by_owner(self, owners: Mapping[str, Iterable[str]], query: str, order: str, make: Any) -> dict[str, list]:
         """``SELECT <query> (<owners>) <order>``: ``make(row)`` for each row of an owner's

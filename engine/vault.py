@@ -29,7 +29,7 @@ from .errors import DiskFull, LinkError, MemlinkError, NoteError, NoteNotFound, 
 from .journal import STATE_DIR, Journal
 from .lineranges import LineRangeMatcher, check_ranges, correct_ranges, format_ranges
 from .links import SIDECAR, LinkType, StoredLink, decode_record, merge_link, new_link_id
-from .linkstore import End, LinkStore, PutLink, RemoveLegacy, RemoveLink, sidecar_rel
+from .linkstore import End, LinkStore, PutLink, RemoveLegacy, RemoveLink, links_of_type, sidecar_rel
 from .merge import is_edit, merge_fields
 from .notes import (
     Note,
@@ -467,12 +467,9 @@ class Vault:
         transaction). ``anchors``, when given, gets how many of each note's links have an
         anchor."""
         staged, by_folder = self._staged_links(uris)
-        out: dict[str, list[End]] = {
-            uri: [(l.direction, l.to_uri if l.direction == "links" else l.from_uri, l.link_type.value, l.weight, l.id,
-                   l.description) for l in links]
-            for uri, links in staged.items()}
+        out = {uri: [_end(l) for l in links] for uri, links in staged.items()}
         if anchors is not None:
-            anchors.update({uri: sum(1 for l in links if l.direction == "links" and l.match_text) for uri, links in staged.items()})
+            anchors.update({uri: _anchored(links) for uri, links in staged.items()})
         out.update(self.linkstore.ends_of_many(by_folder, anchors))
         return out
 
@@ -480,7 +477,7 @@ class Vault:
         """How many of each note's links have an anchor (a match_text: what its snippet
         renders), without reading its records (``LinkStore.anchors_of``)."""
         staged, by_folder = self._staged_links(uris)
-        out = {uri: sum(1 for l in links if l.direction == "links" and l.match_text) for uri, links in staged.items()}
+        out = {uri: _anchored(links) for uri, links in staged.items()}
         out.update(self.linkstore.anchors_of(by_folder))
         return out
 
@@ -488,10 +485,7 @@ class Vault:
         """``link_ends_of`` kept to each note's links (not backlinks) of one type, without
         reading the rest (``LinkStore.out_ends_of_type``)."""
         staged, by_folder = self._staged_links(uris)
-        out: dict[str, list[End]] = {
-            uri: [(l.direction, l.to_uri, l.link_type.value, l.weight, l.id, l.description)
-                  for l in links if l.direction == "links" and l.link_type.value == link_type]
-            for uri, links in staged.items()}
+        out = {uri: links_of_type(map(_end, links), link_type) for uri, links in staged.items()}
         out.update(self.linkstore.out_ends_of_type(by_folder, link_type))
         return out
 
@@ -1061,3 +1055,14 @@ def _new_stored(from_uri: str, to_uri: str, link_type: LinkType, weight: float, 
     except ValidationError as exc:
         first = exc.errors()[0]
         raise LinkError(f"invalid link: {first['loc'][0]}: {first['msg']}") from exc
+
+
+def _end(link: StoredLink) -> End:
+    """A staged link as a walk reads it from the index (``End``)."""
+    other = link.to_uri if link.direction == "links" else link.from_uri
+    return (link.direction, other, link.link_type.value, link.weight, link.id, link.description)
+
+
+def _anchored(links: Iterable[StoredLink]) -> int:
+    """How many of a note's links have an anchor (what its snippet renders)."""
+    return sum(1 for l in links if l.direction == "links" and l.match_text)
