@@ -53,7 +53,7 @@ def pct(values: list[float], q: float) -> float:
 
 def pairs(vault: Vault, n: int, seed: int = 1) -> list[tuple[str, str]]:
     rng = random.Random(seed)
-    notes = [e.uri for e in vault.list_notes()]
+    notes = [e.uri for e in vault.catalog.all()]
     big = [u for u in notes if u.startswith("entities/")]
     events = [u for u in notes if u.startswith("events/")] or notes
     return [(rng.choice(big), rng.choice(events)) for _ in range(n)]
@@ -134,7 +134,7 @@ def cli_wall(root: Path, a: str, b: str, runs: int) -> float:
 def bench(root: Path, fresh_runs: int, warm_runs: int) -> dict:
     v = Vault.open(root)
     biggest = max((p.stat().st_size, p) for p in root.rglob(SIDECAR))
-    out: dict = {"notes": len(v.list_notes()), "biggest_sidecar_mb": round(biggest[0] / 1e6, 1)}
+    out: dict = {"notes": len(v.catalog.all()), "biggest_sidecar_mb": round(biggest[0] / 1e6, 1)}
     v.close()
     ours, simple, n = index_build(root)
     out.update(records=n, index_build_s=round(ours, 2), json_loads_all_s=round(simple, 2))

@@ -50,7 +50,7 @@ def main() -> None:
               f"({build / (args.notes + links) * 1000:.2f} ms per note or link write)")
         rng = random.Random(1)
         text = TextMaker(rng)
-        uris = [e.uri for e in vault.list_notes()]
+        uris = [e.uri for e in vault.catalog.all()]
         i = [args.notes]
 
         def write():
@@ -59,7 +59,7 @@ def main() -> None:
 
         row("write_note (new note, atomic)", timed(write, 200))
         row("link (two sides, journaled)", timed(lambda: vault.link(*rng.sample(uris, 2), "related_to", weight=0.5), 200))
-        row("get_file_links(both)", timed(lambda: vault.get_file_links(rng.choice(uris), "both"), 500))
+        row("get_file_links(both)", timed(lambda: vault.links.of(rng.choice(uris), "both"), 500))
         row("render_note", timed(lambda: vault.render_note(rng.choice(uris)), 500))
         row("Vault.open", timed(lambda: Vault.open(vault.root), 5))
         fresh = Vault.open(vault.root)

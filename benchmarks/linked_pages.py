@@ -56,7 +56,7 @@ def person_of(vault: Vault, world: World) -> dict[str, str]:
     """vault URI -> the person page path it stands for."""
     by_name = {page.title.lower(): path for path, page in world.pages.items() if page.kind == "person"}
     out = {}
-    for entry in vault.list_notes():
+    for entry in vault.catalog.all():
         if entry.memory_type == "source":
             for alias in entry.aliases:
                 if alias in world.pages and world.pages[alias].kind == "person":
@@ -90,7 +90,7 @@ def relation_accuracy(vault: Vault, world: World) -> tuple[int, int, int, int]:
     """Links between two pages whose description names a relation: how many agree with
     the hidden facts (the person and the page stand in that relation), and how many of
     the facts such a link states."""
-    path = {e.uri: e.aliases[0] for e in vault.list_notes("source") if e.aliases}
+    path = {e.uri: e.aliases[0] for e in vault.catalog.all("source") if e.aliases}
     facts = {(rel, a, b) for rel, pairs in world.facts.items() for a, b in pairs}
     right = total = 0
     stated: set[tuple] = set()
@@ -147,7 +147,7 @@ def main() -> None:
             rows[name] = score(results, world)
             rows[name]["derived"] = derived_slots(vault, world, index, kwargs)
         rows["plain BM25 over the pages"] = score(bm25(world, Path(tmp) / "bm25"), world) | {"derived": 0.0}
-        entities = [e.title for e in vault.list_notes("entity")]
+        entities = [e.title for e in vault.catalog.all("entity")]
         right, total, covered, facts = relation_accuracy(vault, world)
         vault.close()
 

@@ -10,6 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .catalog import CatalogEntry
     from .checks import Finding
     from .errors import (
         LinkError,
@@ -26,10 +27,10 @@ if TYPE_CHECKING:
     from .links import LinkType, StoredLink, StoredWikiLink, WikiLink
     from .notes import Note
     from .schema import MemoryTypeSchema, TypeRegistry
-    from .vault import CatalogEntry, Vault
+    from .vault import Vault
 
 _FROM = {
-    "Finding": "checks", "CatalogEntry": "vault", "Vault": "vault", "Note": "notes",
+    "Finding": "checks", "CatalogEntry": "catalog", "Vault": "vault", "Note": "notes",
     "MemoryTypeSchema": "schema", "TypeRegistry": "schema",
     **dict.fromkeys(("LinkType", "StoredLink", "StoredWikiLink", "WikiLink"), "links"),
     **dict.fromkeys(("LinkError", "MemlinkError", "MergeError", "NoteError", "NoteNotFound", "SchemaError",

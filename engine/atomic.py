@@ -1,7 +1,8 @@
 """Atomic file writes: temp file in the same folder, fsync, rename, fsync the folder.
 
 A reader (or a crash) sees either the old file or the new one, never a torn one. Temp
-files left behind by a killed process carry TMP_SUFFIX and are removed on vault open.
+files left behind by a killed process carry TMP_SUFFIX; the catalog's walk removes
+them (``remove_stale_temp``).
 """
 
 from __future__ import annotations
@@ -12,12 +13,9 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Literal, NamedTuple
-
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from typing import BinaryIO
 
 TMP_SUFFIX = ".~memlink.tmp"
-SWEEP_MEMO = "sweep.json"  # in `.memlink/`: see sweep_temp_files
 
 
 def fsync_dir(path: Path) -> None:
@@ -85,104 +83,19 @@ def remove_file(path: Path, durable: bool = True) -> None:
         fsync_dir(Path(path).parent)
 
 
-SWEEP_SETTLED = 2.0  # seconds: a folder changed this recently is listed again next time
+STALE_TEMP = 60.0  # seconds: a live writer's temp file lasts from its open to its rename
 
 
-class _SweptFolder(NamedTuple):
-    inode: int
-    mtime_ns: int
-    subfolders: list[str]
-
-
-class SweepMemo(BaseModel):
-    """``.memlink/sweep.json``: each folder the last sweep listed and found clean, with
-    the stamp it had then and its subfolders (docs/DESIGN.md, "Read-only vaults and full
-    disks"). Derived: a missing or bad memo means one full sweep."""
-
-    model_config = ConfigDict(extra="forbid")
-    version: Literal[1]
-    folders: dict[str, _SweptFolder]
-
-    @field_validator("folders")
-    @classmethod
-    def _inside(cls, folders: dict[str, _SweptFolder]) -> dict[str, _SweptFolder]:
-        for rel, folder in folders.items():  # a memo names only folders inside the vault
-            for name in (*(rel.split("/") if rel else ()), *folder.subfolders):
-                if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
-                    raise ValueError(f"{rel!r}: not a folder name inside the vault")
-        return folders
-
-
-def _read_sweep_memo(path: Path | None) -> dict[str, _SweptFolder]:
-    if path is None:
-        return {}
+def remove_stale_temp(path: Path, mtime_ns: int, now: float) -> bool:
+    """Remove a temp file a killed writer left (one older than ``STALE_TEMP``: safe
+    without the vault lock, a live write's own temp file is younger). Whether it went."""
+    if now - mtime_ns / 1e9 < STALE_TEMP:
+        return False
     try:
-        return SweepMemo.model_validate_json(path.read_bytes()).folders
-    except (OSError, ValidationError, ValueError):
-        return {}  # derived: sweep everything, and write it anew
-
-
-def sweep_temp_files(root: Path, older_than: float = 60.0, memo: Path | None = None) -> int:
-    """Remove temp files a killed writer left behind. Only old ones: a live writer's temp
-    file lasts from its open to its rename (milliseconds; seconds for a huge file), so
-    this is safe without the vault lock, while another process writes. Returns how many
-    were removed.
-
-    With ``memo``, a folder whose inode and mtime are what the memo recorded is not
-    listed again: no entry was added to it since it was found clean (creating or
-    renaming a file into a folder moves its mtime). A folder is recorded only when it
-    held no temp file and had not changed for SWEEP_SETTLED seconds (file timestamps
-    are coarser than a nanosecond). At 100k notes: ~100 stats instead of listing 100k
-    files at every open. Symlinked folders are not entered (as os.walk)."""
-    import time
-
-    known = _read_sweep_memo(memo)
-    clean: dict[str, _SweptFolder] = {}
-    removed = 0
-    now = time.time()
-    cutoff = now - older_than
-    stack: list[tuple[str, str]] = [("", str(root))]
-    while stack:
-        rel, path = stack.pop()
-        try:
-            st = os.stat(path)
-        except OSError:
-            continue
-        mark = known.get(rel)
-        if mark is not None and mark.inode == st.st_ino and mark.mtime_ns == st.st_mtime_ns:
-            clean[rel] = mark
-            stack.extend((f"{rel}/{name}" if rel else name, os.path.join(path, name)) for name in mark.subfolders)
-            continue
-        subfolders: list[str] = []
-        left = False  # a temp file stays (young, or could not be removed)
-        try:
-            with os.scandir(path) as entries:
-                for entry in entries:
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            subfolders.append(entry.name)
-                            continue
-                        if not entry.name.endswith(TMP_SUFFIX):
-                            continue
-                        if entry.stat(follow_symlinks=False).st_mtime < cutoff:
-                            os.unlink(entry.path)
-                            removed += 1
-                        else:
-                            left = True
-                    except OSError:
-                        left = True
-        except OSError:
-            continue
-        subfolders.sort()
-        if not left and st.st_mtime < now - SWEEP_SETTLED:
-            clean[rel] = _SweptFolder(st.st_ino, st.st_mtime_ns, subfolders)
-        stack.extend((f"{rel}/{name}" if rel else name, os.path.join(path, name)) for name in reversed(subfolders))
-    if memo is not None and clean != known:
-        try:
-            atomic_write_bytes(memo, SweepMemo(version=1, folders=clean).model_dump_json().encode())
-        except OSError:
-            pass  # derived: the next open sweeps more
-    return removed
+        os.unlink(path)
+    except OSError:
+        return False
+    return True
 
 
 def disk_full(exc: BaseException) -> str | None:

@@ -3,28 +3,27 @@ the vault through a shared ``CheckContext`` and yields ``Finding``s.
 
 ``integrity`` checks find a broken vault (files that do not parse, one-sided or dangling
 links, a journal that could not be replayed); they are the only ones that report errors,
-and ``memlink check`` (``Vault.check``) runs just them. Lint runs them all. See
+and ``memlink check`` (``check``) lists just theirs. Lint runs them all. See
 docs/DESIGN.md, "Checks".
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
-from .catalog import Catalog, CatalogEntry, stamp_of
+from .catalog import Catalog, CatalogEntry
 from .errors import LinkError, MemlinkError
 from .jsonl import read_jsonl
 from .lineranges import check_ranges
-from .links import Direction, decode_record
-from .linkstore import FolderProblems
-from .linktypes import LinkType, LinkTypeTable
-from .transaction import sidecar_rel
+from .linkindex import FolderLinks, home, owner_of
+from .links import Direction, StoredLink
+from .linktypes import LinkTypeTable
+from .sidecars import sidecar_rel
 from .uris import uri_dir
 
 if TYPE_CHECKING:
@@ -71,57 +70,6 @@ class Finding:
         return asdict(self)
 
 
-# A record's optional keys and their defaults (StoredLink's): a record as another tool
-# wrote it may leave them out, so two sides are compared with them filled in.
-_DEFAULTS = {"t_field": "content", "t_line_ranges": None, "match_text": None, "description": ""}
-_DIRECTION = {"links": '"direction": "links"', "backlinks": '"direction": "backlinks"'}
-
-
-@dataclass(slots=True)
-class Record:
-    """A link record as checks read it: the index's raw JSON made into plain attributes,
-    not a StoredLink (a full lint reads every record of the vault; the index holds only
-    records that validated)."""
-
-    id: str
-    from_uri: str
-    to_uri: str
-    direction: str
-    link_type: LinkType
-    weight: float
-    t_field: str
-    t_line_ranges: str | None
-    match_text: str | None
-    description: str
-    legacy: bool
-    raw: dict
-    text: str  # the JSON as indexed
-
-    @classmethod
-    def of(cls, raw: str) -> Record:
-        row = decode_record(raw)
-        get = row.get
-        return cls(row["id"], row["from_uri"], row["to_uri"], row["direction"], LinkType.named(row["link_type"]),
-                   float(row["weight"]), get("t_field") or "content", get("t_line_ranges"), get("match_text"),
-                   get("description") or "", bool(get("legacy")), row, raw)
-
-    def same_record(self, other: Record) -> bool:
-        """The two sides of one link hold the same record (all but the direction)."""
-        if self.direction != other.direction and abs(len(self.text) - len(other.text)) == 4:  # len("back")
-            # Both sides as memlink writes them: the same text but for the direction's value
-            # (a quote inside a JSON string is escaped, so this is the key itself).
-            mine = self.text.replace(_DIRECTION[self.direction], _DIRECTION[other.direction], 1)
-            if mine == other.text:
-                return True
-        a, b = self.raw, other.raw
-        if a.keys() == b.keys():  # the usual case: both written by memlink, no default to fill in
-            return all(v == b[k] for k, v in a.items() if k != "direction" and k != "legacy")
-
-        def plain(row: dict) -> dict:
-            return {**_DEFAULTS, **{k: v for k, v in row.items() if k not in ("direction", "legacy")}}
-        return plain(self.raw) == plain(other.raw)
-
-
 class CheckContext:
     """What several checks read, read once per run. With a ``scope`` the run is
     incremental: checks that look at notes and their links (``Check.scoped``) make
@@ -132,79 +80,71 @@ class CheckContext:
         self.today = today
         self.scope = scope
         self._notes: dict[str, Note | None] = {}
-        self._twins: dict[tuple[str, str, str], Record | None] = {}
+        self._twins: dict[tuple[str, str, str], StoredLink | None] = {}
 
     @cached_property
     def catalog(self) -> Catalog:
-        return self.vault.sync_catalog()
+        return self.vault.catalog
 
     @cached_property
     def good(self) -> dict[str, CatalogEntry]:
-        """Catalog entries of notes that parse."""
-        return {u: e for u, e in self.catalog.items() if not e.error}
+        """Entries of the notes that parse: every one, or in a scoped run those in scope."""
+        if self.scope is None:
+            return {e.uri: e for e in self.catalog.all()}
+        return self.catalog.entries(self.scope)
 
     def in_scope(self) -> Iterator[tuple[str, CatalogEntry]]:
-        """The good notes whose findings this run makes (a scoped run builds only their
-        entries, not the catalog's 100k)."""
-        if self.scope is None:
-            yield from self.good.items()
-        else:
-            for uri in sorted(self.scope):
-                entry = self.good_entry(uri)
-                if entry is not None:
-                    yield uri, entry
+        """The good notes whose findings this run makes."""
+        for uri in sorted(self.good):
+            yield uri, self.good[uri]
 
     def good_entry(self, uri: str) -> CatalogEntry | None:
         """The entry of a note that exists and parses (None otherwise)."""
-        if self.scope is None:
+        if self.scope is None or uri in self.good:
             return self.good.get(uri)
-        entry = self.catalog.get(uri) if self.catalog.is_good(uri) else None
-        return entry if entry is not None and not entry.error else None  # (the entry as built has the last word)
+        return self.catalog.get(uri)
 
     @cached_property
-    def problems(self) -> dict[str, FolderProblems]:
-        """Each sidecar folder's problems: a file that cannot be read, bad entries."""
-        store = self.vault.linkstore
-        return {folder: store.problems(folder) for folder in self.vault.sidecar_folders()}
+    def malformed(self) -> dict[str, str]:
+        """Note files that do not parse, with why."""
+        return self.catalog.errors()
+
+    @cached_property
+    def problems(self) -> dict[str, FolderLinks]:
+        """The folders whose sidecar cannot be read, or holds bad entries."""
+        return self.vault.links.problems()
 
     @cached_property
     def broken(self) -> dict[str, str]:
         return {f: p.broken for f, p in self.problems.items() if p.broken}
 
     @cached_property
-    def sides(self) -> list[tuple[str, Record]]:
+    def sides(self) -> list[tuple[str, StoredLink]]:
         """Link records (both sides, legacy entries read as links) with the folder each
         sits in: every record, or in a scoped run those whose note is in scope."""
-        store = self.vault.linkstore
-        out: list[tuple[str, Record]] = []
+        links = self.vault.links
         if self.scope is None:
-            for folder in self.problems:
-                if folder not in self.broken:
-                    out += [(folder, Record.of(raw)) for raw in store.folder_rows(folder)]
-        else:
-            for uri in sorted(self.scope):
-                folder = uri_dir(uri)
-                out += [(folder, Record.of(raw)) for raw in store.rows_of(folder, uri)]
-        return out
+            return [(folder, link) for folder in links.folders() if folder not in self.broken
+                    for link in links.folder(folder).links]
+        return [(home(owner_of(l)), l) for ls in links.of_many(sorted(self.scope), as_staged=False).values() for l in ls]
 
     @cached_property
-    def every_side(self) -> dict[tuple[str, str, str], Record]:
+    def every_side(self) -> dict[tuple[str, str, str], StoredLink]:
         """Every record but legacy ones by (folder, direction, id), the first of each (a
         full run: one dict, looked up 600k times at 100k notes)."""
-        out: dict[tuple[str, str, str], Record] = {}
+        out: dict[tuple[str, str, str], StoredLink] = {}
         for f, link in self.sides:
             if not link.legacy:
                 out.setdefault((f, link.direction, link.id), link)
         return out
 
-    def twin(self, folder: str, direction: Direction, link_id: str) -> Record | None:
+    def twin(self, folder: str, direction: Direction, link_id: str) -> StoredLink | None:
         """The record with this id and direction in a folder (a link's other side)."""
         key = (folder, direction, link_id)
         if self.scope is None:
             return self.every_side.get(key)
         if key not in self._twins:
-            stored = None if folder in self.broken else self.vault.linkstore.entry(folder, link_id, direction)
-            self._twins[key] = Record.of(json.dumps(stored.model_dump(mode="json"), ensure_ascii=False)) if stored is not None else None
+            self._twins[key] = None if folder in self.broken else self.vault.links.record(folder, link_id, direction)
         return self._twins[key]
 
     @cached_property
@@ -213,7 +153,7 @@ class CheckContext:
         return self.vault.config.link_table()
 
     @cached_property
-    def links(self) -> list[Record]:
+    def links(self) -> list[StoredLink]:
         """Outgoing links (legacy entries included), each two-sided link once: every one,
         or in a scoped run those whose from-note is in scope."""
         return [link for _folder, link in self.sides if link.direction == "links"]
@@ -225,13 +165,12 @@ class CheckContext:
 
     def exists(self, uri: str) -> bool:
         """A note that exists and parses (from the catalog: no file is read)."""
-        return self.good_entry(uri) is not None
+        return uri in self.catalog
 
     def note(self, uri: str) -> Note | None:
         """A note that exists and parses (None otherwise), read once."""
         if uri not in self._notes:
-            entry = self.catalog.get(uri)
-            self._notes[uri] = None if entry is None or entry.error else self.vault.read_note(uri)
+            self._notes[uri] = self.vault.read_note(uri) if uri in self.catalog else None
         return self._notes[uri]
 
 
@@ -257,15 +196,11 @@ def register(integrity: bool = False, scoped: bool = False) -> Callable[[Callabl
     return add
 
 
-def run_checks(vault: Vault, *, integrity_only: bool = False, today: dt.date | None = None,
-               full: bool = False) -> list[Finding]:
-    """Run the registered checks (``check_run``) and list their findings, worst first
-    (only the integrity checks' with ``integrity_only``)."""
-    found = check_run(vault, today=today, full=full)
-    try:
-        return found.page(sources=[c.name for c in CHECKS if c.integrity] if integrity_only else None)
-    finally:
-        found.close()
+def check(vault: Vault, *, today: dt.date | None = None, full: bool = False) -> list[Finding]:
+    """The vault's integrity findings, worst first: notes and logs that parse, links with
+    both sides pointing at notes that exist, no failed journals. Errors here are exactly
+    lint's errors; this is what `memlink check` reports (``check_run`` runs them all)."""
+    return check_run(vault, today=today, full=full).page(sources=[c.name for c in CHECKS if c.integrity])
 
 
 def check_run(vault: Vault, *, today: dt.date | None = None, full: bool = False) -> Findings:
@@ -280,15 +215,12 @@ def check_run(vault: Vault, *, today: dt.date | None = None, full: bool = False)
     from .checkmemo import CheckMemo
 
     day = today or dt.date.today()
-    with vault.linkstore.settled():  # one moment of each folder; the folders walked once
-        for memo in (CheckMemo.for_vault(vault), CheckMemo(None)):
-            ctx = CheckContext(vault, day)
-            plan = memo.plan(ctx, full=full)
-            ctx.scope = plan.scope
-            found = memo.save(plan, ctx, {check.name: list(check.run(ctx)) for check in CHECKS})
-            if found is not None:
-                return found
-    raise MemlinkError("the checks' findings could not be kept, even in memory")
+    vault.sync()  # the run's view of the files
+    memo = CheckMemo(vault)
+    ctx = CheckContext(vault, day)
+    plan = memo.plan(ctx, full=full)
+    ctx.scope = plan.scope
+    return memo.save(plan, ctx, {check.name: list(check.run(ctx)) for check in CHECKS})
 
 
 def _problem(check: str, severity: Severity, code: str, uri: str, message: str) -> Finding:
@@ -305,10 +237,8 @@ def failed_journals(ctx: CheckContext) -> Iterator[Finding]:
 
 @register(integrity=True)
 def malformed_notes(ctx: CheckContext) -> Iterator[Finding]:
-    for uri, value in ctx.catalog.held().items():  # the error is in the stamp: no entry is built
-        error = stamp_of(value)[3]
-        if error:
-            yield _problem("structure", "error", "malformed_note", uri, error)
+    for uri, error in ctx.malformed.items():
+        yield _problem("structure", "error", "malformed_note", uri, error)
 
 
 @register(integrity=True)
@@ -337,7 +267,7 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
     # twins' dict and the catalog's are asked directly, and a folder is rpartition's.
     sides = ctx.every_side.get if ctx.scope is None else None
     good_entry = ctx.good.get if ctx.scope is None else ctx.good_entry
-    known = ctx.catalog.held()
+    known, malformed = ctx.catalog, ctx.malformed  # a note that does not parse still exists (malformed_note)
     for folder, link in ctx.sides:
         if link.legacy:
             continue
@@ -362,7 +292,7 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
         if direction != "links":
             continue
         for end, uri in (("from", link.from_uri), ("to", link.to_uri)):
-            if uri not in known:  # a note that does not parse is malformed_note
+            if uri not in known and uri not in malformed:
                 yield _problem("links", "error", "dangling_link", link.from_uri, f"{link.id}: {end} note {uri} does not exist")
         dst = good_entry(link.to_uri)
         if dst is not None:
@@ -391,11 +321,11 @@ def twins_in_unreadable_sidecars(ctx: CheckContext) -> Iterator[Finding]:
     if not ctx.broken:
         return
     hidden: Counter[str] = Counter()
-    store = ctx.vault.linkstore
-    for folder in ctx.problems:
+    links = ctx.vault.links
+    for folder in links.folders():
         if folder in ctx.broken:
             continue
-        for link in store.folder_links(folder):
+        for link in links.folder(folder).links:
             if link.legacy:
                 continue
             other = uri_dir(link.to_uri if link.direction == "links" else link.from_uri)
@@ -552,7 +482,7 @@ def orphans(ctx: CheckContext) -> Iterator[Finding]:
         degree[l.to_uri if l.direction == "backlinks" else l.from_uri] += 1
         if l.legacy:
             degree[l.to_uri] += 1  # a legacy entry has one side only
-    targets = ctx.vault.linkstore.legacy_targets() if ctx.scope is not None else set()
+    targets = ctx.vault.links.legacy_targets(ctx.good) if ctx.scope is not None else set()
     for uri, entry in ctx.in_scope():
         if degree[uri] == 0 and uri not in targets and entry.memory_type != "profile":
             yield Finding(check="orphans", severity="warning", uri=uri, message="no links in or out")

@@ -42,10 +42,10 @@ from urllib.parse import quote
 from . import version
 from .atomic import TMP_SUFFIX, atomic_writer, fsync_dir
 from .errors import MemlinkError, SidecarError
-from .journal import STATE_DIR
 from .links import SIDECAR, StoredLink
-from .linkstore import SIDECAR_LOG, sidecar_rel
 from .render import render_links
+from .sidecars import SIDECAR_LOG, folder_text, sidecar_rel
+from .store import STATE_DIR
 from .uris import utf8_name
 
 if TYPE_CHECKING:
@@ -180,7 +180,7 @@ def _fold(vault: Vault, snap: Snapshot, folder: str, dirpath: str) -> None:
     applied (the link store reads it; nothing in the vault is written)."""
     where = sidecar_rel(folder)
     try:
-        text = vault.linkstore.effective_text(folder)
+        text = folder_text(vault.root, vault.resolve.folder(folder), folder)
     except SidecarError as exc:
         snap.warnings.append(f"{exc}; its {SIDECAR} and {SIDECAR_LOG} are copied as they are")
         for name in (SIDECAR, SIDECAR_LOG):
@@ -318,8 +318,8 @@ def render_markdown(vault: Vault, uri: str, titles: dict[str, str],
     text), then Links and Backlinks lists with relative links. ``legacy_in``: old
     ``{uris, reason}`` entries by target (they have no backlink side of their own)."""
     note = vault.read_note(uri)
-    links = vault.get_file_links(note.uri, "links")
-    backlinks = vault.get_file_links(note.uri, "backlinks") + (legacy_in or {}).get(note.uri, [])
+    links = vault.links.of(note.uri, "links")
+    backlinks = vault.links.of(note.uri, "backlinks") + (legacy_in or {}).get(note.uri, [])
     shown = [l for l in links if l.to_uri in titles]
     body = render_links(note.body, shown, lambda l: _href(note.uri, l.to_uri)).text.strip("\n")
     out: list[str] = []
@@ -349,14 +349,13 @@ def export_markdown(vault: Vault, dest: Path) -> ExportReport:
     report = ExportReport(str(real))
     with snapshot(vault) as snap, _new_folder(real) as tmp:
         report.warnings = snap.warnings
-        entries = sorted(vault.sync_catalog().values(), key=lambda e: e.uri)
-        for entry in entries:
-            if entry.error:
-                report.skipped.append((entry.uri, f"not a readable note ({entry.error})"))
-        good = [e for e in entries if not e.error]
+        vault.sync()
+        for uri, error in vault.catalog.errors().items():
+            report.skipped.append((uri, f"not a readable note ({error})"))
+        good = vault.catalog.all()
         titles = {e.uri: e.title or e.uri for e in good}
         legacy_in: dict[str, list[StoredLink]] = {}
-        for link in vault.all_links():
+        for link in vault.links.all():
             if link.legacy:
                 legacy_in.setdefault(link.to_uri, []).append(link)
         for entry in good:

@@ -5,36 +5,29 @@ paths.
 
 Walking (propagation, steps, forced neighbours, neighbourhoods) is written once, in
 ``Adjacency``, over two ways of getting a note's edges: ``LinkGraph`` holds every link of
-the vault (PageRank, paths, the graph pane, the dream), ``LazyLinks`` fetches a note's
-links when a walk reaches it (search: it looks only at a few seeds' neighbourhoods, and
-building the whole graph costs seconds and hundreds of MB at 100k notes). Both give a
-note's edges in one canonical order (strongest first, then by the far note, type and id),
-so a walk gives the same result through either, whatever order the links are stored in.
+the vault (PageRank, paths, the graph pane, the dream), ``Walk`` reads a note's edges
+from the link index when a walk reaches it (search: it looks only at a few seeds'
+neighbourhoods). Both give a note's edges in one canonical order (strongest first, then
+by the far note, type and id), so a walk gives the same result through either.
 
-One graph per open Vault, kept by its services (``vault.services.graph``), rebuilt when
-``vault.links_version`` moves (every link write, and sidecars changed outside memlink);
-the lazy view (``vault.services.links``) is dropped at the same moments."""
+One whole graph per open vault (``LinkGraph.for_vault``), made again when the store's
+change feed says a link or a note changed."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from .catalog import Catalog, parses
-from .links import LinkType, StoredLink, decode_record
-from .linkstore import links_of_type
+from .links import Edge, LinkType, StoredLink
 from .linktypes import Flow, LinkTypeTable, builtin_table
-from .uris import normalize_uri
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from .catalog import CatalogEntry
-    from .linkstore import End
     from .vault import Vault
 
 Direction = Literal["links", "backlinks"]
@@ -84,18 +77,6 @@ class PropagationParams:
         return cls(table=link_types.propagation(), **params)
 
 
-class Edge(NamedTuple):
-    """A link as the graph keeps it: what walking and explaining need, nothing more
-    (a 100k-note vault holds hundreds of thousands of these)."""
-
-    id: str
-    from_uri: str
-    to_uri: str
-    link_type: LinkType
-    weight: float
-    description: str = ""
-
-
 def canonical(edges: Iterable[Edge], far: Literal["to_uri", "from_uri"]) -> list[Edge]:
     """A note's edges in the order every walk uses: strongest first, then by the note at
     the far end, the type and the id. Storage order (sidecar lines, the graph's build
@@ -133,8 +114,9 @@ class Adjacency:
         demand reads them in one go)."""
 
     def out_edges_of_type(self, uris: Iterable[str], link_type: LinkType) -> dict[str, list[Edge]]:
-        """Each note's links of one type, in canonical order: ``out_edges`` filtered (a
-        view that fetches on demand reads only those records of notes it has not read)."""
+        """Each note's links of one type, in canonical order (``out_edges`` filtered)."""
+        uris = list(uris)
+        self.prefetch(uris)
         return {uri: [e for e in self.out_edges(uri) if e.link_type is link_type] for uri in uris}
 
     def steps(self, uri: str) -> Iterable[Step]:
@@ -277,6 +259,7 @@ class LinkGraph(Adjacency):
             self.nodes.update((edge.from_uri, edge.to_uri))
         self._nx: nx.MultiDiGraph | None = None
         self._ordered: dict[tuple[str, str], list[Edge]] = {}  # (uri, side) -> its edges, canonical
+        self.mark: tuple[str, int] | None = None  # the store's change feed when it was made (for_vault)
 
     def out_edges(self, uri: str) -> Sequence[Edge]:
         return self._canonical(self.out, uri, "out")
@@ -295,26 +278,24 @@ class LinkGraph(Adjacency):
 
     @classmethod
     def for_vault(cls, vault: Vault) -> LinkGraph:
-        """The vault's graph, kept by its services and rebuilt when its links changed."""
-        return vault.services.graph
+        """The vault's graph: kept with the vault, made again when the change feed says a
+        link or a note changed since (the link files are compared with the index first)."""
+        held = vault.shared(_Held, _Held)
+        vault.links.refresh()
+        since = vault.store.since(held.graph.mark if held.graph is not None else None)
+        if held.graph is None or since.any("link", "note"):
+            graph = cls.build(vault)
+            graph.mark = since.mark
+            held.graph = graph
+        return held.graph
 
     @classmethod
     def build(cls, vault: Vault) -> LinkGraph:
-        """A fresh graph from the vault's link index (``vault.services.graph`` keeps one).
-        The index holds only records that validated, so each is made into an edge as is."""
-        notes = {e.uri for e in vault.list_notes()}
-        edges = []
-        for raw, _legacy in vault.linkstore.outgoing_raw():
-            row = decode_record(raw)
-            # Only links between notes that exist, of a type this process knows (an
-            # undeclared one carries no meaning; docs/DESIGN.md, "Checks" reports the rest).
-            if row["from_uri"] in notes and row["to_uri"] in notes:
-                try:
-                    kind = LinkType(row["link_type"])
-                except ValueError:
-                    continue
-                edges.append(Edge(row["id"], row["from_uri"], row["to_uri"], kind, float(row["weight"]),
-                                  row.get("description") or ""))
+        """A fresh graph from the vault's link index: links between notes that exist, of
+        a type this process knows (an undeclared one carries no meaning; docs/DESIGN.md,
+        "Checks" reports the rest)."""
+        notes = set(vault.catalog.uris())
+        edges = [e for e in vault.links.graph_edges() if e.from_uri in notes and e.to_uri in notes]
         return cls(edges, notes)
 
     @property
@@ -332,9 +313,7 @@ class LinkGraph(Adjacency):
     # -- whole-graph views ------------------------------------------------------------------
     def weighted_digraph(self) -> nx.DiGraph:
         """One edge per linked pair, weighing the sum of its links' weights (a link id seen
-        twice on a pair counts once, its last record: as in ``g``, keyed by id). Built from
-        the edges directly, in the multigraph's order (nodes, then each note's links as
-        written), not through ``g``: at 100k notes the multigraph alone took seconds."""
+        twice on a pair counts once, its last record: as in ``g``, keyed by id)."""
         import networkx as nx
 
         pairs: dict[tuple[str, str], dict[str, float]] = {}
@@ -381,117 +360,38 @@ class LinkGraph(Adjacency):
         return steps
 
 
-class LazyLinks(Adjacency):
-    """The vault's links fetched note by note when a walk reaches a note (from the link
-    index, ``vault.link_ends_of``: no record decoded), kept for this view's life; a
-    note's edges are made from what was read when something walks them. The same edges
-    as ``LinkGraph.build`` gives (but a legacy entry's incoming side: it has no backlink
-    record; docs/DESIGN.md, "Search"): only links whose both ends are notes of the
-    catalog, of a type this process knows. Services keep one per catalog and
-    ``links_version``."""
+class _Held:
+    """The whole graph kept with a vault (``LinkGraph.for_vault``)."""
 
-    MAX_NOTES = 50_000  # notes kept; beyond, the cache starts over (a long-lived app)
+    def __init__(self, _vault: Vault) -> None:
+        self.graph: LinkGraph | None = None
 
-    def __init__(self, vault: Vault, catalog: Mapping[str, CatalogEntry] | None = None) -> None:
+
+class Walk(Adjacency):
+    """The edges of the notes one walk reaches, read from the link index as it reaches
+    them (a few seeds' neighbourhoods: never the whole graph) and kept for the walk: links
+    between notes of the catalog, of a type this process knows."""
+
+    def __init__(self, vault: Vault) -> None:
         self.vault = vault
-        self.catalog = catalog if catalog is not None else vault.catalog()
-        self._ends: dict[str, list[End]] = {}  # a note's records as read, both directions
-        self._edges: dict[str, tuple[list[Edge], list[Edge]]] = {}  # made from them when walked
-        self._anchored: dict[str, list[dict]] = {}  # a note's links with an anchor, as stored (snippets)
+        self._edges: dict[str, tuple[list[Edge], list[Edge]]] = {}
 
     def prefetch(self, uris: Iterable[str]) -> None:
-        uris = list(dict.fromkeys(uris))
-        if len(self._ends) + len(uris) > self.MAX_NOTES:  # (before choosing what to read: all of it stays)
-            self._ends.clear()
-            self._edges.clear()
-            self._anchored.clear()
-        todo = [u for u in uris if u not in self._ends and self._is_note(u)]
-        if todo:
-            self._read(todo)
+        catalog = self.vault.catalog
+        todo = [u for u in dict.fromkeys(uris) if u not in self._edges and u in catalog]
+        for uri, (out, inc) in self.vault.links.edges(todo).items() if todo else ():
+            self._edges[uri] = (canonical([e for e in out if e.to_uri in catalog], "to_uri"),
+                                canonical([e for e in inc if e.from_uri in catalog], "from_uri"))
 
-    def _read(self, uris: list[str]) -> None:
-        anchors: dict[str, int] = {}
-        self._ends.update(self.vault.link_ends_of(uris, anchors=anchors))
-        # Notes with no link that has an anchor: their snippets render none, and nothing
-        # more is read for them.
-        self._anchored.update({uri: [] for uri, n in anchors.items() if not n})
-
-    def prefetch_anchored(self, uris: Iterable[str]) -> None:
-        """A hint: ``links(uri, within=…)`` is about to be asked for these notes (what
-        they hold is read in one go)."""
-        if len(self._anchored) > self.MAX_NOTES:  # (it holds notes whose anchor count alone was read too)
-            self._anchored.clear()
-        todo = [u for u in uris if u not in self._anchored and self._is_note(u)]
-        unread = [u for u in todo if u not in self._ends]
-        if unread:  # (how many a note has is kept beside its records: most have none)
-            self._anchored.update({u: [] for u, n in self.vault.link_anchors_of(unread).items() if not n})
-            todo = [u for u in todo if u not in self._anchored]
-        if todo:
-            self._anchored.update(self.vault.link_rows_of(todo, anchored=True))
-
-    def out_edges_of_type(self, uris: Iterable[str], link_type: LinkType) -> dict[str, list[Edge]]:
-        """(Of the notes not read yet only the records of this type are read, in one read,
-        and not kept: a warm process answers them from its mirror without decoding a
-        note's whole records, ``LinkStore.out_ends_of_type``.)"""
-        uris = list(dict.fromkeys(uris))
-        name = link_type.value
-        unread = [u for u in uris if u not in self._ends and self._is_note(u)]
-        typed = self.vault.link_ends_of_type(unread, name) if unread else {}
-        out: dict[str, list[Edge]] = {}
-        for uri in uris:
-            hit = self._edges.get(uri)
-            if hit is not None:
-                out[uri] = [e for e in hit[0] if e.link_type is link_type]
-                continue
-            ends = typed[uri] if uri in typed else links_of_type(self._ends.get(uri, ()), name)
-            out[uri] = self._edges_of(uri, ends)[0] if ends else []
-        return out
-
-    def _fetch(self, uri: str) -> tuple[list[Edge], list[Edge]]:
+    def _of(self, uri: str) -> tuple[list[Edge], list[Edge]]:
         hit = self._edges.get(uri)
-        if hit is not None:
-            return hit
-        if uri not in self._ends:
+        if hit is None:
             self.prefetch([uri])
-        hit = self._edges[uri] = self._edges_of(uri, self._ends.get(uri, ()))
+            hit = self._edges.get(uri, ([], []))
         return hit
 
-    def _edges_of(self, uri: str, ends: Iterable[End]) -> tuple[list[Edge], list[Edge]]:
-        """A note's records as its edges out and in, canonical: only links whose both
-        ends are notes of the catalog, of a type this process knows."""
-        out: list[Edge] = []
-        inc: list[Edge] = []
-        is_note = self.catalog.is_good if isinstance(self.catalog, Catalog) else self._is_note
-        for direction, other, type_name, weight, link_id, description in ends:
-            link_type = LinkType.known(type_name)
-            if link_type is None or not is_note(other):
-                continue
-            if direction == "links":
-                out.append(Edge(link_id, uri, other, link_type, weight, description))
-            else:
-                inc.append(Edge(link_id, other, uri, link_type, weight, description))
-        return canonical(out, "to_uri"), canonical(inc, "from_uri")
-
-    def _is_note(self, uri: str) -> bool:
-        return parses(self.catalog, uri)
-
     def out_edges(self, uri: str) -> Sequence[Edge]:
-        return self._fetch(uri)[0]
+        return self._of(uri)[0]
 
     def in_edges(self, uri: str) -> Sequence[Edge]:
-        return self._fetch(uri)[1]
-
-    def links(self, uri: str, within: str | None = None) -> list[StoredLink]:
-        """``uri``'s outgoing links as stored (anchors and all, for rendering a snippet);
-        with ``within``, only those whose anchor (match_text) occurs in that text."""
-        if uri not in self.catalog:  # (a URI the catalog holds is canonical already)
-            uri = normalize_uri(uri)
-        if not self._is_note(uri):
-            return []
-        if within is None:
-            rows = [row for row in self.vault.link_rows(uri) if row["direction"] == "links"]
-        else:
-            if uri not in self._anchored:
-                self.prefetch_anchored([uri])
-            rows = [row for row in self._anchored[uri] if row["match_text"] in within]
-        return sorted((StoredLink.model_validate(row) for row in rows), key=lambda l: -l.weight)
+        return self._of(uri)[1]

@@ -6,7 +6,7 @@ journal file in `.memlink/journal/`; then the operations are applied; then the j
 file is removed. A process killed at any instant leaves either no journal (nothing was
 touched) or a complete journal, which the next writer replays before doing anything
 else (roll-forward). Replaying twice gives the same result. Link operations are
-applied by the link store (engine/linkstore.py), which names the journal on a big
+applied by the link index (engine/linkindex.py), which names the journal on a big
 folder's log line so that a replay appends it once (docs/DESIGN.md, "Units of work").
 """
 
@@ -18,7 +18,7 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError
 
@@ -26,10 +26,13 @@ from .atomic import atomic_write_text, full_disk_cause, remove_file
 from .errors import DiskFull, MemlinkError, SidecarError, UriError
 from .jsonl import append_jsonl
 from .links import REJECTED, SIDECAR
-from .linkstore import SIDECAR_LOG, LinkStore, PutLink, RemoveLegacy, RemoveLink, _Op, sidecar_rel
-from .uris import PathResolver, resolve_uri
+from .sidecars import SIDECAR_LOG, PutLink, RemoveLegacy, RemoveLink, _Op, sidecar_rel
+from .store import STATE_DIR
+from .uris import resolve_uri
 
-STATE_DIR = ".memlink"  # the vault's derived-state folder (engine.vault re-exports it)
+if TYPE_CHECKING:
+    from .linkindex import LinkIndex
+
 
 
 class WriteFile(_Op):
@@ -129,7 +132,7 @@ def last_record_id(path: Path) -> object:
     return record.get("id") if isinstance(record, dict) else None
 
 
-def check_ops(root: Path, ops: list, store: LinkStore | None = None) -> None:
+def check_ops(root: Path, ops: list, links: LinkIndex) -> None:
     """Everything a transaction touches must be usable *before* its journal is written:
     paths inside the vault, sidecars that read with no rejected entry (from the link
     index: no sidecar is parsed here). Raises UriError / SidecarError."""
@@ -141,29 +144,21 @@ def check_ops(root: Path, ops: list, store: LinkStore | None = None) -> None:
         elif isinstance(op, AppendRecords):
             log_path(root, op.log)
         else:
-            problems = (store or _store(root)).problems(op.folder)
-            if problems.broken:
-                raise SidecarError(problems.broken)
-            if problems.rejected:  # never rewrite a file around entries nobody has looked at
-                bad = problems.rejected[0]
-                raise SidecarError(f"{sidecar_rel(op.folder)}: {bad.label}: {bad.cause} "
-                                   "(`memlink check --fix` moves bad entries aside)")
+            problem = links.folder(op.folder, records=False).problem(op.folder)
+            if problem:  # never rewrite a file around entries nobody has looked at
+                raise SidecarError(problem)
             if isinstance(op, PutLink):
                 resolve_uri(root, op.link.from_uri)
                 resolve_uri(root, op.link.to_uri)
 
 
-def _store(root: Path) -> LinkStore:
-    """A link store with its index in memory, for callers that bring none."""
-    return LinkStore(Path(root), PathResolver(Path(root)), None)
-
-
-def apply_ops(root: Path, ops: list, store: LinkStore | None = None, tx: str | None = None) -> list[str]:
+def apply_ops(root: Path, ops: list, links: LinkIndex, tx: str | None = None) -> tuple[list[str], list[str]]:
     """Apply operations; idempotent, so a replay after a crash is always safe. ``tx``
     names the journal (a folder's link log records it, so a replay appends once). Returns
-    the paths it left alone because they changed since the transaction was planned."""
-    store = store or _store(root)
+    the note files it wrote or deleted, and the paths it left alone because they changed
+    since the transaction was planned."""
     skipped: list[str] = []
+    touched: list[str] = []
     link_ops: list = []
     for op in ops:
         if isinstance(op, WriteFile):
@@ -175,6 +170,7 @@ def apply_ops(root: Path, ops: list, store: LinkStore | None = None, tx: str | N
                 skipped.append(op.uri)
                 continue
             atomic_write_text(path, op.text)
+            touched.append(op.uri)
         elif isinstance(op, DeleteFile):
             path = resolve_uri(root, op.uri)
             now = file_hash(path)
@@ -184,6 +180,7 @@ def apply_ops(root: Path, ops: list, store: LinkStore | None = None, tx: str | N
                 skipped.append(op.uri)
                 continue
             remove_file(path)
+            touched.append(op.uri)
         elif isinstance(op, WriteSidecar):
             path = sidecar_path(root, op.folder)
             now, now_log = file_hash(path), file_hash(path.with_name(SIDECAR_LOG))
@@ -193,7 +190,7 @@ def apply_ops(root: Path, ops: list, store: LinkStore | None = None, tx: str | N
             if now != target and (now != op.before or now_log != op.log_before):
                 skipped.append(sidecar_rel(op.folder))
                 continue
-            store.restore(op.folder, op.text)  # (text already there: a kill before its log went)
+            links.restore(op.folder, op.text)  # (text already there: a kill before its log went)
         elif isinstance(op, AppendRecords):
             path = log_path(root, op.log)
             if op.records and last_record_id(path) != op.records[-1].get("id"):
@@ -202,25 +199,25 @@ def apply_ops(root: Path, ops: list, store: LinkStore | None = None, tx: str | N
                 append_jsonl(path, op.records, lock=op.log.startswith(f"{STATE_DIR}/"))
         else:
             link_ops.append(op)
-    store.apply(link_ops, tx)
-    return skipped
+    links.apply(link_ops, tx)
+    return touched, skipped
 
 
 class Journal:
-    def __init__(self, root: Path, folder: Path, store: LinkStore | None = None):
+    def __init__(self, root: Path, folder: Path, links: LinkIndex):
         self.root = Path(root)
         self.folder = Path(folder)
-        self.store = store
+        self.links = links
 
     def commit(self, ops: list) -> None:
         if not ops:
             return
-        check_ops(self.root, ops, self.store)
+        check_ops(self.root, ops, self.links)
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.json"
         atomic_write_text(path, _OPS.dump_json(ops).decode("utf-8"))  # failing here, nothing was made
         try:
-            apply_ops(self.root, ops, self.store, path.stem)
+            apply_ops(self.root, ops, self.links, path.stem)
         except (OSError, ValueError, MemlinkError) as exc:
             if full_disk_cause(exc) is None:
                 raise
@@ -240,18 +237,19 @@ class Journal:
             return []
         return sorted(p for p in self.folder.glob("*.json"))
 
-    def recover(self) -> tuple[int, list[str]]:
+    def recover(self) -> tuple[list[str], list[str]]:
         """Replay journals left by a killed writer. Call with the vault lock held.
 
-        Returns (journals replayed, problems). A journal that cannot be replayed (a sidecar
+        Returns (the note files the replays wrote or deleted, problems). A journal that cannot be replayed (a sidecar
         broken by hand since, a file edited since) is set aside as ``*.failed`` and
         reported, so the vault stays usable; ``memlink check`` lists it. On a full disk
         the journal stays as it is and DiskFull is raised: no later write may land first."""
-        replayed, problems = 0, []
+        replayed: list[str] = []
+        problems: list[str] = []
         for path in self.pending():
             try:
                 ops = _OPS.validate_json(path.read_bytes())
-                skipped = apply_ops(self.root, ops, self.store, path.stem)
+                touched, skipped = apply_ops(self.root, ops, self.links, path.stem)
             except (ValidationError, ValueError, OSError, MemlinkError) as exc:
                 if full_disk_cause(exc) is not None:  # not a bad journal: it waits for room
                     raise DiskFull(f"the disk is full: a change recorded earlier (.memlink/journal/{path.name}) "
@@ -261,7 +259,7 @@ class Journal:
                 problems.append(f"journal {path.name} could not be replayed ({exc}); set aside as {path.stem}.failed")
                 continue
             remove_file(path)
-            replayed += 1
+            replayed += touched
             problems += [f"journal {path.name}: {uri} changed since; left as it is" for uri in skipped]
         return replayed, problems
 

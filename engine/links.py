@@ -10,7 +10,7 @@ import functools
 import itertools
 import json
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 import orjson
 from pydantic import (
@@ -28,8 +28,8 @@ from .errors import LinkError, SidecarError, UriError
 from .lineranges import format_ranges, parse_ranges
 from .linktypes import LinkType, any_link_type, builtin_table
 from .uris import normalize_uri
-from .walk import SIDECAR  # ".relations.json" (named there: the walk may begin before the engine loads)
 
+SIDECAR = ".relations.json"  # a folder's links
 REJECTED = ".relations.rejected.jsonl"  # bad sidecar entries moved aside by `check --fix`
 Direction = Literal["links", "backlinks"]
 
@@ -54,6 +54,18 @@ def _check_ranges(value: str | None) -> str | None:
         return format_ranges(parse_ranges(value))
     except LinkError as exc:
         raise ValueError(str(exc)) from exc
+
+
+class Edge(NamedTuple):
+    """A link as a walk over the graph sees it: what walking and explaining need, nothing
+    more (a 100k-note vault holds hundreds of thousands of these)."""
+
+    id: str
+    from_uri: str
+    to_uri: str
+    link_type: LinkType
+    weight: float
+    description: str = ""
 
 
 class WikiLink(BaseModel):
@@ -119,6 +131,10 @@ class StoredLink(BaseModel):
         except UriError as exc:
             raise ValueError(str(exc)) from exc
 
+    def other(self, uri: str) -> str:
+        """The note at the other end of this link from ``uri``."""
+        return self.from_uri if self.to_uri == uri else self.to_uri
+
     @property
     def key(self) -> tuple[str, str, str, str]:
         """Dedup key: same pair, same field, same line ranges = same link (docs/DESIGN.md, "Vault format")."""
@@ -128,11 +144,11 @@ class StoredLink(BaseModel):
         return self.model_copy(update={"direction": direction})
 
     def same_record(self, other: StoredLink) -> bool:
-        a = self.model_dump(exclude={"direction"})
-        b = other.model_dump(exclude={"direction"})
-        return a == b
+        """The two sides of one link hold the same record (all but the direction)."""
+        return all(getattr(self, f) == getattr(other, f) for f in _RECORD)
 
 
+_RECORD = tuple(f for f in StoredLink.model_fields if f not in ("direction", "legacy"))
 _NORMALIZED: dict[str, str] = {}
 _NORMALIZED_MAX = 1 << 18  # every note's uri at 100k notes, with room
 
@@ -201,7 +217,7 @@ class Sidecar:
     ``legacy`` are old `{uris, reason}` dicts kept verbatim until the link they hold is
     rewritten in the new format; ``rejected`` are entries that do not validate (a path
     out of the vault, a bad type, a missing key): readers skip them, one bad entry never
-    hides the rest of the file. The link store (engine/linkstore.py) hands these out;
+    hides the rest of the file. The link index (engine/linkindex.py) reads them;
     ``parse`` and ``dump`` read and write one `.relations.json` text.
     """
 

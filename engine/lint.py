@@ -16,12 +16,10 @@ from typing import TYPE_CHECKING
 import orjson
 
 from .atomic import atomic_write_text
-from .checks import Finding, check_run, run_checks
-from .errors import MemlinkError
+from .checks import Finding, check, check_run
 from .journal import rejected_log
 from .links import SIDECAR, Direction, dump_rows
-from .linkstore import SIDECAR_LOG, PutLink, RemoveLegacy, RemoveLink
-from .transaction import sidecar_rel
+from .sidecars import SIDECAR_LOG, PutLink, RemoveLegacy, RemoveLink, read_folder, sidecar_rel
 from .uris import uri_dir
 
 if TYPE_CHECKING:
@@ -40,7 +38,8 @@ class LintReport:
     """A lint run: its counts at once, its findings read from the check memo as asked for
     (``page``, ``findings``): at 100k notes a run has ~300k findings, and a summary, the
     dashboards and the digest read a few thousand of them (docs/DESIGN.md, "Checks").
-    Holds the memo's snapshot until ``close`` (or the end of a ``with`` block)."""
+    Pages are read from the memo as it is when asked: a later run's findings, if one
+    saved since."""
 
     def __init__(self, found: Findings, fixed: list[str] | None = None) -> None:
         self._found: Findings | None = found
@@ -49,10 +48,10 @@ class LintReport:
         self.errors = sum(n for (_check, severity), n in by_severity.items() if severity == "error")
         self.counts: dict[str, int] = {}  # findings by check (as people see them)
         self.serious: dict[str, int] = {}  # errors and warnings by check
-        for (check, severity), n in sorted(by_severity.items()):
-            self.counts[check] = self.counts.get(check, 0) + n
+        for (name, severity), n in sorted(by_severity.items()):
+            self.counts[name] = self.counts.get(name, 0) + n
             if severity != "info":
-                self.serious[check] = self.serious.get(check, 0) + n
+                self.serious[name] = self.serious.get(name, 0) + n
         self._all: list[Finding] | None = None
 
     def page(self, checks: Iterable[str] | None = None, limit: int | None = None, involving: str | None = None) -> list[Finding]:
@@ -104,12 +103,10 @@ def set_aside(vault: Vault) -> list[str]:
     file beside them (appended, never overwritten: nothing is silently deleted), in one
     unit of work. Says what went where (docs/DESIGN.md, "Checks")."""
     done: list[str] = []
-    store = vault.linkstore
     with vault.transaction() as tx:
         stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        for folder in vault.sidecar_folders():
+        for folder, problems in vault.links.problems().items():
             rel, log = sidecar_rel(folder), rejected_log(folder)
-            problems = store.problems(folder)
             if problems.broken is not None:
                 where = vault.resolve.folder(folder)
                 kept: dict[str, str] = {}
@@ -133,7 +130,8 @@ def set_aside(vault: Vault) -> list[str]:
             for bad in problems.rejected:
                 tx.append(log, {"sidecar": SIDECAR, "at": stamp, "index": bad.index, "cause": bad.cause, "entry": bad.entry})
             bad_at = {bad.index for bad in problems.rejected}
-            clean = [row for i, row in enumerate(store.materialized(folder)) if i not in bad_at]
+            files = read_folder(vault.root, vault.resolve.folder(folder), folder)
+            clean = [row for i, row in enumerate(files.rows) if i not in bad_at]
             tx.restore_sidecar(folder, dump_rows(clean) if clean else None)
             n = len(problems.rejected)
             done.append(f"moved {n} bad entr{'y' if n == 1 else 'ies'} of {rel} to {log}")
@@ -153,28 +151,25 @@ def fix(vault: Vault) -> list[str]:
     link whose two notes exist, and remove links (both sides) to or from notes that no
     longer exist."""
     done: list[str] = set_aside(vault)
-    if not any(f.code in REPAIRED for f in run_checks(vault, integrity_only=True)):
+    if not any(f.code in REPAIRED for f in check(vault)):
         return done  # nothing to repair (the incremental check says so without reading every sidecar)
     with vault.transaction() as tx:
         # Under the lock: a note another process writes meanwhile is seen. A note that
         # exists but does not parse (a half-done edit) still exists: its links stay.
-        exists = set(vault.sync_catalog(walk=True))
+        vault.sync()
+        exists = set(vault.catalog.uris()) | set(vault.catalog.errors())
         ops: list[PutLink | RemoveLink | RemoveLegacy] = []
         seen: dict[tuple[str, str], tuple[str, StoredLink]] = {}
         unusable: set[str] = set()
-        for folder in vault.sidecar_folders():
-            try:
-                car = vault.linkstore.sidecar(folder)
-            except MemlinkError:
-                unusable.add(folder)
-                continue  # a broken sidecar is reported by lint, not guessed at
-            if car.rejected:
-                unusable.add(folder)  # a writer refuses it until its bad entries are moved aside
+        for folder in vault.links.folders():
+            car = vault.links.folder(folder)
+            if car.problem(folder):
+                unusable.add(folder)  # reported by lint, not guessed at; a writer refuses it until set aside
                 continue
-            for l in car.entries:
-                seen[(l.direction, l.id)] = (folder, l)
-            for l in car.legacy_links(folder):
-                if l.from_uri.endswith(".md") and l.to_uri not in exists:
+            for l in car.links:
+                if not l.legacy:
+                    seen[(l.direction, l.id)] = (folder, l)
+                elif l.from_uri.endswith(".md") and l.to_uri not in exists:
                     ops.append(RemoveLegacy(folder=folder, entry_id=l.id, from_uri=l.from_uri, to_uri=l.to_uri))
                     done.append(f"removed legacy link {l.from_uri} -> {l.to_uri} (target missing)")
         for (direction, link_id), (folder, l) in seen.items():
@@ -185,7 +180,7 @@ def fix(vault: Vault) -> list[str]:
             twin_dir: Direction = "backlinks" if direction == "links" else "links"
             if (twin_dir, link_id) not in seen:
                 twin_folder = uri_dir(l.to_uri if direction == "links" else l.from_uri)
-                if twin_folder in unusable or vault.linkstore.problems(twin_folder).broken is not None:
+                if twin_folder in unusable or vault.links.folder(twin_folder, records=False).broken is not None:
                     continue  # its sidecar could not be set aside; check keeps reporting it
                 ops.append(PutLink(folder=twin_folder, link=l.as_direction(twin_dir)))
                 done.append(f"restored the {twin_dir} side of {l.id} {l.from_uri} -> {l.to_uri}")
@@ -221,7 +216,7 @@ def write_dashboards(vault: Vault, report: LintReport, today: dt.date | None = N
     pages = {name: report.page(checks, DASHBOARD_ROWS) for name, (_title, checks) in DASHBOARDS.items()}
     totals = {name: sum(report.counts.get(c, 0) for c in checks) for name, (_title, checks) in DASHBOARDS.items()}
     questions = pages["open-questions"]  # (the digest's too)
-    count, types, degree = vault.linkstore.stats(top=10, refresh=False)  # lint just refreshed every folder
+    count, types, degree = vault.links.stats(top=10)  # (lint just brought every folder in step)
     shown = [u for rows in pages.values() for f in rows for u in (f.uri, f.other) if u]
     titles = _titles(vault, [*shown, *(u for u, _ in degree), *(f.uri for f in questions)])
     written = []
@@ -262,10 +257,7 @@ def _json_text(data: dict) -> str:
 def _titles(vault: Vault, uris: list[str]) -> dict[str, str]:
     """The titles of the notes a dashboard shows, read in one go (building every entry of
     a 100k-note catalog for a page of 500 rows costs more than the rest of the page)."""
-    catalog = vault.catalog()
-    wanted = [u for u in dict.fromkeys(uris) if u in catalog]
-    catalog.prefetch(wanted)
-    return {u: catalog[u].title for u in wanted}
+    return {u: e.title for u, e in vault.catalog.entries(uris).items()}
 
 
 def digest(vault: Vault, report: LintReport, today: dt.date | None = None,
@@ -283,10 +275,10 @@ def digest(vault: Vault, report: LintReport, today: dt.date | None = None,
         questions = report.page(["open_questions"], DASHBOARD_ROWS)
     if contradictions is None:
         contradictions = report.page(["contradictions"], DASHBOARD_ROWS)
-    count, types, degree = stats or vault.linkstore.stats(top=10, refresh=False)
+    count, types, degree = stats or vault.links.stats(top=10)
     if titles is None:
         titles = _titles(vault, [*(u for u, _ in degree), *(f.uri for f in questions)])
-    per_type = vault.catalog().type_counts()
+    per_type = vault.catalog.type_counts()
     return {
         "generated": (today or dt.date.today()).isoformat(),
         "notes": sum(per_type.values()),

@@ -14,15 +14,14 @@ import threading
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz
 
-from .catalog import parses
+from .text import words
 
 if TYPE_CHECKING:
-    from .catalog import CatalogStore
+    from .catalog import Catalog
     from .vault import Vault
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -30,11 +29,6 @@ TEXT_SUFFIXES = (".md", ".markdown", ".mdown", ".txt", ".text")  # what ingest t
 _EXT = re.compile(r"\.(?:" + "|".join(s[1:] for s in TEXT_SUFFIXES) + r")$", re.I)
 NEAR = 0.88  # difflib ratio for a near match of a name in a question ("Acme Robotic" ~ "Acme Robotics")
 _NEAR_BOUND = NEAR * 100 - 1e-6  # rapidfuzz's ratio (percent) that every near match reaches
-
-
-def words(text: str) -> list[str]:
-    """A name's words, lowercased, possessives dropped: "Acme's" → ["acme"]."""
-    return [w for w in _WORD.findall(re.sub(r"['’]s\b", "", text.lower()))]
 
 
 def path_key(path: str) -> str:
@@ -73,6 +67,13 @@ class Lookup:
         return self.uri is None and len(self.candidates) > 1
 
 
+class _Held:
+    """The name index kept with a vault."""
+
+    def __init__(self, _vault: Vault) -> None:
+        self.names: NameIndex | None = None
+
+
 class _Paths:
     """The path half of a NameIndex."""
 
@@ -100,55 +101,26 @@ class _Paths:
 
 
 class NameIndex:
-    """Built in two halves, each on first use: the names (titles and aliases, what a
-    question names: all search needs) and the paths (import paths, file names, folders:
-    what ingest resolves references with). At 100k notes each half costs a large part of
-    a second, and a search process needs only the first."""
+    """What notes are called: their names (titles and aliases, what a question names) are
+    looked up in the catalog's names table; their paths (import paths, file names,
+    folders: what ingest resolves references with) are built from every entry on first
+    use (a large part of a second at 100k notes: a search never needs them). Kept with
+    the vault until the change feed says a note changed (``for_vault``)."""
 
-    def __init__(self, catalog: Mapping, store: CatalogStore | None = None):
-        self._all = catalog
-        # The catalog's table of names: a question looks its spans up there, so a search
-        # process never builds the name half at all (it costs a second at 100k notes).
-        self._store = store
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
         self._lock = threading.Lock()
-        self._names: tuple[dict[str, set[str]], dict[str, set[str]]] | None = None
         self._paths: _Paths | None = None
+        self.mark: tuple[str, int] | None = None
 
-    @cached_property
-    def _catalog(self) -> dict:
-        """The notes that parse (built only by the halves that walk every note)."""
-        return {uri: entry for uri, entry in self._all.items() if not entry.error}
-
-    @property
-    def titles(self) -> dict[str, set[str]]:
-        """" ".join(words(title or alias)) -> uris."""
-        return self._name_tables()[0]
-
-    @property
-    def by_first(self) -> dict[str, set[str]]:
-        """A name's first word -> names (for near matches)."""
-        return self._name_tables()[1]
-
-    def _name_tables(self) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-        if self._names is None:
-            with self._lock:
-                if self._names is None:
-                    titles: dict[str, set[str]] = defaultdict(set)
-                    by_first: dict[str, set[str]] = defaultdict(set)
-                    for uri, entry in self._catalog.items():
-                        for name in [entry.title, *entry.aliases]:
-                            key = " ".join(words(name))
-                            if key:
-                                titles[key].add(uri)
-                                by_first[key.split()[0]].add(key)
-                    self._names = (titles, by_first)
-        return self._names
+    def _named(self, key: str) -> set[str]:
+        return self.catalog.named([key]).get(key, set())
 
     def _path_tables(self) -> _Paths:
         if self._paths is None:
             with self._lock:
                 if self._paths is None:
-                    self._paths = _Paths(self._catalog)
+                    self._paths = _Paths({e.uri: e for e in self.catalog.all()})
         return self._paths
 
     @property
@@ -182,8 +154,13 @@ class NameIndex:
 
     @classmethod
     def for_vault(cls, vault: Vault) -> NameIndex:
-        """The name index of the vault's current catalog, kept by its services."""
-        return vault.services.names
+        """The vault's name index, made again once a note changed (the store's feed)."""
+        held = vault.shared(_Held, _Held)
+        since = vault.store.since(held.names.mark if held.names is not None else None)
+        if held.names is None or since.any("note"):
+            held.names = cls(vault.catalog)
+            held.names.mark = since.mark
+        return held.names
 
     def kind(self, uri: str) -> str:
         return self.kinds.get(uri, "")
@@ -223,7 +200,7 @@ class NameIndex:
         """A wikilink's target: a title or alias, an import path, or a file name. Several
         notes with that name: the batch's, else the one in the referring page's folder,
         else the reference is ambiguous."""
-        titled = self._pick(self.titles.get(" ".join(words(name))), scope)
+        titled = self._pick(self._named(" ".join(words(name))), scope)
         if titled.uri:
             return titled
         by_path = self.lookup_path(name, scope)
@@ -244,28 +221,18 @@ class NameIndex:
         raw = _WORD.findall(re.sub(r"['’]s\b", "", question))
         qw = [w.lower() for w in raw]
         spans = {" ".join(qw[i : i + n]) for n in range(1, min(8, len(qw)) + 1) for i in range(len(qw) - n + 1)}
-        if self._names is None and self._store is not None:
-            # The spans' names and every name a span of two or more words may nearly be
-            # (one that starts with its first word), in one read.
-            found = self._store.named_or_starting(spans, qw[:-1])
-            titles = {k: {u for u in v if parses(self._all, u)} for k, v in found.items()}
-            firsts: dict[str, list[str]] = {}
-            for key in found:
-                firsts.setdefault(key.split(" ", 1)[0], []).append(key)
+        # The spans' names and every name a span of two or more words may nearly be (one
+        # that starts with its first word), in one read of the catalog's names.
+        found = self.catalog.named(spans, qw[:-1])
+        firsts: dict[str, list[str]] = {}
+        for key in found:
+            firsts.setdefault(key.split(" ", 1)[0], []).append(key)
 
-            def starting(word: str) -> list[str]:
-                return firsts.get(word, [])
+        def starting(word: str) -> list[str]:
+            return firsts.get(word, [])
 
-            def named(key: str) -> set[str]:
-                return titles.get(key, set())
-        else:
-            titles_map, by_first = self.titles, self.by_first
-
-            def starting(word: str) -> list[str]:
-                return list(by_first.get(word, ()))
-
-            def named(key: str) -> set[str]:
-                return titles_map.get(key, set())
+        def named(key: str) -> set[str]:
+            return found.get(key, set())
         out: list[Named] = []
         taken = [False] * len(qw)
         for n in range(min(8, len(qw)), 0, -1):

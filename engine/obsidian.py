@@ -48,7 +48,7 @@ class _DryRun(Exception):
 def regenerate(vault: Vault, *, dry_run: bool = False, batch: int = BATCH) -> Regenerated:
     """Bring every note's view markers and Links block in line (see the module doc)."""
     out = Regenerated()
-    entries = sorted(vault.catalog().keys())
+    entries = sorted(vault.catalog.uris())
     for start in range(0, len(entries), batch):
         chunk = entries[start : start + batch]
         try:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .links import StoredLink
+from .sidecars import sidecar_rel
+from .uris import normalize_uri, uri_dir
 
 if TYPE_CHECKING:
     from .vault import Vault
@@ -89,7 +91,21 @@ def note_data(vault: Vault, uri: str) -> dict[str, Any]:
         "body": note.body,
         "rendered": rendered.text,
         "missing_match_text": [link.id for link in rendered.missing],
-        "links": [link.model_dump(mode="json") for link in vault.get_file_links(note.uri, "links")],
-        "backlinks": [link.model_dump(mode="json") for link in vault.get_file_links(note.uri, "backlinks")],
-        "link_problems": vault.link_problems(note.uri),
+        "links": [link.model_dump(mode="json") for link in vault.links.of(note.uri, "links")],
+        "backlinks": [link.model_dump(mode="json") for link in vault.links.of(note.uri, "backlinks")],
+        "link_problems": link_problems(vault, note.uri),
     }
+
+
+def link_problems(vault: Vault, uri: str) -> str | None:
+    """Why a note's links, as read, may be incomplete: its folder's sidecar cannot be
+    read, or holds entries that do not validate (readers skip them). None when whole."""
+    folder = uri_dir(normalize_uri(uri))
+    state = vault.links.folder(folder, records=False)
+    if state.broken:
+        return f"{state.broken}; this folder's links are not shown"
+    if state.rejected:
+        first = state.rejected[0]
+        more = f" and {len(state.rejected) - 1} more" if len(state.rejected) > 1 else ""
+        return f"{sidecar_rel(folder)}: {first.label}{more} skipped ({first.cause})"
+    return None

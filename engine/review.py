@@ -32,8 +32,8 @@ from .journal import DeleteFile, WriteFile, WriteSidecar
 from .jsonl import read_jsonl
 from .lineranges import format_ranges, parse_ranges, segments
 from .links import StoredLink
-from .linkstore import PutLink, RemoveLegacy, RemoveLink
 from .notes import parse_note, serialize_note
+from .sidecars import PutLink, RemoveLegacy, RemoveLink, folder_text, read_folder, rewritten_whole
 from .transaction import sidecar_rel, text_hash
 from .uris import uri_dir
 
@@ -137,21 +137,28 @@ def review(vault: Vault, a: str, b: str, action: str, *, text: str | None = None
         plan = _stage(vault, tx, a, b, action, text, today)
         if expect is not None and plan != expect:
             raise ReviewError("the notes changed since the preview; look at the new preview first")
-        # Staged from a clean unit of work (checked in _stage), so the files on disk are
-        # what the action replaces. The two notes are kept too even when unchanged: undo
-        # refuses once they were edited since, as the decision was made on their texts.
-        # Links are kept one record at a time (a sidecar can hold tens of thousands), with
-        # their place in a sidecar small enough to be rewritten whole, so undo puts the
-        # file back as it was; a legacy entry the action touched keeps its whole sidecar.
-        whole = sorted({sidecar_rel(op.folder) for op in tx.ops() if isinstance(op, RemoveLegacy)})
-        snapshot = sorted({f for f in plan.files if not _is_sidecar(f)} | {a, b} | set(whole))
-        before = {rel: _disk_text(vault, rel) for rel in snapshot}
-        for rel in whole:
-            before[rel] = vault.linkstore.effective_text(rel[: -len(sidecar_rel(""))].rstrip("/"))
-        after = {rel: text_hash(tx.text_after(rel)) for rel in snapshot}
-        tx.append(ACTION_LOG, {"at": _now(), "action": action, "a": a, "b": b, "message": plan.message,
-                               "before": before, "after": after, "links": _link_records(vault, tx, whole)})
+        log_action(vault, tx, action, a, b, plan.message)
     return ReviewResult(action, plan.message, plan.files, plan)
+
+
+def log_action(vault: Vault, tx: Transaction, action: str, a: str, b: str, message: str) -> None:
+    """Record what ``tx`` staged as an undoable action on notes ``a`` and ``b``, in the
+    same unit of work (``undo`` puts it back). Staged from a clean unit of work, so the
+    files on disk are what the action replaces. The two notes are kept even when
+    unchanged: undo refuses once they were edited since, as the decision was made on their
+    texts. Links are kept one record at a time (a sidecar can hold tens of thousands),
+    with their place in a sidecar small enough to be rewritten whole, so undo puts the
+    file back as it was; a legacy entry the action touched keeps its whole sidecar."""
+    files = _touched(tx)
+    whole = sorted({sidecar_rel(op.folder) for op in tx.ops() if isinstance(op, RemoveLegacy)})
+    snapshot = sorted({f for f in files if not _is_sidecar(f)} | {a, b} | set(whole))
+    before = {rel: _disk_text(vault, rel) for rel in snapshot}
+    for rel in whole:
+        folder = rel[: -len(sidecar_rel(""))].rstrip("/")
+        before[rel] = folder_text(vault.root, vault.resolve.folder(folder), folder)
+    after = {rel: text_hash(tx.text_after(rel)) for rel in snapshot}
+    tx.append(ACTION_LOG, {"at": _now(), "action": action, "a": a, "b": b, "message": message,
+                           "before": before, "after": after, "links": _link_records(vault, tx, whole)})
 
 
 def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str | None,
@@ -164,8 +171,8 @@ def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str
     day = (today or dt.date.today()).isoformat()
     table = vault.config.link_table()  # link types by role (docs/DESIGN.md, "Link types")
     conflict, supersedes, default = table.role("conflict"), table.role("supersedes"), table.role("default")
-    pair = [l for l in vault.get_file_links(a, "links") if l.to_uri == b and l.link_type is conflict]
-    pair += [l for l in vault.get_file_links(b, "links") if l.to_uri == a and l.link_type is conflict]
+    pair = [l for l in vault.links.of(a, "links") if l.to_uri == b and l.link_type is conflict]
+    pair += [l for l in vault.links.of(b, "links") if l.to_uri == a and l.link_type is conflict]
     if not pair:
         raise ReviewError(f"no contradicts link between {a} and {b}")
     link = pair[0]
@@ -225,8 +232,8 @@ def dispute(vault: Vault, a: str, b: str) -> Dispute:
     """The contradiction between ``a`` and ``b`` as a review card shows it (ReviewError
     when no contradicts link joins them)."""
     conflict = vault.config.link_table().role("conflict")
-    pair = [l for l in vault.get_file_links(a, "links") if l.to_uri == b and l.link_type is conflict]
-    pair += [l for l in vault.get_file_links(b, "links") if l.to_uri == a and l.link_type is conflict]
+    pair = [l for l in vault.links.of(a, "links") if l.to_uri == b and l.link_type is conflict]
+    pair += [l for l in vault.links.of(b, "links") if l.to_uri == a and l.link_type is conflict]
     if not pair:
         raise ReviewError(f"no contradicts link between {a} and {b}")
     link = pair[0]
@@ -280,10 +287,10 @@ def _rewrite_keeping_links(vault: Vault, tx: Transaction, uri: str, text: str) -
     """Replace the note's text field. Links into it whose lines the new text no longer
     holds would be removed by the range correction; a merge keeps them, pointing at the
     whole field instead."""
-    incoming = {l.id: l for l in vault.get_file_links(uri, "backlinks") if not l.legacy}
+    incoming = {l.id: l for l in vault.links.of(uri, "backlinks") if not l.legacy}
     schema = vault.schema(vault.read_note(uri).memory_type)
     vault.write_note(schema.memory_type, {schema.text_field: text}, uri=uri)
-    left = {l.id for l in vault.get_file_links(uri, "backlinks")}
+    left = {l.id for l in vault.links.of(uri, "backlinks")}
     for link in incoming.values():
         if link.id not in left:
             kept = link.model_copy(update={"t_line_ranges": None})
@@ -322,8 +329,9 @@ def _link_records(vault: Vault, tx: Transaction, whole: list[str]) -> list[dict[
         if sidecar_rel(change.folder) in whole:
             continue
         if change.folder not in places:
-            places[change.folder] = None if vault.linkstore.in_log_mode(change.folder) else {
-                (r.get("id"), r.get("direction")): i for i, r in enumerate(vault.linkstore.materialized(change.folder))
+            path = vault.resolve.folder(change.folder)
+            places[change.folder] = None if not rewritten_whole(path) else {
+                (r.get("id"), r.get("direction")): i for i, r in enumerate(read_folder(vault.root, path, change.folder).rows)
                 if isinstance(r, dict) and "uris" not in r}
         place = places[change.folder]
         out.append({"folder": change.folder, "id": change.id, "direction": change.direction,

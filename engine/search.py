@@ -8,9 +8,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import math
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
+from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import BaseModel
 
@@ -18,17 +17,19 @@ from .config import SearchConfig
 from .embed import cosine_shift
 from .errors import MemlinkError
 from .fusion import RouteHits, fuse
-from .graph import Adjacency, LazyLinks, PropagationParams, Step
+from .graph import Adjacency, PropagationParams, Step, Walk
 from .index import SearchIndex
 from .index.keywords import bm25_idf
 from .jsonl import append_jsonl
+from .links import StoredLink
 from .linktypes import LinkType, LinkTypeTable, builtin_table
+from .names import NameIndex
 from .relations import PERSON_KINDS, asked_relation, asks_who, relations_of
 from .render import render_links
-from .text import content_tokens, snippet, tokenize
+from .text import content_tokens, snippet, tokenize, words
 
 if TYPE_CHECKING:
-    from .catalog import CatalogEntry
+    from .catalog import Catalog
     from .vault import Vault
 
 
@@ -110,20 +111,6 @@ def _propagation_params(table: LinkTypeTable, damping: float, depth: int, min_li
     return PropagationParams.for_table(table, damping=damping, depth=depth, min_link_weight=min_link_weight, **extra)
 
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _settled(fn: F) -> F:
-    """Run ``fn(vault, ...)`` with each folder's links read as of one moment
-    (``LinkStore.settled``): a search reads hundreds of notes' links in milliseconds."""
-    @functools.wraps(fn)
-    def run(vault: Vault, *args: Any, **kwargs: Any) -> Any:
-        with vault.linkstore.settled():
-            return fn(vault, *args, **kwargs)
-    return cast(F, run)
-
-
-@_settled
 def search(
     vault: Vault,
     query: str,
@@ -149,14 +136,11 @@ def search(
     related notes are wanted) any word of it in a note is a match."""
     cfg = vault.config.search
     index = index or SearchIndex.for_vault(vault)
-    catalog = vault.catalog()
+    catalog = vault.catalog
     n = max(cfg.candidates, k)
 
     def allowed(uri: str) -> bool:
-        if not types:  # answered from the note's stamp: no entry is built
-            return catalog.is_good(uri)
-        entry = catalog.get(uri)
-        return entry is not None and not entry.error and entry.memory_type in types
+        return uri in catalog if not types else catalog.memory_type(uri) in types
 
     found: dict[str, list[Route]] = {}
     ranked_lists: list[RouteHits] = []
@@ -198,7 +182,7 @@ def search(
     seeds.update({u: 1.0 for u in named})
     # Only the seeds' neighbourhoods are walked: their links are fetched as reached
     # (docs/DESIGN.md, "Search"), never the whole graph.
-    graph = vault.services.links if use_graph else None
+    graph = Walk(vault) if use_graph else None
     params = propagation_params(cfg, vault.config.link_table())
     if graph is not None:
         spread = graph.propagate(seeds, params)
@@ -215,7 +199,8 @@ def search(
     else:
         final = dict(base)
 
-    for uri in catalog.superseded_in(final):  # superseded knowledge (a review kept another note) ranks lower
+    superseded = catalog.superseded()
+    for uri in [u for u in final if u in superseded] if superseded else ():  # (a review kept another note)
         final[uri] *= 0.5
     if graph is not None and cfg.backlink_boost:
         graph.prefetch(final)
@@ -266,11 +251,10 @@ def search(
     query_tokens = set(tokenize(query))
 
     def hit(uri: str) -> SearchHit:
-        held = texts.get(uri)
-        title = held[0] if held is not None and uri in titled else catalog[uri].title
-        h = SearchHit(uri, title, catalog.memory_type_of(uri), final[uri], found.get(uri, []), weak=weak)
+        entry = entries[uri]
+        h = SearchHit(uri, entry.title, entry.memory_type, final[uri], found.get(uri, []), weak=weak)
         if snippets:
-            h.snippet = _snippet(vault, uri, query_tokens, graph, held[1] if held is not None else None)
+            h.snippet = _snippet(vault, uri, query_tokens, anchored.get(uri, []))
         return h
 
     under: dict[str, list[str]] = {}  # page -> its derived notes, in ranking order
@@ -278,16 +262,10 @@ def search(
         if e in evidence:
             under.setdefault(evidence[e], []).append(e)
     shown = [*ranked, *(e for u in ranked for e in under.get(u, ()))]
-    # What is shown of each hit, in one read: its text as the index holds it (what was
-    # searched), and its title with it where the index holds the note at the catalog's
-    # hash (else, or without snippets, from the catalog entry: a title edited since the
-    # index's last sync shows as edited). A note this thread's transaction staged is
-    # shown as staged: from the catalog and its file.
-    texts = {u: held for u, held in index.texts(shown).items() if not vault.staged(u)} if snippets else {}
-    titled = {u for u in texts if index.indexed_at(u) == catalog.sha_of(u)}
-    catalog.prefetch(u for u in shown if u not in titled)
-    if snippets and isinstance(graph, LazyLinks):
-        graph.prefetch_anchored(shown)  # the links each snippet renders, in one read
+    # What is shown of each hit, in one read each: the catalog's entries, and the links
+    # with an anchor (what a snippet renders).
+    entries = catalog.entries(shown)
+    anchored = {u: [l for l in ls if l.match_text] for u, ls in vault.links.of_many(shown, "links").items()} if snippets else {}
     hits = []
     for uri in ranked:
         h = hit(uri)
@@ -310,8 +288,6 @@ def query_coverage(index: SearchIndex, query: str) -> float:
 
 
 def _named(vault: Vault, query: str) -> list[str]:
-    from .names import NameIndex
-
     out: list[str] = []
     for named in NameIndex.for_vault(vault).named_in(query):
         if named.uri not in out:
@@ -322,15 +298,13 @@ def _named(vault: Vault, query: str) -> list[str]:
 def _without_names(query: str, vault: Vault) -> str:
     """The question without the names in it: "Who attended the Acme investor update?"
     asks about attending, whatever the meeting is called."""
-    from .names import NameIndex, words
-
     spans = NameIndex.for_vault(vault).named_in(query)
     qw = words(query)
     keep = [w for i, w in enumerate(qw) if not any(s.start <= i < s.end for s in spans)]
     return " ".join(keep)
 
 
-def _answers(graph: Adjacency, catalog: Mapping[str, CatalogEntry], named: list[str], question: str,
+def _answers(graph: Adjacency, catalog: Catalog, named: list[str], question: str,
              params: PropagationParams) -> dict[str, tuple[float, Step, bool]]:
     """The notes a "Who …?" question's named notes link to (either way): people first.
     Each gets (score, the link, strong): strong when the link states the relation asked
@@ -339,23 +313,22 @@ def _answers(graph: Adjacency, catalog: Mapping[str, CatalogEntry], named: list[
     "Link types") and its weight."""
     asked = asked_relation(question)
     out: dict[str, tuple[float, Step, bool]] = {}
-    for x in named:
-        for step in graph.steps(x):
-            dst = step.dst
-            if dst in named or dst not in catalog:
-                continue
-            person = catalog[dst].kind in PERSON_KINDS
-            if asked is not None:  # the link states it, with the other note as the subject
-                strong = any(rel.name == asked.name and (from_subject if step.direction == "backlinks" else not from_subject)
-                             for rel, from_subject in relations_of(step.link.description))
-            else:
-                strong = person
-            if not (person or strong):
-                continue
-            rule = params.table.get((step.link.link_type, step.direction))
-            score = (rule.weight if rule else 0.4) * step.link.weight * (1.0 if strong else 0.5)
-            if dst not in out or score > out[dst][0]:
-                out[dst] = (score, step, strong)
+    steps = [s for x in named for s in graph.steps(x) if s.dst not in named and s.dst in catalog]
+    kinds = {u: e.kind for u, e in catalog.entries(s.dst for s in steps).items()}
+    for step in steps:
+        dst = step.dst
+        person = kinds[dst] in PERSON_KINDS
+        if asked is not None:  # the link states it, with the other note as the subject
+            strong = any(rel.name == asked.name and (from_subject if step.direction == "backlinks" else not from_subject)
+                         for rel, from_subject in relations_of(step.link.description))
+        else:
+            strong = person
+        if not (person or strong):
+            continue
+        rule = params.table.get((step.link.link_type, step.direction))
+        score = (rule.weight if rule else 0.4) * step.link.weight * (1.0 if strong else 0.5)
+        if dst not in out or score > out[dst][0]:
+            out[dst] = (score, step, strong)
     return out
 
 
@@ -376,21 +349,15 @@ def _group(graph: Adjacency, order: list[str], k: int, link_types: LinkTypeTable
     return out
 
 
-def _snippet(vault: Vault, uri: str, query_tokens: set[str], graph: Adjacency | None = None,
-             indexed: str | None = None) -> str:
-    """The best window of the note's text, with its outgoing links rendered inside it
-    (those the walk fetched already, when it did). The text is the one the search index
-    holds (``indexed``: what was searched, no file read), else the note's file is read."""
-    if indexed is not None:
-        body = indexed
-    else:
-        try:
-            body = vault.read_body(uri)
-        except (OSError, MemlinkError):
-            return ""
+def _snippet(vault: Vault, uri: str, query_tokens: set[str], anchored: list[StoredLink]) -> str:
+    """The best window of the note's text, with its outgoing links that have an anchor
+    there rendered inside it."""
+    try:
+        body = vault.read_body(uri)
+    except (OSError, MemlinkError):
+        return ""
     window = snippet(body, query_tokens)
-    links = graph.links(uri, within=window) if isinstance(graph, LazyLinks) else vault.get_file_links(uri, "links")
-    return render_links(window, links).text
+    return render_links(window, [l for l in anchored if l.match_text and l.match_text in window]).text
 
 
 class SearchLogEntry(BaseModel):

@@ -223,3 +223,11 @@ def snippet(text: str, query_tokens: set[str], width: int = 220) -> str:
         cut = window.rfind(" ")
         window = (window[:cut] if cut > width // 2 else window) + "…"
     return window
+
+
+_NAME_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def words(text: str) -> list[str]:
+    """A name's words, lowercased, possessives dropped: "Acme's" → ["acme"]."""
+    return _NAME_WORD.findall(re.sub(r"['’]s\b", "", text.lower()))

@@ -18,15 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from .errors import SidecarError
 from .journal import AppendRecords, DeleteFile, WriteFile, WriteSidecar, file_hash, log_path
+from .linkindex import owner_of
 from .links import SIDECAR, Sidecar, StoredLink, dump_rows
-from .linkstore import SIDECAR_LOG, PutLink, RemoveLegacy, RemoveLink, apply_raw, op_row, owner_of, sidecar_rel
+from .sidecars import SIDECAR_LOG, LinkOp, PutLink, RemoveLink, apply_raw, folder_text, op_row, read_folder, sidecar_rel
 
 if TYPE_CHECKING:
     from .notes import Note
     from .vault import Vault
 
-LinkOp = PutLink | RemoveLink | RemoveLegacy
 View = tuple[str, str, str]  # (folder, owner note, direction): one note's side of a folder's sidecar
 
 __all__ = ["LinkChange", "LinkOp", "Transaction", "sidecar_rel", "text_hash"]
@@ -106,7 +107,7 @@ class Transaction:
         self._restores[folder] = first.model_copy(update={"text": text})
         self._link_ops = [op for op in self._link_ops if op.folder != folder]
         owners = {k[1] for k in self._views if k[0] == folder and k[2] == "links"}
-        owners |= {owner_of(l) for l in self.vault.linkstore.folder_links(folder) if l.direction == "links"}
+        owners |= {owner_of(l) for l in self.vault.links.folder(folder).links if l.direction == "links"}
         views = {k: v for k, v in self._views.items() if k[0] != folder}
         for link in Sidecar.parse(text or "", sidecar_rel(folder), folder).all_links(folder):
             key = (folder, owner_of(link), link.direction)
@@ -182,13 +183,15 @@ class Transaction:
             return staged
         if key[0] in self._restored:
             return []
-        return self.vault.linkstore.links_of(*key)
+        return self.vault.links.of(key[1], key[2], as_staged=False)
 
     def _owners(self, folder: str, link_id: str, direction: str) -> set[str]:
         owners = {k[1] for k, links in self._views.items()
                   if k[0] == folder and k[2] == direction and any(l.id == link_id for l in links)}
         if folder not in self._restored:
-            owners |= set(self.vault.linkstore.owners(folder, link_id, direction))
+            found = self.vault.links.record(folder, link_id, direction)
+            if found is not None:
+                owners.add(owner_of(found))
         return owners
 
     def append(self, log: str, record: dict[str, Any] | BaseModel) -> dict[str, Any]:
@@ -238,7 +241,7 @@ class Transaction:
                         return link
         if folder in self._restored:
             return None
-        found = self.vault.linkstore.entry(folder, link_id, direction)
+        found = self.vault.links.record(folder, link_id, direction)
         if found is not None and (folder, owner_of(found), direction) in self._views:
             return None  # staged away
         return found
@@ -248,9 +251,9 @@ class Transaction:
         out: dict[tuple[str, str, str], LinkChange] = {}
         keys = set(self._views)
         for folder in self._restored:
-            keys |= {(folder, owner_of(l), l.direction) for l in self.vault.linkstore.folder_links(folder)}
+            keys |= {(folder, owner_of(l), l.direction) for l in self.vault.links.folder(folder).links}
         for key in sorted(keys):
-            before = {(l.id, l.to_uri if l.legacy else ""): l for l in self.vault.linkstore.links_of(*key)}
+            before = {(l.id, l.to_uri if l.legacy else ""): l for l in self.vault.links.of(key[1], key[2], as_staged=False)}
             after = {(l.id, l.to_uri if l.legacy else ""): l for l in self._views.get(key, [])}
             for ident in sorted(set(before) | set(after)):
                 was, now = before.get(ident), after.get(ident)
@@ -265,13 +268,19 @@ class Transaction:
         if _is_sidecar(rel):
             folder = rel[: -len(SIDECAR)].rstrip("/")
             ops = [op for op in self._link_ops if op.folder == folder]
-            if not ops:
-                return self._restored[folder] if folder in self._restored else self.vault.linkstore.effective_text(folder)
             if folder in self._restored:
+                if not ops:
+                    return self._restored[folder]
                 rows = Sidecar.parse(self._restored[folder] or "", rel, folder)
                 raw: list = [*(l.model_dump(mode="json") for l in rows.entries), *rows.legacy]
             else:
-                raw = self.vault.linkstore.materialized(folder)
+                path = self.vault.resolve.folder(folder)
+                if not ops:
+                    return folder_text(self.vault.root, path, folder)
+                files = read_folder(self.vault.root, path, folder)
+                if files.broken:
+                    raise SidecarError(files.broken)
+                raw = files.rows
             for op in ops:
                 apply_raw(raw, op_row(op))
             return dump_rows(raw) if raw else None

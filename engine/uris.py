@@ -12,9 +12,18 @@ import os
 from pathlib import Path
 
 from .errors import UriError
-from .walk import utf8_name
 
 __all__ = ["PathResolver", "normalize_uri", "resolve_uri", "uri_dir", "utf8_name"]
+
+
+def utf8_name(name: str) -> bool:
+    """Whether a file name read from the disk is UTF-8 (os.listdir hands back other bytes
+    as surrogates, which no note path, log or index can hold)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def normalize_uri(uri: str) -> str:

@@ -26,6 +26,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from engine import MemlinkError, Vault, version
 from engine.errors import NoteNotFound, UriError
+from engine.index import SearchIndex
 from engine.vault import VaultReadOnly
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -55,7 +56,7 @@ class MemlinkTools:
     def fresh(self) -> None:
         """Pick up edits made outside this process (at most every FRESH_EVERY seconds)."""
         if time.monotonic() - self.synced >= FRESH_EVERY:
-            self.vault.services.sync()
+            SearchIndex.synced(self.vault)
             self.synced = time.monotonic()
 
     def writable(self) -> None:
@@ -81,7 +82,7 @@ class MemlinkTools:
         for t in types or ():
             self.vault.schema(t)  # an unknown type is a clear error
         hits = search(self.vault, query, k=k, types=set(types) if types else None, use_graph=graph,
-                      index=self.vault.services.index, log=False)
+                      index=SearchIndex.for_vault(self.vault), log=False)
         return {"query": query, "weak": bool(hits and hits[0].weak), "hits": [h.to_json() for h in hits]}
 
     def recall(self, question: str, k: int = 5, session: str | None = None) -> dict[str, Any]:
@@ -105,9 +106,9 @@ class MemlinkTools:
         table = vault.config.link_table()
         wanted = {table.require(t) for t in types} if types else None
         rows = LinkGraph.for_vault(vault).neighbourhood(uri, wanted, direction, max(1, min(depth, 5)))
-        catalog = vault.catalog()
+        titles = {u: e.title for u, e in vault.catalog.entries(s.dst for _hop, s in rows).items()}
         return {"uri": uri, "neighbours": [
-            {"uri": s.dst, "title": catalog[s.dst].title if s.dst in catalog else s.dst, "depth": hop, "from": s.src,
+            {"uri": s.dst, "title": titles.get(s.dst, s.dst), "depth": hop, "from": s.src,
              "direction": "out" if s.direction == "links" else "in", "link_type": s.link.link_type.value,
              "weight": s.link.weight, "description": s.link.description}
             for hop, s in rows]}
@@ -116,11 +117,11 @@ class MemlinkTools:
         self.fresh()
         vault = self.vault
         questions = []
-        for entry in sorted(vault.list_notes("report_candidate"), key=lambda e: e.uri):
+        for entry in sorted(vault.catalog.all("report_candidate"), key=lambda e: e.uri):
             fields = vault.read_note(entry.uri).fields
             questions.append({"uri": entry.uri, "question": fields.get("question"), "status": fields.get("status") or "pending",
                               "report": fields.get("report_uri")})
-        reports = [{"uri": e.uri, "title": e.title} for e in sorted(vault.list_notes("report"), key=lambda e: e.uri)]
+        reports = [{"uri": e.uri, "title": e.title} for e in sorted(vault.catalog.all("report"), key=lambda e: e.uri)]
         return {"questions": questions, "reports": reports}
 
     def lint_digest(self) -> dict[str, Any]:
@@ -148,11 +149,15 @@ class MemlinkTools:
                                 "mcp add_memory")
         return {"provider": health.provider, **report.to_json()}
 
-    def link(self, from_uri: str, to_uri: str, link_type: str, weight: float = 1.0, description: str = "",
-             match_text: str | None = None, t_field: str | None = None, t_lines: str | None = None) -> dict[str, Any]:
+    def link(self, from_uri: str, to_uri: str, link_type: str | None = None, weight: float | None = None,
+             description: str | None = None, match_text: str | None = None, t_field: str | None = None,
+             t_lines: str | None = None, update: bool = False) -> dict[str, Any]:
+        from engine.linkwrite import write_link
+
         self.writable()
-        link = self.vault.link(from_uri, to_uri, self.vault.config.link_table().require(link_type), weight=weight,
-                               t_field=t_field, t_line_ranges=t_lines, match_text=match_text, description=description)
+        chosen = self.vault.config.link_table().require(link_type) if link_type else None
+        link = write_link(self.vault, from_uri, to_uri, chosen, update=update, weight=weight, t_field=t_field,
+                          t_line_ranges=t_lines, match_text=match_text, description=description)
         return link.model_dump(mode="json")
 
     def unlink(self, from_uri: str, to_uri: str, link_type: str | None = None) -> dict[str, Any]:
@@ -206,8 +211,9 @@ def build_server(vault: Vault) -> MCPServer:
     server.tool(description="Add a memory: the text goes through memlink's extraction loop (the configured LLM, "
                 "else the zero-LLM rules) and lands as notes and links; says what was created or changed.",
                 annotations=WRITE)(guard(tools.add_memory))
-    server.tool(description="Link two notes with a typed, weighted link, written on both sides or not at all.",
-                annotations=WRITE)(guard(tools.link))
+    server.tool(description="Link two notes with a typed, weighted link, written on both sides or not at all. Two "
+                "notes linked already are refused (the error names the link) unless update is true: then only the "
+                "fields given change, and `memlink undo` reverts it.", annotations=WRITE)(guard(tools.link))
     server.tool(description="Remove the links from one note to another (of one type, or all), on both sides.",
                 annotations=REMOVE)(guard(tools.unlink))
     server.tool(description="File a research question for the next dream; returns the question's note uri "

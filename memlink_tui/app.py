@@ -78,7 +78,7 @@ def _vault_file(root: Path, _change: object, path: str) -> bool:
     (`.memlink/`), hidden folders, temp files, sessions or generated dashboards."""
     from engine.atomic import TMP_SUFFIX
     from engine.links import SIDECAR
-    from engine.linkstore import SIDECAR_LOG
+    from engine.sidecars import SIDECAR_LOG
     from engine.walk import NON_NOTE_DIRS
 
     try:
@@ -510,13 +510,15 @@ class MemlinkApp(App):
 
         self.call_from_thread(setattr, self, "index_state", "loading…")
         try:
-            index = self.opened.services.open_index(progress=progress)
+            from engine.index import SearchIndex  # (the heavy imports: in the worker, not at start)
+
+            index = SearchIndex.for_vault(self.opened, progress=progress)
         except MemlinkError as exc:
             self.call_from_thread(setattr, self, "index_state", "unavailable")
             self.call_from_thread(self.notify, safe_markup(exc), title="Index unavailable", severity="error")
             return
         self._index_progress = None
-        self.call_from_thread(setattr, self, "index_state", f"fresh · {len(index.indexed)} notes")
+        self.call_from_thread(setattr, self, "index_state", f"fresh · {index.status()['notes_indexed']} notes")
         report = index.last_sync
         for notice in report.notices if report else []:
             self.call_from_thread(self.notify, safe_markup(notice), title="Embedding model", severity="warning", timeout=10)
@@ -534,7 +536,9 @@ class MemlinkApp(App):
     def sync_index(self) -> None:
         """After the browser read the catalog: load the index the first time, later pick
         up edits made outside memlink."""
-        index = self.vault.services.loaded_index if self.vault else None
+        from engine.index import SearchIndex  # (loaded by the startup worker by now)
+
+        index = self.vault.peek(SearchIndex) if self.vault else None
         if index is None and self.index_state == "not loaded":
             self.prepare_index()
         elif index is not None:
@@ -544,7 +548,7 @@ class MemlinkApp(App):
         self.call_from_thread(setattr, self, "index_state", "syncing…")
         index.sync(progress=lambda d, t: setattr(self, "_index_progress", f"syncing {d}/{t}"))
         self._index_progress = None
-        self.call_from_thread(setattr, self, "index_state", f"fresh · {len(index.indexed)} notes")
+        self.call_from_thread(setattr, self, "index_state", f"fresh · {index.status()['notes_indexed']} notes")
 
     def on_worker_state_changed(self, event) -> None:
         self._count_queue()
@@ -615,7 +619,7 @@ class MemlinkApp(App):
         left). From the catalog as the app holds it: no walk of the vault."""
         if self.vault is None:
             return
-        notes = self.vault.list_notes()
+        notes = self.vault.catalog.all()
         reports = {e.uri for e in notes if e.memory_type == "report"}
         if self._seen_reports is None or self.current_mode == "reports":
             self._seen_reports = set(reports)
@@ -665,7 +669,9 @@ class MemlinkApp(App):
 
     @work(thread=True, exclusive=True, group="checkpoint")
     def checkpoint(self) -> None:
-        index = self.opened.services.loaded_index
+        from engine.index import SearchIndex  # (loaded by the startup worker by now)
+
+        index = self.opened.peek(SearchIndex)
         if index is not None:
             index.checkpoint()
 

@@ -32,7 +32,7 @@ class NoteCommands(_AppProvider):
         if app.vault is None:
             return
         matcher = self.matcher(query)
-        for entry in app.vault.list_notes():
+        for entry in app.vault.catalog.all():
             score = matcher.match(entry.title)
             if score > 0:
                 yield Hit(score, matcher.highlight(printable(entry.title)), partial(app.open_note, entry.uri),

@@ -8,22 +8,22 @@ import os
 import random
 import sys
 
-import engine.linkstore as linkstore
+import engine.sidecars as sidecars
 from engine import MemlinkError, Vault
 
-# The kill tests shrink the link store's thresholds so that every sidecar takes log
-# lines and compaction runs often (docs/DESIGN.md, "Units of work").
+# The kill tests shrink the sidecars' thresholds so that every sidecar takes log lines
+# and compaction runs often (docs/DESIGN.md, "Units of work").
 if os.environ.get("MEMLINK_TEST_LOG_MODE_BYTES"):
-    linkstore.LOG_MODE_BYTES = int(os.environ["MEMLINK_TEST_LOG_MODE_BYTES"])
+    sidecars.LOG_MODE_BYTES = int(os.environ["MEMLINK_TEST_LOG_MODE_BYTES"])
 if os.environ.get("MEMLINK_TEST_COMPACT_RATIO"):
-    linkstore.COMPACT_RATIO = float(os.environ["MEMLINK_TEST_COMPACT_RATIO"])
+    sidecars.COMPACT_RATIO = float(os.environ["MEMLINK_TEST_COMPACT_RATIO"])
 
 
 def main() -> None:
     vault = Vault.open(sys.argv[1])
     rng = random.Random(int(sys.argv[2]))
     limit = int(sys.argv[3]) if len(sys.argv) > 3 else None
-    notes = [e.uri for e in vault.list_notes()]
+    notes = [e.uri for e in vault.catalog.all()]
     print("ready", flush=True)
     done = 0
     while limit is None or done < limit:

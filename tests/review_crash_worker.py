@@ -3,19 +3,21 @@
 Usage: python review_crash_worker.py VAULT (keep-a|keep-b|merge|dismiss|research|undo|link) A B KILL_AT
 
 Every file operation of the journal (writing the journal, each file it applies, the log
-append, removing the journal) and of the link store (a sidecar rewritten, a link-log line
-appended, a log removed) is a step; the process kills itself, for real, just before
-step KILL_AT (1-based). Prints "done" when the action finished before that step.
+append, removing the journal), of the sidecars (a sidecar rewritten, a link-log line
+appended, a log removed) and of the link index (a whole sidecar put back) is a step; the
+process kills itself, for real, just before step KILL_AT (1-based). Prints "done" when
+the action finished before that step.
 """
 
 import os
 import signal
 import sys
 
-import crash_worker  # noqa: F401 (sets the link store's test thresholds from the environment)
+import crash_worker  # noqa: F401 (sets the sidecars' test thresholds from the environment)
 
 import engine.journal as journal
-import engine.linkstore as linkstore
+import engine.linkindex as linkindex
+import engine.sidecars as sidecars
 from engine import Vault
 from engine.review import review, undo
 
@@ -37,7 +39,9 @@ def main() -> None:
     for name in ("atomic_write_text", "remove_file", "append_jsonl"):
         setattr(journal, name, killing(getattr(journal, name)))
     for name in ("atomic_write_text", "remove_file", "append_bytes"):  # the sidecars' own writes
-        setattr(linkstore, name, killing(getattr(linkstore, name)))
+        setattr(sidecars, name, killing(getattr(sidecars, name)))
+    for name in ("atomic_write_text", "remove_file"):  # a whole sidecar put back (undo)
+        setattr(linkindex, name, killing(getattr(linkindex, name)))
     vault = Vault.open(root)
     if action == "undo":
         undo(vault)

@@ -10,8 +10,8 @@ from widgets import LinkTable, NoteTree, NoteView
 
 
 def first_note_with_outgoing_links(vault) -> str:
-    for entry in sorted(vault.list_notes(), key=lambda e: e.uri):
-        if vault.get_file_links(entry.uri, "links"):
+    for entry in sorted(vault.catalog.all(), key=lambda e: e.uri):
+        if vault.links.of(entry.uri, "links"):
             return entry.uri
     raise AssertionError("sample vault has no outgoing links")
 
@@ -38,11 +38,11 @@ async def test_open_sample_vault_and_follow_a_link_by_keyboard(sample):
         await settle(app, pilot)
         assert screen.current == start
         table = screen.query_one(LinkTable)
-        assert table.row_count == len(sample.get_file_links(start, "both"))
+        assert table.row_count == len(sample.links.of(start, "both"))
         await pilot.press("l")
         assert table.has_focus
         target = table.selected_uri
-        outgoing = sample.get_file_links(start, "links")[0]
+        outgoing = sample.links.of(start, "links")[0]
         assert target == outgoing.to_uri  # outgoing links are listed first, strongest first
         await pilot.press("enter")
         await settle(app, pilot)
@@ -63,7 +63,7 @@ async def test_rendered_links_in_the_note_body(sample):
         await pilot.pause()
         screen = app.screen
         uri = next(
-            l.from_uri for l in sample.all_links() if l.match_text and not l.legacy
+            l.from_uri for l in sample.links.all() if l.match_text and not l.legacy
         )
         await screen.open_note(uri)
         await pilot.pause()
@@ -115,7 +115,7 @@ async def test_graph_explorer_neighbours_ppr_and_path(sample):
         assert isinstance(screen, GraphScreen)
         tree = screen.query_one("#neighbours", Tree)
         groups = [str(n.label) for n in tree.root.children]
-        links = sample.get_file_links(start, "both")
+        links = sample.links.of(start, "both")
         assert sum(int(g.rsplit("(", 1)[1].rstrip(")")) for g in groups) == len({(l.link_type, l.direction, l.to_uri if l.direction == "links" else l.from_uri) for l in links})
         assert screen.query_one("#ppr", DataTable).row_count > 0
         # Keyboard: first neighbour, mark it, second neighbour, path.
@@ -345,7 +345,7 @@ async def test_a_catalog_worker_that_finishes_after_the_tree_is_gone_changes_not
         await settle(app, pilot)
         screen = app.screen
         assert isinstance(screen, BrowserScreen)
-        entries = sample.list_notes()
+        entries = sample.catalog.all()
         await screen.query_one(NoteTree).remove()
         screen._catalog_ready(entries, NoteTree.signature_of(entries))
         screen._show_tree(entries, NoteTree.signature_of(entries))

@@ -349,7 +349,7 @@ async def test_the_link_editor_never_writes_from_the_search_and_confirms_a_summa
     from memlink_tui.screens.link_editor import Confirm, LinkEditor
 
     source = "preferences/coffee.md"
-    before = sample.get_file_links(source, "both")
+    before = sample.links.of(source, "both")
     app = MemlinkApp(sample)
     async with app.run_test(size=(120, 36)) as pilot:
         await open_at(app, pilot, "browser", source)
@@ -360,7 +360,7 @@ async def test_the_link_editor_never_writes_from_the_search_and_confirms_a_summa
         await pilot.press(*"pieter de", "enter")  # enter on the search row: on to the type, nothing written
         await pilot.pause()
         assert editor.target == "entities/pieter-de-vries.md"  # the person, before any report naming him
-        assert isinstance(editor.focused, Select) and sample.get_file_links(source, "both") == before
+        assert isinstance(editor.focused, Select) and sample.links.of(source, "both") == before
         await pilot.press("tab")  # the weight
         assert editor.focused is editor.query_one("#link-weight", Input)
         await pilot.press("enter", "enter", *"met at the roastery", "enter")  # weight, anchor, why: the summary
@@ -370,12 +370,12 @@ async def test_the_link_editor_never_writes_from_the_search_and_confirms_a_summa
         assert "Pieter de Vries" in summary and "related_to" in summary and "0.70" in summary and "met at the roastery" in summary
         await pilot.press("n")  # back to the form, nothing written
         await pilot.pause()
-        assert app.screen is editor and sample.get_file_links(source, "both") == before
+        assert app.screen is editor and sample.links.of(source, "both") == before
         await pilot.press("ctrl+s")
         await pilot.pause()
         await pilot.press("y")
         await settle(app, pilot)
-    made = [l for l in sample.get_file_links(source, "links") if l.to_uri == "entities/pieter-de-vries.md"]
+    made = [l for l in sample.links.of(source, "links") if l.to_uri == "entities/pieter-de-vries.md"]
     assert len(made) == 1 and made[0].description == "met at the roastery"
 
 
@@ -482,7 +482,7 @@ async def test_import_picks_a_file_in_the_folder_tree(sample, tmp_path):
         result = app.screen.query_one("#import-result", Static)
         assert await wait_for(pilot, lambda: "kiln-notes" in str(result.render()), 20)
         assert "importing" not in str(result.render())
-    assert any("kiln-notes" in e.uri for e in sample.list_notes("source"))
+    assert any("kiln-notes" in e.uri for e in sample.catalog.all("source"))
 
 
 async def test_a_failed_turn_extraction_can_be_redone_with_the_rules(sample):

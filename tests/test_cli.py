@@ -158,7 +158,7 @@ def test_the_provider_is_chosen_once_per_process(tmp_path, monkeypatch):
     first = wiring.provider(vault)
     assert first.llm is None and first.health.provider == "rules"
     assert wiring.provider(vault) is first and wiring.provider(vault, force="rules") is first
-    assert vault.services.selection is first  # the CLI and the engine read the same choice
+    assert registry.selection(vault.config.llm) is first  # the CLI and the engine read the same choice
     assert calls == ["rules"]
 
 
@@ -197,7 +197,7 @@ def test_link_types_a_vault_declares_work_from_the_cli(tmp_path):
     rows = json.loads(memlink("graph-query", a.uri, "--type", "supports", "--json", vault=root).stdout)
     assert [(row["uri"], row["link_type"]) for row in rows] == [(b.uri, "supports")]
     assert memlink("unlink", b.uri, a.uri, "--type", "supports", vault=root).returncode == 0
-    assert Vault.open(root).get_file_links(b.uri) == []
+    assert Vault.open(root).links.of(b.uri) == []
 
 
 def test_one_shot_commands_raise_the_collector_threshold_and_the_app_keeps_it(monkeypatch, tmp_path):
@@ -218,27 +218,6 @@ def test_one_shot_commands_raise_the_collector_threshold_and_the_app_keeps_it(mo
             assert (gc.get_threshold() == cli.ONE_SHOT_GC) is raised, argv
     finally:
         gc.set_threshold(*default)
-
-
-def test_search_and_lint_begin_their_walk_before_the_engine_loads(tmp_path, monkeypatch):
-    """memlink_tui.launch guesses the vault from the arguments; a command that writes
-    first (lint --fix), help, and every other command begin nothing."""
-    import engine.walk
-    from memlink_tui import launch
-    from memlink_tui.paths import default_vault
-
-    begun: list[str] = []
-    monkeypatch.setattr(engine.walk, "walk_early", begun.append)
-    monkeypatch.setenv("MEMLINK_HOME", str(tmp_path / "home"))
-    cases = {("--vault", "/v", "search", "cats"): ["/v"], ("lint", "--vault=/w", "--full"): ["/w"],
-             ("--vault", "/v", "lint", "--fix"): [], ("search", "--help"): [], ("--vault", "/v", "show", "a.md"): [],
-             ("--vault", "/v", "link", "search", "lint"): [], (): []}
-    for argv, expect in cases.items():
-        begun.clear()
-        launch.walk_first(list(argv))
-        assert begun == expect, argv
-    launch.walk_first(["lint"])
-    assert begun == [str(default_vault())]
 
 
 def test_lint_lists_the_first_of_each_check_and_all_of_them_with_all(tmp_path):

@@ -15,12 +15,14 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from test_linkindex import indexed, link_folders, rebuilt, trusted
 
 from engine import Vault, VaultLocked
-from engine.atomic import TMP_SUFFIX, sweep_temp_files
+from engine.atomic import STALE_TEMP, TMP_SUFFIX
+from engine.checks import check
 from engine.jsonl import read_jsonl
-from engine.linkstore import SIDECAR_LOG, LinkStore
-from engine.uris import PathResolver
+from engine.sidecars import SIDECAR_LOG
+from engine.store import DB_FILE, Store
 
 WORKER = Path(__file__).with_name("crash_worker.py")
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -51,18 +53,32 @@ def assert_files_whole(root: Path) -> None:
             assert isinstance(json.loads(line)["ops"], list), f"bad log line in {path}"
 
 
-def assert_index_matches_files(root: Path) -> None:
+def assert_index_matches_files(root: Path) -> set[str]:
     """Every folder the link index trusts (its stamps match the files) holds exactly the
-    rows a rebuild from the files gives; the rest it re-reads before use."""
-    resolver = PathResolver(root)
-    trusted = LinkStore(root, resolver, root / ".memlink" / "links.sqlite").indexed_rows()
-    fresh = LinkStore(root, resolver, None)
-    fresh.refresh()
-    rebuilt = fresh.indexed_rows()
-    for folder, rows in trusted.items():
-        assert rows == rebuilt.get(folder, []), f"the index is wrong about {folder}/"
+    rows a rebuild from the files gives; the rest it re-reads before use. Returns the
+    folders it trusts."""
+    store = Store(root / ".memlink" / DB_FILE)
+    try:
+        sure = trusted(root, store)
+        now = indexed(store, sure)
+    finally:
+        store.close()
+    fresh = rebuilt(root)
+    for folder in sure:
+        assert now.get(folder) == fresh.get(folder), f"the index is wrong about {folder}/"
+    return sure
 
 
+def age_temp_files(root: Path) -> list[Path]:
+    """Make every temp file under ``root`` look left long ago by a killed writer."""
+    temps = list(root.rglob(f"*{TMP_SUFFIX}"))
+    old = time.time() - 10 * STALE_TEMP
+    for path in temps:
+        os.utime(path, (old, old))
+    return temps
+
+
+@pytest.mark.slow
 def test_sigkill_at_random_moments_never_leaves_a_one_sided_link(tmp_path):
     root = tmp_path / "vault"
     seed_vault(root)
@@ -80,17 +96,20 @@ def test_sigkill_at_random_moments_never_leaves_a_one_sided_link(tmp_path):
             mid_transaction += 1
         assert_files_whole(root)
         vault = Vault.open(root)  # replays any pending journal
-        errors = [p for p in vault.check() if p.severity == "error"]
+        errors = [p for p in check(vault) if p.severity == "error"]
         assert errors == [], f"after kill {i}: {errors}"
         assert not list(journal.glob("*.json")) if journal.is_dir() else True
-        sweep_temp_files(root, older_than=0)  # what a later open does once they are old
-        assert not list(root.rglob(f"*{TMP_SUFFIX}"))
+        age_temp_files(root)
+        vault.sync()  # what a later walk does once they are old
+        assert list(root.rglob(f"*{TMP_SUFFIX}")) == []
+        vault.close()
     elapsed = time.monotonic() - started
     print(f"\nkill test: {KILLS} SIGKILLs in {elapsed:.1f}s, {mid_transaction} landed mid-transaction")
-    links = sum(1 for _ in Vault.open(root).all_links())
+    links = sum(1 for _ in Vault.open(root).links.all())
     assert links > 0
 
 
+@pytest.mark.slow
 def test_sigkill_of_link_writes_in_log_mode_and_compaction_leaves_both_sides_or_neither(tmp_path):
     """The same kills with every sidecar in log mode and compaction every few writes:
     after each, before recovery the index is right about every folder it trusts; after
@@ -111,24 +130,24 @@ def test_sigkill_of_link_writes_in_log_mode_and_compaction_leaves_both_sides_or_
         assert_files_whole(root)
         assert_index_matches_files(root)
         vault = Vault.open(root)
-        errors = [p for p in vault.check() if p.severity == "error"]
+        errors = [p for p in check(vault) if p.severity == "error"]
         assert errors == [], f"after kill {i}: {errors}"
-        assert_index_matches_files(root)
-        assert {f for f in vault.linkstore.indexed_rows()} >= set(vault.sidecar_folders())  # all read, all trusted
+        assert assert_index_matches_files(root) >= link_folders(root)  # all read, all trusted
         vault.close()
         compacted += len(logs) > len(list(root.rglob(SIDECAR_LOG)))
     assert logged, "no sidecar ever took a log line: the test proved nothing"
-    assert sum(1 for _ in Vault.open(root).all_links()) > 0
+    assert sum(1 for _ in Vault.open(root).links.all()) > 0
 
 
+@pytest.mark.slow
 def test_a_link_write_killed_at_each_step_of_append_and_compaction_lands_whole_or_not_at_all(tmp_path):
     """Kill `vault.link` before each file step (journal, the log append in the big
     folder, the compaction's rewrite and log removal, the small folder's rewrite, the
     journal's removal): after reopening the link has both sides or neither."""
     template = tmp_path / "template"
     v = seed_vault(template)
-    people = sorted(e.uri for e in v.list_notes() if e.uri.startswith("entities/"))
-    pref = sorted(e.uri for e in v.list_notes() if e.uri.startswith("preferences/"))[0]
+    people = sorted(e.uri for e in v.catalog.all() if e.uri.startswith("entities/"))
+    pref = sorted(e.uri for e in v.catalog.all() if e.uri.startswith("preferences/"))[0]
     v.close()
     env = {**ENV, "MEMLINK_TEST_LOG_MODE_BYTES": "300", "MEMLINK_TEST_COMPACT_RATIO": "100"}
     seed = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'tests'); import crash_worker; from engine import Vault\n"
@@ -157,20 +176,21 @@ def test_a_link_write_killed_at_each_step_of_append_and_compaction_lands_whole_o
         assert_files_whole(work)
         assert_index_matches_files(work)
         vault = Vault.open(work)
-        assert [p for p in vault.check() if p.severity == "error"] == [], f"kill before step {step}"
-        made = [l for l in vault.get_file_links(people[1], "links") if l.to_uri == pref]
-        back = [l for l in vault.get_file_links(pref, "backlinks") if l.from_uri == people[1]]
+        assert [p for p in check(vault) if p.severity == "error"] == [], f"kill before step {step}"
+        made = [l for l in vault.links.of(people[1], "links") if l.to_uri == pref]
+        back = [l for l in vault.links.of(pref, "backlinks") if l.from_uri == people[1]]
         assert len(made) == len(back) <= 1, f"kill before step {step}"
         outcomes.add(bool(made))
         assert_index_matches_files(work)
         vault.link(people[1], pref, "caused_by", weight=0.6, description="again")  # the vault still takes writes
-        assert [p for p in vault.check() if p.severity == "error"] == []
+        assert [p for p in check(vault) if p.severity == "error"] == []
         vault.close()
     assert steps > 4, "append, compaction and the small rewrite should be several steps"
     assert outcomes == {True, False}
     assert not (work / "entities" / SIDECAR_LOG).exists()  # the finished run compacted
 
 
+@pytest.mark.slow
 def test_two_writers_at_once_serialise(tmp_path):
     root = tmp_path / "vault"
     seed_vault(root)
@@ -182,8 +202,8 @@ def test_two_writers_at_once_serialise(tmp_path):
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err.decode()
     vault = Vault.open(root)
-    assert [p for p in vault.check() if p.severity == "error"] == []
-    assert sum(1 for _ in vault.all_links()) > 0
+    assert [p for p in check(vault) if p.severity == "error"] == []
+    assert sum(1 for _ in vault.links.all()) > 0
 
 
 HOLD = """
@@ -203,7 +223,7 @@ def test_second_writer_gets_a_clear_error_when_the_lock_is_held(tmp_path):
     try:
         assert holder.stdout.readline().strip() == b"holding"
         v.config.lock_timeout = 0.3
-        a, b = [e.uri for e in v.list_notes()][:2]
+        a, b = [e.uri for e in v.catalog.all()][:2]
         with pytest.raises(VaultLocked, match="another memlink process"):
             v.link(a, b, "related_to")
         cli = subprocess.run(
@@ -215,19 +235,52 @@ def test_second_writer_gets_a_clear_error_when_the_lock_is_held(tmp_path):
     finally:
         holder.kill()
         holder.wait()
-    assert v.get_file_links(a) == []
+    assert v.links.of(a) == []
     v.link(a, b, "related_to")  # the lock is free again
-    assert len(v.get_file_links(a)) == 1
+    assert len(v.links.of(a)) == 1
+
+
+def test_a_killed_writers_temp_files_are_removed_by_the_next_walk_once_old(tmp_path):
+    """Temp files a writer killed before its rename leaves beside notes, sidecars and
+    session files go at the next walk once older than STALE_TEMP; a young one (a live
+    writer's) stays."""
+    v = seed_vault(tmp_path / "vault")
+    left = [v.root / "entities" / f".person-0.md.1234abcd{TMP_SUFFIX}",
+            v.root / "entities" / f".relations.json.1234abcd{TMP_SUFFIX}",
+            v.root / "sessions" / f".s.jsonl.1234abcd{TMP_SUFFIX}"]
+    for path in left:
+        path.write_text("half a write")
+    age_temp_files(v.root)
+    young = v.root / "preferences" / f".topic-0.md.1234abcd{TMP_SUFFIX}"
+    young.write_text("a live write")
+    Vault.open(v.root).sync()
+    assert [p for p in left if p.exists()] == [] and young.exists()
+    ro = Vault.open(v.root, read_only=True)  # a read-only walk removes nothing
+    age_temp_files(v.root)
+    ro.sync()
+    assert young.exists()
+
+
+def test_a_killed_writers_temp_journal_file_is_removed_once_old(tmp_path):
+    v = seed_vault(tmp_path / "vault")
+    v.journal.folder.mkdir(parents=True, exist_ok=True)
+    temp = v.journal.folder / f".00000000000000000001-dead.json.1234abcd{TMP_SUFFIX}"
+    temp.write_text("half a journal")  # what a writer killed inside Journal.commit's write leaves
+    age_temp_files(v.root)
+    fresh = Vault.open(v.root)
+    fresh.sync()
+    fresh.link("entities/person-0.md", "entities/person-1.md", "related_to")
+    assert not temp.exists()
 
 
 def test_replay_never_overwrites_a_file_edited_since(tmp_path):
-    from engine.journal import Journal, WriteFile, file_hash
+    from engine.journal import WriteFile, file_hash
 
     v = seed_vault(tmp_path / "vault")
     uri = "entities/person-0.md"
     path = v.path(uri)
     before = file_hash(path)
-    journal = Journal(v.root, v.state_dir / "journal")
+    journal = v.journal
     journal.folder.mkdir(parents=True, exist_ok=True)
     # A journal as a killed writer leaves it, then the user edits the note in vim.
     from engine.journal import _OPS
@@ -241,8 +294,9 @@ def test_replay_never_overwrites_a_file_edited_since(tmp_path):
 
 
 def test_a_journal_that_cannot_be_replayed_is_set_aside_and_reported(tmp_path):
-    from engine.journal import _OPS, PutLink
+    from engine.journal import _OPS
     from engine.links import StoredLink
+    from engine.sidecars import PutLink
 
     v = seed_vault(tmp_path / "vault")
     folder = v.state_dir / "journal"
@@ -253,7 +307,7 @@ def test_a_journal_that_cannot_be_replayed_is_set_aside_and_reported(tmp_path):
     (v.root / "entities" / ".relations.json").write_text("{broken")
     fresh = Vault.open(v.root)  # opening still works
     assert any("set aside" in w for w in fresh.warnings)
-    assert "failed_journal" in {p.code for p in fresh.check()}
+    assert "failed_journal" in {p.code for p in check(fresh)}
     assert fresh.read_note("entities/person-0.md")
 
 
@@ -321,6 +375,7 @@ def _kill_at_each_step(template: Path, work: Path, action: str, a: str, b: str):
     raise AssertionError("the worker never finished")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("action", ["keep-a", "keep-b", "merge", "dismiss", "research"])
 def test_a_review_action_killed_at_any_step_lands_with_its_undo_record_or_not_at_all(tmp_path, action):
     from engine.review import last_action, undo
@@ -333,9 +388,9 @@ def test_a_review_action_killed_at_any_step_lands_with_its_undo_record_or_not_at
     for step in _kill_at_each_step(template, work, action, a, b):
         assert_files_whole(work)
         vault = Vault.open(work)  # replays the journal, if the kill left one
-        assert [p for p in vault.check() if p.severity == "error"] == [], f"kill before step {step}"
+        assert [p for p in check(vault) if p.severity == "error"] == [], f"kill before step {step}"
         record = last_action(vault)
-        contradicts = [l for l in vault.get_file_links(b, "links") if l.link_type.value == "contradicts"]
+        contradicts = [l for l in vault.links.of(b, "links") if l.link_type.value == "contradicts"]
         if record is None:
             assert _vault_files(work) == before and contradicts, f"kill before step {step}: half an action"
             continue
@@ -349,17 +404,18 @@ def test_a_review_action_killed_at_any_step_lands_with_its_undo_record_or_not_at
         elif action == "merge":
             assert not contradicts and vault.read_note(b).extra["superseded_by"] == a
             assert vault.read_note(a).fields["content"] == "Merged: both are true at different times."
-            assert [l.link_type.value for l in vault.get_file_links(a, "backlinks")].count("related_to") == 1
+            assert [l.link_type.value for l in vault.links.of(a, "backlinks")].count("related_to") == 1
         elif action == "dismiss":
-            assert not contradicts and [l.link_type.value for l in vault.get_file_links(b, "links")] == ["related_to"]
+            assert not contradicts and [l.link_type.value for l in vault.links.of(b, "links")] == ["related_to"]
         else:
             assert vault.exists(record["message"].split(": ", 1)[1])
         assert undo(vault).startswith(f"undid {action}")
         assert _vault_files(work) == before and last_action(vault) is None
-        assert [p for p in vault.check() if p.severity == "error"] == []
+        assert [p for p in check(vault) if p.severity == "error"] == []
     assert landed, "no kill fell after the journal was written"
 
 
+@pytest.mark.slow
 def test_an_undo_killed_at_any_step_restores_everything_with_its_record_or_nothing(tmp_path):
     from engine.review import last_action, review, undo
 
@@ -375,7 +431,7 @@ def test_an_undo_killed_at_any_step_restores_everything_with_its_record_or_nothi
     for step in _kill_at_each_step(template, work, "undo", a, b):
         assert_files_whole(work)
         vault = Vault.open(work)
-        assert [p for p in vault.check() if p.severity == "error"] == [], f"kill before step {step}"
+        assert [p for p in check(vault) if p.severity == "error"] == [], f"kill before step {step}"
         if last_action(vault) is None:  # the undo landed: files back and its record written
             assert _vault_files(work) == before, f"kill before step {step}"
             assert [r for r in read_jsonl(work / ACTION_LOG) if "undo" in r][1:] == [], "the undo record twice"
@@ -391,6 +447,7 @@ def test_an_undo_killed_at_any_step_restores_everything_with_its_record_or_nothi
     assert cli.returncode == 0 and " 0 errors" in cli.stdout, cli.stdout + cli.stderr
 
 
+@pytest.mark.slow
 def test_an_ingest_killed_at_random_moments_finishes_on_the_next_run_with_nothing_half_done(tmp_path):
     """SIGKILL `memlink ingest` of a folder of 60 small files at random moments, then
     re-run it, again and again; after each kill no file is torn and `check` finds no
@@ -427,7 +484,7 @@ def test_an_ingest_killed_at_random_moments_finishes_on_the_next_run_with_nothin
         proc.wait()
         assert_files_whole(root)
         vault = Vault.open(root)  # replays a journal left in flight
-        errors = [p for p in vault.check() if p.severity == "error"]
+        errors = [p for p in check(vault) if p.severity == "error"]
         assert errors == [], f"after kill {i}: {errors}"
         left_pending += bool(pending_sources(vault))
         vault.close()
@@ -441,6 +498,6 @@ def test_an_ingest_killed_at_random_moments_finishes_on_the_next_run_with_nothin
     assert got[1] == want[1]  # every link, both sides checked by `check` below
     assert got == want
     vault.close()
-    check = subprocess.run([sys.executable, "-m", "memlink_tui", "--vault", str(root), "check", "--json"],
-                           capture_output=True, text=True, env=ENV, cwd=REPO, timeout=120)
-    assert check.returncode == 0 and json.loads(check.stdout) == [], check.stdout
+    cli = subprocess.run([sys.executable, "-m", "memlink_tui", "--vault", str(root), "check", "--json"],
+                         capture_output=True, text=True, env=ENV, cwd=REPO, timeout=120)
+    assert cli.returncode == 0 and json.loads(cli.stdout) == [], cli.stdout

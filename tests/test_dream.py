@@ -16,6 +16,7 @@ from filelock import FileLock
 from ollama_stub import OllamaStub
 
 from engine import Vault
+from engine.checks import check
 from engine.dream import DreamBusy, ask, dream, load_state
 from engine.errors import MemlinkError
 from engine.llm.ollama_provider import OllamaProvider
@@ -41,7 +42,7 @@ def notes_and_links(v) -> dict[str, str]:
 
 
 def reports(v):
-    return sorted(e.uri for e in v.list_notes("report"))
+    return sorted(e.uri for e in v.catalog.all("report"))
 
 
 def test_signals_each_give_a_report_and_a_second_run_writes_nothing(vault):
@@ -64,13 +65,13 @@ def test_signals_each_give_a_report_and_a_second_run_writes_nothing(vault):
     conflict = next(u for u in written if u.startswith("reports/which-holds"))
     body = vault.read_note(conflict).body
     assert '"Ate West Lake fish at the party."' in body and '"No fish either."' in body and "content line 2" in body
-    assert {lk.to_uri for lk in vault.get_file_links(conflict, "links")} == {fish, veg}
+    assert {lk.to_uri for lk in vault.links.of(conflict, "links")} == {fish, veg}
     evolution = next(u for u in written if u.startswith("reports/how-did"))
     assert vault.read_note(evolution).fields["source_uris"] == [v1, v2, v3]  # oldest first
     done = vault.read_note(cand)  # the rules' report leaves the question open: not done
     assert done.fields["status"] == "answered_partly" and done.fields["report_uri"] in written
     assert "stays open" in vault.read_note(done.fields["report_uri"]).body
-    assert (vault.root / "DREAMS.md").exists() and vault.check() == []
+    assert (vault.root / "DREAMS.md").exists() and check(vault) == []
 
     again = dream(vault)
     assert again.topics == [] and again.written == [] and reports(vault) == written
@@ -118,7 +119,7 @@ def test_hub_topics_and_new_notes_next_to_a_reports_sources(vault):
     vault.link(e2, hub, "belongs_to")
     first = dream(vault)
     hub_report = next(u for u in first.written if "around-studio" in u)
-    assert {lk.to_uri for lk in vault.get_file_links(hub_report, "links")} == {hub, e1, e2}
+    assert {lk.to_uri for lk in vault.links.of(hub_report, "links")} == {hub, e1, e2}
     assert dream(vault).written == []
     e3 = vault.write_note("event", {"event_name": "Open day", "date": "2026-11-20", "content": "Visitors at the studio."}).uri
     vault.link(e3, hub, "related_to")
@@ -179,7 +180,7 @@ def test_dream_with_ollama_and_a_concurrent_writer(vault):
     assert "They disagree; A is newer." in vault.read_note(conflict).fields["answer"]
     prompt = next(r["body"]["messages"][0]["content"] for r in stub.requests if "Which holds" in r["body"]["messages"][0]["content"])
     assert "Links among them" in prompt and "-contradicts->" in prompt
-    assert [p for p in vault.check() if p.severity == "error"] == []
+    assert [p for p in check(vault) if p.severity == "error"] == []
 
 
 # -- the LLM path -----------------------------------------------------------------------------
@@ -231,13 +232,13 @@ def test_two_reports_with_proposed_links(vault, llm):
     safe, kiln = "reports/are-the-studio-glazes-safe.md", "reports/how-hot-does-the-studio-kiln-fire.md"
     assert vault.read_note(safe).fields["source_uris"] == [e1, e3]
     assert vault.read_note(kiln).fields["conflicts"] == [] and vault.read_note(kiln).fields["source_uris"] == [e2]
-    out = {(lk.to_uri, lk.link_type.value) for lk in vault.get_file_links(safe, "links")}
+    out = {(lk.to_uri, lk.link_type.value) for lk in vault.links.of(safe, "links")}
     assert out == {(e1, "derived_from"), (e3, "derived_from")}  # no auto-links from the quoted text
-    assert {(lk.from_uri, lk.link_type.value) for lk in vault.get_file_links(e2, "backlinks")} == {(kiln, "derived_from")}
-    (fwd,) = [lk for lk in vault.get_file_links(e3, "links") if lk.link_type.value == "contradicts"]
-    (back,) = [lk for lk in vault.get_file_links(e1, "backlinks") if lk.link_type.value == "contradicts"]
+    assert {(lk.from_uri, lk.link_type.value) for lk in vault.links.of(e2, "backlinks")} == {(kiln, "derived_from")}
+    (fwd,) = [lk for lk in vault.links.of(e3, "links") if lk.link_type.value == "contradicts"]
+    (back,) = [lk for lk in vault.links.of(e1, "backlinks") if lk.link_type.value == "contradicts"]
     assert fwd.id == back.id and fwd.to_uri == e1 and fwd.match_text == "Some glazes hold lead"
-    assert [p for p in vault.check() if p.severity == "error"] == []
+    assert [p for p in check(vault) if p.severity == "error"] == []
     assert result.links_added == 4
 
 
@@ -361,7 +362,7 @@ def test_a_dry_run_on_a_fresh_copy_or_after_hand_edits_writes_nothing(tmp_path):
     r = memlink("dream", "--dry-run", vault=root)
     assert r.returncode == 0 and "dry run" in r.stdout, r.stderr
     assert every_path(root) == before
-    Vault.open(root).sync_catalog()  # derived state exists now; then a hand edit
+    Vault.open(root).sync()  # derived state exists now; then a hand edit
     coffee = next((root / "preferences").glob("*.md"))
     coffee.write_text(coffee.read_text(encoding="utf-8") + "\nAdded in vim.\n", encoding="utf-8")
     before = every_path(root)
@@ -381,7 +382,7 @@ def test_ask_files_a_question_once(vault):
                            "user_requirement": "for the balcony"}
     stamp = vault.path(uri).stat().st_mtime_ns
     assert ask(vault, "which kiln  fits a small flat?") == uri  # the same question again: no second note
-    assert [e.uri for e in vault.list_notes("report_candidate")] == [uri]
+    assert [e.uri for e in vault.catalog.all("report_candidate")] == [uri]
     assert vault.path(uri).stat().st_mtime_ns == stamp
     with pytest.raises(MemlinkError):
         ask(vault, "   ")

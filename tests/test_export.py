@@ -16,10 +16,12 @@ import pytest
 from conftest import SAMPLE, make_pair
 from test_cli import memlink
 
-from engine import Vault, VaultLocked, linkstore
+import engine.sidecars as sidecars
+from engine import Vault, VaultLocked
+from engine.checks import check
 from engine.export import ExportError, backup_vault, export_markdown, export_vault, restore_archive
 from engine.links import SIDECAR
-from engine.linkstore import SIDECAR_LOG
+from engine.sidecars import SIDECAR_LOG
 
 
 def _copy_sample(tmp_path: Path, name: str = "sample") -> Path:
@@ -52,7 +54,7 @@ def _link_ids(root: Path) -> set[tuple[str, str]]:
 def _errors(root: Path) -> list:
     vault = Vault.open(root)
     try:
-        return [p for p in vault.check(full=True) if p.severity == "error"]
+        return [p for p in check(vault, full=True) if p.severity == "error"]
     finally:
         vault.close()
 
@@ -61,8 +63,10 @@ def _errors(root: Path) -> list:
 def test_export_copies_the_content_without_derived_state_and_opens_as_a_vault(tmp_path):
     root = _copy_sample(tmp_path)
     vault = Vault.open(root)
-    vault.catalog()  # derived state exists: .memlink/ with its catalog, link index and lock
-    assert (root / ".memlink").is_dir()
+    vault.sync()  # derived state exists: .memlink/ with its catalog and link index
+    with vault.writing():
+        pass  # and its lock
+    assert (root / ".memlink").is_dir() and len(vault.catalog) > 0
     (root / "entities" / ".caroline.md.1234abcd.~memlink.tmp").write_text("half a write")
     (root / "sessions" / "x.jsonl.lock").write_text("")
     (root / ".git").mkdir()
@@ -90,8 +94,8 @@ def test_export_copies_the_content_without_derived_state_and_opens_as_a_vault(tm
 
 
 def test_big_folders_link_logs_are_folded_into_plain_sidecars_without_touching_the_source(vault, tmp_path, monkeypatch):
-    monkeypatch.setattr(linkstore, "LOG_MODE_BYTES", 600)
-    monkeypatch.setattr(linkstore, "COMPACT_RATIO", 100.0)
+    monkeypatch.setattr(sidecars, "LOG_MODE_BYTES", 600)
+    monkeypatch.setattr(sidecars, "COMPACT_RATIO", 100.0)
     uris = [vault.write_note("entity", {"name": f"Person {i}", "kind": "person", "content": f"Person {i} works here."}).uri
             for i in range(8)]
     for a in uris:
@@ -102,7 +106,7 @@ def test_big_folders_link_logs_are_folded_into_plain_sidecars_without_touching_t
     log = vault.root / "entities" / SIDECAR_LOG
     assert log.is_file(), "the folder is in log mode"
     source = _content(vault.root)
-    links = {(link.id, d) for link in vault.all_links() for d in ("links", "backlinks")}
+    links = {(link.id, d) for link in vault.links.all() for d in ("links", "backlinks")}
 
     report = export_vault(vault, tmp_path / "out")
     out = tmp_path / "out"
@@ -112,7 +116,7 @@ def test_big_folders_link_logs_are_folded_into_plain_sidecars_without_touching_t
     assert _content(vault.root) == source and log.is_file()  # no compaction in the source
     assert _errors(out) == []
     copy = Vault.open(out)
-    assert {(l.id, l.to_uri) for l in copy.all_links()} == {(l.id, l.to_uri) for l in vault.all_links()}
+    assert {(l.id, l.to_uri) for l in copy.links.all()} == {(l.id, l.to_uri) for l in vault.links.all()}
 
 
 def test_export_waits_for_the_write_lock(tmp_path):
@@ -140,7 +144,7 @@ def test_export_finishes_a_change_a_killed_writer_left_first(vault, tmp_path, mo
         patch.setattr(journal, "apply_ops", killed)
         with pytest.raises(RuntimeError):
             vault.link(a.uri, b.uri, "related_to", description="pending")
-    assert vault.journal.pending() and vault.get_file_links(a.uri, "links") == []
+    assert vault.journal.pending() and vault.links.of(a.uri, "links") == []
 
     stale = Vault.open(vault.root, read_only=True)  # cannot replay: copies the files as they are, and says so
     report = export_vault(stale, tmp_path / "as-is")
@@ -149,7 +153,7 @@ def test_export_finishes_a_change_a_killed_writer_left_first(vault, tmp_path, mo
 
     export_vault(vault, tmp_path / "out")  # takes the lock, which replays the journal first
     assert not vault.journal.pending()
-    link = vault.get_file_links(a.uri, "links")[0]
+    link = vault.links.of(a.uri, "links")[0]
     assert _link_ids(tmp_path / "out") == {(link.id, "links"), (link.id, "backlinks")}
     assert _errors(tmp_path / "out") == []
 
@@ -192,7 +196,7 @@ def test_markdown_export_shows_every_link_and_every_relative_target_exists(tmp_p
     assert r.returncode == 0, r.stderr
     out = tmp_path / "md"
     vault = Vault.open(root)
-    notes = {e.uri for e in vault.list_notes()}
+    notes = {e.uri for e in vault.catalog.all()}
     pages = {p.relative_to(out).as_posix(): p.read_text(encoding="utf-8") for p in out.rglob("*.md")}
     assert set(pages) == notes | {"README.md"}
 
@@ -200,7 +204,7 @@ def test_markdown_export_shows_every_link_and_every_relative_target_exists(tmp_p
         base = (out / uri).parent
         return {os.path.normpath(base / unquote(t)) for t in _MD_LINK.findall(pages[uri])}
 
-    links = list(vault.all_links())
+    links = list(vault.links.all())
     assert len(links) > 100
     for link in links:
         from_page, to_page = pages[link.from_uri], pages[link.to_uri]

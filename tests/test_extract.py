@@ -11,6 +11,7 @@ import yaml
 from ollama_stub import OllamaStub
 
 from engine import Vault
+from engine.checks import check
 from engine.extract.inputs import InputError, commit_session, ingest
 from engine.extract.loop import ExtractionRejected
 from engine.extract.operations import operations_model
@@ -34,21 +35,22 @@ def session(v: Vault, name: str, lines: list[tuple[str, str]], day: str = "2026-
 def test_rules_on_the_sample_sessions(sample):
     report = commit_session(sample, "2026-08-11-evening-setup", RULES)
     assert "preferences/明前龙井.md" in report.created
-    tea = sample.get_file_links("preferences/明前龙井.md", "links")
+    tea = sample.links.of("preferences/明前龙井.md", "links")
     assert {(l.to_uri, l.link_type.value) for l in tea} >= {("profile.md", "belongs_to"), ("entities/hangzhou.md", "related_to")}
     assert all(l.match_text in sample.read_note("preferences/明前龙井.md").body for l in tea if l.match_text)
     report = commit_session(sample, "2026-11-20-weekly-review", RULES)
     kiln = "report_candidates/small-electric-kilns-for-home.md"
     assert kiln in report.created
     assert sample.read_note(kiln).fields["status"] == "pending"
-    assert [p for p in sample.check() if p.severity == "error"] == []
+    assert [p for p in check(sample) if p.severity == "error"] == []
 
 
 def test_replay_creates_nothing_new(sample):
     commit_session(sample, "2026-08-11-evening-setup", RULES)
     assert commit_session(sample, "2026-08-11-evening-setup", RULES) is None  # nothing new
     before = snapshot(sample)
-    sample.state.db("commits").drop_tables()  # forget it was committed: the same input again
+    with sample.store.write() as w:  # forget it was committed: the same input again
+        w.execute("DELETE FROM commits")
     again = commit_session(sample, "2026-08-11-evening-setup", RULES)
     assert again.created == [] and again.changed == [] and again.links_added == []
     assert snapshot(sample) == before
@@ -61,9 +63,9 @@ def test_contradiction_and_change_of_mind(vault):
                           ("user", "I no longer like jazz, it got boring."), ("assistant", "OK.")])
     report = commit_session(vault, "s1", RULES)
     hate = next(u for u in report.created if u.startswith("preferences/coffee-2026"))
-    assert [(l.to_uri, l.link_type.value) for l in vault.get_file_links(hate, "links")] == [("preferences/coffee.md", "contradicts")]
+    assert [(l.to_uri, l.link_type.value) for l in vault.links.of(hate, "links")] == [("preferences/coffee.md", "contradicts")]
     jazz = next(u for u in report.created if "jazz" in u and u != "preferences/jazz.md")
-    assert ("preferences/jazz.md", "evolved_from") in {(l.to_uri, l.link_type.value) for l in vault.get_file_links(jazz, "links")}
+    assert ("preferences/jazz.md", "evolved_from") in {(l.to_uri, l.link_type.value) for l in vault.links.of(jazz, "links")}
 
 
 def test_dated_events_research_requests_and_chinese(vault):
@@ -77,7 +79,7 @@ def test_dated_events_research_requests_and_chinese(vault):
     event = next(u for u in report.created if u.startswith("events/2026/11/28/"))
     note = vault.read_note(event)
     assert note.fields["participants"] == ["Noor El Mansouri"]
-    assert ("entities/noor-el-mansouri.md") in {l.to_uri for l in vault.get_file_links(event, "links")}
+    assert ("entities/noor-el-mansouri.md") in {l.to_uri for l in vault.links.of(event, "links")}
     assert any(u.startswith("report_candidates/wood-fired-kilns-near-utrecht") for u in report.created)
     assert "preferences/袋泡茶.md" in report.created
     assert vault.read_note("preferences/袋泡茶.md").fields["sentiment"] == "dislike"
@@ -92,12 +94,12 @@ def test_ingest_markdown_with_references(vault, tmp_path):
     result = ingest(vault, doc, extractor=RULES)
     src = result.source_uri
     assert src == "sources/offsite-notes.md"
-    assert ("entities/atlas.md", "Atlas") in {(l.to_uri, l.match_text) for l in vault.get_file_links(src, "links")}
+    assert ("entities/atlas.md", "Atlas") in {(l.to_uri, l.match_text) for l in vault.links.of(src, "links")}
     assert f"{doc}:3: [the plan](entities/ghost.md)" in result.report.unresolved  # file:line: reference
     assert not any("Not a link" in r for r in result.report.unresolved)  # code fences ignored
     pref = "preferences/short-standups.md"
     assert pref in result.report.created
-    assert (src, "derived_from") in {(l.to_uri, l.link_type.value) for l in vault.get_file_links(pref, "links")}
+    assert (src, "derived_from") in {(l.to_uri, l.link_type.value) for l in vault.links.of(pref, "links")}
     again = ingest(vault, doc, extractor=RULES)
     assert again.skipped == f"already imported as {src}"
 
@@ -145,7 +147,7 @@ def test_ollama_commit_writes_notes_and_links(ollama_vault):
     report = commit_session(v, "s")
     assert report.provider == "ollama:tiny"
     assert report.created == ["events/2026/11/24/first-pottery-class.md"]
-    (link,) = v.get_file_links("events/2026/11/24/first-pottery-class.md", "links")
+    (link,) = v.links.of("events/2026/11/24/first-pottery-class.md", "links")
     assert (link.to_uri, link.t_line_ranges, link.match_text) == ("profile.md", "1", "pottery")
     prompt = stub.requests[-1]["body"]["messages"][0]["content"]
     assert "[page:1] profile · profile.md" in prompt and "I started pottery classes" in prompt
@@ -177,7 +179,7 @@ def test_invalid_ollama_output_is_quarantined_and_changes_nothing(ollama_vault, 
     assert snapshot(v) == before
     kept = list((v.state_dir / "quarantine").glob("*.json"))
     assert len(kept) == 1 and json.loads(kept[0].read_text())["raw"]
-    assert v.state.db("commits").table("sessions").all() == []  # still uncommitted: a retry can succeed
+    assert v.store.rows("SELECT * FROM commits") == []  # still uncommitted: a retry can succeed
 
 
 def test_line_ranges_follow_a_patch_that_moves_lines_and_the_llm_matcher(ollama_vault):
@@ -193,14 +195,14 @@ def test_line_ranges_follow_a_patch_that_moves_lines_and_the_llm_matcher(ollama_
         commit_session(v, "s3")  # strict schema: content must be text, an edit object is not allowed
     stub.script.append(("json", answer(v, entity=[{"page_id": 2, "content": "New: top loader.\nElectric.\nCone 6.\nIn the studio."}])))
     commit_session(v, "s3")
-    (link,) = v.get_file_links("profile.md", "links")
+    (link,) = v.links.of("profile.md", "links")
     assert link.t_line_ranges == "3"
     # Rewritten beyond exact matching: the LLM matcher is asked where the passage went.
     stub.script.append(("json", answer(v, entity=[{"page_id": 2, "content": "Top loader, electric, fires to cone six.\nStudio."}])))
     stub.script.append(("json", json.dumps({"t_line_ranges": "1"})))
     session(v, "s4", [("user", "Update the Kiln: top loader, electric, fires to cone six, in the studio.")])
     commit_session(v, "s4")
-    (link,) = v.get_file_links("profile.md", "links")
+    (link,) = v.links.of("profile.md", "links")
     assert link.t_line_ranges == "1"
     assert "Find where these passages are now" in stub.requests[-1]["body"]["messages"][0]["content"]
 

@@ -11,6 +11,7 @@ from conftest import make_pair
 from test_cli import memlink
 
 from engine import Vault
+from engine.checks import check
 from engine.graph import LinkGraph
 from engine.jsonl import read_jsonl
 from engine.links import REJECTED, SIDECAR
@@ -25,7 +26,7 @@ def _entries(path: Path) -> list[dict]:
 
 def _first_link(vault: Vault) -> dict:
     """A real two-sided link of the sample vault, from its links side."""
-    return next(vault.raw_links())
+    return next(l for l in vault.links.all() if not l.legacy).model_dump(mode="json")
 
 
 def _spoil_entry(vault: Vault) -> tuple[Path, dict]:
@@ -46,18 +47,18 @@ def _truncate(vault: Vault, folder: str) -> Path:
 
 def _busiest_folder(vault: Vault, but: str = "") -> str:
     """The folder whose sidecar holds the most entries (so its twins are many)."""
-    counts = {f: len(vault.linkstore.sidecar(f).entries) for f in vault.sidecar_folders() if f != but}
+    counts = {f: len([l for l in vault.links.folder(f).links if not l.legacy]) for f in vault.links.folders() if f != but}
     return max(counts, key=lambda f: counts[f])
 
 
 def test_a_hostile_entry_is_skipped_and_reported_with_its_place(sample):
-    entity = next(e.uri for e in sample.list_notes() if e.uri.startswith("entities/") and sample.get_file_links(e.uri))
-    before = sample.get_file_links(entity)
+    entity = next(e.uri for e in sample.catalog.all() if e.uri.startswith("entities/") and sample.links.of(e.uri))
+    before = sample.links.of(entity)
     _spoil_entry(sample)
     fresh = Vault.open(sample.root)
-    assert [l.id for l in fresh.get_file_links(entity)] == [l.id for l in before]  # the rest of the file still reads
-    assert all(HOSTILE not in (l.from_uri, l.to_uri) for l in fresh.all_links())
-    problems = [p for p in fresh.check() if p.severity == "error"]
+    assert [l.id for l in fresh.links.of(entity)] == [l.id for l in before]  # the rest of the file still reads
+    assert all(HOSTILE not in (l.from_uri, l.to_uri) for l in fresh.links.all())
+    problems = [p for p in check(fresh) if p.severity == "error"]
     assert [(p.code, p.uri) for p in problems] == [("malformed_sidecar", f"entities/{SIDECAR}")]
     assert "entry 0 (link_evil)" in problems[0].message and "contains '..'" in problems[0].message
     assert LinkGraph.build(fresh).g.number_of_edges() > 0
@@ -75,7 +76,7 @@ def test_each_kind_of_bad_entry_is_named_with_index_and_cause(sample):
         42,
     ]
     path.write_text(json.dumps([*rows, *bad]), encoding="utf-8")
-    found = [p for p in Vault.open(sample.root).check() if p.code == "malformed_sidecar"]
+    found = [p for p in check(Vault.open(sample.root)) if p.code == "malformed_sidecar"]
     n = len(rows)
     assert [p.message.split(":")[0] for p in found] == [
         f"entry {n} ({good['id']})", f"entry {n + 1} (t)", f"entry {n + 2} (d)", f"entry {n + 3} (w)", f"entry {n + 4}"]
@@ -88,12 +89,12 @@ def test_an_unreadable_sidecar_is_reported_once_and_its_notes_still_open(sample)
     folder = _busiest_folder(sample)
     _truncate(sample, folder)
     fresh = Vault.open(sample.root)
-    notes = [e.uri for e in fresh.list_notes() if e.uri.rpartition("/")[0] == folder]
+    notes = [e.uri for e in fresh.catalog.all() if e.uri.rpartition("/")[0] == folder]
     for uri in notes:
         fresh.read_note(uri)
         fresh.render_note(uri)
-        fresh.get_file_links(uri)  # its links from that file are missing, nothing raises
-    problems = fresh.check()
+        fresh.links.of(uri)  # its links from that file are missing, nothing raises
+    problems = check(fresh)
     errors = [p for p in problems if p.severity == "error"]
     assert [(p.code, p.uri) for p in errors] == [("malformed_sidecar", f"{folder}/{SIDECAR}")]
     assert not [p for p in problems if p.code == "one_sided_link"]  # no flood from the other sides
@@ -125,7 +126,7 @@ def test_fix_sets_an_unreadable_sidecar_aside_and_restores_its_sides(sample):
     assert any(f"{folder}/{REJECTED}" in line for line in done)
     kept = read_jsonl(path.with_name(REJECTED))
     assert kept[0]["text"].encode("utf-8") == broken  # the whole file, byte for byte
-    assert not [p for p in Vault.open(sample.root).check() if p.severity == "error"]
+    assert not [p for p in check(Vault.open(sample.root)) if p.severity == "error"]
 
 
 def test_writes_refuse_a_sidecar_with_bad_entries_until_fixed(sample):
@@ -144,8 +145,8 @@ def test_cli_readers_work_beside_a_hostile_entry_and_a_truncated_file(sample):
     _spoil_entry(sample)
     folder = _busiest_folder(sample, but="entities")
     _truncate(sample, folder)
-    uri = next(e.uri for e in sample.list_notes() if e.uri.startswith(folder + "/"))
-    entity = next(e.uri for e in sample.list_notes() if e.uri.startswith("entities/"))
+    uri = next(e.uri for e in sample.catalog.all() if e.uri.startswith(folder + "/"))
+    entity = next(e.uri for e in sample.catalog.all() if e.uri.startswith("entities/"))
     for args in (("search", "editor"), ("show", uri), ("links", entity), ("links", uri), ("graph-query", entity)):
         run = memlink(*args, vault=sample.root)
         assert run.returncode == 0, (args, run.stderr)

@@ -18,6 +18,7 @@ from conftest import SAMPLE
 from test_cli import memlink
 
 from engine import MemlinkError, Vault
+from engine.checks import check
 from engine.dream import dream
 from engine.graph import LinkGraph
 from engine.links import SIDECAR
@@ -112,20 +113,21 @@ def test_a_fuzzed_vault_never_crashes(tmp_path):
     crashes: list[str] = []
     vault = _safely(crashes, "open", lambda: Vault.open(root))
     assert vault is not None, crashes
-    catalog = _safely(crashes, "sync_catalog", vault.sync_catalog) or {}
-    assert "entities/escape.md" not in {u for u, e in catalog.items() if not e.error}  # a symlink out is no note
+    _safely(crashes, "sync", vault.sync)
+    assert "entities/escape.md" not in vault.catalog  # a symlink out is no note
+    catalog = {*vault.catalog.uris(), *vault.catalog.errors()}
     for query in ("editor", "Lena", "\x00", "a" * 5000):
         _safely(crashes, f"search {query[:10]!r}", lambda q=query: search(vault, q, k=5))
     for uri in sorted(catalog):
         _safely(crashes, f"show {uri!r}", lambda u=uri: (vault.read_note(u), vault.render_note(u)))
-        _safely(crashes, f"links {uri!r}", lambda u=uri: vault.get_file_links(u))
-    _safely(crashes, "all_links", lambda: list(vault.all_links()))
+        _safely(crashes, f"links {uri!r}", lambda u=uri: vault.links.of(u))
+    _safely(crashes, "all_links", lambda: list(vault.links.all()))
     _safely(crashes, "graph", lambda: LinkGraph.build(vault).ppr())
     _safely(crashes, "lint", lambda: lint(vault))
-    found = _safely(crashes, "check", vault.check) or []
+    found = _safely(crashes, "check", lambda: check(vault)) or []
     _safely(crashes, "dream --dry-run", lambda: dream(vault, dry_run=True))
     _safely(crashes, "lint --fix", lambda: fix(vault))
-    _safely(crashes, "check after fix", vault.check)
+    _safely(crashes, "check after fix", lambda: check(vault))
     assert crashes == [], "\n".join(crashes)
     assert any(p.code == "malformed_sidecar" for p in found)
     assert (tmp_path / "outside" / "secret.md").read_text().endswith("not yours\n")  # nothing written out there

@@ -73,7 +73,7 @@ def cli(root, *args: str) -> tuple[int, str, str]:
 
 def test_the_cli_prints_no_escape_sequence_bidi_override_or_bare_cr(tmp_path):
     vault = hostile_vault(tmp_path / "v")
-    alpha = next(e.uri for e in vault.list_notes() if e.title.startswith("Alpha"))
+    alpha = next(e.uri for e in vault.catalog.all() if e.title.startswith("Alpha"))
     vault.close()
     runs = {
         "show": ("show", alpha), "show --json": ("show", alpha, "--json"),
@@ -109,7 +109,7 @@ async def test_the_app_draws_no_escape_sequence_and_shows_markup_literally(tmp_p
     hostile_vault(tmp_path / "v").close()
     with OllamaStub() as stub:
         vault = set_llm(tmp_path / "v", model="tiny", host=stub.host, timeout=5)
-        alpha = next(e.uri for e in vault.list_notes() if e.title.startswith("Alpha"))
+        alpha = next(e.uri for e in vault.catalog.all() if e.title.startswith("Alpha"))
         app = MemlinkApp(vault)
         async with app.run_test(size=(160, 50)) as pilot:
             await settle(app, pilot)

@@ -18,6 +18,7 @@ from test_cli import memlink
 from test_linked_pages import answer, cli_vault, links_of, write
 
 from engine import Vault
+from engine.checks import check_run
 from engine.extract.batch import ingest_batch, pending_sources
 from engine.extract.rules import RulesExtractor
 
@@ -74,7 +75,7 @@ def test_a_failed_extraction_stays_pending_until_the_next_run_finishes_it(tmp_pa
     assert r.returncode == 0, r.stderr
     v = Vault.open(root)
     assert links_of(v, "sources/acme.md")["sources/mia.md"][0] == "belongs_to"
-    assert any(e.uri.startswith("events/") for e in v.list_notes())  # acme's memories landed
+    assert any(e.uri.startswith("events/") for e in v.catalog.all())  # acme's memories landed
     assert pending_sources(v) == []
     v.close()
     assert pending_findings(root) == []
@@ -102,16 +103,15 @@ def test_pending_sources_are_known_from_the_catalog_and_a_hand_edit_is_seen(tmp_
     another editor, the next process sees it."""
     import datetime as dt
 
-    from engine.checks import run_checks
 
     root = cli_vault(tmp_path)
     fail_the_first_extraction(root, write(tmp_path / "pages", PAGES))
     path = root / "sources/acme.md"
     v = Vault.open(root)
-    v.sync_catalog()
+    v.sync()
     monkeypatch.setattr(Vault, "read_note", lambda self, uri: pytest.fail(f"read {uri}"))
     assert pending_sources(v) == ["sources/acme.md"]
-    found = [f.uri for f in run_checks(v, today=dt.date(2026, 12, 1), full=True) if f.code == "pending_extraction"]
+    found = [f.uri for f in check_run(v, today=dt.date(2026, 12, 1), full=True).page() if f.code == "pending_extraction"]
     assert found == ["sources/acme.md"]
     monkeypatch.undo()
     v.close()

@@ -86,7 +86,7 @@ def test_link_refuses_an_anchor_that_is_not_in_the_note(tmp_path):
     vault = Vault.open(root)
     with pytest.raises(LinkError, match="not in the text"):
         vault.link(b.uri, a.uri, "belongs_to", match_text="no such words here")
-    assert vault.get_file_links(b.uri) == []
+    assert vault.links.of(b.uri) == []
     assert memlink("link", b.uri, a.uri, "--type", "belongs_to", "--match-text", "User", vault=root).returncode == 0
 
 

@@ -57,7 +57,7 @@ async def test_demo_search_open_hit_follow_link_graph_and_back(tmp_path):
 
 
 async def test_review_a_contradiction_keep_a_then_undo(sample):
-    contradiction = next(l for l in sample.all_links() if l.link_type.value == "contradicts" and l.direction == "links")
+    contradiction = next(l for l in sample.links.all() if l.link_type.value == "contradicts" and l.direction == "links")
     app = MemlinkApp(sample)
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(app, pilot)
@@ -121,7 +121,7 @@ async def test_add_a_research_question_dream_and_read_the_report(sample):
         await settle(app, pilot)
         browser = app.screen
         assert isinstance(browser, BrowserScreen) and browser.current == "reports/what-glaze-recipes-did-noor-suggest.md"
-        links = sample.get_file_links(browser.current, "links")
+        links = sample.links.of(browser.current, "links")
         assert links and all(l.link_type.value == "derived_from" for l in links)
         assert browser.query_one(LinkTable).row_count >= len(links)
 

@@ -14,6 +14,7 @@ from ollama_stub import OllamaStub
 from test_cli import memlink
 
 from engine import Vault
+from engine.checks import check
 from engine.extract.batch import ingest_batch
 from engine.extract.rules import RulesExtractor, names_in
 from engine.search import search
@@ -41,7 +42,7 @@ def cli_vault(tmp_path: Path) -> Path:
 
 
 def links_of(v: Vault, uri: str) -> dict[str, tuple[str, str]]:
-    return {l.to_uri: (l.link_type.value, l.description) for l in v.get_file_links(uri, "links")}
+    return {l.to_uri: (l.link_type.value, l.description) for l in v.links.of(uri, "links")}
 
 
 def test_folder_ingest_skips_non_text_reports_failures_and_unresolved(tmp_path):
@@ -67,7 +68,7 @@ def test_folder_ingest_skips_non_text_reports_failures_and_unresolved(tmp_path):
     assert v.read_note("sources/mia-brown.md").fields["aliases"] == ["people/mia.md"]
     assert v.read_note("sources/mia-brown.md").fields["kind"] == "person"
     assert links_of(v, "sources/notes.md") == {"sources/mia-brown.md": ("related_to", "referenced in the text")}
-    assert [p for p in v.check() if p.severity == "error"] == []
+    assert [p for p in check(v) if p.severity == "error"] == []
     text = memlink("ingest", str(pages), vault=root)  # again: everything known, the unresolved still reported
     assert f"{pages / 'people/mia.md'}:5: [Zed](../people/zed)" not in text.stdout  # known files print no report
     assert "3 files imported" not in text.stdout and "0 files imported" in text.stdout
@@ -91,12 +92,12 @@ def test_every_reference_form_resolves_in_the_second_pass(vault, tmp_path):
     uris = {Path(f.path).stem: f.source_uri for f in result.files}
     got = links_of(vault, uris["a"])
     assert set(got) == {uris[f"t{i}"] for i in range(1, 10)}
-    assert {(l.to_uri, l.match_text) for l in vault.get_file_links(uris["a"], "links")} >= {
+    assert {(l.to_uri, l.match_text) for l in vault.links.of(uris["a"], "links")} >= {
         (uris["t6"], "the sixth"), (uris["t7"], "sub/t7"), (uris["t5"], "Target Five")}
     assert links_of(vault, uris["t1"]) == {uris["a"]: ("related_to", "referenced in the text")}  # relative "../a.md"
     assert [(u["line"], u["ref"]) for u in result.unresolved] == [(11, "[gone](sub/t10.md)"), (11, "[[Nobody Here]]")]
     assert vault.read_note(uris["t3"]).fields["aliases"] == ["sub/t3.md"]
-    assert [p for p in vault.check() if p.severity == "error"] == []
+    assert [p for p in check(vault) if p.severity == "error"] == []
 
 
 def test_links_carry_the_relation_the_text_states(vault, tmp_path):
@@ -159,7 +160,7 @@ def test_headline_fragments_are_not_entities(vault, tmp_path):
                                     "- Led Series B round on 3 March 2021.\n"
                                     "- On 5 June 2024 the team met Dana Whitfield at Web Summit.\n"})
     ingest_batch(vault, [doc / "co.md"], extractor=RULES)
-    assert sorted(e.title for e in vault.list_notes("entity")) == ["Dana Whitfield", "Web Summit"]
+    assert sorted(e.title for e in vault.catalog.all("entity")) == ["Dana Whitfield", "Web Summit"]
 
 
 def test_nonsense_returns_nothing(sample):
@@ -175,7 +176,7 @@ def test_who_works_at_x_on_a_small_generated_world(vault, tmp_path):
     world = generate(seed=3, people=14, companies=4, meetings=3)
     world.write(tmp_path / "pages")
     ingest_batch(vault, [tmp_path / "pages"], extractor=RULES)
-    person = {e.uri: e.aliases[0] for e in vault.list_notes("source")}
+    person = {e.uri: e.aliases[0] for e in vault.catalog.all("source")}
     asked = [q for q in world.questions if q.relation in ("works_at", "invested_in")]
     assert asked
     for q in asked:
@@ -205,7 +206,7 @@ def test_symlinks_and_special_files_in_a_folder_are_skipped_never_followed(vault
     why = {Path(s["path"]).name: s["why"] for s in result.skipped}
     assert why == {"link.md": "a symbolic link (not followed)", "linked": "a symbolic link (not followed)",
                    "pipe.md": "not a regular file (a FIFO, socket or device)"}
-    assert not any("root:x" in vault.read_body(e.uri) for e in vault.list_notes())
+    assert not any("root:x" in vault.read_body(e.uri) for e in vault.catalog.all())
     # A FIFO named on the command line is skipped too, not waited on.
     assert [s["why"] for s in ingest_batch(vault, [pages / "pipe.md"], extractor=RULES).skipped] == [
         "not a regular file (a FIFO, socket or device)"]
@@ -253,9 +254,9 @@ CRASH_PAGES = {
 
 
 def state_of(v: Vault) -> tuple[dict, set]:
-    notes = {e.uri: v.read_note(e.uri).fields for e in v.list_notes()}
+    notes = {e.uri: v.read_note(e.uri).fields for e in v.catalog.all()}
     links = {(l.from_uri, l.to_uri, l.link_type.value, l.weight, l.match_text, l.description, l.t_field, l.t_line_ranges)
-             for l in v.all_links()}
+             for l in v.links.all()}
     return notes, links
 
 
@@ -306,7 +307,7 @@ def test_a_rerun_after_a_crash_anywhere_converges_to_a_clean_run(tmp_path, monke
     assert {k: (v, want[0].get(k)) for k, v in got[0].items() if want[0].get(k) != v} == {}
     assert got[1] - want[1] == set() and want[1] - got[1] == set()
     assert got == want
-    assert [p for p in v.check() if p.severity == "error"] == []
+    assert [p for p in check(v) if p.severity == "error"] == []
     third = ingest_batch(v, [pages], extractor=RULES)  # and now it is done
     assert len(third.skipped) == len(CRASH_PAGES) and state_of(v) == want
 
@@ -419,8 +420,8 @@ def test_ingest_output_is_printable_and_counts_page_links_honestly(tmp_path):
     out = json.loads(memlink("ingest", str(pages), "--json", vault=tmp_path / "v").stdout)  # all known: no new links
     assert out["page_links"] == 0
     v = Vault.open(root)
-    pages_links = sum(1 for l in v.all_links() if l.from_uri.startswith("sources/") and l.to_uri.startswith("sources/"))
+    pages_links = sum(1 for l in v.links.all() if l.from_uri.startswith("sources/") and l.to_uri.startswith("sources/"))
     assert pages_links == 1
     summary = r.stdout.strip().splitlines()[-1]
-    derived = sum(1 for _ in v.all_links()) - pages_links
+    derived = sum(1 for _ in v.links.all()) - pages_links
     assert derived > 0 and f"{pages_links} links between pages (+{derived} from extracted notes)" in summary

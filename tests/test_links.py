@@ -4,6 +4,7 @@ import pytest
 from conftest import make_pair
 
 from engine import LinkError, LinkType, SidecarError, StoredLink, Vault
+from engine.checks import check
 from engine.lineranges import correct_ranges, parse_ranges
 from engine.links import links_merge
 from engine.render import render_links
@@ -23,11 +24,11 @@ def test_link_lands_identically_on_both_sides(vault):
     assert fwd == back
     assert fwd["link_type"] == "belongs_to" and fwd["from_uri"] == b.uri and fwd["to_uri"] == a.uri
     assert set(fwd) == {"id", "from_uri", "to_uri", "link_type", "weight", "t_field", "t_line_ranges", "match_text", "description", "created_at"}
-    assert vault.get_file_links(b.uri, "links") == [link]
-    assert [l.direction for l in vault.get_file_links(a.uri, "backlinks")] == ["backlinks"]
-    assert vault.get_file_links(a.uri, "links") == []
-    assert len(vault.get_file_links(b.uri, "both")) == 1
-    assert vault.check() == []
+    assert vault.links.of(b.uri, "links") == [link]
+    assert [l.direction for l in vault.links.of(a.uri, "backlinks")] == ["backlinks"]
+    assert vault.links.of(a.uri, "links") == []
+    assert len(vault.links.of(b.uri, "both")) == 1
+    assert check(vault) == []
 
 
 def test_merge_rules(vault):
@@ -38,10 +39,10 @@ def test_merge_rules(vault):
     assert second.weight == 0.4  # max wins
     assert second.link_type is LinkType.BELONGS_TO and second.description == "second"  # latest wins
     other = vault.link(b.uri, a.uri, "related_to", weight=0.8, t_line_ranges="2")  # other range = other link
-    links = vault.get_file_links(b.uri, "links")
+    links = vault.links.of(b.uri, "links")
     assert [l.id for l in links] == [other.id, first.id]  # weight descending
     assert [e["weight"] for e in sidecar(vault, "entities")] == [0.8, 0.4]
-    assert vault.check() == []
+    assert check(vault) == []
 
 
 def test_links_merge_function():
@@ -57,7 +58,7 @@ def test_unlink_removes_both_sides(vault):
     vault.link(b.uri, a.uri, "belongs_to")
     vault.link(b.uri, a.uri, "contradicts", t_line_ranges="2")
     assert vault.unlink(b.uri, a.uri, "contradicts") == 1
-    assert [l.link_type.value for l in vault.get_file_links(a.uri, "backlinks")] == ["belongs_to"]
+    assert [l.link_type.value for l in vault.links.of(a.uri, "backlinks")] == ["belongs_to"]
     assert vault.unlink(b.uri, a.uri) == 1
     assert not (vault.root / "preferences" / ".relations.json").exists()
     assert not (vault.root / "entities" / ".relations.json").exists()
@@ -103,14 +104,14 @@ def test_legacy_entries_read_as_related_to(vault):
     (vault.root / "preferences" / ".relations.json").write_text(json.dumps([
         {"id": "rel_1", "from_uri": b.uri, "uris": [a.uri], "reason": "old style relation", "created_at": "2025-01-01T00:00:00+00:00"}
     ]))
-    (link,) = vault.get_file_links(b.uri, "links")
+    (link,) = vault.links.of(b.uri, "links")
     assert (link.link_type, link.weight, link.description, link.direction, link.legacy) == (LinkType.RELATED_TO, 1.0, "old style relation", "links", True)
-    assert vault.check() == []
+    assert check(vault) == []
     # A new-format write of the same pair supersedes the legacy entry; writes are new format only.
     vault.link(b.uri, a.uri, "belongs_to", weight=0.7)
     entries = sidecar(vault, "preferences")
     assert len(entries) == 1 and "uris" not in entries[0] and entries[0]["link_type"] == "belongs_to"
-    assert vault.check() == []
+    assert check(vault) == []
 
 
 def test_legacy_entry_unlink(vault):
@@ -121,24 +122,21 @@ def test_legacy_entry_unlink(vault):
 
 
 def test_legacy_targets_are_every_legacy_links_far_end(vault):
-    """``legacy_targets`` (an incremental lint's orphan check) reads the folders' legacy
-    entries, and names the same notes as the legacy records the index holds."""
-    import sqlite3
-
+    """``legacy_targets`` (an incremental lint's orphan check) names the notes the
+    folders' legacy entries link to, as the index holds them."""
     a, b = make_pair(vault)
     (vault.root / "preferences" / ".relations.json").write_text(json.dumps([
         {"id": "r", "from_uri": b.uri, "uris": [a.uri, "profile.md"], "reason": "x"},
         {"id": "folder-level", "uris": [a.uri], "reason": "no from_uri: the folder relates"},
     ]))
     (vault.root / "entities" / ".relations.json").write_text(json.dumps([{"id": "q", "from_uri": a.uri, "uris": [b.uri], "reason": "y"}]))
-    targets = vault.linkstore.legacy_targets()
-    with sqlite3.connect(vault.state_dir / "links.sqlite") as db:
-        held = {json.loads(raw)["to_uri"] for (raw,) in db.execute("SELECT raw FROM links WHERE legacy=1")}
-    assert targets == held == {a.uri, b.uri, "profile.md"}
+    everyone = [a.uri, b.uri, "profile.md", "entities/nobody.md"]
+    held = {l.to_uri for l in vault.links.all() if l.legacy}
+    assert vault.links.legacy_targets(everyone) == held == {a.uri, b.uri, "profile.md"}
     vault.unlink(b.uri, a.uri)
-    assert a.uri in vault.linkstore.legacy_targets()  # (still the folder-level entry's)
+    assert a.uri in vault.links.legacy_targets(everyone)  # (still the folder-level entry's)
     vault.unlink(a.uri, b.uri)
-    assert b.uri not in vault.linkstore.legacy_targets()
+    assert b.uri not in vault.links.legacy_targets(everyone)
 
 
 def test_malformed_sidecar_is_a_clear_error_and_nothing_changes(vault):
@@ -147,7 +145,7 @@ def test_malformed_sidecar_is_a_clear_error_and_nothing_changes(vault):
     with pytest.raises(SidecarError, match="entities/.relations.json"):
         vault.link(b.uri, a.uri, "related_to")
     assert not (vault.root / "preferences" / ".relations.json").exists()
-    assert [p.code for p in vault.check()] == ["malformed_sidecar"]
+    assert [p.code for p in check(vault)] == ["malformed_sidecar"]
 
 
 def test_rendering_rules():
@@ -203,10 +201,10 @@ def test_line_ranges_follow_edits_on_both_sides(vault):
     a, b = make_pair(vault)
     vault.link(b.uri, a.uri, "belongs_to", t_line_ranges="2-3")
     vault.write_note("entity", {"name": "Caroline", "content": {"search": "Caroline leads Atlas.", "replace": "Intro line.\nCaroline leads Atlas."}})
-    (fwd,) = vault.get_file_links(b.uri, "links")
-    (back,) = vault.get_file_links(a.uri, "backlinks")
+    (fwd,) = vault.links.of(b.uri, "links")
+    (back,) = vault.links.of(a.uri, "backlinks")
     assert fwd.t_line_ranges == back.t_line_ranges == "3-4"
-    assert vault.check() == []
+    assert check(vault) == []
 
 
 def test_link_whose_passage_vanished_is_removed_on_both_sides(vault):
@@ -214,8 +212,8 @@ def test_link_whose_passage_vanished_is_removed_on_both_sides(vault):
     vault.link(b.uri, a.uri, "belongs_to", t_line_ranges="2")
     kept = vault.link(b.uri, a.uri, "related_to")  # no line range: unaffected
     vault.write_note("entity", {"name": "Caroline", "content": "Caroline leads Atlas.\nShe runs on Sundays."})
-    assert [l.id for l in vault.get_file_links(b.uri, "links")] == [kept.id]
-    assert [l.id for l in vault.get_file_links(a.uri, "backlinks")] == [kept.id]
+    assert [l.id for l in vault.links.of(b.uri, "links")] == [kept.id]
+    assert [l.id for l in vault.links.of(a.uri, "backlinks")] == [kept.id]
 
 
 def test_pluggable_matcher_is_used_by_the_vault(vault):
@@ -226,9 +224,9 @@ def test_pluggable_matcher_is_used_by_the_vault(vault):
         def relocate(self, segments, new_text):
             return "1"
 
-    vault.services.matcher = AlwaysFirst()
+    vault.matcher = AlwaysFirst()
     vault.write_note("entity", {"name": "Caroline", "content": "Completely rewritten."})
-    (fwd,) = vault.get_file_links(b.uri, "links")
+    (fwd,) = vault.links.of(b.uri, "links")
     assert fwd.t_line_ranges == "1"
 
 
@@ -238,8 +236,8 @@ def test_delete_note_removes_its_links_everywhere(vault):
     vault.link(b.uri, a.uri, "belongs_to")
     vault.link(a.uri, c.uri, "belongs_to")
     assert vault.delete_note(a.uri) == 2
-    assert vault.get_file_links(b.uri) == [] and vault.get_file_links(c.uri) == []
-    assert vault.check() == []
+    assert vault.links.of(b.uri) == [] and vault.links.of(c.uri) == []
+    assert check(vault) == []
 
 
 def test_legacy_entry_without_id_can_be_unlinked(vault):
@@ -261,7 +259,7 @@ def test_a_sidecar_with_a_path_outside_the_vault_is_rejected(vault):
         {"id": "x", "from_uri": "../elsewhere/n.md", "to_uri": a.uri, "direction": "backlinks", "link_type": "related_to",
          "weight": 1.0, "created_at": "2026-01-01"}
     ]))
-    assert vault.get_file_links(a.uri) == []  # readers skip the bad entry (issue 13)
+    assert vault.links.of(a.uri) == []  # readers skip the bad entry (issue 13)
     with pytest.raises(SidecarError, match="contains '..'"):
         vault.link(b.uri, a.uri, "related_to")  # a write would rewrite that sidecar: refused
     assert not (vault.root / "preferences" / ".relations.json").exists()  # refused before it began
@@ -273,49 +271,53 @@ def test_unlink_by_id_removes_only_that_link(vault):
     other = vault.link(b.uri, a.uri, "related_to", weight=0.8, t_line_ranges="2")
     assert first.id != other.id
     assert vault.unlink(b.uri, a.uri, "related_to", link_id=first.id) == 1
-    assert [l.id for l in vault.get_file_links(b.uri, "links")] == [other.id]
-    assert [l.id for l in vault.get_file_links(a.uri, "backlinks")] == [other.id]
+    assert [l.id for l in vault.links.of(b.uri, "links")] == [other.id]
+    assert [l.id for l in vault.links.of(a.uri, "backlinks")] == [other.id]
 
 
 def test_a_note_written_during_a_catalog_sync_is_not_lost(vault, monkeypatch):
     import threading
-    import time
 
-    from engine.catalog import CATALOG_FILE, CatalogStore
+    import engine.catalog
 
     a, _b = make_pair(vault)
-    vault.sync_catalog()
-    walk = type(vault).iter_vault_files
-    started = threading.Event()
+    vault.sync()
+    walk = engine.catalog.vault_files
+    started, written = threading.Event(), threading.Event()
 
-    def slow_walk(self):
-        for item in walk(self):
+    def slow_walk(root, sidecar):
+        for item in walk(root, sidecar):
             started.set()
-            time.sleep(0.05)
+            written.wait(5)
             yield item
 
-    monkeypatch.setattr(type(vault), "iter_vault_files", slow_walk)
-    syncing = threading.Thread(target=vault.sync_catalog)
+    recording = threading.Event()
+    record = engine.catalog.Catalog.record
+    monkeypatch.setattr(engine.catalog, "vault_files", slow_walk)
+    monkeypatch.setattr(engine.catalog.Catalog, "record", lambda self, *a: (recording.set(), record(self, *a))[1])
+    syncing = threading.Thread(target=vault.sync)
     syncing.start()
     started.wait(5)
-    note = vault.write_note("entity", {"name": "Written mid-sync", "kind": "thing", "content": "x"})
+    writer = threading.Thread(target=lambda: vault.write_note("entity", {"name": "Written mid-sync", "kind": "thing", "content": "x"}))
+    writer.start()
+    recording.wait(5)  # the note is on disk, its row waits for the sync under way
+    written.set()
     syncing.join(10)
-    assert note.uri in vault.catalog()
-    assert note.uri in CatalogStore(vault.root / ".memlink" / CATALOG_FILE).load()
+    writer.join(10)
+    uri = "entities/written-mid-sync.md"
+    assert uri in vault.catalog
+    assert uri in {e.uri for e in Vault.open(vault.root).catalog.stored()}
 
 
 def test_two_vault_objects_on_one_folder_keep_one_catalog(vault):
     """The app and the CLI write the same catalog table; neither may break the other."""
-    from engine.catalog import CATALOG_FILE, CatalogStore
-
     other = Vault.open(vault.root)
-    vault.sync_catalog()
-    other.sync_catalog()
+    vault.sync()
+    other.sync()
     names = [f"Thing {i}" for i in range(6)]
     written = [(vault if i % 2 else other).write_note("entity", {"name": n, "kind": "thing", "content": "x"}).uri
                for i, n in enumerate(names)]
-    stored = CatalogStore(vault.root / ".memlink" / CATALOG_FILE).load()
-    assert set(written) <= set(stored)
+    assert set(written) <= {e.uri for e in Vault.open(vault.root).catalog.stored()}
 
 
 # -- the link index's fast path (engine.links.plainly_valid) agrees with StoredLink ------------

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from test_extract import session
 
 from engine import LinkError, LinkType, Vault, VaultError
+from engine.checks import check
 from engine.config import SearchConfig
 from engine.extract.inputs import commit_session
 from engine.extract.linktype import choices_model
@@ -104,8 +105,8 @@ def test_a_declared_type_links_on_both_sides(seventh):
     for folder, direction in (("preferences", "links"), ("entities", "backlinks")):
         rows = json.loads((seventh.root / folder / ".relations.json").read_text(encoding="utf-8"))
         assert [(r["link_type"], r["direction"], r["id"]) for r in rows] == [("supports", direction, link.id)]
-    assert [l.link_type.value for l in seventh.get_file_links(a.uri, "backlinks")] == ["supports"]
-    assert [p for p in seventh.check() if p.severity == "error"] == []
+    assert [l.link_type.value for l in seventh.links.of(a.uri, "backlinks")] == ["supports"]
+    assert [p for p in check(seventh) if p.severity == "error"] == []
     from engine.lint import lint
 
     assert [f for f in lint(seventh).findings if f.check == "links"] == []  # lint knows the type too
@@ -157,7 +158,7 @@ def test_the_rules_extractor_types_a_mention_with_its_cue(seventh):
     session(seventh, "s1", [("user", "I like green tea, which backs up what Caroline said."), ("assistant", "Noted.")])
     report = commit_session(seventh, "s1", RulesExtractor())
     tea = next(u for u in report.created if u.startswith("preferences/"))
-    assert [(l.to_uri, l.link_type.value) for l in seventh.get_file_links(tea, "links")] == [("entities/caroline.md", "supports")]
+    assert [(l.to_uri, l.link_type.value) for l in seventh.links.of(tea, "links")] == [("entities/caroline.md", "supports")]
 
 
 def test_the_llm_output_contract_accepts_it(seventh):
@@ -183,10 +184,10 @@ def test_an_undeclared_type_in_a_sidecar_still_reads(vault):
     for folder, direction in (("preferences", "links"), ("entities", "backlinks")):
         (vault.root / folder / ".relations.json").write_text(json.dumps([{**row, "direction": direction}]), encoding="utf-8")
     vault = Vault.open(vault.root)
-    links = vault.get_file_links(b.uri, "links")
+    links = vault.links.of(b.uri, "links")
     assert [l.link_type.value for l in links] == ["refutes_maybe"]
     assert vault.config.link_table().unknown(l.link_type for l in links) == ["refutes_maybe"]
-    assert not [p for p in vault.check() if p.code == "malformed_sidecar"]
+    assert not [p for p in check(vault) if p.code == "malformed_sidecar"]
     from engine.lint import lint
 
     flagged = [f for f in lint(vault).findings if f.code == "unknown_link_type"]
@@ -194,7 +195,7 @@ def test_an_undeclared_type_in_a_sidecar_still_reads(vault):
     graph = LinkGraph.for_vault(vault)  # carries no meaning: nothing flows over it
     assert graph.propagate({b.uri: 1.0}, propagation_params(vault.config.search, vault.config.link_table())) == {}
     assert vault.unlink(b.uri, a.uri) == 1  # and it can be removed
-    assert vault.get_file_links(a.uri) == []
+    assert vault.links.of(a.uri) == []
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -221,7 +222,7 @@ def test_an_imported_page_reference_is_typed_by_the_vaults_cues(seventh, tmp_pat
     (folder / "alpha.md").write_text("# Alpha\n\nThe field study is evidence for [[Beta]] on every count.\n", encoding="utf-8")
     (folder / "beta.md").write_text("# Beta\n\nA claim about soil.\n", encoding="utf-8")
     ingest_batch(seventh, [folder], wiki=False)
-    links = [l for l in seventh.all_links() if l.to_uri.endswith("beta.md")]
+    links = [l for l in seventh.links.all() if l.to_uri.endswith("beta.md")]
     assert [l.link_type.value for l in links] == ["supports"], [(l.from_uri, l.to_uri, l.link_type) for l in links]
 
 

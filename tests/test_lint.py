@@ -7,6 +7,7 @@ import json
 
 from conftest import make_pair
 
+from engine.checks import check
 from engine.lint import fix, lint, write_dashboards
 
 
@@ -75,7 +76,7 @@ def test_fix_restores_one_sided_links_and_drops_links_to_missing_notes(vault):
     done = fix(vault)
     assert any("restored the backlinks side" in d for d in done) and any("a note is missing" in d for d in done)
     assert lint(vault).errors == 0
-    assert [l.to_uri for l in vault.get_file_links(b.uri, "links")] == [a.uri]
+    assert [l.to_uri for l in vault.links.of(b.uri, "links")] == [a.uri]
 
 
 def test_dashboards_and_digest(sample):
@@ -85,7 +86,7 @@ def test_dashboards_and_digest(sample):
     digest = json.loads((sample.root / "dashboards" / "digest.json").read_text())
     assert digest["notes"] == 72 and digest["per_type"]["event"] == 30 and len(digest["contradictions"]) == 5
     assert "Vegetarian diet" in (sample.root / "dashboards" / "contradictions.md").read_text()
-    assert [p for p in sample.check() if p.severity == "error"] == []  # dashboards are not notes
+    assert [p for p in check(sample) if p.severity == "error"] == []  # dashboards are not notes
     # The digest's text is json's, however it is made (orjson, json for what it refuses).
     from engine.lint import _json_text
 
@@ -115,7 +116,7 @@ def test_check_is_the_integrity_part_of_the_same_run_with_the_same_errors(vault)
     (vault.root / "entities" / "bad.md").write_text("no frontmatter\n")  # a malformed note
     (vault.root / "sessions" / "s1.jsonl").write_text('{"session": "s1"}\n')  # a malformed session log
     report = lint(vault, today=dt.date(2026, 12, 1))
-    checked = vault.check()
+    checked = check(vault)
     assert all(isinstance(f, Finding) for f in checked + report.findings)
     lint_errors = sorted((f.code, f.uri, f.message) for f in report.findings if f.severity == "error")
     check_errors = sorted((f.code, f.uri, f.message) for f in checked if f.severity == "error")
@@ -146,11 +147,11 @@ def test_fix_keeps_the_links_of_a_note_whose_frontmatter_is_broken(vault):
     good = path.read_text(encoding="utf-8")
     path.write_text(good.replace("memory_type:", "memory_type: [broken\nx:", 1), encoding="utf-8")
     assert fix(vault) == []
-    problems = vault.check()
+    problems = check(vault)
     assert [p.code for p in problems if p.severity == "error"] == ["malformed_note"]  # not dangling_link
     path.write_text(good, encoding="utf-8")
-    assert [l.to_uri for l in vault.get_file_links(b.uri, "links")] == [a.uri]
-    assert [l.from_uri for l in vault.get_file_links(a.uri, "backlinks")] == [b.uri]
+    assert [l.to_uri for l in vault.links.of(b.uri, "links")] == [a.uri]
+    assert [l.from_uri for l in vault.links.of(a.uri, "backlinks")] == [b.uri]
 
 
 def test_a_long_dashboard_lists_its_worst_first_and_says_how_many_more(vault, monkeypatch):
@@ -169,16 +170,17 @@ def test_a_long_dashboard_lists_its_worst_first_and_says_how_many_more(vault, mo
 
 
 def test_two_sides_compare_as_their_records_do():
-    """``same_record`` compares a link's two sides by their text when they differ only in
-    the direction (as memlink writes them); the answer is always the dict comparison's
-    (all keys but direction and legacy, defaults filled in)."""
+    """``same_record`` compares a link's two sides as their records do: all keys but the
+    direction, defaults filled in."""
     import random
 
-    from engine.checks import _DEFAULTS, Record
+    from engine.links import StoredLink
+
+    defaults = {"t_field": "content", "t_line_ranges": None, "match_text": None, "description": ""}
 
     def reference(a: dict, b: dict) -> bool:
         def plain(row: dict) -> dict:
-            return {**_DEFAULTS, **{k: v for k, v in row.items() if k not in ("direction", "legacy")}}
+            return {**defaults, **{k: v for k, v in row.items() if k not in ("direction", "legacy")}}
         return plain(a) == plain(b)
 
     rng = random.Random(11)
@@ -199,8 +201,7 @@ def test_two_sides_compare_as_their_records_do():
                 row.pop(rng.choice(["t_field", "description", "match_text"]), None)
             if rng.random() < 0.05:
                 row["legacy"] = True
-        texts = [json.dumps(r, ensure_ascii=rng.random() < 0.5) for r in (a, b)]
-        one, two = Record.of(texts[0]), Record.of(texts[1])
+        one, two = StoredLink.model_validate(a), StoredLink.model_validate(b)
         assert one.same_record(two) == two.same_record(one) == reference(a, b), (a, b)
         checked += one.same_record(two)
     assert checked > 300  # the equal pairs were looked at too

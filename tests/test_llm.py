@@ -169,6 +169,7 @@ def test_one_health_check_per_process_for_every_engine_caller(tmp_path, stub):
 
     from engine import Vault
     from engine.extract.inputs import choose_extractor
+    from engine.llm.registry import refresh, selection
     from engine.sessions.importer import turn_extractor
 
     Vault.init(tmp_path / "a")
@@ -178,9 +179,9 @@ def test_one_health_check_per_process_for_every_engine_caller(tmp_path, stub):
     extractor, health = choose_extractor(a)
     assert extractor.name == "ollama:tiny" and health.ok
     assert turn_extractor(a).name == "ollama:tiny"
-    assert b.services.provider is a.services.provider and b.services.health.ok
+    assert selection(b.config.llm).provider is selection(a.config.llm).provider and selection(b.config.llm).health.ok
     assert stub.count("/api/tags") == 1
-    assert a.services.refresh_provider().health.ok and stub.count("/api/tags") == 2
+    assert refresh(a.config.llm).health.ok and stub.count("/api/tags") == 2
 
 
 def test_rules_provider_is_a_provider_with_typed_refusals():

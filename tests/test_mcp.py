@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from engine import Vault
+from engine.checks import check
 
 TOOLS = {"search", "recall", "show_note", "graph_query", "list_reports", "lint_digest", "add_memory", "link", "unlink",
          "ask"}
@@ -66,7 +67,7 @@ async def test_every_tool_answers_through_the_sdk_client(tmp_path):
         assert queue["questions"] and all(q["status"] for q in queue["questions"]) and queue["reports"]
 
         digest = (await client.call_tool("lint_digest", {})).structured_content
-        assert digest["notes"] == len(Vault.open(root).list_notes()) and digest["links"] > 0
+        assert digest["notes"] == len(Vault.open(root).catalog.all()) and digest["links"] > 0
 
         made = (await client.call_tool("add_memory", {"text": "I prefer oolong tea over green tea in the evening."}))
         assert not made.is_error, made.content
@@ -79,8 +80,8 @@ async def test_every_tool_answers_through_the_sdk_client(tmp_path):
                                                  "description": "linked by an agent"})).structured_content
         assert link["link_type"] == "related_to"
         vault = Vault.open(root)
-        assert [l.id for l in vault.get_file_links(MOCHI, "links") if l.to_uri == "preferences/coffee.md"] == [link["id"]]
-        assert [l.id for l in vault.get_file_links("preferences/coffee.md", "backlinks") if l.from_uri == MOCHI] == [link["id"]]
+        assert [l.id for l in vault.links.of(MOCHI, "links") if l.to_uri == "preferences/coffee.md"] == [link["id"]]
+        assert [l.id for l in vault.links.of("preferences/coffee.md", "backlinks") if l.from_uri == MOCHI] == [link["id"]]
         removed = (await client.call_tool("unlink", {"from_uri": MOCHI, "to_uri": "preferences/coffee.md"}))
         assert removed.structured_content == {"removed": 1}
 
@@ -99,7 +100,7 @@ async def test_every_tool_answers_through_the_sdk_client(tmp_path):
         escape = await client.call_tool("show_note", {"uri": "../../etc/passwd"})
         assert escape.is_error and escape.structured_content["error"]["type"] in ("UriError", "NoteNotFound")
         assert json.loads(escape.content[0].text)["error"] == escape.structured_content["error"]
-    assert [f for f in Vault.open(root).check() if f.severity == "error"] == []
+    assert [f for f in check(Vault.open(root)) if f.severity == "error"] == []
 
 
 async def test_read_only_mode_reads_and_refuses_every_write(tmp_path):

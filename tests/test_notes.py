@@ -3,6 +3,7 @@ import os
 import pytest
 
 from engine import NoteError, NoteNotFound, UriError, Vault
+from engine.checks import check
 from engine.notes import parse_note
 
 
@@ -36,9 +37,9 @@ def test_malformed_notes_give_clear_errors(vault, text, message):
 
 def test_malformed_note_is_reported_by_check_and_not_listed(vault):
     (vault.root / "entities" / "broken.md").write_text("no frontmatter here\n")
-    problems = vault.check()
+    problems = check(vault)
     assert [p.code for p in problems] == ["malformed_note"]
-    assert vault.list_notes() == []
+    assert vault.catalog.all() == []
 
 
 def test_missing_note(vault):
@@ -67,36 +68,36 @@ def test_deleting_derived_state_loses_nothing(vault):
     import shutil
 
     vault.write_note("entity", {"name": "Ana"})
-    vault.sync_catalog()
+    vault.sync()
     shutil.rmtree(vault.root / ".memlink")
     fresh = Vault.open(vault.root)
-    assert [e.uri for e in fresh.list_notes()] == ["entities/ana.md"]
-    assert (vault.root / ".memlink" / "catalog.sqlite").is_file()
+    assert [e.uri for e in fresh.catalog.all()] == ["entities/ana.md"]
+    assert (vault.root / ".memlink" / "index.sqlite").is_file()
 
 
 def test_catalog_follows_edits_made_outside(vault):
     vault.write_note("entity", {"name": "Ana"})
-    assert [e.title for e in vault.list_notes()] == ["Ana"]
+    assert [e.title for e in vault.catalog.all()] == ["Ana"]
     path = vault.path("entities/ana.md")
     path.write_text(path.read_text().replace("name: Ana", "name: Anabel"))
     os.utime(path, ns=(1, 1))
-    assert [e.title for e in vault.sync_catalog().values()] == ["Anabel"]
+    assert vault.sync().changed == {"entities/ana.md"} and [e.title for e in vault.catalog.all()] == ["Anabel"]
     path.unlink()
-    assert vault.sync_catalog() == {}
+    assert vault.sync().removed == {"entities/ana.md"} and vault.catalog.all() == []
 
 
 def test_corrupt_catalog_is_rebuilt(vault):
     vault.write_note("entity", {"name": "Ana"})
-    vault.sync_catalog()
+    vault.sync()
     vault.close()
-    (vault.root / ".memlink" / "catalog.sqlite").write_text("{truncated")
+    (vault.root / ".memlink" / "index.sqlite").write_text("{truncated")
     fresh = Vault.open(vault.root)
-    assert [e.uri for e in fresh.list_notes()] == ["entities/ana.md"]
+    assert [e.uri for e in fresh.catalog.all()] == ["entities/ana.md"]
 
 
 def test_malformed_session_log_is_reported(vault):
     (vault.root / "sessions" / "s1.jsonl").write_text('{"session": "s1", "id": "1", "role": "user", "content": "hi", "ts": "2026-01-01"}\n{oops\n')
-    assert [(p.code, p.uri) for p in vault.check()] == [("malformed_session", "sessions/s1.jsonl")]
+    assert [(p.code, p.uri) for p in check(vault)] == [("malformed_session", "sessions/s1.jsonl")]
 
 
 def test_text_a_person_typed_under_the_frontmatter_survives_every_write(vault):

@@ -18,6 +18,7 @@ from conftest import SAMPLE, make_pair, set_llm
 
 from engine import Vault
 from engine.blocks import LINKS_CLOSE, LINKS_PREFIX, VIEW_CLOSE, VIEW_OPEN, links_span
+from engine.checks import check
 from engine.dream import dream
 from engine.errors import LinkError
 from engine.notes import split_frontmatter
@@ -101,7 +102,7 @@ def test_deleted_markers_and_an_edited_view_keep_every_line(vault):
 def test_a_hand_edit_survives_a_review_action_and_its_undo(sample):
     v = sample
     a, b = "events/2026/10/14/妈妈六十大寿.md", "entities/周秀兰.md"  # the sample's contradiction
-    pair = [l for l in v.get_file_links(a, "links") if l.to_uri == b and l.link_type.value == "contradicts"]
+    pair = [l for l in v.links.of(a, "links") if l.to_uri == b and l.link_type.value == "contradicts"]
     if not pair:
         a, b = b, a
     hand_edit(v, a)
@@ -112,7 +113,7 @@ def test_a_hand_edit_survives_a_review_action_and_its_undo(sample):
     assert "evolved_from [[" + b[:-3] in block_of(v, a) and "contradicts [[" + b[:-3] not in block_of(v, a)
     undo(v)
     assert {u: v.path(u).read_bytes() for u in (a, b)} == before  # byte for byte
-    assert not [f for f in v.check() if f.severity == "error"]
+    assert not [f for f in check(v) if f.severity == "error"]
 
 
 def test_a_hand_edit_survives_a_dream(tmp_path):
@@ -145,7 +146,7 @@ def test_the_links_block_round_trips_and_is_never_read_back(vault):
     # an edit inside the block is not a link: the next regeneration puts the block back
     path = vault.path(b.uri)
     path.write_text(path.read_text().replace("belongs_to [[entities/caroline|Caroline]]", "related_to [[entities/bob|Bob]]"))
-    assert [l.link_type.value for l in vault.get_file_links(b.uri, "links")] == ["belongs_to"]
+    assert [l.link_type.value for l in vault.links.of(b.uri, "links")] == ["belongs_to"]
     assert vault.refresh_links_blocks([b.uri]) == [b.uri]
     assert "belongs_to [[entities/caroline|Caroline]]" in block_of(vault, b.uri) and "Bob" not in body(vault, b.uri)
 
@@ -234,7 +235,7 @@ def test_obsidian_finds_every_outgoing_edge_of_the_sample_vault(tmp_path):
     shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))
     v = Vault.open(root)
     regenerate(v)
-    sidecar = sorted((l.from_uri, l.to_uri, l.link_type.value) for l in v.all_links())
+    sidecar = sorted((l.from_uri, l.to_uri, l.link_type.value) for l in v.links.all())
     assert sidecar and obsidian_edges(root) == sidecar  # every edge, and no other
     assert regenerate(v).rewritten == []
 
@@ -242,7 +243,7 @@ def test_obsidian_finds_every_outgoing_edge_of_the_sample_vault(tmp_path):
 def test_the_sample_vault_in_the_repository_is_regenerated():
     """The demo opens in Obsidian with its edges: `memlink obsidian` was run on it."""
     v = Vault.open(SAMPLE, read_only=True)
-    assert obsidian_edges(SAMPLE) == sorted((l.from_uri, l.to_uri, l.link_type.value) for l in v.all_links())
+    assert obsidian_edges(SAMPLE) == sorted((l.from_uri, l.to_uri, l.link_type.value) for l in v.links.all())
 
 
 def test_an_unsafe_path_becomes_a_markdown_link(vault):
@@ -318,8 +319,8 @@ def test_ingesting_an_obsidian_vault_keeps_folders_tags_aliases_and_links(vault,
     assert pieter.extra["tags"] == ["colleague"] and {"Pieter", "PdV"} <= set(pieter.fields["aliases"])
     assert vault.read_note(uris["Havenlink"]).fields["kind"] == "company"  # from the folder (and its tag)
     assert vault.read_note(uris["BPv2"]).fields["kind"] == "person"  # a tag says more than a folder
-    out = {l.to_uri: l.link_type.value for l in vault.get_file_links(uris["Pieter de Vries"], "links")}
+    out = {l.to_uri: l.link_type.value for l in vault.links.of(uris["Pieter de Vries"], "links")}
     assert out[uris["Havenlink"]] == "belongs_to" and uris["Marieke Bos"] in out  # [[Marieke]]: an alias
-    assert uris["Pieter de Vries"] in {l.to_uri for l in vault.get_file_links(uris["BPv2"], "links")}  # [[PdV]]
+    assert uris["Pieter de Vries"] in {l.to_uri for l in vault.links.of(uris["BPv2"], "links")}  # [[PdV]]
     assert not result.unresolved
     assert f"[[{uris['Havenlink'][:-3]}|Havenlink]]" in block_of(vault, uris["Pieter de Vries"])

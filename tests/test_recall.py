@@ -74,19 +74,20 @@ def test_indexes_persist_and_sync_only_what_changed(vault, monkeypatch):
     chat(vault, "s", [("user", "Plan the Kyoto trip"), ("assistant", "Three days, temples first.")])
     chat(vault, "other", [("user", "Water the ferns"), ("assistant", "Done.")])
     first = TurnMemory(vault)
-    assert (vault.state_dir / "turns" / "turns.sqlite").is_file()
+    assert (vault.state_dir / "index" / "turns").is_dir() and vault.store.rows("SELECT count(*) FROM turns") == [(2,)]
     read: list[str] = []
-    real_rows = TurnStore.shard_rows
-    monkeypatch.setattr(TurnStore, "shard_rows", lambda self, name: (read.append(name), real_rows(self, name))[1])
-    again = TurnMemory(vault)  # nothing changed: loaded, no shard read
+    real_rows = TurnStore.rows
+    monkeypatch.setattr(TurnStore, "rows", lambda self, session: (read.append(session), real_rows(self, session))[1])
+    again = TurnMemory(vault)  # nothing changed: loaded, no turn memories read
     assert read == [] and again.recall("Kyoto trip", k=1)[0].memory_id == first.recall("Kyoto trip", k=1)[0].memory_id
     chat(vault, "s", [("user", "Plan the Kyoto trip"), ("assistant", "Three days, temples first."),
                       ("user", "And a ryokan near Gion?"), ("assistant", "Booked one for two nights.")])
     later = TurnMemory(vault)
-    assert len(read) == 1 and read[0].startswith("turns-s-")  # the changed session's shard alone
+    assert read == ["s"]  # the changed session's alone
     assert later.recall("ryokan in Gion", k=1)[0].sources == ["s-3", "s-4"]
     assert later.recall("water the ferns", k=1)[0].sources == ["other-1", "other-2"]
-    (vault.state_dir / "turns" / "turns.sqlite").write_bytes(b"not a database")  # derived: rebuilt, never fatal
+    vault.close()
+    (vault.state_dir / "index.sqlite").write_bytes(b"not a database")  # derived: rebuilt, never fatal
     assert TurnMemory(vault).recall("ryokan in Gion", k=1)[0].sources == ["s-3", "s-4"]
 
 

@@ -6,6 +6,7 @@ import hashlib
 
 import pytest
 
+from engine.checks import check
 from engine.review import ACTION_LOG, ReviewError, preview, review, undo
 from engine.search import search
 
@@ -31,9 +32,9 @@ def test_keep_a_supersedes_b_and_undo_puts_everything_back(pair):
     note_b = v.read_note(b)
     assert note_b.extra["superseded_by"] == a and "valid_until" in note_b.extra
     assert note_b.fields["content"] == "Stopped drinking coffee entirely."  # nothing deleted
-    assert [(l.to_uri, l.link_type.value) for l in v.get_file_links(a, "links")] == [(b, "evolved_from")]
-    assert not [l for l in v.get_file_links(b, "links") if l.link_type.value == "contradicts"]
-    assert v.check() == []
+    assert [(l.to_uri, l.link_type.value) for l in v.links.of(a, "links")] == [(b, "evolved_from")]
+    assert not [l for l in v.links.of(b, "links") if l.link_type.value == "contradicts"]
+    assert check(v) == []
     assert undo(v).startswith("undid keep-a")
     assert files(v) == before
     with pytest.raises(ReviewError, match="nothing to undo"):
@@ -57,14 +58,14 @@ def test_merge_dismiss_research(pair):
     assert v.read_note(b).extra["superseded_by"] == a
     undo(v)
     review(v, a, b, "dismiss")
-    assert [(l.to_uri, l.link_type.value) for l in v.get_file_links(b, "links")] == [(a, "related_to")]
+    assert [(l.to_uri, l.link_type.value) for l in v.links.of(b, "links")] == [(a, "related_to")]
     undo(v)
     result = review(v, a, b, "research")
     candidate = result.message.split(": ", 1)[1]
     assert v.read_note(candidate).fields["status"] == "pending"
-    assert {l.to_uri for l in v.get_file_links(candidate, "links")} == {a, b}
+    assert {l.to_uri for l in v.links.of(candidate, "links")} == {a, b}
     undo(v)
-    assert not v.exists(candidate) and v.check() == []
+    assert not v.exists(candidate) and check(v) == []
 
 
 def test_undo_refuses_when_files_changed_since(pair):
@@ -94,22 +95,22 @@ DINNER = "events/2026/10/14/妈妈六十大寿.md"  # contradicts MUM's line 2 (
 
 def link_sides(v):
     """Every sidecar entry, as (id, direction, the whole entry)."""
-    return sorted((l.id, l.direction, l.model_dump_json()) for l in v.all_links())
+    return sorted((l.id, l.direction, l.model_dump_json()) for l in v.links.all())
 
 
 def test_merge_keeps_every_link_not_in_dispute_and_undo_restores_every_side(sample):
     v = sample
     before_files, before_links = files(v), link_sides(v)
-    others = {(l.id, l.from_uri) for l in v.get_file_links(MUM, "both") if l.link_type.value != "contradicts"}
+    others = {(l.id, l.from_uri) for l in v.links.of(MUM, "both") if l.link_type.value != "contradicts"}
     assert len(others) >= 5  # Mum has links that have nothing to do with the birthday
     review(v, MUM, DINNER, "merge", text="Mum's birthday is on 12 October.")
-    kept = {(l.id, l.from_uri) for l in v.get_file_links(MUM, "both")}
+    kept = {(l.id, l.from_uri) for l in v.links.of(MUM, "both")}
     assert others <= kept  # nothing unrelated was lost, on either side
-    assert not [f for f in v.check() if f.severity == "error"]
+    assert not [f for f in check(v) if f.severity == "error"]
     undo(v)
     assert link_sides(v) == before_links
     assert files(v) == before_files
-    assert v.check() == []
+    assert check(v) == []
 
 
 def test_keep_supersedes_the_disputed_claim_not_the_whole_note(sample):
@@ -121,10 +122,10 @@ def test_keep_supersedes_the_disputed_claim_not_the_whole_note(sample):
     assert mum.extra["superseded_claims"] == [{"field": "content", "lines": "2", "valid_until": "2026-12-01",
                                                "superseded_by": DINNER}]
     assert "content line 2" in result.message
-    assert not v.catalog()[MUM].superseded
+    assert not v.catalog.get(MUM).superseded and MUM not in v.catalog.superseded()
     after = {h.uri: h.score for h in search(v, "周秀兰", k=10, use_graph=False)}
     assert after[MUM] == pytest.approx(scores[MUM])  # not ranked ×0.5
-    link = next(l for l in v.get_file_links(MUM, "backlinks") if l.link_type.value == "evolved_from")
+    link = next(l for l in v.links.of(MUM, "backlinks") if l.link_type.value == "evolved_from")
     assert (link.from_uri, link.t_field, link.t_line_ranges) == (DINNER, "content", "2")
 
 
@@ -202,7 +203,7 @@ async def test_app_merge_starts_from_both_texts_and_previews_before_writing(samp
         assert isinstance(screen, LintScreen) and set(screen.pair) == {MUM, DINNER}
         a, b = screen.pair
         before, links_before = files(v), link_sides(v)  # once lint has written the dashboards
-        disputed = {l.id for l in v.get_file_links(a, "both") if l.link_type.value == "contradicts" and b in (l.from_uri, l.to_uri)}
+        disputed = {l.id for l in v.links.of(a, "both") if l.link_type.value == "contradicts" and b in (l.from_uri, l.to_uri)}
         await pilot.press("e")
         await pilot.pause()
         box = screen.query_one("#merge-text", TextArea)
@@ -225,7 +226,7 @@ async def test_app_merge_starts_from_both_texts_and_previews_before_writing(samp
         await settle(app, pilot)
         assert v.read_note(a).fields["content"] == box.text.strip()
         assert "superseded" in str(screen.query_one("#review-status", Static).render())
-        assert {i for i, _d, _e in links_before} - {l.id for l in v.all_links()} == disputed  # only it is gone
+        assert {i for i, _d, _e in links_before} - {l.id for l in v.links.all()} == disputed  # only it is gone
         await pilot.press("u")
         await settle(app, pilot)
     assert link_sides(v) == links_before
@@ -243,5 +244,5 @@ def test_dismiss_survives_an_anchor_the_note_no_longer_holds(vault):
     vault.link(a.uri, b.uri, "contradicts", match_text="Mondays")
     vault.write_note("entity", {"content": "Meets weekly."}, uri=a.uri)
     review(vault, a.uri, b.uri, "dismiss")
-    [link] = vault.get_file_links(a.uri, "links")
+    [link] = vault.links.of(a.uri, "links")
     assert link.link_type.value == "related_to" and link.match_text is None

@@ -12,6 +12,7 @@ import pytest
 from conftest import SAMPLE
 
 from engine import Vault
+from engine.checks import check
 
 
 @pytest.fixture(scope="module")
@@ -26,11 +27,11 @@ def v() -> Vault:
 
 
 def test_passes_its_own_checks(v):
-    assert v.check() == []
+    assert check(v) == []
 
 
 def test_note_counts(v):
-    counts = Counter(e.memory_type for e in v.list_notes())
+    counts = Counter(e.memory_type for e in v.catalog.all())
     assert counts["profile"] == 1
     assert counts["preference"] >= 10
     assert counts["entity"] >= 15
@@ -40,7 +41,7 @@ def test_note_counts(v):
 
 
 def test_links_cover_every_type_with_contradictions_and_chains(v):
-    links = list(v.all_links())
+    links = list(v.links.all())
     assert len(links) >= 80
     types = Counter(l.link_type.value for l in links)
     assert set(types) == {"related_to", "belongs_to", "caused_by", "derived_from", "contradicts", "evolved_from"}
@@ -55,9 +56,9 @@ def test_links_cover_every_type_with_contradictions_and_chains(v):
 
 def test_some_notes_are_old_and_some_are_chinese(v):
     now = dt.datetime.now(dt.UTC)
-    old = [e for e in v.list_notes() if now - dt.datetime.fromisoformat(e.created_at) > dt.timedelta(days=90)]
+    old = [e for e in v.catalog.all() if now - dt.datetime.fromisoformat(e.created_at) > dt.timedelta(days=90)]
     assert len(old) >= 3
-    cjk = [e for e in v.list_notes() if re.search(r"[\u4e00-\u9fff]", v.read_note(e.uri).body)]
+    cjk = [e for e in v.catalog.all() if re.search(r"[\u4e00-\u9fff]", v.read_note(e.uri).body)]
     assert len(cjk) >= 3
 
 

@@ -214,8 +214,8 @@ def test_model_change_forces_a_rebuild_and_zero_vectors_stay_out(small, tmp_path
     report = index.last_sync
     assert report.rebuilt and "model" in report.reason
     # The Chinese note embeds to zero under this vocabulary: no vector, but keywords find it.
-    assert "preferences/龙井茶.md" not in index.vectors.by_uri
-    assert "preferences/龙井茶.md" in index.indexed
+    assert index.vectors.cosines(np.ones(8, np.float32), ["preferences/龙井茶.md"]) == {}
+    assert index.indexed_at("preferences/龙井茶.md") is not None
     assert [h.uri for h in search(v, "龙井", k=1)] == ["preferences/龙井茶.md"]
     assert index.vector_search("龙井", 5) == []
 
@@ -273,9 +273,9 @@ def test_cli_search_graph_query_reindex(small):
     assert r.returncode == 0 and "indexed 5 notes" in r.stdout, r.stderr
     # The link index is built too (every folder with a sidecar), so the first search reads none.
     sidecars = {p.parent for p in small.root.rglob(".relations.json") if ".memlink" not in p.parts}
-    assert f"link index: {len(sidecars)} folder" in r.stdout and sidecars, r.stdout
-    assert "(beside the search index)" in r.stdout  # built by the second process
-    assert "link index: 0 folders read" in memlink("reindex", vault=small.root).stdout
+    links = len(Vault.open(small.root).links.all())
+    assert f"link index: {links} links in {len(sidecars)} folders" in r.stdout and sidecars and links, r.stdout
+    assert f"link index: {links} links in {len(sidecars)} folders" in memlink("reindex", vault=small.root).stdout
     hits = json.loads(memlink("search", "Caroline reviews Python code", "--k", "3", "--json", vault=small.root).stdout)
     assert hits[0]["uri"] == "entities/caroline.md"
     assert {"uri", "score", "route", "snippet"} <= set(hits[0])
@@ -328,63 +328,20 @@ def test_vector_queries_over_replaced_near_duplicate_chunks_return_k_notes_inste
     import numpy as np
 
     from engine.index.vectors import VectorIndex
+    from engine.store import Store
 
     rng = np.random.default_rng(0)
     base = rng.normal(size=(4, 16)).astype(np.float32)
-    index = VectorIndex(16)
+    index = VectorIndex("notes", Store(None), None, 16)
+    keys: set[str] = set()
     for i in range(200):
-        index.put(f"n{i}", base[rng.integers(0, 4)][None, :].copy())
+        index.put_many([(f"n{i}", base[rng.integers(0, 4)][None, :].copy())])
+        keys.add(f"n{i}")
         if i % 3 == 0:
-            index.put(f"n{i // 2}", base[rng.integers(0, 4)][None, :].copy())
+            index.put_many([(f"n{i // 2}", base[rng.integers(0, 4)][None, :].copy())])
         hits = index.query(base[0], 30)
-        assert len(hits) == min(30, len(index.by_uri))
+        assert len(hits) == min(30, len(keys))
         assert len({uri for uri, _, _ in hits}) == len(hits)
-
-
-def test_a_second_process_builds_the_link_index_the_caller_then_trusts_nothing(small, tmp_path):
-    """``LinkBuild``: the index another process built is the one this process would
-    build; a build that fails says so, and the caller's own refresh does everything."""
-    from engine.linkbuild import LinkBuild
-    from engine.linkstore import LinkStore
-    from engine.uris import PathResolver
-
-    small.close()
-    root = small.root
-    path = tmp_path / "elsewhere" / "links.sqlite"
-    build = LinkBuild.start(root, path)
-    assert build is not None
-    built = build.finish()
-    sidecars = {p.parent for p in root.rglob(".relations.json") if ".memlink" not in p.parts}
-    assert built is not None and built.folders == len(sidecars) > 0
-    theirs = LinkStore(root, PathResolver(root), path)
-    assert theirs.refresh() == 0  # nothing left to read
-    mine = LinkStore(root, PathResolver(root), tmp_path / "here.sqlite")
-    assert mine.refresh() == len(sidecars)
-    assert theirs.indexed_rows() == mine.indexed_rows()
-    theirs.close()
-    mine.close()
-
-    blocked = tmp_path / "a-file"
-    blocked.write_text("not a folder")
-    failed = LinkBuild.start(root, blocked / "links.sqlite")
-    assert failed is not None and failed.finish() is None
-    assert LinkBuild.start(root, None) is None  # an index kept in memory: built here
-
-
-def test_the_link_build_process_imports_memlinks_engine_whatever_the_current_folder(small, tmp_path, monkeypatch):
-    """A folder with an `engine` package of its own (a user's project) is not what the
-    second process imports."""
-    from engine.linkbuild import LinkBuild
-
-    small.close()
-    decoy = tmp_path / "project"
-    (decoy / "engine").mkdir(parents=True)
-    (decoy / "engine" / "__init__.py").write_text("raise SystemExit(7)\n")
-    monkeypatch.chdir(decoy)
-    build = LinkBuild.start(small.root, tmp_path / "links.sqlite")
-    assert build is not None
-    built = build.finish()
-    assert built is not None and built.folders > 0
 
 
 def test_a_name_written_with_a_typo_is_found_and_the_prefilter_never_drops_a_near_match(sample):

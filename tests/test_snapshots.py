@@ -91,7 +91,7 @@ def test_reports(snap_compare, snap_vault):
 
 
 def test_lint_review(snap_compare, snap_vault):
-    contradiction = next(l for l in snap_vault.all_links() if l.link_type.value == "contradicts" and l.direction == "links")
+    contradiction = next(l for l in snap_vault.links.all() if l.link_type.value == "contradicts" and l.direction == "links")
     app = MemlinkApp(snap_vault)
     assert snap_compare(app, terminal_size=SIZE,
                         run_before=journey(lambda a: a.go("browser", contradiction.from_uri), ["x"]))

@@ -9,6 +9,7 @@ import pytest
 from conftest import make_pair
 
 from engine import MemlinkError, UriError, Vault
+from engine.checks import check
 from engine.jsonl import read_jsonl
 
 
@@ -32,25 +33,25 @@ def test_a_note_written_then_linked_lands_in_one_commit(vault, monkeypatch):
         new = vault.write_note("event", {"event_name": "Atlas launch", "date": "2026-10-01", "content": "Atlas shipped."})
         assert vault.exists(new.uri) and vault.read_note(new.uri).fields["event_name"] == "Atlas launch"
         vault.link(new.uri, a.uri, "related_to", description="launched by her team")
-        assert [l.to_uri for l in vault.get_file_links(new.uri, "links")] == [a.uri]  # staged links are seen
+        assert [l.to_uri for l in vault.links.of(new.uri, "links")] == [a.uri]  # staged links are seen
         assert files(vault) == before  # nothing on disk yet
     assert len(commits) == 1
-    assert [l.from_uri for l in vault.get_file_links(a.uri, "backlinks")] == [new.uri]
-    assert new.uri in vault.catalog() and vault.check() == []
+    assert [l.from_uri for l in vault.links.of(a.uri, "backlinks")] == [new.uri]
+    assert new.uri in vault.catalog and check(vault) == []
 
 
 def test_nothing_lands_when_the_block_raises(vault):
     a, b = make_pair(vault)
     heard: list[tuple[str, str]] = []
     vault.listeners.append(lambda event, uri: heard.append((event, uri)))
-    before, catalog = files(vault), dict(vault.catalog())
+    before, catalog = files(vault), vault.catalog.all()
     with pytest.raises(RuntimeError):
         with vault.transaction():
             vault.write_note("preference", {"topic": "Python code style", "content": "Changed."}, uri=b.uri)
             vault.link(a.uri, b.uri, "caused_by")
             vault.delete_note(a.uri)
             raise RuntimeError("stop")
-    assert files(vault) == before and vault.catalog() == catalog and heard == []
+    assert files(vault) == before and vault.catalog.all() == catalog and heard == []
     assert not list((vault.state_dir / "journal").glob("*.json"))
     assert vault.read_note(b.uri).fields["content"] == b.fields["content"]
 
@@ -62,7 +63,7 @@ def test_supersede_a_note_the_same_transaction_rewrote(vault):
         vault.supersede(b.uri, "entities/caroline.md", "2026-12-01")
     note = vault.read_note(b.uri)
     assert note.fields["content"] == "Rewritten first." and note.extra["superseded_by"] == "entities/caroline.md"
-    assert vault.catalog()[b.uri].superseded
+    assert vault.catalog.get(b.uri).superseded and b.uri in vault.catalog.superseded()
 
 
 def test_listeners_hear_after_the_commit(vault):
@@ -85,9 +86,9 @@ def test_a_joined_block_that_raises_takes_back_only_its_own_changes(vault):
             with vault.transaction():
                 vault.write_note("preference", {"topic": "Python code style", "content": "Inner."}, uri=b.uri)
                 vault.link(a.uri, "entities/nobody.md", "related_to")  # fails: no such note
-    assert [l.link_type.value for l in vault.get_file_links(a.uri, "links")] == ["related_to"]
+    assert [l.link_type.value for l in vault.links.of(a.uri, "links")] == ["related_to"]
     assert vault.read_note(b.uri).fields["content"] == b.fields["content"]
-    assert vault.check() == []
+    assert check(vault) == []
 
 
 def test_log_records_land_once_with_an_id(vault):
@@ -111,6 +112,6 @@ def test_a_replayed_journal_appends_its_records_once(vault):
     from engine.journal import AppendRecords, apply_ops
 
     op = AppendRecords(log=".memlink/review/actions.jsonl", records=[{"id": "r1", "n": 1}, {"id": "r2", "n": 2}])
-    apply_ops(vault.root, [op])
-    apply_ops(vault.root, [op])  # a replay after a kill that followed the append
+    apply_ops(vault.root, [op], vault.links)
+    apply_ops(vault.root, [op], vault.links)  # a replay after a kill that followed the append
     assert [r["id"] for r in read_jsonl(vault.state_dir / "review" / "actions.jsonl")] == ["r1", "r2"]

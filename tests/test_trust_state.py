@@ -5,7 +5,6 @@ while another process holds the lock, and a full disk reads as one plain sentenc
 from __future__ import annotations
 
 import errno
-import json
 import os
 import shutil
 import stat
@@ -19,6 +18,8 @@ from conftest import REPO, SAMPLE
 
 from engine import Vault
 from engine.atomic import TMP_SUFFIX
+from engine.checks import check
+from engine.index import SearchIndex
 from engine.sessions.importer import extract_pending, import_chat, restore_turns
 from engine.sessions.log import append_events
 from engine.sessions.store import TurnStore
@@ -108,7 +109,7 @@ def test_read_commands_work_on_a_vault_the_user_cannot_write(tmp_path, read_only
     assert r.returncode == 0 and "Tenmoku" in r.stdout, r.stderr  # rebuilt in memory from the session log
     r = read_only_run(root, "lint")
     assert "dashboards not written: the vault is read-only" in r.stdout, r.stderr
-    r = read_only_run(root, "link", note, "entities/berth-planner-v2.md", "--type", "related_to")
+    r = read_only_run(root, "link", note, "entities/mochi.md", "--type", "related_to")
     assert r.returncode == 1 and "the vault is read-only" in r.stderr and "nothing was changed" in r.stderr
     assert "Traceback" not in r.stderr
     assert _snapshot(root) == before and not (root / ".memlink").exists()
@@ -133,7 +134,7 @@ def test_open_detects_a_vault_it_cannot_write(tmp_path, monkeypatch):
     _deny_writes(monkeypatch, root)
     vault = Vault.open(root)
     assert vault.read_only and "read-only" in vault.read_only_reason
-    assert vault.list_notes() and vault.services.index.keyword_search("berth", 3)
+    assert vault.catalog.all() and SearchIndex.for_vault(vault).keyword_search("berth", 3)
     with pytest.raises(VaultReadOnly, match="nothing was changed"):
         vault.write_note("entity", {"name": "Nobody", "kind": "person", "content": "x"})
     assert not (root / ".memlink").exists()
@@ -208,79 +209,44 @@ def test_an_unanswered_question_is_not_restored(vault):
 
 
 # -- temp files (failure 11) --------------------------------------------------------------------
-def test_temp_files_are_swept_on_open_while_another_process_holds_the_lock(vault):
+def _age(path: Path, seconds: float = 3600) -> None:
+    past = time.time() - seconds
+    os.utime(path, (past, past))
+
+
+def test_a_sync_removes_old_temp_files_while_another_process_holds_the_lock(vault):
     old = vault.root / "entities" / f".x.md.deadbeef{TMP_SUFFIX}"
     fresh = vault.root / "entities" / f".y.md.cafef00d{TMP_SUFFIX}"
-    for path in (old, fresh):
-        path.write_text("half a note")
-    past = time.time() - 3600
-    os.utime(old, (past, past))
+    log_side = vault.root / "sessions" / f".s.memories.json.00c0ffee{TMP_SUFFIX}"
+    for path in (old, fresh, log_side):
+        path.write_text("half a file")
+    _age(old)
+    _age(log_side)
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from filelock import FileLock; l = FileLock(sys.argv[1]); "
          "l.acquire(); print('held', flush=True); time.sleep(60)", str(vault.state_dir / "lock")],
         stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        Vault.open(vault.root, read_only=True)
-        assert old.exists()  # a read-only open removes nothing
-        Vault.open(vault.root)  # every writable open sweeps, however recent the last one
-        assert not old.exists()
+        Vault.open(vault.root, read_only=True).sync()
+        assert old.exists() and log_side.exists()  # a read-only sync removes nothing
+        Vault.open(vault.root).sync()  # the walk needs no lock: it removes only what no live writer holds
+        assert not old.exists() and not log_side.exists()
         assert fresh.exists()  # could be a live writer's
     finally:
         holder.kill()
         holder.wait()
 
 
-def _age(path: Path, seconds: float = 3600) -> None:
-    past = time.time() - seconds
-    os.utime(path, (past, past))
-
-
-def test_the_sweep_memo_lists_only_folders_changed_since_and_still_finds_every_temp_file(vault, monkeypatch):
-    """A folder whose inode and mtime are as the last sweep found it clean is not listed
-    again; one a temp file was created in since is, and its old temp file goes."""
-    import engine.atomic as atomic
-
-    memo = vault.state_dir / atomic.SWEEP_MEMO
-    for folder in [vault.root, *(p for p in vault.root.rglob("*") if p.is_dir())]:
-        _age(folder)  # settled folders: recorded as clean by the next sweep
-    Vault.open(vault.root)
-    assert memo.exists()
-    listed: list[str] = []
-    real_scandir = os.scandir
-    monkeypatch.setattr(atomic.os, "scandir", lambda path: listed.append(os.path.relpath(path, vault.root)) or real_scandir(path))
-    Vault.open(vault.root)
-    assert set(listed) <= {".memlink"}, listed  # (only the state folder, which the memo's own write changed)
-
-    left = vault.root / "entities" / f".z.md.0badc0de{TMP_SUFFIX}"
-    left.write_text("half a note")
-    _age(left)
-    listed.clear()
-    Vault.open(vault.root)
-    assert "entities" in listed and "preferences" not in listed
-    assert not left.exists()
-
-
-def test_a_bad_sweep_memo_means_a_full_sweep_and_never_one_outside_the_vault(vault, tmp_path):
-    from engine.atomic import SWEEP_MEMO
-
+def test_the_walk_never_removes_a_temp_file_outside_the_vault(vault, tmp_path):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     bait = outside / f".keep.md.0000beef{TMP_SUFFIX}"
     bait.write_text("not memlink's")
     _age(bait)
-    left = vault.root / "entities" / f".x.md.deadbeef{TMP_SUFFIX}"
-    left.write_text("half a note")
-    _age(left)
-    memo = vault.state_dir / SWEEP_MEMO
-    st = os.stat(vault.root)
-    rel = os.path.relpath(outside, vault.root)
-    for text in ("{not json", json.dumps({"version": 1, "folders": {"": [st.st_ino, st.st_mtime_ns, [rel]]}}),
-                 json.dumps({"version": 1, "folders": {"": [st.st_ino, st.st_mtime_ns, [".."]]}})):
-        memo.write_text(text)
-        Vault.open(vault.root)
-        assert bait.exists()  # a memo naming a way out is not read
-    assert not left.exists()  # the full sweep found it
+    (vault.root / "linked").symlink_to(outside, target_is_directory=True)  # a symlinked folder is not entered
+    vault.sync()
+    assert bait.exists()
 
 
 # -- full disk (failure 11) ---------------------------------------------------------------------
@@ -291,7 +257,7 @@ def _full_disk(*_args, **_kwargs):
 def test_a_full_disk_is_one_plain_sentence_in_the_cli(sample, monkeypatch, capsys):
     before = _snapshot(sample.root)
     monkeypatch.setattr(os, "fsync", _full_disk)
-    code = main(["--vault", str(sample.root), "link", "entities/王俊.md", "entities/berth-planner-v2.md",
+    code = main(["--vault", str(sample.root), "link", "entities/王俊.md", "entities/mochi.md",
                  "--type", "related_to"])
     err = capsys.readouterr().err
     assert code == 1
@@ -321,7 +287,7 @@ def test_a_change_whose_journal_landed_before_the_disk_filled_says_so_and_finish
     once there is room finishes it — no journal set aside as failed."""
     import engine.journal as journal
 
-    a, b = "entities/王俊.md", "entities/berth-planner-v2.md"
+    a, b = "entities/王俊.md", "entities/mochi.md"
     real = journal.apply_ops
     monkeypatch.setattr(journal, "apply_ops", _full_disk)
     code = main(["--vault", str(sample.root), "link", a, b, "--type", "caused_by"])
@@ -337,10 +303,10 @@ def test_a_change_whose_journal_landed_before_the_disk_filled_says_so_and_finish
     monkeypatch.setattr(journal, "apply_ops", real)  # room again
     assert main(["--vault", str(sample.root), "link", a, "profile.md", "--type", "related_to"]) == 0
     vault = Vault.open(sample.root)
-    made = {(l.to_uri, l.link_type.value) for l in vault.get_file_links(a, "links")}
+    made = {(l.to_uri, l.link_type.value) for l in vault.links.of(a, "links")}
     assert {(b, "caused_by"), ("profile.md", "related_to")} <= made
     assert not list((sample.root / ".memlink" / "journal").iterdir())
-    assert [f for f in vault.check() if f.severity == "error"] == []
+    assert [f for f in check(vault) if f.severity == "error"] == []
 
 
 def _can_mount_tmpfs(tmp_path: Path) -> bool:

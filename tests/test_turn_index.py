@@ -12,6 +12,7 @@ import networkx as nx
 import pytest
 
 from engine import Vault
+from engine.index.vectors import VectorIndex
 from engine.sessions.extract import RulesTurnExtractor
 from engine.sessions.importer import extract_pending
 from engine.sessions.log import append_events
@@ -19,7 +20,7 @@ from engine.sessions.recall import TurnMemory
 from engine.sessions.store import TurnStore
 from engine.sessions.turnindex import TurnIndex, pagerank
 
-BIG_TABLES = ("turn", "mention", "link", "term", "term_key")
+BIG_TABLES = ("turns", "mentions", "relates", "terms", "term_keys")
 
 
 def chat(vault, session: str, lines: list[str], ts: str = "2026-11-01T10:00:00Z") -> None:
@@ -38,19 +39,24 @@ def history(vault) -> None:
 
 
 def state(vault) -> dict:
-    """Everything the SQLite file says about turns and terms, minus vector labels."""
-    db = sqlite3.connect(vault.state_dir / "turns" / "turns.sqlite")
-    try:
-        return {
-            "turn": db.execute("SELECT id, shard, hash, near, doc, label IS NULL FROM turn ORDER BY id").fetchall(),
-            "mention": db.execute("SELECT * FROM mention ORDER BY turn, term").fetchall(),
-            "link": db.execute("SELECT * FROM link ORDER BY turn, a, b").fetchall(),
-            "term": db.execute("SELECT * FROM term ORDER BY id").fetchall(),
-            "term_key": db.execute("SELECT * FROM term_key ORDER BY key, term").fetchall(),
-            "shard": db.execute("SELECT * FROM shard ORDER BY name").fetchall(),
-        }
-    finally:
-        db.close()
+    """Everything the store says about turns and terms, minus vector labels."""
+    rows = vault.store.rows
+    return {
+        "turns": rows("SELECT * FROM turns ORDER BY id"),
+        "mentions": rows("SELECT * FROM mentions ORDER BY turn, term"),
+        "relates": rows("SELECT * FROM relates ORDER BY turn, a, b"),
+        "terms": rows("SELECT * FROM terms ORDER BY id"),
+        "term_keys": rows("SELECT * FROM term_keys ORDER BY key, term"),
+        "sessions": rows("SELECT * FROM turn_sessions ORDER BY session"),
+        "vectors": rows("SELECT count(*) FROM vectors WHERE space = 'turns'"),
+    }
+
+
+def forget_the_turn_index(vault) -> None:
+    """What deleting its files does: the next open builds it from the turn memories."""
+    with vault.store.write() as w:
+        w.execute("DELETE FROM meta WHERE key LIKE 'turns.%'")
+    shutil.rmtree(vault.state_dir / "index" / "turns")
 
 
 QUESTIONS = ["What did Bram Visser send?", "who plans the garden party", "Astrid Holm and Chen Wei",
@@ -74,21 +80,20 @@ def test_an_incremental_sync_leaves_what_a_rebuild_makes(vault):
     chat(vault, "d", ["Chen Wei thanked Astrid Holm for the lanterns", "Nice."])
     incremental = TurnMemory(vault)
     after_sync, got = state(vault), answers(incremental)
-    communities = {row[1]: row[3] for row in after_sync["term"]}
+    communities = {row[1]: row[3] for row in after_sync["terms"]}
     assert communities["Astrid Holm"] == communities["Chen Wei"] == communities["Dara Okafor"]  # joined by "d"
     assert communities["Emil Novak"] != communities["Astrid Holm"]
-    shutil.rmtree(vault.state_dir / "turns")
+    forget_the_turn_index(vault)
     rebuilt = TurnMemory(vault)
     assert state(vault) == after_sync
     assert answers(rebuilt) == got and any(got)
 
 
-def test_a_vanished_shard_takes_its_turns_out_of_the_index(vault):
+def test_a_vanished_memories_file_takes_its_turns_out_of_the_index(vault):
     history(vault)
     index = TurnIndex(vault).open()
     before = len(index.turns)
-    shard = next(p for p in (vault.state_dir / "db").glob("turns-c-*.json"))
-    shard.unlink()
+    (vault.root / "sessions" / "c.memories.json").unlink()
     after = TurnIndex(vault).open()
     assert len(after.turns) == before - 1 and len(list(after.turns)) == before - 1
     assert "Emil Novak" not in after.term_text().values()
@@ -96,12 +101,12 @@ def test_a_vanished_shard_takes_its_turns_out_of_the_index(vault):
 
 
 def test_opening_and_asking_read_no_table_whole(vault, monkeypatch):
-    """Open cost must not grow with the history: no shard is read, and every statement run
-    on the turn, term and graph tables finds its rows through an index."""
+    """Open cost must not grow with the history: no turn memories file is read, and every
+    statement run on the turn, term and graph tables finds its rows through an index."""
     history(vault)
     TurnMemory(vault)
     read: list[str] = []
-    monkeypatch.setattr(TurnStore, "shard_rows", lambda self, name: read.append(name) or [])
+    monkeypatch.setattr(TurnStore, "rows", lambda self, session: read.append(session) or [])
     statements: list[str] = []
     real_connect = sqlite3.connect
 
@@ -115,7 +120,7 @@ def test_opening_and_asking_read_no_table_whole(vault, monkeypatch):
     for q in QUESTIONS:
         memory.recall(q, k=3)
     assert read == [] and statements
-    check = real_connect(vault.state_dir / "turns" / "turns.sqlite")
+    check = real_connect(vault.state_dir / "index.sqlite")
     scans = []
     for sql in statements:
         if not sql.lstrip().upper().startswith("SELECT"):
@@ -144,14 +149,15 @@ def test_pagerank_is_networkx_pagerank():
     assert pagerank(["x"], {}, {"x": 1.0}) == pytest.approx({"x": 1.0})
 
 
-def test_an_index_that_cannot_be_saved_still_recalls(vault, monkeypatch):
+def test_an_index_that_cannot_be_saved_still_recalls_and_is_built_again_next_time(vault, monkeypatch):
     history(vault)
 
-    def full_disk(self, folder, tag):
+    def full_disk(self, w):
         raise OSError(28, "No space left on device")
 
-    from engine.sessions.turnindex import TurnVectors
-
-    monkeypatch.setattr(TurnVectors, "save", full_disk)
+    monkeypatch.setattr(VectorIndex, "save", full_disk)
     memory = TurnMemory(vault)
-    assert memory.index.memory and [h.sources for h in memory.recall("studio roof", k=1)] == [["c-1", "c-2"]]
+    assert [h.sources for h in memory.recall("studio roof", k=1)] == [["c-1", "c-2"]]
+    assert vault.store.row("SELECT value FROM meta WHERE key = 'turns.fingerprint'") is None  # rebuilt next time
+    monkeypatch.undo()
+    assert [h.sources for h in TurnMemory(Vault.open(vault.root)).recall("studio roof", k=1)] == [["c-1", "c-2"]]

@@ -194,14 +194,14 @@ async def test_first_run_offers_an_empty_vault_or_the_demo(tmp_path):
         await pilot.press("n")
         await settle(app, pilot)
         assert isinstance(app.screen, BrowserScreen) and (target / "memlink.yaml").is_file()
-        assert app.vault.root == target and app.vault.list_notes() == []
+        assert app.vault.root == target and app.vault.catalog.all() == []
 
     demo = MemlinkApp(None, vault_path=tmp_path / "other")
     async with demo.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("d")
         await settle(demo, pilot)
-        assert isinstance(demo.screen, BrowserScreen) and len(demo.vault.list_notes()) == 72
+        assert isinstance(demo.screen, BrowserScreen) and len(demo.vault.catalog.all()) == 72
         assert not (tmp_path / "other").exists(), "the demo is a copy elsewhere; the chosen path stays free"
 
 
@@ -278,7 +278,7 @@ async def test_link_two_notes_from_the_browser_then_remove_the_link(sample):
     from widgets import LinkTable
 
     source, target = "preferences/coffee.md", "entities/hangzhou.md"
-    assert not [l for l in sample.get_file_links(source, "links") if l.to_uri == target]
+    assert not [l for l in sample.links.of(source, "links") if l.to_uri == target]
     app = MemlinkApp(sample)
     async with app.run_test(size=SIZE) as pilot:
         await open_link_editor(app, pilot, source, "hangzhou")
@@ -290,9 +290,9 @@ async def test_link_two_notes_from_the_browser_then_remove_the_link(sample):
         await pilot.press("y")  # the summary: write it
         await settle(app, pilot)
         assert isinstance(app.screen, BrowserScreen)
-        made = [l for l in sample.get_file_links(source, "links") if l.to_uri == target]
+        made = [l for l in sample.links.of(source, "links") if l.to_uri == target]
         assert len(made) == 1 and made[0].weight == 0.4 and made[0].description == "bought on the trip"
-        assert [l for l in sample.get_file_links(target, "backlinks") if l.from_uri == source]
+        assert [l for l in sample.links.of(target, "backlinks") if l.from_uri == source]
         table = app.screen.query_one(LinkTable)
         await pilot.press("l")
         row = next(i for i, l in enumerate(table._links) if l.id == made[0].id)
@@ -301,13 +301,13 @@ async def test_link_two_notes_from_the_browser_then_remove_the_link(sample):
         await pilot.pause()
         await pilot.press("y")
         await settle(app, pilot)
-        assert not [l for l in sample.get_file_links(source, "links") if l.to_uri == target]
-        assert not [l for l in sample.get_file_links(target, "backlinks") if l.from_uri == source]
+        assert not [l for l in sample.links.of(source, "links") if l.to_uri == target]
+        assert not [l for l in sample.links.of(target, "backlinks") if l.from_uri == source]
 
 
 async def test_a_bad_link_writes_nothing(sample):
     source = "preferences/coffee.md"
-    before = sample.get_file_links(source, "both")
+    before = sample.links.of(source, "both")
     app = MemlinkApp(sample)
     async with app.run_test(size=SIZE) as pilot:
         await open_link_editor(app, pilot, source, "hangzhou")
@@ -326,7 +326,7 @@ async def test_a_bad_link_writes_nothing(sample):
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert "already linked" in str(app.screen.query_one("#link-error").render())
-    assert sample.get_file_links(source, "both") == before
+    assert sample.links.of(source, "both") == before
 
 
 async def test_edit_a_note_in_the_editor_is_validated_and_written_through_the_vault(sample, tmp_path, monkeypatch):

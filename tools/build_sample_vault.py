@@ -83,7 +83,7 @@ def main() -> int:
         shutil.copytree(out, TARGET, ignore=shutil.ignore_patterns(".memlink"))
         shutil.rmtree(TARGET / "sessions")
         shutil.copytree(keep, TARGET / "sessions")
-        print(f"sample vault: {len(vault.list_notes())} notes, {sum(1 for _ in vault.all_links())} links")
+        print(f"sample vault: {len(vault.catalog.all())} notes, {sum(1 for _ in vault.all_links())} links")
     return 0
 
 

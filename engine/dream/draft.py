@@ -48,11 +48,11 @@ def dream_context(vault: Vault, topic: Topic) -> ExtractContext:
         _add(vault, ctx, uri)
     if topic.report:
         _add(vault, ctx, topic.report)
-    catalog = vault.catalog()
+    catalog = vault.catalog
     provenance = vault.config.link_table().role("provenance")
-    related = sorted({link.from_uri for uri in topic.notes[:MAX_TOPIC_NOTES] for link in vault.get_file_links(uri, "backlinks")
+    related = sorted({link.from_uri for uri in topic.notes[:MAX_TOPIC_NOTES] for link in vault.links.of(uri, "backlinks")
                       if link.link_type is provenance and link.from_uri != topic.report
-                      and link.from_uri in catalog and catalog[link.from_uri].memory_type == "report"})
+                      and catalog.memory_type(link.from_uri) == "report"})
     for uri in related[:MAX_RELATED_REPORTS]:
         _add(vault, ctx, uri)
     ctx.collect_links(vault)

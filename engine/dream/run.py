@@ -87,8 +87,7 @@ def dream(vault: Vault, *, provider: Provider | None = None, dry_run: bool = Fal
     except Timeout:
         raise DreamBusy(f"another dream is running on {vault.root}") from None
     try:
-        with vault.settled():  # the run's syncs walk the vault once (its repair under the lock walks again)
-            return _run(vault, provider, dry_run, progress, budget)
+        return _run(vault, provider, dry_run, progress, budget)
     finally:
         lock.release()
 

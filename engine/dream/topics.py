@@ -74,7 +74,9 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False, llm: bool = Fa
         except MemlinkError:
             continue
         state.setdefault("done", {})[f"searched:{q.lower()}"] = dt.date.today().isoformat()
-    catalog = {u: e for u, e in (vault.catalog() if dry_run else vault.sync_catalog()).items() if not e.error}
+    if not dry_run:
+        vault.sync()
+    catalog = {e.uri: e for e in vault.catalog.all()}
     done = state.get("done", {})
     topics: list[Topic] = []
 
@@ -93,7 +95,7 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False, llm: bool = Fa
 
     table = vault.config.link_table()
     conflict, supersedes, provenance = table.role("conflict"), table.role("supersedes"), table.role("provenance")
-    links = [link for link in vault.all_links(types=(conflict, supersedes, provenance))  # not all 300k at 100k notes
+    links = [link for link in vault.links.all(types=(conflict, supersedes, provenance))  # not all 300k at 100k notes
              if not link.legacy and link.from_uri in catalog and link.to_uri in catalog]
     tasks = vault.config.dream_tasks
     conflicts_on = any(t.input.source == "conflict" for t in tasks)
@@ -117,9 +119,9 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False, llm: bool = Fa
     for uri, e in sorted(catalog.items()):
         if e.memory_type != "report":
             continue
-        sources = [link.to_uri for link in vault.get_file_links(uri, "links") if link.link_type is provenance]
+        sources = [link.to_uri for link in vault.links.of(uri, "links") if link.link_type is provenance]
         # A source that changed, or a new note linked to a source, since the report was written.
-        newcomers = {link.from_uri for s in sources for link in vault.get_file_links(s, "backlinks")
+        newcomers = {link.from_uri for s in sources for link in vault.links.of(s, "backlinks")
                      if link.from_uri in catalog and catalog[link.from_uri].memory_type not in NOT_EVIDENCE
                      and link.from_uri not in sources and catalog[link.from_uri].updated_at >= e.updated_at}
         changed = [s for s in sources if s in catalog and catalog[s].updated_at > e.updated_at] + sorted(newcomers)
@@ -150,7 +152,7 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False, llm: bool = Fa
         for hub in hubs:
             if picked >= vault.config.dream_hubs:
                 break
-            neighbours = sorted({link.from_uri for link in vault.get_file_links(hub, "backlinks")
+            neighbours = sorted({link.from_uri for link in vault.links.of(hub, "backlinks")
                                  if link.from_uri in catalog and catalog[link.from_uri].memory_type not in NOT_EVIDENCE})
             since = state.get("last_run", "")  # only what is new since the last dream
             fresh = [n for n in neighbours if n not in covered and catalog[n].updated_at > since]

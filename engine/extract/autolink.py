@@ -72,7 +72,7 @@ def find_references(vault: Vault, from_uri: str, text: str, base: str | None = N
     from: then ``base`` is that file's folder in the imported tree, for relative paths,
     and ``scope`` the batch it is imported with)."""
     names = names or NameIndex.for_vault(vault)
-    catalog = vault.catalog()
+    catalog = vault.catalog
     out = AutoLinks()
     clean = _FENCE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
     # (start, end, what it resolved to, shown, raw)
@@ -81,7 +81,7 @@ def find_references(vault: Vault, from_uri: str, text: str, base: str | None = N
     def live(found: Lookup) -> Lookup:
         if found.uri is None:
             return found
-        return found if found.uri in catalog and not catalog[found.uri].error else Lookup()
+        return found if found.uri in catalog else Lookup()
 
     def by_path(raw: str) -> Lookup:
         path = urllib.parse.unquote(raw.split("#", 1)[0].split("?", 1)[0])

@@ -41,9 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import yaml
-from tinydb import Query
 
-from ..catalog import stamp_of
 from ..errors import MemlinkError
 from ..names import TEXT_SUFFIXES, NameIndex, Scope, path_key
 from ..notes import PENDING, PENDING_KEY, is_pending, serialize_note, split_frontmatter
@@ -55,7 +53,6 @@ from .loop import ExtractLoop
 from .updater import MemoryUpdater, Resolved, RunReport, link_entry, resolve_operations, write_links
 
 if TYPE_CHECKING:
-    from tinydb.table import Table
 
     from ..vault import Vault
     from .inputs import Extractor
@@ -248,14 +245,7 @@ def _title(meta: dict, body: str, path: Path) -> str:
 
 def pending_sources(vault: Vault) -> list[str]:
     """The uris of the source notes whose extraction has not finished."""
-    catalog = vault.catalog()
-    sources = []
-    for uri, value in catalog.held().items():  # the type is in the stamp: only the sources' entries are built
-        _, _, _, error, memory_type = stamp_of(value)
-        if memory_type == "source" and not error:
-            sources.append(uri)
-    catalog.prefetch(sources)
-    return sorted(uri for uri in sources if catalog[uri].pending)  # (the catalog's: no file is read)
+    return [e.uri for e in vault.catalog.all("source") if e.pending]  # (the catalog's: no file is read)
 
 
 def retry_pending(vault: Vault, extractor: Extractor | None = None) -> BatchResult:
@@ -300,13 +290,12 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
             continue
         ok.append(page)
     # Pass 1: every file a source note, marked pending, before any reference is resolved.
-    table = vault.state.db("ingested").table("files")
     written: list[Page] = []
     reports: dict[int, RunReport] = {}  # id(page) -> its report
     in_batch: dict[str, str] = {}  # sha -> uri of a page of this batch with that text
     for page in ok:
         try:
-            reports[id(page)] = _write_source(vault, table, page, in_batch)
+            reports[id(page)] = _write_source(vault, page, in_batch)
         except MemlinkError as exc:
             result.failed.append({"path": str(page.path), "error": f"{page.path}: {exc}"})
             continue
@@ -354,8 +343,8 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
             unfinished[id(page)] = f"{step}: {_why(exc)}"
     # Only now is a file done: its SHA-256 is recorded, and a re-run skips it.
     for page in written:
-        if id(page) not in unfinished and not page.known and page.sha:
-            table.upsert({"sha256": page.sha, "uri": page.uri, "path": str(page.real or page.path)}, Query().sha256 == page.sha)
+        if id(page) not in unfinished and not page.known and page.sha and page.uri:
+            _remember(vault, page.sha, page.uri, str(page.real or page.path))
     for page in written:
         report = reports[id(page)]
         if id(page) in unfinished:
@@ -406,13 +395,20 @@ def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None
         result.links_added.append(entry)
 
 
-def _write_source(vault: Vault, table: Table, page: Page, in_batch: dict[str, str]) -> RunReport:
+def _remember(vault: Vault, sha: str, uri: str, path: str) -> None:
+    """That a text (its SHA-256) was imported as ``uri`` from ``path`` (the store's
+    ``ingested`` table: a hint, so the same text is not imported twice)."""
+    vault.store.try_write("the ingest registry", lambda w: w.execute(
+        "INSERT OR REPLACE INTO ingested VALUES (?, ?, ?)", (sha, uri, path)))
+
+
+def _write_source(vault: Vault, page: Page, in_batch: dict[str, str]) -> RunReport:
     """The page's source note, marked pending until its memories and links land. A text
     already imported (recorded as done, finished under the same path and title, or earlier
     in this batch) is not imported again: its note gets this path as another alias (the
     text a person added under that note is kept: engine.notes.rebuild_body)."""
-    seen = table.get(Query().sha256 == page.sha)
-    uri = in_batch.get(page.sha) or (seen["uri"] if seen and vault.exists(seen["uri"]) else None)
+    seen = vault.store.row("SELECT uri FROM ingested WHERE sha = ?", (page.sha,))
+    uri = in_batch.get(page.sha) or (seen[0] if seen and vault.exists(seen[0]) else None)
     origin = str(page.real or page.path.resolve())
     schema = vault.schema("source")
     content = page.body.strip()
@@ -425,7 +421,7 @@ def _write_source(vault: Vault, table: Table, page: Page, in_batch: dict[str, st
         if old is None or is_pending(old) or old.fields.get("content") != content:
             return _new_source(vault, page, uri, origin, content, in_batch)
         # Finished before, but its SHA-256 was not recorded (a kill right after it landed).
-        table.upsert({"sha256": page.sha, "uri": uri, "path": origin}, Query().sha256 == page.sha)
+        _remember(vault, page.sha, uri, origin)
     in_batch.setdefault(page.sha, uri)
     page.uri = uri
     page.known = f"already imported as {uri}"

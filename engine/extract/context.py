@@ -46,6 +46,6 @@ class ExtractContext:
     def collect_links(self, vault: Vault) -> None:
         """Add the stored links that join two of the context's pages."""
         for note in list(self.notes.values()):
-            for link in vault.get_file_links(note.uri, "links"):
+            for link in vault.links.of(note.uri, "links"):
                 if self.page_of(link.to_uri) is not None:
                     self.links.append(link)

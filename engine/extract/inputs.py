@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tinydb import Query
-
 from ..errors import MemlinkError
+from ..llm.registry import selection
 from .context import ExtractContext
 from .loop import ExtractLoop, LLMExtractor
 from .rules import RulesExtractor
@@ -34,10 +33,10 @@ class InputError(MemlinkError):
 
 
 def choose_extractor(vault: Vault) -> tuple[RulesExtractor | LLMExtractor, Health]:
-    """(extractor, health) for the vault's provider (``vault.services.selection``): the
-    LLM when it is one, else the rules. Line-range correction follows the same provider
-    through ``vault.services.matcher``; nothing is replaced here."""
-    chosen = vault.services.selection
+    """(extractor, health) for the vault's provider (``engine.llm.registry.selection``):
+    the LLM when it is one, else the rules. Line-range correction follows the same
+    provider through ``vault.matcher``; nothing is replaced here."""
+    chosen = selection(vault.config.llm)
     if not chosen.provider.is_llm:
         return RulesExtractor(), chosen.health
     return LLMExtractor(chosen.provider), chosen.health
@@ -55,15 +54,14 @@ def commit_session(vault: Vault, session_id: str, extractor: Any = None) -> RunR
     events"): reasoning, tool, draft and recall events never reach extraction. A commit
     closes what was said so far, so a last question still waiting for its answer is kept
     (``final``): the user's own words are what the rules extractor reads for preferences."""
-    table = vault.state.db("commits").table("sessions")
-    done = table.get(Query().session == session_id)
+    done = vault.store.row("SELECT last_id FROM commits WHERE session = ?", (session_id,))
     from ..sessions.log import message_text, project_turns, read_events, session_uri
 
     if not vault.path(session_uri(session_id)).is_file():
         raise InputError(f"no session {session_id!r} (looked for sessions/{session_id}.jsonl)")
     events = read_events(vault, session_id)
     ids = [e.key for e in events]
-    start = ids.index(done["last_id"]) + 1 if done and done["last_id"] in ids else 0
+    start = ids.index(done[0]) + 1 if done and done[0] in ids else 0
     turns = project_turns(session_id, events[start:], final=True)
     if not turns:
         return None
@@ -74,7 +72,8 @@ def commit_session(vault: Vault, session_id: str, extractor: Any = None) -> RunR
     if extractor is None:
         extractor, _health = choose_extractor(vault)
     report = run_extraction(vault, ctx, extractor, f"session {session_id}")
-    table.upsert({"session": session_id, "last_id": ids[-1]}, Query().session == session_id)
+    vault.store.try_write("the commit mark", lambda w: w.execute(
+        "INSERT OR REPLACE INTO commits VALUES (?, ?)", (session_id, ids[-1])))
     return report
 
 

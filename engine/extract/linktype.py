@@ -47,12 +47,13 @@ def choices_model(link_types: LinkTypeTable) -> type[LinkChoices]:
 
 
 def _prompt(page: Page, specs: list[tuple], vault: Vault) -> str:
-    catalog = vault.catalog()
+    catalog = vault.catalog
     labels = ", ".join(f"'{r.label}' / '{r.inverse}'" for r in RELATIONS)
     link_types = ", ".join(t.value for t in vault.config.link_table().names())
     rows = []
     for i, (_f, to_uri, link_type, spec) in enumerate(specs, 1):
-        target = catalog[to_uri].title if to_uri in catalog else to_uri
+        entry = catalog.get(to_uri)
+        target = entry.title if entry is not None else to_uri
         rows.append(f"{i}. {target} ({to_uri}) shown as {spec.get('match_text')!r}; "
                     f"guess: {link_type}, {spec.get('description')!r}")
     return (

@@ -14,11 +14,12 @@ from pydantic import BaseModel, ValidationError
 
 from ..atomic import atomic_write_text
 from ..errors import MemlinkError
-from ..graph import LinkGraph
+from ..graph import Walk
 from ..linktypes import builtin_table
 from ..llm import LLMInvalidOutput
 from ..search import search
 from ..templates import render_template
+from . import operations
 from .context import ExtractContext
 from .operations import links_of
 
@@ -44,13 +45,12 @@ def prefetch(vault: Vault, ctx: ExtractContext) -> None:
     profile = "profile.md"
     if vault.exists(profile):
         ctx.add(vault.read_note(profile))
-    catalog = vault.catalog()
-    for uri, entry in catalog.items():
-        if entry.memory_type == "entity" and not entry.error:
-            ctx.known_names.setdefault(entry.title.lower(), uri)
+    catalog = vault.catalog
+    for entry in catalog.all("entity"):
+        ctx.known_names.setdefault(entry.title.lower(), entry.uri)
     query = ctx.text[:2000]
     hits = search(vault, query, k=PREFETCH_HITS, snippets=False, question=False) if query.strip() else []
-    graph = LinkGraph.for_vault(vault)
+    graph = Walk(vault)  # the hits' own links only: never the whole graph
     wanted: list[str] = []
     for hit in hits:
         wanted.append(hit.uri)
@@ -129,8 +129,8 @@ class ExtractLoop:
         self.extractor = extractor  # RulesExtractor or LLMExtractor
 
     def _schema(self) -> type[BaseModel]:
-        """The output model, kept by the vault's services."""
-        return self.vault.services.operations_model
+        """The output model, kept with the vault."""
+        return operations.for_vault(self.vault)
 
     def run(self, ctx: ExtractContext) -> BaseModel:
         prefetch(self.vault, ctx)

@@ -1,43 +1,39 @@
-"""The search indexes of one vault (vectors + keywords) and their sync with the files.
+"""The notes' search index (vectors + keywords) and its sync with the catalog.
 
-State lives in `.memlink/index/`: the tantivy keyword index, a hnswlib snapshot and
-``state.json`` (fingerprint, the content hash each note was indexed at, the vector map).
-Sync compares the catalog's content hashes with ``state.json`` and re-indexes only what
-changed; a different fingerprint (embedding model, dimensions, chunking, tokenizer) means
-a full rebuild. Every step is idempotent, so a crash at any point is repaired by the next
-sync."""
+Its files are in `.memlink/index/` (tantivy's `notes/`, the hnswlib snapshot); what it
+holds is in the store: each note's content hash as indexed (``indexed``, space "notes"),
+its vectors' labels, its fingerprint. Sync compares the catalog's hashes with those in
+SQL and re-indexes only what differs; another fingerprint (embedding model, dimensions,
+chunking, tokenizer) means a rebuild. Every step is idempotent, so a crash at any point
+is repaired by the next sync."""
 
 from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import time
-import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import orjson
 
-from ..atomic import atomic_write_text, remove_file
 from ..embed import Embedder, load_embedder
 from ..errors import MemlinkError
+from ..store import StoreBusy, Writer
 from ..text import CHUNK_WORDS, chunk_text
 from .keywords import KeywordIndex
-from .texts import TextStore
 from .vectors import VectorIndex
 
 if TYPE_CHECKING:
-    from ..catalog import CatalogEntry
     from ..vault import Vault
 
 log = logging.getLogger(__name__)
-FORMAT = 4  # 2: the vector map as numbers, memory types from the catalog; 3: keyword documents keyed, texts apart;
-# 4: titles beside the texts
+FORMAT = 5
 BATCH = 256
+SPACE = "notes"
+TITLE_BOOST = 2.0
 
 Progress = Callable[[int, int], None]
 
@@ -60,136 +56,116 @@ class SyncReport:
 class SearchIndex:
     def __init__(self, vault: Vault, embedder: Embedder | None = None) -> None:
         self.vault = vault
-        self.folder = vault.state_dir / "index"
+        self.store = vault.store
+        self.folder = None if vault.read_only else vault.state_dir / "index"
         self.notice: str | None = None
         if embedder is None:
             choice = load_embedder(vault.config.embedding.model)
             embedder, self.notice = choice.embedder, choice.notice
         self.embedder = embedder
-        self.fingerprint = {
-            "format": FORMAT,
-            "model": embedder.name,
-            "dims": embedder.dims,
-            "chunk_words": CHUNK_WORDS,
-            "tokenizer": "tantivy-en_stem+cjk-bigram-2",
-        }
-        self.indexed: dict[str, str] = {}  # uri -> content hash it was indexed at
-        self.vectors = VectorIndex(embedder.dims, **vault.config.search.hnsw())
-        self.keywords: KeywordIndex | None = None
-        self.bodies: TextStore | None = None  # the notes' titles and texts as indexed (hits shown)
-        self.dirty = False
+        self.fingerprint = json.dumps({"format": FORMAT, "model": embedder.name, "dims": embedder.dims,
+                                       "chunk_words": CHUNK_WORDS, "tokenizer": "tantivy-en_stem+cjk-bigram-2",
+                                       "hnsw": vault.config.search.hnsw()}, sort_keys=True)
+        self.vectors = VectorIndex(SPACE, self.store, self.folder, embedder.dims, **vault.config.search.hnsw())
+        self.keywords = KeywordIndex(self.folder / SPACE if self.folder else None, ("title", "body"))
+        self._changed: dict[str, str | None] = {}  # uri -> content hash indexed since the last checkpoint (None: dropped)
         self._stale_reason = ""
         self.last_sync: SyncReport | None = None
         self.last_sync_at = 0.0
 
     @classmethod
     def for_vault(cls, vault: Vault, progress: Progress | None = None) -> SearchIndex:
-        """The vault's index, kept by its services (``vault.services.open_index``)."""
-        return vault.services.open_index(progress)
+        """The vault's index: opened and synced with the files on first use, then kept
+        with the vault, up to date through its write notifications (``sync`` picks up
+        edits made outside)."""
+        def make(v: Vault) -> SearchIndex:
+            index = cls(v)
+            index.load()
+            index.last_sync = index.sync(progress)
+            v.listeners.append(index.on_vault_change)
+            return index
+
+        return vault.shared(SearchIndex, make)
+
+    @classmethod
+    def synced(cls, vault: Vault, progress: Progress | None = None) -> tuple[SearchIndex, SyncReport]:
+        """The vault's index brought up to date with the files: opened (which syncs it),
+        or synced again when it was open."""
+        was_open = vault.peek(cls) is not None
+        index = cls.for_vault(vault, progress)
+        report = index.sync(progress) if was_open or index.last_sync is None else index.last_sync
+        return index, report
 
     # -- persistence ------------------------------------------------------------------------
     def load(self) -> None:
-        state_path = self.folder / "state.json"
-        state = None
-        try:
-            state = orjson.loads(state_path.read_bytes())  # (a tenth of json's time for 100k notes' hashes)
-            if not isinstance(state, dict):
-                raise ValueError("not an object")
-        except FileNotFoundError:
+        row = self.store.row("SELECT value FROM meta WHERE key = 'notes.fingerprint'")
+        count = self.store.row("SELECT count(*) FROM indexed WHERE space = ?", (SPACE,))
+        if self.vault.read_only:
+            self._stale_reason = "the vault is read-only; indexed in memory for this run"
+        elif row is None:
             self._stale_reason = "no index yet"
-        except (ValueError, OSError):
-            state = None
-            self._stale_reason = "index state unreadable"
-        if self.vault.read_only:  # nothing may be written: this run indexes in memory
-            state, self._stale_reason = None, "the vault is read-only; indexed in memory for this run"
-        if state is not None and state.get("fingerprint") != self.fingerprint:
-            old = state.get("fingerprint", {})
-            changed = [k for k in self.fingerprint if old.get(k) != self.fingerprint[k]]
-            self._stale_reason = f"index built with a different {', '.join(changed)}"
-            state = None
-        if state is not None:
-            try:
-                indexed = state["indexed"]
-                if not isinstance(indexed, dict):
-                    raise ValueError("the indexed notes are not a map")
-                self.vectors = VectorIndex.load(self.folder, state["vectors"], list(indexed))
-                self.indexed = indexed
-                keyword_stats = dict(state.get("keyword_stats") or {})
-                texts_token = state.get("texts")
-            except (KeyError, OSError, RuntimeError, ValueError, TypeError, AttributeError) as exc:
-                self._stale_reason = f"vector index unreadable ({exc})"
-                state = None
-        if state is None:
-            self.vectors = VectorIndex(self.embedder.dims, **self.vault.config.search.hnsw())
-            self.indexed = {}
-            self.keywords = self.bodies = None  # made fresh by the rebuild in sync(), under the vault lock
-        else:
-            self.keywords = KeywordIndex(self.folder / "keywords", self._indexed_uris)
-            self._kw.stats.update(keyword_stats)
-            if self._kw.recreated or self._kw.count() != len(self.indexed):
-                self._stale_reason = "keyword index missing or incomplete"
-            try:
-                self.bodies = TextStore(self.folder / "texts.sqlite")
-                if self.bodies.token() != texts_token or texts_token is None:
-                    self._stale_reason = self._stale_reason or "note texts missing or not those indexed"
-            except sqlite3.OperationalError as exc:  # cannot be opened now (a full disk): snippets read the notes
-                log.warning("note texts %s not usable (%s): snippets read the notes for now", self.folder / "texts.sqlite", exc)
-                self.bodies = TextStore(None)
-                self.bodies.broken = str(exc)  # (what this process indexes is not on disk: recorded as no token)
-            except sqlite3.DatabaseError as exc:
-                self.bodies = None
-                self._stale_reason = self._stale_reason or f"note texts unreadable ({exc})"
-
-    @property
-    def _bodies(self) -> TextStore:
-        """The notes' texts: opened by load(), or made by the rebuild in sync()."""
-        assert self.bodies is not None, "the note texts are opened by load() or made by sync()"
-        return self.bodies
-
-    @property
-    def _kw(self) -> KeywordIndex:
-        """The keyword index: opened by load(), or made by the rebuild in sync()."""
-        assert self.keywords is not None, "the keyword index is opened by load() or made by sync()"
-        return self.keywords
+        elif row[0] != self.fingerprint:
+            old, now = json.loads(row[0]), json.loads(self.fingerprint)
+            self._stale_reason = f"index built with a different {', '.join(k for k in now if old.get(k) != now[k])}"
+        elif not self.vectors.load():
+            self._stale_reason = "vector index missing or unreadable"
+        elif self.keywords.made or self.keywords.count() != (count[0] if count else 0):
+            self._stale_reason = "keyword index missing or incomplete"
 
     def checkpoint(self) -> None:
-        """Make the in-memory index durable (keywords flushed, vector snapshot + state)."""
-        if not self.dirty:
+        """Make what was indexed durable: keywords committed, the vector snapshot, and the
+        hashes indexed, recorded together."""
+        if not self._changed and not self.keywords.pending:
             return
-        if self.vault.read_only:  # the index lives in memory: commit the keywords there only
-            self._kw.flush()
-            self._bodies.flush()
-            self.dirty = False
-            return
-        with self.vault.writing():
-            self._kw.flush()
-            self._bodies.flush()
-            tag = uuid.uuid4().hex[:10]
-            # Every note with vectors is in ``indexed`` (put and dropped together); the map
-            # names notes by their place in it.
-            meta = self.vectors.save(self.folder, tag, list(self.indexed))
-            state = {"fingerprint": self.fingerprint, "indexed": self.indexed, "vectors": meta,
-                     "keyword_stats": self._kw.stats, "texts": self._bodies.token()}
-            atomic_write_text(self.folder / "state.json", json.dumps(state, ensure_ascii=False, separators=(",", ":")))
-            for old in self.folder.glob("vectors-*.bin"):
-                if old.name != meta["file"]:
-                    remove_file(old)
-        self.dirty = False
+        with self._held():
+            self.keywords.flush()
+            if self.folder is None:  # in memory: nothing to record
+                return
+            changed = dict(self._changed)
+            replaced: list[str | None] = []
+
+            def work(w: Writer) -> None:
+                replaced.append(self.vectors.save(w))
+                w.executemany("DELETE FROM indexed WHERE space = ? AND key = ?", [(SPACE, u) for u in changed])
+                w.executemany("INSERT INTO indexed VALUES (?, ?, ?)", [(SPACE, u, sha) for u, sha in changed.items() if sha])
+                w.execute("INSERT OR REPLACE INTO meta VALUES ('notes.fingerprint', ?)", (self.fingerprint,))
+
+            try:
+                with self.store.write() as w:
+                    work(w)
+            except StoreBusy as exc:  # derived: the next sync indexes these notes again
+                log.warning("the search index's state was not recorded: %s", exc)
+                return
+            for name in replaced:
+                self.vectors.drop_file(name)
+            self._changed.clear()
 
     def close(self) -> None:
-        self.checkpoint()
-        if self.bodies is not None:
-            self.bodies.close()
+        if self.on_vault_change in self.vault.listeners:
+            self.vault.listeners.remove(self.on_vault_change)
+        try:
+            self.checkpoint()
+        except MemlinkError as exc:  # (a read-only vault, a full disk: indexed again next time)
+            log.warning("search index not saved: %s", exc)
 
     # -- keeping up with the files ----------------------------------------------------------
     def status(self) -> dict:
-        return {
-            "notes_indexed": len(self.indexed),
-            "chunks": len(self.vectors),
-            "model": self.embedder.name,
-            "dims": self.embedder.dims,
-            "notice": self.notice,
-        }
+        saved = self.store.row("SELECT count(*) FROM indexed WHERE space = ?", (SPACE,))
+        known = {k for (k,) in self.store.rows_in("SELECT key FROM indexed WHERE key IN ({}) AND space = ?",
+                                                  list(self._changed), (SPACE,))} if self._changed else set()
+        indexed = (saved[0] if saved else 0) + sum((sha is not None) - (u in known) for u, sha in self._changed.items())
+        return {"notes_indexed": indexed, "chunks": len(self.vectors), "model": self.embedder.name,
+                "dims": self.embedder.dims, "notice": self.notice}
+
+    def indexed_shas(self) -> dict[str, str]:
+        """uri -> content hash of every note indexed (as recorded, then as indexed since)."""
+        out = dict(self.store.rows("SELECT key, sha FROM indexed WHERE space = ?", (SPACE,)))
+        for uri, sha in self._changed.items():
+            if sha is None:
+                out.pop(uri, None)
+            else:
+                out[uri] = sha
+        return out
 
     def sync_if_stale(self, max_age: float = 10.0) -> SyncReport | None:
         """Sync unless the last one is recent: cheap enough before each interactive search
@@ -199,143 +175,136 @@ class SearchIndex:
         return self.sync()
 
     def sync(self, progress: Progress | None = None, full: bool = False) -> SyncReport:
-        """Index what changed on disk since the last sync (or everything, with ``full``)."""
+        """Index what changed on disk since the last sync (everything, with ``full``)."""
         started = time.perf_counter()
         self.last_sync_at = time.monotonic()
         report = SyncReport()
         if self.notice:
             report.notices.append(self.notice)
+        bodies: dict[str, tuple[str, str]] = {}  # the notes the catalog reads now: not read twice
+        self.vault.sync(bodies)
         if full or self._stale_reason:
             report.rebuilt = True
             report.reason = self._stale_reason or "full reindex asked for"
             with self._held():
-                self.vectors = VectorIndex(self.embedder.dims, **self.vault.config.search.hnsw())
-                self.indexed = {}
-                self.keywords = KeywordIndex.wipe(None if self.vault.read_only else self.folder / "keywords", self._indexed_uris)
-                # (the store it replaces is not closed: a search on another thread may be
-                # reading it; its connection goes with it)
-                self.bodies = TextStore.wipe(None if self.vault.read_only else self.folder / "texts.sqlite")
+                self.vectors.wipe()
+                self.keywords = self.keywords.wipe()
+                self._changed = {u: None for u in self.indexed_shas()}
             self._stale_reason = ""
-            self.dirty = True
-        bodies: dict[str, tuple[str, str]] = {}  # the notes the catalog reads now: not read twice
-        catalog = self.vault.sync_catalog(bodies=bodies)
-        live = catalog.good_shas()
-        if live == self.indexed:  # (the usual case, compared in C)
-            todo, gone = [], []
+            todo = sorted(self.vault.catalog.shas())
+            gone: list[str] = []
         else:
-            todo = [u for u, sha in live.items() if self.indexed.get(u) != sha]
-            gone = [u for u in self.indexed if u not in live]
-        report.added = sum(1 for u in todo if u not in self.indexed)
+            todo, gone = self._differences()
+        indexed = self.indexed_shas()
+        report.added = sum(1 for u in todo if u not in indexed)
         report.updated = len(todo) - report.added
         report.removed = len(gone)
-        if not todo and not gone:
-            report.seconds = time.perf_counter() - started
-            return report
-        with self._held():
-            for uri in gone:
-                self._drop(uri)
-            fresh = report.rebuilt or not self.indexed  # nothing to replace: one bulk hnswlib add
-            direct = fresh or len(todo) > BATCH  # many notes: straight to tantivy, one commit
-            for start in range(0, len(todo), BATCH):
-                self._index_batch(todo[start : start + BATCH], fresh=fresh, direct=direct, bodies=bodies)
-                if progress:
-                    progress(min(start + BATCH, len(todo)), len(todo))
-        self.dirty = True
-        self.checkpoint()
+        if todo or gone:
+            with self._held():
+                for uri in gone:
+                    self._drop(uri)
+                for start in range(0, len(todo), BATCH):
+                    self._index_batch(todo[start : start + BATCH], bodies=bodies, threads=2)
+                    if progress:
+                        progress(min(start + BATCH, len(todo)), len(todo))
+            self.checkpoint()
         report.seconds = time.perf_counter() - started
         return report
+
+    def _differences(self) -> tuple[list[str], list[str]]:
+        """The notes whose hash differs from the one indexed (or not indexed), and those
+        indexed that are no notes now (both asked in SQL, then what this process indexed
+        since its last checkpoint on top)."""
+        todo = {u for (u,) in self.store.rows(
+            "SELECT n.uri FROM notes n LEFT JOIN indexed i ON i.space = ? AND i.key = n.uri "
+            "WHERE n.error IS NULL AND (i.sha IS NULL OR i.sha != n.sha)", (SPACE,))}
+        gone = {u for (u,) in self.store.rows(
+            "SELECT i.key FROM indexed i LEFT JOIN notes n ON n.uri = i.key "
+            "WHERE i.space = ? AND (n.uri IS NULL OR n.error IS NOT NULL)", (SPACE,))}
+        if self._changed:
+            live = self.vault.catalog.shas()
+            for uri, sha in self._changed.items():
+                todo.discard(uri)
+                gone.discard(uri)
+                if uri in live and live[uri] != sha:
+                    todo.add(uri)
+                elif uri not in live and sha is not None:
+                    gone.add(uri)
+        good = self.vault.catalog
+        return sorted(u for u in todo if u in good), sorted(gone)
 
     def _held(self) -> AbstractContextManager[None]:
         """The vault lock for index writes; none for a read-only vault (kept in memory)."""
         return nullcontext() if self.vault.read_only else self.vault.writing()
 
-    def _index_batch(self, uris: list[str], *, fresh: bool = False, direct: bool = False,
-                     bodies: dict[str, tuple[str, str]] | None = None) -> None:
-        catalog = self.vault.catalog()
+    def _index_batch(self, uris: list[str], *, bodies: dict[str, tuple[str, str]] | None = None, threads: int = 1) -> None:
         texts: list[str] = []
-        notes: list[tuple[CatalogEntry, str, int]] = []
-        for uri in uris:
-            entry = catalog.get(uri)
-            if entry is None or entry.error:
-                continue
+        notes: list[tuple[str, str, str, str, int]] = []  # uri, sha, title, body, chunks
+        for uri, entry in self.vault.catalog.entries(uris).items():
             handed = bodies.pop(uri, None) if bodies else None
             if handed is not None and handed[0] == entry.sha:
                 body = handed[1]  # read by this sync's catalog pass, at the hash the entry records
             else:
                 try:
-                    body = self.vault.read_body(uri)  # the catalog already parsed the frontmatter
+                    body = self.vault.read_body(uri)
                 except (OSError, MemlinkError):
                     continue  # vanished since the catalog sync; the next sync sees it
             chunks = chunk_text(body)
-            notes.append((entry, body, len(chunks)))
+            notes.append((uri, entry.sha, entry.title, body, len(chunks)))
+            self.keywords.put(uri, {"title": entry.title, "body": body}, entry.memory_type)
             texts.extend(c.text for c in chunks)
         matrix = self.embedder.encode(texts) if texts else np.zeros((0, self.embedder.dims), np.float32)
-        at = 0
-        items = []
-        for entry, body, n in notes:
-            vectors = matrix[at : at + n]
+        at, items = 0, []
+        for uri, sha, _title, _body, n in notes:
+            items.append((uri, matrix[at : at + n]))
             at += n
-            if fresh:
-                items.append((entry.uri, vectors))
-            else:
-                self.vectors.put(entry.uri, vectors)
-            self._kw.put(entry.uri, entry.memory_type, entry.title, body, direct=direct)
-            self._bodies.put(entry.uri, entry.title, body)
-            self.indexed[entry.uri] = entry.sha
-        if items:
-            self.vectors.put_many(items, threads=2)
+            self._changed[uri] = sha
+        self.vectors.put_many(items, threads=threads)
 
     def _drop(self, uri: str) -> None:
-        self.vectors.remove(uri)
-        self._kw.remove(uri)
-        self._bodies.remove(uri)
-        self.indexed.pop(uri, None)
+        self.vectors.remove([uri])
+        self.keywords.remove(uri)
+        self._changed[uri] = None
 
     def on_vault_change(self, event: str, uri: str) -> None:
         """Called by the vault after each note write or delete in this process: the note is
         searchable at once; the disk snapshot follows at the next checkpoint."""
         if event == "deleted":
             self._drop(uri)
-            self.dirty = True
             return
-        entry = self.vault.catalog().get(uri)
-        if entry is not None and not entry.error and self.indexed.get(uri) == entry.sha:
-            return  # same content (only its generated Links block changed): nothing to re-embed
-        self._index_batch([uri])
-        self.dirty = True
+        entry = self.vault.catalog.get(uri)
+        if entry is None:
+            return
+        if self.indexed_at(uri) != entry.sha:  # (a note whose only change is its Links block keeps its hash)
+            self._index_batch([uri])
 
     # -- querying ---------------------------------------------------------------------------
+    def indexed_at(self, uri: str) -> str | None:
+        """The content hash ``uri`` was indexed at (None: not indexed)."""
+        if uri in self._changed:
+            return self._changed[uri]
+        row = self.store.row("SELECT sha FROM indexed WHERE space = ? AND key = ?", (SPACE, uri))
+        return row[0] if row else None
+
     def embed_query(self, query: str) -> np.ndarray:
         return self.embedder.encode([query])[0]
 
     def vector_search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:
-        vec = self.embed_query(query)
-        want = k * 4 if types else k
-        hits = self.vectors.query(vec, want)
-        if not types:
-            return [(u, s) for u, s, _ in hits][:k]
-        catalog = self.vault.catalog()
-        return [(u, s) for u, s, _ in hits if u in catalog and catalog[u].memory_type in types][:k]
+        hits = self.vectors.query(self.embed_query(query), k * 4 if types else k)
+        if types:
+            catalog = self.vault.catalog
+            hits = [h for h in hits if catalog.memory_type(h[0]) in types]
+        return [(u, s) for u, s, _ in hits][:k]
+
+    def _flushed(self) -> KeywordIndex:
+        if self.keywords.pending:
+            with self._held():
+                self.keywords.flush()
+        return self.keywords
 
     def keyword_search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:
-        """The k best notes by BM25."""
-        return self._kw.search(query, k, types)
-
-    def texts(self, uris: list[str]) -> dict[str, tuple[str, str]]:
-        """The (title, body) of these notes as indexed (the title the catalog gave, the
-        body ``Note.text``), for the hits a search shows (those it cannot give, the caller
-        reads from the catalog and the notes)."""
-        out = self._bodies.texts(uris)
-        if self._bodies.broken and self.bodies is not None and self.bodies.path is not None and not self._stale_reason:
-            self._stale_reason = f"note texts unreadable ({self._bodies.broken})"  # the next sync rebuilds
-        return out
-
-    def indexed_at(self, uri: str) -> str | None:
-        """The content hash ``uri`` was indexed at (None: not indexed)."""
-        return self.indexed.get(uri)
-
-    def _indexed_uris(self) -> list[str]:
-        return list(self.indexed)
+        """The k best notes by BM25 (a title word weighs twice a body word)."""
+        return self._flushed().search(self.keywords.tokens(query), k, {"title": TITLE_BOOST, "body": 1.0}, types)
 
     def keyword_doc_freq(self, tokens: list[str]) -> tuple[dict[str, int], int]:
-        return self._kw.doc_freq(tokens)
+        return self._flushed().doc_freq(tokens)

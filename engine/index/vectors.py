@@ -1,224 +1,225 @@
-"""Vector index: hnswlib (cosine) over note chunks, with a label → (uri, chunk) map.
+"""Vectors: hnswlib (cosine), one wrapper for every index that embeds (the notes' chunks,
+the turns). Each vector has a label; the store's ``vectors`` table maps a label to its
+key (a note's uri, a turn's id) and part (a note's chunk), so opening reads no map and
+a query names its hits with one lookup.
 
-Incremental: a note's chunks are replaced (old labels marked deleted, their slots reused
-through ``allow_replace_deleted``), the index grows by resizing. Saved as one snapshot
-(binary + map) by the SearchIndex checkpoint."""
+A key's vectors are replaced whole (old labels marked deleted, their slots reused
+through ``allow_replace_deleted``); the index grows by resizing. ``save`` writes the
+hnswlib file under a new name, then records it with the label changes in the caller's
+store transaction; the old file goes after the commit. A crash in between leaves the
+old file and the old map, which still agree."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import uuid
 from pathlib import Path
 
 import hnswlib
 import numpy as np
 
+from ..atomic import remove_file
 from ..embed import nonzero
+from ..store import Store, Writer
 
-# Chunks up to which a failed hnswlib query falls back to an exact scan (~3 ms per 1k).
+# Live vectors up to which a failed hnswlib query falls back to an exact scan (~3 ms per 1k).
 EXACT_FALLBACK = 20_000
 
 
 class VectorIndex:
-    def __init__(self, dims: int, *, M: int = 16, ef_construction: int = 100, ef_search: int = 300, capacity: int = 1024):
-        self.dims = dims
+    def __init__(self, space: str, store: Store, folder: Path | None, dims: int, *, M: int = 16,
+                 ef_construction: int = 100, ef_search: int = 300, capacity: int = 1024) -> None:
+        """An empty index of ``space`` ("notes", "turns"); ``folder`` None: in memory only
+        (a read-only vault)."""
+        self.space, self.store, self.folder, self.dims = space, store, folder, dims
         self.params = {"M": M, "ef_construction": ef_construction, "ef_search": ef_search}
-        self.index = hnswlib.Index(space="cosine", dim=dims)
-        self.index.init_index(max_elements=max(capacity, 16), M=M, ef_construction=ef_construction, allow_replace_deleted=True)
-        self.index.set_ef(ef_search)
-        self.index.set_num_threads(1)
-        self._labels: dict[int, tuple[str, int]] = {}
-        self._by_uri: dict[str, list[int]] = {}
-        # A loaded snapshot's map as read: the labels sorted, each one's note (an index
-        # into ``uris``) and chunk, as arrays; turned into the two dicts above only when
-        # something needs them (a write, a save). A query looks up its few labels here,
-        # so a search process never builds 100k entries.
-        self._loaded: tuple[np.ndarray, np.ndarray, np.ndarray, list[str]] | None = None
-        self._rows: np.ndarray | None = None  # label -> its row in the loaded map (-1: none), when labels are dense
+        self.index = self._new(max(capacity, 16))
         self.next_label = 0
+        self.file: str | None = None  # the saved snapshot this index was loaded from or saved to
+        # Label changes since the last save: label -> (key, part), None: deleted.
+        self._pending: dict[int, tuple[str, int] | None] = {}
+        self._live = 0
 
-    def _unpack(self) -> None:
-        loaded, self._loaded, self._rows = self._loaded, None, None
-        if loaded is None:
-            return
-        labels, by_uri = self._labels, self._by_uri
-        order, notes, chunks, uris = loaded
-        for label, note, chunk in zip(order.tolist(), notes.tolist(), chunks.tolist(), strict=True):
-            uri = uris[note]
-            labels[label] = (uri, chunk)
-            by_uri.setdefault(uri, []).append(label)
-
-    @property
-    def labels(self) -> dict[int, tuple[str, int]]:
-        """label -> (uri, chunk)."""
-        self._unpack()
-        return self._labels
+    def _new(self, capacity: int) -> hnswlib.Index:
+        index = hnswlib.Index(space="cosine", dim=self.dims)
+        index.init_index(max_elements=capacity, M=self.params["M"], ef_construction=self.params["ef_construction"],
+                         allow_replace_deleted=True)
+        index.set_ef(self.params["ef_search"])
+        index.set_num_threads(1)
+        return index
 
     @property
-    def by_uri(self) -> dict[str, list[int]]:
-        """uri -> its labels."""
-        self._unpack()
-        return self._by_uri
+    def meta_key(self) -> str:
+        return f"{self.space}.vectors"
 
-    def _label(self, label: int) -> tuple[str | None, int]:
-        loaded = self._loaded
-        if loaded is not None:
-            order, notes, chunks, uris = loaded
-            i = int(np.searchsorted(order, label))
-            if i < len(order) and int(order[i]) == label:
-                return uris[int(notes[i])], int(chunks[i])
-            return None, 0
-        return self._labels.get(label, (None, 0))
+    # -- persistence ----------------------------------------------------------------------------
+    def load(self) -> bool:
+        """Open the saved snapshot; False when there is none usable (the caller rebuilds)."""
+        row = self.store.row("SELECT value FROM meta WHERE key = ?", (self.meta_key,))
+        if row is None or self.folder is None:
+            return False
+        try:
+            meta = json.loads(row[0])
+            if meta["dims"] != self.dims or meta["params"] != self.params:
+                return False
+            index = hnswlib.Index(space="cosine", dim=self.dims)
+            index.load_index(str(self.folder / meta["file"]), max_elements=int(meta["max_elements"]),
+                             allow_replace_deleted=True)
+        except (OSError, RuntimeError, ValueError, KeyError, TypeError):
+            return False
+        index.set_ef(self.params["ef_search"])
+        index.set_num_threads(1)
+        self.index, self.next_label, self.file = index, int(meta["next_label"]), meta["file"]
+        self._pending.clear()
+        live = self.store.row("SELECT count(*) FROM vectors WHERE space = ?", (self.space,))
+        self._live = live[0] if live else 0
+        return True
 
-    def _labels_of(self, found: np.ndarray) -> Iterator[tuple[str | None, int]]:
-        """``_label`` of each of a query's labels, in order, looked up in one numpy pass
-        when the map is still as loaded (a query's 30–90 labels; one searchsorted each
-        cost more); each label's note is named as the caller reaches it (it may stop)."""
-        loaded = self._loaded
-        if loaded is None or not len(found):
-            return (self._label(int(label)) for label in found)
-        order, notes, chunks, uris = loaded
-        # hnswlib's labels are uint64, the map's int64: mixed, numpy would compare them as
-        # float64 and convert the whole map each query (0.17 ms at 300k chunks; 2 µs so).
-        found = found.astype(order.dtype, copy=False)
-        if self._rows is not None:  # one look each, not a binary search through the map
-            at = self._rows[np.minimum(found, len(self._rows) - 1)]
-            hit = (at >= 0) & (found < len(self._rows))
-            at = np.maximum(at, 0)
-        else:
-            at = np.minimum(np.searchsorted(order, found), len(order) - 1)
-            hit = order[at] == found
-        return ((uris[n], c) if h else (None, 0)
-                for h, n, c in zip(hit.tolist(), notes[at].tolist(), chunks[at].tolist(), strict=True))
+    def save(self, w: Writer) -> str | None:
+        """Write the snapshot and, in ``w``'s transaction, the label changes and its name.
+        Returns the file it replaces (to remove once ``w`` commits: ``drop_file``)."""
+        if self.folder is None:
+            return None
+        self.folder.mkdir(parents=True, exist_ok=True)
+        name = f"{self.space}-vectors-{uuid.uuid4().hex[:10]}.bin"
+        tmp = self.folder / f"{name}.tmp"
+        self.index.save_index(str(tmp))
+        tmp.replace(self.folder / name)
+        w.executemany("DELETE FROM vectors WHERE space = ? AND label = ?", [(self.space, l) for l in self._pending])
+        w.executemany("INSERT INTO vectors VALUES (?, ?, ?, ?)",
+                      [(self.space, l, kp[0], kp[1]) for l, kp in self._pending.items() if kp is not None])
+        meta = {"file": name, "dims": self.dims, "params": self.params, "next_label": self.next_label,
+                "max_elements": self.index.get_max_elements()}
+        w.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (self.meta_key, json.dumps(meta)))
+        old, self.file = self.file, name
+        self._pending.clear()
+        return old
 
-    def __len__(self) -> int:
-        return len(self._loaded[0]) if self._loaded is not None else len(self._labels)
+    def drop_file(self, name: str | None) -> None:
+        if name is not None and self.folder is not None:
+            remove_file(self.folder / name)
 
-    def _reserve(self, extra: int) -> None:
-        need = self.index.element_count + extra
-        if need > self.index.get_max_elements():
-            self.index.resize_index(max(need, int(self.index.get_max_elements() * 1.5) + 16))
+    def wipe(self) -> None:
+        """Start empty (a rebuild): the snapshot and its labels are dropped at the next save."""
+        self.index = self._new(1024)
+        self.next_label, self._live = 0, 0
+        self._pending = {l: None for (l,) in self.store.rows("SELECT label FROM vectors WHERE space = ?", (self.space,))}
 
-    def put(self, uri: str, vectors: np.ndarray) -> int:
-        """Replace ``uri``'s chunks. All-zero rows (nothing the model knows) are skipped.
-        Returns how many chunks went in."""
-        self.remove(uri)
-        return self.put_many([(uri, vectors)])
+    # -- writing ------------------------------------------------------------------------------------
+    def _labels(self, keys: list[str]) -> dict[str, list[int]]:
+        """The live labels of these keys (saved, then as changed since)."""
+        out: dict[str, list[int]] = {k: [] for k in keys}
+        for label, key in self.store.rows_in("SELECT label, key FROM vectors WHERE key IN ({}) AND space = ?", keys,
+                                             (self.space,)):
+            if label not in self._pending:
+                out[key].append(label)
+        wanted = set(keys)
+        for label, kp in self._pending.items():
+            if kp is not None and kp[0] in wanted:
+                out[kp[0]].append(label)
+        return out
 
     def put_many(self, items: list[tuple[str, np.ndarray]], threads: int = 1) -> int:
-        """Add chunks for notes not in the index (bulk: one hnswlib call; one norm pass)."""
+        """Each key's vectors (one row a part), replacing what the key had. All-zero rows
+        (nothing the model knows) are left out. Returns how many went in."""
         if not items:
             return 0
-        matrix = items[0][1] if len(items) == 1 else np.concatenate([vectors for _uri, vectors in items])
-        keep = nonzero(matrix)
+        self.remove([key for key, _ in items])
+        matrix = items[0][1] if len(items) == 1 else np.concatenate([vectors for _key, vectors in items])
+        keep = nonzero(matrix) if len(matrix) else np.zeros(0, dtype=bool)
         labels: list[int] = []
         at = 0
-        for uri, vectors in items:
-            chunks = np.flatnonzero(keep[at : at + len(vectors)])
-            at += len(vectors)
-            if not len(chunks):
-                continue
-            mine = self.by_uri.setdefault(uri, [])
-            for chunk in chunks.tolist():
-                label = self.next_label
+        for key, vectors in items:
+            for part in np.flatnonzero(keep[at : at + len(vectors)]).tolist():
+                self._pending[self.next_label] = (key, part)
+                labels.append(self.next_label)
                 self.next_label += 1
-                self.labels[label] = (uri, chunk)
-                mine.append(label)
-                labels.append(label)
+            at += len(vectors)
         if labels:
-            self._reserve(len(labels))
+            need = self.index.element_count + len(labels)
+            if need > self.index.get_max_elements():
+                self.index.resize_index(max(need, int(self.index.get_max_elements() * 1.5) + 16))
             self.index.add_items(matrix[keep], np.asarray(labels), num_threads=threads, replace_deleted=True)
+            self._live += len(labels)
         return len(labels)
 
-    def remove(self, uri: str) -> None:
-        for label in self.by_uri.pop(uri, []):
-            self.labels.pop(label, None)
-            self.index.mark_deleted(label)
+    def remove(self, keys: list[str]) -> None:
+        for labels in self._labels(keys).values():
+            for label in labels:
+                try:
+                    self.index.mark_deleted(label)
+                except RuntimeError:
+                    pass  # (not in this snapshot: a map ahead of its file after a crash)
+                self._pending[label] = None
+                self._live -= 1
+
+    # -- querying -------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self._live
 
     def query(self, vector: np.ndarray, k: int) -> list[tuple[str, float, int]]:
-        """Up to ``k`` notes by best chunk similarity: (uri, cosine similarity, chunk)."""
-        if not len(self) or not nonzero(vector[None, :])[0]:
+        """Up to ``k`` keys by their best vector's cosine similarity: (key, similarity, part)."""
+        if not self._live or not nonzero(vector[None, :])[0]:
             return []
-        best: dict[str, tuple[float, int]] = {}
-        want = min(len(self), max(k * 3, k + 8))
+        want = min(self._live, max(k * 3, k + 8))
         found, dists = self._knn(vector, want, k)
-        # Nearest first (hnswlib's order, and _exact's): a note's first chunk met is its
-        # best, and once k notes are met every later chunk is of one of them or of a note
-        # that would rank below them.
-        for (uri, chunk), dist in zip(self._labels_of(found), dists.tolist(), strict=True):
-            if uri is None or uri in best:
+        named = self._named(found.tolist())
+        best: dict[str, tuple[float, int]] = {}
+        # Nearest first: a key's first vector met is its best, and once k keys are met
+        # every later one is of one of them or of a key that would rank below them.
+        for label, dist in zip(found.tolist(), dists.tolist(), strict=True):
+            kp = named.get(label)
+            if kp is None or kp[0] in best:
                 continue
             if len(best) == k:
                 break
-            best[uri] = (1.0 - dist, chunk)
-        return [(uri, sim, chunk) for uri, (sim, chunk) in best.items()]
+            best[kp[0]] = (1.0 - dist, kp[1])
+        return [(key, sim, part) for key, (sim, part) in best.items()]
+
+    def _named(self, labels: list[int]) -> dict[int, tuple[str, int]]:
+        out: dict[int, tuple[str, int]] = {}
+        for label, key, part in self.store.rows_in("SELECT label, key, part FROM vectors WHERE label IN ({}) AND space = ?",
+                                                   [l for l in labels if l not in self._pending], (self.space,)):
+            out[label] = (key, part)
+        for label in labels:
+            kp = self._pending.get(label)
+            if kp is not None:
+                out[label] = kp
+        return out
 
     def _knn(self, vector: np.ndarray, want: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """hnswlib's nearest live labels. Once slots of deleted chunks are reused, a graph
+        """hnswlib's nearest live labels. Once slots of deleted vectors are reused, a graph
         full of near-duplicates can fail to reach ``want`` live items, and hnswlib raises
         instead of returning fewer. Then ask for fewer, down to ``k``; below that, scan a
         small index exactly (a large one keeps halving: fewer hits beat a crash)."""
         while want >= 1:
             try:
                 found, dists = self.index.knn_query(vector[None, :], k=want)
-                return found[0], dists[0]
+                return found[0].astype(np.int64), dists[0]
             except RuntimeError:
-                if want <= k and len(self) <= EXACT_FALLBACK:
+                if want <= k and self._live <= EXACT_FALLBACK:
                     return self._exact(vector, want)
                 want = max(want // 2, k) if want > k else want // 2
-        return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.float32)
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
 
     def _exact(self, vector: np.ndarray, want: int) -> tuple[np.ndarray, np.ndarray]:
-        labels = np.fromiter(self.labels, dtype=np.uint64, count=len(self.labels))
-        rows = np.asarray(self.index.get_items(labels, return_type="numpy"), dtype=np.float32)
+        saved = [l for (l,) in self.store.rows("SELECT label FROM vectors WHERE space = ?", (self.space,))]
+        live = [l for l in saved if l not in self._pending] + [l for l, kp in self._pending.items() if kp is not None]
+        if not live:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        rows = self.vectors_of(live)
         norms = np.linalg.norm(rows, axis=1) * float(np.linalg.norm(vector)) + 1e-12
         dists = 1.0 - rows @ vector / norms
         order = np.argsort(dists, kind="stable")[:want]
-        return labels[order], dists[order]
+        return np.asarray(live, dtype=np.int64)[order], dists[order]
 
-    # -- persistence ------------------------------------------------------------------------
-    def save(self, folder: Path, tag: str, uris: list[str]) -> dict:
-        """Write the hnswlib snapshot; return its metadata, the map as one flat list of
-        numbers: label, note (its place in ``uris``, which the caller keeps), chunk. At
-        100k notes a map of strings costs a search process a fifth of a second to read."""
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f"vectors-{tag}.bin.tmp"
-        self.index.save_index(str(tmp))
-        tmp.replace(folder / f"vectors-{tag}.bin")
-        place = {uri: i for i, uri in enumerate(uris)}
-        flat: list[int] = []
-        for label, (uri, chunk) in sorted(self.labels.items()):
-            if uri in place:  # (always: a note's vectors and its place go in and out together)
-                flat += (label, place[uri], chunk)
-        return {
-            "file": f"vectors-{tag}.bin",
-            "dims": self.dims,
-            "params": self.params,
-            "next_label": self.next_label,
-            "max_elements": self.index.get_max_elements(),
-            "map": flat,
-        }
+    def vectors_of(self, labels: list[int]) -> np.ndarray:
+        return np.asarray(self.index.get_items(labels, return_type="numpy"), dtype=np.float32)
 
-    @classmethod
-    def load(cls, folder: Path, meta: dict, uris: list[str]) -> VectorIndex:
-        p = meta["params"]
-        self = cls(meta["dims"], M=p["M"], ef_construction=p["ef_construction"], ef_search=p["ef_search"])
-        self.index = hnswlib.Index(space="cosine", dim=meta["dims"])
-        self.index.load_index(str(folder / meta["file"]), max_elements=meta["max_elements"], allow_replace_deleted=True)
-        self.index.set_ef(p["ef_search"])
-        self.index.set_num_threads(1)
-        self.next_label = meta["next_label"]
-        flat = meta["map"]
-        # Checked whole (a bad map means a rebuild, as before), kept as arrays.
-        if not isinstance(flat, list) or len(flat) % 3 or (flat and set(map(type, flat)) != {int}):
-            raise ValueError("the vector map is not a list of label, note, chunk numbers")
-        table = np.asarray(flat, dtype=np.int64).reshape(-1, 3)
-        # (contiguous: a search's searchsorted would copy a strided column every query)
-        order, notes, chunks = (np.ascontiguousarray(table[:, i]) for i in range(3))
-        if len(table) and (order.min() < 0 or np.any(np.diff(order) <= 0) or notes.min() < 0
-                           or notes.max() >= len(uris) or chunks.min() < 0):
-            raise ValueError("the vector map names a label twice or a note it does not hold")
-        self._loaded = (order, notes, chunks, uris)
-        if len(order) and int(order[-1]) < 2 * len(order) + 1024:  # labels about as many as chunks
-            self._rows = np.full(int(order[-1]) + 1, -1, dtype=np.int64)
-            self._rows[order] = np.arange(len(order))
-        return self
+    def cosines(self, vector: np.ndarray, keys: list[str]) -> dict[str, float]:
+        """Each key's first vector's cosine with ``vector`` (the vectors are normalised)."""
+        pairs = [(key, labels[0]) for key, labels in self._labels(keys).items() if labels]
+        if not pairs:
+            return {}
+        sims = self.vectors_of([l for _, l in pairs]) @ vector
+        return {key: float(s) for (key, _), s in zip(pairs, sims, strict=True)}

@@ -9,6 +9,7 @@ import datetime as dt
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..llm import LLMError
@@ -31,6 +32,40 @@ def now() -> str:
 
 def new_session_id() -> str:
     return dt.datetime.now().strftime("%Y-%m-%d-%H%M%S") + "-" + uuid.uuid4().hex[:4]
+
+
+class KeyedLocks:
+    """One lock per key (a chat session), kept only while someone holds or waits for it,
+    so the table never grows beyond the sessions in flight."""
+
+    def __init__(self, _vault: Vault | None = None) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, tuple[threading.Lock, int]] = {}  # key -> (lock, holders + waiters)
+
+    @contextmanager
+    def hold(self, key: str) -> Iterator[None]:
+        with self._guard:
+            lock, users = self._locks.get(key) or (threading.Lock(), 0)
+            self._locks[key] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                lock, users = self._locks[key]
+                if users == 1:
+                    del self._locks[key]
+                else:
+                    self._locks[key] = (lock, users - 1)
+
+    def __len__(self) -> int:
+        with self._guard:
+            return len(self._locks)
+
+
+def session_locks(vault: Vault) -> KeyedLocks:
+    """The vault's per-session locks: one session's turns are extracted one at a time."""
+    return vault.shared(KeyedLocks, KeyedLocks)
 
 
 class ChatSession:
@@ -84,7 +119,7 @@ class ChatSession:
     def extract_in_background(self, done: Callable[[object], None] | None = None) -> threading.Thread:
         """Extract this session's completed turns on a background thread, one session's
         turns at a time and in order (the vault's per-session locks, dropped when idle)."""
-        locks = self.vault.services.session_locks
+        locks = session_locks(self.vault)
 
         def work() -> None:
             report: ImportReport | Exception

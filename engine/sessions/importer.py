@@ -18,6 +18,7 @@ from ..extract.inputs import read_text_file
 from ..extract.loop import quarantine
 from ..jsonl import JsonlError, invalid, read_numbered, read_records
 from ..llm import LLMError, LLMInvalidOutput
+from ..llm.registry import selection
 from .chat_exports import EXPORTS, FORMATS, read_export, sniff
 from .events import ImportRecord, SessionEvent, TurnMemoryRecord
 from .extract import LLMTurnExtractor, RulesTurnExtractor
@@ -49,7 +50,7 @@ class ImportReport:
 
 def turn_extractor(vault: Vault) -> LLMTurnExtractor | RulesTurnExtractor:
     """The LLM's turn extractor when the vault's provider is a healthy LLM, else the rules."""
-    llm = vault.services.selection.llm
+    llm = selection(vault.config.llm).llm
     if llm is not None:
         return LLMTurnExtractor(llm)
     return rules_extractor(vault)
@@ -58,7 +59,7 @@ def turn_extractor(vault: Vault) -> LLMTurnExtractor | RulesTurnExtractor:
 def rules_extractor(vault: Vault) -> RulesTurnExtractor:
     """The rules turn extractor, knowing the vault's entity names and their aliases."""
     known: dict[str, str] = {}
-    for entry in vault.list_notes("entity"):
+    for entry in vault.catalog.all("entity"):
         known[entry.title.lower()] = entry.title
         try:
             for alias in vault.read_note(entry.uri).fields.get("aliases") or []:
@@ -70,23 +71,20 @@ def rules_extractor(vault: Vault) -> RulesTurnExtractor:
 
 def extract_pending(vault: Vault, sessions: list[str], extractor: Any = None,
                     progress: Callable[[int, int], None] | None = None,
-                    report: ImportReport | None = None, *, final: bool = False,
-                    invalidate: bool = True) -> ImportReport:
+                    report: ImportReport | None = None, *, final: bool = False) -> ImportReport:
     """Extract every completed turn of these sessions that has no memory yet (``final``: a
     finished transcript, whose last turn counts even without an answer). Memories of turns
-    the projection no longer has are dropped. Every session asked for gets a shard, even
-    an empty one: a session without one lost its derived state (``restore_turns``).
-    ``invalidate`` False: the caller is building the turn memory itself."""
+    the projection no longer has are dropped. Every session asked for gets a turn
+    memories file, even an empty one: a session without one was never extracted
+    (``restore_turns``)."""
     report = report or ImportReport()
     extractor = extractor or turn_extractor(vault)
     report.provider = extractor.name
     store = TurnStore(vault)
     todo: list[Turn] = []
-    changed = False
     for session in sessions:
         turns = project_turns(session, read_events(vault, session), final=final)
-        if store.prune(session, {memory_id(t) for t in turns}):
-            changed = True
+        store.prune(session, {memory_id(t) for t in turns})
         have = store.ids(session)
         for turn in turns:
             report.turns += 1
@@ -115,8 +113,6 @@ def extract_pending(vault: Vault, sessions: list[str], extractor: Any = None,
         store.put_many(docs)
     for session in sessions:
         store.keep(session)
-    if (docs or changed) and invalidate:
-        vault.services.invalidate_turns()  # recall syncs its indexes with the store on next use
     return report
 
 
@@ -184,7 +180,7 @@ def restore_turns(vault: Vault) -> int:
         return 0
     # Completed turns only: a question still waiting for its answer (a chat in progress) is
     # extracted by its own session once answered.
-    report = extract_pending(vault, lost, rules_extractor(vault), invalidate=False)
+    report = extract_pending(vault, lost, rules_extractor(vault))
     if report.extracted:
         vault.warnings.append(f"rebuilt {report.extracted} turn memories of {len(lost)} session(s) from the "
                               "session logs with the rules extractor (their derived state was missing)")

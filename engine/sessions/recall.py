@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import re
-import time
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -85,19 +84,17 @@ class TurnMemory:
             from .importer import restore_turns  # importer imports the extraction stack: only then
 
             restore_turns(vault)
+        self.mark = vault.store.mark()
         self.index = TurnIndex(vault, embedder).open()
         self.embedder = self.index.embedder
         self.params = params or RecallParams()
-        self._checked = time.monotonic()
 
     def _follow_the_store(self) -> None:
-        """Another process (an import, the app's extraction) may have written turns since
-        the index was opened: at most once a second, compare the store's shard stamps (a
-        stat per shard) and sync what moved."""
-        if time.monotonic() - self._checked < 1.0:
-            return
-        self._checked = time.monotonic()
-        if self.index.stale():
+        """Turn memories written since the index was opened (an extraction in this process
+        or another, an import) are in the store's change feed: the index syncs them."""
+        since = self.vault.store.since(self.mark)
+        self.mark = since.mark
+        if since.any("turn-memories"):
             self.index = TurnIndex(self.vault, self.embedder).open()
 
     @property
@@ -110,8 +107,9 @@ class TurnMemory:
 
     @classmethod
     def for_vault(cls, vault: Vault) -> TurnMemory:
-        """The vault's turn memory, kept by its services (``vault.services.turns``)."""
-        return vault.services.turns
+        """The vault's turn memory, kept with the vault (dropped when turns are written:
+        the next one syncs what changed)."""
+        return vault.shared(TurnMemory, TurnMemory)
 
     # -- graph route ----------------------------------------------------------------------------
     def literal_terms(self, query: str) -> list[str]:

@@ -1,22 +1,69 @@
-"""Turn memories in TinyDB, one shard per session (a turn's write costs its session's
-file, not the history). Stable SHA-256 ids: a turn memory from its session and sorted
-source message ids, a term from its normalised text, a triple from memory + subject +
-predicate + object, so a replay creates nothing new. A turn memory holds its triples, so
-replacing a turn's triples is one atomic write."""
+"""Turn memories: what extraction made of each chat turn (its summary, outcome and
+triples), kept in the vault beside the session's log as `sessions/<id>.memories.json`,
+one small TinyDB document a session (docs/DESIGN.md, "Turn memory"). They are data, not
+derived state: an LLM wrote them, and deleting `.memlink/` keeps them. A turn's write
+costs its session's file, never the history. Stable SHA-256 ids: a turn memory from its
+session and sorted source message ids, a term from its normalised text, a triple from
+memory + subject + predicate + object, so a replay creates nothing new."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tinydb import TinyDB
+from tinydb.storages import Storage
+
+from ..atomic import atomic_write_text
 from .contract import TurnExtraction
 from .events import TurnMemoryRecord
 from .log import Turn
 
 if TYPE_CHECKING:
     from ..vault import Vault
+
+SUFFIX = ".memories.json"
+
+
+class AtomicJSONStorage(Storage):
+    """TinyDB's storage as one JSON file written atomically (temp + fsync + rename); in
+    ``memory`` (a dict by path) when the vault is read-only."""
+
+    def __init__(self, path: str | Path, memory: dict[str, str] | None = None):
+        self.path = Path(path)
+        self.memory = memory
+
+    def read(self) -> dict | None:
+        if self.memory is not None and str(self.path) in self.memory:
+            return json.loads(self.memory[str(self.path)])
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8") or "{}")
+        except FileNotFoundError:
+            return None
+        except (ValueError, OSError):
+            return None  # (an unreadable file: `memlink check` names it; extraction writes it anew)
+        return data if isinstance(data, dict) else None
+
+    def write(self, data: dict) -> None:
+        text = json.dumps(data, ensure_ascii=False, indent=1)
+        if self.memory is not None:
+            self.memory[str(self.path)] = text
+            return
+        atomic_write_text(self.path, text + "\n")
+
+    def close(self) -> None:
+        pass
+
+
+class _Written:
+    """A read-only vault's turn memories, written in this process only."""
+
+    def __init__(self, _vault: Vault) -> None:
+        self.files: dict[str, str] = {}
 
 
 def sha(*parts: str) -> str:
@@ -35,13 +82,10 @@ def memory_id(turn: Turn) -> str:
     return sha("turn", turn.session, *sorted(turn.source_ids))
 
 
-def _shard(session: str) -> str:
-    return "turns-" + re.sub(r"[^a-z0-9_.-]", "_", session.lower())[:80] + "-" + sha(session)[:6]
-
-
 def lost_sessions(vault: Vault) -> list[str]:
-    """Sessions with a log but no shard: their turn memories were lost (`.memlink/` deleted)
-    and are rebuilt from the log (``importer.restore_turns``). A listing and a stat each."""
+    """Sessions with a log but no turn memories: never extracted (a log imported by hand,
+    or from before memories were kept beside it) and made from the log with the rules
+    (``importer.restore_turns``). A listing and a stat each."""
     folder = vault.root / "sessions"
     logs = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
     store = TurnStore(vault)
@@ -54,28 +98,42 @@ class TurnStore:
 
     def __init__(self, vault: Vault):
         self.vault = vault
+        self.folder = vault.root / "sessions"
+        self._memory = vault.shared(_Written, _Written).files if vault.read_only else None
 
-    def _rows(self, session: str) -> list[dict[str, Any]]:
-        """The session's turn memories as stored (raw rows, in order)."""
-        data = self.vault.state.db(_shard(session)).storage.read() or {}
+    def _db(self, session: str) -> TinyDB:
+        return TinyDB(self.folder / f"{session}{SUFFIX}", storage=AtomicJSONStorage, memory=self._memory)
+
+    def rows(self, session: str) -> list[dict[str, Any]]:
+        """The session's turn memories (raw rows, in order)."""
+        data = self._db(session).storage.read() or {}
         return list((data.get("turns") or {}).values())
 
+    _rows = rows
+
     def _write(self, session: str, rows: list[dict[str, Any]]) -> None:
-        """Replace the session's turn memories in one atomic write of its shard (never a
-        truncate and an insert: a kill between the two would lose them all). Writes edit
-        the raw rows, as the catalog does; TinyDB is only used to read."""
-        storage = self.vault.state.db(_shard(session)).storage
+        """Replace the session's turn memories in one atomic write of its file (never a
+        truncate and an insert: a kill between the two would lose them all), under the
+        vault's write lock."""
+        storage = self._db(session).storage
         data = storage.read() or {}
         data["turns"] = {str(n): row for n, row in enumerate(rows, 1)}
-        storage.write(data)
+        if self.vault.read_only:
+            storage.write(data)
+        else:
+            with self.vault.writing():
+                storage.write(data)
+        # Recall follows the change feed: its index syncs this session on its next question.
+        self.vault.store.try_write("the change feed", lambda w: w.changed("turn-memories", [session]))
 
     def has(self, session: str) -> bool:
-        """Whether the session has a shard (extraction ran for it, or it was restored)."""
-        return self.vault.state.exists(_shard(session))
+        """Whether the session has a turn memories file (extraction ran for it)."""
+        path = self.folder / f"{session}{SUFFIX}"
+        return (self._memory is not None and str(path) in self._memory) or path.is_file()
 
     def keep(self, session: str) -> None:
-        """Give the session a shard (an empty one if it has no turn memories yet), so that
-        a session without one means its derived state was lost."""
+        """Give the session a turn memories file (an empty one if it has no turn memories
+        yet), so that a session without one means it was never extracted."""
         if not self.has(session):
             self._write(session, self._rows(session))
 
@@ -109,20 +167,19 @@ class TurnStore:
             self._write(session, stay)
         return len(rows) - len(stay)
 
-    def signature(self) -> list[list[Any]]:
-        """What the shards look like (name and stamp): equal signatures mean nothing was
-        written since (every write is an atomic rename, or a new text in memory)."""
-        return [[name, *stamp] for name, stamp in self.vault.state.shards("turns-")]
-
     def stamps(self) -> dict[str, str]:
-        """Each shard's stamp by name (a stat each): a shard whose stamp is unchanged was not
-        written since, so the turn index reads only the shards whose stamp moved."""
-        return {name: json.dumps(list(stamp)) for name, stamp in self.vault.state.shards("turns-")}
-
-    def shard_rows(self, name: str) -> list[dict[str, Any]]:
-        """The turn memories of one shard (by its name, as ``stamps`` gives it)."""
-        data = self.vault.state.db(name).storage.read() or {}
-        return list((data.get("turns") or {}).values())
+        """Each session's turn memories file as it is now (inode, mtime, size; in memory,
+        its size and hash), by session: the turn index reads only those that moved."""
+        out: dict[str, str] = {}
+        if self.folder.is_dir():
+            for entry in os.scandir(self.folder):
+                if entry.name.endswith(SUFFIX) and entry.is_file():
+                    st = entry.stat()
+                    out[entry.name[: -len(SUFFIX)]] = f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
+        for path, text in (self._memory or {}).items():
+            name = Path(path).name
+            out[name[: -len(SUFFIX)]] = f"memory:{len(text)}:{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+        return dict(sorted(out.items()))
 
     def doc(self, turn: Turn, extraction: TurnExtraction) -> TurnMemoryRecord:
         mem = memory_id(turn)
@@ -141,8 +198,4 @@ class TurnStore:
         })
 
     def all(self) -> list[dict[str, Any]]:
-        out = []
-        for name, _stamp in self.vault.state.shards("turns-"):
-            data = self.vault.state.db(name).storage.read() or {}
-            out += list((data.get("turns") or {}).values())
-        return out
+        return [row for session in self.stamps() for row in self.rows(session)]

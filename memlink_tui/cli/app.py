@@ -81,6 +81,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     import importlib
 
+    from engine.checks import check
     from engine.embed import load_embedder
 
     bad = 0
@@ -110,9 +111,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     line(health.ok, "LLM provider", f"{health.provider}: {health.summary}")
     if vault is None:
         return EXIT_PROBLEMS
-    problems = vault.check()
+    problems = check(vault)
     errors = sum(1 for p in problems if p.severity == "error")
-    line(errors == 0, "vault", f"{vault.root}: {len(vault.list_notes())} notes, {errors} errors, "
+    line(errors == 0, "vault", f"{vault.root}: {len(vault.catalog)} notes, {errors} errors, "
          f"{len(problems) - errors} warnings" + ("; run `memlink check` for details" if problems else ""))
     for warning in vault.warnings:
         line(False, "vault", warning)

@@ -122,11 +122,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
     from engine.lint import SEVERITY_ORDER, fix, lint, write_dashboards
 
     vault = open_vault(args)
-    if not args.fix:  # (a repair writes first: the walk must come after it)
-        vault.prefetch_walk()  # under way while the link index and the memo are brought up to date
-    with vault.settled():  # one walk of the vault for the repairs and the checks
-        fixed = fix(vault) if args.fix else []
-        report = lint(vault, full=args.full)
+    fixed = fix(vault) if args.fix else []
+    report = lint(vault, full=args.full)
     with report:
         # A read-only vault, or one on a full disk, is still linted; its dashboards are not
         # written (said below).
@@ -192,12 +189,12 @@ def cmd_undo(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from engine.checks import check
     from engine.lint import fix
 
     vault = open_vault(args)
-    with vault.settled():
-        fixed = fix(vault) if args.fix else []
-        problems = vault.check(full=args.full)
+    fixed = fix(vault) if args.fix else []
+    problems = check(vault, full=args.full)
     errors = [p for p in problems if p.severity == "error"]
     if args.json:
         rows = [p.as_dict() for p in problems]
@@ -205,8 +202,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         for line in fixed:
             say(f"fixed: {line}")
-        notes = len(vault.list_notes())
-        links = vault.linkstore.stats(top=0, refresh=False)[0]  # the check just refreshed every folder
+        notes = len(vault.catalog)
+        links = vault.links.stats(top=0)[0]  # (the check just brought every folder in step)
         for p in problems:
             say(f"{p.severity:<7} {p.code:<20} {p.uri}: {p.message}")
         print(f"{notes} notes, {links} links: {len(errors)} errors, {len(problems) - len(errors)} warnings")

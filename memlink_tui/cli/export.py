@@ -79,11 +79,12 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
+    from engine.checks import check
     from engine.export import restore_archive
 
     report = restore_archive(args.archive, args.dest)
     vault = open_vault(Path(report.dest))
-    problems = vault.check()
+    problems = check(vault)
     vault.close()
     errors = [p for p in problems if p.severity == "error"]
     if args.json:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine import LinkError, LinkType, Vault
 from engine.linktypes import builtin_table
+from engine.render import link_problems
 
 from .wiring import UsageError, notice, open_vault, positive, say, say_json
 
@@ -30,14 +31,17 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_links)
 
-    s = sub.add_parser("link", parents=[common], help="link two notes (written on both sides)")
+    s = sub.add_parser("link", parents=[common], help="link two notes (written on both sides); a pair linked already "
+                       "is refused unless --update")
     s.add_argument("from_uri", metavar="FROM")
     s.add_argument("to_uri", metavar="TO")
-    s.add_argument("--type", required=True, dest="link_type", metavar="TYPE", help=type_help)
-    s.add_argument("--weight", type=float, default=1.0)
-    s.add_argument("--match-text")
-    s.add_argument("--description", default="")
-    s.add_argument("--t-field")
+    s.add_argument("--type", dest="link_type", metavar="TYPE", help=type_help + " (needed for a new link)")
+    s.add_argument("--update", action="store_true",
+                   help="change the link FROM -> TO has: only the options given, the rest kept; `memlink undo` reverts it")
+    s.add_argument("--weight", type=float, help="0 to 1 (a new link: 1.0)")
+    s.add_argument("--match-text", help="words of FROM's text the link hangs on")
+    s.add_argument("--description", help="one line on what the link means")
+    s.add_argument("--t-field", help="the field of TO the link points into (default: its text field)")
     s.add_argument("--t-lines", help="line range(s) in the target field, e.g. 3-5 or 3-5,8")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_link)
@@ -84,9 +88,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     note = vault.read_note(args.uri)
     rendered = vault.render_note(note.uri)
-    links = vault.get_file_links(note.uri, "links")
-    backlinks = vault.get_file_links(note.uri, "backlinks")
-    _say_link_problems(vault.link_problems(note.uri))
+    links = vault.links.of(note.uri, "links")
+    backlinks = vault.links.of(note.uri, "backlinks")
+    _say_link_problems(link_problems(vault, note.uri))
     say(f"{note.uri}  ({note.memory_type})  created {note.created_at}  updated {note.updated_at}")
     for k, v in note.fields.items():
         if k != "content":
@@ -100,7 +104,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def _say_link_problems(why: str | None) -> None:
-    """A note on stderr when a note's links may be incomplete (``Vault.link_problems``)."""
+    """A note on stderr when a note's links may be incomplete (``engine.render.link_problems``)."""
     if why:
         notice(f"{why} — `memlink check --fix` sets bad entries aside")
 
@@ -108,8 +112,8 @@ def _say_link_problems(why: str | None) -> None:
 def cmd_links(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     vault.read_note(args.uri)  # a clear error for a missing note
-    links = vault.get_file_links(args.uri, args.direction)
-    _say_link_problems(vault.link_problems(args.uri))
+    links = vault.links.of(args.uri, args.direction)
+    _say_link_problems(link_problems(vault, args.uri))
     if args.json:
         say_json([_link_dict(link) for link in links])
     else:
@@ -121,21 +125,17 @@ def cmd_links(args: argparse.Namespace) -> int:
 
 
 def cmd_link(args: argparse.Namespace) -> int:
+    from engine.linkwrite import write_link
+
     vault = open_vault(args)
-    link = vault.link(
-        args.from_uri,
-        args.to_uri,
-        link_type(vault, args.link_type),
-        weight=args.weight,
-        t_field=args.t_field,
-        t_line_ranges=args.t_lines,
-        match_text=args.match_text,
-        description=args.description,
-    )
+    link = write_link(vault, args.from_uri, args.to_uri, link_type(vault, args.link_type) if args.link_type else None,
+                      update=args.update, weight=args.weight, t_field=args.t_field, t_line_ranges=args.t_lines,
+                      match_text=args.match_text, description=args.description)
     if args.json:
         say_json(_link_dict(link))
     else:
-        say(f"linked {link.from_uri} -[{link.link_type.value} {link.weight:.2f}]-> {link.to_uri}  ({link.id})")
+        verb = "updated" if args.update else "linked"
+        say(f"{verb} {link.from_uri} -[{link.link_type.value} {link.weight:.2f}]-> {link.to_uri}  ({link.id})")
     return 0
 
 
@@ -163,10 +163,10 @@ def cmd_graph_query(args: argparse.Namespace) -> int:
     graph = LinkGraph.for_vault(vault)
     types = {link_type(vault, t) for t in args.types} if args.types else None
     rows = graph.neighbourhood(uri, types, args.direction, max(1, args.depth))
-    catalog = vault.catalog()
+    titles = {u: e.title for u, e in vault.catalog.entries(s.dst for _hop, s in rows).items()}
     if args.json:
         say_json([
-            {"uri": s.dst, "title": catalog[s.dst].title if s.dst in catalog else s.dst, "depth": hop,
+            {"uri": s.dst, "title": titles.get(s.dst, s.dst), "depth": hop,
              "from": s.src, "direction": "out" if s.direction == "links" else "in",
              "link_type": s.link.link_type.value, "weight": s.link.weight, "description": s.link.description}
             for hop, s in rows
@@ -176,6 +176,6 @@ def cmd_graph_query(args: argparse.Namespace) -> int:
         print("no linked notes")
     for hop, s in rows:
         arrow = "->" if s.direction == "links" else "<-"
-        title = catalog[s.dst].title if s.dst in catalog else s.dst
+        title = titles.get(s.dst, s.dst)
         say(f"{'  ' * (hop - 1)}{arrow} {s.link.link_type.value:<13} {s.link.weight:.2f}  {title}  ({s.dst})")
     return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 from engine import MemlinkError
@@ -35,8 +34,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 def cmd_search(args: argparse.Namespace) -> int:
     vault = open_vault(args)
-    vault.prefetch_walk()  # under way while search's modules, the model and the index load
-    from engine.search import search
+    from engine.search import search  # (numpy, hnswlib, tantivy: only the commands that search load them)
 
     index, _report = synced_index(vault, quiet=args.json)
     types = set(args.types) if args.types else None
@@ -62,30 +60,15 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    from engine.linkbuild import LinkBuild
-
     vault = open_vault(args)
-    # The link index is built beside the search index, by a second process (~11 s at
-    # 100k notes on a vault never opened; the first search or lint after would read the
-    # sidecars otherwise).
-    build = None if vault.read_only else LinkBuild.start(vault.root, vault.linkstore.path)
-    try:
-        index, report = synced_index(vault, full=args.full)
-    except BaseException:
-        if build is not None:
-            build.stop()
-        raise
+    index, report = synced_index(vault, full=args.full)
     why = f" ({report.reason})" if report.rebuilt else ""
-    print(f"indexed {len(index.indexed)} notes, {len(index.vectors)} chunks: {report.added} added, "
+    print(f"indexed {index.status()['notes_indexed']} notes, {len(index.vectors)} chunks: {report.added} added, "
           f"{report.updated} updated, {report.removed} removed in {report.seconds:.2f}s"
           f"{' — rebuilt' + why if report.rebuilt else ''}")
-    built = build.finish() if build is not None else None
-    started = time.perf_counter()
-    here = vault.linkstore.refresh()  # what the second process did not do (everything, if it failed)
-    seconds = time.perf_counter() - started + (built.seconds if built else 0.0)
-    folders = here + (built.folders if built else 0)
-    print(f"link index: {folders} folder{'s' if folders != 1 else ''} read from their sidecars in {seconds:.2f}s"
-          f"{' (beside the search index)' if built and built.folders else ''}")
+    folders = len(vault.links.folders())  # (the sync brought every folder it walked in step)
+    links = vault.links.stats(top=0)[0]
+    print(f"link index: {links} link{'s' if links != 1 else ''} in {folders} folder{'s' if folders != 1 else ''}")
     vault.close()
     return 0
 

@@ -134,16 +134,14 @@ def progress(label: str) -> Progress | None:
 
 def synced_index(vault: Vault, quiet: bool = False, full: bool = False) -> tuple[SearchIndex, SyncReport]:
     """The vault's search index brought up to date (a bar unless ``quiet``), and the sync report."""
+    from engine.index import SearchIndex  # (numpy, hnswlib, tantivy: only the commands that search load them)
+
     bar = None if quiet else progress("indexing")
-    services = vault.services
-    report: SyncReport | None
     if full:
-        index = services.open_index(bar)
+        index = SearchIndex.for_vault(vault, bar)
         report = index.sync(progress=bar, full=True)
     else:  # opening the index syncs it: once per process, not twice (a walk of the whole vault)
-        report = services.sync(bar)
-        index = services.index
-    assert report is not None, "opening the index syncs it"
+        index, report = SearchIndex.synced(vault, bar)
     for line in report.notices:
         notice(line)
     return index, report

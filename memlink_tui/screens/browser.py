@@ -76,13 +76,12 @@ class BrowserScreen(Pane):
         try:
             note = self.vault.read_note(uri)
             rendered = self.vault.render_note(uri)
-            links = self.vault.get_file_links(note.uri, "both")
+            links = self.vault.links.of(note.uri, "both")
         except MemlinkError as exc:
             self.notify(safe_markup(exc), title="Cannot open note", severity="error")
             return
         self.current = note.uri
-        catalog = self.vault.catalog()
-        titles = {u: e.title for u, e in catalog.items()}
+        titles = {u: e.title for u, e in self.vault.catalog.entries(l.other(note.uri) for l in links).items()}
         await self.query_one(NoteView).show(note, self.vault.title(note), rendered.text, len(rendered.missing))
         self.query_one(LinkTable).show(links, titles, {l.id for l in rendered.missing})
         self.query_one(NoteTree).reveal(note.uri)
@@ -230,11 +229,11 @@ class BrowserScreen(Pane):
         try:
             first = not self.query_one(NoteTree).loaded
             if first:  # the stored catalog draws the tree at once; the file check follows
-                stored = self.vault.stored_notes()
+                stored = self.vault.catalog.stored()
                 if stored:
                     self.app.call_from_thread(self._show_tree, stored, NoteTree.signature_of(stored))
-            self.vault.sync_catalog()
-            entries = self.vault.list_notes()
+            self.vault.sync()
+            entries = self.vault.catalog.all()
             signature = NoteTree.signature_of(entries)  # sorting 100k titles: here, not on the UI thread
         except MemlinkError as exc:
             self.app.call_from_thread(self.notify, safe_markup(exc), title="Cannot read the vault", severity="error")

@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 
 from engine import MemlinkError, Vault
 from engine.llm import LLMError
-from engine.sessions.chat import ChatSession, new_session_id
+from engine.sessions.chat import ChatSession, new_session_id, session_locks
 from engine.sessions.log import message_text, project_turns, read_events
 from engine.text import printable
 from widgets.safe import safe_markup
@@ -299,7 +299,7 @@ class ChatScreen(Pane):
     def _extract_with_rules(self, session: str) -> None:
         from engine.sessions.importer import extract_pending, rules_extractor
 
-        locks = self.vault.services.session_locks
+        locks = session_locks(self.vault)
         try:
             with locks.hold(session):
                 report = extract_pending(self.vault, [session], rules_extractor(self.vault))

@@ -75,7 +75,7 @@ class GraphScreen(Pane):
 
     # -- building ---------------------------------------------------------------------------
     def _title(self, uri: str) -> str:
-        entry = self.vault.catalog().get(uri)
+        entry = self.vault.catalog.get(uri)
         return entry.title if entry else uri
 
     def load(self, uri: str | None) -> None:
@@ -91,7 +91,7 @@ class GraphScreen(Pane):
     def _compute(self, uri: str | None) -> None:
         graph = LinkGraph.for_vault(self.vault)
         if uri is None:
-            degrees = {e.uri: graph.degree(e.uri) for e in self.vault.list_notes()}
+            degrees = {e.uri: graph.degree(e.uri) for e in self.vault.catalog.all()}
             uri = max(degrees, key=lambda u: (degrees[u], u), default=None)
             if uri is None:
                 self.app.call_from_thread(self.query_one("#neighbours", Tree).root.set_label, "no notes yet")
@@ -146,9 +146,9 @@ class GraphScreen(Pane):
         table = self.query_one("#ppr", DataTable)
         table.clear()
         top = [u for u in sorted(ranks, key=lambda u: -ranks[u]) if u != uri][:20]
-        catalog = self.vault.catalog()
+        entries = self.vault.catalog.entries(top)
         for i, u in enumerate(top, 1):
-            entry = catalog.get(u)
+            entry = entries.get(u)
             title = entry.title if entry else u
             table.add_row(str(i), f"{ranks[u]:.3f}", safe_markup(entry.memory_type if entry else ""), safe_markup(title[:48]), key=u)
         table.border_title = "Personalized PageRank from this note"

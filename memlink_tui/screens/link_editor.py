@@ -17,6 +17,7 @@ from textual.widgets import Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 from engine import MemlinkError, Vault
+from engine.linkwrite import describe, write_link
 from widgets.safe import safe_markup
 
 MATCHES = 8
@@ -44,7 +45,7 @@ class LinkEditor(ModalScreen[str | None]):
         super().__init__()
         self.vault = vault
         self.source = source
-        self.entries = sorted((e for e in vault.list_notes() if e.uri != source), key=lambda e: e.title.lower())
+        self.entries = sorted((e for e in vault.catalog.all() if e.uri != source), key=lambda e: e.title.lower())
         self.target: str | None = None
 
     def compose(self) -> ComposeResult:
@@ -64,7 +65,7 @@ class LinkEditor(ModalScreen[str | None]):
             yield Static("[dim]enter or tab: next field · ctrl+s (or enter on the last field): review and write · esc cancels[/dim]")
 
     def on_mount(self) -> None:
-        title = self.vault.catalog().get(self.source)
+        title = self.vault.catalog.get(self.source)
         self.query_one(Vertical).border_title = f"Link {safe_markup(title.title if title else self.source)} →"
         self._match("")
 
@@ -126,10 +127,9 @@ class LinkEditor(ModalScreen[str | None]):
             self._fail("weight must be a number between 0 and 1")
             return
         anchor = self.query_one("#link-anchor", Input).value.strip() or None
-        existing = [l for l in self.vault.get_file_links(self.source, "links") if l.to_uri == self.target]
-        if existing:  # linking again would merge into it and change its type: say so instead
-            l = existing[0]
-            self._fail(f"already linked: {l.link_type.value} {l.weight:.2f} {l.description!r} — "
+        existing = [l for l in self.vault.links.of(self.source, "links") if l.to_uri == self.target and not l.legacy]
+        if existing:  # (write_link refuses it too: said here before the summary is shown)
+            self._fail(f"already linked: {'; '.join(describe(l) for l in existing)} — "
                        f"remove it first (delete in the links table) to link anew")
             return
         if anchor and anchor not in self.vault.read_note(self.source).text:
@@ -140,7 +140,7 @@ class LinkEditor(ModalScreen[str | None]):
             return
         target, link_type = self.target, str(self.query_one("#link-type", Select).value)
         why = self.query_one("#link-why", Input).value.strip()
-        catalog = self.vault.catalog()
+        catalog = self.vault.catalog
 
         def title(uri: str) -> str:
             entry = catalog.get(uri)
@@ -162,7 +162,7 @@ class LinkEditor(ModalScreen[str | None]):
 
     def _write(self, target: str, link_type: str, weight: float, anchor: str | None, why: str) -> None:
         try:
-            self.vault.link(self.source, target, link_type, weight=weight, match_text=anchor, description=why)
+            write_link(self.vault, self.source, target, link_type, weight=weight, match_text=anchor, description=why)
         except (MemlinkError, ValueError) as exc:  # bad weight, unknown note, …: nothing was written
             self._fail(str(exc).splitlines()[0])
             return

@@ -87,10 +87,10 @@ class ReportScreen(Pane):
 
     async def _refill(self, select: str | None) -> None:
         rows = []  # the catalog as the app knows it (r in the browser re-reads the files)
-        for e in self.vault.list_notes("report_candidate"):
+        for e in self.vault.catalog.all("report_candidate"):
             status = self.vault.read_note(e.uri).fields.get("status") or "pending"
             rows.append((0 if status == "pending" else 1, f"[{status}] {e.title}", e.uri))
-        for e in self.vault.list_notes("report"):
+        for e in self.vault.catalog.all("report"):
             rows.append((2, f"report · {e.title}", e.uri))
         view = self.query_one("#queue", ListView)
         ordered = sorted(rows)
@@ -139,8 +139,9 @@ class ReportScreen(Pane):
     @work(thread=True, exclusive=True, group="dream")
     def run_dream(self) -> None:
         from engine.dream import DreamBusy, dream
+        from engine.llm.registry import selection  # (the HTTP client: only when a report is drafted)
 
-        llm = self.vault.services.selection.llm  # the process's one provider choice
+        llm = selection(self.vault.config.llm).llm  # the process's one provider choice
 
         def progress(done: int, total: int) -> None:
             self.app.call_from_thread(self.query_one("#dream-status", Static).update, f"dreaming… {done}/{total} topics")

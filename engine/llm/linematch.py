@@ -4,14 +4,10 @@ went — or that it is gone."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import BaseModel, ConfigDict
 
-from ..llm import LLMError, Provider
-
-if TYPE_CHECKING:
-    from ..services import Services
+from ..config import LLMConfig
+from . import LLMError, Provider
 
 
 class Relocated(BaseModel):
@@ -41,15 +37,17 @@ class LLMLineMatcher:
 
 
 class ProviderLineMatcher:
-    """A vault's matcher (``vault.services.matcher``): the LLM matcher when the vault's
-    provider is a healthy LLM, else nothing beyond exact search. The provider is looked
-    up only when exact search failed, so plain edits never wait for a health check."""
+    """A vault's matcher (``vault.matcher``): the LLM matcher when the vault's provider is
+    a healthy LLM, else nothing beyond exact search. The provider is looked up only when
+    exact search failed, so plain edits never wait for a health check."""
 
-    def __init__(self, services: Services):
-        self.services = services
+    def __init__(self, config: LLMConfig):
+        self.config = config
 
     def relocate(self, old_segments: list[str], new_text: str) -> str | None:
-        llm = self.services.selection.llm
+        from .registry import selection  # (the HTTP client is imported only when a passage moved)
+
+        llm = selection(self.config).llm
         if llm is None:
             return None
         return LLMLineMatcher(llm).relocate(old_segments, new_text)

@@ -1,0 +1,97 @@
+"""A person's link write never replaces a link silently: the CLI, the app and MCP refuse a
+pair linked already (naming the link, changing nothing) unless asked to update it, and an
+update changes only what it was given and is undone by `memlink undo`."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLE
+from test_cli import memlink
+from test_mcp import server
+
+from engine import LinkError, Vault
+from engine.checks import check
+from engine.linkwrite import LinkExists, write_link
+from engine.review import undo
+
+A, B = "entities/berth-planner-v2.md", "entities/havenlink.md"  # linked in the sample vault: belongs_to 0.90
+
+
+def sidecars(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob(".relations*")) if ".memlink" not in p.parts}
+
+
+def the_link(vault: Vault):
+    return next(l for l in vault.links.of(A, "links") if l.to_uri == B)
+
+
+def test_a_pair_linked_already_is_refused_naming_the_link_and_nothing_changes(sample):
+    before, old = sidecars(sample.root), the_link(sample)
+    with pytest.raises(LinkExists) as refused:
+        write_link(sample, A, B, "related_to", weight=0.3, description="a second opinion")
+    message = str(refused.value)
+    assert old.id in message and "belongs_to 0.90" in message and "--update" in message
+    assert refused.value.existing == [old]
+    assert sidecars(sample.root) == before and the_link(sample) == old
+
+
+def test_an_update_changes_only_the_fields_given_and_undo_puts_the_link_back(sample):
+    before, old = sidecars(sample.root), the_link(sample)
+    updated = write_link(sample, A, B, update=True, weight=0.4)
+    assert updated.weight == 0.4 and updated.id == old.id
+    assert updated.model_copy(update={"weight": old.weight}) == old  # type, description, anchor, ranges kept
+    assert the_link(Vault.open(sample.root)) == updated
+    back = next(l for l in sample.links.of(B, "backlinks") if l.from_uri == A)
+    assert back.same_record(updated)  # both sides
+    assert "update-link" in undo(sample)
+    assert sidecars(sample.root) == before and the_link(Vault.open(sample.root)) == old
+    assert [f for f in check(Vault.open(sample.root)) if f.severity == "error"] == []
+
+
+def test_an_update_can_change_the_type_and_an_unchanged_one_writes_nothing(sample):
+    before, old = sidecars(sample.root), the_link(sample)
+    assert write_link(sample, A, B, update=True, weight=old.weight) == old
+    assert sidecars(sample.root) == before
+    changed = write_link(sample, A, B, "related_to", update=True)
+    assert changed.link_type.value == "related_to" and changed.description == old.description
+
+
+def test_a_new_link_needs_a_type_and_an_update_of_no_link_makes_one(sample):
+    a, b = "entities/mochi.md", "preferences/coffee.md"
+    with pytest.raises(LinkError, match="needs a link type"):
+        write_link(sample, a, b)
+    made = write_link(sample, a, b, "related_to", update=True, description="made by an update")
+    assert made.weight == 1.0 and [l.id for l in sample.links.of(a, "links") if l.to_uri == b] == [made.id]
+
+
+def test_the_cli_refuses_without_update_and_its_update_is_undone(sample):
+    root = sample.root
+    sample.close()
+    before = sidecars(root)
+    refused = memlink("link", A, B, "--type", "related_to", vault=root)
+    assert refused.returncode == 1 and "already" in refused.stderr and "--update" in refused.stderr
+    assert sidecars(root) == before
+    done = memlink("link", A, B, "--update", "--description", "a product of Havenlink", vault=root)
+    assert done.returncode == 0 and "updated" in done.stdout, done.stderr
+    link = the_link(Vault.open(root))
+    assert link.description == "a product of Havenlink" and link.weight == 0.9
+    assert memlink("undo", vault=root).returncode == 0
+    assert sidecars(root) == before
+
+
+async def test_mcp_refuses_a_pair_linked_already_unless_update(tmp_path):
+    root = tmp_path / "vault"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))
+    before = sidecars(root)
+    async with server(root) as client:
+        refused = await client.call_tool("link", {"from_uri": A, "to_uri": B, "link_type": "related_to"})
+        assert refused.is_error and refused.structured_content["error"]["type"] == "LinkExists"
+        assert sidecars(root) == before
+        updated = await client.call_tool("link", {"from_uri": A, "to_uri": B, "update": True, "weight": 0.5})
+        assert not updated.is_error and updated.structured_content["weight"] == 0.5
+        assert updated.structured_content["link_type"] == "belongs_to"
+    assert "update-link" in undo(Vault.open(root))
+    assert sidecars(root) == before
