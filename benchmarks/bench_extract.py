@@ -17,8 +17,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from engine import Vault  # noqa: E402
-from engine.extract.inputs import commit_session  # noqa: E402
 from engine.extract.rules import RulesExtractor  # noqa: E402
+from engine.sessions.commit import commit_session  # noqa: E402
 
 
 def run(extractor, label: str) -> None:

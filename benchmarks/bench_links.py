@@ -38,10 +38,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from engine.linkstore import SIDECAR_LOG  # noqa: E402
+
 from engine import Vault  # noqa: E402
 from engine.atomic import atomic_write_text  # noqa: E402
 from engine.links import SIDECAR  # noqa: E402
-from engine.linkstore import SIDECAR_LOG  # noqa: E402
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 

@@ -162,6 +162,27 @@ class CheckMemo:
                        ("checks.run", uuid.uuid4().hex)])
 
 
+def check(vault: Vault, *, today: dt.date | None = None, full: bool = False) -> list[Finding]:
+    """The vault's integrity findings, worst first: notes and logs that parse, links with
+    both sides pointing at notes that exist, no failed journals. Errors here are exactly
+    lint's errors; this is what `memlink check` reports (``check_run`` runs them all)."""
+    return check_run(vault, today=today, full=full).page(sources=[c.name for c in CHECKS if c.integrity])
+
+
+def check_run(vault: Vault, *, today: dt.date | None = None, full: bool = False) -> Findings:
+    """Run every registered check (engine.checks); one context is shared, so each file is
+    read once. Incremental unless ``full``: scoped checks remake findings only for the
+    notes that changed since the last run (their files, their links, and the notes next
+    to them) and keep the rest from the memo. The result is the same as a full run's."""
+    day = today or dt.date.today()
+    vault.sync()  # the run's view of the files
+    memo = CheckMemo(vault)
+    ctx = CheckContext(vault, day)
+    plan = memo.plan(ctx, full=full)
+    ctx.scope = plan.scope
+    return memo.save(plan, ctx, {c.name: list(c.run(ctx)) for c in CHECKS})
+
+
 class _Raced(Exception):
     """Another run saved the memo since this one was planned."""
 

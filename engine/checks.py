@@ -196,33 +196,6 @@ def register(integrity: bool = False, scoped: bool = False) -> Callable[[Callabl
     return add
 
 
-def check(vault: Vault, *, today: dt.date | None = None, full: bool = False) -> list[Finding]:
-    """The vault's integrity findings, worst first: notes and logs that parse, links with
-    both sides pointing at notes that exist, no failed journals. Errors here are exactly
-    lint's errors; this is what `memlink check` reports (``check_run`` runs them all)."""
-    return check_run(vault, today=today, full=full).page(sources=[c.name for c in CHECKS if c.integrity])
-
-
-def check_run(vault: Vault, *, today: dt.date | None = None, full: bool = False) -> Findings:
-    """Run every registered check; one context is shared, so each file is read once. The
-    findings as the memo now holds them (the caller closes them).
-
-    Incremental unless ``full``: scoped checks remake findings only for the notes that
-    changed since the last run (their files, their links, and the notes next to them),
-    and keep the rest from the last run's memo (engine.checkmemo; docs/DESIGN.md,
-    "Checks"). The result is the same as a full run's. A memo that cannot be written
-    (a full disk) gives way to one in memory, for a full run."""
-    from .checkmemo import CheckMemo
-
-    day = today or dt.date.today()
-    vault.sync()  # the run's view of the files
-    memo = CheckMemo(vault)
-    ctx = CheckContext(vault, day)
-    plan = memo.plan(ctx, full=full)
-    ctx.scope = plan.scope
-    return memo.save(plan, ctx, {check.name: list(check.run(ctx)) for check in CHECKS})
-
-
 def _problem(check: str, severity: Severity, code: str, uri: str, message: str) -> Finding:
     return Finding(check=check, severity=severity, uri=uri, message=message, code=code)
 

@@ -12,10 +12,11 @@ from ollama_stub import OllamaStub
 
 from engine import Vault
 from engine.checks import check
-from engine.extract.inputs import InputError, commit_session, ingest
+from engine.extract.inputs import InputError, ingest
 from engine.extract.loop import ExtractionRejected
 from engine.extract.operations import operations_model
 from engine.extract.rules import RulesExtractor
+from engine.sessions.commit import commit_session
 
 RULES = RulesExtractor()
 

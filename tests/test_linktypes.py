@@ -16,13 +16,13 @@ from test_extract import session
 from engine import LinkError, LinkType, Vault, VaultError
 from engine.checks import check
 from engine.config import SearchConfig
-from engine.extract.inputs import commit_session
 from engine.extract.linktype import choices_model
 from engine.extract.operations import operations_model
 from engine.extract.rules import RulesExtractor, link_type_for
 from engine.graph import LinkGraph
 from engine.linktypes import builtin_table
 from engine.search import propagation_params, search
+from engine.sessions.commit import commit_session
 
 SUPPORTS = """
 link_types:

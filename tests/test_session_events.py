@@ -12,11 +12,11 @@ from conftest import SAMPLE, set_llm
 from test_cli import memlink
 
 from engine.errors import MemlinkError
-from engine.extract.inputs import commit_session
 from engine.extract.rules import RulesExtractor
 from engine.extract.updater import AuditEntry
 from engine.jsonl import read_records
 from engine.search import SearchLogEntry, search
+from engine.sessions.commit import commit_session
 from engine.sessions.events import SessionEvent
 from engine.sessions.importer import import_chat
 from engine.sessions.log import SessionError, append_events, read_events, validate_session_file

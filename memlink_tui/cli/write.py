@@ -114,7 +114,8 @@ def _retry_pending(vault: Vault, extractor: Extractor, quiet: bool) -> bool:
 
 
 def cmd_commit(args: argparse.Namespace) -> int:
-    from engine.extract.inputs import choose_extractor, commit_session
+    from engine.extract.inputs import choose_extractor
+    from engine.sessions.commit import commit_session
 
     vault = open_vault(args)
     extractor, health = choose_extractor(vault)

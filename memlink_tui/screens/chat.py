@@ -360,7 +360,7 @@ class ChatScreen(Pane):
 
     @work(thread=True, exclusive=True, group="commit")
     def commit(self, session: str) -> None:
-        from engine.extract.inputs import commit_session
+        from engine.sessions.commit import commit_session
 
         try:
             report = commit_session(self.vault, session)
