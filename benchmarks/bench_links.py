@@ -41,8 +41,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from engine.linkstore import SIDECAR_LOG  # noqa: E402
 
 from engine import Vault  # noqa: E402
-from engine.atomic import atomic_write_text  # noqa: E402
-from engine.links import SIDECAR  # noqa: E402
+from engine.model.links import SIDECAR  # noqa: E402
+from engine.storage.atomic import atomic_write_text  # noqa: E402
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
@@ -72,7 +72,7 @@ print(json.dumps((time.perf_counter() - t) * 1000))
 FRESH_SIMPLE = """
 import sys, time, json, os
 from pathlib import Path
-from engine.atomic import atomic_write_text
+from engine.storage.atomic import atomic_write_text
 root = Path(sys.argv[1])
 entry = json.loads(sys.argv[4])
 t = time.perf_counter()

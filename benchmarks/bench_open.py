@@ -37,8 +37,8 @@ from engine.state import AtomicJSONStorage  # noqa: E402
 from synthetic import generate_fast  # noqa: E402
 
 from engine import Vault  # noqa: E402
-from engine.catalog import CATALOG_FILE, CatalogEntry, CatalogStore  # noqa: E402
-from engine.embed import BUNDLED_MODEL, bundled_model_path, load_static_model, normalise  # noqa: E402
+from engine.index.embed import BUNDLED_MODEL, bundled_model_path, load_static_model, normalise  # noqa: E402
+from engine.storage.catalog import CATALOG_FILE, CatalogEntry, CatalogStore  # noqa: E402
 
 SHARDS = 64  # the TinyDB catalog's shard count
 

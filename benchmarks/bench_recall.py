@@ -40,9 +40,9 @@ from synthetic import TextMaker  # noqa: E402
 
 from engine import Vault  # noqa: E402
 from engine.index.keywords import bm25_idf  # noqa: E402
+from engine.model.text import tokenize  # noqa: E402
 from engine.sessions.importer import import_chat, turn_extractor  # noqa: E402
 from engine.sessions.recall import RecallParams, TurnMemory  # noqa: E402
-from engine.text import tokenize  # noqa: E402
 
 PEOPLE = ["Astrid Holm", "Bram Visser", "Chen Wei", "Dara Okafor", "Emil Novak", "Farah Aziz", "Gus Moreno", "Hana Sato"]
 
@@ -120,7 +120,7 @@ OPEN_RAW = """
 import json, sqlite3, sys, time
 from pathlib import Path
 import hnswlib, tantivy
-from engine.embed import bundled_model_path, load_static_model
+from engine.index.embed import bundled_model_path, load_static_model
 from engine.sessions.turnindex import _schema
 folder = Path(sys.argv[1]) / ".memlink" / "turns"
 t = time.perf_counter()
@@ -144,7 +144,7 @@ from collections import Counter
 from pathlib import Path
 sys.path.insert(0, "benchmarks")
 from bench_recall import full_scan_bm25
-from engine.text import tokenize
+from engine.model.text import tokenize
 t = time.perf_counter()
 docs = {}
 for shard in sorted((Path(sys.argv[1]) / ".memlink" / "db").glob("turns-*.json")):

@@ -18,7 +18,7 @@ Rows (memlink | baseline):
   ``memlink search`` | a process loading the raw hnswlib + tantivy files and querying both
 - peak RSS of the warm search process | of the baseline process
 - warm search in process (a process of its own for each side), p50 / p95 over the queries,
-  the median of three runs of each side taken in turn: ``engine.search.search`` | embed +
+  the median of three runs of each side taken in turn: ``engine.retrieve.search.search`` | embed +
   hnswlib knn + tantivy query
 - first lint (every check run on the copy once), lint after one change, full lint
   (``--full``: everything checked again, the derived state kept): ``memlink lint`` |
@@ -99,7 +99,7 @@ MINE_TIMED = r'''
 import json, sys, time
 from pathlib import Path
 from engine import Vault
-from engine.search import search
+from engine.retrieve.search import search
 vault = Vault.open(Path(sys.argv[1]))
 index = vault.services.open_index()
 queries = sys.argv[2:]
@@ -138,7 +138,7 @@ def raw_build(root: Path, out: Path) -> None:
     import tantivy
     from model2vec import StaticModel
 
-    from engine.embed import bundled_model_path
+    from engine.index.embed import bundled_model_path
 
     full_scan(root)
     uris, bodies = [], []
@@ -283,7 +283,7 @@ class _SkipWrites(Exception):
 
 def run(n: int, work: Path, nq: int, search_only: bool = False) -> None:
     from engine import Vault
-    from engine.embed import bundled_model_path
+    from engine.index.embed import bundled_model_path
 
     base, ready, generated = ensure_vaults(work, n)
     rows: list[tuple[str, str, str]] = []
@@ -411,7 +411,7 @@ def sample_search(work: Path) -> None:
     """One search process on a copy of the sample vault (warm, median of 5), beside the raw
     hnswlib + tantivy process on the same copy: what the issue's "at most 2× the sample
     vault per search process" compares a big vault's row with."""
-    from engine.embed import bundled_model_path
+    from engine.index.embed import bundled_model_path
 
     sample = work / "sample"
     if not (sample / ".memlink" / "index" / "state.json").exists():

@@ -30,7 +30,7 @@ from synthetic import generate_fast  # noqa: E402
 from engine import Vault  # noqa: E402
 from engine.graph import LinkGraph  # noqa: E402
 from engine.index import SearchIndex  # noqa: E402
-from engine.search import search  # noqa: E402
+from engine.retrieve.search import search  # noqa: E402
 
 
 def pct(ms: list[float], p: float) -> float:

@@ -39,8 +39,8 @@ from engine.extract.batch import ingest_batch  # noqa: E402
 from engine.extract.rules import RulesExtractor  # noqa: E402
 from engine.index import SearchIndex  # noqa: E402
 from engine.index.keywords import KeywordIndex  # noqa: E402
-from engine.relations import relations_of  # noqa: E402
-from engine.search import search  # noqa: E402
+from engine.model.relations import relations_of  # noqa: E402
+from engine.retrieve.search import search  # noqa: E402
 
 K = 5
 ROUTES = {  # name -> search keyword arguments (ablations)

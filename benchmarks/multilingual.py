@@ -38,12 +38,12 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from quality import evaluate as quality_evaluate  # noqa: E402
 
 from engine import Vault  # noqa: E402
-from engine.embed import BUNDLED_MODEL, bundled_model_path, bundled_name, nonzero  # noqa: E402
 from engine.index import SearchIndex  # noqa: E402
-from engine.search import search  # noqa: E402
+from engine.index.embed import BUNDLED_MODEL, bundled_model_path, bundled_name, nonzero  # noqa: E402
+from engine.model.text import chunk_text, tokenize  # noqa: E402
+from engine.retrieve.search import search  # noqa: E402
 from engine.sessions.importer import import_chat, turn_extractor  # noqa: E402
 from engine.sessions.recall import RecallParams, TurnMemory  # noqa: E402
-from engine.text import chunk_text, tokenize  # noqa: E402
 
 QUERIES = REPO / "benchmarks" / "multilingual_queries.yaml"
 UNRELATED = REPO / "benchmarks" / "unrelated_questions.txt"
@@ -51,7 +51,7 @@ NOTE_MODES = {"keyword": ("keyword",), "vector": ("vector",), "hybrid": ("vector
 LOAD = """
 import sys, time
 t = time.perf_counter()
-from engine.embed import load_embedder
+from engine.index.embed import load_embedder
 load_embedder(sys.argv[1] or None)
 print(time.perf_counter() - t)
 """

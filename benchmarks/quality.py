@@ -20,7 +20,7 @@ sys.path.insert(0, str(REPO))
 
 from engine import Vault  # noqa: E402
 from engine.index import SearchIndex  # noqa: E402
-from engine.search import search  # noqa: E402
+from engine.retrieve.search import search  # noqa: E402
 
 MODES = {
     "keyword": dict(routes=("keyword",), use_graph=False),

@@ -20,12 +20,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine import Vault  # noqa: E402
-from engine.config import CONFIG_FILE, VaultConfig, dump_config  # noqa: E402
-from engine.embed import bundled_model_path  # noqa: E402
-from engine.links import SIDECAR, LinkType, Sidecar, StoredLink  # noqa: E402
-from engine.notes import Note, render_note_body, serialize_note  # noqa: E402
-from engine.schema import TypeRegistry  # noqa: E402
-from engine.uris import uri_dir  # noqa: E402
+from engine.index.embed import bundled_model_path  # noqa: E402
+from engine.model.config import CONFIG_FILE, VaultConfig, dump_config  # noqa: E402
+from engine.model.links import SIDECAR, LinkType, Sidecar, StoredLink  # noqa: E402
+from engine.model.notes import Note, render_note_body, serialize_note  # noqa: E402
+from engine.model.schema import TypeRegistry  # noqa: E402
+from engine.model.uris import uri_dir  # noqa: E402
 
 LINK_MIX = [  # how often each type occurs (related_to dominates, as in real vaults)
     (LinkType.RELATED_TO, 40), (LinkType.BELONGS_TO, 25), (LinkType.CAUSED_BY, 10),

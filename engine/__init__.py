@@ -1,7 +1,7 @@
 """memlink's UI-free core. Never imports textual, widgets or memlink_tui.
 
 The names below are imported when first asked for (PEP 562): a process that needs one
-module (``engine.walk``, started before anything else by the CLI) does not pay for the
+module (``engine.storage.walk``, started before anything else by the CLI) does not pay for the
 rest, ~0.2 s of pydantic models and Jinja templates."""
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .catalog import CatalogEntry
-    from .checks import Finding
     from .errors import (
         LinkError,
         MemlinkError,
@@ -24,15 +22,17 @@ if TYPE_CHECKING:
         VaultError,
         VaultLocked,
     )
-    from .links import LinkType, StoredLink, StoredWikiLink, WikiLink
-    from .notes import Note
-    from .schema import MemoryTypeSchema, TypeRegistry
-    from .vault import Vault
+    from .lint.checks import Finding
+    from .model.links import LinkType, StoredLink, StoredWikiLink, WikiLink
+    from .model.notes import Note
+    from .model.schema import MemoryTypeSchema, TypeRegistry
+    from .storage.catalog import CatalogEntry
+    from .storage.vault import Vault
 
 _FROM = {
-    "Finding": "checks", "CatalogEntry": "catalog", "Vault": "vault", "Note": "notes",
-    "MemoryTypeSchema": "schema", "TypeRegistry": "schema",
-    **dict.fromkeys(("LinkType", "StoredLink", "StoredWikiLink", "WikiLink"), "links"),
+    "Finding": "lint.checks", "CatalogEntry": "storage.catalog", "Vault": "storage.vault", "Note": "model.notes",
+    "MemoryTypeSchema": "model.schema", "TypeRegistry": "model.schema",
+    **dict.fromkeys(("LinkType", "StoredLink", "StoredWikiLink", "WikiLink"), "model.links"),
     **dict.fromkeys(("LinkError", "MemlinkError", "MergeError", "NoteError", "NoteNotFound", "SchemaError",
                      "SidecarError", "UriError", "VaultError", "VaultLocked"), "errors"),
 }
@@ -49,7 +49,7 @@ def __getattr__(name: str) -> Any:
 
 def version() -> str:
     """memlink's installed version ("unknown" when run from a source tree not installed)."""
-    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import PackageNotFoundError  # (~10 ms: only when the version is asked for)
     from importlib.metadata import version as installed
 
     try:

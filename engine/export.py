@@ -22,6 +22,7 @@ vault's write lock, after any journal was replayed, so no half-written change is
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import hashlib
 import io
 import json
@@ -32,6 +33,7 @@ import stat
 import tarfile
 import time
 import uuid
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -40,16 +42,16 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from . import version
-from .atomic import TMP_SUFFIX, atomic_writer, fsync_dir
 from .errors import MemlinkError, SidecarError
-from .links import SIDECAR, StoredLink
-from .render import render_links
-from .sidecars import SIDECAR_LOG, folder_text, sidecar_rel
-from .store import STATE_DIR
-from .uris import utf8_name
+from .model.links import SIDECAR, StoredLink
+from .model.uris import utf8_name
+from .storage.atomic import TMP_SUFFIX, atomic_writer, fsync_dir
+from .storage.render import render_links
+from .storage.sidecars import SIDECAR_LOG, folder_text, sidecar_rel
+from .storage.store import STATE_DIR
 
 if TYPE_CHECKING:
-    from .vault import Vault
+    from .storage.vault import Vault
 
 FORMAT = "memlink-backup"
 FORMAT_VERSION = 1
@@ -57,7 +59,7 @@ MANIFEST = "manifest.json"  # in the archive's top folder, beside vault/
 SUMS = "SHA256SUMS"  # the same hashes for `sha256sum -c`
 VAULT_DIR = "vault"  # the vault's files sit under <top>/vault/ in the archive
 LOCK_SUFFIX = ".lock"
-MARKDOWN_INDEX = "README.md"  # never a note at the vault root (engine.vault.NON_NOTE_FILES)
+MARKDOWN_INDEX = "README.md"  # never a note at the vault root (engine.storage.vault.NON_NOTE_FILES)
 
 
 class ExportError(MemlinkError):
@@ -533,9 +535,6 @@ def _read_manifest(archive: Path, tar: tarfile.TarFile, member: tarfile.TarInfo)
 
 
 def _open_archive(archive: Path) -> tuple[tarfile.TarFile, list[tarfile.TarInfo]]:
-    import gzip
-    import zlib
-
     try:
         tar = tarfile.open(archive, "r:gz")
     except FileNotFoundError:

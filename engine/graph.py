@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from .links import Edge, LinkType, StoredLink
-from .linktypes import Flow, LinkTypeTable, builtin_table
+from .model.links import Edge, LinkType, StoredLink
+from .model.linktypes import Flow, LinkTypeTable, builtin_table
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from .vault import Vault
+    from .storage.vault import Vault
 
 Direction = Literal["links", "backlinks"]
 
@@ -314,7 +314,7 @@ class LinkGraph(Adjacency):
     def weighted_digraph(self) -> nx.DiGraph:
         """One edge per linked pair, weighing the sum of its links' weights (a link id seen
         twice on a pair counts once, its last record: as in ``g``, keyed by id)."""
-        import networkx as nx
+        import networkx as nx  # (whole-graph views only)
 
         pairs: dict[tuple[str, str], dict[str, float]] = {}
         for a in self.nodes:
@@ -338,7 +338,7 @@ class LinkGraph(Adjacency):
         if g.number_of_nodes() == 0:
             return {}
         pers = {n: w for n, w in (personalization or {}).items() if n in g and w > 0} or None
-        import networkx as nx
+        import networkx as nx  # (whole-graph views only)
 
         return nx.pagerank(g, alpha=alpha, personalization=pers, weight="weight", tol=1e-10, max_iter=500)
 
@@ -346,7 +346,7 @@ class LinkGraph(Adjacency):
         """A shortest path between two notes, walking links either way."""
         if a not in self.nodes or b not in self.nodes:
             return None
-        import networkx as nx
+        import networkx as nx  # (whole-graph views only)
 
         try:
             nodes = nx.shortest_path(self.g.to_undirected(as_view=True), a, b)

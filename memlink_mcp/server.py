@@ -27,7 +27,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from engine import MemlinkError, Vault, version
 from engine.errors import NoteNotFound, UriError
 from engine.index import SearchIndex
-from engine.vault import VaultReadOnly
+from engine.storage.vault import VaultReadOnly
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -76,7 +76,7 @@ class MemlinkTools:
 
     # -- reading -----------------------------------------------------------------------------
     def search(self, query: str, k: int = 10, types: list[str] | None = None, graph: bool = True) -> dict[str, Any]:
-        from engine.search import search
+        from engine.retrieve.search import search
 
         self.fresh()
         for t in types or ():
@@ -92,7 +92,7 @@ class MemlinkTools:
         return {"question": question, "turns": [h.to_json() for h in hits]}
 
     def show_note(self, uri: str) -> dict[str, Any]:
-        from engine.render import note_data
+        from engine.storage.render import note_data
 
         return note_data(self.vault, uri)
 
@@ -125,7 +125,7 @@ class MemlinkTools:
         return {"questions": questions, "reports": reports}
 
     def lint_digest(self) -> dict[str, Any]:
-        from engine.lint import digest, lint
+        from engine.lint.report import digest, lint
 
         self.fresh()
         with lint(self.vault) as report:
@@ -152,7 +152,7 @@ class MemlinkTools:
     def link(self, from_uri: str, to_uri: str, link_type: str | None = None, weight: float | None = None,
              description: str | None = None, match_text: str | None = None, t_field: str | None = None,
              t_lines: str | None = None, update: bool = False) -> dict[str, Any]:
-        from engine.linkwrite import write_link
+        from engine.review.linkwrite import write_link
 
         self.writable()
         chosen = self.vault.config.link_table().require(link_type) if link_type else None

@@ -21,8 +21,8 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen
 
 from engine import MemlinkError, Vault
-from engine.atomic import disk_full
-from engine.text import printable
+from engine.model.text import printable
+from engine.storage.atomic import disk_full
 from widgets.safe import safe_markup
 from widgets.status_bar import Status
 
@@ -76,10 +76,10 @@ def _digest_counts(path: Path) -> tuple[int, int] | None:
 def _vault_file(root: Path, _change: object, path: str) -> bool:
     """Files whose change the panes show: notes, link sidecars and logs; not derived state
     (`.memlink/`), hidden folders, temp files, sessions or generated dashboards."""
-    from engine.atomic import TMP_SUFFIX
-    from engine.links import SIDECAR
-    from engine.sidecars import SIDECAR_LOG
-    from engine.walk import NON_NOTE_DIRS
+    from engine.model.links import SIDECAR
+    from engine.storage.atomic import TMP_SUFFIX
+    from engine.storage.sidecars import SIDECAR_LOG
+    from engine.storage.walk import NON_NOTE_DIRS
 
     try:
         parts = Path(path).relative_to(root).parts

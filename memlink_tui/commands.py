@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from engine.text import printable
+from engine.model.text import printable
 
 if TYPE_CHECKING:
     from .app import MemlinkApp

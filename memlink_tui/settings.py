@@ -12,7 +12,7 @@ import yaml
 from platformdirs import user_config_path
 from pydantic import BaseModel, ConfigDict
 
-from engine.atomic import atomic_write_text
+from engine.storage.atomic import atomic_write_text
 
 
 def config_dir() -> Path:

@@ -8,7 +8,7 @@ import os
 import random
 import sys
 
-import engine.sidecars as sidecars
+import engine.storage.sidecars as sidecars
 from engine import MemlinkError, Vault
 
 # The kill tests shrink the sidecars' thresholds so that every sidecar takes log lines

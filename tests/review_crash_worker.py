@@ -15,11 +15,11 @@ import sys
 
 import crash_worker  # noqa: F401 (sets the sidecars' test thresholds from the environment)
 
-import engine.journal as journal
-import engine.linkindex as linkindex
-import engine.sidecars as sidecars
+import engine.storage.journal as journal
+import engine.storage.linkindex as linkindex
+import engine.storage.sidecars as sidecars
 from engine import Vault
-from engine.review import review, undo
+from engine.review.actions import review, undo
 
 steps = 0
 

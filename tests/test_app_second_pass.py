@@ -429,7 +429,7 @@ def test_the_readme_key_map_is_the_bindings():
 
 # -- the review card -----------------------------------------------------------------------------------
 def test_a_dispute_says_why_and_which_lines(sample):
-    from engine.review import ReviewError, dispute
+    from engine.review.actions import ReviewError, dispute
 
     d = dispute(sample, "events/2026/10/29/11-with-pieter.md", "entities/pieter-de-vries.md")
     assert d.reason.startswith("Pieter now says mornings")

@@ -20,19 +20,19 @@ import pytest
 import yaml
 from conftest import make_pair
 
-import engine.catalog
+import engine.storage.catalog
 from engine import Vault
-from engine.atomic import TMP_SUFFIX
-from engine.catalog import CatalogEntry, content_hash
-from engine.frontmatter import fast_load, load_frontmatter
-from engine.links import SIDECAR
-from engine.names import NameIndex
-from engine.notes import Note, _NoteDumper, serialize_note
-from engine.store import DB_FILE, SCHEMA_VERSION, Store
-from engine.text import words
-from engine.uris import utf8_name
-from engine.walk import NON_NOTE_DIRS, NON_NOTE_FILES, vault_files
-from engine.yamlio import safe_load
+from engine.model.frontmatter import fast_load, load_frontmatter
+from engine.model.links import SIDECAR
+from engine.model.notes import Note, _NoteDumper, serialize_note
+from engine.model.text import words
+from engine.model.uris import utf8_name
+from engine.model.yamlio import safe_load
+from engine.retrieve.names import NameIndex
+from engine.storage.atomic import TMP_SUFFIX
+from engine.storage.catalog import CatalogEntry, content_hash
+from engine.storage.store import DB_FILE, SCHEMA_VERSION, Store
+from engine.storage.walk import NON_NOTE_DIRS, NON_NOTE_FILES, vault_files
 
 BO = "---\nmemory_type: entity\ncreated_at: '2026-01-01T00:00:00+00:00'\nfields:\n  name: Bo\n  kind: person\n---\n"
 
@@ -57,8 +57,8 @@ def stored_rows(vault: Vault, sql: str) -> list[tuple]:
 def count_reads(monkeypatch) -> list[str]:
     """Every note file the catalog parses (a note read from disk)."""
     parsed: list[str] = []
-    real = engine.catalog.parse_note
-    monkeypatch.setattr(engine.catalog, "parse_note", lambda text, uri, types: parsed.append(uri) or real(text, uri, types))
+    real = engine.storage.catalog.parse_note
+    monkeypatch.setattr(engine.storage.catalog, "parse_note", lambda text, uri, types: parsed.append(uri) or real(text, uri, types))
     return parsed
 
 
@@ -92,7 +92,7 @@ def write_every_kind_of_note(vault: Vault) -> dict[str, str]:
     bo = vault.write_note("entity", {"name": "Ana B", "kind": "person"}).uri
     vault.supersede(ana, bo, "2026-01-02")
     (vault.root / "entities" / "broken.md").write_text("no frontmatter\n")
-    (vault.root / "entities" / "half.md").write_text(  # an extraction not finished (engine.notes.is_pending)
+    (vault.root / "entities" / "half.md").write_text(  # an extraction not finished (engine.model.notes.is_pending)
         "---\nmemory_type: entity\ncreated_at: '2026-01-01T00:00:00+00:00'\nupdated_at: '2026-01-03T00:00:00+00:00'\n"
         "extraction: pending\nfields:\n  name: Half\n  kind: company\n---\nNot done.\n")
     return {"ana": ana, "bo": bo, "broken": "entities/broken.md", "half": "entities/half.md"}
@@ -257,7 +257,7 @@ def test_a_catalog_damaged_while_open_is_rebuilt(vault, caplog):
     assert vault.catalog.uris() == [ana]
     generation = vault.store.generation
     db_path(vault).write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)  # under the open connection
-    with caplog.at_level(logging.WARNING, logger="engine.store"):
+    with caplog.at_level(logging.WARNING, logger="engine.storage.store"):
         assert vault.catalog.stored() == []  # the read goes on, on a database made afresh
     assert "damaged" in caplog.text and vault.store.generation != generation
     assert [e.uri for e in vault.catalog.all()] == [ana]  # derived again (the first question after a rebuild syncs)
@@ -282,7 +282,7 @@ def test_a_catalog_locked_by_another_process_is_left_alone_and_the_command_goes_
     opened, other = open_with_a_writer_elsewhere(vault)
     generation = opened.store.generation
     (vault.root / "entities" / "bo.md").write_text(BO)
-    with caplog.at_level(logging.WARNING, logger="engine.store"):
+    with caplog.at_level(logging.WARNING, logger="engine.storage.store"):
         synced = opened.sync()  # waits, gives up writing, neither raises nor discards the database
     assert synced.changed == {"entities/bo.md"} and "not written now" in caplog.text
     # Not written, not known: this process's view is the table's, and its next sync reads the file again.
@@ -460,7 +460,7 @@ def test_names_looked_up_in_the_table_equal_the_names_built_from_every_title(sam
 def test_a_repair_sees_a_note_another_process_wrote(vault):
     """fix removes links to notes that do not exist: under the write lock it syncs again,
     so a note and link another process made after this one's catalog was read stay."""
-    from engine.lint import fix
+    from engine.lint.report import fix
 
     a = vault.write_note("entity", {"name": "Ana", "kind": "person"}).uri
     vault.sync()

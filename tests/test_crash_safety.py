@@ -18,11 +18,11 @@ from conftest import REPO
 from test_linkindex import indexed, link_folders, rebuilt, trusted
 
 from engine import Vault, VaultLocked
-from engine.atomic import STALE_TEMP, TMP_SUFFIX
-from engine.checks import check
-from engine.jsonl import read_jsonl
-from engine.sidecars import SIDECAR_LOG
-from engine.store import DB_FILE, Store
+from engine.lint.memo import check
+from engine.storage.atomic import STALE_TEMP, TMP_SUFFIX
+from engine.storage.jsonl import read_jsonl
+from engine.storage.sidecars import SIDECAR_LOG
+from engine.storage.store import DB_FILE, Store
 
 WORKER = Path(__file__).with_name("crash_worker.py")
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -274,7 +274,7 @@ def test_a_killed_writers_temp_journal_file_is_removed_once_old(tmp_path):
 
 
 def test_replay_never_overwrites_a_file_edited_since(tmp_path):
-    from engine.journal import WriteFile, file_hash
+    from engine.storage.journal import WriteFile, file_hash
 
     v = seed_vault(tmp_path / "vault")
     uri = "entities/person-0.md"
@@ -283,7 +283,7 @@ def test_replay_never_overwrites_a_file_edited_since(tmp_path):
     journal = v.journal
     journal.folder.mkdir(parents=True, exist_ok=True)
     # A journal as a killed writer leaves it, then the user edits the note in vim.
-    from engine.journal import _OPS
+    from engine.storage.journal import _OPS
 
     (journal.folder / "00000000000000000001-dead.json").write_bytes(_OPS.dump_json([WriteFile(uri=uri, text="stale", before=before)]))
     path.write_text(path.read_text().replace("first line", "edited by hand"))
@@ -294,9 +294,9 @@ def test_replay_never_overwrites_a_file_edited_since(tmp_path):
 
 
 def test_a_journal_that_cannot_be_replayed_is_set_aside_and_reported(tmp_path):
-    from engine.journal import _OPS
-    from engine.links import StoredLink
-    from engine.sidecars import PutLink
+    from engine.model.links import StoredLink
+    from engine.storage.journal import _OPS
+    from engine.storage.sidecars import PutLink
 
     v = seed_vault(tmp_path / "vault")
     folder = v.state_dir / "journal"
@@ -378,7 +378,7 @@ def _kill_at_each_step(template: Path, work: Path, action: str, a: str, b: str):
 @pytest.mark.slow
 @pytest.mark.parametrize("action", ["keep-a", "keep-b", "merge", "dismiss", "research"])
 def test_a_review_action_killed_at_any_step_lands_with_its_undo_record_or_not_at_all(tmp_path, action):
-    from engine.review import last_action, undo
+    from engine.review.actions import last_action, undo
 
     template = tmp_path / "template"
     a, b = _seed_contradiction(template)
@@ -417,7 +417,7 @@ def test_a_review_action_killed_at_any_step_lands_with_its_undo_record_or_not_at
 
 @pytest.mark.slow
 def test_an_undo_killed_at_any_step_restores_everything_with_its_record_or_nothing(tmp_path):
-    from engine.review import last_action, review, undo
+    from engine.review.actions import last_action, review, undo
 
     template = tmp_path / "template"
     a, b = _seed_contradiction(template)

@@ -16,9 +16,9 @@ from filelock import FileLock
 from ollama_stub import OllamaStub
 
 from engine import Vault
-from engine.checks import check
 from engine.dream import DreamBusy, ask, dream, load_state
 from engine.errors import MemlinkError
+from engine.lint.memo import check
 from engine.llm.ollama_provider import OllamaProvider
 
 
@@ -129,7 +129,7 @@ def test_hub_topics_and_new_notes_next_to_a_reports_sources(vault):
 
 
 def test_topics_searched_often_but_poorly_covered_become_questions(vault):
-    from engine.search import search
+    from engine.retrieve.search import search
 
     vault.write_note("entity", {"name": "Studio", "content": "The ceramics studio."})
     for _ in range(3):
@@ -311,7 +311,7 @@ def vault_files(root: Path) -> dict[str, str]:
 def test_a_dry_run_leaves_the_vault_byte_identical(vault):
     from test_cli import memlink
 
-    from engine.search import search
+    from engine.retrieve.search import search
 
     w = vault.write_note
     a = w("entity", {"name": "A", "content": "Says yes."}).uri

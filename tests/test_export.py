@@ -16,12 +16,12 @@ import pytest
 from conftest import SAMPLE, make_pair
 from test_cli import memlink
 
-import engine.sidecars as sidecars
+import engine.storage.sidecars as sidecars
 from engine import Vault, VaultLocked
-from engine.checks import check
 from engine.export import ExportError, backup_vault, export_markdown, export_vault, restore_archive
-from engine.links import SIDECAR
-from engine.sidecars import SIDECAR_LOG
+from engine.lint.memo import check
+from engine.model.links import SIDECAR
+from engine.storage.sidecars import SIDECAR_LOG
 
 
 def _copy_sample(tmp_path: Path, name: str = "sample") -> Path:
@@ -133,7 +133,7 @@ def test_export_waits_for_the_write_lock(tmp_path):
 
 
 def test_export_finishes_a_change_a_killed_writer_left_first(vault, tmp_path, monkeypatch):
-    from engine import journal
+    from engine.storage import journal
 
     a, b = make_pair(vault)
 
@@ -269,7 +269,7 @@ def test_backup_then_restore_gives_the_same_vault(tmp_path):
     assert any(rel.startswith("sessions/") for rel in restored) and any(rel.endswith(SIDECAR) for rel in restored)
     assert _errors(dest) == []
 
-    from engine.search import search
+    from engine.retrieve.search import search
 
     for query in ("celadon glaze", "advisory lock incident", "who is Lena's partner"):
         original = search(Vault.open(root), query, k=3)

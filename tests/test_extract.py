@@ -11,11 +11,12 @@ import yaml
 from ollama_stub import OllamaStub
 
 from engine import Vault
-from engine.checks import check
-from engine.extract.inputs import InputError, ingest
+from engine.extract.batch import ingest
+from engine.extract.inputs import InputError
 from engine.extract.loop import ExtractionRejected
 from engine.extract.operations import operations_model
 from engine.extract.rules import RulesExtractor
+from engine.lint.memo import check
 from engine.sessions.commit import commit_session
 
 RULES = RulesExtractor()
@@ -211,7 +212,7 @@ def test_line_ranges_follow_a_patch_that_moves_lines_and_the_llm_matcher(ollama_
 def test_a_note_is_never_created_after_it_was_updated(vault):
     import datetime as dt
 
-    from engine.notes import parse_timestamp
+    from engine.model.notes import parse_timestamp
 
     tomorrow = (dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).date().isoformat()  # a clock ahead, or noon not yet here
     session(vault, "s-ahead", [("user", "I love Longquan celadon glazes."), ("assistant", "Noted.")], day=tomorrow)

@@ -11,11 +11,11 @@ from conftest import make_pair
 from test_cli import memlink
 
 from engine import Vault
-from engine.checks import check
 from engine.graph import LinkGraph
-from engine.jsonl import read_jsonl
-from engine.links import REJECTED, SIDECAR
-from engine.lint import fix
+from engine.lint.memo import check
+from engine.lint.report import fix
+from engine.model.links import REJECTED, SIDECAR
+from engine.storage.jsonl import read_jsonl
 
 HOSTILE = "../../etc/passwd"
 

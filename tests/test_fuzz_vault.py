@@ -18,12 +18,12 @@ from conftest import SAMPLE
 from test_cli import memlink
 
 from engine import MemlinkError, Vault
-from engine.checks import check
 from engine.dream import dream
 from engine.graph import LinkGraph
-from engine.links import SIDECAR
-from engine.lint import fix, lint
-from engine.search import search
+from engine.lint.memo import check
+from engine.lint.report import fix, lint
+from engine.model.links import SIDECAR
+from engine.retrieve.search import search
 
 SEED = 1313
 HUGE = 20 * 1024 * 1024

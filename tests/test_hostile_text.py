@@ -16,10 +16,10 @@ from conftest import REPO, set_llm, settle
 from ollama_stub import OllamaStub
 
 from engine import LinkType, Vault
+from engine.model.text import printable
 from engine.sessions.extract import RulesTurnExtractor
 from engine.sessions.importer import extract_pending
 from engine.sessions.log import append_events
-from engine.text import printable
 
 # One of each: clear screen, clipboard write, hidden hyperlink, bare CR, RLO, an isolate,
 # an 8-bit CSI, and Rich markup.
@@ -43,7 +43,7 @@ def test_printable_drops_every_kind_of_sequence_and_keeps_the_words():
 
 
 def test_printable_json_keeps_the_data_and_shows_none_of_it_raw():
-    from engine.text import printable_json
+    from engine.model.text import printable_json
 
     text = printable_json(json.dumps({"t": HOSTILE}, ensure_ascii=False))
     assert unsafe(text) == []
@@ -151,7 +151,7 @@ async def test_the_app_draws_no_escape_sequence_and_shows_markup_literally(tmp_p
 
 
 def test_printable_text_is_passed_as_it_is_and_nothing_printable_is_ever_removed():
-    from engine.text import _ESCAPES, printable
+    from engine.model.text import _ESCAPES, printable
 
     assert not [hex(c) for c in range(0x110000) if chr(c).isprintable() and _ESCAPES.match(chr(c))]
     clean = "Plain words, 汉字, émigré — 100%"
@@ -160,7 +160,7 @@ def test_printable_text_is_passed_as_it_is_and_nothing_printable_is_ever_removed
 
 
 def test_a_title_with_escape_sequences_gives_a_file_name_without_their_payload():
-    from engine.templates import slugify
+    from engine.model.templates import slugify
 
     title = "Evil \x1b]52;c;SGVsbG8=\x07 notes \x1b]8;;http://x.example\x07link\x1b]8;;\x07 \x1b[2J here"
     assert slugify(title) == "evil-notes-link-here"

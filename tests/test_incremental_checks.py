@@ -1,6 +1,6 @@
 """Incremental lint and check: after any change, an incremental run finds exactly what a
 full run finds, and remakes findings only for the notes the change touched. The memo of
-the last run is kept in the vault's store (engine.checkmemo)."""
+the last run is kept in the vault's store (engine.lint.memo)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import sqlite3
 import pytest
 
 from engine import Vault
-from engine.catalog import Catalog
-from engine.checkmemo import CheckMemo
-from engine.checks import CHECKS, CheckContext, check_run
-from engine.lint import lint, write_dashboards
-from engine.uris import uri_dir
+from engine.lint.checks import CHECKS, CheckContext
+from engine.lint.memo import CheckMemo, check_run
+from engine.lint.report import lint, write_dashboards
+from engine.model.uris import uri_dir
+from engine.storage.catalog import Catalog
 
 TODAY = dt.date(2026, 12, 1)
 

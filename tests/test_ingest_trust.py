@@ -18,9 +18,9 @@ from test_cli import memlink
 from test_linked_pages import answer, cli_vault, links_of, write
 
 from engine import Vault
-from engine.checks import check_run
 from engine.extract.batch import ingest_batch, pending_sources
 from engine.extract.rules import RulesExtractor
+from engine.lint.memo import check_run
 
 PAGES = {
     "companies/acme.md": ("# Acme\n\nAcme employs [Mia](../people/mia.md).\n\n"

@@ -13,9 +13,9 @@ from test_cli import memlink
 from test_mcp import server
 
 from engine import LinkError, Vault
-from engine.checks import check
-from engine.linkwrite import LinkExists, write_link
-from engine.review import undo
+from engine.lint.memo import check
+from engine.review.actions import undo
+from engine.review.linkwrite import LinkExists, write_link
 
 A, B = "entities/berth-planner-v2.md", "entities/havenlink.md"  # linked in the sample vault: belongs_to 0.90
 

@@ -14,10 +14,10 @@ from ollama_stub import OllamaStub
 from test_cli import memlink
 
 from engine import Vault
-from engine.checks import check
 from engine.extract.batch import ingest_batch
 from engine.extract.rules import RulesExtractor, names_in
-from engine.search import search
+from engine.lint.memo import check
+from engine.retrieve.search import search
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from linked_world import generate  # noqa: E402
@@ -360,7 +360,7 @@ def test_a_title_several_pages_have_resolves_next_to_the_referring_page_or_is_re
 
 
 def test_reverse_cues_flip_the_relation_when_page_kinds_are_unknown(vault, tmp_path):
-    from engine.relations import describe, relation_in
+    from engine.model.relations import describe, relation_in
 
     def said(sentence: str, ref: str) -> str | None:
         rel, from_is_subject = relation_in(sentence, "", "", sentence.index(ref))

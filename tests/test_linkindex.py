@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-import engine.sidecars as sidecars
+import engine.storage.sidecars as sidecars
 from engine import Vault
-from engine.checks import check
 from engine.graph import LinkGraph, canonical
-from engine.linkindex import NO_FILES, LinkIndex
-from engine.links import SIDECAR, Sidecar, StoredLink
-from engine.sidecars import SIDECAR_LOG, PutLink, folder_stamp, folder_text, read_folder, sidecar_rel
-from engine.store import DB_FILE, Store
-from engine.uris import PathResolver
+from engine.lint.memo import check
+from engine.model.links import SIDECAR, Sidecar, StoredLink
+from engine.model.uris import PathResolver
+from engine.storage.linkindex import NO_FILES, LinkIndex
+from engine.storage.sidecars import SIDECAR_LOG, PutLink, folder_stamp, folder_text, read_folder, sidecar_rel
+from engine.storage.store import DB_FILE, Store
 
 _ROWS = ("SELECT folder, id, direction, owner, from_uri, to_uri, link_type, weight, t_field, t_line_ranges, "
          "match_text, description, created_at, legacy FROM links")
@@ -183,7 +183,7 @@ def test_a_torn_log_line_is_ignored_and_cut_before_the_next_append(vault, small_
 
 
 def test_a_replayed_journal_appends_its_log_line_once(vault, small_log_mode):
-    from engine.journal import apply_ops
+    from engine.storage.journal import apply_ops
 
     p = people(vault)
     for other in p[1:6]:
@@ -250,7 +250,7 @@ def test_a_deleted_or_corrupt_index_is_rebuilt(vault):
 
 # -- bad entries -------------------------------------------------------------------------------------------
 def test_bad_entries_in_a_log_mode_folder_are_reported_with_their_place(vault, small_log_mode):
-    from engine.lint import fix
+    from engine.lint.report import fix
 
     p = people(vault)
     for other in p[1:6]:
@@ -334,7 +334,7 @@ def test_a_read_only_vault_reads_links_and_writes_nothing(vault, small_log_mode)
 
 # -- review and undo -------------------------------------------------------------------------------------------
 def test_review_and_undo_in_a_log_mode_folder_put_every_record_back(vault, small_log_mode):
-    from engine.review import review, undo
+    from engine.review.actions import review, undo
 
     p = people(vault)
     for other in p[2:7]:
@@ -351,7 +351,7 @@ def test_review_and_undo_in_a_log_mode_folder_put_every_record_back(vault, small
 
 
 def test_the_review_log_holds_link_records_not_whole_sidecars(vault):
-    from engine.review import ACTION_LOG, review
+    from engine.review.actions import ACTION_LOG, review
 
     p = people(vault, 40)
     for i in range(1, 40):

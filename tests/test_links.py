@@ -4,10 +4,10 @@ import pytest
 from conftest import make_pair
 
 from engine import LinkError, LinkType, SidecarError, StoredLink, Vault
-from engine.checks import check
-from engine.lineranges import correct_ranges, parse_ranges
-from engine.links import links_merge
-from engine.render import render_links
+from engine.lint.memo import check
+from engine.model.lineranges import correct_ranges, parse_ranges
+from engine.model.links import links_merge
+from engine.storage.render import render_links
 
 
 def sidecar(v: Vault, folder: str) -> list[dict]:
@@ -278,11 +278,11 @@ def test_unlink_by_id_removes_only_that_link(vault):
 def test_a_note_written_during_a_catalog_sync_is_not_lost(vault, monkeypatch):
     import threading
 
-    import engine.catalog
+    import engine.storage.catalog
 
     a, _b = make_pair(vault)
     vault.sync()
-    walk = engine.catalog.vault_files
+    walk = engine.storage.catalog.vault_files
     started, written = threading.Event(), threading.Event()
 
     def slow_walk(root, sidecar):
@@ -292,9 +292,9 @@ def test_a_note_written_during_a_catalog_sync_is_not_lost(vault, monkeypatch):
             yield item
 
     recording = threading.Event()
-    record = engine.catalog.Catalog.record
-    monkeypatch.setattr(engine.catalog, "vault_files", slow_walk)
-    monkeypatch.setattr(engine.catalog.Catalog, "record", lambda self, *a: (recording.set(), record(self, *a))[1])
+    record = engine.storage.catalog.Catalog.record
+    monkeypatch.setattr(engine.storage.catalog, "vault_files", slow_walk)
+    monkeypatch.setattr(engine.storage.catalog.Catalog, "record", lambda self, *a: (recording.set(), record(self, *a))[1])
     syncing = threading.Thread(target=vault.sync)
     syncing.start()
     started.wait(5)
@@ -320,7 +320,7 @@ def test_two_vault_objects_on_one_folder_keep_one_catalog(vault):
     assert set(written) <= {e.uri for e in Vault.open(vault.root).catalog.stored()}
 
 
-# -- the link index's fast path (engine.links.plainly_valid) agrees with StoredLink ------------
+# -- the link index's fast path (engine.model.links.plainly_valid) agrees with StoredLink ------------
 _TRICKY: dict[str, list] = {
     "id": ["link_1", "", 7, None, ["x"]],
     "from_uri": ["entities/a.md", "./entities/a.md", "entities//a.md", " entities/a.md", "/abs.md", "../up.md",
@@ -358,7 +358,7 @@ def _mutations(seed: int, n: int) -> list:
 
 
 def test_an_entry_the_fast_path_accepts_is_one_storedlink_accepts_and_dumps_as_written():
-    from engine.links import StoredLink, plainly_valid
+    from engine.model.links import StoredLink, plainly_valid
 
     defaults = {"t_field": "content", "t_line_ranges": None, "match_text": None, "description": ""}
     accepted = 0
@@ -373,7 +373,7 @@ def test_the_index_sorts_entries_out_as_storedlink_does():
     """sort_out (the index's fast path) and classify (StoredLink for every entry) agree on
     which entries are good, their ids, directions and owners, the legacy entries and the
     rejected ones with their causes."""
-    from engine.links import classify, plainly_valid, sort_out
+    from engine.model.links import classify, plainly_valid, sort_out
 
     rows = _mutations(7, 3000)
     good, legacy, rejected = sort_out(rows)
@@ -390,7 +390,7 @@ def test_the_index_sorts_entries_out_as_storedlink_does():
 
 
 def test_every_entry_memlink_writes_takes_the_fast_path(vault):
-    from engine.links import plainly_valid
+    from engine.model.links import plainly_valid
 
     a, b = make_pair(vault)
     vault.link(b.uri, a.uri, "belongs_to", weight=0.9, match_text="User", t_line_ranges="1-2", description="pref")
@@ -402,7 +402,7 @@ def test_every_entry_memlink_writes_takes_the_fast_path(vault):
 def test_decode_record_reads_what_json_reads():
     """The index's records are decoded by orjson; the result must be json's, for every
     record memlink writes and for what orjson refuses (json reads those)."""
-    from engine.links import decode_record
+    from engine.model.links import decode_record
 
     rows = [json.dumps({"id": f"link_{i:08x}", "from_uri": f"a/n{i}.md", "to_uri": "b/é ü.md", "direction": "links",
                         "link_type": "supports", "weight": w, "t_field": "content", "t_line_ranges": "1-2",

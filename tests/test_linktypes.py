@@ -14,14 +14,14 @@ from pydantic import ValidationError
 from test_extract import session
 
 from engine import LinkError, LinkType, Vault, VaultError
-from engine.checks import check
-from engine.config import SearchConfig
 from engine.extract.linktype import choices_model
 from engine.extract.operations import operations_model
 from engine.extract.rules import RulesExtractor, link_type_for
 from engine.graph import LinkGraph
-from engine.linktypes import builtin_table
-from engine.search import propagation_params, search
+from engine.lint.memo import check
+from engine.model.config import SearchConfig
+from engine.model.linktypes import builtin_table
+from engine.retrieve.search import propagation_params, search
 from engine.sessions.commit import commit_session
 
 SUPPORTS = """
@@ -107,7 +107,7 @@ def test_a_declared_type_links_on_both_sides(seventh):
         assert [(r["link_type"], r["direction"], r["id"]) for r in rows] == [("supports", direction, link.id)]
     assert [l.link_type.value for l in seventh.links.of(a.uri, "backlinks")] == ["supports"]
     assert [p for p in check(seventh) if p.severity == "error"] == []
-    from engine.lint import lint
+    from engine.lint.report import lint
 
     assert [f for f in lint(seventh).findings if f.check == "links"] == []  # lint knows the type too
 
@@ -188,7 +188,7 @@ def test_an_undeclared_type_in_a_sidecar_still_reads(vault):
     assert [l.link_type.value for l in links] == ["refutes_maybe"]
     assert vault.config.link_table().unknown(l.link_type for l in links) == ["refutes_maybe"]
     assert not [p for p in check(vault) if p.code == "malformed_sidecar"]
-    from engine.lint import lint
+    from engine.lint.report import lint
 
     flagged = [f for f in lint(vault).findings if f.code == "unknown_link_type"]
     assert [(f.severity, f.uri, f.other) for f in flagged] == [("warning", b.uri, a.uri)]

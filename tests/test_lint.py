@@ -7,8 +7,8 @@ import json
 
 from conftest import make_pair
 
-from engine.checks import check
-from engine.lint import fix, lint, write_dashboards
+from engine.lint.memo import check
+from engine.lint.report import fix, lint, write_dashboards
 
 
 def findings(vault, check):
@@ -88,7 +88,7 @@ def test_dashboards_and_digest(sample):
     assert "Vegetarian diet" in (sample.root / "dashboards" / "contradictions.md").read_text()
     assert [p for p in check(sample) if p.severity == "error"] == []  # dashboards are not notes
     # The digest's text is json's, however it is made (orjson, json for what it refuses).
-    from engine.lint import _json_text
+    from engine.lint.report import _json_text
 
     text = (sample.root / "dashboards" / "digest.json").read_text(encoding="utf-8")
     assert text == json.dumps(digest, ensure_ascii=False, indent=2) + "\n"
@@ -97,18 +97,18 @@ def test_dashboards_and_digest(sample):
 
 
 def test_the_digest_lists_the_first_contradictions_and_counts_them_all(sample, monkeypatch):
-    import engine.lint
+    import engine.lint.report
 
-    monkeypatch.setattr(engine.lint, "DASHBOARD_ROWS", 2)
+    monkeypatch.setattr(engine.lint.report, "DASHBOARD_ROWS", 2)
     with lint(sample) as report:
-        digest = engine.lint.digest(sample, report)
+        digest = engine.lint.report.digest(sample, report)
         worst = report.page(["contradictions"], 2)
     assert [(c["a"], c["b"]) for c in digest["contradictions"]] == [(f.uri, f.other) for f in worst]
     assert len(worst) == 2 and digest["health"]["checks"]["contradictions"] == 5
 
 
 def test_check_is_the_integrity_part_of_the_same_run_with_the_same_errors(vault):
-    from engine.checks import CHECKS, Finding
+    from engine.lint.checks import CHECKS, Finding
 
     a, b = make_pair(vault)
     vault.link(b.uri, a.uri, "belongs_to", weight=0.2)
@@ -155,7 +155,7 @@ def test_fix_keeps_the_links_of_a_note_whose_frontmatter_is_broken(vault):
 
 
 def test_a_long_dashboard_lists_its_worst_first_and_says_how_many_more(vault, monkeypatch):
-    import engine.lint as lint_module
+    import engine.lint.report as lint_module
 
     for i in range(5):
         vault.write_note("entity", {"name": f"Lonely {i}", "kind": "person"})  # orphans (warnings)
@@ -174,7 +174,7 @@ def test_two_sides_compare_as_their_records_do():
     direction, defaults filled in."""
     import random
 
-    from engine.links import StoredLink
+    from engine.model.links import StoredLink
 
     defaults = {"t_field": "content", "t_line_ranges": None, "match_text": None, "description": ""}
 

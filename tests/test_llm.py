@@ -9,11 +9,11 @@ import pytest
 from ollama_stub import OllamaStub
 from pydantic import BaseModel, ConfigDict
 
-from engine.config import LLMConfig
 from engine.llm import Health, LLMError, LLMInvalidOutput, LLMModelMissing, LLMTimeout, LLMUnavailable, NeedsOllama, Provider
 from engine.llm.ollama_provider import OllamaProvider
 from engine.llm.registry import ProviderRegistry, refresh
 from engine.llm.rules_provider import RulesProvider
+from engine.model.config import LLMConfig
 
 
 class TurnSummary(BaseModel):

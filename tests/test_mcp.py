@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from engine import Vault
-from engine.checks import check
+from engine.lint.memo import check
 
 TOOLS = {"search", "recall", "show_note", "graph_query", "list_reports", "lint_digest", "add_memory", "link", "unlink",
          "ask"}

@@ -15,15 +15,8 @@ import numpy as np
 import yaml
 
 from engine import Vault
-from engine.embed import (
-    BUNDLED_MODEL,
-    MULTILINGUAL_MODEL,
-    bundled_model_path,
-    bundled_name,
-    load_embedder,
-    nonzero,
-)
 from engine.index import SearchIndex
+from engine.index.embed import BUNDLED_MODEL, MULTILINGUAL_MODEL, bundled_model_path, bundled_name, load_embedder, nonzero
 from engine.sessions.importer import import_chat, turn_extractor
 from engine.sessions.recall import TurnMemory
 
@@ -54,7 +47,7 @@ def test_the_multilingual_model_loads_offline_from_the_package_folder(tmp_path):
     assert folder.parent == REPO / "engine" / "models"
     assert {"model.safetensors", "tokenizer.json", "config.json", "NOTICE.md"} <= {p.name for p in folder.iterdir()}
     # A fresh process with the hub off and an empty HF cache: nothing may be fetched.
-    code = ("from engine.embed import load_embedder, nonzero\n"
+    code = ("from engine.index.embed import load_embedder, nonzero\n"
             "c = load_embedder('multilingual')\n"
             "assert c.notice is None, c.notice\n"
             "v = c.embedder.encode(['外婆听力不好', 'my grandmother is hard of hearing'])\n"
@@ -130,8 +123,8 @@ def test_chinese_session_turns_get_vector_hits(sample, tmp_path):
 
 
 def test_the_gates_shift_for_the_multilingual_models_higher_cosines(sample, tmp_path):
-    from engine.embed import cosine_shift
-    from engine.search import search
+    from engine.index.embed import cosine_shift
+    from engine.retrieve.search import search
     from engine.sessions.recall import RecallParams
 
     assert cosine_shift(load_embedder(None).embedder) == 0.0
@@ -155,7 +148,7 @@ def test_the_fast_load_makes_what_model2vecs_constructor_makes():
     from safetensors.numpy import load_file
     from tokenizers import Tokenizer
 
-    from engine.embed import FAST_INIT_VERSIONS, load_static_model
+    from engine.index.embed import FAST_INIT_VERSIONS, load_static_model
 
     texts = ["外婆听力不好，说话要大声", "The kiln is loaded by Thursday 20:00.", "", "Ünïcödé ÅÄÖ café"]
     for name in (BUNDLED_MODEL, MULTILINGUAL_MODEL):

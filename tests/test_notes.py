@@ -3,8 +3,8 @@ import os
 import pytest
 
 from engine import NoteError, NoteNotFound, UriError, Vault
-from engine.checks import check
-from engine.notes import parse_note
+from engine.lint.memo import check
+from engine.model.notes import parse_note
 
 
 def test_note_roundtrip_keeps_unknown_frontmatter(vault):

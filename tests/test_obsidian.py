@@ -17,13 +17,13 @@ import yaml
 from conftest import SAMPLE, make_pair, set_llm
 
 from engine import Vault
-from engine.blocks import LINKS_CLOSE, LINKS_PREFIX, VIEW_CLOSE, VIEW_OPEN, links_span
-from engine.checks import check
 from engine.dream import dream
 from engine.errors import LinkError
-from engine.notes import split_frontmatter
-from engine.obsidian import regenerate
-from engine.review import review, undo
+from engine.lint.memo import check
+from engine.model.blocks import LINKS_CLOSE, LINKS_PREFIX, VIEW_CLOSE, VIEW_OPEN, links_span
+from engine.model.notes import split_frontmatter
+from engine.review.actions import review, undo
+from engine.storage.obsidian import regenerate
 
 MINE = "\nMy own line, typed in Obsidian: call Ana on Friday.\n"
 ABOVE = "A line I typed above everything.\n\n"
@@ -164,7 +164,7 @@ def test_text_below_the_block_stays_below_it(vault):
 
 def test_search_snippets_and_anchors_ignore_the_links_block(vault):
     from engine.index import SearchIndex
-    from engine.search import search
+    from engine.retrieve.search import search
 
     a = vault.write_note("entity", {"name": "Ana", "content": "Ana bakes bread on Sundays."})
     z = vault.write_note("entity", {"name": "Zyzzyva Corp", "content": "A company that makes kilns."})

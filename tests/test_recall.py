@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.embed import BUNDLED_MODELS, Model2VecEmbedder, bundled_model_path, load_static_model, normalise
+from engine.index.embed import BUNDLED_MODELS, Model2VecEmbedder, bundled_model_path, load_static_model, normalise
 from engine.sessions.extract import RulesTurnExtractor
 from engine.sessions.importer import extract_pending, import_chat
 from engine.sessions.log import append_events

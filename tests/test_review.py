@@ -6,9 +6,9 @@ import hashlib
 
 import pytest
 
-from engine.checks import check
-from engine.review import ACTION_LOG, ReviewError, preview, review, undo
-from engine.search import search
+from engine.lint.memo import check
+from engine.retrieve.search import search
+from engine.review.actions import ACTION_LOG, ReviewError, preview, review, undo
 
 
 def files(v):
@@ -237,7 +237,7 @@ async def test_app_merge_starts_from_both_texts_and_previews_before_writing(samp
 def test_dismiss_survives_an_anchor_the_note_no_longer_holds(vault):
     """The contradicts link's match_text was edited out of its note: dismiss still works,
     the related_to link simply has no anchor."""
-    from engine.review import review
+    from engine.review.actions import review
 
     a = vault.write_note("entity", {"name": "Alpha", "content": "Meets on Mondays."})
     b = vault.write_note("entity", {"name": "Beta", "content": "Meets on Tuesdays."})

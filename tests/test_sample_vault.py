@@ -12,7 +12,7 @@ import pytest
 from conftest import SAMPLE
 
 from engine import Vault
-from engine.checks import check
+from engine.lint.memo import check
 
 
 @pytest.fixture(scope="module")

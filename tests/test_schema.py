@@ -1,7 +1,7 @@
 import pytest
 
 from engine import SchemaError, TypeRegistry, Vault
-from engine.schema import parse_type_yaml
+from engine.model.schema import parse_type_yaml
 
 BUILTINS = {"profile", "preference", "entity", "event", "report", "report_candidate", "source"}
 

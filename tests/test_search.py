@@ -13,11 +13,11 @@ import pytest
 import yaml
 
 from engine import Vault
-from engine.fusion import RouteHits, fuse
 from engine.graph import PROPAGATION, LinkGraph, PropagationParams
 from engine.index import SearchIndex
-from engine.links import LinkType, StoredLink
-from engine.search import search
+from engine.model.links import LinkType, StoredLink
+from engine.retrieve.fusion import RouteHits, fuse
+from engine.retrieve.search import search
 
 
 def link(a, b, t, w=1.0, i=None):
@@ -328,7 +328,7 @@ def test_vector_queries_over_replaced_near_duplicate_chunks_return_k_notes_inste
     import numpy as np
 
     from engine.index.vectors import VectorIndex
-    from engine.store import Store
+    from engine.storage.store import Store
 
     rng = np.random.default_rng(0)
     base = rng.normal(size=(4, 16)).astype(np.float32)
@@ -354,7 +354,7 @@ def test_a_name_written_with_a_typo_is_found_and_the_prefilter_never_drops_a_nea
 
     from rapidfuzz import fuzz
 
-    from engine.names import _NEAR_BOUND, NEAR, NameIndex
+    from engine.retrieve.names import _NEAR_BOUND, NEAR, NameIndex
 
     names = NameIndex.for_vault(sample)
     uri = "entities/man-met-bril-koffie.md"

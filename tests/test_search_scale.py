@@ -17,11 +17,11 @@ import pytest
 
 from engine import Vault
 from engine.graph import LinkGraph, Walk
-from engine.linkindex import LinkIndex
-from engine.links import Edge
-from engine.linktypes import LinkType
-from engine.search import propagation_params, search
-from engine.text import _CJK, _IS_CJK, SNIPPET_SCAN, _stemmer, snippet, tokenize
+from engine.model.links import Edge
+from engine.model.linktypes import LinkType
+from engine.model.text import _CJK, _IS_CJK, SNIPPET_SCAN, _stemmer, snippet, tokenize
+from engine.retrieve.search import propagation_params, search
+from engine.storage.linkindex import LinkIndex
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -143,7 +143,7 @@ def test_edge_order_does_not_depend_on_storage_order(linked, tmp_path):
 
 
 def test_search_gives_the_same_hits_with_the_full_graph_as_with_the_walk(linked, monkeypatch):
-    import engine.search as search_module
+    import engine.retrieve.search as search_module
 
     entries = linked.catalog.all()
     queries = [" ".join(e.title.split()[:2]) for e in entries[:25]]
@@ -366,7 +366,7 @@ def test_vector_hits_are_each_notes_best_chunk_nearest_first():
     import numpy as np
 
     from engine.index.vectors import VectorIndex
-    from engine.store import Store
+    from engine.storage.store import Store
 
     rng = np.random.default_rng(5)
     vi = VectorIndex("notes", Store(None), None, 16, ef_search=400)
@@ -388,7 +388,7 @@ def test_a_saved_vector_index_loads_answers_queries_and_takes_writes(tmp_path):
     import numpy as np
 
     from engine.index.vectors import VectorIndex
-    from engine.store import Store
+    from engine.storage.store import Store
 
     rng = np.random.default_rng(3)
     store = Store(tmp_path / "index.sqlite")
@@ -477,7 +477,7 @@ def test_an_entry_written_another_way_walks_as_in_the_full_graph(vault):
     """A sidecar entry another tool wrote with a path not in canonical form validates (the
     path is normalized); the index keeps it normalized, so the walk, the full graph and
     the checks all see the same link."""
-    from engine.checks import check
+    from engine.lint.memo import check
 
     a = vault.write_note("entity", {"name": "Ada", "kind": "person", "content": "Ada writes."})
     b = vault.write_note("entity", {"name": "Bo", "kind": "person", "content": "Bo reads."})

@@ -14,12 +14,12 @@ from test_cli import memlink
 from engine.errors import MemlinkError
 from engine.extract.rules import RulesExtractor
 from engine.extract.updater import AuditEntry
-from engine.jsonl import read_records
-from engine.search import SearchLogEntry, search
+from engine.retrieve.search import SearchLogEntry, search
 from engine.sessions.commit import commit_session
 from engine.sessions.events import SessionEvent
 from engine.sessions.importer import import_chat
 from engine.sessions.log import SessionError, append_events, read_events, validate_session_file
+from engine.storage.jsonl import read_records
 
 SECRET = ("durian", "quince", "zorblax")
 

@@ -20,9 +20,9 @@ from engine.extract.inputs import choose_extractor
 from engine.extract.rules import RulesExtractor
 from engine.graph import LinkGraph
 from engine.index import SearchIndex
-from engine.names import NameIndex
-from engine.schema import TypeRegistry
-from engine.search import search
+from engine.model.schema import TypeRegistry
+from engine.retrieve.names import NameIndex
+from engine.retrieve.search import search
 from engine.sessions.chat import ChatSession, KeyedLocks, session_locks
 from engine.sessions.extract import RulesTurnExtractor
 from engine.sessions.log import append_events
@@ -323,7 +323,7 @@ def test_no_string_keyed_or_module_level_vault_cache_anywhere():
     assert _caches_in("engine", "memlink_tui", "memlink_mcp") == {}, "keep per-vault state in vault.shared"
     assert not hasattr(Vault, "cache") and not hasattr(Vault, "services")
     # (the pure memo tables that are there are found by the scan: it does look)
-    assert per_vault_caches((REPO / "engine" / "links.py").read_text(encoding="utf-8")) == []
+    assert per_vault_caches((REPO / "engine" / "model" / "links.py").read_text(encoding="utf-8")) == []
 
 
 @pytest.mark.xfail(reason="benchmarks: bench_open.py and bench_search.py still call the removed vault.services", strict=True)

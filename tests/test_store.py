@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from conftest import REPO, make_pair
 
-import engine.store
+import engine.storage.store
 from engine import Vault
-from engine.atomic import STALE_TEMP, TMP_SUFFIX
-from engine.lint import lint
-from engine.search import search
+from engine.lint.report import lint
+from engine.retrieve.search import search
 from engine.sessions.recall import TurnMemory
-from engine.store import DB_FILE, EVERYTHING, FEED_KEEP, SCHEMA_VERSION, Since, Store, StoreBusy
+from engine.storage.atomic import STALE_TEMP, TMP_SUFFIX
+from engine.storage.store import DB_FILE, EVERYTHING, FEED_KEEP, SCHEMA_VERSION, Since, Store, StoreBusy
 
 QUESTION = "Who leads the Berth Planner v2 project?"
 RECALLED = "what did we talk about glazes"
@@ -114,13 +114,13 @@ def test_the_engine_has_one_schema_version():
             for target in targets:
                 if isinstance(target, ast.Name) and re.search(r"(VERSION|LAYOUT|FORMAT)$", target.id):
                     found.add((rel, target.id))
-    assert found == {("store.py", "SCHEMA_VERSION"), ("index/__init__.py", "FORMAT"), ("sessions/turnindex.py", "FORMAT"),
-                     ("checkmemo.py", "MEMO_VERSION"), ("export.py", "FORMAT"), ("export.py", "FORMAT_VERSION")}
+    assert found == {("storage/store.py", "SCHEMA_VERSION"), ("index/__init__.py", "FORMAT"), ("sessions/turnindex.py", "FORMAT"),
+                     ("lint/memo.py", "MEMO_VERSION"), ("export.py", "FORMAT"), ("export.py", "FORMAT_VERSION")}
     for rel in ("index/__init__.py", "sessions/turnindex.py"):
         assert 'fingerprint = json.dumps({"format": FORMAT' in (REPO / "engine" / rel).read_text(encoding="utf-8"), rel
     versioned = [p.relative_to(REPO / "engine").as_posix() for p in sorted((REPO / "engine").rglob("*.py"))
                  if "user_version" in p.read_text(encoding="utf-8").lower()]
-    assert versioned == ["store.py"]
+    assert versioned == ["storage/store.py"]
 
 
 # -- rebuilt ------------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def test_a_mark_of_another_database_means_everything(tmp_path):
 
 
 def test_a_reader_fallen_behind_the_feed_sees_everything(tmp_path, monkeypatch):
-    monkeypatch.setattr(engine.store, "FEED_KEEP", 8)
+    monkeypatch.setattr(engine.storage.store, "FEED_KEEP", 8)
     store = Store(tmp_path / DB_FILE)
     mark = store.mark()
     write(store, "note", ["first.md"])
@@ -222,7 +222,7 @@ def test_a_bulk_write_records_everything(tmp_path):
 
 
 def test_a_sync_of_many_notes_records_everything(vault, monkeypatch):
-    monkeypatch.setattr(engine.store, "FEED_KEEP", 8)
+    monkeypatch.setattr(engine.storage.store, "FEED_KEEP", 8)
     vault.write_note("entity", {"name": "Ana", "kind": "person"})
     text = (vault.root / "entities" / "ana.md").read_text(encoding="utf-8")
     mark = vault.store.mark()

@@ -9,8 +9,8 @@ import pytest
 from conftest import make_pair
 
 from engine import MemlinkError, UriError, Vault
-from engine.checks import check
-from engine.jsonl import read_jsonl
+from engine.lint.memo import check
+from engine.storage.jsonl import read_jsonl
 
 
 def files(v: Vault) -> dict[str, str]:
@@ -109,7 +109,7 @@ def test_log_records_land_once_with_an_id(vault):
 
 
 def test_a_replayed_journal_appends_its_records_once(vault):
-    from engine.journal import AppendRecords, apply_ops
+    from engine.storage.journal import AppendRecords, apply_ops
 
     op = AppendRecords(log=".memlink/review/actions.jsonl", records=[{"id": "r1", "n": 1}, {"id": "r2", "n": 2}])
     apply_ops(vault.root, [op], vault.links)

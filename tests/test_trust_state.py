@@ -17,13 +17,13 @@ import pytest
 from conftest import REPO, SAMPLE
 
 from engine import Vault
-from engine.atomic import TMP_SUFFIX
-from engine.checks import check
 from engine.index import SearchIndex
+from engine.lint.memo import check
 from engine.sessions.importer import extract_pending, import_chat, restore_turns
 from engine.sessions.log import append_events
 from engine.sessions.store import TurnStore
-from engine.vault import VaultReadOnly
+from engine.storage.atomic import TMP_SUFFIX
+from engine.storage.vault import VaultReadOnly
 from memlink_tui.app import MemlinkApp
 from memlink_tui.cli import main
 from widgets import StatusBar
@@ -285,7 +285,7 @@ def test_a_change_whose_journal_landed_before_the_disk_filled_says_so_and_finish
     """Past the journal (the commit point) a full disk does not undo the change: the
     sentence says it is recorded, nothing else is written before it, and the next write
     once there is room finishes it — no journal set aside as failed."""
-    import engine.journal as journal
+    import engine.storage.journal as journal
 
     a, b = "entities/王俊.md", "entities/mochi.md"
     real = journal.apply_ops

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from engine import Vault  # noqa: E402
-from engine.uris import uri_dir  # noqa: E402
+from engine.model.uris import uri_dir  # noqa: E402
 
 SPEC = REPO / "tools" / "sample_vault_spec"
 TARGET = REPO / "sample_vault"

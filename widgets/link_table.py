@@ -9,7 +9,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 
 from engine import StoredLink
-from engine.text import printable
+from engine.model.text import printable
 
 from .safe import safe_markup
 

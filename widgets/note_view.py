@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Markdown, Static
 
 from engine import Note
-from engine.text import printable
+from engine.model.text import printable
 
 from .safe import safe_markup
 

@@ -1,6 +1,6 @@
 """Data shown in the app: note titles and bodies, chat and model text, file names, error
 messages. Textual reads a plain string given to Static, Label, Tree, DataTable, OptionList
-or notify as Rich markup, so data goes through ``safe_markup``: ``engine.text.printable``
+or notify as Rich markup, so data goes through ``safe_markup``: ``engine.model.text.printable``
 (the one sanitiser: no escape sequences, control characters or bidi overrides) and then
 Rich's markup escape, so ``[red]`` or ``[link=…]`` in a note shows literally
 (docs/DESIGN.md, "Clean output")."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from rich.markup import escape
 
-from engine.text import printable
+from engine.model.text import printable
 
 
 def safe_markup(text: object) -> str:

@@ -9,8 +9,8 @@ from textual.widgets.option_list import Option
 
 from .safe import safe_markup
 
-if TYPE_CHECKING:  # engine.search pulls in numpy and the index; not needed to draw
-    from engine.search import SearchHit
+if TYPE_CHECKING:  # engine.retrieve.search pulls in numpy and the index; not needed to draw
+    from engine.retrieve.search import SearchHit
 
 
 def _snippet_markup(snippet: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..vault import Vault
+    from ..storage.vault import Vault
 
 
 def ask(vault: Vault, question: str, requirement: str | None = None) -> str:

@@ -15,16 +15,16 @@ from ..errors import MemlinkError
 from ..extract.context import ExtractContext
 from ..extract.loop import ExtractionRejected, quarantine
 from ..extract.pageids import FIRST_NEW
-from ..lineranges import parse_ranges
-from ..links import StoredLink, WikiLink
 from ..llm import LLMInvalidOutput
-from ..templates import render_template
+from ..model.lineranges import parse_ranges
+from ..model.links import StoredLink, WikiLink
+from ..model.templates import render_template
 from .operations import DreamOperations, ReportItem, check_dream_operations
 from .topics import NOT_EVIDENCE, Topic
 
 if TYPE_CHECKING:
     from ..llm import Provider
-    from ..vault import Vault
+    from ..storage.vault import Vault
 
 MAX_TOPIC_NOTES = 90  # page ids 1–99 hold the topic's notes, then the reports beside them
 MAX_RELATED_REPORTS = 5

@@ -15,13 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import MemlinkError
 from ..extract.loop import check_operations
 from ..extract.updater import NoteOp, Resolved, resolve_operations
-from ..links import LinkType, WikiLink
+from ..model.links import LinkType, WikiLink
 from .topics import NOT_EVIDENCE
 
 if TYPE_CHECKING:
     from ..extract.context import ExtractContext
-    from ..linktypes import Role
-    from ..vault import Vault
+    from ..model.linktypes import Role
+    from ..storage.vault import Vault
 
 # The links a dream may propose, by role (docs/DESIGN.md, "Link types"): a report's
 # sources, and what it finds between notes.

@@ -13,11 +13,15 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from ..atomic import atomic_write_text
 from ..errors import DiskFull, MemlinkError
+from ..extract.batch import pending_sources, retry_pending
 from ..extract.loop import ExtractionRejected
 from ..extract.updater import MemoryUpdater
+from ..index import SearchIndex
+from ..lint.report import fix, lint
 from ..llm import LLMError
+from ..storage.atomic import atomic_write_text
+from ..storage.vault import Vault
 from .draft import dream_context, llm_operations, rules_operations
 from .operations import check_dream_operations, resolve_dream
 from .topics import PARTLY, Topic, discover
@@ -26,7 +30,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ..llm import Provider
-    from ..vault import Vault
 
 DREAMS_FILE = "DREAMS.md"
 
@@ -76,8 +79,6 @@ def dream(vault: Vault, *, provider: Provider | None = None, dry_run: bool = Fal
     """``budget``: seconds after which no topic is started (default: the vault's
     ``dream.budget_seconds``); a topic already started finishes."""
     if dry_run:  # reads through a read-only view: no lock file, no catalog shard, no replay
-        from ..vault import Vault
-
         view = vault if vault.read_only else Vault.open(vault.root, read_only=True)
         return _run(view, provider, True, progress, budget)
     lock = FileLock(str(vault.state_dir / "dream.lock"))
@@ -94,9 +95,6 @@ def dream(vault: Vault, *, provider: Provider | None = None, dry_run: bool = Fal
 
 def _run(vault: Vault, provider: Provider | None, dry_run: bool,
          progress: Callable[[int, int], None] | None, budget: float | None) -> DreamReport:
-    from ..index import SearchIndex
-    from ..lint import fix, lint
-
     started = time.monotonic()  # the budget counts maintenance too: it is the run's time
     report = DreamReport(provider=provider.name if provider else "rules", dry_run=dry_run)
     state = load_state(vault)
@@ -105,8 +103,6 @@ def _run(vault: Vault, provider: Provider | None, dry_run: bool,
         repaired = fix(vault)
         # Sources an interrupted ingest left pending get their memories now (docs/DESIGN.md,
         # "Units of work"); one that still fails stays pending and is reported.
-        from ..extract.batch import pending_sources, retry_pending
-
         finished = 0
         if pending_sources(vault):
             retried = retry_pending(vault)

@@ -13,11 +13,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import MemlinkError
-from ..jsonl import read_jsonl
-from ..links import StoredLink
+from ..graph import LinkGraph
+from ..model.links import StoredLink
+from ..retrieve.search import search
+from ..storage.jsonl import read_jsonl
+from .ask import ask
 
 if TYPE_CHECKING:
-    from ..vault import Vault
+    from ..storage.vault import Vault
 
 
 @dataclass
@@ -61,8 +64,6 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False, llm: bool = Fa
     question first (``ask``); a dry run only lists it, searches nothing (the search
     index would sync) and writes nothing. A question the rules answered only partly
     (``answered_partly``) is taken up again when an LLM answers (``llm``)."""
-    from .ask import ask
-
     searched: list[Topic] = []
     for q in searched_questions(vault, state):  # searched often, found little: ask it
         question = f"What do I know about {q}?"
@@ -136,8 +137,6 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False, llm: bool = Fa
     # in-link neighbourhood has notes no report covers yet.
     covered = {link.to_uri for link in links
                if link.link_type is provenance and catalog[link.from_uri].memory_type == "report"}
-    from ..graph import LinkGraph
-
     graph = LinkGraph.for_vault(vault)
     for task in tasks:
         anchor = task.input.source
@@ -170,7 +169,5 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False, llm: bool = Fa
 
 def _related(vault: Vault, question: str) -> list[str]:
     """The notes a research question is about (reports are never evidence)."""
-    from ..search import search
-
     return [h.uri for h in search(vault, question, k=8, snippets=False)
             if h.memory_type not in NOT_EVIDENCE]

@@ -8,7 +8,7 @@ reference to a note that does not exist, or to several notes nothing tells apart
 imports with a page at the same path, two pages with the same title in other folders),
 is reported with its line, never linked.
 
-Each link is typed by the relation its sentence states (engine.relations: works at,
+Each link is typed by the relation its sentence states (engine.model.relations: works at,
 invested in, advises, attended …, kept in the description), else by the sentence cascade
 of the rules provider."""
 
@@ -20,14 +20,14 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..names import Lookup, NameIndex, Scope, path_key
-from ..relations import RELATIONS, describe, relation_in
-from ..uris import uri_dir
+from ..model.relations import RELATIONS, describe, relation_in
+from ..model.uris import uri_dir
+from ..retrieve.names import Lookup, NameIndex, Scope, path_key
 from .rules import link_type_for
 
 if TYPE_CHECKING:
-    from ..linktypes import LinkTypeTable
-    from ..vault import Vault
+    from ..model.linktypes import LinkTypeTable
+    from ..storage.vault import Vault
 
 _FENCE = re.compile(r"```.*?```|~~~.*?~~~", re.S)
 _MD_LINK = re.compile(r"!?\[([^\]\n]+)\]\(<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\)")

@@ -43,18 +43,19 @@ from typing import TYPE_CHECKING
 import yaml
 
 from ..errors import MemlinkError
-from ..names import TEXT_SUFFIXES, NameIndex, Scope, path_key
-from ..notes import PENDING, PENDING_KEY, is_pending, serialize_note, split_frontmatter
-from ..yamlio import safe_load
+from ..model.notes import PENDING, PENDING_KEY, is_pending, serialize_note, split_frontmatter
+from ..model.yamlio import safe_load
+from ..retrieve.names import TEXT_SUFFIXES, NameIndex, Scope, path_key
 from .autolink import find_references, reference_link
 from .context import ExtractContext
-from .inputs import InputError
+from .inputs import IngestResult, InputError, choose_extractor, read_text_file
+from .linktype import refine_links
 from .loop import ExtractLoop
 from .updater import MemoryUpdater, Resolved, RunReport, link_entry, resolve_operations, write_links
 
 if TYPE_CHECKING:
 
-    from ..vault import Vault
+    from ..storage.vault import Vault
     from .inputs import Extractor
 
 # Folder names that say what the pages in them are (GBrain's brain layout and the like).
@@ -200,7 +201,6 @@ def collect(paths: list[Path], vault_root: Path | None = None) -> tuple[list[Pag
 
 
 def read_page(page: Page, max_bytes: int | None = None) -> None:
-    from .inputs import read_text_file
 
     page.text = read_text_file(page.real or page.path, follow=False, max_bytes=max_bytes)
     page.sha = hashlib.sha256(page.text.encode("utf-8")).hexdigest()
@@ -274,7 +274,6 @@ def _pending_pages(vault: Vault, taken: set[str]) -> list[Page]:
 
 def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extractor: Extractor | None = None,
                  progress: Callable[[int, int], object] | None = None) -> BatchResult:
-    from .inputs import IngestResult, choose_extractor
 
     started = time.perf_counter()
     refuse_vault_paths(vault, paths)
@@ -406,7 +405,7 @@ def _write_source(vault: Vault, page: Page, in_batch: dict[str, str]) -> RunRepo
     """The page's source note, marked pending until its memories and links land. A text
     already imported (recorded as done, finished under the same path and title, or earlier
     in this batch) is not imported again: its note gets this path as another alias (the
-    text a person added under that note is kept: engine.notes.rebuild_body)."""
+    text a person added under that note is kept: engine.model.notes.rebuild_body)."""
     seen = vault.store.row("SELECT uri FROM ingested WHERE sha = ?", (page.sha,))
     uri = in_batch.get(page.sha) or (seen[0] if seen and vault.exists(seen[0]) else None)
     origin = str(page.real or page.path.resolve())
@@ -471,7 +470,13 @@ def _references(vault: Vault, page: Page, names: NameIndex, scope: Scope, report
         specs.append((page.uri, ref.target, link_type, spec))
     provider = getattr(extractor, "provider", None)
     if provider is not None and specs:
-        from .linktype import refine_links
-
         specs = refine_links(vault, provider, page, specs, report)
     return specs
+
+
+def ingest(vault: Vault, path: Path, *, wiki: bool = True, extractor: Extractor | None = None) -> IngestResult:
+    """One file (a batch of one)."""
+    batch = ingest_batch(vault, [Path(path)], wiki=wiki, extractor=extractor)
+    if batch.failed:
+        raise InputError(batch.failed[0]["error"])
+    return batch.files[0]

@@ -7,12 +7,12 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..links import StoredLink
-from ..notes import Note
+from ..model.links import StoredLink
+from ..model.notes import Note
 from .pageids import PageIdMap
 
 if TYPE_CHECKING:
-    from ..vault import Vault
+    from ..storage.vault import Vault
 
 
 @dataclass

@@ -21,7 +21,7 @@ from .updater import MemoryUpdater, RunReport, resolve_operations
 
 if TYPE_CHECKING:
     from ..llm import Health
-    from ..vault import Vault
+    from ..storage.vault import Vault
 
 # What turns an input into operations: the rules, or the LLM behind a provider.
 Extractor = RulesExtractor | LLMExtractor
@@ -91,13 +91,3 @@ def read_text_file(path: Path, *, follow: bool = True, max_bytes: int | None = N
 def _too_big(path: Path, size: int, limit: int) -> str:
     return (f"{path}: too large to import ({size:,} bytes; the limit is {limit:,} bytes, "
             f"ingest.max_bytes in memlink.yaml)")
-
-
-def ingest(vault: Vault, path: Path, *, wiki: bool = True, extractor: Extractor | None = None) -> IngestResult:
-    """One file (a batch of one: see engine.extract.batch)."""
-    from .batch import ingest_batch
-
-    batch = ingest_batch(vault, [Path(path)], wiki=wiki, extractor=extractor)
-    if batch.failed:
-        raise InputError(batch.failed[0]["error"])
-    return batch.files[0]

@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from ..links import LinkType
-from ..linktypes import LinkTypeTable
 from ..llm import LLMError, LLMInvalidOutput
-from ..relations import RELATIONS
+from ..model.links import LinkType
+from ..model.linktypes import LinkTypeTable
+from ..model.relations import RELATIONS
 from .autolink import PLAIN_WEIGHT, RELATION_WEIGHT
 from .loop import quarantine
 
 if TYPE_CHECKING:
-    from ..vault import Vault
+    from ..storage.vault import Vault
     from .batch import Page
 
 MAX_TEXT = 4000

@@ -12,21 +12,21 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
-from ..atomic import atomic_write_text
 from ..errors import MemlinkError
 from ..graph import Walk
-from ..linktypes import builtin_table
 from ..llm import LLMInvalidOutput
-from ..search import search
-from ..templates import render_template
+from ..model.linktypes import builtin_table
+from ..model.templates import render_template
+from ..retrieve.search import search
+from ..storage.atomic import atomic_write_text
 from . import operations
 from .context import ExtractContext
 from .operations import links_of
 
 if TYPE_CHECKING:
     from ..llm import Provider
-    from ..schema import TypeRegistry
-    from ..vault import Vault
+    from ..model.schema import TypeRegistry
+    from ..storage.vault import Vault
     from .inputs import Extractor
 
 PREFETCH_HITS = 8

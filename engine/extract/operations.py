@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from ..links import WikiLink
-from ..linktypes import LinkTypeTable, builtin_table
-from ..schema import FieldType, MemoryTypeSchema, TypeRegistry
+from ..model.links import WikiLink
+from ..model.linktypes import LinkTypeTable, builtin_table
+from ..model.schema import FieldType, MemoryTypeSchema, TypeRegistry
 
 if TYPE_CHECKING:
-    from ..vault import Vault
+    from ..storage.vault import Vault
 
 _PY = {
     FieldType.STRING: str,

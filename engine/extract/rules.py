@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ..linktypes import LinkType, LinkTypeTable, builtin_table
-from ..templates import slugify
-from ..text import tokenize
+from ..model.linktypes import LinkType, LinkTypeTable, builtin_table
+from ..model.templates import slugify
+from ..model.text import tokenize
 from .context import ExtractContext
 from .operations import link_types_of
 
 if TYPE_CHECKING:
-    from ..notes import Note
+    from ..model.notes import Note
 
 _SENT = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
 _LIKE = re.compile(r"\bI\s+(?:really\s+|do\s+|still\s+|now\s+)?(?:like|love|enjoy|prefer|adore)\s+(?P<obj>[^.!?;\n]+)", re.I)

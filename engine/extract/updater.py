@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import MemlinkError
-from ..merge import is_edit
-from ..names import NameIndex
+from ..model.merge import is_edit
+from ..retrieve.names import NameIndex
 from .autolink import find_references, reference_link
 from .context import ExtractContext
 from .operations import item_fields, links_of
 
 if TYPE_CHECKING:
-    from ..links import StoredLink
-    from ..transaction import Transaction
-    from ..vault import Vault
+    from ..model.links import StoredLink
+    from ..storage.transaction import Transaction
+    from ..storage.vault import Vault
 
 
 @dataclass

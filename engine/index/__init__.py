@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..embed import Embedder, load_embedder
 from ..errors import MemlinkError
-from ..store import StoreBusy, Writer
-from ..text import CHUNK_WORDS, chunk_text
+from ..model.text import CHUNK_WORDS, chunk_text
+from ..storage.store import StoreBusy, Writer
+from .embed import Embedder, load_embedder
 from .keywords import KeywordIndex
 from .vectors import VectorIndex
 
 if TYPE_CHECKING:
-    from ..vault import Vault
+    from ..storage.vault import Vault
 
 log = logging.getLogger(__name__)
 FORMAT = 5

@@ -2,7 +2,7 @@
 notes, the turns), each in a folder of its own under `.memlink/index/`.
 
 Tantivy's en_stem tokenizer splits and stems the text (in Rust); CJK runs are expanded to
-unigrams and bigrams first. engine.text.tokenize makes the same tokens in Python
+unigrams and bigrams first. engine.model.text.tokenize makes the same tokens in Python
 (Snowball English both sides) for queries. Writes wait in memory until ``flush`` (a
 tantivy commit costs tens of milliseconds): the owner flushes under the vault's write
 lock before it searches and at its checkpoints. Each write deletes the key's document
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import tantivy
 
-from ..text import cjk_expand, tokenize
+from ..model.text import cjk_expand, tokenize
 
 
 def bm25_idf(df: int, n: int) -> float:

@@ -18,9 +18,9 @@ from pathlib import Path
 import hnswlib
 import numpy as np
 
-from ..atomic import remove_file
-from ..embed import nonzero
-from ..store import Store, Writer
+from ..storage.atomic import remove_file
+from ..storage.store import Store, Writer
+from .embed import nonzero
 
 # Live vectors up to which a failed hnswlib query falls back to an exact scan (~3 ms per 1k).
 EXACT_FALLBACK = 20_000

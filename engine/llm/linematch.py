@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from ..config import LLMConfig
+from ..model.config import LLMConfig
 from . import LLMError, Provider
 
 

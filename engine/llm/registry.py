@@ -9,7 +9,7 @@ import threading
 
 from pydantic import BaseModel, ConfigDict
 
-from ..config import LLMConfig
+from ..model.config import LLMConfig
 from . import Health, LLMError, Provider
 from .ollama_provider import OllamaProvider, resolve_host
 from .rules_provider import RulesProvider

@@ -20,7 +20,7 @@ from .log import Turn, append_events, project_turns, read_events
 from .recall import RecallHit, TurnMemory
 
 if TYPE_CHECKING:
-    from ..vault import Vault
+    from ..storage.vault import Vault
 
 SYSTEM = ("You are the user's personal assistant inside memlink, an offline memory workstation. "
           "Answer briefly and concretely.")

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr, ValidationError
 
 from ..errors import MemlinkError
-from ..templates import slugify
+from ..model.templates import slugify
 from .events import ImportRecord
 
 FORMATS = ("jsonl", "chatgpt", "claude")

@@ -12,7 +12,7 @@ from .log import message_text, project_turns, read_events, session_uri
 
 if TYPE_CHECKING:
     from ..extract.updater import RunReport
-    from ..vault import Vault
+    from ..storage.vault import Vault
 
 
 def commit_session(vault: Vault, session_id: str, extractor: Any = None) -> RunReport | None:

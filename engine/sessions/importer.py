@@ -16,9 +16,9 @@ from pydantic import ValidationError
 from ..errors import MemlinkError
 from ..extract.inputs import read_text_file
 from ..extract.loop import quarantine
-from ..jsonl import JsonlError, invalid, read_numbered, read_records
 from ..llm import LLMError, LLMInvalidOutput
 from ..llm.registry import selection
+from ..storage.jsonl import JsonlError, invalid, read_numbered, read_records
 from .chat_exports import EXPORTS, FORMATS, read_export, sniff
 from .events import ImportRecord, SessionEvent, TurnMemoryRecord
 from .extract import LLMTurnExtractor, RulesTurnExtractor
@@ -26,7 +26,7 @@ from .log import Turn, append_events, project_turns, read_events
 from .store import TurnStore, lost_sessions, memory_id
 
 if TYPE_CHECKING:
-    from ..vault import Vault
+    from ..storage.vault import Vault
 
 REQUIRED = ("session", "id", "role", "content", "ts")
 

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..errors import MemlinkError
-from ..jsonl import JsonlError, append_jsonl, invalid, read_numbered, read_records
-from ..uris import normalize_uri
+from ..model.uris import normalize_uri
+from ..storage.jsonl import JsonlError, append_jsonl, invalid, read_numbered, read_records
 from .events import SESSION_ID, SessionEvent
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ..vault import Vault
+    from ..storage.vault import Vault
 
 ANSWER_ROLES = {"assistant"}
 QUESTION_ROLES = {"user"}

@@ -23,16 +23,16 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ..embed import cosine_shift
-from ..fusion import RouteHits, fuse
-from ..text import content_tokens, has_cjk, tokenize
+from ..index.embed import cosine_shift
+from ..model.text import content_tokens, has_cjk, tokenize
+from ..retrieve.fusion import RouteHits, fuse
 from .communities import label_propagation
 from .store import lost_sessions, norm_term
 from .turnindex import TurnIndex, pagerank, question_keys
 
 if TYPE_CHECKING:
-    from ..embed import Embedder
-    from ..vault import Vault
+    from ..index.embed import Embedder
+    from ..storage.vault import Vault
 
 __all__ = ["RecallHit", "RecallParams", "TurnMemory", "label_propagation"]
 

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 from tinydb import TinyDB
 from tinydb.storages import Storage
 
-from ..atomic import atomic_write_text
+from ..storage.atomic import atomic_write_text
 from .contract import TurnExtraction
 from .events import TurnMemoryRecord
 from .log import Turn
 
 if TYPE_CHECKING:
-    from ..vault import Vault
+    from ..storage.vault import Vault
 
 SUFFIX = ".memories.json"
 

@@ -29,16 +29,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 from filelock import FileLock, Timeout
 
-from ..embed import Embedder, load_embedder
+from ..index.embed import Embedder, load_embedder
 from ..index.keywords import KeywordIndex, bm25_idf
 from ..index.vectors import VectorIndex
-from ..store import StoreBusy, Writer
-from ..text import has_cjk, printable, tokenize
+from ..model.text import has_cjk, printable, tokenize
+from ..storage.store import StoreBusy, Writer
 from .communities import label_propagation
 from .store import TurnStore, norm_term
 
 if TYPE_CHECKING:
-    from ..vault import Vault
+    from ..storage.vault import Vault
 
 FORMAT = 7
 SPACE = "turns"

@@ -81,8 +81,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     import importlib
 
-    from engine.checks import check
-    from engine.embed import load_embedder
+    from engine.index.embed import load_embedder
+    from engine.lint.memo import check
 
     bad = 0
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from engine import MemlinkError
-from engine.atomic import disk_full
+from engine.storage.atomic import disk_full
 
 from .wiring import EXIT_BUSY, EXIT_PARTIAL, EXIT_PROBLEMS, open_vault, progress, provider, say, say_json
 
@@ -119,7 +119,7 @@ SHOWN = 20  # errors and warnings listed per check by `memlink lint` (--all: eve
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from engine.lint import SEVERITY_ORDER, fix, lint, write_dashboards
+    from engine.lint.report import SEVERITY_ORDER, fix, lint, write_dashboards
 
     vault = open_vault(args)
     fixed = fix(vault) if args.fix else []
@@ -164,7 +164,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    from engine.review import preview, review
+    from engine.review.actions import preview, review
 
     vault = open_vault(args)
     if args.dry_run:
@@ -180,7 +180,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 
 def cmd_undo(args: argparse.Namespace) -> int:
-    from engine.review import undo
+    from engine.review.actions import undo
 
     vault = open_vault(args)
     say(undo(vault))
@@ -189,8 +189,8 @@ def cmd_undo(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from engine.checks import check
-    from engine.lint import fix
+    from engine.lint.memo import check
+    from engine.lint.report import fix
 
     vault = open_vault(args)
     fixed = fix(vault) if args.fix else []

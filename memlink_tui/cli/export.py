@@ -79,8 +79,8 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from engine.checks import check
     from engine.export import restore_archive
+    from engine.lint.memo import check
 
     report = restore_archive(args.archive, args.dest)
     vault = open_vault(Path(report.dest))

@@ -6,13 +6,13 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from engine import LinkError, LinkType, Vault
-from engine.linktypes import builtin_table
-from engine.render import link_problems
+from engine.model.linktypes import builtin_table
+from engine.storage.render import link_problems
 
 from .wiring import UsageError, notice, open_vault, positive, say, say_json
 
 if TYPE_CHECKING:
-    from engine.links import StoredLink
+    from engine.model.links import StoredLink
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -80,7 +80,7 @@ def _print_links(links: list[StoredLink], heading: str) -> None:
 def cmd_show(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     if args.json:
-        from engine.render import note_data
+        from engine.storage.render import note_data
 
         data = note_data(vault, args.uri)
         _say_link_problems(data["link_problems"])
@@ -104,7 +104,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def _say_link_problems(why: str | None) -> None:
-    """A note on stderr when a note's links may be incomplete (``engine.render.link_problems``)."""
+    """A note on stderr when a note's links may be incomplete (``engine.storage.render.link_problems``)."""
     if why:
         notice(f"{why} — `memlink check --fix` sets bad entries aside")
 
@@ -125,7 +125,7 @@ def cmd_links(args: argparse.Namespace) -> int:
 
 
 def cmd_link(args: argparse.Namespace) -> int:
-    from engine.linkwrite import write_link
+    from engine.review.linkwrite import write_link
 
     vault = open_vault(args)
     link = write_link(vault, args.from_uri, args.to_uri, link_type(vault, args.link_type) if args.link_type else None,

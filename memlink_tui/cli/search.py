@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 def cmd_search(args: argparse.Namespace) -> int:
     vault = open_vault(args)
-    from engine.search import search  # (numpy, hnswlib, tantivy: only the commands that search load them)
+    from engine.retrieve.search import search  # (numpy, hnswlib, tantivy: only the commands that search load them)
 
     index, _report = synced_index(vault, quiet=args.json)
     types = set(args.types) if args.types else None

@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from engine import MemlinkError, Vault
-from engine.atomic import disk_full
 from engine.errors import DiskFull
-from engine.text import printable, printable_json
+from engine.model.text import printable, printable_json
+from engine.storage.atomic import disk_full
 
 from ..paths import default_vault
 
 if TYPE_CHECKING:
-    from engine.config import LLMConfig, VaultConfig
     from engine.index import SearchIndex, SyncReport
     from engine.llm.registry import Selection
+    from engine.model.config import LLMConfig, VaultConfig
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2  # argparse's own exit code for a bad command line
@@ -78,7 +78,7 @@ def init_vault(args: argparse.Namespace) -> Vault:
 
 def settings(vault: Vault | None) -> VaultConfig:
     """The vault's settings, or the defaults when no vault could be opened (doctor)."""
-    from engine.config import VaultConfig
+    from engine.model.config import VaultConfig
 
     return vault.config if vault is not None else VaultConfig.model_validate({"name": "defaults"})
 

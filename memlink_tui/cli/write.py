@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 def cmd_obsidian(args: argparse.Namespace) -> int:
-    from engine.obsidian import regenerate
+    from engine.storage.obsidian import regenerate
 
     vault = open_vault(args)
     result = regenerate(vault, dry_run=args.dry_run)

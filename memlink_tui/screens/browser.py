@@ -195,7 +195,7 @@ class BrowserScreen(Pane):
 
     @work(thread=True, group="import")
     def _save_edit(self, uri: str, original: str, edited: str, draft) -> None:
-        from engine.notes import parse_note
+        from engine.model.notes import parse_note
 
         try:
             old = self.vault.read_note(uri)
@@ -205,7 +205,7 @@ class BrowserScreen(Pane):
             with self.vault.writing():
                 if self.vault.path(uri).read_text(encoding="utf-8") != original:
                     raise MemlinkError(f"{uri} changed on disk while you were editing")
-                # the text under the frontmatter is the user's: kept (engine.notes.rebuild_body)
+                # the text under the frontmatter is the user's: kept (engine.model.notes.rebuild_body)
                 self.vault.write_note(note.memory_type, note.fields, uri=uri, replace=True, body=note.body)
         except MemlinkError as exc:
             self.app.call_from_thread(self.notify, safe_markup(f"{exc}. Nothing was changed; your edit is kept in {draft}"),

@@ -20,9 +20,9 @@ from textual.widgets.option_list import Option
 
 from engine import MemlinkError, Vault
 from engine.llm import LLMError
+from engine.model.text import printable
 from engine.sessions.chat import ChatSession, new_session_id, session_locks
 from engine.sessions.log import message_text, project_turns, read_events
-from engine.text import printable
 from widgets.safe import safe_markup
 from widgets.status_bar import Status
 
@@ -315,7 +315,7 @@ class ChatScreen(Pane):
 
     def _related(self, text: str) -> list:
         """Notes matching the message, listed under recall so one key opens them."""
-        from engine.search import search
+        from engine.retrieve.search import search
 
         try:
             return search(self.vault, text, k=3)

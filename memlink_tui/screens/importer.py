@@ -90,7 +90,8 @@ class ImportScreen(ModalScreen[str | None]):
 
     @work(thread=True, exclusive=True, group="import")
     def run_import(self, path: Path, wiki: bool) -> None:
-        from engine.extract.inputs import choose_extractor, ingest
+        from engine.extract.batch import ingest
+        from engine.extract.inputs import choose_extractor
 
         try:
             extractor, _health = choose_extractor(self.vault)

@@ -17,7 +17,7 @@ from textual.widgets import Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 from engine import MemlinkError, Vault
-from engine.linkwrite import describe, write_link
+from engine.review.linkwrite import describe, write_link
 from widgets.safe import safe_markup
 
 MATCHES = 8

@@ -2,7 +2,7 @@
 note), and review mode for contradictions: both sides shown, single keys act —
 [ keep A (left), ] keep B (right), e edit both into one (merge), d dismiss, a ask (research),
 u undo. An action first shows what it
-will change (engine.review.preview); y applies exactly that, escape cancels. Merge opens an
+will change (engine.review.actions.preview); y applies exactly that, escape cancels. Merge opens an
 editor holding both texts; ctrl+s previews the merged text."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Label, ListItem, ListView, Markdown, Static, TextArea
 
 from engine import MemlinkError, Vault
-from engine.lint import LintReport, lint, write_dashboards
-from engine.review import Plan
+from engine.lint.report import LintReport, lint, write_dashboards
+from engine.review.actions import Plan
 from widgets.safe import safe_markup
 from widgets.status_bar import Status
 
@@ -189,7 +189,7 @@ class LintScreen(Pane):
     def _card(self, a: str, b: str) -> None:
         """Why the two notes disagree (the link's description) and the lines in dispute,
         highlighted, above the two notes; then the keys that act on it."""
-        from engine.review import dispute
+        from engine.review.actions import dispute
 
         card = self.query_one("#review-card", Static)
         try:
@@ -229,7 +229,7 @@ class LintScreen(Pane):
 
     async def action_review(self, action: str, text: str | None = None) -> None:
         """Show what the action will change; nothing is written until y."""
-        from engine.review import preview
+        from engine.review.actions import preview
 
         if self.pair is None:
             self._status("choose a contradiction (two notes) first")
@@ -245,7 +245,7 @@ class LintScreen(Pane):
 
     async def action_confirm(self) -> None:
         """Apply the previewed action, refused if the notes changed since the preview."""
-        from engine.review import review
+        from engine.review.actions import review
 
         if self.pending is None:
             return
@@ -304,7 +304,7 @@ class LintScreen(Pane):
         return False
 
     async def action_undo(self) -> None:
-        from engine.review import undo
+        from engine.review.actions import undo
 
         try:
             self._status(safe_markup(undo(self.vault)))

@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, ListItem, ListView, Markdown, Static
 
 from engine import MemlinkError, Vault
-from engine.text import printable
+from engine.model.text import printable
 from widgets.safe import safe_markup
 from widgets.status_bar import Status
 

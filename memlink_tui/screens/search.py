@@ -13,7 +13,7 @@ from textual.worker import get_current_worker
 
 from engine import MemlinkError, Vault
 from engine.index import SearchIndex
-from engine.search import SearchHit, search
+from engine.retrieve.search import SearchHit, search
 from widgets import SearchResults
 from widgets.safe import safe_markup
 

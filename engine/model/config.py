@@ -1,0 +1,189 @@
+"""`memlink.yaml`: the vault's settings. Unknown keys are errors, so typos surface."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from ..errors import VaultError
+from .linktypes import LinkTypeSpec, LinkTypeTable, builtin_table
+from .yamlio import safe_load
+
+CONFIG_FILE = "memlink.yaml"
+
+
+class EmbeddingConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = Field(
+        None,
+        description="a model2vec model: 'multilingual' (the bundled multilingual-e5-small-m2v-192, for Chinese "
+        "and other non-English text), 'english' (the bundled default), or a folder or hub id already in the local "
+        "cache; empty = the bundled English one; a change re-indexes",
+    )
+
+
+class SearchConfig(BaseModel):
+    """Hybrid search and graph propagation (docs/DESIGN.md, "Search", gives each default and why)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    candidates: int = Field(30, ge=1, description="hits taken from each route before fusion")
+    rrf_k: int = Field(10, ge=1, description="RRF constant; small, because fused scores also serve as base scores in the α-merge")
+    seeds: int = Field(10, ge=1, description="top fused hits that seed graph propagation")
+    alpha: float = Field(0.7, ge=0, le=1, description="weight of the search score for seeds")
+    damping: float = Field(0.85, ge=0, le=1)
+    depth: int = Field(1, ge=1, le=5)
+    min_link_weight: float = Field(0.3, ge=0, le=1)
+    min_ppr_score: float = Field(0.05, ge=0)
+    forced_follow: list[str] | None = Field(
+        None, description="link types search always follows one hop; default: those the link-type table marks "
+                          "forced_follow (docs/DESIGN.md \"Link types\")")
+    backlink_boost: bool = False
+    min_vector_similarity: float = Field(0.3, ge=-1, le=1, description="vector hits below this are noise")
+    min_query_coverage: float = Field(
+        0.2, ge=0, le=1,
+        description="share of the question's content words' idf (frame words left out) the notes must hold to count as a "
+                    "real match; below it, and with no note named, only vector hits above min_confident_similarity, marked weak")
+    min_confident_similarity: float = Field(
+        0.55, ge=-1, le=1,
+        description="with no real match (min_query_coverage) and no note named, vector hits below this are noise: "
+                    "nothing is returned")
+    hnsw_m: int = Field(16, ge=4, le=64)
+    hnsw_ef_construction: int = Field(100, ge=10)
+    hnsw_ef_search: int = Field(300, ge=10)
+
+    def hnsw(self) -> dict:
+        return {"M": self.hnsw_m, "ef_construction": self.hnsw_ef_construction, "ef_search": self.hnsw_ef_search}
+
+
+class LLMConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    provider: Literal["auto", "ollama", "rules"] = Field(
+        "auto", description="auto: Ollama when it runs and has the model, else the zero-LLM rules"
+    )
+    model: str = "llama3.2"
+    host: str | None = Field(None, description="default: $OLLAMA_HOST, else http://127.0.0.1:11434")
+    timeout: float = Field(60.0, gt=0)
+    max_tokens: int = Field(2048, ge=16)
+
+
+class DreamInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(description="a memory type (its hub notes and their 1-hop in-link neighbours), or 'conflict'")
+    scope: Literal["1-hop-neighbors"] = "1-hop-neighbors"
+
+
+class DreamOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    memory_type: Literal["report"] = "report"
+
+
+class DreamTask(BaseModel):
+    """What the dream reads and what it writes (docs/DESIGN.md, "Dream")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: DreamInput
+    output: DreamOutput = Field(default_factory=DreamOutput)
+
+
+def _default_tasks() -> list[DreamTask]:
+    return [DreamTask(input=DreamInput(source="entity")), DreamTask(input=DreamInput(source="conflict"))]
+
+
+class IngestConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # A file past this is refused before it is read: a 50 MB "note" helps nobody and
+    # costs minutes and gigabytes (docs/DESIGN.md, "Units of work").
+    max_bytes: int = Field(2_000_000, ge=1, description="the largest file `memlink ingest` imports, in bytes")
+
+
+class DreamSettings(BaseModel):
+    """How long a dream may run and what it does when the model keeps failing
+    (docs/DESIGN.md, "Dream"): cron must not wait on a hung model for ever."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget_seconds: float = Field(600.0, gt=0, description="no topic is started after this many seconds; the rest wait")
+    max_llm_failures: int = Field(3, ge=1, description="consecutive failed model answers before on_llm_failure applies")
+    on_llm_failure: Literal["rules", "stop"] = Field(
+        "rules", description="rules: answer the remaining topics with the rules; stop: leave them for the next run")
+
+
+class ObsidianConfig(BaseModel):
+    """The note body for Obsidian and other editors (docs/DESIGN.md, "Vault format")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    links_block: bool = Field(
+        True, description="write each note's outgoing links as [[wikilinks]] in a generated block of its body; off: "
+                          "no block is written and an existing one goes at the note's next write (`memlink obsidian` "
+                          "regenerates every note)")
+
+
+class VaultConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "memlink vault"
+    lock_timeout: float = Field(30.0, ge=0, description="seconds a writer waits for the vault lock")
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    ingest: IngestConfig = Field(default_factory=IngestConfig)
+    dream_tasks: list[DreamTask] = Field(default_factory=_default_tasks)
+    dream_hubs: int = Field(3, ge=0, le=50, description="hub notes per anchor type a dream may report on")
+    dream_max_reports: int = Field(20, ge=1, description="reports one dream writes at most; the rest wait for the next run")
+    dream: DreamSettings = Field(default_factory=DreamSettings)
+    obsidian: ObsidianConfig = Field(default_factory=ObsidianConfig)
+    link_types: list[LinkTypeSpec] = Field(
+        default_factory=list, description="the vault's own link types, added to the built-ins (docs/DESIGN.md \"Link types\")")
+    _link_table: LinkTypeTable = PrivateAttr(default_factory=builtin_table)
+
+    @model_validator(mode="after")
+    def _table(self) -> VaultConfig:
+        # Built once: a name clash with a built-in or a role claimed twice is a config error.
+        self._link_table = builtin_table().with_types(self.link_types)
+        for name in self.search.forced_follow or ():
+            if name not in self._link_table:
+                raise ValueError(f"search.forced_follow: unknown link type {name!r}")
+        return self
+
+    def link_table(self) -> LinkTypeTable:
+        """The vault's link types: the built-ins plus ``link_types``."""
+        return self._link_table
+
+
+def load_config(root: Path) -> VaultConfig:
+    path = Path(root) / CONFIG_FILE
+    try:
+        data = safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise VaultError(f"{root} is not a memlink vault (no {CONFIG_FILE}); create one with `memlink init`") from None
+    except yaml.YAMLError as exc:
+        raise VaultError(f"{CONFIG_FILE}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise VaultError(f"{CONFIG_FILE}: must be a YAML mapping")
+    # The environment may shorten or lengthen the lock wait (e.g. for a cron job).
+    if os.environ.get("MEMLINK_LOCK_TIMEOUT"):
+        data = {**data, "lock_timeout": os.environ["MEMLINK_LOCK_TIMEOUT"]}
+    try:
+        return VaultConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise VaultError(f"{CONFIG_FILE}: {loc}: {first['msg']}") from exc
+
+
+def dump_config(config: VaultConfig) -> str:
+    """Only what differs from the defaults (plus the name), so new defaults reach old vaults."""
+    data = {"name": config.name, **config.model_dump(mode="json", exclude_defaults=True, by_alias=True)}
+    return yaml.safe_dump(data, allow_unicode=True, sort_keys=False)

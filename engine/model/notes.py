@@ -1,0 +1,203 @@
+"""Notes on disk: YAML frontmatter (memory_type, created_at, updated_at, fields) + body.
+
+The body's generated view is rendered from the memory type's content_template into a
+delimited block; text a person types above or below it belongs to them and survives every
+write (``rebuild_body``). A second generated block lists the note's outgoing links as
+wikilinks (engine.model.blocks); the links themselves live in the folder's `.relations.json`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from ..errors import NoteError, SchemaError
+from .blocks import links_span, view_block, view_span, visible_text
+from .frontmatter import load_frontmatter
+from .schema import MemoryTypeSchema, TypeRegistry
+
+FRONT = "---"
+TOP_KEYS = ("memory_type", "created_at", "updated_at", "fields")
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+
+
+def parse_timestamp(value: Any, where: str) -> str:
+    if isinstance(value, dt.datetime):
+        stamp = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        return stamp.isoformat()
+    if isinstance(value, str):
+        try:
+            stamp = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            pass
+        else:
+            if stamp.tzinfo is None:
+                stamp = stamp.replace(tzinfo=dt.UTC)
+            return stamp.isoformat()
+    raise NoteError(f"{where}: not an ISO 8601 timestamp: {value!r}")
+
+
+@dataclass
+class Note:
+    uri: str
+    memory_type: str
+    fields: dict[str, Any]
+    created_at: str
+    updated_at: str
+    body: str
+    extra: dict[str, Any] = field(default_factory=dict)  # unknown frontmatter keys, kept as-is
+
+    def title(self, schema: MemoryTypeSchema) -> str:
+        return str(self.fields.get(schema.title_field) or self.uri)
+
+    def field_text(self, name: str) -> str:
+        """A field's value as text lines: the coordinate system of t_line_ranges."""
+        value = self.fields.get(name)
+        if value is None:
+            return ""
+        if isinstance(value, list):
+            return "\n".join(str(v) for v in value)
+        return str(value)
+
+    @property
+    def text(self) -> str:
+        """The body as derived readers see it: without the generated Links block and the
+        view's marker lines (engine.model.blocks.visible_text). Anchors (``match_text``) are
+        looked for here."""
+        return visible_text(self.body)
+
+
+def split_frontmatter(text: str) -> tuple[str | None, str | None]:
+    """(frontmatter, body). Frontmatter is None when the file does not start with '---';
+    body is None when the frontmatter is never closed."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != FRONT:
+        return None, text
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() == FRONT:
+            return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :])
+    return "\n".join(lines[1:]), None
+
+
+def split_body(text: str) -> str:
+    """The body of a note file: what follows the closing '---' of its frontmatter."""
+    return split_frontmatter(text)[1] or ""
+
+
+def parse_note(text: str, uri: str, types: TypeRegistry) -> Note:
+    """Parse and validate a note file. Raises NoteError / SchemaError with the note's path."""
+    front, body = split_frontmatter(text)
+    if front is None:
+        raise NoteError(f"{uri}: no YAML frontmatter (the file must start with '---')")
+    if body is None:
+        raise NoteError(f"{uri}: frontmatter is not closed with '---'")
+    try:
+        meta = load_frontmatter(front) or {}
+    except yaml.YAMLError as exc:
+        raise NoteError(f"{uri}: frontmatter is not valid YAML: {exc}") from exc
+    if not isinstance(meta, dict):
+        raise NoteError(f"{uri}: frontmatter must be a mapping")
+    mtype = meta.get("memory_type")
+    if not isinstance(mtype, str):
+        raise NoteError(f"{uri}: frontmatter has no memory_type")
+    try:
+        schema = types.get(mtype)
+        fields = schema.validate_fields(meta.get("fields") or {}, complete=True)
+    except SchemaError as exc:
+        raise NoteError(f"{uri}: {exc}") from exc
+    created = parse_timestamp(meta.get("created_at"), f"{uri}: created_at")
+    updated = parse_timestamp(meta.get("updated_at", created), f"{uri}: updated_at")
+    extra = {k: v for k, v in meta.items() if k not in TOP_KEYS}
+    return Note(uri=uri, memory_type=mtype, fields=fields, created_at=created, updated_at=updated, body=body, extra=extra)
+
+
+if TYPE_CHECKING:
+    _Dumper = yaml.SafeDumper
+else:  # the C dumper when libyaml is there
+    _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _NoteDumper(_Dumper):
+    """Multi-line text as YAML block literals, so notes stay pleasant to edit in vim."""
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_NoteDumper.add_representer(str, _str_representer)
+
+
+def serialize_note(note: Note, schema: MemoryTypeSchema) -> str:
+    ordered = {f.name: note.fields[f.name] for f in schema.fields if f.name in note.fields}
+    meta: dict[str, Any] = {
+        "memory_type": note.memory_type,
+        "created_at": note.created_at,
+        "updated_at": note.updated_at,
+        "fields": ordered,
+    }
+    meta.update(note.extra)
+    head = yaml.dump(meta, Dumper=_NoteDumper, allow_unicode=True, sort_keys=False, width=100)
+    body = note.body if note.body.endswith("\n") else note.body + "\n"
+    return f"{FRONT}\n{head}{FRONT}\n{body}"
+
+
+def render_note_body(schema: MemoryTypeSchema, fields: dict[str, Any], created_at: str, updated_at: str) -> str:
+    return schema.render_body(fields, {"created_at": created_at, "updated_at": updated_at})
+
+
+def new_body(view: str) -> str:
+    """A new note's body: just its delimited view (engine.model.blocks)."""
+    return view_block(view) + "\n"
+
+
+def rebuild_body(old_body: str, old_view: str, new_view: str) -> str:
+    """A note's new body: its generated view replaced by ``new_view``, and everything a
+    person wrote around it, above or below, kept byte for byte (docs/DESIGN.md, "Vault
+    format": the body). The view is the delimited block (``<!-- memlink:view -->`` …
+    ``<!-- /memlink:view -->``, engine.model.blocks). Text someone typed inside the block (it
+    no longer reads as ``old_view``) is kept right under the new block. A body without
+    the markers (an older note, or markers deleted by hand) has ``old_view``, the view
+    rendered from the old fields, looked up as text and wrapped in the markers; when it is
+    not there either, what the body holds cannot be told apart from generated text, so
+    all of it is kept, under the new view: a write never loses what a person typed. The
+    Links block is left where it is (it is regenerated from the sidecars on its own)."""
+    block = view_block(new_view)
+    span = view_span(old_body)
+    if span is not None:
+        start, end, inner = span
+        edited = inner.strip("\n")
+        if edited and edited not in (old_view.strip("\n"), new_view.strip("\n")):
+            block = f"{block}\n\n{edited}"
+        body = old_body[:start] + block + old_body[end:]
+    else:
+        view = old_view.strip("\n")
+        at = old_body.find(view) if view else -1
+        links = links_span(old_body)
+        if at >= 0 and links is not None and at < links[1] and at + len(view) > links[0]:
+            at = -1  # the view's text only inside the Links block: not the view
+        if at < 0:
+            kept = old_body.strip("\n")
+            body = block if not kept else f"{block}\n\n{kept}"
+        else:
+            body = old_body[:at] + block + old_body[at + len(view) :]
+    return body if body.endswith("\n") else body + "\n"
+
+
+# A source note whose memories and links have not landed yet carries this frontmatter key
+# (docs/DESIGN.md, "Units of work"): it lives in the vault, so deleting `.memlink/` keeps
+# it, `memlink check` reports it and the next ingest, commit or dream finishes the file.
+PENDING_KEY = "extraction"
+PENDING = "pending"
+
+
+def is_pending(note: Note) -> bool:
+    """Whether a source note's extraction has not finished (see ``PENDING_KEY``)."""
+    return note.extra.get(PENDING_KEY) == PENDING

@@ -1,0 +1,383 @@
+"""Hybrid search (docs/DESIGN.md, "Search"): vector + keyword hits fused by reciprocal
+rank (engine.retrieve.fusion) → seeds → typed propagation over links and backlinks → α-merge →
+forced one-hop follow of contradicts / evolved_from → optional backlink boost (GBrain).
+Each hit says how it was found and carries a snippet with its outgoing links rendered."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
+
+from pydantic import BaseModel
+
+from ..errors import MemlinkError
+from ..graph import Adjacency, PropagationParams, Step, Walk
+from ..index import SearchIndex
+from ..index.embed import cosine_shift
+from ..index.keywords import bm25_idf
+from ..model.config import SearchConfig
+from ..model.links import StoredLink
+from ..model.linktypes import LinkType, LinkTypeTable, builtin_table
+from ..model.relations import PERSON_KINDS, asked_relation, asks_who, relations_of
+from ..model.text import content_tokens, snippet, tokenize, words
+from ..storage.jsonl import append_jsonl
+from ..storage.render import render_links
+from .fusion import RouteHits, fuse
+from .names import NameIndex
+
+if TYPE_CHECKING:
+    from ..storage.catalog import Catalog
+    from ..storage.vault import Vault
+
+
+class Route(NamedTuple):
+    """How a hit was found. (A named tuple: a search makes a hundred.)"""
+
+    kind: str  # "vector" | "keyword" | "name" | "answer" | "graph" | "forced"
+    rank: int = 0
+    score: float = 0.0
+    via: Step | None = None
+
+    def describe(self) -> str:
+        if self.kind in ("vector", "keyword"):
+            return f"{self.kind} #{self.rank} ({self.score:.2f})"
+        if self.kind == "name":
+            return "named in the question"
+        assert self.via is not None, f"a {self.kind} hit has its step"
+        arrow = "→" if self.via.direction == "links" else "←"
+        if self.kind == "answer":
+            relation = self.via.link.description or self.via.link.link_type.value
+            return f"answer: {relation} ({self.via.link.link_type.value}) {arrow} {self.via.src}"
+        verb = "always follows" if self.kind == "forced" else "via"
+        return f"graph {verb} {self.via.link.link_type.value} {arrow} from {self.via.src}"
+
+    def to_json(self) -> dict:
+        out = {"kind": self.kind, "rank": self.rank, "score": round(self.score, 4)}
+        if self.via:
+            out |= {"from": self.via.src, "link_type": self.via.link.link_type.value, "direction": self.via.direction,
+                    "relation": self.via.link.description}
+        return out
+
+
+@dataclass
+class SearchHit:
+    uri: str
+    title: str
+    memory_type: str
+    score: float
+    routes: list[Route] = field(default_factory=list)
+    snippet: str = ""
+    evidence: list[SearchHit] = field(default_factory=list)  # notes derived from this one that matched too
+    weak: bool = False  # found only by meaning, below the confident similarity
+
+    @property
+    def route(self) -> str:
+        return "; ".join(r.describe() for r in self.routes)
+
+    def to_json(self) -> dict:
+        out = {
+            "uri": self.uri,
+            "title": self.title,
+            "memory_type": self.memory_type,
+            "score": round(self.score, 4),
+            "route": self.route,
+            "routes": [r.to_json() for r in self.routes],
+            "snippet": self.snippet,
+        }
+        if self.evidence:
+            out["evidence"] = [e.to_json() for e in self.evidence]
+        if self.weak:
+            out["weak"] = True
+        return out
+
+
+def propagation_params(cfg: SearchConfig, link_types: LinkTypeTable | None = None) -> PropagationParams:
+    """The propagation parameters: ``cfg``'s numbers, the link-type table's weights, and
+    its forced-follow types unless ``cfg.forced_follow`` names others. (Made once per
+    table and numbers: a search asks each time; nothing changes them.)"""
+    return _propagation_params(link_types or builtin_table(), cfg.damping, cfg.depth, cfg.min_link_weight,
+                               None if cfg.forced_follow is None else tuple(cfg.forced_follow))
+
+
+@functools.lru_cache(maxsize=16)
+def _propagation_params(table: LinkTypeTable, damping: float, depth: int, min_link_weight: float,
+                        forced_follow: tuple[str, ...] | None) -> PropagationParams:
+    extra: dict[str, tuple[LinkType, ...]] = {}
+    if forced_follow is not None:
+        extra["forced_follow"] = tuple(table.require(t) for t in forced_follow)
+    return PropagationParams.for_table(table, damping=damping, depth=depth, min_link_weight=min_link_weight, **extra)
+
+
+def search(
+    vault: Vault,
+    query: str,
+    *,
+    k: int = 10,
+    types: set[str] | None = None,
+    use_graph: bool = True,
+    routes: tuple[str, ...] = ("vector", "keyword"),
+    index: SearchIndex | None = None,
+    snippets: bool = True,
+    log: bool = False,
+    use_names: bool = True,
+    group: bool = True,
+    question: bool = True,
+) -> list[SearchHit]:
+    """The k best notes for ``query``. Notes the question names (title or alias) seed the
+    graph at full score; a "Who … X?" question puts the people X's links name first, those
+    whose link states the asked relation ahead; notes derived from a hit that matched too
+    are grouped under it (``group``). When the notes hold too little of the question's
+    content words (``query_coverage`` below ``min_query_coverage``) and it names no note,
+    only vector hits above ``min_confident_similarity`` are returned, marked weak. With
+    ``question=False`` (the query is a whole text, e.g. a document being imported, whose
+    related notes are wanted) any word of it in a note is a match."""
+    cfg = vault.config.search
+    index = index or SearchIndex.for_vault(vault)
+    catalog = vault.catalog
+    n = max(cfg.candidates, k)
+
+    def allowed(uri: str) -> bool:
+        return uri in catalog if not types else catalog.memory_type(uri) in types
+
+    found: dict[str, list[Route]] = {}
+    ranked_lists: list[RouteHits] = []
+    vec, kw = [], []
+    if "vector" in routes:
+        vec = [(u, s) for u, s in index.vector_search(query, n) if s >= cfg.min_vector_similarity]
+        ranked_lists.append(RouteHits(vec, "rank", rrf_k=cfg.rrf_k))
+        for rank, (uri, sim) in enumerate(vec, 1):
+            found.setdefault(uri, []).append(Route("vector", rank, sim))
+    if "keyword" in routes:
+        kw = index.keyword_search(query, n)
+        ranked_lists.append(RouteHits(kw, "rank", rrf_k=cfg.rrf_k))
+        for rank, (uri, score) in enumerate(kw, 1):
+            found.setdefault(uri, []).append(Route("keyword", rank, score))
+    named = _named(vault, query) if use_names else []
+    named = [u for u in named if allowed(u)]
+    # Is there any real match? The question's own words (not its frame: "what about",
+    # "tell me", "when did we discuss") in the notes — most of their weight, rare words
+    # counting more — or a note named.
+    if question:
+        lexical = query_coverage(index, query) >= cfg.min_query_coverage
+    else:
+        lexical = bool(kw) or ("keyword" not in routes and bool(index.keyword_search(query, 1)))
+    weak = not lexical and not named
+    if weak and (not vec or vec[0][1] < cfg.min_confident_similarity + cosine_shift(index.embedder)):
+        if log:
+            _log_query(vault, query, [], found)
+        return []  # nothing in the vault says anything about it: no confident noise
+    # Reciprocal rank: cosines and BM25 scores are not on one scale, their ranks are.
+    fused = fuse(ranked_lists)
+    top = max(fused.values(), default=0.0)
+    base = {u: s / top for u, s in fused.items()} if top else {}  # best hit = 1.0, comparable with propagation
+    for uri in named:
+        base[uri] = 1.0
+        found.setdefault(uri, []).insert(0, Route("name", 0, 1.0))
+
+    final: dict[str, float] = {}
+    seeds = dict(sorted(base.items(), key=lambda kv: -kv[1])[: cfg.seeds])
+    seeds.update({u: 1.0 for u in named})
+    # Only the seeds' neighbourhoods are walked: their links are fetched as reached
+    # (docs/DESIGN.md, "Search"), never the whole graph.
+    graph = Walk(vault) if use_graph else None
+    params = propagation_params(cfg, vault.config.link_table())
+    if graph is not None:
+        spread = graph.propagate(seeds, params)
+        # Every search hit is in the seed set (docs/DESIGN.md, "Search"), however many seeds spread.
+        for uri, b in base.items():
+            ppr = spread[uri].score if uri in spread else 0.0
+            final[uri] = cfg.alpha * b + (1 - cfg.alpha) * ppr
+        for uri, p in spread.items():
+            if uri in base:
+                continue
+            if p.score >= cfg.min_ppr_score:
+                final[uri] = p.score
+                found[uri] = [Route("graph", 0, p.score, p.via[0])]
+    else:
+        final = dict(base)
+
+    superseded = catalog.superseded()
+    for uri in [u for u in final if u in superseded] if superseded else ():  # (a review kept another note)
+        final[uri] *= 0.5
+    if graph is not None and cfg.backlink_boost:
+        graph.prefetch(final)
+        for uri in final:
+            final[uri] *= 1.0 + 0.05 * math.log(1 + graph.backlink_count(uri))
+    # Tiers: the answers a named note's links give, then the named notes, then the rest.
+    tier: dict[str, int] = {}  # in a "Who …?" question: the answers (0), then the named notes (1)
+    answered = False  # the links answer the relation asked: only the answers and the named notes
+    if graph is not None and named and asks_who(query):
+        asked = _without_names(query, vault)
+        tier = {u: 1 for u in named}
+        for uri, (score, step, strong) in _answers(graph, catalog, named, asked, params).items():
+            if not allowed(uri):
+                continue
+            final[uri] = max(final.get(uri, 0.0), score)
+            found[uri] = [Route("answer", 0, score, step)] + [r for r in found.get(uri, []) if r.kind != "graph"]
+            tier[uri] = 0 if strong else 2
+        answered = asked_relation(asked) is not None and 0 in tier.values()
+    kept = [u for u in final if allowed(u) and (not answered or u in tier and tier[u] < 2)]
+    # (no tiers, most questions: best first by score alone; ties keep their order either way)
+    order = sorted(kept, key=lambda u: (tier.get(u, 2), -final[u])) if tier else sorted(kept, key=final.__getitem__, reverse=True)
+    if answered:  # what the named notes' own derived notes say stays available, under them
+        order += [u for u in sorted(final, key=lambda u: -final[u]) if u not in tier and allowed(u)]
+    evidence = _group(graph, order, k, vault.config.link_table()) if group and graph is not None else {}
+    ranked = [u for u in order if u not in evidence and (not answered or u in tier)][:k]
+    if graph is not None:
+        graph.prefetch(ranked)  # what forced neighbours read
+
+    # Contradictions and newer/older versions of a hit are never left out (docs/DESIGN.md,
+    # "Search"): they follow the top k, so they add to the results without pushing a
+    # search hit out.
+    if graph is not None:
+        extra: dict[str, float] = {}
+        for uri in ranked:
+            for step in graph.forced_neighbours(uri, params):
+                if step.dst in ranked or step.dst in extra or not allowed(step.dst):
+                    continue
+                rule = params.table[(step.link.link_type, step.direction)]
+                extra[step.dst] = final[uri] * rule.weight * params.damping
+                found[step.dst] = [Route("forced", 0, extra[step.dst], step)]
+        # At most half as many as asked for (and at least 3): the strongest ones.
+        keep = sorted(extra, key=lambda u: -extra[u])[: max(3, k // 2)]
+        final.update({u: extra[u] for u in keep})
+        ranked = ranked + keep
+
+    if log:
+        _log_query(vault, query, ranked, found)
+    query_tokens = set(tokenize(query))
+
+    def hit(uri: str) -> SearchHit:
+        entry = entries[uri]
+        h = SearchHit(uri, entry.title, entry.memory_type, final[uri], found.get(uri, []), weak=weak)
+        if snippets:
+            h.snippet = _snippet(vault, uri, query_tokens, anchored.get(uri, []))
+        return h
+
+    under: dict[str, list[str]] = {}  # page -> its derived notes, in ranking order
+    for e in order:
+        if e in evidence:
+            under.setdefault(evidence[e], []).append(e)
+    shown = [*ranked, *(e for u in ranked for e in under.get(u, ()))]
+    # What is shown of each hit, in one read each: the catalog's entries, and the links
+    # with an anchor (what a snippet renders).
+    entries = catalog.entries(shown)
+    anchored = {u: [l for l in ls if l.match_text] for u, ls in vault.links.of_many(shown, "links").items()} if snippets else {}
+    hits = []
+    for uri in ranked:
+        h = hit(uri)
+        h.evidence = [hit(e) for e in under.get(uri, ())]
+        hits.append(h)
+    return hits
+
+
+def query_coverage(index: SearchIndex, query: str) -> float:
+    """The share of a question's content words' idf that some note holds: 1.0 when every
+    word occurs somewhere, 0.0 when none does. Frame words (engine.model.text.QUESTION_FRAME) do
+    not count; a question made only of them is judged on all its words."""
+    tokens = content_tokens(query) or list(dict.fromkeys(tokenize(query)))
+    if not tokens:
+        return 0.0
+    df, n = index.keyword_doc_freq(tokens)
+    idf = {t: bm25_idf(df[t], n) for t in tokens}
+    total = sum(idf.values())
+    return sum(v for t, v in idf.items() if df[t]) / total if total else 0.0
+
+
+def _named(vault: Vault, query: str) -> list[str]:
+    out: list[str] = []
+    for named in NameIndex.for_vault(vault).named_in(query):
+        if named.uri not in out:
+            out.append(named.uri)
+    return out
+
+
+def _without_names(query: str, vault: Vault) -> str:
+    """The question without the names in it: "Who attended the Acme investor update?"
+    asks about attending, whatever the meeting is called."""
+    spans = NameIndex.for_vault(vault).named_in(query)
+    qw = words(query)
+    keep = [w for i, w in enumerate(qw) if not any(s.start <= i < s.end for s in spans)]
+    return " ".join(keep)
+
+
+def _answers(graph: Adjacency, catalog: Catalog, named: list[str], question: str,
+             params: PropagationParams) -> dict[str, tuple[float, Step, bool]]:
+    """The notes a "Who …?" question's named notes link to (either way): people first.
+    Each gets (score, the link, strong): strong when the link states the relation asked
+    with the person as its subject (or no relation is asked and it names a person). The
+    score follows the link's type and direction (the propagation table, docs/DESIGN.md
+    "Link types") and its weight."""
+    asked = asked_relation(question)
+    out: dict[str, tuple[float, Step, bool]] = {}
+    steps = [s for x in named for s in graph.steps(x) if s.dst not in named and s.dst in catalog]
+    kinds = {u: e.kind for u, e in catalog.entries(s.dst for s in steps).items()}
+    for step in steps:
+        dst = step.dst
+        person = kinds[dst] in PERSON_KINDS
+        if asked is not None:  # the link states it, with the other note as the subject
+            strong = any(rel.name == asked.name and (from_subject if step.direction == "backlinks" else not from_subject)
+                         for rel, from_subject in relations_of(step.link.description))
+        else:
+            strong = person
+        if not (person or strong):
+            continue
+        rule = params.table.get((step.link.link_type, step.direction))
+        score = (rule.weight if rule else 0.4) * step.link.weight * (1.0 if strong else 0.5)
+        if dst not in out or score > out[dst][0]:
+            out[dst] = (score, step, strong)
+    return out
+
+
+def _group(graph: Adjacency, order: list[str], k: int, link_types: LinkTypeTable) -> dict[str, str]:
+    """Notes derived from a page that ranks above them go under that page (uri -> page),
+    so one source does not take five slots with its fragments. A derived note that ranks
+    above its page keeps its own place: it is the better answer."""
+    provenance = link_types.role("provenance")
+    above: set[str] = set()
+    out: dict[str, str] = {}
+    derived = graph.out_edges_of_type(order[: 4 * k], provenance)  # (only those records are read)
+    for uri in order[: 4 * k]:
+        for edge in derived[uri]:
+            if edge.to_uri in above and edge.to_uri not in out:
+                out[uri] = edge.to_uri
+                break
+        above.add(uri)
+    return out
+
+
+def _snippet(vault: Vault, uri: str, query_tokens: set[str], anchored: list[StoredLink]) -> str:
+    """The best window of the note's text, with its outgoing links that have an anchor
+    there rendered inside it."""
+    try:
+        body = vault.read_body(uri)
+    except (OSError, MemlinkError):
+        return ""
+    window = snippet(body, query_tokens)
+    return render_links(window, [l for l in anchored if l.match_text and l.match_text in window]).text
+
+
+class SearchLogEntry(BaseModel):
+    """One line of `.memlink/search-log.jsonl`."""
+
+    q: str
+    hits: int
+    best_vector: float
+    at: str
+
+
+def _log_query(vault: Vault, query: str, ranked: list[str], found: dict[str, list[Route]]) -> None:
+    """Interactive searches are logged (`.memlink/search-log.jsonl`) so the dream can spot
+    topics searched often but poorly covered. A read-only vault writes no log."""
+    if vault.read_only:
+        return
+    best = max((r.score for u in ranked[:5] for r in found.get(u, []) if r.kind == "vector"), default=0.0)
+    entry = SearchLogEntry(q=" ".join(query.split()), hits=len(ranked), best_vector=round(best, 3),
+                           at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    try:
+        append_jsonl(vault.state_dir / "search-log.jsonl", [entry])
+    except OSError:
+        pass  # a log is a help; searching goes on

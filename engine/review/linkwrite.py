@@ -1,0 +1,80 @@
+"""A person's link write: `memlink link`, the app's `k`, the MCP `link` tool (docs/DESIGN.md,
+"Units of work": link writes).
+
+A link between two notes that are linked already is never replaced silently: the write is
+refused with the existing link named, unless the caller asks to update it. An update
+changes only the fields given (the rest are kept), and is logged as a review action so
+`memlink undo` puts the link back as it was. (The extraction, ingest and the dream link
+through ``Vault.link_many``, which merges by the link rules of docs/DESIGN.md, "Vault
+format".)"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import LinkError
+from ..model.links import LinkType, StoredLink
+from ..model.uris import normalize_uri
+from ..storage.writes import new_link, put_ops, remove_ops
+from .actions import log_action
+
+if TYPE_CHECKING:
+    from ..storage.vault import Vault
+
+
+class LinkExists(LinkError):
+    """The two notes are linked already (the link is named in the message)."""
+
+    def __init__(self, message: str, existing: list[StoredLink]) -> None:
+        super().__init__(message)
+        self.existing = existing
+
+
+def describe(link: StoredLink) -> str:
+    why = f" {link.description!r}" if link.description else ""
+    return f"{link.link_type.value} {link.weight:.2f}{why} ({link.id})"
+
+
+def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | str | None = None, *,
+               update: bool = False, weight: float | None = None, t_field: str | None = None,
+               t_line_ranges: str | None = None, match_text: str | None = None,
+               description: str | None = None) -> StoredLink:
+    """Link ``from_uri`` to ``to_uri`` on both sides, or, with ``update``, change the link
+    they have: only the fields given, the rest as they are, undoable with `memlink undo`.
+    Without ``update`` a pair linked already is refused (``LinkExists``), nothing
+    written. Returns the link as written."""
+    from_uri, to_uri = normalize_uri(from_uri), normalize_uri(to_uri)
+    existing = [l for l in vault.links.of(from_uri, "links") if l.to_uri == to_uri and not l.legacy]
+    if not existing:
+        if link_type is None:
+            raise LinkError("a new link needs a link type")
+        return vault.link(from_uri, to_uri, link_type, weight=1.0 if weight is None else weight, t_field=t_field,
+                          t_line_ranges=t_line_ranges, match_text=match_text, description=description or "")
+    if not update:
+        listed = "; ".join(describe(l) for l in existing)
+        raise LinkExists(f"{from_uri} is linked to {to_uri} already: {listed}. Nothing was written; "
+                         "to change that link, write it again as an update (`memlink link --update`)", existing)
+    chosen = [l for l in existing if link_type is None or l.link_type == link_type] if len(existing) > 1 else existing
+    if len(chosen) != 1:
+        raise LinkError(f"{from_uri} has {len(existing)} links to {to_uri} ({'; '.join(describe(l) for l in existing)}); "
+                        "give the link type of the one to update")
+    old = chosen[0]
+    if match_text and match_text not in vault.read_note(from_uri).text:
+        raise LinkError(f"cannot link: the anchor {match_text!r} is not in the text of {from_uri}")
+    new_field = t_field or old.t_field
+    checked = new_link(vault, from_uri, to_uri, link_type or old.link_type, weight=old.weight if weight is None else weight,
+                       t_field=new_field,
+                       t_line_ranges=t_line_ranges if t_line_ranges is not None else
+                       (old.t_line_ranges if new_field == old.t_field else None),
+                       match_text=old.match_text if match_text is None else match_text,
+                       description=old.description if description is None else description, created_at=old.created_at)
+    updated = checked.model_copy(update={"id": old.id})
+    if updated == old:
+        return old  # nothing to change: nothing written, nothing to undo
+    changed = sorted(k for k in ("link_type", "weight", "t_field", "t_line_ranges", "match_text", "description")
+                     if getattr(old, k) != getattr(updated, k))
+    with vault.transaction() as tx:
+        tx.link_ops(remove_ops(old) + put_ops(updated))
+        log_action(vault, tx, "update-link", from_uri, to_uri,
+                   f"updated the link {from_uri} -> {to_uri} ({old.id}): {', '.join(changed)}")
+    return updated

@@ -1,0 +1,334 @@
+"""The catalog: which notes exist, their type, title, timestamps and file identity (mtime,
+size, content hash), and what each is called. Derived state: the store's ``notes`` and
+``names`` tables, one row a note file (docs/DESIGN.md, "The catalog").
+
+``sync`` walks the vault (a ``stat`` per file), reads and parses only the files whose
+mtime or size changed (and those that did not parse last time), and writes the rows
+that changed in one transaction, naming them in the change feed. Every other question is
+a query: a process keeps in memory only what the walk compares (each note's mtime and
+size) and what a search asks of every note it scores (does it parse, its type, is it
+superseded)."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from ..errors import MemlinkError
+from ..model.blocks import strip_links_bytes
+from ..model.links import SIDECAR
+from ..model.notes import Note, is_pending, parse_note
+from ..model.schema import TypeRegistry
+from ..model.text import words
+from ..model.uris import PathResolver
+from .atomic import remove_stale_temp
+from .store import Store, Writer
+from .walk import vault_files
+
+_COLUMNS = "uri, memory_type, title, created_at, updated_at, mtime_ns, size, sha, error, superseded, aliases, kind, pending"
+_UPSERT = f"INSERT OR REPLACE INTO notes ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+@dataclass(slots=True)
+class CatalogEntry:
+    uri: str
+    memory_type: str
+    title: str
+    created_at: str
+    updated_at: str
+    mtime_ns: int
+    size: int
+    sha: str = ""  # content hash: the search index compares it to what it has indexed
+    error: str | None = None
+    superseded: bool = False  # a review kept another note over this one (valid_until set)
+    # What other notes and questions may call this note by (engine.retrieve.names): its aliases
+    # (other names, the path a file was imported from) and kind (person, company…).
+    aliases: list = field(default_factory=list)
+    kind: str = ""
+    pending: bool = False  # a note whose extraction has not finished (engine.model.notes.is_pending)
+
+
+@dataclass(frozen=True)
+class Synced:
+    """What one sync found: the notes added, changed or removed (by content, parse error
+    or type), and the link sidecars the walk listed."""
+
+    changed: frozenset[str]
+    removed: frozenset[str]
+    sidecars: frozenset[str]
+
+
+def content_hash(data: bytes) -> str:
+    """A note file's content hash, its generated Links block left out (engine.model.blocks): a
+    note whose only change is that block is not re-indexed or re-checked."""
+    return hashlib.sha256(strip_links_bytes(data)).hexdigest()[:20]
+
+
+def _entry(r: tuple) -> CatalogEntry:
+    return CatalogEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]),
+                        json.loads(r[10]) if r[10] else [], r[11], bool(r[12]))
+
+
+def _row(e: CatalogEntry) -> tuple:
+    return (e.uri, e.memory_type, e.title, e.created_at, e.updated_at, e.mtime_ns, e.size, e.sha, e.error,
+            1 if e.superseded else 0, json.dumps(e.aliases, ensure_ascii=False) if e.aliases else "", e.kind,
+            1 if e.pending else 0)
+
+
+def _name_rows(e: CatalogEntry) -> list[tuple[str, str, str]]:
+    if e.error:
+        return []
+    keys = {" ".join(words(name)) for name in [e.title, *e.aliases]}
+    return [(key, key.split()[0], e.uri) for key in sorted(keys) if key]
+
+
+@dataclass(frozen=True)
+class _Known:
+    """What a process keeps of the catalog: each note file's (mtime, size) as recorded,
+    the type of each note that parses, and the superseded ones."""
+
+    files: dict[str, tuple[int, int]]
+    good: dict[str, str]
+    superseded: frozenset[str]
+    generation: str
+    folders: frozenset[str] | None = None  # (made when first asked: Catalog.folders)
+
+
+class Catalog:
+    def __init__(self, resolve: PathResolver, store: Store, types: TypeRegistry,
+                 on_walk: Callable[[Synced], object] | None = None) -> None:
+        self.resolve = resolve
+        self.root = resolve.root
+        self.store = store
+        self.types = types
+        self.read_only = False  # a dry run: no temp file is removed
+        self.on_walk = on_walk  # hears what each sync saw (the link index: the sidecars it listed)
+        self._lock = threading.RLock()  # the app syncs from workers and the UI thread
+        self._known: _Known | None = None
+
+    # -- bringing it in step with the files ------------------------------------------------------
+    def sync(self, bodies: dict[str, tuple[str, str]] | None = None) -> Synced:
+        """Bring the catalog in line with the files (notes edited in vim or Obsidian, added
+        or deleted). ``bodies``, when given, receives ``uri -> (sha, text)`` of each note
+        read here (the search index indexes them without reading them again)."""
+        with self._lock:
+            known = self._known if self._known is not None and self._known.generation == self.store.generation \
+                else self._from_store()
+            self._known = known
+            now = time.time()
+            files: dict[str, tuple[int, int]] = {}
+            sidecars = []
+            for uri, mtime, size in vault_files(str(self.root), SIDECAR):
+                if uri.endswith(".md"):
+                    files[uri] = (mtime, size)
+                elif uri.endswith(SIDECAR):
+                    sidecars.append(uri)
+                elif not self.read_only:
+                    remove_stale_temp(self.root / uri, mtime, now)
+            failed = {u for u in known.files if u not in known.good}  # read again: the reason may have gone
+            todo = [u for u, stamp in files.items() if known.files.get(u) != stamp or u in failed]
+            gone = [u for u in known.files if u not in files]
+            fresh = [self._derive(uri, *files[uri], bodies=bodies) for uri in todo]
+            was = {r[0]: r[1:] for r in self.store.rows_in("SELECT uri, sha, error, memory_type FROM notes WHERE uri IN ({})", todo)}
+            changed = {e.uri for e in fresh if was.get(e.uri) != (e.sha, e.error, e.memory_type)}
+            self._write(fresh, gone)
+            synced = Synced(frozenset(changed), frozenset(gone), frozenset(sidecars))
+        if self.on_walk is not None:
+            self.on_walk(synced)
+        return synced
+
+    def folders(self) -> frozenset[str]:
+        """The folders that hold note files (the vault's root is "")."""
+        known = self._loaded()
+        if known.folders is None:
+            object.__setattr__(known, "folders", frozenset(u.rpartition("/")[0] for u in known.files) | {""})
+        assert known.folders is not None
+        return known.folders
+
+    def _loaded(self) -> _Known:
+        """What this process knows: a process's first question walks the vault (``sync``),
+        and so does the first after the store was made afresh."""
+        known = self._known
+        if known is not None and known.generation == self.store.generation:
+            return known
+        with self._lock:
+            if self._known is None or self._known.generation != self.store.generation:
+                self.sync()
+            assert self._known is not None
+            return self._known
+
+    def _from_store(self) -> _Known:
+        files: dict[str, tuple[int, int]] = {}
+        good: dict[str, str] = {}
+        superseded: set[str] = set()
+        generation = self.store.generation
+        for uri, mtime, size, memory_type, error, gone in self.store.rows(
+                "SELECT uri, mtime_ns, size, memory_type, error IS NOT NULL, superseded FROM notes"):
+            files[uri] = (mtime, size)
+            if not error:
+                good[uri] = memory_type
+            if gone:
+                superseded.add(uri)
+        return _Known(files, good, frozenset(superseded), generation)
+
+    def stored(self) -> list[CatalogEntry]:
+        """The notes as the catalog last saw them, without looking at the files: enough to
+        draw a first screen at once (a sync then brings it up to date)."""
+        return [_entry(r) for r in self.store.rows(f"SELECT {_COLUMNS} FROM notes WHERE error IS NULL ORDER BY uri")]
+
+    def record(self, entries: Iterable[CatalogEntry], gone: Iterable[str]) -> None:
+        """Rows for notes a unit of work wrote or deleted (no walk)."""
+        with self._lock:
+            self._loaded()
+            self._write(list(entries), list(gone))
+
+    def _write(self, entries: list[CatalogEntry], gone: list[str]) -> None:
+        if not entries and not gone:
+            return
+        known = self._known
+        assert known is not None
+        files, good, superseded = dict(known.files), dict(known.good), set(known.superseded)
+        for uri in gone:
+            files.pop(uri, None)
+            good.pop(uri, None)
+            superseded.discard(uri)
+        for e in entries:
+            files[e.uri] = (e.mtime_ns, e.size)
+            good.pop(e.uri, None)
+            superseded.discard(e.uri)
+            if not e.error:
+                good[e.uri] = e.memory_type
+            if e.superseded:
+                superseded.add(e.uri)
+
+        def work(w: Writer) -> None:
+            uris = [(u,) for u in gone] + [(e.uri,) for e in entries]
+            w.executemany("DELETE FROM notes WHERE uri = ?", [(u,) for u in gone])
+            w.executemany(_UPSERT, map(_row, entries))
+            w.executemany("DELETE FROM names WHERE uri = ?", uris)
+            w.executemany("INSERT INTO names VALUES (?, ?, ?)", [n for e in entries for n in _name_rows(e)])
+            w.changed("note", (u for (u,) in uris))
+
+        # Copied, then swapped in: a reader on another thread never sees a dict change.
+        # A write that cannot be made now (a full disk, a lock held too long) changes
+        # nothing here either: the next sync reads those files again.
+        if self.store.try_write("the catalog", work):
+            self._known = _Known(files, good, frozenset(superseded), known.generation)
+
+    def _derive(self, uri: str, mtime_ns: int, size: int, *, bodies: dict[str, tuple[str, str]] | None = None,
+                data: bytes | None = None) -> CatalogEntry:
+        """A note's entry from its file (as the walk listed it: opened without following a
+        symlink; a symlinked file goes through the resolver, which checks where it leads)."""
+        try:
+            if data is None:
+                data = self._read(uri)
+            note = parse_note(data.decode("utf-8"), uri, self.types)
+        except (MemlinkError, OSError, UnicodeDecodeError, ValueError) as exc:
+            return CatalogEntry(uri, "", uri, "", "", mtime_ns, size, error=str(exc))
+        sha = content_hash(data)
+        if bodies is not None:
+            bodies[uri] = (sha, note.text)
+        return self.entry_of(note, mtime_ns, size, sha)
+
+    def entry_of(self, note: Note, mtime_ns: int, size: int, sha: str) -> CatalogEntry:
+        """The entry of a parsed note whose file has this stamp and hash."""
+        aliases = note.fields.get("aliases")
+        kind = note.fields.get("kind")
+        return CatalogEntry(note.uri, note.memory_type, note.title(self.types.get(note.memory_type)), note.created_at,
+                            note.updated_at, mtime_ns, size, sha, superseded="valid_until" in note.extra,
+                            aliases=[str(a) for a in aliases] if isinstance(aliases, list) else [],
+                            kind=str(kind).strip().lower() if isinstance(kind, str) else "", pending=is_pending(note))
+
+    def entry_now(self, uri: str) -> CatalogEntry:
+        """The entry of a note as its file is now."""
+        data = self._read(uri)
+        st = self.resolve(uri).stat()
+        return self._derive(uri, st.st_mtime_ns, st.st_size, data=data)
+
+    def _read(self, uri: str) -> bytes:
+        try:
+            fd = os.open(os.path.join(self.root, uri), os.O_RDONLY | _NOFOLLOW)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            return self.resolve(uri).read_bytes()
+        with open(fd, "rb", buffering=0) as f:
+            return f.readall()
+
+    # -- questions ------------------------------------------------------------------------------
+    def __contains__(self, uri: object) -> bool:
+        """A note that exists and parses."""
+        return uri in self._loaded().good
+
+    def __len__(self) -> int:
+        return len(self._loaded().good)
+
+    def uris(self) -> list[str]:
+        """Every note that parses."""
+        return list(self._loaded().good)
+
+    def memory_type(self, uri: str) -> str | None:
+        return self._loaded().good.get(uri)
+
+    def type_counts(self) -> dict[str, int]:
+        """How many notes that parse there are of each memory type."""
+        return dict(Counter(self._loaded().good.values()))
+
+    def superseded(self) -> frozenset[str]:
+        """The notes a review superseded (they rank lower in search)."""
+        return self._loaded().superseded
+
+    def get(self, uri: str) -> CatalogEntry | None:
+        """The entry of a note that exists and parses (None otherwise)."""
+        return self.entries([uri]).get(uri)
+
+    def entries(self, uris: Iterable[str]) -> dict[str, CatalogEntry]:
+        """The entries of those of ``uris`` that exist and parse."""
+        good = self._loaded().good
+        wanted = [u for u in dict.fromkeys(uris) if u in good]
+        rows = self.store.rows_in(f"SELECT {_COLUMNS} FROM notes WHERE uri IN ({{}})", wanted)
+        return {r[0]: _entry(r) for r in rows if not r[8]}
+
+    def all(self, memory_type: str | None = None) -> list[CatalogEntry]:
+        """Every note that parses (of one type), by uri."""
+        good = self._loaded().good
+        if memory_type is None:
+            rows = self.store.rows(f"SELECT {_COLUMNS} FROM notes WHERE error IS NULL ORDER BY uri")
+        else:
+            rows = self.store.rows(f"SELECT {_COLUMNS} FROM notes WHERE error IS NULL AND memory_type = ? ORDER BY uri",
+                                   (memory_type,))
+        return [_entry(r) for r in rows if r[0] in good]
+
+    def errors(self) -> dict[str, str]:
+        """Note files that do not parse, with why."""
+        self._loaded()
+        return dict(self.store.rows("SELECT uri, error FROM notes WHERE error IS NOT NULL ORDER BY uri"))
+
+    def shas(self) -> dict[str, str]:
+        """uri -> content hash of every note that parses."""
+        good = self._loaded().good
+        return {u: sha for u, sha in self.store.rows("SELECT uri, sha FROM notes WHERE error IS NULL") if u in good}
+
+    def named(self, keys: Iterable[str], firsts: Iterable[str] = ()) -> dict[str, set[str]]:
+        """The notes called each of ``keys`` (a name's words, lowercased, joined by one
+        space), and those called any name whose first word is one of ``firsts``, by name."""
+        out: dict[str, set[str]] = {}
+        good = self._loaded().good
+        for key, uri in self.store.rows_in("SELECT key, uri FROM names WHERE key IN ({})", sorted(set(keys))):
+            if uri in good:
+                out.setdefault(key, set()).add(uri)
+        for key, uri in self.store.rows_in("SELECT key, uri FROM names WHERE first IN ({})", sorted(set(firsts))):
+            if uri in good:
+                out.setdefault(key, set()).add(uri)
+        return out
+
+
+__all__ = ["Catalog", "CatalogEntry", "Synced", "content_hash"]

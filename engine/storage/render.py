@@ -1,0 +1,111 @@
+"""Render outgoing links into text by match_text, at read time only (docs/DESIGN.md, "Vault format").
+
+Rules: only direction "links" renders; every occurrence is replaced; longer match texts
+win over shorter ones they contain; a match_text absent from the text leaves the text
+alone and is reported (the link itself stays). Link syntax already in the text (an
+imported page's `[[page|Shown]]` or `[Shown](path)`) is never nested into: when its shown
+text is a match_text it becomes that one link, otherwise it is left as written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..model.links import StoredLink
+from ..model.uris import normalize_uri, uri_dir
+from .sidecars import sidecar_rel
+
+if TYPE_CHECKING:
+    from .vault import Vault
+
+
+@dataclass
+class Rendered:
+    text: str
+    rendered: list[StoredLink] = field(default_factory=list)  # links placed in the text
+    missing: list[StoredLink] = field(default_factory=list)  # match_text not found
+
+
+_EXISTING = re.compile(r"(?P<img>!\[[^\]]*\]\([^)\s]*\))|\[\[(?P<wiki>[^\]|]+)(?:\|(?P<wiki_shown>[^\]]+))?\]\]|(?<!!)\[(?P<md>[^\]]+)\]\([^)\s]+\)")
+
+
+def _default_href(link: StoredLink) -> str:
+    return link.to_uri
+
+
+def render_links(text: str, links: list[StoredLink], href: Callable[[StoredLink], str] = _default_href) -> Rendered:
+    by_text: dict[str, StoredLink] = {}
+    for link in sorted(links, key=lambda l: -l.weight):
+        if link.direction != "links" or not link.match_text:
+            continue
+        by_text.setdefault(link.match_text, link)  # strongest link wins a shared anchor
+    result = Rendered(text=text)
+    if not by_text:
+        return result
+    present = {t: l for t, l in by_text.items() if t in text}
+    result.missing = [l for t, l in by_text.items() if t not in present]
+    if not present:
+        return result
+    # Existing links first, then match texts longest first: at any position the regex
+    # engine tries the alternatives in order.
+    texts = "|".join(re.escape(t) for t in sorted(present, key=len, reverse=True))
+    pattern = re.compile(rf"{_EXISTING.pattern}|(?P<plain>{texts})")
+    used: dict[str, StoredLink] = {}
+
+    def repl(m: re.Match) -> str:
+        shown = m.group("plain")
+        if m.group("img"):
+            return m.group(0)  # an image's alt text stays as written
+        if shown is None:  # link syntax already there
+            shown = m.group("wiki_shown") or m.group("wiki") or m.group("md")
+            if shown not in present:
+                return m.group(0)
+        link = present[shown]
+        used[link.id + link.to_uri] = link
+        label = shown.replace("[", "\\[").replace("]", "\\]")
+        return f"[{label}]({href(link)})"
+
+    result.text = pattern.sub(repl, text)
+    result.rendered = list(used.values())
+    # A shorter anchor swallowed by a longer one at every occurrence is still reported.
+    result.missing += [l for l in present.values() if (l.id + l.to_uri) not in used]
+    return result
+
+
+def note_data(vault: Vault, uri: str) -> dict[str, Any]:
+    """A note as JSON data for other programs (`memlink show --json`, the MCP server): its
+    fields and body, the body with its links rendered, links and backlinks, and why its
+    links may be incomplete (None when whole)."""
+    note = vault.read_note(uri)
+    rendered = vault.render_note(note.uri)
+    return {
+        "uri": note.uri,
+        "memory_type": note.memory_type,
+        "title": vault.title(note),
+        "created_at": note.created_at,
+        "updated_at": note.updated_at,
+        "fields": note.fields,
+        "body": note.body,
+        "rendered": rendered.text,
+        "missing_match_text": [link.id for link in rendered.missing],
+        "links": [link.model_dump(mode="json") for link in vault.links.of(note.uri, "links")],
+        "backlinks": [link.model_dump(mode="json") for link in vault.links.of(note.uri, "backlinks")],
+        "link_problems": link_problems(vault, note.uri),
+    }
+
+
+def link_problems(vault: Vault, uri: str) -> str | None:
+    """Why a note's links, as read, may be incomplete: its folder's sidecar cannot be
+    read, or holds entries that do not validate (readers skip them). None when whole."""
+    folder = uri_dir(normalize_uri(uri))
+    state = vault.links.folder(folder, records=False)
+    if state.broken:
+        return f"{state.broken}; this folder's links are not shown"
+    if state.rejected:
+        first = state.rejected[0]
+        more = f" and {len(state.rejected) - 1} more" if len(state.rejected) > 1 else ""
+        return f"{sidecar_rel(folder)}: {first.label}{more} skipped ({first.cause})"
+    return None

@@ -1,0 +1,67 @@
+"""The walk of a vault: every note and link sidecar with its mtime and size, which is how
+the catalog learns what changed on disk (docs/DESIGN.md, "The catalog"), and the temp
+files a killed writer left (removed by the sync that sees them)."""
+
+from __future__ import annotations
+
+import operator
+import os
+from collections.abc import Iterator
+
+from ..model.uris import utf8_name
+from .atomic import TMP_SUFFIX
+from .store import STATE_DIR
+
+NON_NOTE_DIRS = {"sessions", "dashboards", "memory_types"}
+NON_NOTE_FILES = {"DREAMS.md", "README.md"}  # generated diaries and read-me files at the vault root
+
+Walked = tuple[str, int, int]  # uri, mtime_ns, size
+
+_by_name = operator.attrgetter("name")
+
+
+def vault_files(root: str, sidecar: str) -> Iterator[Walked]:
+    """Notes (``*.md`` outside hidden and non-note folders), link sidecars (files named
+    ``sidecar``) and temp files (``TMP_SUFFIX``, in the non-note folders too), in sorted
+    order, folder by folder (each folder's files before its subfolders). Symlinked folders
+    are not entered (as os.walk); a symlinked file is listed with its target's stat. One
+    scandir per folder: names and types come with the listing."""
+    stack: list[tuple[str, str, bool]] = [(root, "", True)]
+    while stack:
+        dirpath, rel, notes = stack.pop()
+        try:
+            with os.scandir(dirpath) as it:
+                entries = sorted(it, key=_by_name)
+        except OSError:
+            continue
+        subdirs = []
+        prefix = f"{rel}/" if rel else ""
+        for entry in entries:
+            name = entry.name
+            if not name.isascii() and not utf8_name(name):
+                continue  # a name that is not UTF-8 cannot be a note path (docs/DESIGN.md "Vault format")
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                continue
+            if is_dir:
+                if entry.is_symlink():
+                    continue
+                if not name.startswith("."):
+                    subdirs.append((entry.path, prefix + name, notes and not (rel == "" and name in NON_NOTE_DIRS)))
+                elif rel == "" and name == STATE_DIR:  # derived state: walked for temp files only
+                    subdirs.append((entry.path, prefix + name, False))
+                continue
+            if name.endswith(TMP_SUFFIX):
+                wanted = True
+            elif not notes or (rel == "" and name in NON_NOTE_FILES):
+                continue
+            else:
+                wanted = (name.endswith(".md") and not name.startswith(".")) or name == sidecar
+            if wanted:
+                try:
+                    st = entry.stat()
+                except OSError:
+                    continue
+                yield prefix + name, st.st_mtime_ns, st.st_size
+        stack.extend(reversed(subdirs))
