@@ -14,6 +14,7 @@ REPO = Path(__file__).resolve().parent.parent
 MEMLINK = Path(sys.executable).parent / "memlink"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 @pytest.mark.skipif(not MEMLINK.exists(), reason="the memlink script is not installed next to this Python")
 @pytest.mark.parametrize("size", [(120, 36), (80, 24)])

@@ -75,6 +75,30 @@ wait_for() {
   exit 1
 }
 
+# wait_gone NAME TEXT: poll the screen until TEXT no longer shows (15 s).
+wait_gone() {
+  local name=$1 text=$2
+  for _ in $(seq 150); do
+    screen | grep -qF -- "$text" || { echo "ok   $name: \"$text\" is gone"; return 0; }
+    sleep 0.1
+  done
+  echo "FAIL $name: \"$text\" still shows. The screen was:" >&2
+  screen >&2
+  exit 1
+}
+
+# settled: poll until the screen holds still (the app handled every key sent), 15 s at most.
+settled() {
+  local last now
+  last=$(screen)
+  for _ in $(seq 75); do
+    sleep 0.2
+    now=$(screen)
+    [ "$now" = "$last" ] && return 0
+    last=$now
+  done
+}
+
 keys() { tmux send-keys -t "$session" "$@"; }
 
 wait_for browser "index fresh"
@@ -95,7 +119,7 @@ wait_for followed "Links →"
 keys g
 wait_for graph "Personalized"
 keys BSpace
-sleep 0.5
+wait_gone back "Personalized"
 wait_for back "Links →"
 if screen | grep -qF "Personalized" || [ "$(shown)" != "$followed" ]; then
   echo "FAIL back: expected the browser on $followed" >&2; screen >&2; exit 1
@@ -110,8 +134,8 @@ if [ -n "$tour" ]; then
   keys Escape; wait_for lint-back "Links →"
   keys x; wait_for review "involving"
   keys Escape; wait_for review-back "Links →"
-  sleep 0.3; keys "?"; wait_for help "Keys (esc closes)"
-  keys Escape; sleep 0.3
+  settled; keys "?"; wait_for help "Keys (esc closes)"
+  keys Escape; wait_gone help-closed "Keys (esc closes)"; settled
 fi
 if [ -n "$journeys" ]; then
   # Review a contradiction with the card, apply, undo.
@@ -123,13 +147,13 @@ if [ -n "$journeys" ]; then
   # One-key dream: its reports show in the tree without a key.
   keys 4; wait_for reports-again "Questions and reports"
   keys D; wait_for dreamed "report(s) written"
-  keys 1; sleep 0.5
+  keys 1
   for _ in $(seq 50); do screen | grep -q "Notes · 7[3-9]\|Notes · [89][0-9]" && break; sleep 0.1; done
   screen | grep -q "Notes · 7[3-9]\|Notes · [89][0-9]" || { echo "FAIL refresh: the tree still counts 72 notes" >&2; screen >&2; exit 1; }
   echo "ok   refresh: the tree counts the dream's reports"
   # Chat: the reply arrives word by word, a sample session's turn is recalled.
   keys c; wait_for chat-pane "chat model: ollama"
-  keys C-n; sleep 0.3
+  keys C-n; settled
   keys -l "Where do I get my flat white?"; keys Enter
   wait_for streaming "Your flat white"
   if screen | grep -qF "ceramic cups."; then
@@ -141,11 +165,14 @@ if [ -n "$journeys" ]; then
   screen | grep -q "past turn(s)" || { echo "FAIL recall: no recalled turn listed" >&2; screen >&2; exit 1; }
   wait_for no-llm-extraction "ctrl+g extracts it"
   keys C-g; wait_for rules-extraction "turn memory updated with the rules"
-  keys Escape; sleep 0.5  # out of the message box, where q would be typed
+  keys Escape; settled  # out of the message box, where q would be typed
 fi
 keys q
 # A dream or import may still be finishing: q then asks first.
-sleep 0.5; screen | grep -q "Quit now?" && keys y
-for _ in $(seq 50); do tmux has-session -t "$session" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 150); do
+  tmux has-session -t "$session" 2>/dev/null || break
+  if screen | grep -q "Quit now?"; then keys y; fi
+  sleep 0.1
+done
 if tmux has-session -t "$session" 2>/dev/null; then echo "FAIL quit: q did not close the app" >&2; exit 1; fi
 echo "journey passed: $hit → $followed → graph → back"

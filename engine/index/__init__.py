@@ -69,6 +69,8 @@ class SearchIndex:
         self.vectors = VectorIndex(SPACE, self.store, self.folder, embedder.dims, **vault.config.search.hnsw())
         self.keywords = KeywordIndex(self.folder / SPACE if self.folder else None, ("title", "body"))
         self._changed: dict[str, str | None] = {}  # uri -> content hash indexed since the last checkpoint (None: dropped)
+        self._synced: tuple[str, int] | None = None  # the change feed's mark at this process's last compare
+        self._recorded: tuple[str, int] | None = None  # the one the store holds
         self._stale_reason = ""
         self.last_sync: SyncReport | None = None
         self.last_sync_at = 0.0
@@ -98,6 +100,9 @@ class SearchIndex:
 
     # -- persistence ------------------------------------------------------------------------
     def load(self) -> None:
+        mark = self.store.row("SELECT value FROM meta WHERE key = 'notes.mark'")
+        got = json.loads(mark[0]) if mark else None
+        self._recorded = (str(got[0]), int(got[1])) if isinstance(got, list) and len(got) == 2 else None
         row = self.store.row("SELECT value FROM meta WHERE key = 'notes.fingerprint'")
         count = self.store.row("SELECT count(*) FROM indexed WHERE space = ?", (SPACE,))
         if self.vault.read_only:
@@ -114,21 +119,28 @@ class SearchIndex:
 
     def checkpoint(self) -> None:
         """Make what was indexed durable: keywords committed, the vector snapshot, and the
-        hashes indexed, recorded together."""
+        hashes indexed and the change feed's mark they reach, recorded together."""
         if not self._changed and not self.keywords.pending:
+            if self._synced is not None and self._synced != self._recorded and self.folder is not None:
+                mark = json.dumps(list(self._synced))  # (nothing indexed: the mark alone moves)
+                if self.store.try_write("the search index's mark", lambda w: w.execute(
+                        "INSERT OR REPLACE INTO meta VALUES ('notes.mark', ?)", (mark,))):
+                    self._recorded = self._synced
             return
         with self._held():
             self.keywords.flush()
             if self.folder is None:  # in memory: nothing to record
                 return
             changed = dict(self._changed)
+            synced = list(self._synced) if self._synced is not None else None
             replaced: list[str | None] = []
 
             def work(w: Writer) -> None:
                 replaced.append(self.vectors.save(w))
                 w.executemany("DELETE FROM indexed WHERE space = ? AND key = ?", [(SPACE, u) for u in changed])
                 w.executemany("INSERT INTO indexed VALUES (?, ?, ?)", [(SPACE, u, sha) for u, sha in changed.items() if sha])
-                w.execute("INSERT OR REPLACE INTO meta VALUES ('notes.fingerprint', ?)", (self.fingerprint,))
+                w.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                              [("notes.fingerprint", self.fingerprint), ("notes.mark", json.dumps(synced))])
 
             try:
                 with self.store.write() as w:
@@ -139,6 +151,7 @@ class SearchIndex:
             for name in replaced:
                 self.vectors.drop_file(name)
             self._changed.clear()
+            self._recorded = self._synced
 
     def close(self) -> None:
         if self.on_vault_change in self.vault.listeners:
@@ -183,6 +196,7 @@ class SearchIndex:
             report.notices.append(self.notice)
         bodies: dict[str, tuple[str, str]] = {}  # the notes the catalog reads now: not read twice
         self.vault.sync(bodies)
+        since = self.store.since(self._mark())  # the notes any process wrote since this index last looked
         if full or self._stale_reason:
             report.rebuilt = True
             report.reason = self._stale_reason or "full reindex asked for"
@@ -194,10 +208,12 @@ class SearchIndex:
             todo = sorted(self.vault.catalog.shas())
             gone: list[str] = []
         else:
-            todo, gone = self._differences()
-        indexed = self.indexed_shas()
-        report.added = sum(1 for u in todo if u not in indexed)
-        report.updated = len(todo) - report.added
+            todo, gone = self._differences(None if since.everything else since.of("note"))
+        self._synced = since.mark
+        if todo:
+            was = {k for (k,) in self.store.rows_in("SELECT key FROM indexed WHERE key IN ({}) AND space = ?", todo, (SPACE,))}
+            report.added = sum(1 for u in todo if u not in was and self._changed.get(u) is None)
+            report.updated = len(todo) - report.added
         report.removed = len(gone)
         if todo or gone:
             with self._held():
@@ -211,16 +227,30 @@ class SearchIndex:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _differences(self) -> tuple[list[str], list[str]]:
+    def _mark(self) -> tuple[str, int] | None:
+        """Where the change feed was when this index last compared itself with the catalog
+        (in this process, else as recorded; None: compare every note)."""
+        return self._synced if self._synced is not None else self._recorded
+
+    def _differences(self, among: set[str] | None) -> tuple[list[str], list[str]]:
         """The notes whose hash differs from the one indexed (or not indexed), and those
-        indexed that are no notes now (both asked in SQL, then what this process indexed
-        since its last checkpoint on top)."""
-        todo = {u for (u,) in self.store.rows(
-            "SELECT n.uri FROM notes n LEFT JOIN indexed i ON i.space = ? AND i.key = n.uri "
-            "WHERE n.error IS NULL AND (i.sha IS NULL OR i.sha != n.sha)", (SPACE,))}
-        gone = {u for (u,) in self.store.rows(
-            "SELECT i.key FROM indexed i LEFT JOIN notes n ON n.uri = i.key "
-            "WHERE i.space = ? AND (n.uri IS NULL OR n.error IS NOT NULL)", (SPACE,))}
+        indexed that are no notes now, asked in SQL: of every note, or only of ``among``
+        (the notes the change feed names); then what this process indexed since its last
+        checkpoint on top."""
+        if among is None:
+            todo = {u for (u,) in self.store.rows(
+                "SELECT n.uri FROM notes n LEFT JOIN indexed i ON i.space = ? AND i.key = n.uri "
+                "WHERE n.error IS NULL AND (i.sha IS NULL OR i.sha != n.sha)", (SPACE,))}
+            gone = {u for (u,) in self.store.rows(
+                "SELECT i.key FROM indexed i LEFT JOIN notes n ON n.uri = i.key "
+                "WHERE i.space = ? AND (n.uri IS NULL OR n.error IS NOT NULL)", (SPACE,))}
+        else:
+            live = {u: sha for u, sha, error in self.store.rows_in(
+                "SELECT uri, sha, error FROM notes WHERE uri IN ({})", sorted(among)) if error is None}
+            held = dict(self.store.rows_in("SELECT key, sha FROM indexed WHERE key IN ({}) AND space = ?", sorted(among),
+                                           (SPACE,)))
+            todo = {u for u, sha in live.items() if held.get(u) != sha}
+            gone = {u for u in held if u not in live}
         if self._changed:
             live = self.vault.catalog.shas()
             for uri, sha in self._changed.items():

@@ -29,7 +29,7 @@ import json
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..model.config import CONFIG_FILE
@@ -53,6 +53,7 @@ class Plan:
     mark: tuple[str, int]
     reason: str = ""  # why the run is full (empty when it is incremental)
     run: str = ""  # an incremental run: the memo's run it was planned against (see ``save``)
+    audited: set[str] = field(default_factory=set)  # the notes the audit named at the last run
 
 
 class CheckMemo:
@@ -78,10 +79,9 @@ class CheckMemo:
 
     # -- planning a run -------------------------------------------------------------------------
     def plan(self, ctx: CheckContext, *, full: bool = False) -> Plan:
+        """What the next run remakes; call it right after ``vault.sync()`` (what that read
+        again is a change before this run's mark, not one for the next run)."""
         links = self.vault.links
-        # Every folder in step with its files first: what that re-reads is a change before
-        # this run's mark, not one for the next run.
-        links.refresh()
         mark = self.store.mark()
         out = Plan(scope=None, mark=mark)
         meta = self._meta()
@@ -101,13 +101,15 @@ class CheckMemo:
         if since.of("folder"):  # (the twins of its records, in other folders, may have changed too)
             out.reason = "a sidecar was read again whole (changed by hand or by another tool)"
             return out
-        changed = {u for (u,) in self.store.rows(
-            f"SELECT n.uri FROM notes n LEFT JOIN checked c ON c.uri = n.uri WHERE c.state IS NULL OR c.state != {_STATE}")}
-        changed |= {u for (u,) in self.store.rows(
-            "SELECT c.uri FROM checked c LEFT JOIN notes n ON n.uri = c.uri WHERE n.uri IS NULL")}
+        # The notes the feed names (a catalog row written or removed since, by any process)
+        # whose content, parse error or type is not what was checked.
+        named = sorted(since.of("note"))
+        now = dict(self.store.rows_in(f"SELECT n.uri, {_STATE} FROM notes n WHERE n.uri IN ({{}})", named))
+        then = dict(self.store.rows_in("SELECT uri, state FROM checked WHERE uri IN ({})", named))
+        changed = {u for u in named if now.get(u) != then.get(u)}
         scope = changed | since.of("link")
-        audited = {u for (u,) in self.store.rows("SELECT uri FROM checked WHERE audited = 1")}
-        scope |= audited ^ ctx.recorded
+        out.audited = {u for (u,) in self.store.rows("SELECT uri FROM checked WHERE audited = 1")}
+        scope |= out.audited ^ ctx.recorded
         for ls in links.of_many(sorted(changed), as_staged=False).values():  # findings about links into and out of them
             scope.update(l.to_uri if l.direction == "links" else l.from_uri for l in ls)
         out.scope = scope
@@ -155,8 +157,10 @@ class CheckMemo:
             w.executemany(f"INSERT INTO checked SELECT n.uri, {_STATE}, 0 FROM notes n WHERE n.uri = ?",
                           [(u,) for u in scope])
         w.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        w.execute("UPDATE checked SET audited = 0 WHERE audited = 1")
-        w.executemany("UPDATE checked SET audited = 1 WHERE uri = ?", [(u,) for u in sorted(ctx.recorded)])
+        # The rows this run wrote start at 0; the others keep what the last run set.
+        was = set() if plan.scope is None else plan.audited - plan.scope
+        w.executemany("UPDATE checked SET audited = 0 WHERE uri = ?", [(u,) for u in sorted(was - ctx.recorded)])
+        w.executemany("UPDATE checked SET audited = 1 WHERE uri = ?", [(u,) for u in sorted(ctx.recorded - was)])
         w.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                       [("checks.basis", self._basis(ctx.today)), ("checks.mark", json.dumps(list(plan.mark))),
                        ("checks.run", uuid.uuid4().hex)])

@@ -146,7 +146,8 @@ class Catalog:
         return synced
 
     def folders(self) -> frozenset[str]:
-        """The folders that hold note files (the vault's root is "")."""
+        """The folders that hold note files (the vault's root is ""; a folder emptied since
+        this process first asked may still be listed)."""
         known = self._loaded()
         if known.folders is None:
             object.__setattr__(known, "folders", frozenset(u.rpartition("/")[0] for u in known.files) | {""})
@@ -196,6 +197,7 @@ class Catalog:
         known = self._known
         assert known is not None
         files, good, superseded = dict(known.files), dict(known.good), set(known.superseded)
+        folders = None if known.folders is None else known.folders | {e.uri.rpartition("/")[0] for e in entries}
         for uri in gone:
             files.pop(uri, None)
             good.pop(uri, None)
@@ -221,7 +223,7 @@ class Catalog:
         # A write that cannot be made now (a full disk, a lock held too long) changes
         # nothing here either: the next sync reads those files again.
         if self.store.try_write("the catalog", work):
-            self._known = _Known(files, good, frozenset(superseded), known.generation)
+            self._known = _Known(files, good, frozenset(superseded), known.generation, folders)
 
     def _derive(self, uri: str, mtime_ns: int, size: int, *, bodies: dict[str, tuple[str, str]] | None = None,
                 data: bytes | None = None) -> CatalogEntry:

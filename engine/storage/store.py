@@ -63,8 +63,9 @@ CREATE INDEX links_legacy ON links (to_uri) WHERE legacy = 1;
 CREATE TABLE findings (source TEXT NOT NULL, category TEXT NOT NULL, rank INTEGER NOT NULL, uri TEXT NOT NULL,
     message TEXT NOT NULL, other TEXT, code TEXT NOT NULL, scoped INTEGER NOT NULL);
 CREATE INDEX findings_uri ON findings (uri);
-CREATE INDEX findings_order ON findings (rank, category, uri);
+CREATE INDEX findings_order ON findings (category, rank, uri, message);
 CREATE TABLE checked (uri TEXT PRIMARY KEY, state TEXT NOT NULL, audited INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX checked_audited ON checked (uri) WHERE audited = 1;
 
 -- the search indexes: what each holds, and its vectors' labels
 CREATE TABLE indexed (space TEXT NOT NULL, key TEXT NOT NULL, sha TEXT NOT NULL, PRIMARY KEY (space, key)) WITHOUT ROWID;

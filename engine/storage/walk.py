@@ -4,7 +4,6 @@ files a killed writer left (removed by the sync that sees them)."""
 
 from __future__ import annotations
 
-import operator
 import os
 from collections.abc import Iterator
 
@@ -17,21 +16,19 @@ NON_NOTE_FILES = {"DREAMS.md", "README.md"}  # generated diaries and read-me fil
 
 Walked = tuple[str, int, int]  # uri, mtime_ns, size
 
-_by_name = operator.attrgetter("name")
-
 
 def vault_files(root: str, sidecar: str) -> Iterator[Walked]:
     """Notes (``*.md`` outside hidden and non-note folders), link sidecars (files named
-    ``sidecar``) and temp files (``TMP_SUFFIX``, in the non-note folders too), in sorted
-    order, folder by folder (each folder's files before its subfolders). Symlinked folders
-    are not entered (as os.walk); a symlinked file is listed with its target's stat. One
-    scandir per folder: names and types come with the listing."""
+    ``sidecar``) and temp files (``TMP_SUFFIX``, in the non-note folders and `.memlink/`
+    too), folder by folder, in no particular order. Symlinked folders are not entered (as
+    os.walk); a symlinked file is listed with its target's stat. One scandir per folder:
+    names and types come with the listing."""
     stack: list[tuple[str, str, bool]] = [(root, "", True)]
     while stack:
         dirpath, rel, notes = stack.pop()
         try:
             with os.scandir(dirpath) as it:
-                entries = sorted(it, key=_by_name)
+                entries = list(it)
         except OSError:
             continue
         subdirs = []
@@ -64,4 +61,4 @@ def vault_files(root: str, sidecar: str) -> Iterator[Walked]:
                 except OSError:
                     continue
                 yield prefix + name, st.st_mtime_ns, st.st_size
-        stack.extend(reversed(subdirs))
+        stack.extend(subdirs)
