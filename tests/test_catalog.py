@@ -82,7 +82,7 @@ def test_writing_a_note_writes_its_row_and_deleting_it_removes_the_row(vault):
     vault.delete_note(cy)
     after = vault.store.since(since.mark)
     assert not after.everything and after.keys == {"note": {cy}}
-    assert stored_rows(vault, "SELECT uri FROM notes ORDER BY uri") == [(ana,), (bo,)]
+    assert stored_rows(vault, "SELECT k.key FROM notes n JOIN keys k ON k.id = n.id ORDER BY k.key") == [(ana,), (bo,)]
     assert sorted(vault.catalog.uris()) == [ana, bo]
 
 
@@ -249,7 +249,7 @@ def test_a_catalog_damaged_while_closed_is_rebuilt(vault):
     assert [e.uri for e in fresh.catalog.all()] == ["entities/ana.md"]
     fresh.write_note("entity", {"name": "Bo", "kind": "person"})
     fresh.close()
-    assert stored_rows(vault, "SELECT uri FROM notes ORDER BY uri") == [("entities/ana.md",), ("entities/bo.md",)]
+    assert stored_rows(vault, "SELECT k.key FROM notes n JOIN keys k ON k.id = n.id ORDER BY k.key") == [("entities/ana.md",), ("entities/bo.md",)]
 
 
 def test_a_catalog_damaged_while_open_is_rebuilt(vault, caplog):
@@ -263,7 +263,7 @@ def test_a_catalog_damaged_while_open_is_rebuilt(vault, caplog):
     assert [e.uri for e in vault.catalog.all()] == [ana]  # derived again (the first question after a rebuild syncs)
     vault.write_note("entity", {"name": "Bo", "kind": "person"})
     vault.close()
-    assert stored_rows(vault, "SELECT uri FROM notes ORDER BY uri") == [(ana,), ("entities/bo.md",)]
+    assert stored_rows(vault, "SELECT k.key FROM notes n JOIN keys k ON k.id = n.id ORDER BY k.key") == [(ana,), ("entities/bo.md",)]
 
 
 def open_with_a_writer_elsewhere(vault: Vault) -> tuple[Vault, sqlite3.Connection]:
@@ -293,7 +293,7 @@ def test_a_catalog_locked_by_another_process_is_left_alone_and_the_command_goes_
     opened.close()
     fresh = Vault.open(vault.root)  # the next process writes the row
     assert fresh.catalog.get("entities/bo.md").title == "Bo"
-    assert stored_rows(vault, "SELECT uri FROM notes ORDER BY uri") == [(ana,), ("entities/bo.md",)]
+    assert stored_rows(vault, "SELECT k.key FROM notes n JOIN keys k ON k.id = n.id ORDER BY k.key") == [(ana,), ("entities/bo.md",)]
 
 
 def test_a_catalog_write_skipped_while_locked_is_made_by_the_next_sync(vault):

@@ -186,7 +186,8 @@ def test_an_incremental_run_rewrites_only_the_rows_about_its_scope(sample):
     scoped = {c.name for c in CHECKS if c.scoped}  # (an unscoped check's rows are all written each run)
 
     def rows():  # a row written again gets a new rowid
-        return {(rowid, uri) for rowid, uri, source in vault.store.rows("SELECT rowid, uri, source FROM findings")
+        return {(rowid, uri) for rowid, uri, source in vault.store.rows(
+            "SELECT f.rowid, k.key, f.source FROM findings f JOIN keys k ON k.id = f.uri")
                 if source in scoped}
 
     before = rows()

@@ -23,8 +23,9 @@ from engine.storage.linkindex import NO_FILES, LinkIndex
 from engine.storage.sidecars import SIDECAR_LOG, PutLink, folder_stamp, folder_text, read_folder, sidecar_rel
 from engine.storage.store import DB_FILE, Store
 
-_ROWS = ("SELECT folder, id, direction, owner, from_uri, to_uri, link_type, weight, t_field, t_line_ranges, "
-         "match_text, description, created_at, legacy FROM links")
+_ROWS = ("SELECT d.key, l.id, l.side, f.key, t.key, l.link_type, l.weight, l.t_field, l.t_line_ranges, "
+         "l.match_text, l.description, l.created_at, l.legacy FROM links l JOIN keys d ON d.id = l.folder "
+         "JOIN keys f ON f.id = l.from_id JOIN keys t ON t.id = l.to_id")
 
 
 # -- what the index holds, and what a fresh one read from the files would ---------------------------

@@ -101,11 +101,9 @@ def test_a_search_a_lint_and_a_recall_keep_their_state_in_one_database(sample):
 
 
 def test_the_engine_has_one_schema_version():
-    """One SCHEMA_VERSION (the store's PRAGMA user_version) and no other database keeping a
-    version of its own. The other constants named so are not versions of derived tables:
-    the search indexes' FORMAT goes into their fingerprints (stored in the store's meta; a
-    different one re-indexes), MEMO_VERSION into the checks' basis hash, and the export's
-    FORMAT/FORMAT_VERSION name the backup archive's manifest."""
+    """One SCHEMA_VERSION (the store's PRAGMA user_version) and no other database or
+    derived file keeping a version of its own. The export's FORMAT/FORMAT_VERSION name
+    the backup archive's manifest, which is no derived state."""
     found = set()
     for path in sorted((REPO / "engine").rglob("*.py")):
         rel = path.relative_to(REPO / "engine").as_posix()
@@ -114,10 +112,7 @@ def test_the_engine_has_one_schema_version():
             for target in targets:
                 if isinstance(target, ast.Name) and re.search(r"(VERSION|LAYOUT|FORMAT)$", target.id):
                     found.add((rel, target.id))
-    assert found == {("storage/store.py", "SCHEMA_VERSION"), ("index/__init__.py", "FORMAT"), ("sessions/turnindex.py", "FORMAT"),
-                     ("lint/memo.py", "MEMO_VERSION"), ("export.py", "FORMAT"), ("export.py", "FORMAT_VERSION")}
-    for rel in ("index/__init__.py", "sessions/turnindex.py"):
-        assert 'fingerprint = json.dumps({"format": FORMAT' in (REPO / "engine" / rel).read_text(encoding="utf-8"), rel
+    assert found == {("storage/store.py", "SCHEMA_VERSION"), ("export.py", "FORMAT"), ("export.py", "FORMAT_VERSION")}
     versioned = [p.relative_to(REPO / "engine").as_posix() for p in sorted((REPO / "engine").rglob("*.py"))
                  if "user_version" in p.read_text(encoding="utf-8").lower()]
     assert versioned == ["storage/store.py"]

@@ -34,10 +34,11 @@ class KeywordIndex:
         (``tag``: a memory type, to filter by) and these text fields."""
         self.fields = fields
         sb = tantivy.SchemaBuilder()
-        sb.add_text_field("id", stored=True, tokenizer_name="raw")
-        sb.add_text_field("tag", stored=False, tokenizer_name="raw")
+        # Only term queries are asked (BM25 needs each term's frequency, not its positions).
+        sb.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
+        sb.add_text_field("tag", stored=False, tokenizer_name="raw", index_option="basic")
         for name in fields:
-            sb.add_text_field(name, stored=False, tokenizer_name="en_stem")
+            sb.add_text_field(name, stored=False, tokenizer_name="en_stem", index_option="freq")
         self.schema = sb.build()
         self.pending: dict[str, tuple[dict[str, str], str] | None] = {}  # key -> (texts, tag); None: removed
         self.made = False  # made here, empty (not opened)

@@ -19,7 +19,7 @@ import hnswlib
 import numpy as np
 
 from ..storage.atomic import remove_file
-from ..storage.store import Store, Writer
+from ..storage.store import KEY_IDS, Store, Writer
 from .embed import nonzero
 
 # Live vectors up to which a failed hnswlib query falls back to an exact scan (~3 ms per 1k).
@@ -38,6 +38,7 @@ class VectorIndex:
         self.file: str | None = None  # the saved snapshot this index was loaded from or saved to
         # Label changes since the last save: label -> (key, part), None: deleted.
         self._pending: dict[int, tuple[str, int] | None] = {}
+        self._added: dict[str, list[int]] = {}  # the live labels added since the last save, by key
         self._live = 0
 
     def _new(self, capacity: int) -> hnswlib.Index:
@@ -71,6 +72,7 @@ class VectorIndex:
         index.set_num_threads(1)
         self.index, self.next_label, self.file = index, int(meta["next_label"]), meta["file"]
         self._pending.clear()
+        self._added.clear()
         live = self.store.row("SELECT count(*) FROM vectors WHERE space = ?", (self.space,))
         self._live = live[0] if live else 0
         return True
@@ -86,13 +88,15 @@ class VectorIndex:
         self.index.save_index(str(tmp))
         tmp.replace(self.folder / name)
         w.executemany("DELETE FROM vectors WHERE space = ? AND label = ?", [(self.space, l) for l in self._pending])
+        ids = w.ids(sorted({kp[0] for kp in self._pending.values() if kp is not None}))
         w.executemany("INSERT INTO vectors VALUES (?, ?, ?, ?)",
-                      [(self.space, l, kp[0], kp[1]) for l, kp in self._pending.items() if kp is not None])
+                      [(self.space, l, ids[kp[0]], kp[1]) for l, kp in self._pending.items() if kp is not None])
         meta = {"file": name, "dims": self.dims, "params": self.params, "next_label": self.next_label,
                 "max_elements": self.index.get_max_elements()}
         w.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (self.meta_key, json.dumps(meta)))
         old, self.file = self.file, name
         self._pending.clear()
+        self._added.clear()
         return old
 
     def drop_file(self, name: str | None) -> None:
@@ -104,19 +108,19 @@ class VectorIndex:
         self.index = self._new(1024)
         self.next_label, self._live = 0, 0
         self._pending = {l: None for (l,) in self.store.rows("SELECT label FROM vectors WHERE space = ?", (self.space,))}
+        self._added.clear()
 
     # -- writing ------------------------------------------------------------------------------------
     def _labels(self, keys: list[str]) -> dict[str, list[int]]:
         """The live labels of these keys (saved, then as changed since)."""
         out: dict[str, list[int]] = {k: [] for k in keys}
-        for label, key in self.store.rows_in("SELECT label, key FROM vectors WHERE key IN ({}) AND space = ?", keys,
-                                             (self.space,)):
+        for label, key in self.store.rows_in(
+                f"SELECT v.label, k.key FROM vectors v JOIN keys k ON k.id = v.key WHERE v.key IN {KEY_IDS} AND v.space = ?",
+                keys, (self.space,)):
             if label not in self._pending:
                 out[key].append(label)
-        wanted = set(keys)
-        for label, kp in self._pending.items():
-            if kp is not None and kp[0] in wanted:
-                out[kp[0]].append(label)
+        for key in keys:
+            out[key] += self._added.get(key, [])
         return out
 
     def put_many(self, items: list[tuple[str, np.ndarray]], threads: int = 1) -> int:
@@ -132,6 +136,7 @@ class VectorIndex:
         for key, vectors in items:
             for part in np.flatnonzero(keep[at : at + len(vectors)]).tolist():
                 self._pending[self.next_label] = (key, part)
+                self._added.setdefault(key, []).append(self.next_label)
                 labels.append(self.next_label)
                 self.next_label += 1
             at += len(vectors)
@@ -144,7 +149,8 @@ class VectorIndex:
         return len(labels)
 
     def remove(self, keys: list[str]) -> None:
-        for labels in self._labels(keys).values():
+        for key, labels in self._labels(keys).items():
+            self._added.pop(key, None)
             for label in labels:
                 try:
                     self.index.mark_deleted(label)
@@ -178,8 +184,9 @@ class VectorIndex:
 
     def _named(self, labels: list[int]) -> dict[int, tuple[str, int]]:
         out: dict[int, tuple[str, int]] = {}
-        for label, key, part in self.store.rows_in("SELECT label, key, part FROM vectors WHERE label IN ({}) AND space = ?",
-                                                   [l for l in labels if l not in self._pending], (self.space,)):
+        for label, key, part in self.store.rows_in(
+                "SELECT v.label, k.key, v.part FROM vectors v JOIN keys k ON k.id = v.key WHERE v.label IN ({}) AND v.space = ?",
+                [l for l in labels if l not in self._pending], (self.space,)):
             out[label] = (key, part)
         for label in labels:
             kp = self._pending.get(label)

@@ -24,8 +24,8 @@ from ..model.uris import uri_dir
 from ..sessions.log import validate_session_file
 from ..storage.catalog import Catalog, CatalogEntry
 from ..storage.jsonl import read_jsonl
-from ..storage.linkindex import FolderLinks, home, owner_of
-from ..storage.sidecars import sidecar_rel
+from ..storage.linkindex import FolderLinks, home
+from ..storage.sidecars import owner_of, sidecar_rel
 
 if TYPE_CHECKING:
     from ..model.notes import Note

@@ -26,22 +26,23 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import sqlite3
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..model.config import CONFIG_FILE
-from ..storage.store import SCHEMA, StoreBusy, Writer
+from ..storage.store import KEY_ID, KEY_IDS, Store, StoreBusy, Writer
 from .checks import CHECKS, SEVERITIES, CheckContext, Finding
 
 if TYPE_CHECKING:
     from ..storage.vault import Vault
 
-MEMO_VERSION = "6"
-_ORDER = "rank, category, uri, message, other, code"  # worst first (a report's order)
-_COLUMNS = "category, rank, uri, message, other, code"
+# Worst first; then by note, in the order the store numbered them (by path, at a vault's
+# first sync: engine.storage.catalog), which the order index follows.
+_ORDER = "f.rank, f.category, f.uri, f.message, o.key, f.code"
+_SELECT = ("SELECT f.category, f.rank, u.key, f.message, o.key, f.code FROM findings f JOIN keys u ON u.id = f.uri "
+           "LEFT JOIN keys o ON o.id = f.other")
 _STATE = "n.sha || '|' || coalesce(n.error, '') || '|' || n.memory_type"  # what a note's findings depend on
 
 
@@ -65,7 +66,7 @@ class CheckMemo:
         """What every finding depends on besides the notes and links: the vault's
         configuration, its memory types, the checks themselves and the day."""
         root = self.vault.root
-        h = hashlib.sha256(f"{MEMO_VERSION}|{today.isoformat()}".encode())
+        h = hashlib.sha256(today.isoformat().encode())
         for path in [root / CONFIG_FILE, *sorted((root / "memory_types").glob("*.yaml"))]:
             try:
                 h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -104,11 +105,13 @@ class CheckMemo:
         # The notes the feed names (a catalog row written or removed since, by any process)
         # whose content, parse error or type is not what was checked.
         named = sorted(since.of("note"))
-        now = dict(self.store.rows_in(f"SELECT n.uri, {_STATE} FROM notes n WHERE n.uri IN ({{}})", named))
-        then = dict(self.store.rows_in("SELECT uri, state FROM checked WHERE uri IN ({})", named))
+        now = dict(self.store.rows_in(f"SELECT k.key, {_STATE} FROM notes n JOIN keys k ON k.id = n.id WHERE n.id IN {KEY_IDS}",
+                                      named))
+        then = dict(self.store.rows_in(f"SELECT k.key, c.state FROM checked c JOIN keys k ON k.id = c.uri WHERE c.uri IN {KEY_IDS}",
+                                       named))
         changed = {u for u in named if now.get(u) != then.get(u)}
         scope = changed | since.of("link")
-        out.audited = {u for (u,) in self.store.rows("SELECT uri FROM checked WHERE audited = 1")}
+        out.audited = {u for (u,) in self.store.rows("SELECT k.key FROM checked c JOIN keys k ON k.id = c.uri WHERE c.audited = 1")}
         scope |= out.audited ^ ctx.recorded
         for ls in links.of_many(sorted(changed), as_staged=False).values():  # findings about links into and out of them
             scope.update(l.to_uri if l.direction == "links" else l.from_uri for l in ls)
@@ -124,10 +127,7 @@ class CheckMemo:
         be written now, or another run saved since this one was planned (its rows
         outside this scope are of another moment), the findings of a full run are kept in
         memory for this report."""
-        scoped = {c.name: int(c.scoped) for c in CHECKS}
-        rank = {s: i for i, s in enumerate(SEVERITIES)}
-        rows = [(name, f.check, rank[f.severity], f.uri, f.message, f.other, f.code, scoped[name])
-                for name, found in made.items() for f in found]
+        rows = _rows(made)
         try:
             with self.store.write() as w:
                 if plan.scope is not None and self._meta().get("checks.run", "") != plan.run:
@@ -138,29 +138,27 @@ class CheckMemo:
                 ctx.scope = None
                 for cache in ("good", "sides", "every_side", "links"):
                     ctx.__dict__.pop(cache, None)
-                made = {check.name: list(check.run(ctx)) for check in CHECKS}
-                rows = [(name, f.check, rank[f.severity], f.uri, f.message, f.other, f.code, scoped[name])
-                        for name, found in made.items() for f in found]
+                rows = _rows({check.name: list(check.run(ctx)) for check in CHECKS})
             return Findings.in_memory(rows)
         return Findings(self.store.rows)
 
     def _record(self, w: Writer, plan: Plan, ctx: CheckContext, rows: list[tuple]) -> None:
+        checked = f"INSERT INTO checked SELECT n.id, {_STATE}, 0 FROM notes n"
         if plan.scope is None:
             w.execute("DELETE FROM findings")
             w.execute("DELETE FROM checked")
-            w.execute(f"INSERT INTO checked SELECT n.uri, {_STATE}, 0 FROM notes n")
+            w.execute(checked)
         else:
             w.execute("DELETE FROM findings WHERE scoped = 0")
-            scope = sorted(plan.scope)
-            w.executemany("DELETE FROM findings WHERE uri = ?", [(u,) for u in scope])
-            w.executemany("DELETE FROM checked WHERE uri = ?", [(u,) for u in scope])
-            w.executemany(f"INSERT INTO checked SELECT n.uri, {_STATE}, 0 FROM notes n WHERE n.uri = ?",
-                          [(u,) for u in scope])
-        w.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            scope = w.ids(sorted(plan.scope))
+            w.executemany("DELETE FROM findings WHERE uri = ?", [(i,) for i in scope.values()])
+            w.executemany("DELETE FROM checked WHERE uri = ?", [(i,) for i in scope.values()])
+            w.executemany(checked + " WHERE n.id = ?", [(i,) for i in scope.values()])
+        _insert(w, rows)
         # The rows this run wrote start at 0; the others keep what the last run set.
         was = set() if plan.scope is None else plan.audited - plan.scope
-        w.executemany("UPDATE checked SET audited = 0 WHERE uri = ?", [(u,) for u in sorted(was - ctx.recorded)])
-        w.executemany("UPDATE checked SET audited = 1 WHERE uri = ?", [(u,) for u in sorted(ctx.recorded - was)])
+        w.executemany(f"UPDATE checked SET audited = 0 WHERE uri = {KEY_ID}", [(u,) for u in sorted(was - ctx.recorded)])
+        w.executemany(f"UPDATE checked SET audited = 1 WHERE uri = {KEY_ID}", [(u,) for u in sorted(ctx.recorded - was)])
         w.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                       [("checks.basis", self._basis(ctx.today)), ("checks.mark", json.dumps(list(plan.mark))),
                        ("checks.run", uuid.uuid4().hex)])
@@ -187,6 +185,20 @@ def check_run(vault: Vault, *, today: dt.date | None = None, full: bool = False)
     return memo.save(plan, ctx, {c.name: list(c.run(ctx)) for c in CHECKS})
 
 
+def _rows(made: dict[str, list[Finding]]) -> list[tuple]:
+    """Findings by check as rows: (check, category, rank, uri, message, other, code, scoped)."""
+    scoped = {c.name: int(c.scoped) for c in CHECKS}
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    return [(name, f.check, rank[f.severity], f.uri, f.message, f.other, f.code, scoped[name])
+            for name, found in made.items() for f in found]
+
+
+def _insert(w: Writer, rows: list[tuple]) -> None:
+    ids = w.ids(sorted({u for r in rows for u in (r[3], r[5]) if u is not None}))
+    w.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                  [(*r[:3], ids[r[3]], r[4], None if r[5] is None else ids[r[5]], *r[6:]) for r in rows])
+
+
 class _Raced(Exception):
     """Another run saved the memo since this one was planned."""
 
@@ -200,11 +212,10 @@ class Findings:
 
     @classmethod
     def in_memory(cls, rows: list[tuple]) -> Findings:
-        db = sqlite3.connect(":memory:", check_same_thread=False)
-        table = next(s for s in SCHEMA.split(";") if "CREATE TABLE findings" in s)
-        db.execute(table)
-        db.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        return cls(lambda sql, args: db.execute(sql, tuple(args)).fetchall())
+        store = Store(None)
+        with store.write() as w:
+            _insert(w, rows)
+        return cls(store.rows)
 
     def counts(self) -> dict[tuple[str, str], int]:
         """How many findings there are by (check as people see it, severity)."""
@@ -218,15 +229,15 @@ class Findings:
         that note."""
         where: list[str] = []
         args: list[object] = []
-        for column, values in (("category", categories), ("source", sources)):
+        for column, values in (("f.category", categories), ("f.source", sources)):
             if values is not None:
                 values = list(values)
                 where.append(f"{column} IN ({','.join('?' * len(values))})")
                 args += values
         if involving is not None:
-            where.append("(uri = ? OR other = ?)")
+            where.append(f"(f.uri = {KEY_ID} OR f.other = {KEY_ID})")
             args += [involving, involving]
-        sql = f"SELECT {_COLUMNS} FROM findings {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY {_ORDER}"  # noqa: S608
+        sql = f"{_SELECT} {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY {_ORDER}"  # noqa: S608
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return [Finding(c, SEVERITIES[r], u, m, o, code) for c, r, u, m, o, code in self._rows(sql, args)]

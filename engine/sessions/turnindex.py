@@ -40,7 +40,6 @@ from .store import TurnStore, norm_term
 if TYPE_CHECKING:
     from ..storage.vault import Vault
 
-FORMAT = 7
 SPACE = "turns"
 SPEAKERS = frozenset({"user", "i", "assistant"})
 def date_words(ts: str) -> str:
@@ -172,7 +171,7 @@ class TurnIndex:
         self.store = vault.store
         self.folder = None if vault.read_only else vault.state_dir / "index"
         self.embedder = embedder or load_embedder(vault.config.embedding.model).embedder
-        self.fingerprint = json.dumps({"format": FORMAT, "model": self.embedder.name, "dims": self.embedder.dims,
+        self.fingerprint = json.dumps({"model": self.embedder.name, "dims": self.embedder.dims,
                                        "tokenizer": "tantivy-en_stem+cjk-bigram-2"}, sort_keys=True)
         self.keywords = KeywordIndex(self.folder / SPACE if self.folder else None, ("text", "own"))
         self.vectors = VectorIndex(SPACE, self.store, self.folder, self.embedder.dims)

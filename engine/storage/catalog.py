@@ -29,11 +29,13 @@ from ..model.schema import TypeRegistry
 from ..model.text import words
 from ..model.uris import PathResolver
 from .atomic import remove_stale_temp
-from .store import Store, Writer
+from .store import KEY_IDS, Store, Writer
 from .walk import vault_files
 
-_COLUMNS = "uri, memory_type, title, created_at, updated_at, mtime_ns, size, sha, error, superseded, aliases, kind, pending"
-_UPSERT = f"INSERT OR REPLACE INTO notes ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+# A note's row is named by its path's number (the store's ``keys``); what _entry takes:
+_SELECT = ("SELECT k.key, n.memory_type, n.title, n.created_at, n.updated_at, n.mtime_ns, n.size, n.sha, n.error, "
+           "n.superseded, n.aliases, n.kind, n.pending FROM notes n JOIN keys k ON k.id = n.id")
+_UPSERT = "INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -77,17 +79,17 @@ def _entry(r: tuple) -> CatalogEntry:
                         json.loads(r[10]) if r[10] else [], r[11], bool(r[12]))
 
 
-def _row(e: CatalogEntry) -> tuple:
-    return (e.uri, e.memory_type, e.title, e.created_at, e.updated_at, e.mtime_ns, e.size, e.sha, e.error,
+def _row(e: CatalogEntry, ids: dict[str, int]) -> tuple:
+    return (ids[e.uri], e.memory_type, e.title, e.created_at, e.updated_at, e.mtime_ns, e.size, e.sha, e.error,
             1 if e.superseded else 0, json.dumps(e.aliases, ensure_ascii=False) if e.aliases else "", e.kind,
             1 if e.pending else 0)
 
 
-def _name_rows(e: CatalogEntry) -> list[tuple[str, str, str]]:
+def _names(e: CatalogEntry) -> list[str]:
+    """What a note is called: each name's words, lowercased, joined by one space."""
     if e.error:
         return []
-    keys = {" ".join(words(name)) for name in [e.title, *e.aliases]}
-    return [(key, key.split()[0], e.uri) for key in sorted(keys) if key]
+    return sorted({key for name in [e.title, *e.aliases] if (key := " ".join(words(name)))})
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,9 @@ class Catalog:
             todo = [u for u, stamp in files.items() if known.files.get(u) != stamp or u in failed]
             gone = [u for u in known.files if u not in files]
             fresh = [self._derive(uri, *files[uri], bodies=bodies) for uri in todo]
-            was = {r[0]: r[1:] for r in self.store.rows_in("SELECT uri, sha, error, memory_type FROM notes WHERE uri IN ({})", todo)}
+            was = {r[0]: r[1:] for r in self.store.rows_in(
+                "SELECT k.key, n.sha, n.error, n.memory_type FROM notes n JOIN keys k ON k.id = n.id WHERE n.id IN " + KEY_IDS,
+                todo)}
             changed = {e.uri for e in fresh if was.get(e.uri) != (e.sha, e.error, e.memory_type)}
             self._write(fresh, gone)
             synced = Synced(frozenset(changed), frozenset(gone), frozenset(sidecars))
@@ -172,7 +176,8 @@ class Catalog:
         superseded: set[str] = set()
         generation = self.store.generation
         for uri, mtime, size, memory_type, error, gone in self.store.rows(
-                "SELECT uri, mtime_ns, size, memory_type, error IS NOT NULL, superseded FROM notes"):
+                "SELECT k.key, n.mtime_ns, n.size, n.memory_type, n.error IS NOT NULL, n.superseded "
+                "FROM notes n JOIN keys k ON k.id = n.id"):
             files[uri] = (mtime, size)
             if not error:
                 good[uri] = memory_type
@@ -183,7 +188,7 @@ class Catalog:
     def stored(self) -> list[CatalogEntry]:
         """The notes as the catalog last saw them, without looking at the files: enough to
         draw a first screen at once (a sync then brings it up to date)."""
-        return [_entry(r) for r in self.store.rows(f"SELECT {_COLUMNS} FROM notes WHERE error IS NULL ORDER BY uri")]
+        return [_entry(r) for r in self.store.rows(f"{_SELECT} WHERE n.error IS NULL ORDER BY k.key")]
 
     def record(self, entries: Iterable[CatalogEntry], gone: Iterable[str]) -> None:
         """Rows for notes a unit of work wrote or deleted (no walk)."""
@@ -212,12 +217,13 @@ class Catalog:
                 superseded.add(e.uri)
 
         def work(w: Writer) -> None:
-            uris = [(u,) for u in gone] + [(e.uri,) for e in entries]
-            w.executemany("DELETE FROM notes WHERE uri = ?", [(u,) for u in gone])
-            w.executemany(_UPSERT, map(_row, entries))
-            w.executemany("DELETE FROM names WHERE uri = ?", uris)
-            w.executemany("INSERT INTO names VALUES (?, ?, ?)", [n for e in entries for n in _name_rows(e)])
-            w.changed("note", (u for (u,) in uris))
+            uris = sorted([*gone, *(e.uri for e in entries)])
+            ids = w.ids(uris)  # (numbered in path order, the first time: a report lists notes by number)
+            w.executemany("DELETE FROM notes WHERE id = ?", [(ids[u],) for u in gone])
+            w.executemany(_UPSERT, [_row(e, ids) for e in entries])
+            w.executemany("DELETE FROM names WHERE uri = ?", [(ids[u],) for u in uris])
+            w.executemany("INSERT INTO names VALUES (?, ?)", [(n, ids[e.uri]) for e in entries for n in _names(e)])
+            w.changed("note", uris)
 
         # Copied, then swapped in: a reader on another thread never sees a dict change.
         # A write that cannot be made now (a full disk, a lock held too long) changes
@@ -296,38 +302,41 @@ class Catalog:
         """The entries of those of ``uris`` that exist and parse."""
         good = self._loaded().good
         wanted = [u for u in dict.fromkeys(uris) if u in good]
-        rows = self.store.rows_in(f"SELECT {_COLUMNS} FROM notes WHERE uri IN ({{}})", wanted)
+        rows = self.store.rows_in(f"{_SELECT} WHERE n.id IN {KEY_IDS}", wanted)
         return {r[0]: _entry(r) for r in rows if not r[8]}
 
     def all(self, memory_type: str | None = None) -> list[CatalogEntry]:
         """Every note that parses (of one type), by uri."""
         good = self._loaded().good
         if memory_type is None:
-            rows = self.store.rows(f"SELECT {_COLUMNS} FROM notes WHERE error IS NULL ORDER BY uri")
+            rows = self.store.rows(f"{_SELECT} WHERE n.error IS NULL ORDER BY k.key")
         else:
-            rows = self.store.rows(f"SELECT {_COLUMNS} FROM notes WHERE error IS NULL AND memory_type = ? ORDER BY uri",
+            rows = self.store.rows(f"{_SELECT} WHERE n.error IS NULL AND n.memory_type = ? ORDER BY k.key",
                                    (memory_type,))
         return [_entry(r) for r in rows if r[0] in good]
 
     def errors(self) -> dict[str, str]:
         """Note files that do not parse, with why."""
         self._loaded()
-        return dict(self.store.rows("SELECT uri, error FROM notes WHERE error IS NOT NULL ORDER BY uri"))
+        return dict(self.store.rows("SELECT k.key, n.error FROM notes n JOIN keys k ON k.id = n.id "
+                                    "WHERE n.error IS NOT NULL ORDER BY k.key"))
 
     def shas(self) -> dict[str, str]:
         """uri -> content hash of every note that parses."""
         good = self._loaded().good
-        return {u: sha for u, sha in self.store.rows("SELECT uri, sha FROM notes WHERE error IS NULL") if u in good}
+        return {u: sha for u, sha in self.store.rows("SELECT k.key, n.sha FROM notes n JOIN keys k ON k.id = n.id "
+                                                     "WHERE n.error IS NULL") if u in good}
 
     def named(self, keys: Iterable[str], firsts: Iterable[str] = ()) -> dict[str, set[str]]:
         """The notes called each of ``keys`` (a name's words, lowercased, joined by one
         space), and those called any name whose first word is one of ``firsts``, by name."""
         out: dict[str, set[str]] = {}
         good = self._loaded().good
-        for key, uri in self.store.rows_in("SELECT key, uri FROM names WHERE key IN ({})", sorted(set(keys))):
-            if uri in good:
-                out.setdefault(key, set()).add(uri)
-        for key, uri in self.store.rows_in("SELECT key, uri FROM names WHERE first IN ({})", sorted(set(firsts))):
+        select = "SELECT n.key, k.key FROM names n JOIN keys k ON k.id = n.uri WHERE "
+        rows = self.store.rows_in(select + "n.key IN ({})", sorted(set(keys)))
+        for first in sorted(set(firsts)):  # (a name whose first word is ``first`` sorts between "first " and "first!")
+            rows += self.store.rows(select + "(n.key = ? OR (n.key >= ? AND n.key < ?))", (first, f"{first} ", f"{first}!"))
+        for key, uri in rows:
             if uri in good:
                 out.setdefault(key, set()).add(uri)
         return out

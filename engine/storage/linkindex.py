@@ -17,21 +17,34 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..model.links import SIDECAR, Edge, LinkType, Rejected, StoredLink, legacy_links, sort_out
 from ..model.uris import PathResolver, uri_dir
 from .atomic import atomic_write_text, remove_file
-from .sidecars import SIDECAR_LOG, LinkOp, PutLink, RemoveLink, folder_stamp, read_folder, sidecar_rel, write_folder
-from .store import Store, Writer
+from .sidecars import (
+    SIDECAR_LOG,
+    LinkOp,
+    PutLink,
+    RemoveLink,
+    folder_stamp,
+    read_folder,
+    sidecar_rel,
+    write_folder,
+)
+from .store import KEY_ID, KEY_IDS, Store, Writer
 
 if TYPE_CHECKING:
     from .transaction import Transaction
 
 Direction = str  # "links" | "backlinks" | "both"
-_COLUMNS = ("id, direction, owner, from_uri, to_uri, link_type, weight, t_field, t_line_ranges, match_text, "
-            "description, created_at, legacy")
-_INSERT = f"INSERT INTO links (folder, {_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+SIDES: tuple[Literal["links"], Literal["backlinks"]] = ("links", "backlinks")  # a record's direction by its ``side``
+# A record as read: its place in storage order, its folder, then what _link takes.
+_SELECT = ("SELECT l.rowid, d.key, l.id, l.side, f.key, t.key, l.link_type, l.weight, l.t_field, l.t_line_ranges, "
+           "l.match_text, l.description, l.created_at, l.legacy FROM links l JOIN keys d ON d.id = l.folder "
+           "JOIN keys f ON f.id = l.from_id JOIN keys t ON t.id = l.to_id")
+_ENDS = "SELECT f.key, t.key FROM links l JOIN keys f ON f.id = l.from_id JOIN keys t ON t.id = l.to_id"
+_INSERT = "INSERT INTO links VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
 NO_FILES = "-|-"  # a folder without link files (engine.storage.sidecars.folder_stamp)
 
 
@@ -41,24 +54,36 @@ def home(owner: str) -> str:
     return uri_dir(owner) if owner.endswith(".md") else owner
 
 
-def owner_of(link: StoredLink) -> str:
-    """The note whose side a record is: the from-note of a link, the to-note of a backlink."""
-    return link.from_uri if link.direction == "links" else link.to_uri
+def _row(ids: dict[str, int], folder: str, r: dict) -> tuple:
+    """A record's row, from its fields (``_fields``, or an entry that validated with its
+    defaults filled in: a big folder's records are not made into models to be stored)."""
+    return (ids[folder], r["id"], SIDES.index(r["direction"]), ids[r["from_uri"]], ids[r["to_uri"]], str(r["link_type"]),
+            float(r["weight"]), None if r["t_field"] == _FIELD else r["t_field"], r["t_line_ranges"], r["match_text"],
+            r["description"], r["created_at"], 1 if r.get("legacy") else 0)
 
 
-def _row(folder: str, link: StoredLink) -> tuple:
-    return (folder, link.id, link.direction, owner_of(link), link.from_uri, link.to_uri, link.link_type.value,
-            link.weight, link.t_field, link.t_line_ranges, link.match_text, link.description, link.created_at,
-            1 if link.legacy else 0)
+def _fields(link: StoredLink) -> dict:
+    return {**link.__dict__, "link_type": link.link_type.value}
+
+
+def _owner(row: tuple) -> str:
+    """The note whose side a read record (``_SELECT``) is."""
+    return row[4] if row[3] == 0 else row[5]
+
+
+def _at_home(row: tuple) -> bool:
+    """A read record that is in its owner's folder (a record in another folder's sidecar
+    is not that note's)."""
+    return row[1] == home(_owner(row))
 
 
 def _link(row: tuple) -> StoredLink:
-    """A record as the index holds it (it validated when indexed: not checked again)."""
-    (link_id, direction, _owner, from_uri, to_uri, link_type, weight, t_field, ranges, match_text, description,
+    """A record as read (``_SELECT``; it validated when indexed: not checked again)."""
+    (_seq, _folder, link_id, side, from_uri, to_uri, link_type, weight, t_field, ranges, match_text, description,
      created_at, legacy) = row
     return StoredLink.model_construct(
-        id=link_id, from_uri=from_uri, to_uri=to_uri, direction=direction,
-        link_type=LinkType.named(link_type), weight=weight, t_field=t_field,
+        id=link_id, from_uri=from_uri, to_uri=to_uri, direction=SIDES[side],
+        link_type=LinkType.named(link_type), weight=weight, t_field=t_field or _FIELD,
         t_line_ranges=ranges, match_text=match_text, description=description, created_at=created_at,
         legacy=bool(legacy))
 
@@ -120,10 +145,16 @@ class LinkIndex:
         """The owners' records on disk, by direction, in storage order."""
         self.refresh({home(o) for o in owners})
         out: dict[str, dict[str, list[StoredLink]]] = {o: {"links": [], "backlinks": []} for o in owners}
-        for row in self.store.rows_in(f"SELECT folder, {_COLUMNS} FROM links WHERE owner IN ({{}}) ORDER BY rowid", owners):
-            if row[0] == home(row[3]):
-                out[row[3]][row[2]].append(_link(row[1:]))
+        for row in self._owned(owners):
+            if _at_home(row):
+                out[_owner(row)][SIDES[row[3]]].append(_link(row))
         return out
+
+    def _owned(self, owners: list[str]) -> list[tuple]:
+        """The records of these notes' sides, in storage order."""
+        rows = self.store.rows_in(f"{_SELECT} WHERE l.side = 0 AND l.from_id IN {KEY_IDS}", owners)
+        rows += self.store.rows_in(f"{_SELECT} WHERE l.side = 1 AND l.to_id IN {KEY_IDS}", owners)
+        return sorted(rows)
 
     def edges(self, uris: Iterable[str]) -> dict[str, tuple[list[Edge], list[Edge]]]:
         """What a walk follows from each note: its links out and its backlinks in, as
@@ -142,29 +173,26 @@ class LinkIndex:
                 out[uri] = ([], [])
         if unstaged:
             self.refresh({home(u) for u in unstaged})
-            columns = "folder, owner, direction, id, from_uri, to_uri, link_type, weight, description"
-            rows = self.store.rows_in(f"SELECT {columns} FROM links WHERE owner IN ({{}}) ORDER BY rowid", unstaged)
+            for row in self._owned(unstaged):
+                link_type = LinkType.known(row[6])
+                if link_type is not None and _at_home(row):
+                    out[_owner(row)][row[3]].append(_edge_of(row, link_type))
             # A legacy entry has no backlink record: its edge into its target is read from its links side.
-            rows += [(f, o, "backlinks", *rest) for f, o, _d, *rest in self.store.rows_in(
-                f"SELECT {columns} FROM links WHERE legacy = 1 AND to_uri IN ({{}}) ORDER BY rowid", unstaged)]
-            for folder, owner, direction, link_id, from_uri, to_uri, type_name, weight, description in rows:
-                link_type = LinkType.known(type_name)
-                if link_type is None or folder != home(owner):
-                    continue
-                at = owner if direction == "links" else to_uri
-                out[at][0 if direction == "links" else 1].append(Edge(link_id, from_uri, to_uri, link_type, weight, description))
+            for row in self.store.rows_in(f"{_SELECT} WHERE l.legacy = 1 AND l.to_id IN {KEY_IDS} ORDER BY l.rowid",
+                                          unstaged):
+                link_type = LinkType.known(row[6])
+                if link_type is not None and _at_home(row):
+                    out[row[5]][1].append(_edge_of(row, link_type))
         return out
 
     def graph_edges(self) -> list[Edge]:
         """Every link of the vault as an edge, once (its links side), of a known type."""
         self.refresh()
         out = []
-        for folder, owner, link_id, from_uri, to_uri, type_name, weight, description in self.store.rows(
-                "SELECT folder, owner, id, from_uri, to_uri, link_type, weight, description FROM links "
-                "WHERE direction = 'links' ORDER BY rowid"):
-            link_type = LinkType.known(type_name)
-            if link_type is not None and folder == home(owner):
-                out.append(Edge(link_id, from_uri, to_uri, link_type, weight, description))
+        for row in self.store.rows(f"{_SELECT} WHERE l.side = 0 ORDER BY l.rowid"):
+            link_type = LinkType.known(row[6])
+            if link_type is not None and _at_home(row):
+                out.append(_edge_of(row, link_type))
         return out
 
     def all(self, types: Iterable[LinkType | str] | None = None) -> list[StoredLink]:
@@ -172,10 +200,10 @@ class LinkIndex:
         the default type), or those of these types."""
         self.refresh()
         names = None if types is None else sorted({str.__str__(t) for t in types})
-        sql = f"SELECT folder, {_COLUMNS} FROM links WHERE direction = 'links'"
-        rows = self.store.rows(sql + " ORDER BY rowid") if names is None else self.store.rows_in(
-            sql + " AND link_type IN ({}) ORDER BY rowid", names)
-        return [_link(row[1:]) for row in rows if row[0] == home(row[3])]
+        sql = f"{_SELECT} WHERE l.side = 0"
+        rows = self.store.rows(sql + " ORDER BY l.rowid") if names is None else self.store.rows_in(
+            sql + " AND l.link_type IN ({}) ORDER BY l.rowid", names)
+        return [_link(row) for row in rows if _at_home(row)]
 
     def folder(self, folder: str, *, records: bool = True) -> FolderLinks:
         """A folder's sidecar as indexed (brought in step with its files first); without
@@ -185,7 +213,7 @@ class LinkIndex:
         if state is None:
             return FolderLinks()
         broken, aside = state
-        links = [_link(row) for row in self.store.rows(f"SELECT {_COLUMNS} FROM links WHERE folder = ? ORDER BY rowid",
+        links = [_link(row) for row in self.store.rows(f"{_SELECT} WHERE l.folder = {KEY_ID} ORDER BY l.rowid",
                                                        (folder,))] if records else []
         stored = json.loads(aside)
         return FolderLinks(links, stored.get("legacy", []),
@@ -205,7 +233,8 @@ class LinkIndex:
 
     def legacy_targets(self, uris: Iterable[str]) -> set[str]:
         """Those of ``uris`` a legacy entry links to (it has no backlink record)."""
-        return {u for (u,) in self.store.rows_in("SELECT to_uri FROM links WHERE legacy = 1 AND to_uri IN ({})", list(uris))}
+        return {u for (u,) in self.store.rows_in(
+            f"SELECT k.key FROM links l JOIN keys k ON k.id = l.to_id WHERE l.legacy = 1 AND l.to_id IN {KEY_IDS}", list(uris))}
 
     def stats(self, top: int = 10) -> tuple[int, dict[str, int], list[tuple[str, int]]]:
         """How many links there are, how many of each type, and the ``top`` notes with the
@@ -219,10 +248,12 @@ class LinkIndex:
         if kept.get("top") == top and not since.any("link", "folder"):
             count, types, degree = kept["stats"]
             return count, types, [(u, n) for u, n in degree]
-        types = dict(self.store.rows("SELECT link_type, count(*) FROM links WHERE direction = 'links' "
+        types = dict(self.store.rows("SELECT link_type, count(*) FROM links WHERE side = 0 "
                                      "GROUP BY link_type ORDER BY count(*) DESC, link_type"))
         degree = [(u, n) for u, n in self.store.rows(
-            "SELECT owner, count(*) FROM links GROUP BY owner ORDER BY count(*) DESC, owner LIMIT ?", (top,))]
+            "SELECT k.key, n FROM (SELECT owner, count(*) AS n FROM (SELECT from_id AS owner FROM links WHERE side = 0 "
+            "UNION ALL SELECT to_id FROM links WHERE side = 1) GROUP BY owner) JOIN keys k ON k.id = owner "
+            "ORDER BY n DESC, k.key LIMIT ?", (top,))]
         stats = (sum(types.values()), types, degree)
         text = json.dumps({"mark": list(since.mark), "top": top, "stats": stats}, ensure_ascii=False)
         self.store.try_write("the link counts", lambda w: w.execute("INSERT OR REPLACE INTO meta VALUES ('links.stats', ?)",
@@ -233,8 +264,8 @@ class LinkIndex:
         """The record with this id and direction in a folder's sidecar (a link's other
         side, a record an operation names), as on disk."""
         self.refresh([folder])
-        row = self.store.row(f"SELECT {_COLUMNS} FROM links WHERE folder = ? AND id = ? AND direction = ? AND legacy = 0 "
-                             "ORDER BY rowid DESC", (folder, link_id, direction))
+        row = self.store.row(f"{_SELECT} WHERE l.folder = {KEY_ID} AND l.id = ? AND l.side = ? AND l.legacy = 0 "
+                             "ORDER BY l.rowid DESC", (folder, link_id, SIDES.index(direction)))
         return _link(row) if row else None
 
     def folders(self) -> list[str]:
@@ -272,31 +303,32 @@ class LinkIndex:
             files = read_folder(self.resolve.root, self.resolve.folder(folder), folder)
         except (OSError, ValueError):
             files = None  # (a folder that is no folder now: its rows go)
-        rows: list[tuple] = []
+        records: list[dict] = []
         state: tuple[str, str | None, str] = (NO_FILES, None, "{}")
         if files is not None:
             good, legacy, rejected = sort_out(files.rows)
-            links = [StoredLink.model_construct(**_filled(files.rows[i] if canonical is None else canonical))
-                     for i, _id, _direction, _owner, canonical in good]
+            records = [{**_DEFAULTS, **(files.rows[i] if canonical is None else canonical)}
+                       for i, _id, _direction, _owner, canonical in good]
             for raw in legacy:
                 try:
-                    links += legacy_links(raw, folder)
+                    records += map(_fields, legacy_links(raw, folder))
                 except ValueError:
                     continue  # a folder-level entry at the vault root names no note
-            rows = [_row(folder, l) for l in links]
             aside = json.dumps({"legacy": legacy, "rejected": [r.model_dump(mode="json") for r in rejected]},
                                ensure_ascii=False)
             state = (files.stamp, files.broken, aside)
 
         def work(w: Writer) -> None:
-            before = {u for pair in w.execute("SELECT from_uri, to_uri FROM links WHERE folder = ?", (folder,)) for u in pair}
-            w.execute("DELETE FROM links WHERE folder = ?", (folder,))
-            w.executemany(_INSERT, rows)
+            before = {u for pair in w.execute(f"{_ENDS} WHERE l.folder = {KEY_ID}", (folder,)) for u in pair}
+            w.execute(f"DELETE FROM links WHERE folder = {KEY_ID}", (folder,))
+            ends = {u for r in records for u in (r["from_uri"], r["to_uri"])}
+            ids = w.ids([folder, *ends])
+            w.executemany(_INSERT, [_row(ids, folder, r) for r in records])
             if state[0] == NO_FILES:
                 w.execute("DELETE FROM folders WHERE folder = ?", (folder,))
             else:
                 w.execute("INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)", (folder, *state))
-            w.changed("link", {*before, *(r[4] for r in rows), *(r[5] for r in rows)})  # (both ends of each record)
+            w.changed("link", before | ends)  # (both ends of each record)
             w.changed("folder", [folder])  # read whole from its files: what links into it may have changed too
 
         self.store.try_write(f"the link index of {sidecar_rel(folder)}", work)
@@ -323,24 +355,26 @@ class LinkIndex:
         again from the files: a big folder's list is megabytes)."""
         def work(w: Writer) -> None:
             ends: set[str] = set()  # both ends of each record written or removed: a finding about either may change
+            fid = w.ids([folder])[folder]
             for op in ops:
                 if isinstance(op, PutLink):
                     link = op.link
-                    ends.update(u for pair in w.execute(
-                        "SELECT from_uri, to_uri FROM links WHERE folder = ? AND id = ? AND direction = ?",
-                        (folder, link.id, link.direction)) for u in pair)
-                    w.execute("DELETE FROM links WHERE folder = ? AND direction = ? AND legacy = 0 AND (id = ? OR (owner = ? "
-                              "AND from_uri = ? AND to_uri = ? AND t_field = ? AND coalesce(t_line_ranges, '') = ?))",
-                              (folder, link.direction, link.id, owner_of(link), link.from_uri, link.to_uri, link.t_field,
+                    ids = w.ids([folder, link.from_uri, link.to_uri])
+                    side = SIDES.index(link.direction)
+                    ends.update(u for pair in w.execute(f"{_ENDS} WHERE l.folder = ? AND l.id = ? AND l.side = ?",
+                                                        (fid, link.id, side)) for u in pair)
+                    w.execute("DELETE FROM links WHERE folder = ? AND side = ? AND legacy = 0 AND (id = ? OR (from_id = ? "
+                              "AND to_id = ? AND coalesce(t_field, ?) = ? AND coalesce(t_line_ranges, '') = ?))",
+                              (fid, side, link.id, ids[link.from_uri], ids[link.to_uri], _FIELD, link.t_field,
                                link.t_line_ranges or ""))
-                    w.execute(_INSERT, _row(folder, link))
+                    w.execute(_INSERT, _row(ids, folder, _fields(link)))
                     ends.update((link.from_uri, link.to_uri))
                 elif isinstance(op, RemoveLink):
-                    ends.update(u for pair in w.execute(
-                        "SELECT from_uri, to_uri FROM links WHERE folder = ? AND id = ? AND direction = ?",
-                        (folder, op.id, op.direction)) for u in pair)
-                    w.execute("DELETE FROM links WHERE folder = ? AND id = ? AND direction = ? AND legacy = 0",
-                              (folder, op.id, op.direction))
+                    side = SIDES.index(op.direction)
+                    ends.update(u for pair in w.execute(f"{_ENDS} WHERE l.folder = ? AND l.id = ? AND l.side = ?",
+                                                        (fid, op.id, side)) for u in pair)
+                    w.execute("DELETE FROM links WHERE folder = ? AND id = ? AND side = ? AND legacy = 0",
+                              (fid, op.id, side))
             w.execute("UPDATE folders SET stamp = ? WHERE folder = ?", (stamp, folder))
             if w.execute("SELECT changes()").fetchone()[0] == 0:
                 w.execute("INSERT INTO folders VALUES (?, ?, NULL, ?)", (folder, stamp, "{}"))
@@ -365,13 +399,10 @@ def _edge(link: StoredLink) -> Edge:
     return Edge(link.id, link.from_uri, link.to_uri, link.link_type, link.weight, link.description)
 
 
-_DEFAULTS = {"t_field": "content", "t_line_ranges": None, "match_text": None, "description": ""}
+def _edge_of(row: tuple, link_type: LinkType) -> Edge:
+    """A read record (``_SELECT``) as an edge."""
+    return Edge(row[2], row[4], row[5], link_type, row[7], row[11])
 
 
-def _filled(raw: dict) -> dict:
-    """An entry that validated (``sort_out``) as StoredLink's fields: its defaults filled
-    in, its type a LinkType, its weight a float (what validation gives)."""
-    out = {**_DEFAULTS, **raw}
-    out["link_type"] = LinkType.named(raw["link_type"])
-    out["weight"] = float(raw["weight"])
-    return out
+_FIELD = "content"  # the target field of almost every link: stored as NULL
+_DEFAULTS = {"t_field": _FIELD, "t_line_ranges": None, "match_text": None, "description": ""}

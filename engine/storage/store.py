@@ -13,6 +13,7 @@ and never writes to disk."""
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
@@ -28,48 +29,57 @@ T = TypeVar("T")
 
 STATE_DIR = ".memlink"  # a vault's derived state (and its lock, journal, logs)
 DB_FILE = "index.sqlite"  # in `.memlink/`
-SCHEMA_VERSION = 1  # PRAGMA user_version: a database of another version is rebuilt
+# PRAGMA user_version: a database of another version is dropped and derived again. It
+# covers what the tables mean too (the search files' layout, what the checks find), so a
+# change to either is a new version.
+SCHEMA_VERSION = 2
 # The feed keeps this many changes. A reader further behind (a lint a long time after
 # the last one) sees "everything changed" and starts over, which is always right.
 FEED_KEEP = 10_000
 EVERYTHING = "*"  # a change's key when too much changed to list (a rebuild, a bulk write)
+# A key's number, in SQL: ``x = {KEY_ID}`` binds the key; ``x IN {KEY_IDS}`` formats the
+# ``IN ({})`` of ``Store.rows_in``.
+KEY_ID = "(SELECT id FROM keys WHERE key = ?)"
+KEY_IDS = "(SELECT id FROM keys WHERE key IN ({}))"
 _SQLITE_VARS = 500  # values bound per statement (SQLite's limit is 999 on older builds)
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, key TEXT NOT NULL);
+-- every path (or turn id) the tables below name, by number: stored once however many rows name it
+CREATE TABLE keys (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
 
--- the catalog: one row a note file, and what the note is called
-CREATE TABLE notes (uri TEXT PRIMARY KEY, memory_type TEXT NOT NULL, title TEXT NOT NULL,
+-- the catalog: one row a note file (by its path's number), and what the note is called
+CREATE TABLE notes (id INTEGER PRIMARY KEY, memory_type TEXT NOT NULL, title TEXT NOT NULL,
     created_at TEXT NOT NULL, updated_at TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
     sha TEXT NOT NULL, error TEXT, superseded INTEGER NOT NULL, aliases TEXT NOT NULL, kind TEXT NOT NULL,
-    pending INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE names (key TEXT NOT NULL, first TEXT NOT NULL, uri TEXT NOT NULL);
+    pending INTEGER NOT NULL);
+CREATE TABLE names (key TEXT NOT NULL, uri INTEGER NOT NULL);
 CREATE INDEX names_key ON names (key);
-CREATE INDEX names_first ON names (first);
 CREATE INDEX names_uri ON names (uri);
 
--- the link index: every sidecar record, and each folder's files as last read
+-- the link index: every sidecar record (side 0 a link's record in its from-note's folder, 1
+-- its backlink record in its to-note's folder), and each folder's files as last read
 CREATE TABLE folders (folder TEXT PRIMARY KEY, stamp TEXT NOT NULL, broken TEXT, aside TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE links (folder TEXT NOT NULL, id TEXT NOT NULL, direction TEXT NOT NULL, owner TEXT NOT NULL,
-    from_uri TEXT NOT NULL, to_uri TEXT NOT NULL, link_type TEXT NOT NULL, weight REAL NOT NULL,
-    t_field TEXT NOT NULL, t_line_ranges TEXT, match_text TEXT, description TEXT NOT NULL,
-    created_at TEXT NOT NULL, legacy INTEGER NOT NULL);
-CREATE INDEX links_owner ON links (owner);
+CREATE TABLE links (folder INTEGER NOT NULL, id TEXT NOT NULL, side INTEGER NOT NULL, from_id INTEGER NOT NULL,
+    to_id INTEGER NOT NULL, link_type TEXT NOT NULL, weight REAL NOT NULL, t_field TEXT, t_line_ranges TEXT,
+    match_text TEXT, description TEXT NOT NULL, created_at TEXT NOT NULL, legacy INTEGER NOT NULL);
 CREATE INDEX links_folder ON links (folder, id);
-CREATE INDEX links_legacy ON links (to_uri) WHERE legacy = 1;
+CREATE INDEX links_from ON links (from_id) WHERE side = 0;
+CREATE INDEX links_to ON links (to_id) WHERE side = 1;
+CREATE INDEX links_legacy ON links (to_id) WHERE legacy = 1;
 
 -- the checks' memo: the last run's findings, and what each note was checked at
-CREATE TABLE findings (source TEXT NOT NULL, category TEXT NOT NULL, rank INTEGER NOT NULL, uri TEXT NOT NULL,
-    message TEXT NOT NULL, other TEXT, code TEXT NOT NULL, scoped INTEGER NOT NULL);
+CREATE TABLE findings (source TEXT NOT NULL, category TEXT NOT NULL, rank INTEGER NOT NULL, uri INTEGER NOT NULL,
+    message TEXT NOT NULL, other INTEGER, code TEXT NOT NULL, scoped INTEGER NOT NULL);
 CREATE INDEX findings_uri ON findings (uri);
-CREATE INDEX findings_order ON findings (category, rank, uri, message);
-CREATE TABLE checked (uri TEXT PRIMARY KEY, state TEXT NOT NULL, audited INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX findings_order ON findings (category, rank, uri);
+CREATE TABLE checked (uri INTEGER PRIMARY KEY, state TEXT NOT NULL, audited INTEGER NOT NULL);
 CREATE INDEX checked_audited ON checked (uri) WHERE audited = 1;
 
 -- the search indexes: what each holds, and its vectors' labels
-CREATE TABLE indexed (space TEXT NOT NULL, key TEXT NOT NULL, sha TEXT NOT NULL, PRIMARY KEY (space, key)) WITHOUT ROWID;
-CREATE TABLE vectors (space TEXT NOT NULL, label INTEGER NOT NULL, key TEXT NOT NULL, part INTEGER NOT NULL,
+CREATE TABLE indexed (space TEXT NOT NULL, key INTEGER NOT NULL, sha TEXT NOT NULL, PRIMARY KEY (space, key)) WITHOUT ROWID;
+CREATE TABLE vectors (space TEXT NOT NULL, label INTEGER NOT NULL, key INTEGER NOT NULL, part INTEGER NOT NULL,
     PRIMARY KEY (space, label)) WITHOUT ROWID;
 CREATE INDEX vectors_key ON vectors (space, key);
 
@@ -359,13 +369,20 @@ class Writer:
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         self.db.executemany(sql, rows)
 
+    def ids(self, keys: Iterable[str]) -> dict[str, int]:
+        """The number of each key (table ``keys``), numbered now when new."""
+        wanted = json.dumps(list(dict.fromkeys(keys)), ensure_ascii=False)
+        self.db.execute("INSERT OR IGNORE INTO keys (key) SELECT value FROM json_each(?)", (wanted,))
+        return dict(self.db.execute("SELECT k.key, k.id FROM json_each(?) j JOIN keys k ON k.key = j.value", (wanted,)))
+
     def changed(self, kind: str, keys: Iterable[str]) -> None:
         self._changes.setdefault(kind, set()).update(keys)
 
     def flush_changes(self) -> None:
-        rows = [(kind, key) for kind, keys in self._changes.items() for key in sorted(keys)]
-        if len(rows) > FEED_KEEP // 2:
+        if sum(map(len, self._changes.values())) > FEED_KEEP // 2:
             rows = [(kind, EVERYTHING) for kind in sorted(self._changes)]
+        else:
+            rows = [(kind, key) for kind, keys in self._changes.items() for key in sorted(keys)]
         if rows:
             self.db.executemany("INSERT INTO changes (kind, key) VALUES (?, ?)", rows)
             self.db.execute("DELETE FROM changes WHERE seq <= (SELECT max(seq) FROM changes) - ?", (FEED_KEEP,))

@@ -21,8 +21,7 @@ from pydantic import BaseModel
 from ..errors import SidecarError
 from ..model.links import SIDECAR, Sidecar, StoredLink, dump_rows
 from .journal import AppendRecords, DeleteFile, WriteFile, WriteSidecar, file_hash, log_path
-from .linkindex import owner_of
-from .sidecars import SIDECAR_LOG, LinkOp, PutLink, RemoveLink, apply_raw, folder_text, op_row, read_folder, sidecar_rel
+from .sidecars import SIDECAR_LOG, LinkOp, PutLink, RemoveLink, apply_raw, folder_text, op_row, owner_of, read_folder, sidecar_rel
 
 if TYPE_CHECKING:
     from ..model.notes import Note
