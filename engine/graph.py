@@ -370,7 +370,9 @@ class _Held:
 class Walk(Adjacency):
     """The edges of the notes one walk reaches, read from the link index as it reaches
     them (a few seeds' neighbourhoods: never the whole graph) and kept for the walk: links
-    between notes of the catalog, of a type this process knows."""
+    between notes of the catalog, of a type this process knows. As the catalog, it reads
+    the vault as its last sync left it (and this process's writes since): the folders'
+    link files are not compared again on each read."""
 
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
@@ -379,9 +381,19 @@ class Walk(Adjacency):
     def prefetch(self, uris: Iterable[str]) -> None:
         catalog = self.vault.catalog
         todo = [u for u in dict.fromkeys(uris) if u not in self._edges and u in catalog]
-        for uri, (out, inc) in self.vault.links.edges(todo).items() if todo else ():
+        for uri, (out, inc) in self.vault.links.edges(todo, compare=False).items() if todo else ():
             self._edges[uri] = (canonical([e for e in out if e.to_uri in catalog], "to_uri"),
                                 canonical([e for e in inc if e.from_uri in catalog], "from_uri"))
+
+    def out_edges_of_type(self, uris: Iterable[str], link_type: LinkType) -> dict[str, list[Edge]]:
+        """(Only the records of that type are read for notes the walk has not reached.)"""
+        uris = list(dict.fromkeys(uris))
+        catalog = self.vault.catalog
+        todo = [u for u in uris if u not in self._edges and u in catalog]
+        read = self.vault.links.edges(todo, "links", [link_type], compare=False) if todo else {}
+        return {u: [e for e in self.out_edges(u) if e.link_type is link_type] if u in self._edges
+                else canonical([e for e in read[u][0] if e.to_uri in catalog], "to_uri") if u in read else []
+                for u in uris}
 
     def _of(self, uri: str) -> tuple[list[Edge], list[Edge]]:
         hit = self._edges.get(uri)

@@ -427,10 +427,12 @@ class NamesFromEveryTitle:
                     self.titles[key].add(entry.uri)
                     self.by_first[key.split()[0]].add(key)
 
-    def named(self, keys: Iterable[str], firsts: Iterable[str] = ()) -> dict[str, set[str]]:
+    def named(self, keys: Iterable[str], firsts: Iterable[str] = (), most: int = 0) -> dict[str, set[str]]:
         out = {key: set(self.titles[key]) for key in keys if key in self.titles}
         for first in firsts:
-            out.update({key: set(self.titles[key]) for key in self.by_first.get(first, ())})
+            begin = {key: set(self.titles[key]) for key in self.by_first.get(first, ())}
+            if sum(map(len, begin.values())) <= most:
+                out.update(begin)
         return out
 
 

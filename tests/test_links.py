@@ -414,3 +414,17 @@ def test_decode_record_reads_what_json_reads():
     for raw in rows:
         got, want = decode_record(raw), json.loads(raw)
         assert repr(got) == repr(want) and [type(v) for v in got.values()] == [type(v) for v in want.values()]
+
+
+def test_a_trusted_record_is_the_record_model_construct_makes():
+    """The link index makes its records without pydantic's per-field work; they are the
+    same records, dump the same and copy the same."""
+    fields = {"id": "link_1", "from_uri": "entities/a.md", "to_uri": "events/b.md", "direction": "links",
+              "link_type": LinkType.named("related_to"), "weight": 0.5, "t_field": "content", "t_line_ranges": "1-2",
+              "match_text": "x", "description": "d", "created_at": "2026-01-01T00:00:00+00:00", "legacy": False}
+    assert set(fields) == set(StoredLink.model_fields)
+    trusted, built = StoredLink.trusted(dict(fields)), StoredLink.model_construct(**fields)
+    assert trusted == built and trusted.model_dump() == built.model_dump()
+    assert trusted.model_dump_json() == built.model_dump_json()
+    assert trusted.model_copy(update={"weight": 0.9}).weight == 0.9 and trusted.weight == 0.5
+    assert trusted.same_record(built.as_direction("backlinks")) and not trusted.same_record(built.model_copy(update={"weight": 1.0}))

@@ -344,6 +344,26 @@ def test_vector_queries_over_replaced_near_duplicate_chunks_return_k_notes_inste
         assert len({uri for uri, _, _ in hits}) == len(hits)
 
 
+def test_a_word_that_begins_too_many_names_is_no_clue_for_a_near_match(vault, monkeypatch):
+    """A misspelt name is guessed among the names that begin with its first word only when
+    few do ("Meeting …" 40k times over says nothing); the name written exactly is found
+    however many share its first word."""
+    import engine.retrieve.names as names_module
+    from engine.retrieve.names import NameIndex
+
+    for topic in ("Budget", "Roadmap", "Hiring", "Offsite"):
+        vault.write_note("entity", {"name": f"Meeting {topic} Review", "kind": "event"})
+    typo, exact = "What came of Meeting Budgte Review?", "What came of Meeting Budget Review?"
+    uri = next(u for u in vault.catalog.uris() if "budget" in u)
+
+    def named(question: str) -> list[tuple[str, bool]]:
+        return [(n.uri, n.exact) for n in NameIndex(vault.catalog).named_in(question)]
+
+    assert named(typo) == [(uri, False)] and named(exact) == [(uri, True)]
+    monkeypatch.setattr(names_module, "NEAR_AMONG", 3)  # four names begin with "meeting"
+    assert named(typo) == [] and named(exact) == [(uri, True)]
+
+
 def test_a_name_written_with_a_typo_is_found_and_the_prefilter_never_drops_a_near_match(sample):
     """A question naming a note nearly (a typo) seeds it. The names compared with difflib
     are first kept to those rapidfuzz's ratio allows (twice the longest common subsequence

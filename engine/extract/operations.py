@@ -1,4 +1,4 @@
-"""The model's output contract (docs/DESIGN.md, "Services and providers", on when it is rebuilt): ``StructuredMemoryOperations`` generated
+"""The model's output contract (docs/DESIGN.md, "Providers", on when it is rebuilt): ``StructuredMemoryOperations`` generated
 from the registered memory types. Each type becomes a list of flat items carrying a
 ``page_id`` (1–99: update that existing page, 100+: a new page) plus the type's fields;
 ``links`` is one top-level list of WikiLinks whose ``link_type`` is one of the vault's

@@ -169,17 +169,19 @@ class VectorIndex:
             return []
         want = min(self._live, max(k * 3, k + 8))
         found, dists = self._knn(vector, want, k)
-        named = self._named(found.tolist())
+        labels, sims = found.tolist(), [1.0 - d for d in dists.tolist()]
         best: dict[str, tuple[float, int]] = {}
         # Nearest first: a key's first vector met is its best, and once k keys are met
-        # every later one is of one of them or of a key that would rank below them.
-        for label, dist in zip(found.tolist(), dists.tolist(), strict=True):
-            kp = named.get(label)
-            if kp is None or kp[0] in best:
-                continue
+        # every later one is of one of them or of a key that would rank below them. The
+        # labels are named k at a time (most notes have one vector: k names are enough).
+        for at in range(0, len(labels), k):
+            named = self._named(labels[at : at + k])
+            for label, sim in zip(labels[at : at + k], sims[at : at + k], strict=True):
+                kp = named.get(label)
+                if kp is not None and kp[0] not in best and len(best) < k:
+                    best[kp[0]] = (sim, kp[1])
             if len(best) == k:
                 break
-            best[kp[0]] = (1.0 - dist, kp[1])
         return [(key, sim, part) for key, (sim, part) in best.items()]
 
     def _named(self, labels: list[int]) -> dict[int, tuple[str, int]]:

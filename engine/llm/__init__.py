@@ -1,4 +1,4 @@
-"""LLM providers behind one interface (docs/DESIGN.md, "Services and providers"):
+"""LLM providers behind one interface (docs/DESIGN.md, "Providers"):
 ``structured(messages, schema)`` → a validated pydantic object or a typed error,
 ``stream_chat``, ``models`` (chat models only) and ``health`` (a typed state with the
 reason and the fix). Output is parsed and validated only: no JSON repair, no

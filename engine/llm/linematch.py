@@ -1,4 +1,4 @@
-"""The LLM side of line-range correction (docs/DESIGN.md, "Services and providers"):
+"""The LLM side of line-range correction (docs/DESIGN.md, "Providers"):
 when exact search cannot find a linked passage after an edit, ask the model where it
 went — or that it is gone."""
 

@@ -1,7 +1,7 @@
 """Which provider this process uses, chosen once per LLM configuration (one health
 check) and re-checked only when asked (``refresh``). The CLI, the app's status line and
-the engine's callers all read the same ``Selection`` (docs/DESIGN.md, "Services and
-providers")."""
+the engine's callers all read the same ``Selection`` (docs/DESIGN.md,
+"Providers")."""
 
 from __future__ import annotations
 

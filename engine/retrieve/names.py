@@ -29,6 +29,11 @@ TEXT_SUFFIXES = (".md", ".markdown", ".mdown", ".txt", ".text")  # what ingest t
 _EXT = re.compile(r"\.(?:" + "|".join(s[1:] for s in TEXT_SUFFIXES) + r")$", re.I)
 NEAR = 0.88  # difflib ratio for a near match of a name in a question ("Acme Robotic" ~ "Acme Robotics")
 _NEAR_BOUND = NEAR * 100 - 1e-6  # rapidfuzz's ratio (percent) that every near match reaches
+# A near match is looked for among the names that begin with the span's first word, when
+# at most this many do: a word that begins thousands of names ("Meeting …") says too
+# little to guess a misspelt one by, and reading them all made a search at 100k notes,
+# 40k of them "Meeting …", take ~50 ms (docs/DESIGN.md, "Search").
+NEAR_AMONG = 1_000
 
 
 def path_key(path: str) -> str:
@@ -223,7 +228,7 @@ class NameIndex:
         spans = {" ".join(qw[i : i + n]) for n in range(1, min(8, len(qw)) + 1) for i in range(len(qw) - n + 1)}
         # The spans' names and every name a span of two or more words may nearly be (one
         # that starts with its first word), in one read of the catalog's names.
-        found = self.catalog.named(spans, qw[:-1])
+        found = self.catalog.named(spans, qw[:-1], NEAR_AMONG)
         firsts: dict[str, list[str]] = {}
         for key in found:
             firsts.setdefault(key.split(" ", 1)[0], []).append(key)

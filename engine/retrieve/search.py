@@ -265,7 +265,7 @@ def search(
     # What is shown of each hit, in one read each: the catalog's entries, and the links
     # with an anchor (what a snippet renders).
     entries = catalog.entries(shown)
-    anchored = {u: [l for l in ls if l.match_text] for u, ls in vault.links.of_many(shown, "links").items()} if snippets else {}
+    anchored = vault.links.of_many(shown, "links", anchored=True, compare=False) if snippets else {}
     hits = []
     for uri in ranked:
         h = hit(uri)

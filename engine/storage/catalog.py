@@ -68,6 +68,21 @@ class Synced:
     sidecars: frozenset[str]
 
 
+def read_file(resolve: PathResolver, uri: str) -> bytes:
+    """A vault file's bytes, opened in its folder as the resolver checked it without
+    following a symlinked file (one that is goes through the resolver, which checks where
+    it leads): a search reads a dozen notes for its snippets, a first sync every one."""
+    folder, _, name = uri.rpartition("/")
+    try:
+        fd = os.open(os.path.join(resolve.folder(folder), name), os.O_RDONLY | _NOFOLLOW)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        return resolve(uri).read_bytes()
+    with open(fd, "rb", buffering=0) as f:
+        return f.readall()
+
+
 def content_hash(data: bytes) -> str:
     """A note file's content hash, its generated Links block left out (engine.model.blocks): a
     note whose only change is that block is not re-indexed or re-checked."""
@@ -262,14 +277,7 @@ class Catalog:
         return self._derive(uri, st.st_mtime_ns, st.st_size, data=data)
 
     def _read(self, uri: str) -> bytes:
-        try:
-            fd = os.open(os.path.join(self.root, uri), os.O_RDONLY | _NOFOLLOW)
-        except OSError as exc:
-            if exc.errno != errno.ELOOP:
-                raise
-            return self.resolve(uri).read_bytes()
-        with open(fd, "rb", buffering=0) as f:
-            return f.readall()
+        return read_file(self.resolve, uri)
 
     # -- questions ------------------------------------------------------------------------------
     def __contains__(self, uri: object) -> bool:
@@ -327,19 +335,24 @@ class Catalog:
         return {u: sha for u, sha in self.store.rows("SELECT k.key, n.sha FROM notes n JOIN keys k ON k.id = n.id "
                                                      "WHERE n.error IS NULL") if u in good}
 
-    def named(self, keys: Iterable[str], firsts: Iterable[str] = ()) -> dict[str, set[str]]:
+    def named(self, keys: Iterable[str], firsts: Iterable[str] = (), most: int = 0) -> dict[str, set[str]]:
         """The notes called each of ``keys`` (a name's words, lowercased, joined by one
-        space), and those called any name whose first word is one of ``firsts``, by name."""
+        space), and those called any name whose first word is one of ``firsts`` (when at
+        most ``most`` names begin with it), by name."""
         out: dict[str, set[str]] = {}
         good = self._loaded().good
         select = "SELECT n.key, k.key FROM names n JOIN keys k ON k.id = n.uri WHERE "
         rows = self.store.rows_in(select + "n.key IN ({})", sorted(set(keys)))
-        for first in sorted(set(firsts)):  # (a name whose first word is ``first`` sorts between "first " and "first!")
-            rows += self.store.rows(select + "(n.key = ? OR (n.key >= ? AND n.key < ?))", (first, f"{first} ", f"{first}!"))
+        begins = "(n.key = ? OR (n.key >= ? AND n.key < ?))"  # (a name whose first word is ``first`` sorts so)
+        for first in sorted(set(firsts)):
+            bounds = (first, f"{first} ", f"{first}!")
+            many = self.store.row(f"SELECT count(*) FROM (SELECT 1 FROM names n WHERE {begins} LIMIT ?)", (*bounds, most + 1))
+            if many is not None and many[0] <= most:
+                rows += self.store.rows(select + begins, bounds)
         for key, uri in rows:
             if uri in good:
                 out.setdefault(key, set()).add(uri)
         return out
 
 
-__all__ = ["Catalog", "CatalogEntry", "Synced", "content_hash"]
+__all__ = ["Catalog", "CatalogEntry", "Synced", "content_hash", "read_file"]

@@ -15,7 +15,7 @@ store's change feed."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -28,6 +28,7 @@ from .sidecars import (
     PutLink,
     RemoveLink,
     folder_stamp,
+    owner_of,
     read_folder,
     sidecar_rel,
     write_folder,
@@ -39,12 +40,22 @@ if TYPE_CHECKING:
 
 Direction = str  # "links" | "backlinks" | "both"
 SIDES: tuple[Literal["links"], Literal["backlinks"]] = ("links", "backlinks")  # a record's direction by its ``side``
-# A record as read: its place in storage order, its folder, then what _link takes.
-_SELECT = ("SELECT l.rowid, d.key, l.id, l.side, f.key, t.key, l.link_type, l.weight, l.t_field, l.t_line_ranges, "
-           "l.match_text, l.description, l.created_at, l.legacy FROM links l JOIN keys d ON d.id = l.folder "
-           "JOIN keys f ON f.id = l.from_id JOIN keys t ON t.id = l.to_id")
+# A record as read (what _link takes): its place in storage order, then its fields.
+_FIELDS = ("l.id, l.side, f.key, t.key, l.link_type, l.weight, l.t_field, l.t_line_ranges, l.match_text, l.description, "
+           "l.created_at, l.legacy")
+_SELECT = f"SELECT l.rowid, {_FIELDS} FROM links l JOIN keys f ON f.id = l.from_id JOIN keys t ON t.id = l.to_id"
 _ENDS = "SELECT f.key, t.key FROM links l JOIN keys f ON f.id = l.from_id JOIN keys t ON t.id = l.to_id"
-_INSERT = "INSERT INTO links VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+_INSERT = "INSERT INTO links VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+# Reading a note's records: ``o`` holds the notes asked for (id, key); each arm is one way
+# a record belongs to one (its links side, its backlinks side, a legacy entry into it),
+# and joins only the key of the record's other end. (CROSS JOIN: ``o`` first, whatever
+# the planner would guess, so each note is one index lookup.)
+_NOTES = "WITH o(id, key) AS (SELECT id, key FROM keys WHERE key IN ({})) "
+_ARMS = {
+    "links": ("o.key, x.key", "l.from_id = o.id AND l.side = 0", "l.to_id"),
+    "backlinks": ("x.key, o.key", "l.to_id = o.id AND l.side = 1", "l.from_id"),
+    "legacy": ("x.key, o.key", "l.to_id = o.id AND l.legacy = 1", "l.from_id"),
+}
 NO_FILES = "-|-"  # a folder without link files (engine.storage.sidecars.folder_stamp)
 
 
@@ -56,36 +67,28 @@ def home(owner: str) -> str:
 
 def _row(ids: dict[str, int], folder: str, r: dict) -> tuple:
     """A record's row, from its fields (``_fields``, or an entry that validated with its
-    defaults filled in: a big folder's records are not made into models to be stored)."""
-    return (ids[folder], r["id"], SIDES.index(r["direction"]), ids[r["from_uri"]], ids[r["to_uri"]], str(r["link_type"]),
+    defaults filled in: a big folder's records are not made into models to be stored).
+    A record in another folder than its owner's is ``stray``: it is not that note's."""
+    side = SIDES.index(r["direction"])
+    stray = int(folder != home(r["from_uri"] if side == 0 else r["to_uri"]))
+    return (ids[folder], r["id"], side, ids[r["from_uri"]], ids[r["to_uri"]], str(r["link_type"]),
             float(r["weight"]), None if r["t_field"] == _FIELD else r["t_field"], r["t_line_ranges"], r["match_text"],
-            r["description"], r["created_at"], 1 if r.get("legacy") else 0)
+            r["description"], r["created_at"], 1 if r.get("legacy") else 0, stray)
 
 
 def _fields(link: StoredLink) -> dict:
     return {**link.__dict__, "link_type": link.link_type.value}
 
 
-def _owner(row: tuple) -> str:
-    """The note whose side a read record (``_SELECT``) is."""
-    return row[4] if row[3] == 0 else row[5]
-
-
-def _at_home(row: tuple) -> bool:
-    """A read record that is in its owner's folder (a record in another folder's sidecar
-    is not that note's)."""
-    return row[1] == home(_owner(row))
-
-
-def _link(row: tuple) -> StoredLink:
+def _link(row: Sequence) -> StoredLink:
     """A record as read (``_SELECT``; it validated when indexed: not checked again)."""
-    (_seq, _folder, link_id, side, from_uri, to_uri, link_type, weight, t_field, ranges, match_text, description,
+    (_seq, link_id, side, from_uri, to_uri, link_type, weight, t_field, ranges, match_text, description,
      created_at, legacy) = row
-    return StoredLink.model_construct(
-        id=link_id, from_uri=from_uri, to_uri=to_uri, direction=SIDES[side],
-        link_type=LinkType.named(link_type), weight=weight, t_field=t_field or _FIELD,
-        t_line_ranges=ranges, match_text=match_text, description=description, created_at=created_at,
-        legacy=bool(legacy))
+    return StoredLink.trusted({
+        "id": link_id, "from_uri": from_uri, "to_uri": to_uri, "direction": SIDES[side],
+        "link_type": LinkType.named(link_type), "weight": weight, "t_field": t_field or _FIELD,
+        "t_line_ranges": ranges, "match_text": match_text, "description": description, "created_at": created_at,
+        "legacy": bool(legacy)})
 
 
 @dataclass
@@ -125,74 +128,92 @@ class LinkIndex:
         this thread's unit of work staged."""
         return self.of_many([uri], direction, as_staged=as_staged)[uri]
 
-    def of_many(self, uris: Iterable[str], direction: Direction = "both", *,
-                as_staged: bool = True) -> dict[str, list[StoredLink]]:
-        """``of`` for several notes, in one read."""
+    def of_many(self, uris: Iterable[str], direction: Direction = "both", *, as_staged: bool = True,
+                anchored: bool = False, compare: bool = True) -> dict[str, list[StoredLink]]:
+        """``of`` for several notes, in one read; ``anchored``: only the links with a
+        ``match_text`` (what a snippet renders). ``compare=False``: as the index holds
+        them, the folders' files not compared first (a search: see ``edges``)."""
         uris = list(dict.fromkeys(uris))
         wanted = ("links", "backlinks") if direction == "both" else (direction,)
         tx = self._staged() if as_staged else None
         staged = {(u, d): v for u in uris for d in wanted
                   if tx is not None and (v := tx.note_links(home(u), u, d)) is not None}
         unread = [u for u in uris if any((u, d) not in staged for d in wanted)]
-        stored = self._read(unread) if unread else {}
+        stored: dict[str, dict[str, list[StoredLink]]] = {u: {"links": [], "backlinks": []} for u in unread}
+        if unread:
+            if compare:
+                self.refresh({home(u) for u in unread})
+            for owner, _arm, *row in self._owned(unread, direction, _FIELDS, " AND l.match_text IS NOT NULL" if anchored else ""):
+                stored[owner][SIDES[row[2]]].append(_link(row))
         out = {}
         for uri in uris:
-            links = [l for d in wanted for l in (staged[(uri, d)] if (uri, d) in staged else stored[uri][d])]
+            links = [l for d in wanted for l in (staged[(uri, d)] if (uri, d) in staged else stored[uri][d])
+                     if l.match_text or not anchored]
             out[uri] = sorted(links, key=lambda l: -l.weight)
         return out
 
-    def _read(self, owners: list[str]) -> dict[str, dict[str, list[StoredLink]]]:
-        """The owners' records on disk, by direction, in storage order."""
-        self.refresh({home(o) for o in owners})
-        out: dict[str, dict[str, list[StoredLink]]] = {o: {"links": [], "backlinks": []} for o in owners}
-        for row in self._owned(owners):
-            if _at_home(row):
-                out[_owner(row)][SIDES[row[3]]].append(_link(row))
-        return out
+    def _owned(self, owners: list[str], direction: Direction, columns: str, where: str = "",
+               args: Sequence[object] = (), *, legacy: bool = False) -> list[tuple]:
+        """Rows ``(owner, arm, rowid, *columns)`` of these notes' records (``direction``:
+        "links", "backlinks" or both; with ``legacy``, the legacy entries into them too),
+        those ``where`` also holds of (with its ``args``), in storage order by arm, in one
+        statement. In ``columns``, ``f.key`` and ``t.key`` name the record's ends."""
+        arms = [a for a in ("links", "backlinks") if direction in (a, "both")] + ["legacy"] * legacy
+        parts = []
+        for arm in arms:
+            ends, on, other = _ARMS[arm]
+            f, t = ends.split(", ")
+            parts.append(f"SELECT o.key, {arms.index(arm)}, l.rowid, {columns.replace('f.key', f).replace('t.key', t)} "
+                         f"FROM o CROSS JOIN links l ON {on} JOIN keys x ON x.id = {other} WHERE l.stray = 0{where}")
+        rows = self.store.rows_in(_NOTES + " UNION ALL ".join(parts), owners, list(args) * len(parts)) if parts else []
+        return [(owner, arms[arm], *rest) for owner, arm, *rest in sorted(rows, key=lambda r: (r[1], r[2]))]
 
-    def _owned(self, owners: list[str]) -> list[tuple]:
-        """The records of these notes' sides, in storage order."""
-        rows = self.store.rows_in(f"{_SELECT} WHERE l.side = 0 AND l.from_id IN {KEY_IDS}", owners)
-        rows += self.store.rows_in(f"{_SELECT} WHERE l.side = 1 AND l.to_id IN {KEY_IDS}", owners)
-        return sorted(rows)
-
-    def edges(self, uris: Iterable[str]) -> dict[str, tuple[list[Edge], list[Edge]]]:
-        """What a walk follows from each note: its links out and its backlinks in, as
-        edges (types this process does not know are left out), in storage order."""
+    def edges(self, uris: Iterable[str], direction: Direction = "both", types: Iterable[LinkType] | None = None,
+              compare: bool = True) -> dict[str, tuple[list[Edge], list[Edge]]]:
+        """What a walk follows from each note: its links out and its backlinks in (or only
+        one ``direction``; only links of these ``types``), as edges (types this process
+        does not know are left out), in storage order. ``compare=False``: as the index
+        holds them, without comparing the folders' files first: what the last sync of the
+        vault left (it compares every folder) and this process's writes since, the same
+        moment as the catalog a search walks over."""
         uris = list(dict.fromkeys(uris))
+        names = None if types is None else sorted({t.value for t in types})
+        where = "" if names is None else f" AND l.link_type IN ({','.join('?' * len(names))})"
         out: dict[str, tuple[list[Edge], list[Edge]]] = {}
         tx = self._staged()
         unstaged = []
         for uri in uris:
             if tx is not None and any(tx.note_links(home(uri), uri, d) is not None for d in ("links", "backlinks")):
-                links = self.of(uri)
-                out[uri] = ([_edge(l) for l in links if l.direction == "links" and LinkType.known(l.link_type.value)],
-                            [_edge(l) for l in links if l.direction == "backlinks" and LinkType.known(l.link_type.value)])
+                links = [l for l in self.of(uri, direction) if LinkType.known(l.link_type.value)
+                         and (names is None or l.link_type.value in names)]
+                out[uri] = ([_edge(l) for l in links if l.direction == "links"],
+                            [_edge(l) for l in links if l.direction == "backlinks"])
             else:
                 unstaged.append(uri)
                 out[uri] = ([], [])
         if unstaged:
-            self.refresh({home(u) for u in unstaged})
-            for row in self._owned(unstaged):
-                link_type = LinkType.known(row[6])
-                if link_type is not None and _at_home(row):
-                    out[_owner(row)][row[3]].append(_edge_of(row, link_type))
-            # A legacy entry has no backlink record: its edge into its target is read from its links side.
-            for row in self.store.rows_in(f"{_SELECT} WHERE l.legacy = 1 AND l.to_id IN {KEY_IDS} ORDER BY l.rowid",
-                                          unstaged):
-                link_type = LinkType.known(row[6])
-                if link_type is not None and _at_home(row):
-                    out[row[5]][1].append(_edge_of(row, link_type))
+            if compare:
+                self.refresh({home(u) for u in unstaged})
+            columns = "l.id, f.key, t.key, l.link_type, l.weight, l.description"
+            # (A legacy entry has no backlink record: its edge into its target is read from its links side.)
+            for owner, arm, _seq, link_id, from_uri, to_uri, type_name, weight, description in self._owned(
+                    unstaged, direction, columns, where, names or (), legacy=direction != "links"):
+                link_type = LinkType.known(type_name)
+                if link_type is not None:
+                    out[owner][arm != "links"].append(Edge(link_id, from_uri, to_uri, link_type, weight, description))
         return out
 
     def graph_edges(self) -> list[Edge]:
         """Every link of the vault as an edge, once (its links side), of a known type."""
         self.refresh()
         out = []
-        for row in self.store.rows(f"{_SELECT} WHERE l.side = 0 ORDER BY l.rowid"):
-            link_type = LinkType.known(row[6])
-            if link_type is not None and _at_home(row):
-                out.append(_edge_of(row, link_type))
+        for _seq, link_id, from_uri, to_uri, type_name, weight, description in self.store.rows(
+                "SELECT l.rowid, l.id, f.key, t.key, l.link_type, l.weight, l.description FROM links l "
+                "JOIN keys f ON f.id = l.from_id JOIN keys t ON t.id = l.to_id WHERE l.side = 0 AND l.stray = 0 "
+                "ORDER BY l.rowid"):
+            link_type = LinkType.known(type_name)
+            if link_type is not None:
+                out.append(Edge(link_id, from_uri, to_uri, link_type, weight, description))
         return out
 
     def all(self, types: Iterable[LinkType | str] | None = None) -> list[StoredLink]:
@@ -200,10 +221,10 @@ class LinkIndex:
         the default type), or those of these types."""
         self.refresh()
         names = None if types is None else sorted({str.__str__(t) for t in types})
-        sql = f"{_SELECT} WHERE l.side = 0"
+        sql = f"{_SELECT} WHERE l.side = 0 AND l.stray = 0"
         rows = self.store.rows(sql + " ORDER BY l.rowid") if names is None else self.store.rows_in(
             sql + " AND l.link_type IN ({}) ORDER BY l.rowid", names)
-        return [_link(row) for row in rows if _at_home(row)]
+        return [_link(row) for row in rows]
 
     def folder(self, folder: str, *, records: bool = True) -> FolderLinks:
         """A folder's sidecar as indexed (brought in step with its files first); without
@@ -363,9 +384,13 @@ class LinkIndex:
                     side = SIDES.index(link.direction)
                     ends.update(u for pair in w.execute(f"{_ENDS} WHERE l.folder = ? AND l.id = ? AND l.side = ?",
                                                         (fid, link.id, side)) for u in pair)
-                    w.execute("DELETE FROM links WHERE folder = ? AND side = ? AND legacy = 0 AND (id = ? OR (from_id = ? "
-                              "AND to_id = ? AND coalesce(t_field, ?) = ? AND coalesce(t_line_ranges, '') = ?))",
-                              (fid, side, link.id, ids[link.from_uri], ids[link.to_uri], _FIELD, link.t_field,
+                    # The record it replaces: the one with its id, and one of the same link under another id
+                    # (found through its owner's index: a big folder holds 200k records).
+                    w.execute("DELETE FROM links WHERE folder = ? AND id = ? AND side = ? AND legacy = 0", (fid, link.id, side))
+                    w.execute(f"DELETE FROM links WHERE {'from_id' if side == 0 else 'to_id'} = ? AND side = {side} "
+                              "AND folder = ? AND legacy = 0 AND from_id = ? AND to_id = ? AND coalesce(t_field, ?) = ? "
+                              "AND coalesce(t_line_ranges, '') = ?",
+                              (ids[owner_of(link)], fid, ids[link.from_uri], ids[link.to_uri], _FIELD, link.t_field,
                                link.t_line_ranges or ""))
                     w.execute(_INSERT, _row(ids, folder, _fields(link)))
                     ends.update((link.from_uri, link.to_uri))
@@ -397,11 +422,6 @@ class LinkIndex:
 
 def _edge(link: StoredLink) -> Edge:
     return Edge(link.id, link.from_uri, link.to_uri, link.link_type, link.weight, link.description)
-
-
-def _edge_of(row: tuple, link_type: LinkType) -> Edge:
-    """A read record (``_SELECT``) as an edge."""
-    return Edge(row[2], row[4], row[5], link_type, row[7], row[11])
 
 
 _FIELD = "content"  # the target field of almost every link: stored as NULL

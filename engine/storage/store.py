@@ -32,7 +32,7 @@ DB_FILE = "index.sqlite"  # in `.memlink/`
 # PRAGMA user_version: a database of another version is dropped and derived again. It
 # covers what the tables mean too (the search files' layout, what the checks find), so a
 # change to either is a new version.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # The feed keeps this many changes. A reader further behind (a lint a long time after
 # the last one) sees "everything changed" and starts over, which is always right.
 FEED_KEEP = 10_000
@@ -41,7 +41,6 @@ EVERYTHING = "*"  # a change's key when too much changed to list (a rebuild, a b
 # ``IN ({})`` of ``Store.rows_in``.
 KEY_ID = "(SELECT id FROM keys WHERE key = ?)"
 KEY_IDS = "(SELECT id FROM keys WHERE key IN ({}))"
-_SQLITE_VARS = 500  # values bound per statement (SQLite's limit is 999 on older builds)
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -63,7 +62,7 @@ CREATE INDEX names_uri ON names (uri);
 CREATE TABLE folders (folder TEXT PRIMARY KEY, stamp TEXT NOT NULL, broken TEXT, aside TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE links (folder INTEGER NOT NULL, id TEXT NOT NULL, side INTEGER NOT NULL, from_id INTEGER NOT NULL,
     to_id INTEGER NOT NULL, link_type TEXT NOT NULL, weight REAL NOT NULL, t_field TEXT, t_line_ranges TEXT,
-    match_text TEXT, description TEXT NOT NULL, created_at TEXT NOT NULL, legacy INTEGER NOT NULL);
+    match_text TEXT, description TEXT NOT NULL, created_at TEXT NOT NULL, legacy INTEGER NOT NULL, stray INTEGER NOT NULL);
 CREATE INDEX links_folder ON links (folder, id);
 CREATE INDEX links_from ON links (from_id) WHERE side = 0;
 CREATE INDEX links_to ON links (to_id) WHERE side = 1;
@@ -125,17 +124,6 @@ class Since:
         return self.everything or any(self.keys.get(k) for k in kinds)
 
 
-def chunks(values: Sequence[Any], size: int = _SQLITE_VARS) -> Iterator[Sequence[Any]]:
-    """``values`` in pieces a statement can bind."""
-    for i in range(0, len(values), size):
-        yield values[i : i + size]
-
-
-def marks(values: Sequence[Any]) -> str:
-    """``?, ?, ?`` for an IN clause over ``values``."""
-    return ",".join("?" * len(values))
-
-
 class Store:
     """The vault's derived database. One connection per store, shared by the process's
     threads under a lock; other processes see each committed write. A rollback journal,
@@ -183,6 +171,7 @@ class Store:
         try:
             db.execute("PRAGMA journal_mode=DELETE")
             db.execute("PRAGMA synchronous=NORMAL")  # derived: a write lost to a power cut is derived again
+            db.execute("PRAGMA mmap_size=1073741824")
             self._prepare(db)
         except BaseException:
             db.close()
@@ -277,18 +266,11 @@ class Store:
         return self._read(lambda db: db.execute(sql, args).fetchone())
 
     def rows_in(self, sql: str, values: Iterable[Any], args: Iterable[Any] = ()) -> list[tuple]:
-        """``sql`` with one ``{}`` for ``IN ({})`` over ``values``, in pieces; ``args`` bound
-        after the values of each piece."""
-        values = list(dict.fromkeys(values))
-        rest = tuple(args)
-
-        def work(db: sqlite3.Connection) -> list[tuple]:
-            out: list[tuple] = []
-            for part in chunks(values):
-                out += db.execute(sql.format(marks(part)), (*part, *rest)).fetchall()
-            return out
-
-        return self._read(work)
+        """``sql`` with ``{}`` for the list in ``IN ({})`` (the values, bound as one JSON
+        list: the statement's text stays the same, so SQLite prepares it once), then
+        ``args``."""
+        listed = json.dumps(list(dict.fromkeys(values)), ensure_ascii=False)
+        return self.rows(sql.format("SELECT value FROM json_each(?)"), (listed, *args))
 
     @contextmanager
     def write(self) -> Iterator[Writer]:
@@ -329,9 +311,12 @@ class Store:
     # -- the change feed ---------------------------------------------------------------------------
     @property
     def generation(self) -> str:
-        """Which database this is: another one (made afresh) has another generation."""
-        with self._using():
-            return self._generation
+        """Which database this is: another one (made afresh) has another generation. (Read
+        without the lock once connected: a search asks it of every note it scores.)"""
+        if self._db is None:
+            with self._using():
+                pass
+        return self._generation
 
     def mark(self) -> tuple[str, int]:
         """Where the feed is now: (this database's generation, its last change)."""

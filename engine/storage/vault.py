@@ -28,7 +28,7 @@ from ..model.schema import MemoryTypeSchema, TypeRegistry
 from ..model.uris import PathResolver, normalize_uri
 from . import writes
 from .atomic import atomic_write_text
-from .catalog import Catalog, Synced, content_hash
+from .catalog import Catalog, Synced, content_hash, read_file
 from .journal import Journal
 from .linkindex import LinkIndex
 from .render import Rendered, render_links
@@ -267,7 +267,7 @@ class Vault:
                 raise NoteNotFound(f"no note at {uri}")
             return staged
         try:
-            return self.path(uri).read_text(encoding="utf-8")
+            return read_file(self.resolve, uri).decode("utf-8")
         except FileNotFoundError:
             raise NoteNotFound(f"no note at {uri}") from None
         except (IsADirectoryError, UnicodeDecodeError) as exc:
