@@ -58,7 +58,7 @@ PANES = tuple(PANE_CLASSES)
 BACKGROUND_GROUPS = {"index", "dream", "commit", "import", "lint"}
 RUNNING_WORDS = {"index": "indexing", "dream": "dreaming", "commit": "committing", "import": "importing", "lint": "linting"}
 # The provider is checked at start and on request; this timer notices Ollama starting or
-# stopping meanwhile (docs/DESIGN.md, "Services and providers").
+# stopping meanwhile (docs/DESIGN.md, "Providers").
 PROVIDER_RECHECK_SECONDS = 60
 
 

@@ -420,13 +420,6 @@ def test_a_letter_means_one_kind_of_action_in_every_pane():
     assert set(kinds["escape"].values()) == {"back"} and set(kinds["a"].values()) == {"ask"}
 
 
-def test_the_readme_key_map_is_the_bindings():
-    from memlink_tui.keymap import keymap
-
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    assert keymap() in readme, "README's key map is out of date: paste `python -m memlink_tui.keymap` into it"
-
-
 # -- the review card -----------------------------------------------------------------------------------
 def test_a_dispute_says_why_and_which_lines(sample):
     from engine.review.actions import ReviewError, dispute
