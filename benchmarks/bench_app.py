@@ -130,7 +130,7 @@ def main() -> None:
                 print(f"\n{n:,} notes (reusing {root})")
             t = time.perf_counter()
             vault = Vault.open(root)
-            vault.sync_catalog()
+            vault.sync()
             print(f"  catalog sync at open (cold the first time) {time.perf_counter() - t:8.2f} s  (in a worker)")
             t = time.perf_counter()
             index = SearchIndex.for_vault(vault)

@@ -79,11 +79,11 @@ def score(results: list[list[str]], world: World) -> dict[str, float]:
 
 def bm25(world: World, folder: Path) -> list[list[str]]:
     """Plain BM25 (tantivy, the same tokenizer as memlink's keyword index) over the files."""
-    index = KeywordIndex(folder)
+    index = KeywordIndex(folder, ("body",))
     for path, page in world.pages.items():
-        index.put(path, "page", "", page.text(), direct=True)  # the text as it is, no title field
+        index.put(path, {"body": page.text()})  # the text as it is, no title field
     index.flush()
-    return [[u for u, _ in index.search(q.text, K)] for q in world.questions]
+    return [[u for u, _ in index.search(index.tokens(q.text), K, {"body": 1.0})] for q in world.questions]
 
 
 def relation_accuracy(vault: Vault, world: World) -> tuple[int, int, int, int]:
@@ -94,7 +94,7 @@ def relation_accuracy(vault: Vault, world: World) -> tuple[int, int, int, int]:
     facts = {(rel, a, b) for rel, pairs in world.facts.items() for a, b in pairs}
     right = total = 0
     stated: set[tuple] = set()
-    for link in vault.all_links():
+    for link in vault.links.all():
         if link.from_uri not in path or link.to_uri not in path:
             continue
         for rel, from_subject in relations_of(link.description):

@@ -126,7 +126,7 @@ def measure(src: Path, model: str, tmp: Path, verbose: bool) -> dict:
     out["unrelated"] = (sum(bool(memory.recall(u, k=5)) for u in unrelated), len(unrelated))
     out["unrelated_search"] = sum(bool(search(vault, u, k=5, index=index, snippets=False)) for u in unrelated)
     # Embedding cost: every note chunk and every stored turn, warm model, best of 3.
-    texts = [c.text for uri, e in vault.catalog().items() if not e.error for c in chunk_text(vault.read_body(uri))]
+    texts = [c.text for e in vault.catalog.all() if not e.error for c in chunk_text(vault.read_body(e.uri))]
     texts += [f"{t['question']} {t['answer']}" for t in memory.turns.values()]
     embedder.encode(texts[:8])
     runs = []

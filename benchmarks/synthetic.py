@@ -1,14 +1,26 @@
 """Synthetic vaults for benchmarks: N notes of realistic-looking text over all built-in
 types, with a skewed (preferential-attachment) link-degree distribution and all six link
 types. Files are written directly with the engine's own serialisers (no fsync, no
-journal): the result is a valid vault, produced fast enough for N = 100k.
+journal): the result is a valid vault, produced fast enough for N = 100k. The vault's
+LLM provider is the zero-LLM rules one (no Ollama is asked).
+
+A variant gives a share of the notes names that begin with the same word (``shared`` =
+0.4, ``first_word`` = "Meeting": 40k of 100k notes called "Meeting …"), the case where
+one word of a question begins thousands of names.
+
+``generate_chat`` writes a long generated conversation (JSONL for `memlink import-chat`)
+with questions whose answer is a known turn.
 
     from synthetic import generate_fast
     generate_fast(Path("/tmp/v"), 10_000)
+    generate_fast(Path("/tmp/m"), 10_000, shared=0.4)
+
+    .venv/bin/python benchmarks/synthetic.py /tmp/v --notes 10000 [--shared 0.4] [--first-word Meeting]
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import random
@@ -19,9 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine import Vault  # noqa: E402
 from engine.index.embed import bundled_model_path  # noqa: E402
-from engine.model.config import CONFIG_FILE, VaultConfig, dump_config  # noqa: E402
+from engine.model.config import CONFIG_FILE, LLMConfig, VaultConfig, dump_config  # noqa: E402
 from engine.model.links import SIDECAR, LinkType, Sidecar, StoredLink  # noqa: E402
 from engine.model.notes import Note, render_note_body, serialize_note  # noqa: E402
 from engine.model.schema import TypeRegistry  # noqa: E402
@@ -67,10 +78,13 @@ class TextMaker:
         return " ".join(self.rng.choice(self.topics[topic]) for _ in range(2)).title() + f" {i}"
 
 
-def note_fields(text: TextMaker, i: int, topic: int) -> tuple[str, dict]:
+def note_fields(text: TextMaker, i: int, topic: int, first_word: str = "") -> tuple[str, dict]:
+    """A note's type and fields; its name begins with ``first_word`` when one is given."""
     kind = i % 10
     body = text.body(topic)
     title = text.title(topic, i)
+    if first_word:
+        title = f"{first_word} {title}"
     if kind < 4:
         return "event", {"event_name": title, "date": f"202{4 + i % 3}-{1 + i % 12:02d}-{1 + i % 28:02d}", "content": body}
     if kind < 7:
@@ -80,18 +94,23 @@ def note_fields(text: TextMaker, i: int, topic: int) -> tuple[str, dict]:
     return "source", {"title": title, "kind": "document", "content": body}
 
 
-def generate_fast(root: Path, notes: int, links_per_note: float = 3.0, seed: int = 7) -> dict:
-    """Write a vault of ``notes`` notes; returns {"uris", "topics", "links"}."""
+def generate_fast(root: Path, notes: int, links_per_note: float = 3.0, seed: int = 7, *, shared: float = 0.0,
+                  first_word: str = "Meeting") -> dict:
+    """Write a vault of ``notes`` notes; returns {"uris", "topics", "links", "text",
+    "shared"}. ``shared``: the share of the notes whose name begins with ``first_word``
+    (picked by a generator of their own: the rest of the vault is the same as without)."""
     rng = random.Random(seed)
     text = TextMaker(rng)
     types = TypeRegistry.builtin()
     root.mkdir(parents=True)
-    (root / CONFIG_FILE).write_text(dump_config(VaultConfig(name=f"synthetic {notes}")))
+    config = VaultConfig(name=f"synthetic {notes}", llm=LLMConfig(provider="rules"))
+    (root / CONFIG_FILE).write_text(dump_config(config))
+    same = set(random.Random(seed + 1).sample(range(notes), round(notes * shared))) if shared > 0 else set()
     uris, topics = [], []
     stamp = "2026-01-01T00:00:00+00:00"
     for i in range(notes):
         topic = rng.randrange(len(text.topics))
-        mtype, fields = note_fields(text, i, topic)
+        mtype, fields = note_fields(text, i, topic, first_word if i in same else "")
         schema = types.get(mtype)
         fields = schema.validate_fields(fields, complete=True)
         uri = schema.note_uri(fields)
@@ -124,20 +143,49 @@ def generate_fast(root: Path, notes: int, links_per_note: float = 3.0, seed: int
         cars[uri_dir(uris[b])].entries.append(link.as_direction("backlinks"))
     for folder, car in cars.items():
         (root / folder / SIDECAR).write_text(car.dump(), encoding="utf-8")
-    return {"uris": uris, "topics": topics, "links": len(seen), "text": text}
+    return {"uris": uris, "topics": topics, "links": len(seen), "text": text, "shared": sorted(uris[i] for i in same)}
 
 
-def generate(root: Path, notes: int, links_per_note: float = 3.0, seed: int = 7) -> Vault:
-    """A small vault written through the engine API (atomic writes, journal, lock)."""
+PEOPLE = ["Astrid Holm", "Bram Visser", "Chen Wei", "Dara Okafor", "Emil Novak", "Farah Aziz", "Gus Moreno", "Hana Sato"]
+
+
+def generate_chat(path: Path, turns: int, *, per_session: int = 100, seed: int = 5) -> list[dict]:
+    """Write a generated conversation of ``turns`` turns (a user message and an answer
+    each, in sessions of ``per_session`` turns) as JSONL for `memlink import-chat`. Every
+    50th turn states who handles something; returns a question about each such turn:
+    {"query", "expected": [[question id, answer id]]}."""
     rng = random.Random(seed)
     text = TextMaker(rng)
-    vault = Vault.init(root, name=f"synthetic {notes}")
-    uris = []
-    for i in range(notes):
-        mtype, fields = note_fields(text, i, rng.randrange(len(text.topics)))
-        uris.append(vault.write_note(mtype, fields).uri)
-    kinds, weights = zip(*LINK_MIX, strict=True)
-    for _ in range(int(notes * links_per_note)):
-        a, b = rng.sample(uris, 2)
-        vault.link(a, b, rng.choices(kinds, weights)[0], weight=round(rng.uniform(0.2, 1.0), 2))
-    return vault
+    lines, questions = [], []
+    for i in range(turns):
+        q_id, a_id = f"chat-{2 * i:06d}", f"chat-{2 * i + 1:06d}"
+        if i % 50 == 7:
+            person, thing = rng.choice(PEOPLE), " ".join(rng.sample(text.topics[rng.randrange(200)], 2))
+            q = f"Note that {person} is handling the {thing} for the {rng.choice(['harbour', 'studio', 'garden'])} project."
+            a = f"Noted: {person} handles the {thing}."
+            questions.append({"query": f"who handles the {thing}", "expected": [[q_id, a_id]]})
+        else:
+            q = text.sentence(rng.randrange(200), rng.randint(8, 16))
+            a = text.sentence(rng.randrange(200), rng.randint(6, 12))
+        ts = f"2026-{1 + i * 12 // turns:02d}-01T10:00:00Z"
+        session = f"chat-{i // per_session:04d}"
+        lines.append(json.dumps({"session": session, "id": q_id, "role": "user", "content": q, "ts": ts}))
+        lines.append(json.dumps({"session": session, "id": a_id, "role": "assistant", "content": a, "ts": ts}))
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return questions
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="Write a synthetic vault (a new folder).")
+    ap.add_argument("root", type=Path)
+    ap.add_argument("--notes", type=int, default=1000)
+    ap.add_argument("--links-per-note", type=float, default=3.0)
+    ap.add_argument("--shared", type=float, default=0.0, help="share of the notes whose name begins with --first-word")
+    ap.add_argument("--first-word", default="Meeting")
+    args = ap.parse_args()
+    meta = generate_fast(args.root, args.notes, args.links_per_note, shared=args.shared, first_word=args.first_word)
+    print(f"{args.root}: {args.notes} notes, {meta['links']} links, {len(meta['shared'])} named {args.first_word!r} …")
+
+
+if __name__ == "__main__":
+    main()

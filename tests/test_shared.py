@@ -7,6 +7,9 @@ string-keyed or module-level cache in engine/."""
 from __future__ import annotations
 
 import ast
+import importlib.util
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -326,6 +329,103 @@ def test_no_string_keyed_or_module_level_vault_cache_anywhere():
     assert per_vault_caches((REPO / "engine" / "model" / "links.py").read_text(encoding="utf-8")) == []
 
 
-@pytest.mark.xfail(reason="benchmarks: bench_open.py and bench_search.py still call the removed vault.services", strict=True)
+# -- the benchmarks keep up with the engine -------------------------------------------------------
+def _programs(source: str) -> list[str]:
+    """The Python programs a module holds as strings (a benchmark's code for a process of
+    its own, run with ``python -c``), pieces joined with ``+`` read whole."""
+    def text(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = text(node.left), text(node.right)
+            return None if left is None or right is None else left + right
+        if isinstance(node, ast.Name):
+            return named.get(node.id)
+        return None
+
+    named: dict[str, str] = {}
+    out = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = text(node.value)
+            if value is None:
+                continue
+            named[node.targets[0].id] = value
+            if "import " not in value:
+                continue
+            try:
+                ast.parse(value)
+            except SyntaxError:
+                continue
+            out.append(value)
+    return out
+
+
+def _benchmark_sources() -> dict[str, list[str]]:
+    """Each benchmark script's source and the programs it runs in processes of their own."""
+    out = {}
+    for path in sorted((REPO / "benchmarks").glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        out[path.relative_to(REPO).as_posix()] = [source, *_programs(source)]
+    return out
+
+
+def _engine_imports(source: str) -> list[tuple[str, str]]:
+    """(module, name) of every ``from engine… import name``, wherever it stands."""
+    return [(node.module, alias.name) for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "engine"
+            for alias in node.names]
+
+
+def _vault_attributes(source: str) -> set[str]:
+    """The attributes read of a name that holds a vault (``vault``, ``v``, ``…_vault``)."""
+    return {node.attr for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and (node.value.id in ("vault", "v") or node.value.id.endswith("_vault"))}
+
+
+def _importable(module: str, name: str) -> bool:
+    try:
+        mod = importlib.import_module(module)
+    except ImportError:
+        return False
+    return hasattr(mod, name) or (hasattr(mod, "__path__") and importlib.util.find_spec(f"{module}.{name}") is not None)
+
+
+def test_the_benchmark_scans_read_the_programs_too():
+    source = ('RUN = """\nfrom engine import Vault\n"""\nTAIL = "vault.services.index\\n"\n'
+              'MORE = RUN + "vault = Vault.open(1)\\n" + TAIL\n')
+    programs = _programs(source)
+    assert len(programs) == 2 and "vault.services" in programs[1]
+    assert per_vault_caches(programs[1]) and _vault_attributes(programs[1]) == {"services"}
+    assert _engine_imports(programs[0]) == [("engine", "Vault")]
+    assert _importable("engine", "Vault") and _importable("engine", "index") and _importable("engine.index", "embed")
+    assert not _importable("engine", "services") and not _importable("engine.state", "AtomicJSONStorage")
+
+
 def test_no_vault_cache_in_the_benchmarks():
     assert _caches_in("benchmarks") == {}
+    found = {rel: hits for rel, sources in _benchmark_sources().items()
+             if (hits := [hit for program in sources[1:] for hit in per_vault_caches(program)])}
+    assert found == {}, "keep per-vault state in vault.shared"
+
+
+def test_the_benchmarks_use_the_engine_as_it_is(vault):
+    """Every name a benchmark imports from the engine (at the top, in a function or in a
+    program it runs) is there, and every attribute it reads of a vault is one a vault has:
+    a removed API fails here, not in a long run."""
+    missing = []
+    for rel, sources in _benchmark_sources().items():
+        for source in sources:
+            missing += [f"{rel}: from {module} import {name}" for module, name in _engine_imports(source)
+                        if not _importable(module, name)]
+            missing += [f"{rel}: vault.{attr}" for attr in sorted(_vault_attributes(source)) if not hasattr(vault, attr)]
+    assert missing == []
+
+
+def test_every_benchmark_imports():
+    names = sorted(path.stem for path in (REPO / "benchmarks").glob("*.py"))
+    code = "import importlib, sys\nsys.path[:0] = sys.argv[1:3]\nfor name in sys.argv[3:]:\n    importlib.import_module(name)\n"
+    run = subprocess.run([sys.executable, "-c", code, str(REPO), str(REPO / "benchmarks"), *names],
+                         capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert run.returncode == 0, run.stderr
