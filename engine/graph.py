@@ -379,7 +379,7 @@ class Walk(Adjacency):
         self._edges: dict[str, tuple[list[Edge], list[Edge]]] = {}
 
     def prefetch(self, uris: Iterable[str]) -> None:
-        catalog = self.vault.catalog
+        catalog = self.vault.catalog.memory_types()
         todo = [u for u in dict.fromkeys(uris) if u not in self._edges and u in catalog]
         for uri, (out, inc) in self.vault.links.edges(todo, compare=False).items() if todo else ():
             self._edges[uri] = (canonical([e for e in out if e.to_uri in catalog], "to_uri"),
@@ -388,7 +388,7 @@ class Walk(Adjacency):
     def out_edges_of_type(self, uris: Iterable[str], link_type: LinkType) -> dict[str, list[Edge]]:
         """(Only the records of that type are read for notes the walk has not reached.)"""
         uris = list(dict.fromkeys(uris))
-        catalog = self.vault.catalog
+        catalog = self.vault.catalog.memory_types()
         todo = [u for u in uris if u not in self._edges and u in catalog]
         read = self.vault.links.edges(todo, "links", [link_type], compare=False) if todo else {}
         return {u: [e for e in self.out_edges(u) if e.link_type is link_type] if u in self._edges

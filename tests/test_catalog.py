@@ -425,7 +425,8 @@ class NamesFromEveryTitle:
                 key = " ".join(words(name))
                 if key:
                     self.titles[key].add(entry.uri)
-                    self.by_first[key.split()[0]].add(key)
+                    if " " in key:
+                        self.by_first[key.split()[0]].add(key)
 
     def named(self, keys: Iterable[str], firsts: Iterable[str] = (), most: int = 0) -> dict[str, set[str]]:
         out = {key: set(self.titles[key]) for key in keys if key in self.titles}

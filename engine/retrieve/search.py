@@ -139,8 +139,10 @@ def search(
     catalog = vault.catalog
     n = max(cfg.candidates, k)
 
+    known = catalog.memory_types()
+
     def allowed(uri: str) -> bool:
-        return uri in catalog if not types else catalog.memory_type(uri) in types
+        return uri in known if not types else known.get(uri) in types
 
     found: dict[str, list[Route]] = {}
     ranked_lists: list[RouteHits] = []

@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..errors import MemlinkError
@@ -294,6 +294,11 @@ class Catalog:
     def memory_type(self, uri: str) -> str | None:
         return self._loaded().good.get(uri)
 
+    def memory_types(self) -> Mapping[str, str]:
+        """Each note that parses with its memory type, as this process knows them now (a
+        snapshot: a later write makes a new one). A search asks it of every note it scores."""
+        return self._loaded().good
+
     def type_counts(self) -> dict[str, int]:
         """How many notes that parse there are of each memory type."""
         return dict(Counter(self._loaded().good.values()))
@@ -337,18 +342,20 @@ class Catalog:
 
     def named(self, keys: Iterable[str], firsts: Iterable[str] = (), most: int = 0) -> dict[str, set[str]]:
         """The notes called each of ``keys`` (a name's words, lowercased, joined by one
-        space), and those called any name whose first word is one of ``firsts`` (when at
-        most ``most`` names begin with it), by name."""
+        space), and those called a name of two or more words whose first word is one of
+        ``firsts`` (when at most ``most`` names begin with it), by name."""
         out: dict[str, set[str]] = {}
         good = self._loaded().good
-        select = "SELECT n.key, k.key FROM names n JOIN keys k ON k.id = n.uri WHERE "
-        rows = self.store.rows_in(select + "n.key IN ({})", sorted(set(keys)))
-        begins = "(n.key = ? OR (n.key >= ? AND n.key < ?))"  # (a name whose first word is ``first`` sorts so)
-        for first in sorted(set(firsts)):
-            bounds = (first, f"{first} ", f"{first}!")
-            many = self.store.row(f"SELECT count(*) FROM (SELECT 1 FROM names n WHERE {begins} LIMIT ?)", (*bounds, most + 1))
-            if many is not None and many[0] <= most:
-                rows += self.store.rows(select + begins, bounds)
+        rows = self.store.rows_in("SELECT n.key, k.key FROM names n JOIN keys k ON k.id = n.uri WHERE n.key IN ({})",
+                                  sorted(set(keys)))
+        if firsts := sorted(set(firsts)):
+            begins = "n.key >= f.value || ' ' AND n.key < f.value || '!'"  # (such a name sorts between the two)
+            few = [first for first, many in self.store.rows(
+                f"SELECT f.value, (SELECT count(*) FROM (SELECT 1 FROM names n WHERE {begins} LIMIT ?)) FROM json_each(?) f",
+                (most + 1, json.dumps(firsts, ensure_ascii=False))) if many <= most]
+            if few:
+                rows += self.store.rows(f"SELECT n.key, k.key FROM json_each(?) f CROSS JOIN names n ON {begins} "
+                                        "JOIN keys k ON k.id = n.uri", (json.dumps(few, ensure_ascii=False),))
         for key, uri in rows:
             if uri in good:
                 out.setdefault(key, set()).add(uri)

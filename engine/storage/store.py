@@ -32,7 +32,7 @@ DB_FILE = "index.sqlite"  # in `.memlink/`
 # PRAGMA user_version: a database of another version is dropped and derived again. It
 # covers what the tables mean too (the search files' layout, what the checks find), so a
 # change to either is a new version.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # The feed keeps this many changes. A reader further behind (a lint a long time after
 # the last one) sees "everything changed" and starts over, which is always right.
 FEED_KEEP = 10_000
@@ -67,6 +67,7 @@ CREATE INDEX links_folder ON links (folder, id);
 CREATE INDEX links_from ON links (from_id) WHERE side = 0;
 CREATE INDEX links_to ON links (to_id) WHERE side = 1;
 CREATE INDEX links_legacy ON links (to_id) WHERE legacy = 1;
+CREATE INDEX links_anchored ON links (from_id) WHERE side = 0 AND match_text IS NOT NULL;  -- (a search's snippets)
 
 -- the checks' memo: the last run's findings, and what each note was checked at
 CREATE TABLE findings (source TEXT NOT NULL, category TEXT NOT NULL, rank INTEGER NOT NULL, uri INTEGER NOT NULL,
