@@ -79,11 +79,20 @@ MEMLINK = [sys.executable, "-m", "memlink_tui"]
 SIDECAR = ".relations.json"
 DB = Path(".memlink") / "index.sqlite"  # a built copy has it
 TARGETS = {  # at 100k notes
-    "first open of a never-seen vault": "≤ 45 s", "search process, warm": "≤ 1.5 s",
+    "first open of a never-seen vault": "≤ 45 s", "commit of one chat turn, one process": "≤ 1.5 s",
+    "doctor, one process": "≤ 1.5 s", "search process, warm": "≤ 1.5 s",
     "peak RSS, search process": "≤ 800 MB", "search in process p50 / p95": "≤ 3 ms / ≤ 20 ms",
-    "lint after one change": "≤ 1 s", "full lint (--full)": "≤ 15 s", "dream (rules)": "≤ 5 s at 10k",
-    "link write, in process p50": "≤ 20 ms",
+    "link write, one process": "≤ 1.5 s", "link write, in process p50": "≤ 20 ms",
+    "lint after one change": "≤ 1.5 s", "full lint (--full)": "≤ 15 s", "dream (rules)": "≤ 5 s at 10k",
+    "`.memlink/` size after the first open": "≤ the notes and sidecars",
+    "`.memlink/` size after the rows that write": "≤ the vault's files",
+    "recall, one process": "≤ 1.5 s", "search in process p50 / p95, 40%": "≤ 6 ms p50",
 }
+
+
+def target(row: str) -> str:
+    """The target of a row: the longest name in TARGETS the row's name begins with."""
+    return max(((k, t) for k, t in TARGETS.items() if row.startswith(k)), default=("", ""), key=lambda kt: len(kt[0]))[1]
 
 # The table's order (rows are measured in another: the lint rows need a copy not linted yet).
 ORDER = ["first open", "commit", "doctor", "search process", "peak RSS", "search in process", "vector recall", "link write",
@@ -590,8 +599,9 @@ def write_rows(n: int, work: Path, base: Path, row: Callable[[str, str, str], No
         assert isinstance(mine, dict) and isinstance(raw, dict)
         row("link write, in process p50", f"{statistics.median(mine['links']):.1f} ms", f"{statistics.median(raw['links']):.1f} ms")
         row("note write, in process p50", f"{statistics.median(mine['writes']):.1f} ms", f"{statistics.median(raw['writes']):.1f} ms")
-        row("`.memlink/` size (apparent)", f"{mb(opened)} after the first open, {mb(apparent(fresh / '.memlink'))} after "
-            "the rows that write", f"{mb(files)} of notes and sidecars")
+        row("`.memlink/` size after the first open", mb(opened), f"{mb(files)} of notes and sidecars")
+        row("`.memlink/` size after the rows that write", mb(apparent(fresh / ".memlink")),
+            f"{mb(apparent(fresh, hidden=False))} of the vault's files then (with the chat sessions)")
     finally:
         shutil.rmtree(fresh, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -677,7 +687,7 @@ def run(n: int, work: Path, nq: int, turns: int, shared: float, first_word: str,
     print("| measure | memlink | baseline | target at 100k |")
     print("|---|---|---|---|")
     for name, mine_s, base_s in sorted(rows, key=lambda r: next(i for i, p in enumerate(ORDER) if r[0].startswith(p))):
-        print(f"| {name} | {mine_s} | {base_s} | {TARGETS.get(name, '')} |")
+        print(f"| {name} | {mine_s} | {base_s} | {target(name)} |")
     sys.stdout.flush()
 
 

@@ -115,12 +115,14 @@ def _retry_pending(vault: Vault, extractor: Extractor, quiet: bool) -> bool:
 
 def cmd_commit(args: argparse.Namespace) -> int:
     from engine.extract.inputs import choose_extractor
+    from engine.index import SearchIndex
     from engine.sessions.commit import commit_session
 
     vault = open_vault(args)
     extractor, health = choose_extractor(vault)
     if not args.json:
         say(f"provider: {health.provider} — {health.summary}", file=sys.stderr)
+    SearchIndex.for_vault(vault)  # (its sync walks the vault: the one walk of the command)
     retried = _retry_pending(vault, extractor, args.json)
     report = commit_session(vault, args.session, extractor)
     vault.close()
