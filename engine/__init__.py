@@ -1,8 +1,7 @@
 """memlink's UI-free core. Never imports textual, widgets or memlink_tui.
 
 The names below are imported when first asked for (PEP 562): a process that needs one
-module (``engine.storage.walk``, started before anything else by the CLI) does not pay for the
-rest, ~0.2 s of pydantic models and Jinja templates."""
+module does not pay for the rest, ~0.2 s of pydantic models and Jinja templates."""
 
 from __future__ import annotations
 

@@ -78,7 +78,7 @@ def dream(vault: Vault, *, provider: Provider | None = None, dry_run: bool = Fal
           budget: float | None = None) -> DreamReport:
     """``budget``: seconds after which no topic is started (default: the vault's
     ``dream.budget_seconds``); a topic already started finishes."""
-    if dry_run:  # reads through a read-only view: no lock file, no catalog shard, no replay
+    if dry_run:  # reads through a read-only view: no lock file, no database write, no replay
         view = vault if vault.read_only else Vault.open(vault.root, read_only=True)
         return _run(view, provider, True, progress, budget)
     lock = FileLock(str(vault.state_dir / "dream.lock"))

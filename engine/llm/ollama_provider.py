@@ -4,7 +4,6 @@ on generated tokens and an explicit timeout (the client's default waits forever)
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -12,9 +11,19 @@ import httpx
 import ollama
 from pydantic import ValidationError
 
-from . import Health, LLMError, LLMInvalidOutput, LLMModelMissing, LLMTimeout, LLMUnavailable, Provider, T
+from . import (
+    Health,
+    LLMError,
+    LLMInvalidOutput,
+    LLMModelMissing,
+    LLMTimeout,
+    LLMUnavailable,
+    Provider,
+    T,
+    not_running,
+    resolve_host,
+)
 
-DEFAULT_HOST = "http://127.0.0.1:11434"
 R = TypeVar("R")
 
 
@@ -25,11 +34,6 @@ def _summary(exc: ValidationError) -> str:
         parts.append(f"{loc}: {err['msg']}")
     more = f" (+{exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
     return "; ".join(parts) + more
-
-
-def resolve_host(host: str | None) -> str:
-    """The server a provider talks to: the configured host, else $OLLAMA_HOST, else local."""
-    return host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
 
 
 def can_chat(capabilities: list[str] | None, family: str) -> bool:
@@ -54,7 +58,7 @@ class OllamaProvider(Provider):
 
     # -- errors -------------------------------------------------------------------------------
     def _not_running(self) -> LLMUnavailable:
-        return LLMUnavailable(f"Ollama is not running at {self.host}", "start it with `ollama serve` (or set OLLAMA_HOST)")
+        return not_running(self.host)
 
     def _missing(self) -> LLMModelMissing:
         return LLMModelMissing(f"model {self.model!r} is not pulled on {self.host}", f"run `ollama pull {self.model}`")

@@ -10,8 +10,7 @@ import threading
 from pydantic import BaseModel, ConfigDict
 
 from ..model.config import LLMConfig
-from . import Health, LLMError, Provider
-from .ollama_provider import OllamaProvider, resolve_host
+from . import Health, LLMError, Provider, listening, not_running, resolve_host
 from .rules_provider import RulesProvider
 
 
@@ -36,6 +35,13 @@ def choose(cfg: LLMConfig) -> Selection:
     if cfg.provider == "rules":
         rules = RulesProvider()
         return Selection(provider=rules, health=rules.health())
+    host = resolve_host(cfg.host)
+    if cfg.provider == "auto" and not listening(host):  # (the client is not even loaded)
+        why = not_running(host)
+        rules = RulesProvider(why.reason, fallback=True, fix=why.fix)
+        return Selection(provider=rules, health=rules.health())
+    from .ollama_provider import OllamaProvider  # (the client library: loaded only when a server may answer)
+
     ollama = OllamaProvider(cfg.model, cfg.host, cfg.timeout, cfg.max_tokens)
     health = ollama.health()
     if health.ok or cfg.provider == "ollama":
@@ -108,6 +114,8 @@ def models(cfg: LLMConfig) -> list[str]:
     """The chat models the configured Ollama offers, to switch to (the palette's "Model: …"
     entries); empty when it is not running. The chosen provider answers when it is Ollama;
     on rules, the same server is asked, briefly."""
+    from .ollama_provider import OllamaProvider  # (see ``choose``)
+
     chosen = selection(cfg).provider
     source = chosen if isinstance(chosen, OllamaProvider) else OllamaProvider(cfg.model, cfg.host, timeout=2.0)
     try:

@@ -1,7 +1,7 @@
 """The link model: WikiLink (LLM layer, page ids), StoredWikiLink / StoredLink (storage
 layer, URIs), the `.relations.json` sidecar format with its legacy `{uris, reason}`
 entries (docs/DESIGN.md, "Vault format"), and the links merge rules. What each link type means lives in the
-link-type table (``engine/linktypes.py``, docs/DESIGN.md "Link types").
+link-type table (``engine/model/linktypes.py``, docs/DESIGN.md "Link types").
 """
 
 from __future__ import annotations
@@ -230,7 +230,7 @@ class Sidecar:
     ``legacy`` are old `{uris, reason}` dicts kept verbatim until the link they hold is
     rewritten in the new format; ``rejected`` are entries that do not validate (a path
     out of the vault, a bad type, a missing key): readers skip them, one bad entry never
-    hides the rest of the file. The link index (engine/linkindex.py) reads them;
+    hides the rest of the file. The link index (engine/storage/linkindex.py) reads them;
     ``parse`` and ``dump`` read and write one `.relations.json` text.
     """
 

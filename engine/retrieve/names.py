@@ -32,7 +32,7 @@ _NEAR_BOUND = NEAR * 100 - 1e-6  # rapidfuzz's ratio (percent) that every near m
 # A near match is looked for among the names that begin with the span's first word, when
 # at most this many do: a word that begins thousands of names ("Meeting …") says too
 # little to guess a misspelt one by, and reading them all made a search at 100k notes,
-# 40k of them "Meeting …", take ~50 ms (docs/DESIGN.md, "Search").
+# 40k of them "Meeting …", take ~50 ms (docs/DESIGN.md, "Caches and tuning").
 NEAR_AMONG = 1_000
 
 

@@ -172,8 +172,8 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
 
 
 def restore_turns(vault: Vault) -> int:
-    """Rebuild the turn memories of session logs whose derived state is gone (`.memlink/`
-    deleted: docs/DESIGN.md, "Turn memory"), with the rules extractor: deterministic,
+    """Rebuild the turn memories of session logs that have none (their memories file is
+    gone: docs/DESIGN.md, "Turn memory"), with the rules extractor: deterministic,
     offline and fast, so recall never waits for a model. Returns how many were made."""
     lost = lost_sessions(vault)
     if not lost:

@@ -306,7 +306,6 @@ class TurnIndex:
             w.execute("INSERT OR REPLACE INTO meta VALUES ('turns.count', ?)", (str(count),))
             if replaced:
                 w.execute("INSERT OR REPLACE INTO meta VALUES ('turns.fingerprint', ?)", (self.fingerprint,))
-            w.changed("turn", changed + dropped)
             self.synced, self.near, self.turns = dict(stamps), {}, TurnRows(self, count)
 
         try:

@@ -6,7 +6,7 @@ journal file in `.memlink/journal/`; then the operations are applied; then the j
 file is removed. A process killed at any instant leaves either no journal (nothing was
 touched) or a complete journal, which the next writer replays before doing anything
 else (roll-forward). Replaying twice gives the same result. Link operations are
-applied by the link index (engine/linkindex.py), which names the journal on a big
+applied by the link index (engine/storage/linkindex.py), which names the journal on a big
 folder's log line so that a replay appends it once (docs/DESIGN.md, "Units of work").
 """
 

@@ -69,8 +69,9 @@ def _row(ids: dict[str, int], folder: str, r: dict) -> tuple:
     """A record's row, from its fields (``_fields``, or an entry that validated with its
     defaults filled in: a big folder's records are not made into models to be stored).
     A record in another folder than its owner's is ``stray``: it is not that note's."""
-    side = SIDES.index(r["direction"])
-    stray = int(folder != home(r["from_uri"] if side == 0 else r["to_uri"]))
+    side = 0 if r["direction"] == "links" else 1
+    owner = r["from_uri"] if side == 0 else r["to_uri"]
+    stray = int(folder != (owner.rpartition("/")[0] if owner.endswith(".md") else owner))  # (home, inline: 600k a build)
     return (ids[folder], r["id"], side, ids[r["from_uri"]], ids[r["to_uri"]], str(r["link_type"]),
             float(r["weight"]), None if r["t_field"] == _FIELD else r["t_field"], r["t_line_ranges"], r["match_text"],
             r["description"], r["created_at"], 1 if r.get("legacy") else 0, stray)

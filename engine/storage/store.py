@@ -171,8 +171,8 @@ class Store:
         db = sqlite3.connect(path, timeout=self.timeout, check_same_thread=False, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=DELETE")
-            db.execute("PRAGMA synchronous=NORMAL")  # derived: a write lost to a power cut is derived again
-            db.execute("PRAGMA mmap_size=1073741824")
+            db.execute("PRAGMA synchronous=OFF")  # derived: see docs/DESIGN.md, "Derived state"
+            db.execute("PRAGMA mmap_size=1073741824")  # read through a memory map (docs/DESIGN.md, "Caches and tuning")
             self._prepare(db)
         except BaseException:
             db.close()

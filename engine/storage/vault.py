@@ -323,8 +323,8 @@ class Vault:
     def link(self, from_uri: str, to_uri: str, link_type: LinkType | str, *, weight: float = 1.0,
              t_field: str | None = None, t_line_ranges: str | None = None, match_text: str | None = None,
              description: str = "", created_at: str | None = None) -> StoredLink:
-        """Write one link on both sides (merged with an existing one of the same type and
-        ends; docs/DESIGN.md, "Vault format"). ``match_text`` must occur in the from-note's
+        """Write one link on both sides (merged with an existing one of the same ends,
+        target field and lines, whose type it replaces; docs/DESIGN.md, "Vault format"). ``match_text`` must occur in the from-note's
         body, as `check` expects (a missing note is reported by the link itself)."""
         if match_text and self.exists(from_uri) and match_text not in self.read_note(from_uri).text:
             raise LinkError(f"cannot link: the anchor {match_text!r} is not in the text of {from_uri}")
