@@ -1,4 +1,4 @@
-"""The link index (engine/linkindex.py) over the sidecar files (engine/sidecars.py): big
+"""The link index (engine/storage/linkindex.py) over the sidecar files (engine/storage/sidecars.py): big
 sidecars take appended log lines and are compacted; the index in `.memlink/index.sqlite`
 follows the files (edits by other tools, other processes, a deleted or corrupt index)
 and names in the change feed each note whose records changed; what it reads back is

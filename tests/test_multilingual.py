@@ -139,7 +139,7 @@ def test_the_gates_shift_for_the_multilingual_models_higher_cosines(sample, tmp_
 
 
 def test_the_fast_load_makes_what_model2vecs_constructor_makes():
-    """load_static_model skips StaticModel.__init__'s tokenizer copy (engine/embed.py,
+    """load_static_model skips StaticModel.__init__'s tokenizer copy (engine/index/embed.py,
     _static_model): for both bundled models the object is the constructor's."""
     import json
 

@@ -24,7 +24,7 @@ test -f "$tmp/demo/memlink.yaml"
 "$tmp/venv/bin/memlink" search "hot desk booking" --vault "$tmp/demo" >/dev/null
 # Both bundled embedding models came with the wheel and load from it, offline.
 HF_HUB_OFFLINE=1 "$tmp/venv/bin/python" -c "
-from engine.embed import BUNDLED_MODELS, load_embedder
+from engine.index.embed import BUNDLED_MODELS, load_embedder
 for name in BUNDLED_MODELS:
     c = load_embedder(name)
     assert c.notice is None and c.embedder.name == name, c.notice
