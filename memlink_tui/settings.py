@@ -12,6 +12,8 @@ import yaml
 from platformdirs import user_config_path
 from pydantic import BaseModel, ConfigDict
 
+from engine.model.files import read_settings
+from engine.model.yamlio import safe_load
 from engine.storage.atomic import atomic_write_text
 
 
@@ -39,7 +41,7 @@ class SettingsFile:
 
     def _read(self) -> Settings:
         try:
-            raw = yaml.safe_load(self.path.read_text(encoding="utf-8"))
+            raw = safe_load(read_settings(self.path))
             settings = Settings.model_validate(raw or {})
         except FileNotFoundError:
             settings = Settings()

@@ -11,6 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
+from engine.model.files import read_settings
+from engine.model.yamlio import safe_load
+
 from .settings import config_dir
 
 DEFAULT_THEME = "memlink-dark"
@@ -59,7 +62,7 @@ def _check_variable(name: str, value: str) -> None:
 def load_theme(path: Path) -> Theme:
     """One theme file → a Textual theme; ValueError with the file, the field and why."""
     try:
-        spec = ThemeFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+        spec = ThemeFile.model_validate(safe_load(read_settings(path)) or {})
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "file"

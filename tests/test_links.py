@@ -285,8 +285,8 @@ def test_a_note_written_during_a_catalog_sync_is_not_lost(vault, monkeypatch):
     walk = engine.storage.catalog.vault_files
     started, written = threading.Event(), threading.Event()
 
-    def slow_walk(root, sidecar):
-        for item in walk(root, sidecar):
+    def slow_walk(root, sidecar, *skipped):
+        for item in walk(root, sidecar, *skipped):
             started.set()
             written.wait(5)
             yield item

@@ -10,7 +10,7 @@ from textual.widgets import Markdown, Static
 from engine import Note
 from engine.model.text import printable
 
-from .safe import safe_markup
+from .safe import safe_markup, safe_path
 
 
 class NoteView(VerticalScroll, can_focus=True):
@@ -31,7 +31,7 @@ class NoteView(VerticalScroll, can_focus=True):
         )
         warn = f"\n[$warning]{missing} link anchor(s) not found in the text[/]" if missing else ""
         meta = (
-            f"[b]{safe_markup(title)}[/b]  [dim]{safe_markup(note.memory_type)} · {safe_markup(note.uri)}[/dim]\n"
+            f"[b]{safe_markup(title)}[/b]  [dim]{safe_markup(note.memory_type)} · {safe_path(note.uri)}[/dim]\n"
             f"created {safe_markup(note.created_at[:10])} · updated {safe_markup(note.updated_at[:10])}\n{fields}{warn}"
         )
         self.query_one("#note-meta", Static).update(meta)

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from rich.markup import escape
 
-from engine.model.text import printable
+from engine.model.text import printable, printable_path
 
 
 def safe_markup(text: object) -> str:
     """``text`` as markup that shows exactly its printable characters."""
     return escape(printable(text))
+
+
+def safe_path(path: object) -> str:
+    """A file's name or path as markup on one line, every character that is not printable
+    shown as its escape (``printable_path``)."""
+    return escape(printable_path(path))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from .safe import safe_markup
+from .safe import safe_markup, safe_path
 
 if TYPE_CHECKING:  # engine.retrieve.search pulls in numpy and the index; not needed to draw
     from engine.retrieve.search import SearchHit
@@ -37,13 +37,13 @@ class SearchResults(OptionList):
             if i:
                 self.add_option(None)  # a separator line between hits
             text = (
-                f"[b]{safe_markup(h.title)}[/b]  [dim]{safe_markup(h.memory_type)} · {safe_markup(h.uri)} · {h.score:.2f}"
+                f"[b]{safe_markup(h.title)}[/b]  [dim]{safe_markup(h.memory_type)} · {safe_path(h.uri)} · {h.score:.2f}"
                 f"{' · weak match' if h.weak else ''}[/dim]\n"
                 f"  [i $text-muted]{safe_markup(h.route)}[/]\n"
                 f"  {_snippet_markup(h.snippet)}"
             )
             for e in h.evidence:  # notes derived from this one that matched too
-                text += f"\n  [dim]↳ {safe_markup(e.title)} · {safe_markup(e.memory_type)} · {safe_markup(e.uri)}[/dim]"
+                text += f"\n  [dim]↳ {safe_markup(e.title)} · {safe_markup(e.memory_type)} · {safe_path(e.uri)}[/dim]"
             self.add_option(Option(text, id=h.uri))
         if hits:
             self.highlighted = 0

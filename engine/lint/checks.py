@@ -215,6 +215,14 @@ def malformed_notes(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @register(integrity=True)
+def unreadable_files(ctx: CheckContext) -> Iterator[Finding]:
+    """Files named like a note or a sidecar that the walk does not read: a named pipe, a
+    device, a socket, a name that is not UTF-8 (engine.storage.walk)."""
+    for path, why in sorted(ctx.catalog.skipped().items()):
+        yield _problem("structure", "error", "unreadable_file", path, why)
+
+
+@register(integrity=True)
 def malformed_sidecars(ctx: CheckContext) -> Iterator[Finding]:
     """A sidecar that cannot be read, once; each bad entry of one that can, with its
     index (and id) and cause. Readers skip both (docs/DESIGN.md, "Checks")."""

@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from ..model.links import SIDECAR, Direction, dump_rows
+from ..errors import SidecarError
+from ..model.files import SIDECAR_BYTES, read_bounded
+from ..model.links import SIDECAR, Direction, dump_rows, sort_out
 from ..model.uris import uri_dir
 from ..storage.atomic import atomic_write_text
 from ..storage.journal import rejected_log
-from ..storage.sidecars import SIDECAR_LOG, PutLink, RemoveLegacy, RemoveLink, read_folder, sidecar_rel
+from ..storage.sidecars import SIDECAR_LOG, PutLink, RemoveLegacy, RemoveLink, read_folder, salvage_folder, sidecar_rel
 from .checks import Finding
 from .memo import check, check_run
 
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from ..model.links import StoredLink
+    from ..storage.transaction import Transaction
     from ..storage.vault import Vault
     from .memo import Findings
 
@@ -100,43 +103,69 @@ def lint(vault: Vault, today: dt.date | None = None, *, full: bool = False) -> L
 
 
 def set_aside(vault: Vault) -> list[str]:
-    """Move bad sidecar entries, and whole sidecars that cannot be read, to the rejected
-    file beside them (appended, never overwritten: nothing is silently deleted), in one
-    unit of work. Says what went where (docs/DESIGN.md, "Checks")."""
+    """Move bad sidecar entries, and the lines of a sidecar or link log that do not read,
+    to the rejected file beside them (appended, never overwritten: nothing is silently
+    deleted), in one unit of work; every entry that still reads stays, and the Links
+    blocks of the folder's notes follow what stays. A file that cannot be read at all (a
+    symlink out of the vault) is moved whole. Says what went where (docs/DESIGN.md,
+    "Checks")."""
     done: list[str] = []
     with vault.transaction() as tx:
         stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         for folder, problems in vault.links.problems().items():
             rel, log = sidecar_rel(folder), rejected_log(folder)
+            where = vault.resolve.folder(folder)
             if problems.broken is not None:
-                where = vault.resolve.folder(folder)
-                kept: dict[str, str] = {}
-                for name, path in ((SIDECAR, where / SIDECAR), (SIDECAR_LOG, where / SIDECAR_LOG)):
-                    try:  # a symlink is kept as where it pointed: its target is not the vault's to copy
-                        one = {"symlink": os.readlink(path)} if path.is_symlink() else _kept_bytes(path.read_bytes())
-                    except FileNotFoundError:
-                        continue
-                    except OSError:
-                        kept = {}
-                        break  # nothing to keep or move (a folder named like a sidecar): check still reports it
-                    kept.update(one if name == SIDECAR else {f"log_{k}": v for k, v in one.items()})
-                if not kept:
+                try:
+                    salvaged = salvage_folder(vault.root, where, folder)
+                except SidecarError:
+                    done += _move_whole(tx, vault, folder, problems.broken, stamp)
                     continue
-                tx.append(log, {"sidecar": SIDECAR, "at": stamp, "cause": problems.broken, **kept})
-                tx.restore_sidecar(folder, None)
-                done.append(f"moved unreadable {rel} to {log} ({problems.broken.removeprefix(rel + ': ')})")
+                for name, n, line, why in salvaged.lost:
+                    tx.append(log, {"sidecar": name, "at": stamp, "line": n, "cause": why, **_kept_bytes(line)})
+                rows = salvaged.rows
+            elif problems.rejected:
+                rows = read_folder(vault.root, where, folder).rows
+            else:
                 continue
-            if not problems.rejected:
-                continue
-            for bad in problems.rejected:
+            _good, _legacy, rejected = sort_out(rows)
+            for bad in rejected:
                 tx.append(log, {"sidecar": SIDECAR, "at": stamp, "index": bad.index, "cause": bad.cause, "entry": bad.entry})
-            bad_at = {bad.index for bad in problems.rejected}
-            files = read_folder(vault.root, vault.resolve.folder(folder), folder)
-            clean = [row for i, row in enumerate(files.rows) if i not in bad_at]
+            bad_at = {bad.index for bad in rejected}
+            clean = [row for i, row in enumerate(rows) if i not in bad_at]
             tx.restore_sidecar(folder, dump_rows(clean) if clean else None)
-            n = len(problems.rejected)
-            done.append(f"moved {n} bad entr{'y' if n == 1 else 'ies'} of {rel} to {log}")
+            n = len(rejected)
+            if problems.broken is None:
+                done.append(f"moved {n} bad entr{'y' if n == 1 else 'ies'} of {rel} to {log}")
+                continue
+            # What the folder's notes' Links blocks listed may be gone with the lost lines.
+            tx.links_touched(u for u in vault.catalog.uris() if uri_dir(u) == folder)
+            lost = [f"{folder + '/' if folder else ''}{name} line {line}: {why}" for name, line, _text, why in salvaged.lost]
+            lost += [f"{rel} {bad.label}: {bad.cause}" for bad in rejected]
+            done.append(f"{rel} did not read whole ({problems.broken.removeprefix(rel + ': ')}): kept the {len(clean)} "
+                        f"entr{'y' if len(clean) == 1 else 'ies'} that read; dropped {len(lost)} to {log}"
+                        + (f" ({'; '.join(lost[:5])}{'; …' if len(lost) > 5 else ''})" if lost else ""))
     return done
+
+
+def _move_whole(tx: Transaction, vault: Vault, folder: str, broken: str, stamp: str) -> list[str]:
+    """A folder's link files that cannot be read at all, moved whole to its rejected file."""
+    rel, log = sidecar_rel(folder), rejected_log(folder)
+    where = vault.resolve.folder(folder)
+    kept: dict[str, str] = {}
+    for name, path in ((SIDECAR, where / SIDECAR), (SIDECAR_LOG, where / SIDECAR_LOG)):
+        try:  # a symlink is kept as where it pointed: its target is not the vault's to copy
+            one = {"symlink": os.readlink(path)} if path.is_symlink() else _kept_bytes(read_bounded(path, SIDECAR_BYTES))
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return []  # nothing to keep or move (a folder or a pipe named like a sidecar): check still reports it
+        kept.update(one if name == SIDECAR else {f"log_{k}": v for k, v in one.items()})
+    if not kept:
+        return []
+    tx.append(log, {"sidecar": SIDECAR, "at": stamp, "cause": broken, **kept})
+    tx.restore_sidecar(folder, None)
+    return [f"moved unreadable {rel} to {log} ({broken.removeprefix(rel + ': ')})"]
 
 
 def _kept_bytes(raw: bytes) -> dict[str, str]:

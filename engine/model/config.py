@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from ..errors import VaultError
+from .files import read_settings
 from .linktypes import LinkTypeSpec, LinkTypeTable, builtin_table
 from .yamlio import safe_load
 
@@ -165,11 +166,15 @@ class VaultConfig(BaseModel):
 def load_config(root: Path) -> VaultConfig:
     path = Path(root) / CONFIG_FILE
     try:
-        data = safe_load(path.read_text(encoding="utf-8")) or {}
+        data = safe_load(read_settings(path)) or {}
     except FileNotFoundError:
         raise VaultError(f"{root} is not a memlink vault (no {CONFIG_FILE}); create one with `memlink init`") from None
     except yaml.YAMLError as exc:
-        raise VaultError(f"{CONFIG_FILE}: not valid YAML: {exc}") from exc
+        raise VaultError(f"{CONFIG_FILE}: not valid YAML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise VaultError(f"{CONFIG_FILE}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise VaultError(f"{CONFIG_FILE}: cannot be read ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
         raise VaultError(f"{CONFIG_FILE}: must be a YAML mapping")
     # The environment may shorten or lengthen the lock wait (e.g. for a cron job).
@@ -180,7 +185,7 @@ def load_config(root: Path) -> VaultConfig:
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
-        raise VaultError(f"{CONFIG_FILE}: {loc}: {first['msg']}") from exc
+        raise VaultError(f"{CONFIG_FILE}: {loc}: {first['msg']}") from None
 
 
 def dump_config(config: VaultConfig) -> str:

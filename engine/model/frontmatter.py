@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml.resolver
 
-from .yamlio import safe_load
+from .yamlio import MAX_DEPTH, MAX_DIGITS, safe_load
 
 # What the fast reader accepts at all: printable text and newlines (no tab, CR, NEL,
 # BOM, line/paragraph separators, C0/C1 controls or surrogates).
@@ -72,11 +72,11 @@ def _plain(value: str) -> Any:
         return None
     if tag == "tag:yaml.org,2002:bool":
         return _BOOL[value.lower()]
-    if tag == "tag:yaml.org,2002:int" and _INT.fullmatch(value):
+    if tag == "tag:yaml.org,2002:int" and _INT.fullmatch(value) and len(value) <= MAX_DIGITS:
         return int(value)
     if tag == "tag:yaml.org,2002:float" and _FLOAT.fullmatch(value):
         return float(value)
-    raise _GiveUp  # dates, octal, sexagesimal, .inf…: the loader knows them
+    raise _GiveUp  # dates, octal, sexagesimal, .inf, too many digits…: the loader knows them
 
 
 def _quoted(text: str, value: str, at: int, indent: int) -> tuple[str, int]:
@@ -167,8 +167,8 @@ def _nested(text: str, at: int, indent: int) -> tuple[Any, int]:
         return None, at
     deeper = len(line.group(1))
     rest = line.group(2)
-    if not rest.strip(" "):
-        raise _GiveUp
+    if not rest.strip(" ") or deeper + 2 > MAX_DEPTH:
+        raise _GiveUp  # (deeper than the loader reads: it says so; each level is at least a space deeper)
     if rest[0] == "-" and deeper >= indent:
         return _sequence(text, at, deeper)
     if deeper > indent:

@@ -10,7 +10,9 @@ import functools
 import itertools
 import json
 import operator
+import re
 import uuid
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal, NamedTuple
 
 import orjson
@@ -28,7 +30,8 @@ from pydantic import (
 from ..errors import LinkError, SidecarError, UriError
 from .lineranges import format_ranges, parse_ranges
 from .linktypes import LinkType, any_link_type, builtin_table
-from .uris import normalize_uri
+from .uris import normalize_uri, utf8_name
+from .yamlio import MAX_DEPTH, MAX_DIGITS
 
 SIDECAR = ".relations.json"  # a folder's links
 REJECTED = ".relations.rejected.jsonl"  # bad sidecar entries moved aside by `check --fix`
@@ -275,8 +278,10 @@ def load_rows_with_lines(text: str, where: str) -> tuple[list, list[str] | None]
     can keep it without encoding it again. SidecarError when it is not a JSON list."""
     try:
         data = json.loads(text) if text.strip() else []
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise SidecarError(f"{where}: not valid JSON: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise SidecarError(f"{where}: not valid JSON: {exc}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise SidecarError(f"{where}: {json_problem(text, exc)}") from None
     if not isinstance(data, list):
         raise SidecarError(f"{where}: must hold a JSON list of link entries")
     lines = text.split("\n")
@@ -285,6 +290,54 @@ def load_rows_with_lines(text: str, where: str) -> tuple[list, list[str] | None]
         if all(line.startswith("{") and line.endswith("}") for line in body):
             return data, body
     return data, None
+
+
+_LONG_NUMBER = re.compile(rf"[0-9]{{{MAX_DIGITS + 1}}}")
+
+
+def json_problem(text: str, exc: BaseException) -> str:
+    """Why JSON that is not a syntax error did not load, with the line when it is known:
+    a number too long for Python to convert (JSON sets no limit), nesting too deep."""
+    if isinstance(exc, RecursionError):
+        return f"nested more than {MAX_DEPTH} levels deep"
+    if isinstance(exc, MemoryError):
+        return "too large to be read"
+    long = _LONG_NUMBER.search(text)
+    if long is not None:
+        return f"line {text.count(chr(10), 0, long.start()) + 1}: a number of more than {MAX_DIGITS:,} digits"
+    return f"a value that cannot be read ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+
+
+def salvage_rows(text: str) -> tuple[list, list[tuple[int, str, str]]]:
+    """What can still be read of a sidecar text that does not load whole: each line that
+    is one entry as memlink writes them (``dump_rows``: one a line, a comma after all but
+    the last) is kept; every other line that holds anything is returned as (line number,
+    text, why) for the rejected file. Nothing is lost: the rows and the lines together
+    hold every character of the text but the list's brackets, commas and blank lines."""
+    rows: list = []
+    bad: list[tuple[int, str, str]] = []
+    for n, line in enumerate(text.split("\n"), 1):
+        body = line.strip()
+        if body.startswith("[") and (body == "[" or body[1:].lstrip()[:1] in ("{", "]")):
+            body = body[1:].lstrip()  # the list's opening bracket
+        if body.endswith("]") and (body == "]" or body[:-1].rstrip().endswith("}")):
+            body = body[:-1].rstrip()  # its closing one
+        body = body.removesuffix(",").rstrip()
+        if not body:
+            continue
+        if not body.isascii() and not utf8_name(body):
+            bad.append((n, line, "not UTF-8 text"))
+            continue
+        try:
+            row = json.loads(body)
+            if too_deep(row):
+                raise RecursionError
+            rows.append(row)
+        except json.JSONDecodeError as exc:
+            bad.append((n, line, f"not valid JSON: {exc.msg} (column {exc.colno})"))
+        except (ValueError, RecursionError, MemoryError) as exc:
+            bad.append((n, line, json_problem(body, exc).removeprefix("line 1: ")))
+    return rows, bad
 
 
 def is_entry(raw: object) -> bool:
@@ -339,7 +392,29 @@ def sort_out(rows: list) -> tuple[list[tuple[int, str, str, str, dict | None]], 
     return good, legacy, rejected
 
 
+def too_deep(value: object) -> bool:
+    """Whether a JSON value nests more than MAX_DEPTH lists and objects (pydantic and
+    the JSON encoder, which write a rejected entry back, recurse)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            inner: Iterable[object] = item.values()
+        elif isinstance(item, list):
+            inner = item
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            return True
+        stack.extend((x, depth + 1) for x in inner if isinstance(x, (dict, list)))
+    return False
+
+
 def _sort_one(i: int, raw: object) -> StoredLink | dict | Rejected:
+    """One entry sorted out; SidecarError (for the whole file) when it nests too deep to
+    be kept, even as a rejected entry."""
+    if isinstance(raw, (dict, list)) and too_deep(raw):
+        raise SidecarError(f"entry {i}: nested more than {MAX_DEPTH} levels deep")
     try:
         if not isinstance(raw, dict):
             raise SidecarError("not an object")

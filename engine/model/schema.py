@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from ..errors import SchemaError, UriError
+from .files import read_settings
 from .templates import compile_template, render_template
+from .text import printable_path
 from .uris import normalize_uri
 from .yamlio import safe_load
 
@@ -72,6 +74,7 @@ class MemoryTypeSchema(BaseModel):
     fields: list[MemoryField]
     content_template: str
     link_enabled: bool = Field(True, description="Whether linking is active for this type")
+    _origin: str = PrivateAttr("")  # the file it was read from, named by a template's error
 
     @field_validator("fields")
     @classmethod
@@ -137,10 +140,13 @@ class MemoryTypeSchema(BaseModel):
             ctx[f.name] = v
         return ctx
 
+    def _what(self, template: str) -> str:
+        return f"{self._origin or self.memory_type}: {template}"
+
     def note_uri(self, values: dict[str, Any]) -> str:
         ctx = self.template_context(values)
-        folder = render_template(self.directory, ctx, f"{self.memory_type} directory").strip().strip("/")
-        name = render_template(self.filename, ctx, f"{self.memory_type} filename").strip()
+        folder = render_template(self.directory, ctx, self._what("directory")).strip().strip("/")
+        name = render_template(self.filename, ctx, self._what("filename")).strip()
         if not name.endswith(".md") or "/" in name:
             raise SchemaError(f"{self.memory_type}: filename template gave {name!r}; it must be a plain name ending in .md")
         try:
@@ -151,7 +157,7 @@ class MemoryTypeSchema(BaseModel):
     def render_body(self, values: dict[str, Any], extra: dict[str, Any] | None = None) -> str:
         ctx = self.template_context(values)
         ctx.update(extra or {})
-        body = render_template(self.content_template, ctx, f"{self.memory_type} content_template")
+        body = render_template(self.content_template, ctx, self._what("content_template"))
         return body.strip("\n") + "\n"
 
 
@@ -202,15 +208,28 @@ def parse_type_yaml(text: str, origin: str) -> MemoryTypeSchema:
     try:
         data = safe_load(text)
     except yaml.YAMLError as exc:
-        raise SchemaError(f"{origin}: not valid YAML: {exc}") from exc
+        raise SchemaError(f"{origin}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise SchemaError(f"{origin}: a memory type must be a YAML mapping")
     try:
-        return MemoryTypeSchema.model_validate(data)
+        schema = MemoryTypeSchema.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"]) or "(top)"
-        raise SchemaError(f"{origin}: {loc}: {first['msg']}") from exc
+        raise SchemaError(f"{origin}: {loc}: {first['msg']}") from None
+    schema._origin = origin
+    return schema
+
+
+def read_type_file(path: Path, origin: str) -> MemoryTypeSchema:
+    """A vault's memory type file, read (bounded: engine.model.files) and parsed."""
+    try:
+        text = read_settings(path)
+    except UnicodeDecodeError as exc:
+        raise SchemaError(f"{origin}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise SchemaError(f"{origin}: cannot be read ({exc.strerror or exc})") from None
+    return parse_type_yaml(text, origin)
 
 
 class TypeRegistry:
@@ -235,7 +254,7 @@ class TypeRegistry:
         folder = Path(root) / "memory_types"
         if folder.is_dir():
             for path in sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml")):
-                schema = parse_type_yaml(path.read_text(encoding="utf-8"), f"memory_types/{path.name}")
+                schema = read_type_file(path, f"memory_types/{printable_path(path.name)}")
                 reg._types[schema.memory_type] = schema
         return reg
 

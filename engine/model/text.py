@@ -59,6 +59,17 @@ def printable(text: object) -> str:
     return _ESCAPES.sub("", text)
 
 
+def printable_path(path: object) -> str:
+    """A file's name or path as one printable line: every character that is not printable
+    (a newline or tab too, a control, a bidi override, a byte of a name that is not UTF-8)
+    written as its Python escape (``\\n``, ``\\x1b``, ``\\udcff``), so a name shows what it
+    is and can neither break the line it is on nor act on the terminal."""
+    text = str(path)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def printable_json(text: str) -> str:
     """JSON text (``json.dumps(..., ensure_ascii=False)``) safe to print: the characters
     ``printable`` would drop and JSON leaves raw are written as ``\\uXXXX`` escapes, so the

@@ -1,14 +1,87 @@
 """YAML reading for the whole engine: PyYAML's safe loader, through libyaml when it is
-there (about ten times faster; every CLI start reads the vault's memory types)."""
+there (about ten times faster; every CLI start reads the vault's memory types).
+
+A first pass over the document's events (the C parser's; nothing is built) refuses what
+would hang a reader or take its memory before the loader builds anything: nesting deeper
+than MAX_DEPTH (the loader, and whatever walks the value after it, recurses), aliases
+that repeat more than MAX_REPEATED values (a "billion laughs": a few lines that expand to
+billions of values for whatever walks or prints them), a number too long for Python to
+convert. Those refusals, and anything else the loader raises, are a ``yaml.YAMLError``
+whose message names the line and never holds the document (docs/DESIGN.md, "Vault
+format": bounded readers)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
 
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+MAX_DEPTH = 64  # nested mappings and lists
+MAX_REPEATED = 100_000  # values aliases repeat, counted as expanded
+MAX_DIGITS = 4300  # Python's own limit for converting text to int
+_INT = re.compile(r"[-+]?[0-9][0-9_]*")
+_OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+
+
+class YAMLRefused(yaml.YAMLError):
+    """A document the loader is not let build (see the module doc), or one it failed on."""
+
 
 def safe_load(text: str) -> Any:
-    return yaml.load(text, Loader=Loader)
+    try:
+        _vet(text)
+        return yaml.load(text, Loader=Loader)
+    except YAMLRefused:
+        raise
+    except yaml.MarkedYAMLError as exc:  # on one line: a finding or an error is one line
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        raise YAMLRefused(where + "; ".join(p for p in (exc.context, exc.problem) if p)) from None
+    except yaml.YAMLError:
+        raise
+    except (ValueError, TypeError, OverflowError, RecursionError, MemoryError) as exc:
+        # e.g. a date that does not exist (2024-02-30): the loader says which value, not where
+        raise YAMLRefused(f"a value that cannot be read ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+
+
+def _vet(text: str) -> None:
+    """Refuse a document nested too deep, whose aliases repeat too much, or holding a
+    number too long (see the module doc). Each open mapping or list counts the values
+    under it, an alias counting those of its anchor."""
+    sizes: dict[str, int] = {}  # anchor -> values it stands for
+    open_: list[list] = []  # [values so far, anchor] of each mapping or list not closed yet
+    repeated = 0
+    for event in yaml.parse(text, Loader=Loader):
+        if isinstance(event, _OPEN):
+            open_.append([1, event.anchor])
+            if len(open_) > MAX_DEPTH:
+                raise YAMLRefused(f"{_line(event)}nested more than {MAX_DEPTH} levels deep")
+            continue
+        if isinstance(event, _CLOSE):
+            n, anchor = open_.pop()
+        elif isinstance(event, yaml.AliasEvent):
+            n, anchor = sizes.get(event.anchor or "", 1), None
+            repeated += n
+            if repeated > MAX_REPEATED:
+                raise YAMLRefused(f"{_line(event)}aliases repeat more than {MAX_REPEATED:,} values")
+        elif isinstance(event, yaml.ScalarEvent):
+            n, anchor = 1, event.anchor
+            value = event.value
+            if not event.style and len(value) > MAX_DIGITS and _INT.fullmatch(value) and \
+                    len(value.replace("_", "").lstrip("+-")) > MAX_DIGITS:
+                raise YAMLRefused(f"{_line(event)}a number of more than {MAX_DIGITS:,} digits")
+        else:
+            continue
+        if anchor is not None:
+            sizes[anchor] = n
+        if open_:
+            open_[-1][0] += n
+
+
+def _line(event: yaml.Event) -> str:
+    mark = event.start_mark
+    return f"line {mark.line + 1}: " if mark is not None else ""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from ..errors import MemlinkError
 from ..model.blocks import strip_links_bytes
+from ..model.files import NOTE_BYTES, read_bounded
 from ..model.links import SIDECAR
 from ..model.notes import Note, is_pending, parse_note
 from ..model.schema import TypeRegistry
@@ -36,7 +37,6 @@ from .walk import vault_files
 _SELECT = ("SELECT k.key, n.memory_type, n.title, n.created_at, n.updated_at, n.mtime_ns, n.size, n.sha, n.error, "
            "n.superseded, n.aliases, n.kind, n.pending FROM notes n JOIN keys k ON k.id = n.id")
 _UPSERT = "INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(slots=True)
@@ -71,22 +71,29 @@ class Synced:
 def read_file(resolve: PathResolver, uri: str) -> bytes:
     """A vault file's bytes, opened in its folder as the resolver checked it without
     following a symlinked file (one that is goes through the resolver, which checks where
-    it leads): a search reads a dozen notes for its snippets, a first sync every one."""
+    it leads): a search reads a dozen notes for its snippets, a first sync every one. A
+    regular file of at most NOTE_BYTES only (engine.model.files: FileRefused otherwise)."""
     folder, _, name = uri.rpartition("/")
     try:
-        fd = os.open(os.path.join(resolve.folder(folder), name), os.O_RDONLY | _NOFOLLOW)
+        return read_bounded(os.path.join(resolve.folder(folder), name), NOTE_BYTES, follow=False)
     except OSError as exc:
         if exc.errno != errno.ELOOP:
             raise
-        return resolve(uri).read_bytes()
-    with open(fd, "rb", buffering=0) as f:
-        return f.readall()
+        return read_bounded(resolve(uri), NOTE_BYTES)
 
 
 def content_hash(data: bytes) -> str:
     """A note file's content hash, its generated Links block left out (engine.model.blocks): a
     note whose only change is that block is not re-indexed or re-checked."""
     return hashlib.sha256(strip_links_bytes(data)).hexdigest()[:20]
+
+
+def _why(uri: str, exc: Exception) -> str:
+    """A note's parse error, naming it."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"{uri}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+    text = str(exc)
+    return text if text.startswith(f"{uri}:") else f"{uri}: {text}"
 
 
 def _entry(r: tuple) -> CatalogEntry:
@@ -130,6 +137,7 @@ class Catalog:
         self.on_walk = on_walk  # hears what each sync saw (the link index: the sidecars it listed)
         self._lock = threading.RLock()  # the app syncs from workers and the UI thread
         self._known: _Known | None = None
+        self._skipped: dict[str, str] = {}  # what the last walk did not read (engine.storage.walk)
 
     # -- bringing it in step with the files ------------------------------------------------------
     def sync(self, bodies: dict[str, tuple[str, str]] | None = None) -> Synced:
@@ -143,7 +151,8 @@ class Catalog:
             now = time.time()
             files: dict[str, tuple[int, int]] = {}
             sidecars = []
-            for uri, mtime, size in vault_files(str(self.root), SIDECAR):
+            skipped: dict[str, str] = {}
+            for uri, mtime, size in vault_files(str(self.root), SIDECAR, skipped):
                 if uri.endswith(".md"):
                     files[uri] = (mtime, size)
                 elif uri.endswith(SIDECAR):
@@ -159,6 +168,7 @@ class Catalog:
                 todo)}
             changed = {e.uri for e in fresh if was.get(e.uri) != (e.sha, e.error, e.memory_type)}
             self._write(fresh, gone)
+            self._skipped = skipped
             synced = Synced(frozenset(changed), frozenset(gone), frozenset(sidecars))
         if self.on_walk is not None:
             self.on_walk(synced)
@@ -254,8 +264,10 @@ class Catalog:
             if data is None:
                 data = self._read(uri)
             note = parse_note(data.decode("utf-8"), uri, self.types)
-        except (MemlinkError, OSError, UnicodeDecodeError, ValueError) as exc:
-            return CatalogEntry(uri, "", uri, "", "", mtime_ns, size, error=str(exc))
+        except (MemlinkError, ValueError, RecursionError) as exc:  # (ValueError: UnicodeDecodeError too)
+            return CatalogEntry(uri, "", uri, "", "", mtime_ns, size, error=_why(uri, exc))
+        except OSError as exc:
+            return CatalogEntry(uri, "", uri, "", "", mtime_ns, size, error=f"{uri}: cannot be read ({exc.strerror or exc})")
         sha = content_hash(data)
         if bodies is not None:
             bodies[uri] = (sha, note.text)
@@ -327,6 +339,12 @@ class Catalog:
             rows = self.store.rows(f"{_SELECT} WHERE n.error IS NULL AND n.memory_type = ? ORDER BY k.key",
                                    (memory_type,))
         return [_entry(r) for r in rows if r[0] in good]
+
+    def skipped(self) -> dict[str, str]:
+        """Files with a note's or sidecar's name that the last walk did not read (not a
+        regular file, a name that is not UTF-8): printable path -> why."""
+        self._loaded()
+        return dict(self._skipped)
 
     def errors(self) -> dict[str, str]:
         """Note files that do not parse, with why."""

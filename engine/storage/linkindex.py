@@ -19,11 +19,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from ..errors import SidecarError
 from ..model.links import SIDECAR, Edge, LinkType, Rejected, StoredLink, legacy_links, sort_out
 from ..model.uris import PathResolver, uri_dir
 from .atomic import atomic_write_text, remove_file
 from .sidecars import (
     SIDECAR_LOG,
+    FolderFiles,
     LinkOp,
     PutLink,
     RemoveLink,
@@ -328,7 +330,11 @@ class LinkIndex:
         records: list[dict] = []
         state: tuple[str, str | None, str] = (NO_FILES, None, "{}")
         if files is not None:
-            good, legacy, rejected = sort_out(files.rows)
+            try:
+                good, legacy, rejected = sort_out(files.rows)
+            except SidecarError as exc:  # an entry nested too deep to be kept: the file cannot be read
+                files = FolderFiles(base=files.base, log=files.log, broken=f"{sidecar_rel(folder)}: {exc}")
+                good, legacy, rejected = [], [], []
             records = [{**_DEFAULTS, **(files.rows[i] if canonical is None else canonical)}
                        for i, _id, _direction, _owner, canonical in good]
             for raw in legacy:

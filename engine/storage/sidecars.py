@@ -24,7 +24,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import SidecarError
-from ..model.links import SIDECAR, StoredLink, dump_rows, is_entry, is_legacy, load_rows
+from ..model.files import SIDECAR_BYTES, read_bounded
+from ..model.links import SIDECAR, StoredLink, dump_rows, is_entry, is_legacy, load_rows, salvage_rows, too_deep
+from ..model.yamlio import MAX_DEPTH
 from .atomic import atomic_write_text, remove_file
 from .jsonl import append_bytes, whole_lines
 
@@ -233,33 +235,51 @@ class FolderFiles:
         return f"{self.base or '-'}|{self.log or '-'}"
 
 
-def _base_text(root: Path, path: Path, where: str) -> str:
-    """A sidecar file's text, or SidecarError naming why it cannot be read."""
+def _file_bytes(root: Path, path: Path, where: str) -> bytes:
+    """A sidecar's or link log's bytes (bounded, a regular file only: engine.model.files),
+    or SidecarError naming why they cannot be read (FileNotFoundError: no file)."""
     if path.is_symlink():
         real = Path(os.path.realpath(path))
         if Path(os.path.realpath(root)) not in real.parents:
             raise SidecarError(f"{where}: a symlink to outside the vault; not read")
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise SidecarError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        return read_bounded(path, SIDECAR_BYTES)
+    except FileNotFoundError:
+        raise
     except OSError as exc:
-        raise SidecarError(f"{where}: cannot be read ({exc.strerror or exc})") from exc
+        raise SidecarError(f"{where}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _base_text(root: Path, path: Path, where: str) -> str:
+    """A sidecar file's text, or SidecarError naming why it cannot be read."""
+    data = _file_bytes(root, path, where)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SidecarError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _log_record(line: bytes) -> tuple[str | None, list[dict]]:
+    """One log line as (tx, ops); ValueError when it is not a link-log record."""
+    try:
+        record = json.loads(line)
+        ops = record["ops"]
+    except (KeyError, TypeError, RecursionError, MemoryError):
+        raise ValueError("not a link-log record") from None
+    if not isinstance(ops, list) or not all(
+            isinstance(o, dict) and o.get("op") in _KINDS and (o["op"] != "put_link" or isinstance(o.get("link"), dict))
+            for o in ops):
+        raise ValueError("not a link-log record")
+    return record.get("tx"), ops
 
 
 def _log_records(data: bytes, where: str) -> Iterator[tuple[str | None, list[dict]]]:
     """The log's complete lines as (tx, ops); a torn last line (no newline) is left out."""
     for n, line in whole_lines(data):
         try:
-            record = json.loads(line)
-            ops = record["ops"]
-            if not isinstance(ops, list) or not all(
-                    isinstance(o, dict) and o.get("op") in _KINDS and (o["op"] != "put_link" or isinstance(o.get("link"), dict))
-                    for o in ops):
-                raise ValueError("bad ops")
-        except (ValueError, KeyError, TypeError, RecursionError):
+            yield _log_record(line)
+        except ValueError:
             raise SidecarError(f"{where}: line {n} is not a link-log record") from None
-        yield record.get("tx"), ops
 
 
 def read_folder(root: Path, folder_path: Path, folder: str) -> FolderFiles:
@@ -271,19 +291,70 @@ def read_folder(root: Path, folder_path: Path, folder: str) -> FolderFiles:
         if base_stamp is not None:
             out.rows = load_rows(_base_text(root, folder_path / SIDECAR, sidecar_rel(folder)), sidecar_rel(folder))
         if log_stamp is not None:
-            where = f"{folder}/{SIDECAR_LOG}" if folder else SIDECAR_LOG
+            where = _log_rel(folder)
             try:
-                data = (folder_path / SIDECAR_LOG).read_bytes()
-            except OSError as exc:
-                raise SidecarError(f"{where}: cannot be read ({exc.strerror or exc})") from exc
+                data = _file_bytes(root, folder_path / SIDECAR_LOG, where)
+            except FileNotFoundError as exc:
+                raise SidecarError(f"{where}: cannot be read ({exc.strerror or exc})") from None
             rows = RawRows(out.rows)
             for tx, ops in _log_records(data, where):
                 for op in ops:
                     rows.apply(op)
                 out.last_tx = tx if isinstance(tx, str) else None
             out.rows = rows.rows()
+    except FileNotFoundError as exc:  # gone since it was stamped
+        out.rows, out.broken = [], f"{sidecar_rel(folder)}: cannot be read ({exc.strerror or exc})"
     except SidecarError as exc:
         out.rows, out.broken = [], str(exc)
+    return out
+
+
+def _log_rel(folder: str) -> str:
+    return f"{folder}/{SIDECAR_LOG}" if folder else SIDECAR_LOG
+
+
+@dataclass
+class Salvaged:
+    """What ``salvage_folder`` could read of a folder whose files do not read whole."""
+
+    rows: list = field(default_factory=list)  # the raw entries: the list's readable lines, the log's records applied
+    lost: list[tuple[str, int, bytes, str]] = field(default_factory=list)  # (file, line, bytes, why) of each other line
+
+
+def salvage_folder(root: Path, folder_path: Path, folder: str) -> Salvaged:
+    """Every entry a folder's list still holds and every record of its log that still
+    reads, applied in order (a torn last log line, which no reader applies, is left out),
+    and each line that does not read. For `check --fix`; SidecarError when a file cannot
+    be read at all (not UTF-8 is no reason: such a line is one that does not read)."""
+    out = Salvaged()
+    rel = sidecar_rel(folder)
+    try:
+        data = _file_bytes(root, folder_path / SIDECAR, rel)
+    except FileNotFoundError:
+        data = b""
+    try:
+        out.rows = load_rows(data.decode("utf-8"), rel)
+        if too_deep(out.rows):
+            raise SidecarError("an entry nested too deep")
+    except (UnicodeDecodeError, SidecarError):
+        out.rows, bad = salvage_rows(data.decode("utf-8", "surrogateescape"))
+        out.lost += [(SIDECAR, n, line.encode("utf-8", "surrogateescape"), why) for n, line, why in bad]
+    try:
+        log = _file_bytes(root, folder_path / SIDECAR_LOG, _log_rel(folder))
+    except FileNotFoundError:
+        return out
+    rows = RawRows(out.rows)
+    for n, line in whole_lines(log):
+        try:
+            _tx, ops = _log_record(line)
+            if too_deep(ops):
+                raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+            for op in ops:
+                rows.apply(op)
+        except (ValueError, KeyError, TypeError) as exc:
+            why = f"not valid JSON: {exc.msg}" if isinstance(exc, json.JSONDecodeError) else str(exc) or "not a link-log record"
+            out.lost.append((SIDECAR_LOG, n, line, why))
+    out.rows = rows.rows()
     return out
 
 
@@ -388,7 +459,7 @@ def folder_text(root: Path, folder_path: Path, folder: str) -> str | None:
     when they cannot be read."""
     if not (folder_path / SIDECAR_LOG).exists():
         try:
-            return (folder_path / SIDECAR).read_text(encoding="utf-8")
+            return _base_text(root, folder_path / SIDECAR, sidecar_rel(folder))
         except FileNotFoundError:
             return None
     files = read_folder(root, folder_path, folder)

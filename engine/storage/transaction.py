@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from ..errors import SidecarError
+from ..model.files import NOTE_BYTES, read_bounded
 from ..model.links import SIDECAR, Sidecar, StoredLink, dump_rows
 from .journal import AppendRecords, DeleteFile, WriteFile, WriteSidecar, file_hash, log_path
 from .sidecars import SIDECAR_LOG, LinkOp, PutLink, RemoveLink, apply_raw, folder_text, op_row, owner_of, read_folder, sidecar_rel
@@ -286,7 +287,7 @@ class Transaction:
         if rel in self._texts:
             return self._texts[rel]
         try:
-            return (self.vault.root / rel).read_text(encoding="utf-8")
+            return read_bounded(self.vault.root / rel, NOTE_BYTES).decode("utf-8")
         except FileNotFoundError:
             return None
 

@@ -270,8 +270,10 @@ class Vault:
             return read_file(self.resolve, uri).decode("utf-8")
         except FileNotFoundError:
             raise NoteNotFound(f"no note at {uri}") from None
-        except (IsADirectoryError, UnicodeDecodeError) as exc:
-            raise NoteError(f"{uri}: not a readable note ({exc})") from exc
+        except UnicodeDecodeError as exc:
+            raise NoteError(f"{uri}: not a readable note (not UTF-8 text: {exc.reason} at byte {exc.start})") from None
+        except OSError as exc:  # a folder, a named pipe, a file too large (engine.model.files)
+            raise NoteError(f"{uri}: not a readable note ({exc.strerror or exc})") from None
 
     def read_note(self, uri: str) -> Note:
         return parse_note(self.read_text(uri), normalize_uri(uri), self.types)

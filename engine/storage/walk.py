@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+from ..model.files import kind_of
+from ..model.text import printable_path
 from ..model.uris import utf8_name
 from .atomic import TMP_SUFFIX
 from .store import STATE_DIR
@@ -17,12 +19,14 @@ NON_NOTE_FILES = {"DREAMS.md", "README.md"}  # generated diaries and read-me fil
 Walked = tuple[str, int, int]  # uri, mtime_ns, size
 
 
-def vault_files(root: str, sidecar: str) -> Iterator[Walked]:
+def vault_files(root: str, sidecar: str, skipped: dict[str, str] | None = None) -> Iterator[Walked]:
     """Notes (``*.md`` outside hidden and non-note folders), link sidecars (files named
     ``sidecar``) and temp files (``TMP_SUFFIX``, in the non-note folders and `.memlink/`
     too), folder by folder, in no particular order. Symlinked folders are not entered (as
     os.walk); a symlinked file is listed with its target's stat. One scandir per folder:
-    names and types come with the listing."""
+    names and types come with the listing. Only regular files are listed: a named pipe,
+    device or socket with a note's name, and a note or folder whose name is not UTF-8
+    (docs/DESIGN.md "Vault format"), go to ``skipped`` (printable path -> why) instead."""
     stack: list[tuple[str, str, bool]] = [(root, "", True)]
     while stack:
         dirpath, rel, notes = stack.pop()
@@ -35,11 +39,14 @@ def vault_files(root: str, sidecar: str) -> Iterator[Walked]:
         prefix = f"{rel}/" if rel else ""
         for entry in entries:
             name = entry.name
-            if not name.isascii() and not utf8_name(name):
-                continue  # a name that is not UTF-8 cannot be a note path (docs/DESIGN.md "Vault format")
             try:
                 is_dir = entry.is_dir()
             except OSError:
+                continue
+            if not name.isascii() and not utf8_name(name):
+                if skipped is not None and notes and not name.startswith(".") and (is_dir or name.endswith(".md")):
+                    skipped[printable_path(prefix + name)] = (
+                        f"a {'folder' if is_dir else 'note'} whose name is not UTF-8: not read; rename it")
                 continue
             if is_dir:
                 if entry.is_symlink():
@@ -59,6 +66,11 @@ def vault_files(root: str, sidecar: str) -> Iterator[Walked]:
                 try:
                     st = entry.stat()
                 except OSError:
+                    continue
+                kind = kind_of(st.st_mode)
+                if kind is not None:
+                    if skipped is not None and not name.endswith(TMP_SUFFIX):
+                        skipped[printable_path(prefix + name)] = f"{kind}, not a file: not read"
                     continue
                 yield prefix + name, st.st_mtime_ns, st.st_size
         stack.extend(subdirs)

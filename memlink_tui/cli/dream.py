@@ -8,7 +8,7 @@ import sys
 from engine import MemlinkError
 from engine.storage.atomic import disk_full
 
-from .wiring import EXIT_BUSY, EXIT_PARTIAL, EXIT_PROBLEMS, open_vault, progress, provider, say, say_json
+from .wiring import EXIT_BUSY, EXIT_PARTIAL, EXIT_PROBLEMS, open_vault, printable_path, progress, provider, say, say_json
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -92,7 +92,7 @@ def cmd_dream(args: argparse.Namespace) -> int:
     for topic in report.topics:
         say(f"  ? [{topic['kind']}] {topic['question']}")
     for uri in report.written:
-        say(f"  + {uri}")
+        say(f"  + {printable_path(uri)}")
     for question in report.no_report:
         say(f"  - no report: {question}")
     for why in report.skipped:
@@ -140,7 +140,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
                       "findings": [f.as_dict() for f in report.findings]})
             return EXIT_PROBLEMS if report.errors else 0
         for line in fixed:
-            say(f"fixed: {line}")
+            say(f"fixed: {printable_path(line)}")
         # Errors and warnings, worst first; info findings are on the dashboards. A vault of
         # 100k notes has tens of thousands: the first SHOWN of each check, and how many more.
         listed, more = [], []
@@ -154,7 +154,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
                 more.append(f"{serious - len(rows)} more {check}")
         for f in sorted(listed, key=lambda f: SEVERITY_ORDER[f.severity]):  # (each page is in order)
             other = f" <-> {f.other}" if f.other else ""
-            say(f"{f.severity:<7} {f.check:<15} {f.uri}{other}: {f.text}")
+            say(printable_path(f"{f.severity:<7} {f.check:<15} {f.uri}{other}: {f.text}"))
         if more:
             say(f"… and {', '.join(more)}: `memlink lint --all` lists every one")
         counts = ", ".join(f"{k} {v}" for k, v in sorted(report.counts.items()))
@@ -201,10 +201,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         say_json({"fixed": fixed, "findings": rows} if args.fix else rows)
     else:
         for line in fixed:
-            say(f"fixed: {line}")
+            say(f"fixed: {printable_path(line)}")
         notes = len(vault.catalog)
         links = vault.links.stats(top=0)[0]  # (the check just brought every folder in step)
         for p in problems:
-            say(f"{p.severity:<7} {p.code:<20} {p.uri}: {p.message}")
+            say(printable_path(f"{p.severity:<7} {p.code:<20} {p.uri}: {p.message}"))
         print(f"{notes} notes, {links} links: {len(errors)} errors, {len(problems) - len(errors)} warnings")
     return EXIT_PROBLEMS if errors else 0

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..paths import data_dir
-from .wiring import EXIT_PROBLEMS, notice, open_vault, say, say_json
+from .wiring import EXIT_PROBLEMS, notice, open_vault, printable_path, say, say_json
 
 
 def default_backup_dir() -> Path:
@@ -93,7 +93,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
     say(f"restored {report.files} files of vault {report.vault!r} (backed up {report.created_at}) to {report.dest}; "
         "every file matches the manifest")
     for p in problems:
-        say(f"{p.severity:<7} {p.code:<20} {p.uri}: {p.message}")
+        say(printable_path(f"{p.severity:<7} {p.code:<20} {p.uri}: {p.message}"))
     say(f"memlink check: {len(errors)} errors, {len(problems) - len(errors)} warnings")
     if errors:
         return EXIT_PROBLEMS

@@ -9,7 +9,7 @@ from engine import LinkError, LinkType, Vault
 from engine.model.linktypes import builtin_table
 from engine.storage.render import link_problems
 
-from .wiring import UsageError, notice, open_vault, positive, say, say_json
+from .wiring import UsageError, notice, open_vault, positive, printable_path, say, say_json
 
 if TYPE_CHECKING:
     from engine.model.links import StoredLink
@@ -72,7 +72,7 @@ def _print_links(links: list[StoredLink], heading: str) -> None:
         arrow = "->" if link.direction == "links" else "<-"
         extra = f"  [{link.t_field}:{link.t_line_ranges}]" if link.t_line_ranges else ""
         legacy = "  (legacy entry)" if link.legacy else ""
-        say(f"  {arrow} {link.link_type.value:<13} {link.weight:.2f}  {other}{extra}{legacy}")
+        say(f"  {arrow} {link.link_type.value:<13} {link.weight:.2f}  {printable_path(other)}{extra}{legacy}")
         if link.description:
             say(f"       {link.description}")
 
@@ -91,7 +91,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     links = vault.links.of(note.uri, "links")
     backlinks = vault.links.of(note.uri, "backlinks")
     _say_link_problems(link_problems(vault, note.uri))
-    say(f"{note.uri}  ({note.memory_type})  created {note.created_at}  updated {note.updated_at}")
+    say(f"{printable_path(note.uri)}  ({note.memory_type})  created {note.created_at}  updated {note.updated_at}")
     for k, v in note.fields.items():
         if k != "content":
             say(f"  {k}: {v}")
@@ -135,7 +135,8 @@ def cmd_link(args: argparse.Namespace) -> int:
         say_json(_link_dict(link))
     else:
         verb = "updated" if args.update else "linked"
-        say(f"{verb} {link.from_uri} -[{link.link_type.value} {link.weight:.2f}]-> {link.to_uri}  ({link.id})")
+        say(f"{verb} {printable_path(link.from_uri)} -[{link.link_type.value} {link.weight:.2f}]-> "
+            f"{printable_path(link.to_uri)}  ({link.id})")
     return 0
 
 
@@ -177,5 +178,5 @@ def cmd_graph_query(args: argparse.Namespace) -> int:
     for hop, s in rows:
         arrow = "->" if s.direction == "links" else "<-"
         title = titles.get(s.dst, s.dst)
-        say(f"{'  ' * (hop - 1)}{arrow} {s.link.link_type.value:<13} {s.link.weight:.2f}  {title}  ({s.dst})")
+        say(f"{'  ' * (hop - 1)}{arrow} {s.link.link_type.value:<13} {s.link.weight:.2f}  {title}  ({printable_path(s.dst)})")
     return 0

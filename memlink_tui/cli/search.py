@@ -7,7 +7,7 @@ from pathlib import Path
 
 from engine import MemlinkError
 
-from .wiring import open_vault, positive, say, say_json, synced_index
+from .wiring import open_vault, positive, printable_path, say, say_json, synced_index
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -50,12 +50,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     elif hits[0].weak:
         print("weak matches: the notes hold too few of the question's words; these are only close in meaning")
     for i, h in enumerate(hits, 1):
-        say(f"{i:>2}. {h.score:.3f}  {h.title}  ({h.memory_type} · {h.uri})")
+        say(f"{i:>2}. {h.score:.3f}  {h.title}  ({h.memory_type} · {printable_path(h.uri)})")
         say(f"      found by: {h.route}")
         if h.snippet:
             say(f"      {h.snippet}")
         for e in h.evidence:
-            say(f"      ↳ derived: {e.title}  ({e.memory_type} · {e.uri})")
+            say(f"      ↳ derived: {e.title}  ({e.memory_type} · {printable_path(e.uri)})")
     return 0
 
 

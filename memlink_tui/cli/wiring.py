@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from engine import MemlinkError, Vault
 from engine.errors import DiskFull
-from engine.model.text import printable, printable_json
+from engine.model.text import printable, printable_json, printable_path
 from engine.storage.atomic import disk_full
 
 from ..paths import default_vault
@@ -176,7 +176,7 @@ def run(handler: Handler, args: argparse.Namespace) -> int:
         if full:
             say(f"memlink: error: {full}", file=sys.stderr)
             return EXIT_ERROR
-        where = f": {exc.filename}" if exc.filename else ""
+        where = f": {printable_path(exc.filename)}" if exc.filename else ""
         say(f"memlink: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return EXIT_ERROR
     except (ValueError, RuntimeError, UnicodeError, sqlite3.Error) as exc:  # last resort: one line, not a traceback

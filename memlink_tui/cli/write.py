@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .wiring import EXIT_PARTIAL, open_vault, progress, say, say_json
+from .wiring import EXIT_PARTIAL, open_vault, printable_path, progress, say, say_json
 
 # engine.sessions.chat_exports.FORMATS, spelled out: the CLI starts without loading the importer.
 CHAT_FORMATS = ("jsonl", "chatgpt", "claude")
@@ -64,7 +64,7 @@ def cmd_obsidian(args: argparse.Namespace) -> int:
     else:
         say(f"{'would rewrite' if args.dry_run else 'regenerated'}: {result.summary()}; Links block {state}")
         for uri in result.skipped:
-            say(f"  ! {uri}: does not parse; left as it is (memlink check says why)")
+            say(f"  ! {printable_path(uri)}: does not parse; left as it is (memlink check says why)")
     return 0
 
 
@@ -72,15 +72,15 @@ def _print_report(report: RunReport, heading: str) -> None:
     """A run's report; what came from notes or imported files is data, printed through say."""
     say(f"{heading}: {report.summary()}  [provider: {report.provider}]")
     for uri in report.created:
-        say(f"  + {uri}")
+        say(f"  + {printable_path(uri)}")
     for change in report.changed:
         fields = ", ".join(k for k in change["after"] if change["before"].get(k) != change["after"].get(k))
-        say(f"  ~ {change['uri']}  ({fields})")
+        say(f"  ~ {printable_path(change['uri'])}  ({fields})")
     for link in report.links_added:
         relation = link.get("relation") or ""
         named = relation and relation != "referenced in the text"
         shown = f"{link['type']} · {relation}" if named else link["type"]
-        say(f"  -> {link['from']} -[{shown}]-> {link['to']}")
+        say(f"  -> {printable_path(link['from'])} -[{shown}]-> {printable_path(link['to'])}")
     for ref in report.unresolved:
         say(f"  ! ambiguous reference: {ref}" if "(ambiguous:" in ref else f"  ! reference to a missing note: {ref}")
     for problem in report.problems:
@@ -93,7 +93,7 @@ def _print_unfinished(result: BatchResult) -> None:
     for failure in result.failed:
         say(f"memlink: error: {failure['error']} (nothing was written for it)", file=sys.stderr)
     for item in result.pending:
-        say(f"memlink: error: {item['path']}: {item['error']}. Written: the source note {item['source']}, "
+        say(f"memlink: error: {printable_path(item['path'])}: {item['error']}. Written: the source note {item['source']}, "
             f"marked pending; not written: its memories and links. The next ingest, commit or dream retries it",
             file=sys.stderr)
 
@@ -155,7 +155,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if not r.skipped:
             _print_report(r.report, r.path)
     for skip in result.skipped:
-        say(f"{skip['path']}: skipped, {skip['why']}")
+        say(f"{printable_path(skip['path'])}: skipped, {skip['why']}")
     imported = sum(1 for r in result.files if not r.skipped) - len(result.pending)
     page_links = len(result.page_links())
     others = len(result.links_added) - page_links

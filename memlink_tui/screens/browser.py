@@ -15,7 +15,7 @@ from textual.widgets import Footer, Markdown, Tree
 
 from engine import MemlinkError, Vault
 from widgets import LinkTable, NoteTree, NoteView
-from widgets.safe import safe_markup
+from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
 
 from ..messages import CatalogSynced, NoteChanged, NotesShown, VaultChanged
@@ -85,7 +85,7 @@ class BrowserScreen(Pane):
         await self.query_one(NoteView).show(note, self.vault.title(note), rendered.text, len(rendered.missing))
         self.query_one(LinkTable).show(links, titles, {l.id for l in rendered.missing})
         self.query_one(NoteTree).reveal(note.uri)
-        self.query_one(NoteView).border_title = safe_markup(f"Note · {note.uri}")
+        self.query_one(NoteView).border_title = f"Note · {safe_path(note.uri)}"
 
     def _need_note(self) -> bool:
         if not self.current:

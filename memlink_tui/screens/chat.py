@@ -23,7 +23,7 @@ from engine.llm import LLMError
 from engine.model.text import printable
 from engine.sessions.chat import ChatSession, new_session_id, session_locks
 from engine.sessions.log import message_text, project_turns, read_events
-from widgets.safe import safe_markup
+from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
 
 from ..messages import ExtractionStarted, ProviderChanged
@@ -337,7 +337,7 @@ class ChatScreen(Pane):
                                   f"A: {safe_markup(h.answer[:200])}"))
             self._recall_targets.append(("session", h.session))
         for hit in self.related:
-            options.append(Option(f"[b]related note[/b] {safe_markup(hit.title)}\n[dim]{safe_markup(hit.uri)}[/dim]"))
+            options.append(Option(f"[b]related note[/b] {safe_markup(hit.title)}\n[dim]{safe_path(hit.uri)}[/dim]"))
             self._recall_targets.append(("note", hit.uri))
         recall = self.query_one("#recall-list", OptionList)
         recall.clear_options()

@@ -15,7 +15,7 @@ from textual.widgets import Checkbox, DirectoryTree, Input, Static
 
 from engine import MemlinkError, Vault
 from engine.extract.updater import RunReport
-from widgets.safe import safe_markup
+from widgets.safe import safe_markup, safe_path
 
 
 def diff_markup(report: RunReport) -> str:
@@ -24,7 +24,7 @@ def diff_markup(report: RunReport) -> str:
     lines = [f"[b]{safe_markup(report.summary())}[/b]  [dim]provider: {safe_markup(report.provider)}[/dim]", ""]
     lines += [f"[green]+ {safe_markup(u)}[/green]" for u in report.created]
     for change in report.changed:
-        lines.append(f"[yellow]~ {safe_markup(change['uri'])}[/yellow]")
+        lines.append(f"[yellow]~ {safe_path(change['uri'])}[/yellow]")
         for key, after in change["after"].items():
             before = change["before"].get(key)
             if before != after:

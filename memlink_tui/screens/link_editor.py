@@ -18,7 +18,7 @@ from textual.widgets.option_list import Option
 
 from engine import MemlinkError, Vault
 from engine.review.linkwrite import describe, write_link
-from widgets.safe import safe_markup
+from widgets.safe import safe_markup, safe_path
 
 MATCHES = 8
 # Among matches equally close to what was typed: what a link usually points at first.
@@ -84,7 +84,7 @@ class LinkEditor(ModalScreen[str | None]):
         found = sorted((e for e in self.entries if all(w in e.title.lower() or w in e.uri for w in words)), key=rank)[:MATCHES]
         matches = self.query_one("#link-matches", OptionList)
         matches.clear_options()
-        matches.add_options(Option(f"{safe_markup(e.title)}  [dim]{e.memory_type} · {safe_markup(e.uri)}[/dim]", id=e.uri)
+        matches.add_options(Option(f"{safe_markup(e.title)}  [dim]{e.memory_type} · {safe_path(e.uri)}[/dim]", id=e.uri)
                             for e in found)
         self.target = found[0].uri if found else None
         if found:

@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Footer, Label, ListItem, ListView, Markdo
 from engine import MemlinkError, Vault
 from engine.lint.report import LintReport, lint, write_dashboards
 from engine.review.actions import Plan
-from widgets.safe import safe_markup
+from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
 
 from ..messages import Linted
@@ -166,7 +166,7 @@ class LintScreen(Pane):
         rows = [(i, f) for i, f in enumerate(self.report.by_check().get(check, []))
                 if not focus or focus in (f.uri, f.other)]
         for i, f in rows[:MAX_ROWS]:  # a big vault can have tens of thousands of findings
-            table.add_row(*(safe_markup(cell) for cell in (f.severity, f.uri, f.other or "", f.text)), key=f"{i}|{f.uri}|{f.other or ''}")
+            table.add_row(safe_markup(f.severity), safe_path(f.uri), safe_path(f.other or ""), safe_markup(f.text), key=f"{i}|{f.uri}|{f.other or ''}")
         more = f" · first {MAX_ROWS} of {len(rows)} (all in dashboards/)" if len(rows) > MAX_ROWS else ""
         table.border_title = check + (f" · involving {focus}" if focus else "") + more
 

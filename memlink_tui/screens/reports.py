@@ -14,7 +14,7 @@ from textual.widgets import Footer, Input, Label, ListItem, ListView, Markdown, 
 
 from engine import MemlinkError, Vault
 from engine.model.text import printable
-from widgets.safe import safe_markup
+from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
 
 from ..messages import VaultChanged
@@ -127,7 +127,7 @@ class ReportScreen(Pane):
                 except MemlinkError as exc:
                     self.notify(safe_markup(exc), severity="error")
                     return
-                self.notify(f"added {safe_markup(uri)}")
+                self.notify(f"added {safe_path(uri)}")
                 await self.refresh_queue(select=uri)
 
         self.app.push_screen(AskScreen(), asked)
