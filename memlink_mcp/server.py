@@ -1,7 +1,9 @@
 """`memlink mcp`: the vault as a Model Context Protocol server over stdio, built on the
 official `mcp` SDK (docs/DESIGN.md, "MCP server").
 
-Tools answer with structured content (JSON objects). Writes go through the same vault
+Tools answer with structured content (JSON objects). Every argument has bounds in the
+tool's input schema (``k`` from 1 to MAX_K, strings capped in length): the SDK refuses
+an argument out of them, naming it, before the tool runs. Writes go through the same vault
 methods as the CLI (so the same transaction, lock and validation); a failure the engine
 names (a missing note, a bad link type, a read-only vault) is a tool error whose
 structured content is ``{"error": {"type": ..., "message": ...}}``. One tool call runs
@@ -18,15 +20,17 @@ import threading
 import time
 from collections.abc import Callable
 from functools import wraps
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
 
 from engine import MemlinkError, Vault, version
 from engine.errors import NoteNotFound, UriError
 from engine.index import SearchIndex
+from engine.model.text import printable
 from engine.storage.vault import VaultReadOnly
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -36,6 +40,20 @@ WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent
 REMOVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
 FRESH_EVERY = 2.0  # seconds: edits made elsewhere (the app, the CLI, an editor) show after at most this
+
+# Argument bounds, in each tool's input schema. A search or recall asks for at most MAX_K
+# hits; a query is a sentence or two, a memory at most a long note (ingest.max_bytes
+# still applies to it in bytes); names and paths are short.
+MAX_K = 100
+Count = Annotated[int, Field(ge=1, le=MAX_K)]
+Query = Annotated[str, Field(max_length=2_000)]
+Memory = Annotated[str, Field(max_length=200_000)]
+Short = Annotated[str, Field(max_length=1_000)]
+Name = Annotated[str, Field(max_length=100)]
+Names = Annotated[list[Name], Field(max_length=50)]
+Day = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$")]
+Depth = Annotated[int, Field(ge=1, le=5)]
+Weight = Annotated[float, Field(ge=0, le=1)]
 
 
 def error_result(exc: BaseException) -> CallToolResult:
@@ -75,7 +93,7 @@ class MemlinkTools:
         return call  # type: ignore[return-value]
 
     # -- reading -----------------------------------------------------------------------------
-    def search(self, query: str, k: int = 10, types: list[str] | None = None, graph: bool = True) -> dict[str, Any]:
+    def search(self, query: Query, k: Count = 10, types: Names | None = None, graph: bool = True) -> dict[str, Any]:
         from engine.retrieve.search import search
 
         self.fresh()
@@ -85,19 +103,19 @@ class MemlinkTools:
                       index=SearchIndex.for_vault(self.vault), log=False)
         return {"query": query, "weak": bool(hits and hits[0].weak), "hits": [h.to_json() for h in hits]}
 
-    def recall(self, question: str, k: int = 5, session: str | None = None) -> dict[str, Any]:
+    def recall(self, question: Query, k: Count = 5, session: Short | None = None) -> dict[str, Any]:
         from engine.sessions.recall import TurnMemory
 
         hits = TurnMemory.for_vault(self.vault).recall(question, k=k, session=session)
         return {"question": question, "turns": [h.to_json() for h in hits]}
 
-    def show_note(self, uri: str) -> dict[str, Any]:
+    def show_note(self, uri: Short) -> dict[str, Any]:
         from engine.storage.render import note_data
 
         return note_data(self.vault, uri)
 
-    def graph_query(self, uri: str, depth: int = 1, direction: Literal["in", "out", "both"] = "both",
-                    types: list[str] | None = None) -> dict[str, Any]:
+    def graph_query(self, uri: Short, depth: Depth = 1, direction: Literal["in", "out", "both"] = "both",
+                    types: Names | None = None) -> dict[str, Any]:
         from engine.graph import LinkGraph
 
         self.fresh()
@@ -105,7 +123,7 @@ class MemlinkTools:
         uri = vault.read_note(uri).uri
         table = vault.config.link_table()
         wanted = {table.require(t) for t in types} if types else None
-        rows = LinkGraph.for_vault(vault).neighbourhood(uri, wanted, direction, max(1, min(depth, 5)))
+        rows = LinkGraph.for_vault(vault).neighbourhood(uri, wanted, direction, depth)
         titles = {u: e.title for u, e in vault.catalog.entries(s.dst for _hop, s in rows).items()}
         return {"uri": uri, "neighbours": [
             {"uri": s.dst, "title": titles.get(s.dst, s.dst), "depth": hop, "from": s.src,
@@ -132,12 +150,14 @@ class MemlinkTools:
             return digest(self.vault, report)
 
     # -- writing -----------------------------------------------------------------------------
-    def add_memory(self, text: str, day: str | None = None) -> dict[str, Any]:
+    def add_memory(self, text: Memory, day: Day | None = None) -> dict[str, Any]:
         from engine.extract.context import ExtractContext
         from engine.extract.inputs import choose_extractor, run_extraction
 
         self.writable()
-        text = text.strip()
+        # What lands in a note is text: terminal escapes, controls (but newline and tab)
+        # and bidi overrides go before anything reads it.
+        text = printable(text).strip()
         if not text:
             raise MemlinkError("the memory is empty")
         limit = self.vault.config.ingest.max_bytes
@@ -149,9 +169,9 @@ class MemlinkTools:
                                 "mcp add_memory")
         return {"provider": health.provider, **report.to_json()}
 
-    def link(self, from_uri: str, to_uri: str, link_type: str | None = None, weight: float | None = None,
-             description: str | None = None, match_text: str | None = None, t_field: str | None = None,
-             t_lines: str | None = None, update: bool = False) -> dict[str, Any]:
+    def link(self, from_uri: Short, to_uri: Short, link_type: Name | None = None, weight: Weight | None = None,
+             description: Short | None = None, match_text: Short | None = None, t_field: Name | None = None,
+             t_lines: Name | None = None, update: bool = False) -> dict[str, Any]:
         from engine.review.linkwrite import write_link
 
         self.writable()
@@ -160,12 +180,12 @@ class MemlinkTools:
                           t_line_ranges=t_lines, match_text=match_text, description=description)
         return link.model_dump(mode="json")
 
-    def unlink(self, from_uri: str, to_uri: str, link_type: str | None = None) -> dict[str, Any]:
+    def unlink(self, from_uri: Short, to_uri: Short, link_type: Name | None = None) -> dict[str, Any]:
         self.writable()
         chosen = self.vault.config.link_table().require(link_type) if link_type else None
         return {"removed": self.vault.unlink(from_uri, to_uri, chosen)}
 
-    def ask(self, question: str, requirement: str | None = None) -> dict[str, Any]:
+    def ask(self, question: Query, requirement: Query | None = None) -> dict[str, Any]:
         from engine.dream.ask import ask
 
         self.writable()

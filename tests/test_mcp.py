@@ -126,3 +126,30 @@ def test_the_mcp_server_never_imports_textual():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert run.returncode == 0, run.stderr
+
+
+async def test_arguments_out_of_bounds_are_refused_naming_them_and_escapes_are_not_stored(tmp_path):
+    root = a_vault(tmp_path)
+    before = files(root)
+    async with server(root) as client:
+        listed = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+        k = listed["search"]["properties"]["k"]
+        assert k["minimum"] == 1 and k["maximum"] == 100  # the bounds are in the schema agents read
+        for tool, args, name in (("search", {"query": "tea", "k": -1}, "k"),
+                                 ("search", {"query": "tea", "k": 10**6}, "k"),
+                                 ("recall", {"question": "tea", "k": 0}, "k"),
+                                 ("search", {"query": "tea " * 1_000_000}, "query"),
+                                 ("graph_query", {"uri": MOCHI, "depth": -3}, "depth"),
+                                 ("add_memory", {"text": "x" * 300_000}, "text"),
+                                 ("add_memory", {"text": "I like tea.", "day": "yesterday"}, "day"),
+                                 ("link", {"from_uri": MOCHI, "to_uri": "profile.md", "weight": 7}, "weight")):
+            refused = await client.call_tool(tool, args)
+            assert refused.is_error, (tool, args)
+            message = refused.content[0].text
+            assert name in message and len(message) < 2_000, (tool, message[:300])
+        assert files(root) == before  # nothing was written
+        made = await client.call_tool("add_memory", {"text": "I like \x1b]0;owned\x07rooibos \x1b[1mtea\x1b[0m.\u202e"})
+        assert not made.is_error, made.content
+        for uri in made.structured_content["created"]:
+            text = (root / uri).read_text(encoding="utf-8")
+            assert "rooibos" in text.lower() and not any(c in text for c in "\x1b\x07\u202e"), text

@@ -16,6 +16,7 @@ from ..extract.context import ExtractContext
 from ..extract.loop import ExtractionRejected, quarantine
 from ..extract.pageids import FIRST_NEW
 from ..llm import LLMInvalidOutput
+from ..llm.fence import RULE, one_line, quote
 from ..model.lineranges import parse_ranges
 from ..model.links import StoredLink, WikiLink
 from ..model.templates import render_template
@@ -68,25 +69,20 @@ def _add(vault: Vault, ctx: ExtractContext, uri: str) -> None:
         pass  # a note that does not parse is for `memlink check` to report
 
 
-def _quoted(text: str) -> str:
-    """Data lines: each starts with "| ", so no line of a note can end the data block or
-    read as an instruction line of the prompt."""
-    return "\n".join("| " + line for line in str(text).splitlines() or [""])
-
-
 def dream_messages(ctx: ExtractContext, topic: Topic) -> list[dict]:
     template = (resources.files("engine") / "templates" / "dream.j2").read_text(encoding="utf-8")
     pages = []
     for pid, note in sorted(ctx.notes.items()):
         fields = "\n".join(f"{k}: {v}" for k, v in note.fields.items())
-        pages.append({"pid": pid, "memory_type": note.memory_type, "uri": note.uri, "date": note.created_at[:10],
-                      "evidence": note.memory_type not in NOT_EVIDENCE, "text": _quoted(fields)})
+        pages.append({"pid": pid, "memory_type": note.memory_type, "uri": one_line(note.uri),
+                      "date": one_line(note.created_at[:10]), "evidence": note.memory_type not in NOT_EVIDENCE,
+                      "text": quote(fields)})
     links = [{"f": ctx.page_of(link.from_uri), "t": ctx.page_of(link.to_uri), "link_type": link.link_type.value,
-              "description": _quoted(link.description) if link.description else ""} for link in ctx.links]
+              "description": quote(link.description) if link.description else ""} for link in ctx.links]
     report_page = ctx.page_of(topic.report) if topic.report else None
     prompt = render_template(template, {
-        "kind": topic.kind, "question": _quoted(topic.question), "pages": pages, "links": links,
-        "report_page": report_page, "first_new": FIRST_NEW,
+        "kind": topic.kind, "question": quote(topic.question), "pages": pages, "links": links,
+        "report_page": report_page, "first_new": FIRST_NEW, "data_rule": RULE,
     }, "dream prompt")
     return [{"role": "user", "content": prompt}]
 

@@ -15,11 +15,11 @@ from filelock import FileLock, Timeout
 
 from ..errors import DiskFull, MemlinkError
 from ..extract.batch import pending_sources, retry_pending
-from ..extract.loop import ExtractionRejected
+from ..extract.loop import ExtractionRejected, LLMExtractor
 from ..extract.updater import MemoryUpdater
 from ..index import SearchIndex
 from ..lint.report import fix, lint
-from ..llm import LLMError
+from ..llm import Breaker, LLMError
 from ..storage.atomic import atomic_write_text
 from ..storage.vault import Vault
 from .draft import dream_context, llm_operations, rules_operations
@@ -76,8 +76,9 @@ def save_state(vault: Vault, state: dict) -> None:
 def dream(vault: Vault, *, provider: Provider | None = None, dry_run: bool = False,
           progress: Callable[[int, int], None] | None = None, wait: float = 0.0,
           budget: float | None = None) -> DreamReport:
-    """``budget``: seconds after which no topic is started (default: the vault's
-    ``dream.budget_seconds``); a topic already started finishes."""
+    """``budget``: seconds after which no topic is started and no model call runs
+    (default: the vault's ``dream.budget_seconds``): a call still waiting then fails
+    with a timeout and its topic waits for the next run."""
     if dry_run:  # reads through a read-only view: no lock file, no database write, no replay
         view = vault if vault.read_only else Vault.open(vault.root, read_only=True)
         return _run(view, provider, True, progress, budget)
@@ -96,7 +97,12 @@ def dream(vault: Vault, *, provider: Provider | None = None, dry_run: bool = Fal
 def _run(vault: Vault, provider: Provider | None, dry_run: bool,
          progress: Callable[[int, int], None] | None, budget: float | None) -> DreamReport:
     started = time.monotonic()  # the budget counts maintenance too: it is the run's time
+    limit = vault.config.dream.budget_seconds if budget is None else budget
     report = DreamReport(provider=provider.name if provider else "rules", dry_run=dry_run)
+    if provider is not None:
+        provider = provider.until(started + limit)  # no call outlives the budget
+    # One count of failed model answers for the whole run: pending sources and topics.
+    breaker = Breaker(vault.config.llm.max_failures)
     state = load_state(vault)
     day = dt.date.today().isoformat()
     if not dry_run:  # maintenance first: the topics then see a tidy vault
@@ -105,21 +111,22 @@ def _run(vault: Vault, provider: Provider | None, dry_run: bool,
         # "Units of work"); one that still fails stays pending and is reported.
         finished = 0
         if pending_sources(vault):
-            retried = retry_pending(vault)
+            # (with the dream's model, bounded as its topics are; else as the vault chooses)
+            retried = retry_pending(vault, LLMExtractor(provider, breaker) if provider else None)
             finished = len(retried.files)
             report.skipped += [f"{p['source']}: still pending ({p['error']})" for p in retried.pending]
             report.failed += [p["source"] for p in retried.pending]  # an exit code cron sees
         sync = SearchIndex.for_vault(vault).sync()
         report.maintenance = {"links_repaired": len(repaired), "reindexed": sync.changed, "sources_finished": finished}
     topics = discover(vault, state, dry_run=dry_run, llm=provider is not None)
-    limit = vault.config.dream_max_reports
-    if len(topics) > limit:  # the user's own questions come first in the list
-        report.skipped.append(f"{len(topics) - limit} more topic(s) wait for the next run (dream_max_reports: {limit})")
-        topics = topics[:limit]
+    most = vault.config.dream_max_reports
+    if len(topics) > most:  # the user's own questions come first in the list
+        report.skipped.append(f"{len(topics) - most} more topic(s) wait for the next run (dream_max_reports: {most})")
+        topics = topics[:most]
     report.topics = [{"kind": t.kind, "question": t.question, "notes": t.notes} for t in topics]
     if dry_run:
         return report
-    _answer_topics(vault, provider, topics, report, state, day, started, budget, progress)
+    _answer_topics(vault, provider, breaker, topics, report, state, day, (started, limit), progress)
     with lint(vault) as linted:
         report.maintenance["orphans"] = linted.counts.get("orphans", 0)
     state["last_run"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
@@ -128,35 +135,35 @@ def _run(vault: Vault, provider: Provider | None, dry_run: bool,
     return report
 
 
-def _answer_topics(vault: Vault, provider: Provider | None, topics: list[Topic], report: DreamReport, state: dict,
-                   day: str, started: float, budget: float | None,
+def _answer_topics(vault: Vault, provider: Provider | None, breaker: Breaker, topics: list[Topic], report: DreamReport,
+                   state: dict, day: str, budget: tuple[float, float],
                    progress: Callable[[int, int], None] | None) -> None:
-    """One topic after another, within the time budget. After ``max_llm_failures``
-    failed model answers in a row the rest go to the rules or wait, as
+    """One topic after another, within the time budget ((started, seconds)). Once the model has
+    failed ``llm.max_failures`` answers in a row the rest go to the rules or wait, as
     ``dream.on_llm_failure`` says (docs/DESIGN.md, "Dream")."""
     settings = vault.config.dream
-    limit = settings.budget_seconds if budget is None else budget
-    failures = 0
     for n, topic in enumerate(topics, 1):
-        if time.monotonic() - started >= limit:
+        if provider is not None and breaker.tripped:  # (maintenance's pending sources count too)
+            if settings.on_llm_failure == "stop":
+                report.fallback = f"{breaker.why()}: stopped (dream.on_llm_failure: stop)"
+                _defer(report, topics[n - 1:], report.fallback)
+                return
+            report.fallback = f"{breaker.why()}: the remaining topics were answered by the rules"
+            provider = None
+        started, limit = budget
+        if time.monotonic() - started >= limit:  # (a call in flight stops at the budget too: ``until``)
             _defer(report, topics[n - 1:], f"the time budget of {limit:g} s is spent")
             return
         try:
             if handle_topic(vault, provider, topic, report):
                 state.setdefault("done", {})[topic.key] = day
-            failures = 0
+            if provider is not None:
+                breaker.answered()
         except (LLMError, ExtractionRejected) as exc:  # the model failed (no answer, or one that does not fit)
             report.failed.append(topic.question)
             report.skipped.append(f"{topic.question}: {exc}")
-            failures += 1
-            if provider is not None and failures >= settings.max_llm_failures:
-                why = f"{failures} model answers failed in a row"
-                if settings.on_llm_failure == "stop":
-                    report.fallback = f"{why}: stopped (dream.on_llm_failure: stop)"
-                    _defer(report, topics[n:], report.fallback)
-                    return
-                report.fallback = f"{why}: the remaining topics were answered by the rules"
-                provider = None
+            if provider is not None:
+                breaker.failed(exc)
         except DiskFull:
             raise  # no room for any later topic either: stop, saying what is recorded
         except MemlinkError as exc:

@@ -15,7 +15,9 @@
    batch's page), then the page next to the referring one; references that resolve to
    nothing, or to several pages nothing tells apart, are reported with file and line.
    With an LLM provider the link types are then refined by the model
-   (engine.extract.linktype).
+   (engine.extract.linktype). After ``llm.max_failures`` failed model answers in a row
+   (a hung or broken model) the rest of the batch goes to the rules, and the batch says so
+   (``fallback``).
 
 A file lands in two units of work (docs/DESIGN.md, "Units of work"). First its source
 note, marked pending (`extraction: pending` in its frontmatter). Then, after the model
@@ -50,7 +52,7 @@ from .autolink import find_references, reference_link
 from .context import ExtractContext
 from .inputs import IngestResult, InputError, choose_extractor, read_text_file
 from .linktype import refine_links
-from .loop import ExtractLoop
+from .loop import ExtractLoop, LLMExtractor
 from .updater import MemoryUpdater, Resolved, RunReport, link_entry, resolve_operations, write_links
 
 if TYPE_CHECKING:
@@ -100,6 +102,7 @@ class BatchResult:
     ambiguous: list[dict] = field(default_factory=list)  # {file, line, ref, candidates}
     links_added: list[dict] = field(default_factory=list)  # every new link: page-to-page and derived notes'
     problems: list[str] = field(default_factory=list)
+    fallback: str = ""  # why the model was given up and the rules extracted the rest, or ""
     seconds: float = 0.0
 
     def to_json(self) -> dict:
@@ -108,7 +111,7 @@ class BatchResult:
                        "report": r.report.to_json() if r.report else None} for r in self.files],
             "skipped": self.skipped, "failed": self.failed, "pending": self.pending, "unresolved": self.unresolved,
             "ambiguous": self.ambiguous, "links_added": self.links_added, "page_links": len(self.page_links()),
-            "problems": self.problems, "seconds": round(self.seconds, 3),
+            "problems": self.problems, "fallback": self.fallback, "seconds": round(self.seconds, 3),
         }
 
     def page_links(self) -> list[dict]:
@@ -304,10 +307,6 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
         written.append(page)
     if extractor is None and any(page.wiki and not page.known for page in written):
         extractor, _health = choose_extractor(vault)
-    for page in written:
-        if page.wiki and not page.known:
-            assert extractor is not None  # chosen above
-            reports[id(page)].provider = extractor.name
     # Pass 2, file by file: ask the model for its memories (with the batch's pages as known
     # names) and resolve its references — nothing written yet, so the model is never asked
     # while the vault is locked —, then land them in one unit of work. Each file's
@@ -332,6 +331,7 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
                                      known_names=dict(known), common_words=common)
                 ctx.source_page = ctx.add(vault.read_note(page.note))
                 assert extractor is not None  # chosen above
+                reports[id(page)].provider = extractor.name  # (the rules, once the model was given up)
                 plan = (resolve_operations(ExtractLoop(vault, extractor).run(ctx), ctx), ctx)
             step = "references not resolved"
             scope = Scope(by_root[page.root], batch, posixpath.dirname(path_key(page.alias)))
@@ -357,6 +357,7 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
         result.problems += report.problems
     if progress:
         progress(len(written), len(written))
+    result.fallback = extractor.fallback if extractor is not None else ""
     result.seconds = time.perf_counter() - started
     return result
 
@@ -468,9 +469,8 @@ def _references(vault: Vault, page: Page, names: NameIndex, scope: Scope, report
     for ref in refs.found:
         link_type, spec = reference_link(ref, page.kind, names.kind(ref.target), vault.config.link_table())
         specs.append((page.uri, ref.target, link_type, spec))
-    provider = getattr(extractor, "provider", None)
-    if provider is not None and specs:
-        specs = refine_links(vault, provider, page, specs, report)
+    if isinstance(extractor, LLMExtractor) and not extractor.breaker.tripped and specs:
+        specs = refine_links(vault, extractor.provider, page, specs, report, extractor.breaker)
     return specs
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import MemlinkError
+from ..llm import Breaker
 from ..llm.registry import selection
 from .context import ExtractContext
 from .loop import ExtractLoop, LLMExtractor
@@ -33,12 +34,14 @@ class InputError(MemlinkError):
 
 def choose_extractor(vault: Vault) -> tuple[RulesExtractor | LLMExtractor, Health]:
     """(extractor, health) for the vault's provider (``engine.llm.registry.selection``):
-    the LLM when it is one, else the rules. Line-range correction follows the same
-    provider through ``vault.matcher``; nothing is replaced here."""
+    the LLM when it is one, else the rules. The LLM extractor gives up on the model after
+    ``llm.max_failures`` failed answers in a row, for as long as it is used (one command).
+    Line-range correction follows the same provider through ``vault.matcher``; nothing is
+    replaced here."""
     chosen = selection(vault.config.llm)
     if not chosen.provider.is_llm:
         return RulesExtractor(), chosen.health
-    return LLMExtractor(chosen.provider), chosen.health
+    return LLMExtractor(chosen.provider, Breaker(vault.config.llm.max_failures)), chosen.health
 
 
 def run_extraction(vault: Vault, ctx: ExtractContext, extractor: Extractor, source: str, deferred: list | None = None) -> RunReport:

@@ -3,7 +3,8 @@ refined by the model: one structured call per page lists its references with the
 cascade's guess, and the model answers a link type and a relation for each. The answer is
 validated strictly (pydantic, extra="forbid", every reference at most once and in
 range); an answer that does not fit is quarantined and the cascade's types are kept —
-never repaired."""
+never repaired. The page's text, titles and the references' words are fenced data
+(engine.llm.fence); a failure counts toward the command's breaker (``llm.max_failures``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from ..llm import LLMError, LLMInvalidOutput
+from ..llm import Breaker, LLMError, LLMInvalidOutput
+from ..llm.fence import RULE, data, one_line
 from ..model.links import LinkType
 from ..model.linktypes import LinkTypeTable
 from ..model.relations import RELATIONS
@@ -54,19 +56,23 @@ def _prompt(page: Page, specs: list[tuple], vault: Vault) -> str:
     for i, (_f, to_uri, link_type, spec) in enumerate(specs, 1):
         entry = catalog.get(to_uri)
         target = entry.title if entry is not None else to_uri
-        rows.append(f"{i}. {target} ({to_uri}) shown as {spec.get('match_text')!r}; "
+        rows.append(f"{i}. {one_line(target)} ({one_line(to_uri)}) shown as {spec.get('match_text')!r}; "
                     f"guess: {link_type}, {spec.get('description')!r}")
+    page_text = f"# {page.title} ({page.kind})\n{page.body[:MAX_TEXT]}"
+    references = "\n".join(rows)
     return (
-        f"The page {page.title!r} ({page.kind}) refers to other pages. For each numbered reference, choose the link "
+        "A page refers to other pages. For each numbered reference, choose the link "
         f"type (one of: {link_types}) and the relation the page states, phrased from "
-        f"this page to the target ({labels}), or 'mentions' when it states none.\n\n"
-        f"PAGE:\n{page.body[:MAX_TEXT]}\n\nREFERENCES:\n" + "\n".join(rows) +
-        '\n\nAnswer {"links": [{"ref": 1, "link_type": "belongs_to", "relation": "works at"}, ...]}.'
+        f"this page to the target ({labels}), or 'mentions' when it states none.\n{RULE}\n\n"
+        f"PAGE:\n{data(page_text)}\n\nREFERENCES (one numbered line each):\n{data(references)}\n\n"
+        'Answer {"links": [{"ref": 1, "link_type": "belongs_to", "relation": "works at"}, ...]}.'
     )
 
 
-def refine_links(vault: Vault, provider: Any, page: Page, specs: list[tuple], report: Any) -> list[tuple]:
+def refine_links(vault: Vault, provider: Any, page: Page, specs: list[tuple], report: Any,
+                 breaker: Breaker | None = None) -> list[tuple]:
     """The specs with the model's link types and relations, or unchanged if it failed."""
+    breaker = breaker or Breaker()
     try:
         schema = choices_model(vault.config.link_table())
         answer = provider.structured([{"role": "user", "content": _prompt(page, specs, vault)}], schema)
@@ -76,16 +82,20 @@ def refine_links(vault: Vault, provider: Any, page: Page, specs: list[tuple], re
                 raise ValueError(f"reference {choice.ref} is not one of the {len(specs)} listed, or answered twice")
             seen.add(choice.ref)
     except LLMInvalidOutput as exc:
+        breaker.failed(exc)
         where = quarantine(vault, provider.name, str(exc), exc.raw)
         report.problems.append(f"{page.path}: link types kept from the rules: {exc} (kept in {where})")
         return specs
     except ValueError as exc:
+        breaker.failed(exc)
         where = quarantine(vault, provider.name, str(exc), answer.model_dump_json())
         report.problems.append(f"{page.path}: link types kept from the rules: {exc} (kept in {where})")
         return specs
     except (LLMError, ValidationError) as exc:
+        breaker.failed(exc)
         report.problems.append(f"{page.path}: link types kept from the rules: {exc}")
         return specs
+    breaker.answered()
     out = list(specs)
     for choice in answer.links:
         f, t, _type, spec = specs[choice.ref - 1]

@@ -14,7 +14,8 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import MemlinkError
 from ..graph import Walk
-from ..llm import LLMInvalidOutput
+from ..llm import Breaker, LLMError, LLMInvalidOutput
+from ..llm.fence import RULE, data, one_line, quote
 from ..model.linktypes import builtin_table
 from ..model.templates import render_template
 from ..retrieve.search import search
@@ -22,6 +23,7 @@ from ..storage.atomic import atomic_write_text
 from . import operations
 from .context import ExtractContext
 from .operations import links_of
+from .rules import RulesExtractor
 
 if TYPE_CHECKING:
     from ..llm import Provider
@@ -73,14 +75,20 @@ def prefetch(vault: Vault, ctx: ExtractContext) -> None:
 
 
 def messages_for(ctx: ExtractContext) -> list[dict]:
+    """The prompt: every text a person, a file or a model wrote (page fields, link
+    descriptions, the input) is fenced data (engine.llm.fence)."""
     template = (resources.files("engine") / "templates" / "extract.j2").read_text(encoding="utf-8")
+    pages = [{"pid": pid, "memory_type": note.memory_type, "uri": one_line(note.uri),
+              "text": quote("\n".join(f"{k}: {v}" for k, v in note.fields.items()))}
+             for pid, note in sorted(ctx.notes.items())]
     links = []
     for link in ctx.links:
         f, t = ctx.page_of(link.from_uri), ctx.page_of(link.to_uri)
-        links.append({"f": f, "t": t, "link_type": link.link_type.value, "description": link.description})
+        links.append({"f": f, "t": t, "link_type": link.link_type.value,
+                      "description": quote(link.description) if link.description else ""})
     prompt = render_template(template, {
-        "kind": ctx.kind, "when": ctx.when.isoformat(), "text": ctx.text, "source_page": ctx.source_page,
-        "pages": sorted(ctx.notes.items()), "links": links,
+        "kind": ctx.kind, "when": ctx.when.isoformat(), "text": data(ctx.text), "source_page": ctx.source_page,
+        "pages": pages, "links": links, "data_rule": RULE,
         "link_types": ctx.link_types or [(t.value, builtin_table().spec(t).description) for t in builtin_table().names()],
     }, "extract prompt")
     return [{"role": "user", "content": prompt}]
@@ -135,26 +143,53 @@ class ExtractLoop:
     def run(self, ctx: ExtractContext) -> BaseModel:
         prefetch(self.vault, ctx)
         schema = self._schema()
+        name = self.extractor.name  # (who answered: a failure may make it the rules for what follows)
         try:
             ops = self.extractor.extract(ctx, schema)
             check_operations(ops, ctx, self.vault.types)
         except LLMInvalidOutput as exc:
-            where = quarantine(self.vault, self.extractor.name, str(exc), exc.raw)
+            self._failed(exc)
+            where = quarantine(self.vault, name, str(exc), exc.raw)
             raise ExtractionRejected(f"{exc}; nothing was changed, the answer is kept in {where}") from None
         except (ValueError, ValidationError) as exc:
+            self._failed(exc)
             raw = ops.model_dump_json() if "ops" in locals() else ""
-            where = quarantine(self.vault, self.extractor.name, str(exc), raw)
+            where = quarantine(self.vault, name, str(exc), raw)
             raise ExtractionRejected(f"the extraction does not fit: {str(exc).splitlines()[0]}; nothing was changed, "
                                      f"the output is kept in {where}") from None
+        except LLMError as exc:  # no answer (a timeout, a server error)
+            self._failed(exc)
+            raise
+        if isinstance(self.extractor, LLMExtractor):
+            self.extractor.breaker.answered()
         return ops
+
+    def _failed(self, exc: Exception) -> None:
+        if isinstance(self.extractor, LLMExtractor):
+            self.extractor.breaker.failed(exc)
 
 
 class LLMExtractor:
-    """ExtractLoop's LLM side: the prompt template, one structured call."""
+    """ExtractLoop's LLM side: the prompt template, one structured call. After
+    ``breaker.limit`` failed answers in a row (``llm.max_failures``) it asks the model no
+    more and the rules extract instead, for the rest of the command."""
 
-    def __init__(self, provider: Provider) -> None:
+    def __init__(self, provider: Provider, breaker: Breaker | None = None) -> None:
         self.provider = provider
-        self.name = provider.name
+        self.breaker = breaker or Breaker()
+        self.rules = RulesExtractor()
+
+    @property
+    def name(self) -> str:
+        return self.rules.name if self.breaker.tripped else self.provider.name
+
+    @property
+    def fallback(self) -> str:
+        """Why the rules took over, or "" while the model answers."""
+        why = self.breaker.why()
+        return f"{why}: the rules extracted the rest" if why else ""
 
     def extract(self, ctx: ExtractContext, schema: type[BaseModel]) -> BaseModel:
+        if self.breaker.tripped:
+            return self.rules.extract(ctx, schema)
         return self.provider.structured(messages_for(ctx), schema)

@@ -181,6 +181,7 @@ class _Out:
 
 class RulesExtractor:
     name = "rules"
+    fallback = ""  # (no model to give up on)
 
     def extract(self, ctx: ExtractContext, schema: type[BaseModel]) -> BaseModel:
         out = _Out(items={name: [] for name in schema.model_fields if name != "links"}, link_types=link_types_of(schema))

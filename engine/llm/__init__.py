@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Literal, TypeVar
@@ -81,6 +82,36 @@ def listening(host: str, timeout: float = 2.0) -> bool:
         return False
 
 
+class Breaker:
+    """Failed model answers in a row, within one command (docs/DESIGN.md, "Providers"):
+    after ``limit`` of them (``llm.max_failures``) the command asks the model no more and
+    goes on with the rules, so a hung or broken model costs a few timeouts, not one per
+    file or turn. An answer that fits resets the count."""
+
+    def __init__(self, limit: int = 3) -> None:
+        self.limit = limit
+        self.failures = 0
+        self.last = ""  # what the last failure said
+
+    @property
+    def tripped(self) -> bool:
+        return self.failures >= self.limit
+
+    def failed(self, exc: BaseException) -> None:
+        self.failures += 1
+        self.last = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+    def answered(self) -> None:
+        if not self.tripped:  # (once tripped, the answers are the rules')
+            self.failures = 0
+
+    def why(self) -> str:
+        """Why the model was given up, or "" while it is still asked."""
+        if not self.tripped:
+            return ""
+        return f"{self.failures} model answers failed in a row (the last: {self.last})"
+
+
 class Health(BaseModel):
     """What a provider can do right now, why, and how to fix it."""
 
@@ -140,3 +171,20 @@ class Provider(ABC):
     @abstractmethod
     def health(self) -> Health:
         """A fresh check of what this provider can do now."""
+
+    def until(self, deadline: float) -> Provider:
+        """This provider for calls that must end by ``deadline`` (a ``time.monotonic()``
+        value): a call in flight at the deadline fails with LLMTimeout. The rules need no
+        clock, so by default the provider itself."""
+        return self
+
+
+def seconds_left(deadline: float | None, timeout: float) -> float:
+    """A call's timeout: the provider's own, or less when a deadline comes first.
+    LLMTimeout when the deadline has passed: no call starts then."""
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise LLMTimeout("the time budget was spent before the model was asked")
+    return min(timeout, left)

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..model.config import LLMConfig
 from . import LLMError, Provider
+from .fence import RULE, data
 
 
 class Relocated(BaseModel):
@@ -21,11 +22,13 @@ class LLMLineMatcher:
         self.provider = provider
 
     def relocate(self, old_segments: list[str], new_text: str) -> str | None:
-        numbered = "\n".join(f"{i}: {line}" for i, line in enumerate(new_text.split("\n"), 1))
+        # Numbered by the lines the link's ranges count (split on \n only); the fence quotes
+        # each of them whole, so a \r or \u2028 inside one line cannot renumber the rest.
+        numbered = "\n".join(f"{i}: {' '.join(line.splitlines())}" for i, line in enumerate(new_text.split("\n"), 1))
         passages = "\n---\n".join(old_segments)
         prompt = (
-            "A note was edited. Find where these passages are now, by meaning.\n\n"
-            f"PASSAGES:\n{passages}\n\nNEW TEXT (numbered lines):\n{numbered}\n\n"
+            f"A note was edited. Find where these passages are now, by meaning.\n{RULE}\n\n"
+            f"PASSAGES (separated by ---):\n{data(passages)}\n\nNEW TEXT (numbered lines):\n{data(numbered)}\n\n"
             'Answer {"t_line_ranges": "3-5"} (several ranges comma-separated), or '
             '{"t_line_ranges": null} when the passages are gone.'
         )

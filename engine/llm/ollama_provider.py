@@ -1,6 +1,7 @@
 """The real LLM path: a local Ollama server through the official `ollama` client, with
 structured output (``format`` = the pydantic model's JSON schema), temperature 0, a cap
-on generated tokens and an explicit timeout (the client's default waits forever)."""
+on generated tokens and an explicit timeout (the client's default waits forever), cut
+short when a deadline comes first (``until``: the dream's time budget)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from . import (
     T,
     not_running,
     resolve_host,
+    seconds_left,
 )
 
 R = TypeVar("R")
@@ -55,6 +57,12 @@ class OllamaProvider(Provider):
         self.max_tokens = max_tokens
         self.client = ollama.Client(host=self.host, timeout=timeout)
         self.name = f"ollama:{model}"
+        self.deadline: float | None = None  # (time.monotonic()) no structured call outlives it
+
+    def until(self, deadline: float) -> OllamaProvider:
+        bounded = OllamaProvider(self.model, self.host, self.timeout, self.max_tokens)
+        bounded.deadline = deadline
+        return bounded
 
     # -- errors -------------------------------------------------------------------------------
     def _not_running(self) -> LLMUnavailable:
@@ -67,12 +75,12 @@ class OllamaProvider(Provider):
         return LLMModelMissing(f"model {self.model!r} on {self.host} is an embedding model, not a chat model",
                                "set llm.model in memlink.yaml to a chat model (e.g. llama3.2)")
 
-    def _translate(self, exc: Exception) -> LLMError:
+    def _translate(self, exc: Exception, timeout: float | None = None) -> LLMError:
         """The client's errors as ours, each with what to do about it."""
         if isinstance(exc, (ConnectionError, httpx.ConnectError)):
             return self._not_running()
         if isinstance(exc, httpx.TimeoutException):
-            return LLMTimeout(f"Ollama at {self.host} did not answer within {self.timeout:g}s")
+            return LLMTimeout(f"Ollama at {self.host} did not answer within {round(timeout or self.timeout, 1):g}s")
         if isinstance(exc, ollama.ResponseError):
             if exc.status_code == 404:
                 return self._missing()
@@ -84,11 +92,11 @@ class OllamaProvider(Provider):
             return LLMError(f"the network connection to Ollama at {self.host} failed", "check that Ollama is running and reachable")
         return LLMError(f"talking to Ollama at {self.host} failed: {type(exc).__name__}")
 
-    def _call(self, fn: Callable[[], R]) -> R:
+    def _call(self, fn: Callable[[], R], timeout: float | None = None) -> R:
         try:
             return fn()
         except (ConnectionError, httpx.HTTPError, ollama.ResponseError) as exc:
-            raise self._translate(exc) from None
+            raise self._translate(exc, timeout) from None
 
     def _pulled(self) -> dict[str, str]:
         """Every pulled model's name → its family (LLMError when Ollama does not answer)."""
@@ -132,13 +140,22 @@ class OllamaProvider(Provider):
             raise self._translate(exc) from None
 
     def structured(self, messages: list[dict], schema: type[T]) -> T:
-        response = self._call(lambda: self.client.chat(
-            model=self.model,
-            messages=messages,
-            format=schema.model_json_schema(),
-            options={"temperature": 0, "num_predict": self.max_tokens},
-            stream=False,
-        ))
+        timeout = seconds_left(self.deadline, self.timeout)
+        # A shorter timeout than the client's needs a client of its own (the ollama client
+        # takes no timeout per request).
+        own = timeout < self.timeout
+        client = ollama.Client(host=self.host, timeout=timeout) if own else self.client
+        try:
+            response = self._call(lambda: client.chat(
+                model=self.model,
+                messages=messages,
+                format=schema.model_json_schema(),
+                options={"temperature": 0, "num_predict": self.max_tokens},
+                stream=False,
+            ), timeout)
+        finally:
+            if own:
+                client.close()
         raw = response.message.content or ""
         try:
             return schema.model_validate_json(raw)

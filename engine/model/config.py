@@ -72,6 +72,10 @@ class LLMConfig(BaseModel):
     host: str | None = Field(None, description="default: $OLLAMA_HOST, else http://127.0.0.1:11434")
     timeout: float = Field(60.0, gt=0)
     max_tokens: int = Field(2048, ge=16)
+    max_failures: int = Field(
+        3, ge=1, description="failed model answers in a row (timeouts, answers that do not fit) after which a command "
+                             "asks the model no more: ingest, commit and import-chat go on with the rules, the dream as "
+                             "dream.on_llm_failure says")
 
 
 class DreamInput(BaseModel):
@@ -114,8 +118,10 @@ class DreamSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    budget_seconds: float = Field(600.0, gt=0, description="no topic is started after this many seconds; the rest wait")
-    max_llm_failures: int = Field(3, ge=1, description="consecutive failed model answers before on_llm_failure applies")
+    budget_seconds: float = Field(600.0, gt=0, description="no topic is started after this many seconds, and no "
+                                  "model call runs past them; the rest wait")
+    max_llm_failures: int | None = Field(None, ge=1, description="the former name of llm.max_failures, read when "
+                                         "that is not set")
     on_llm_failure: Literal["rules", "stop"] = Field(
         "rules", description="rules: answer the remaining topics with the rules; stop: leave them for the next run")
 
@@ -151,6 +157,8 @@ class VaultConfig(BaseModel):
 
     @model_validator(mode="after")
     def _table(self) -> VaultConfig:
+        if self.dream.max_llm_failures is not None and "max_failures" not in self.llm.model_fields_set:
+            self.llm.max_failures = self.dream.max_llm_failures  # one setting (the dream had it first)
         # Built once: a name clash with a built-in or a role claimed twice is a config error.
         self._link_table = builtin_table().with_types(self.link_types)
         for name in self.search.forced_follow or ():

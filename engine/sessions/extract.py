@@ -1,6 +1,7 @@
 """One structured extraction per completed turn: the rules (offline) or the LLM. The
 LLM sees only the turn's question and final answer (plus earlier summaries for
-references); its answer is parsed and validated, nothing else."""
+references), as fenced data (engine.llm.fence); its answer is parsed and validated,
+nothing else."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ..extract.rules import _DISLIKE, _LIKE, _ZH_DISLIKE, _ZH_LIKE, _topic, names_in
+from ..llm.fence import RULE, data
 from .contract import Outcome, Triple, TurnExtraction
 from .log import Turn
 
@@ -90,13 +92,13 @@ class LLMTurnExtractor:
 
     def extract(self, turn: Turn, previous: list[str]) -> TurnExtraction:
         context = "\n".join(f"- {s}" for s in previous[-3:]) or "(none)"
+        current = f"User: {turn.question['content']}\nAssistant: {turn.answer['content']}"
         prompt = (
             "Summarise this completed chat turn for a memory index. The CURRENT TURN is the only "
             "source of facts; earlier summaries only help resolve references like 'that plan'.\n"
             "Return summary (objects, conclusions, the status the answer reports), outcome "
             "(completed | partial | failed | informational | unknown) and triples "
-            "(subject, predicate, object) taken only from your summary; [] when there is no clear relation.\n\n"
-            f"Previous turn summaries:\n{context}\n\nCURRENT TURN\nUser: {turn.question['content']}\n"
-            f"Assistant: {turn.answer['content']}"
+            "(subject, predicate, object) taken only from your summary; [] when there is no clear relation.\n"
+            f"{RULE}\n\nPrevious turn summaries:\n{data(context)}\n\nCURRENT TURN:\n{data(current)}"
         )
         return self.provider.structured([{"role": "user", "content": prompt}], TurnExtraction)

@@ -1,7 +1,9 @@
 """Turning session logs into turn memories: `memlink import-chat FILE` (JSON Lines, or a
 ChatGPT or Claude export) and the per-session extraction queue. Turns are processed in
 order, one extraction each; a turn whose extraction fails is quarantined and stays
-pending (the next run retries it); failures never stop the other turns."""
+pending (the next run retries it); failures never stop the other turns. After
+``llm.max_failures`` failed model answers in a row the rules extract the rest
+(``fallback`` says so)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from pydantic import ValidationError
 from ..errors import MemlinkError
 from ..extract.inputs import read_text_file
 from ..extract.loop import quarantine
-from ..llm import LLMError, LLMInvalidOutput
+from ..llm import Breaker, LLMError, LLMInvalidOutput
 from ..llm.registry import selection
 from ..storage.jsonl import JsonlError, invalid, read_numbered, read_records
 from .chat_exports import EXPORTS, FORMATS, read_export, sniff
@@ -40,6 +42,7 @@ class ImportReport:
     already: int = 0
     failed: list[str] = field(default_factory=list)  # "session: reason"
     provider: str = ""
+    fallback: str = ""  # why the model was given up and the rules extracted the rest, or ""
     format: str = "jsonl"
     skipped: int = 0  # export messages that are not chat text (system, tool, hidden, image-only, empty)
     off_branch: int = 0  # ChatGPT messages of branches other than the current one (edited prompts, regenerations)
@@ -94,16 +97,23 @@ def extract_pending(vault: Vault, sessions: list[str], extractor: Any = None,
                 todo.append(turn)
     docs: list[TurnMemoryRecord] = []
     previous: dict[str, list[str]] = defaultdict(list)
+    breaker = Breaker(vault.config.llm.max_failures)
     for n, turn in enumerate(todo, 1):
+        if breaker.tripped and not isinstance(extractor, RulesTurnExtractor):
+            report.fallback = f"{breaker.why()}: the rules extracted the remaining turns"
+            extractor = rules_extractor(vault)
         try:
             extraction = extractor.extract(turn, previous[turn.session])
         except LLMInvalidOutput as exc:
+            breaker.failed(exc)
             where = quarantine(vault, extractor.name, str(exc), exc.raw)
             report.failed.append(f"{turn.session} turn {turn.source_ids[0]}: {exc} (kept in {where})")
             continue
         except LLMError as exc:
+            breaker.failed(exc)
             report.failed.append(f"{turn.session} turn {turn.source_ids[0]}: {exc}")
             continue
+        breaker.answered()
         docs.append(store.doc(turn, extraction))
         previous[turn.session].append(extraction.summary)
         report.extracted += 1

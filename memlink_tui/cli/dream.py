@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--wait", type=float, default=0.0,
                    help="seconds to wait if another dream is running (default: exit 4)")
     s.add_argument("--budget", type=_seconds, metavar="SECONDS",
-                   help="start no topic after this many seconds; the rest wait for the next run "
+                   help="start no topic after this many seconds and cut a model call still waiting then; "
+                        "the rest wait for the next run "
                         "(default: dream.budget_seconds in memlink.yaml, 600)")
     s.set_defaults(func=cmd_dream)
 

@@ -88,14 +88,16 @@ def _print_report(report: RunReport, heading: str) -> None:
 
 
 def _print_unfinished(result: BatchResult) -> None:
-    """What did not land, on stderr: files with nothing written, and sources written but
-    still pending (their memories and links were not)."""
+    """What did not land, on stderr: files with nothing written, sources written but
+    still pending (their memories and links were not), and why the model was given up."""
     for failure in result.failed:
         say(f"memlink: error: {failure['error']} (nothing was written for it)", file=sys.stderr)
     for item in result.pending:
         say(f"memlink: error: {printable_path(item['path'])}: {item['error']}. Written: the source note {item['source']}, "
             f"marked pending; not written: its memories and links. The next ingest, commit or dream retries it",
             file=sys.stderr)
+    if result.fallback:
+        say(f"memlink: model: {result.fallback}", file=sys.stderr)
 
 
 def _retry_pending(vault: Vault, extractor: Extractor, quiet: bool) -> bool:
@@ -186,4 +188,6 @@ def cmd_import_chat(args: argparse.Namespace) -> int:
               f"[provider: {report.provider}]")
         for failure in report.failed:
             say(f"  ! {failure}")
+        if report.fallback:
+            say(f"  ! model: {report.fallback}")
     return EXIT_PARTIAL if report.failed else 0
