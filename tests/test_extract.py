@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 
 import pytest
 import yaml
@@ -48,14 +49,70 @@ def test_rules_on_the_sample_sessions(sample):
 
 
 def test_replay_creates_nothing_new(sample):
+    setup = sample.root / "sessions" / "2026-08-11-evening-setup.jsonl"
+    replay = setup.with_name("replay.jsonl")
+    replay.write_bytes(setup.read_bytes())  # the same turns under another session id
     commit_session(sample, "2026-08-11-evening-setup", RULES)
     assert commit_session(sample, "2026-08-11-evening-setup", RULES) is None  # nothing new
     before = snapshot(sample)
-    with sample.store.write() as w:  # forget it was committed: the same input again
-        w.execute("DELETE FROM commits")
-    again = commit_session(sample, "2026-08-11-evening-setup", RULES)
+    again = commit_session(sample, "replay", RULES)  # the same input extracted again
     assert again.created == [] and again.changed == [] and again.links_added == []
-    assert snapshot(sample) == before
+    assert {k: v for k, v in snapshot(sample).items() if k != "sessions/replay.jsonl"} == \
+        {k: v for k, v in before.items() if k != "sessions/replay.jsonl"}
+
+
+def test_a_commit_is_recorded_in_the_session_log_with_its_notes(ollama_vault):
+    """Which turns were extracted is in the vault itself: with `.memlink/` deleted, a
+    second commit asks the model nothing and adds no note and no link, though the model
+    would word the same turn differently."""
+    v, stub = ollama_vault
+    for name in ("First pottery class", "Pottery lessons begin"):
+        stub.script.append(("json", answer(v, event=[{"page_id": 100, "event_name": name, "date": "2026-11-24",
+                                                      "content": "Started pottery classes."}],
+                                           links=[{"f": 100, "t": 1, "t_field": "content", "t_line_ranges": "1",
+                                                   "link_type": "belongs_to", "weight": 0.9, "match_text": "pottery",
+                                                   "description": "her hobby"}])))
+    report = commit_session(v, "s")
+    assert report.created == ["events/2026/11/24/first-pottery-class.md"]
+    asked = len(stub.requests)
+    marks = [json.loads(line) for line in v.path("sessions/s.jsonl").read_text().splitlines()][2:]
+    assert [(m["kind"], m["upto"]) for m in marks] == [("commit", "s-001")]
+    before = snapshot(v)
+    v.close()
+    shutil.rmtree(v.root / ".memlink")
+    v = Vault.open(v.root)
+    assert commit_session(v, "s") is None
+    assert len(stub.requests) == asked and snapshot(v) == before
+    # A new turn is committed on its own, after the mark.
+    with open(v.path("sessions/s.jsonl"), "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"session": "s", "id": "s-009", "role": "user", "content": "I bought clay.", "ts": "2026-11-25T10:00:00+00:00"}) + "\n")
+    assert commit_session(v, "s") is not None
+    assert "I bought clay." in stub.requests[-1]["body"]["messages"][0]["content"]
+    assert "I started pottery classes" not in stub.requests[-1]["body"]["messages"][0]["content"]
+
+
+def test_a_commit_that_lost_the_race_writes_nothing(ollama_vault, monkeypatch):
+    """Two commits of one session at once: the one that lands second finds the other's
+    mark under the lock and writes nothing (its turns are the other's)."""
+    import engine.sessions.commit as commit
+
+    v, stub = ollama_vault
+    stub.script.append(("json", answer(v, event=[{"page_id": 100, "event_name": "Pottery", "date": "2026-11-24",
+                                                  "content": "Started pottery classes."}])))
+    real = commit.ExtractLoop.run
+
+    def run_and_meanwhile_another_commit(self, ctx):
+        ops = real(self, ctx)
+        monkeypatch.setattr(commit.ExtractLoop, "run", real)
+        assert commit_session(Vault.open(v.root), "s", RULES) is not None  # lands first
+        return ops
+
+    monkeypatch.setattr(commit.ExtractLoop, "run", run_and_meanwhile_another_commit)
+    before = snapshot(v)
+    assert commit_session(v, "s") is None
+    lines = [json.loads(line) for line in v.path("sessions/s.jsonl").read_text().splitlines()]
+    assert [l.get("kind") for l in lines] == [None, None, "commit"]
+    assert "events/2026/11/24/pottery.md" not in snapshot(v) and snapshot(v) != before
 
 
 def test_contradiction_and_change_of_mind(vault):
@@ -181,7 +238,7 @@ def test_invalid_ollama_output_is_quarantined_and_changes_nothing(ollama_vault, 
     assert snapshot(v) == before
     kept = list((v.state_dir / "quarantine").glob("*.json"))
     assert len(kept) == 1 and json.loads(kept[0].read_text())["raw"]
-    assert v.store.rows("SELECT * FROM commits") == []  # still uncommitted: a retry can succeed
+    assert "commit" not in v.path("sessions/s.jsonl").read_text()  # still uncommitted: a retry can succeed
 
 
 def test_line_ranges_follow_a_patch_that_moves_lines_and_the_llm_matcher(ollama_vault):

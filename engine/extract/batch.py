@@ -404,9 +404,11 @@ def _remember(vault: Vault, sha: str, uri: str, path: str) -> None:
 
 def _write_source(vault: Vault, page: Page, in_batch: dict[str, str]) -> RunReport:
     """The page's source note, marked pending until its memories and links land. A text
-    already imported (recorded as done, finished under the same path and title, or earlier
-    in this batch) is not imported again: its note gets this path as another alias (the
-    text a person added under that note is kept: engine.model.notes.rebuild_body)."""
+    already imported (recorded as done, a finished note of the same title and text, or
+    earlier in this batch) is not imported again: its note gets this path as another
+    alias (the text a person added under that note is kept:
+    engine.model.notes.rebuild_body). The vault's notes decide, so a deleted `.memlink/`
+    (the registry of SHA-256s is a hint kept there) imports nothing twice."""
     seen = vault.store.row("SELECT uri FROM ingested WHERE sha = ?", (page.sha,))
     uri = in_batch.get(page.sha) or (seen[0] if seen and vault.exists(seen[0]) else None)
     origin = str(page.real or page.path.resolve())
@@ -415,12 +417,16 @@ def _write_source(vault: Vault, page: Page, in_batch: dict[str, str]) -> RunRepo
     if uri is None:
         uri = schema.note_uri(schema.validate_fields({"title": page.title}, complete=False))
         stem, n = uri[:-3], 2
-        while vault.exists(uri) and vault.read_note(uri).fields.get("origin") != origin:
+        while vault.exists(uri):
+            note = vault.read_note(uri)
+            if note.fields.get("origin") == origin or (not is_pending(note) and note.fields.get("content") == content):
+                break  # this path's note, or the same text imported from another path
             uri, n = f"{stem}-{n}.md", n + 1  # another page with the same title: both are kept
         old = vault.read_note(uri) if vault.exists(uri) else None
         if old is None or is_pending(old) or old.fields.get("content") != content:
             return _new_source(vault, page, uri, origin, content, in_batch)
-        # Finished before, but its SHA-256 was not recorded (a kill right after it landed).
+        # Finished before, but its SHA-256 was not recorded (a kill right after it landed,
+        # a deleted `.memlink/`).
         _remember(vault, page.sha, uri, origin)
     in_batch.setdefault(page.sha, uri)
     page.uri = uri

@@ -21,9 +21,9 @@ from ..model.lineranges import check_ranges
 from ..model.links import Direction, StoredLink
 from ..model.linktypes import LinkTypeTable
 from ..model.uris import uri_dir
-from ..sessions.log import validate_session_file
+from ..sessions.log import SHOWN_LINES, validate_session_file
 from ..storage.catalog import Catalog, CatalogEntry
-from ..storage.jsonl import read_jsonl
+from ..storage.jsonl import TORN, read_jsonl
 from ..storage.linkindex import FolderLinks, home
 from ..storage.sidecars import owner_of, sidecar_rel
 
@@ -320,12 +320,21 @@ def twins_in_unreadable_sidecars(ctx: CheckContext) -> Iterator[Finding]:
 
 @register(integrity=True)
 def session_logs(ctx: CheckContext) -> Iterator[Finding]:
-    """Every session log parses as events (the one event model: engine.sessions.events)."""
+    """Every line of every session log is an event (the one event model:
+    engine.sessions.events). Each bad line is named; readers leave it out, and a torn
+    last line is cut by `check --fix` or the next append."""
     folder = ctx.vault.root / "sessions"
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
         uri = f"sessions/{path.name}"
-        for problem in validate_session_file(path, uri):
-            yield _problem("structure", "error", "malformed_session", uri, problem)
+        problems = validate_session_file(path, uri)
+        for problem in problems[:SHOWN_LINES]:
+            if TORN in problem:
+                yield _problem("structure", "error", "torn_session_line", uri, problem)
+            else:
+                yield _problem("structure", "error", "malformed_session", uri, f"{problem}; readers leave this line out")
+        if len(problems) > SHOWN_LINES:
+            yield _problem("structure", "error", "malformed_session", uri,
+                           f"and {len(problems) - SHOWN_LINES} more bad lines; readers leave them out")
 
 
 @register(integrity=True, scoped=True)

@@ -1,7 +1,7 @@
 """Lint: every check a person reviewing a memory vault cares about, with a severity,
 plus generated dashboards (`dashboards/*.md`) and a machine-readable digest for agents.
 `fix` only does safe repairs (a link's missing side restored, links to notes that no
-longer exist removed) and says what it did."""
+longer exist removed, a session log's torn last line cut) and says what it did."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from ..errors import SidecarError
 from ..model.files import SIDECAR_BYTES, read_bounded
 from ..model.links import SIDECAR, Direction, dump_rows, sort_out
 from ..model.uris import uri_dir
+from ..sessions.log import heal_session_logs
 from ..storage.atomic import atomic_write_text
 from ..storage.journal import rejected_log
 from ..storage.sidecars import SIDECAR_LOG, PutLink, RemoveLegacy, RemoveLink, read_folder, salvage_folder, sidecar_rel
@@ -177,10 +178,10 @@ def _kept_bytes(raw: bytes) -> dict[str, str]:
 
 def fix(vault: Vault) -> list[str]:
     """Safe repairs only: first bad sidecar entries and files are set aside
-    (``set_aside``); then, in one unit of work, restore the missing side of a one-sided
-    link whose two notes exist, and remove links (both sides) to or from notes that no
-    longer exist."""
-    done: list[str] = set_aside(vault)
+    (``set_aside``) and the torn last lines of session logs cut (``heal_session_logs``);
+    then, in one unit of work, restore the missing side of a one-sided link whose two
+    notes exist, and remove links (both sides) to or from notes that no longer exist."""
+    done: list[str] = set_aside(vault) + heal_session_logs(vault)
     if not any(f.code in REPAIRED for f in check(vault)):
         return done  # nothing to repair (the incremental check says so without reading every sidecar)
     with vault.transaction() as tx:

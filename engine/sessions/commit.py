@@ -1,18 +1,28 @@
 """`memlink commit`: a chat session's new turns through the extraction of memory notes
-(engine.extract), as one input (docs/DESIGN.md, "Session logs and events")."""
+(engine.extract), as one input (docs/DESIGN.md, "Session logs and events").
+
+Which turns were committed is recorded in the session's log itself: the unit of work
+that writes a commit's notes and links also appends a commit mark to the log, naming the
+last event it covered. A kill at any point leaves both or neither (the journal finishes
+them together), and deleting `.memlink/` forgets nothing, so no turn is extracted twice."""
 
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..extract.context import ExtractContext
-from ..extract.inputs import InputError, choose_extractor, run_extraction
+from ..extract.inputs import InputError, choose_extractor
+from ..extract.loop import ExtractLoop
+from ..extract.updater import MemoryUpdater, resolve_operations
+from .events import COMMIT
 from .log import message_text, project_turns, read_events, session_uri
 
 if TYPE_CHECKING:
     from ..extract.updater import RunReport
     from ..storage.vault import Vault
+    from .events import SessionEvent
 
 
 def commit_session(vault: Vault, session_id: str, extractor: Any = None) -> RunReport | None:
@@ -20,14 +30,16 @@ def commit_session(vault: Vault, session_id: str, extractor: Any = None) -> RunR
     The new events go through the one turn projection (docs/DESIGN.md, "Session logs and
     events"): reasoning, tool, draft and recall events never reach extraction. A commit
     closes what was said so far, so a last question still waiting for its answer is kept
-    (``final``): the user's own words are what the rules extractor reads for preferences."""
-    if not vault.path(session_uri(session_id)).is_file():
-        raise InputError(f"no session {session_id!r} (looked for sessions/{session_id}.jsonl)")
-    done = vault.store.row("SELECT last_id FROM commits WHERE session = ?", (session_id,))
+    (``final``): the user's own words are what the rules extractor reads for preferences.
+    The model is asked before the vault is locked; the notes, their links, the audit
+    record and the commit mark then land as one unit of work."""
+    log = session_uri(session_id)
+    if not vault.path(log).is_file():
+        raise InputError(f"no session {session_id!r} (looked for {log})")
     events = read_events(vault, session_id)
-    ids = [e.key for e in events]
-    start = ids.index(done[0]) + 1 if done and done[0] in ids else 0
-    turns = project_turns(session_id, events[start:], final=True)
+    start, mark = committed(vault, session_id, events)
+    new = [e for e in events[start:] if e.kind != COMMIT]
+    turns = project_turns(session_id, new, final=True)
     if not turns:
         return None
     when = _day(turns[-1].messages[-1].ts)
@@ -36,10 +48,32 @@ def commit_session(vault: Vault, session_id: str, extractor: Any = None) -> RunR
     ctx = ExtractContext("session", text, when, user_lines=user_lines)
     if extractor is None:
         extractor, _health = choose_extractor(vault)
-    report = run_extraction(vault, ctx, extractor, f"session {session_id}")
-    vault.store.try_write("the commit mark", lambda w: w.execute(
-        "INSERT OR REPLACE INTO commits VALUES (?, ?)", (session_id, ids[-1])))
+    ops = ExtractLoop(vault, extractor).run(ctx)
+    with vault.transaction() as tx:
+        if committed(vault, session_id, read_events(vault, session_id))[1] != mark:
+            return None  # another commit of this session landed meanwhile: these turns are its
+        report = MemoryUpdater(vault).apply_operations(resolve_operations(ops, ctx), ctx, extractor.name,
+                                                       f"session {session_id}")
+        tx.append(log, {"session": session_id, "id": f"commit-{uuid.uuid4().hex}", "role": "system", "kind": COMMIT,
+                        "content": "", "ts": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "upto": new[-1].key})
     return report
+
+
+def committed(vault: Vault, session_id: str, events: list[SessionEvent]) -> tuple[int, str | None]:
+    """Where the session's uncommitted events start, and the id of its last commit mark
+    (None: never committed)."""
+    at = {e.key: i for i, e in enumerate(events)}
+    start, mark = 0, None
+    for i, event in enumerate(events):
+        if event.kind == COMMIT:
+            upto = (event.model_extra or {}).get("upto")
+            start = max(start, at.get(str(upto), i) + 1)
+            mark = event.key
+    if mark is None:  # committed before commit marks were kept in the log: the old hint
+        done = vault.store.row("SELECT last_id FROM commits WHERE session = ?", (session_id,))
+        if done and done[0] in at:
+            start = at[done[0]] + 1
+    return start, mark
 
 
 def _day(ts: object) -> dt.date:

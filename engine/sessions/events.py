@@ -11,11 +11,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
 SESSION_ID = re.compile(r"^[\w.\-]{1,120}$")
+# The kind of a commit mark: a line `memlink commit` appends with the notes it extracted,
+# in the same unit of work, naming the last event they cover (``upto``).
+COMMIT = "commit"
 
 
 class SessionEvent(BaseModel):
     """One line of `sessions/<id>.jsonl`. The five keys are required; ``kind`` marks what
-    is not a plain message (reasoning, tool, draft, recall), ``caption`` describes an
+    is not a plain message (reasoning, tool, draft, recall, commit), ``caption`` describes an
     image the message carries, ``speaker`` names who spoke in a group chat, ``title`` is
     the title of an imported conversation (on its first event). Any other key is kept as
     it was written."""

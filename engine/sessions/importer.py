@@ -22,7 +22,7 @@ from ..llm import Breaker, LLMError, LLMInvalidOutput
 from ..llm.registry import selection
 from ..storage.jsonl import JsonlError, invalid, read_numbered, read_records
 from .chat_exports import EXPORTS, FORMATS, read_export, sniff
-from .events import ImportRecord, SessionEvent, TurnMemoryRecord
+from .events import COMMIT, ImportRecord, SessionEvent, TurnMemoryRecord
 from .extract import LLMTurnExtractor, RulesTurnExtractor
 from .log import Turn, append_events, project_turns, read_events
 from .store import TurnStore, lost_sessions, memory_id
@@ -155,7 +155,8 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
             _diagnose(path)  # rare: read again, line by line, to say what is wrong in our words
             raise
         for record in records:
-            by_session[record.session].append(record)
+            if record.kind != COMMIT:  # a commit mark of the vault the log came from: not this vault's
+                by_session[record.session].append(record)
 
         def place(session: str, key: str, nth: int) -> str:
             return f"{path} line {_line_of(path, session, key, nth)}"

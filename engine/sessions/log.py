@@ -1,7 +1,8 @@
-"""Session logs: `sessions/<id>.jsonl`, one event per line, append-only, never rewritten.
+"""Session logs: `sessions/<id>.jsonl`, one event per line, append-only, never rewritten
+(a torn last line, left by a write that did not finish, is cut by the next append).
 Turn projection: a turn is a run of user messages and the run of visible answers after it;
 every visible message lands in one turn (docs/DESIGN.md, "Turn memory"). Reasoning, tool
-traffic, drafts and recall snapshots never reach extraction."""
+traffic, drafts, recall snapshots and commit marks never reach extraction."""
 
 from __future__ import annotations
 
@@ -13,14 +14,15 @@ from pydantic import ValidationError
 
 from ..errors import MemlinkError
 from ..model.uris import normalize_uri
-from ..storage.jsonl import JsonlError, append_jsonl, invalid, read_numbered, read_records
-from .events import SESSION_ID, SessionEvent
+from ..storage.jsonl import Problem, append_jsonl, heal_tail, invalid, read_numbered, read_records
+from .events import COMMIT, SESSION_ID, SessionEvent
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from ..storage.vault import Vault
 
+SHOWN_LINES = 20  # bad lines of a log named one by one; the rest are counted
 ANSWER_ROLES = {"assistant"}
 QUESTION_ROLES = {"user"}
 
@@ -37,19 +39,24 @@ def session_uri(session: str) -> str:
 
 def read_events(vault: Vault, session: str) -> list[SessionEvent]:
     """The session's events, in order ([] for a session not started). A line that is not
-    an event raises, naming the file and line."""
+    an event is left out and reported once, naming the file and line (in
+    ``vault.warnings``; `memlink check` lists it too): one bad line stops neither the
+    rest of its session nor anything else."""
     label = session_uri(session)
-    try:
-        return read_records(vault.path(label), SessionEvent, label=label)
-    except JsonlError as exc:
-        raise SessionError(str(exc)) from None
+    problems: list[Problem] = []
+    events = read_records(vault.path(label), SessionEvent, strict=False, label=label, problems=problems)
+    said = [f"{label} line {n}: {why}; left out" if n else f"{label}: {why}; left out" for n, why in problems[:SHOWN_LINES]]
+    if len(problems) > SHOWN_LINES:
+        said.append(f"{label}: {len(problems) - SHOWN_LINES} more bad lines left out")
+    vault.warnings += [w for w in said if w not in vault.warnings]
+    return events
 
 
 def append_events(vault: Vault, session: str, events: Iterable[SessionEvent | dict[str, Any]]) -> int:
     """Append events whose ids the log does not hold yet, in one write + fsync, under the
     vault's write lock (which covers the log: no second lock). A plain dict is checked as
     a ``SessionEvent`` first (nothing is written when one is not). Returns how many were
-    appended. Existing lines are never touched."""
+    appended. Existing lines are never touched; a torn last line is cut."""
     path = vault.path(session_uri(session))
     checked: list[SessionEvent] = []
     for n, event in enumerate(events, 1):
@@ -69,25 +76,42 @@ def append_events(vault: Vault, session: str, events: Iterable[SessionEvent | di
 
 def validate_session_file(path: Path, uri: str) -> list[str]:
     """What is wrong with a session log file, for the vault's checks: [] when every line
-    is an event with a text content and the ids are unique; else the first problem,
-    naming its line."""
-    try:
-        numbered = read_numbered(path, label=uri)
-    except JsonlError as exc:
-        return [str(exc).removeprefix(uri).lstrip(": ")]
+    is an event with a text content and the ids are unique; else each bad line, as
+    "line N: why" (``TORN`` in it: a torn last line)."""
+    problems: list[Problem] = []
+    numbered = read_numbered(path, strict=False, label=uri, problems=problems)
     ids: set[str | int] = set()
     for n, raw in numbered:
         missing = sorted({"session", "id", "role", "content", "ts"} - set(raw))
         if missing:
-            return [f"line {n}: needs keys {', '.join(missing)}"]
+            problems.append((n, f"needs keys {', '.join(missing)}"))
+            continue
         try:
             event = SessionEvent.model_validate(raw)
         except ValidationError as exc:
-            return [f"line {n}: {invalid(exc)}"]
+            problems.append((n, invalid(exc)))
+            continue
         if event.id in ids:
-            return [f"line {n}: duplicate id {event.id!r}"]
+            problems.append((n, f"duplicate id {event.id!r}"))
+            continue
         ids.add(event.id)
-    return []
+    return [f"line {n}: {why}" if n else why for n, why in sorted(problems)]
+
+
+def heal_session_logs(vault: Vault) -> list[str]:
+    """Cut the torn last line of every session log (`memlink check --fix`), under the
+    vault's write lock; says what was cut."""
+    folder = vault.root / "sessions"
+    done: list[str] = []
+    with vault.writing():
+        for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+            try:
+                cut = heal_tail(path)
+            except OSError:
+                continue  # (not a file to repair: `memlink check` names it)
+            if cut:
+                done.append(f"cut the torn last line of sessions/{path.name} ({len(cut)} bytes of a write that did not finish)")
+    return done
 
 
 @dataclass
@@ -145,8 +169,9 @@ def project_turns(session: str, events: Iterable[SessionEvent], *, final: bool =
     """Turns, in order: the one projection of a session log that chat, import-chat and
     commit read (docs/DESIGN.md, "Session logs and events"). A user event marked as a
     recall snapshot (kind: recall, or role: recall) is not a user message; tool,
-    reasoning and draft events are skipped. A last turn still waiting for its answer is
-    left out of a live session; ``final`` (a finished transcript, or a commit) keeps it."""
+    reasoning and draft events and commit marks are skipped. A last turn still waiting
+    for its answer is left out of a live session; ``final`` (a finished transcript, or a
+    commit) keeps it."""
     turns: list[Turn] = []
     asked: list[SessionEvent] = []
     answered: list[SessionEvent] = []
@@ -159,6 +184,8 @@ def project_turns(session: str, events: Iterable[SessionEvent], *, final: bool =
 
     for event in events:
         role, kind = event.role, event.kind
+        if kind == COMMIT:
+            continue
         if role in QUESTION_ROLES and kind not in ("recall", "tool") and _visible(event):
             if answered:
                 close()

@@ -33,6 +33,7 @@ from .store import STATE_DIR
 if TYPE_CHECKING:
     from .linkindex import LinkIndex
 
+SESSIONS = "sessions"  # the folder of chat session logs
 
 
 class WriteFile(_Op):
@@ -71,14 +72,14 @@ def file_hash(path: Path) -> str | None:
 
 
 class AppendRecords(_Op):
-    """Append records to an append-only log under ``.memlink/`` (the review action log,
-    the extraction audit). Each record carries an ``id``; a replay appends nothing when
+    """Append records to an append-only log (``log_path``: the review action log, the
+    extraction audit, a session log's commit mark). Each record carries an ``id``; a replay appends nothing when
     the log's last record already has the last id of this batch, so a kill after the
     journal landed leaves the records in the log exactly once (docs/DESIGN.md, "Units of
     work"). The batch is one write, so it lands whole or not at all."""
 
     op: Literal["append_records"] = "append_records"
-    log: str  # vault-relative, inside .memlink/
+    log: str  # vault-relative (``log_path``)
     records: list[dict]
 
 
@@ -97,11 +98,14 @@ def rejected_log(folder: str) -> str:
 
 
 def log_path(root: Path, log: str) -> Path:
-    """An append-only log's path: only files inside the vault's ``.memlink/`` folder, and
-    the rejected file beside a sidecar."""
+    """An append-only log's path: only files inside the vault's ``.memlink/`` folder, the
+    rejected file beside a sidecar, and a chat session's log (`sessions/<id>.jsonl`, which
+    a commit marks)."""
     parts = log.split("/")
     if parts[-1] == REJECTED:
         return sidecar_path(root, "/".join(parts[:-1])).with_name(REJECTED)
+    if len(parts) == 2 and parts[0] == SESSIONS and parts[1].endswith(".jsonl") and not parts[1].startswith("."):
+        return resolve_uri(root, log)
     if parts[0] != STATE_DIR or len(parts) < 2 or any(p in ("", ".", "..") for p in parts[1:]):
         raise UriError(f"{log!r} is not a log inside {STATE_DIR}/")
     return Path(root).joinpath(*parts)

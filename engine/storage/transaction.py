@@ -195,10 +195,10 @@ class Transaction:
         return owners
 
     def append(self, log: str, record: dict[str, Any] | BaseModel) -> dict[str, Any]:
-        """Stage a record for an append-only log (a vault-relative path under
-        ``.memlink/``). The record gets an ``id`` if it has none: a replay of the journal
-        uses it to append the record once. Returns the record as it will be written."""
-        log_path(self.vault.root, log)  # refused now, not at commit, when outside .memlink/
+        """Stage a record for an append-only log (a vault-relative path ``log_path``
+        allows). The record gets an ``id`` if it has none: a replay of the journal uses it
+        to append the record once. Returns the record as it will be written."""
+        log_path(self.vault.root, log)  # refused now, not at commit, when not such a log
         row = record.model_dump(mode="json") if isinstance(record, BaseModel) else dict(record)
         row.setdefault("id", uuid.uuid4().hex)
         self._records.setdefault(log, []).append(row)

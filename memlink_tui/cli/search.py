@@ -7,7 +7,7 @@ from pathlib import Path
 
 from engine import MemlinkError
 
-from .wiring import open_vault, positive, printable_path, say, say_json, synced_index
+from .wiring import notice, open_vault, positive, printable_path, say, say_json, synced_index
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -78,6 +78,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
     vault = open_vault(args)
     memory = TurnMemory.for_vault(vault)
+    for line in vault.warnings:  # e.g. a bad line of a session log, left out
+        notice(line)
     if args.batch:
         for line in args.batch.read_text(encoding="utf-8").splitlines():
             if line.strip():

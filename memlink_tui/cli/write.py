@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .wiring import EXIT_PARTIAL, open_vault, printable_path, progress, say, say_json
+from .wiring import EXIT_PARTIAL, notice, open_vault, printable_path, progress, say, say_json
 
 # engine.sessions.chat_exports.FORMATS, spelled out: the CLI starts without loading the importer.
 CHAT_FORMATS = ("jsonl", "chatgpt", "claude")
@@ -128,6 +128,8 @@ def cmd_commit(args: argparse.Namespace) -> int:
     retried = _retry_pending(vault, extractor, args.json)
     report = commit_session(vault, args.session, extractor)
     vault.close()
+    for line in vault.warnings:  # e.g. a bad line of the session's log, left out
+        notice(line)
     if args.json:
         say_json(report.to_json() if report else None)
     elif report is None:
@@ -176,6 +178,8 @@ def cmd_import_chat(args: argparse.Namespace) -> int:
     extractor = turn_extractor(vault)
     report = import_chat(vault, args.file, extractor, progress=None if args.json else progress("extracting turns"),
                          fmt=args.fmt)
+    for line in vault.warnings:  # e.g. a bad line of a session's log, left out
+        notice(line)
     if args.json:
         say_json(report.to_json())
     else:

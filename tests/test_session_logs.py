@@ -1,0 +1,293 @@
+"""Session logs a failed or killed write never tears, and which turns were extracted kept
+in the vault itself: a full disk mid-append leaves the log as it was; a torn last line is
+cut by the next append and by `check --fix`; a bad line in the middle is named and left
+out while recall, import-chat and commit go on; a commit killed at any moment, or run
+again after `.memlink/` was deleted, extracts no turn twice."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from commit_worker import Rewording
+from conftest import REPO, SAMPLE, set_llm
+from test_cli import memlink
+from test_crash_safety import ENV, assert_files_whole
+
+from engine import Vault
+from engine.extract.batch import ingest
+from engine.extract.rules import RulesExtractor
+from engine.lint.memo import check
+from engine.sessions.commit import commit_session
+from engine.sessions.extract import RulesTurnExtractor
+from engine.sessions.importer import import_chat
+from engine.sessions.log import append_events, read_events
+
+RULES = RulesExtractor()
+TURNS = RulesTurnExtractor()
+WORKER = Path(__file__).with_name("commit_worker.py")
+SETUP = "2026-08-11-evening-setup"
+HANGZHOU = "2026-10-15-hangzhou-evening"
+
+
+def event(i: str, role: str, content: str, session: str = "s") -> dict:
+    return {"session": session, "id": i, "role": role, "content": content, "ts": f"2026-11-30T10:00:0{i[-1]}Z"}
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in root.rglob("*") if p.is_file() and ".memlink" not in p.parts}
+
+
+def fresh(v: Vault) -> Vault:
+    """The same vault with its derived state deleted."""
+    v.close()
+    shutil.rmtree(v.root / ".memlink")
+    return Vault.open(v.root)
+
+
+def sample_copy(tmp_path: Path, name: str = "v") -> Path:
+    root = tmp_path / name
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))
+    set_llm(root, provider="rules")
+    return root
+
+
+def _file(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+# -- a full disk mid-append --------------------------------------------------------------------
+@pytest.mark.parametrize("fails", ["write", "fsync"])
+def test_a_full_disk_mid_append_leaves_the_log_byte_identical(vault, monkeypatch, fails):
+    append_events(vault, "s", [event("1", "user", "Hello there.")])
+    log = vault.path("sessions/s.jsonl")
+    before = log.read_bytes()
+    ino = (log.stat().st_dev, log.stat().st_ino)
+    real_write, real_fsync = os.write, os.fsync
+    writes: list[int] = []
+
+    def write(fd, data):
+        if _file(fd) != ino:
+            return real_write(fd, data)
+        writes.append(len(data))
+        if fails == "write" and len(writes) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, bytes(data)[: len(data) // 2] if fails == "write" else data)  # part of the line lands
+
+    def fsync(fd):
+        if fails == "fsync" and _file(fd) == ino:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "write", write)
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError, match="No space left"):
+        append_events(vault, "s", [event("2", "assistant", "A long answer. " * 40)])
+    monkeypatch.undo()
+    assert writes and log.read_bytes() == before
+    assert append_events(vault, "s", [event("2", "assistant", "Room again.")]) == 1
+    assert [e.content for e in read_events(vault, "s")] == ["Hello there.", "Room again."]
+
+
+def test_import_chat_on_a_full_disk_tears_nothing_and_works_once_there_is_room(tmp_path, monkeypatch):
+    root = sample_copy(tmp_path)
+    vault = Vault.open(root)
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps(event(i, role, text, HANGZHOU)) + "\n" for i, role, text in [
+        ("x1", "user", "I bought a celadon tea bowl in Longquan."), ("x2", "assistant", "Noted, a celadon bowl.")]))
+    log = root / "sessions" / f"{HANGZHOU}.jsonl"
+    before = log.read_bytes()
+    real = os.write
+
+    def full(fd, data):
+        if _file(fd) == (log.stat().st_dev, log.stat().st_ino):
+            real(fd, bytes(data)[:10])  # a few bytes land, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(OSError):
+        import_chat(vault, chat, TURNS)
+    monkeypatch.undo()
+    assert log.read_bytes() == before
+    assert import_chat(Vault.open(root), chat, TURNS).events_added == 2
+    r = memlink("recall", "celadon tea bowl Longquan", "--json", vault=root)
+    assert r.returncode == 0 and "x1" in r.stdout, r.stderr
+    assert memlink("commit", HANGZHOU, vault=root).returncode == 0
+
+
+# -- torn last lines ------------------------------------------------------------------------------
+def test_a_torn_last_line_is_reported_then_cut_by_the_next_append(vault):
+    append_events(vault, "s", [event("1", "user", "Hello there.")])
+    log = vault.path("sessions/s.jsonl")
+    whole = log.read_bytes()
+    with open(log, "ab") as fh:
+        fh.write(b'{"session": "s", "id": "2", "role": "assis')  # a writer killed mid-line
+    found = [(f.code, f.uri, f.message) for f in check(vault)]
+    assert [(c, u) for c, u, _m in found] == [("torn_session_line", "sessions/s.jsonl")]
+    assert found[0][2].startswith("line 2: torn last line")
+    assert [e.key for e in read_events(vault, "s")] == ["1"]  # readers leave it out
+    assert append_events(vault, "s", [event("3", "user", "Still there?")]) == 1
+    assert log.read_bytes() == whole + (json.dumps(event("3", "user", "Still there?")) + "\n").encode()
+    assert check(vault) == []
+
+
+def test_a_whole_last_record_without_its_newline_is_kept(vault):
+    log = vault.path("sessions/s.jsonl")
+    log.write_text(json.dumps(event("1", "user", "Typed by hand.")))  # no newline at the end
+    assert check(vault) == []
+    assert append_events(vault, "s", [event("2", "assistant", "Read.")]) == 1
+    assert [e.content for e in read_events(vault, "s")] == ["Typed by hand.", "Read."]
+    assert log.read_text().count("\n") == 2
+
+
+def test_check_fix_cuts_a_torn_last_line(tmp_path):
+    root = sample_copy(tmp_path)
+    log = root / "sessions" / f"{SETUP}.jsonl"
+    whole = log.read_bytes()
+    with open(log, "ab") as fh:
+        fh.write('{"session": "2026-08-11-evening-setup", "id": "x", "content": "半'.encode()[:-1])  # torn mid-character too
+    r = memlink("check", vault=root)
+    assert r.returncode == 3 and f"sessions/{SETUP}.jsonl" in r.stdout and "line 23: torn last line" in r.stdout, r.stdout
+    r = memlink("check", "--fix", vault=root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"cut the torn last line of sessions/{SETUP}.jsonl" in r.stdout
+    assert log.read_bytes() == whole
+
+
+# -- a malformed line in the middle ----------------------------------------------------------------
+def test_a_malformed_line_in_the_middle_is_named_and_the_rest_of_the_vault_works(tmp_path):
+    root = sample_copy(tmp_path)
+    log = root / "sessions" / f"{HANGZHOU}.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[4] = '{"session": "2026-10-15-hangzhou-evening", "id": oops\n'  # line 5
+    lines[8] = '{"session": "2026-10-15-hangzhou-evening", "id": "x", "role": "user"}\n'  # line 9: no content
+    log.write_text("".join(lines), encoding="utf-8")
+    place = f"sessions/{HANGZHOU}.jsonl line 5"
+    # Recall answers from the other sessions and from the other lines of this one (the
+    # turn memories are made from the logs first: none are kept in the sample vault).
+    r = memlink("recall", "Longjing village walk", "--json", vault=root)
+    assert r.returncode == 0, r.stderr
+    assert f"{HANGZHOU}-011" in r.stdout and place in r.stderr and f"{HANGZHOU}.jsonl line 9" in r.stderr
+    r = memlink("recall", "scheduler design doc review", "--json", vault=root)
+    assert r.returncode == 0 and "2026-09-03-morning-planning" in r.stdout, r.stderr
+    r = memlink("check", vault=root)
+    assert r.returncode == 3 and "line 5: not JSON" in r.stdout and "line 9: needs keys content, ts" in r.stdout, r.stdout
+    r = memlink("commit", HANGZHOU, "--json", vault=root)
+    assert r.returncode == 0 and place in r.stderr, r.stderr
+    chat = tmp_path / "more.jsonl"
+    chat.write_text(json.dumps(event("y1", "user", "I like celadon glazes.", HANGZHOU)) + "\n")
+    r = memlink("import-chat", str(chat), vault=root)
+    assert r.returncode == 0 and "1 new events" in r.stdout, r.stdout + r.stderr
+    assert log.read_text(encoding="utf-8").splitlines()[4] == lines[4].rstrip("\n")  # left where it was
+
+
+# -- which turns were extracted, in the vault ------------------------------------------------------
+def test_commit_then_delete_memlink_then_commit_adds_nothing(tmp_path):
+    root = sample_copy(tmp_path)
+    for session in (SETUP, "2026-11-20-weekly-review"):
+        r = memlink("commit", session, vault=root)
+        assert r.returncode == 0, r.stderr
+        before = snapshot(root)
+        shutil.rmtree(root / ".memlink")
+        r = memlink("commit", session, vault=root)
+        assert r.returncode == 0 and "nothing new to commit" in r.stdout, r.stdout
+        assert snapshot(root) == before
+
+
+def test_import_chat_and_ingest_again_after_memlink_is_deleted_add_nothing(vault, tmp_path):
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps(event(i, role, text)) + "\n" for i, role, text in [
+        ("1", "user", "I love mangosteen."), ("2", "assistant", "Noted.")]))
+    doc = tmp_path / "a" / "offsite.md"
+    doc.parent.mkdir()
+    doc.write_text("# Offsite notes\n\nI like short standups.\n")
+    copy = tmp_path / "b" / "offsite.md"  # the same text, found at another path
+    copy.parent.mkdir()
+    copy.write_text(doc.read_text())
+    import_chat(vault, chat, TURNS)
+    first = ingest(vault, doc, extractor=RULES)
+    assert first.source_uri == "sources/offsite-notes.md"
+    before = snapshot(vault.root)
+    vault = fresh(vault)
+    again = import_chat(vault, chat, TURNS)
+    assert (again.events_added, again.extracted, again.already) == (0, 0, 1)
+    assert ingest(vault, doc, extractor=RULES).skipped == "already imported as sources/offsite-notes.md"
+    vault = fresh(vault)
+    assert ingest(vault, copy, extractor=RULES).skipped == "already imported as sources/offsite-notes.md"
+    assert snapshot(vault.root) == before
+
+
+def test_a_log_imported_from_another_vault_brings_no_commit_mark(vault, tmp_path):
+    append_events(vault, "s", [event("1", "user", "I love mangosteen."), event("2", "assistant", "Noted.")])
+    assert commit_session(vault, "s", RULES) is not None
+    other = Vault.init(tmp_path / "other")
+    import_chat(other, vault.path("sessions/s.jsonl"), TURNS)
+    assert [e.kind for e in read_events(other, "s")] == [None, None]
+    assert "preferences/mangosteen.md" in commit_session(other, "s", RULES).created
+
+
+def _memories(root: Path) -> tuple[dict[str, dict], list[tuple]]:
+    """The vault's notes (their fields) and links (without ids and times)."""
+    v = Vault.open(root)
+    try:
+        notes = {e.uri: v.read_note(e.uri).fields for e in v.catalog.all()}
+        links = sorted((l.direction, l.from_uri, l.to_uri, l.link_type.value, l.weight, l.match_text or "", l.description)
+                       for l in v.links.all())
+        return notes, links
+    finally:
+        v.close()
+
+
+@pytest.mark.slow
+def test_commit_killed_at_random_moments_then_run_again_gives_the_notes_and_links_of_one_run(tmp_path):
+    kills = int(os.environ.get("MEMLINK_COMMIT_KILLS", "20"))
+    seed = sample_copy(tmp_path, "seed")
+    assert memlink("reindex", vault=seed).returncode == 0  # the kills fall in the commit, not the first index
+
+    def start(root: Path) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, str(WORKER), str(root), SETUP],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV, cwd=REPO)
+        assert proc.stdout.readline().strip() == b"ready"
+        return proc
+
+    whole = tmp_path / "whole"
+    shutil.copytree(seed, whole)
+    proc = start(whole)
+    began = time.monotonic()
+    assert proc.wait() == 0
+    took = time.monotonic() - began  # where the kills may fall (a bound only: nothing is timed)
+    expected = _memories(whole)
+    assert len(expected[0]) > len(_memories(seed)[0]) and len(expected[1]) > len(_memories(seed)[1])
+    rng = random.Random(20261205)
+    mid_transaction = 0
+    for i in range(kills):
+        root = tmp_path / f"kill-{i}"
+        shutil.copytree(seed, root)
+        proc = start(root)
+        time.sleep(rng.uniform(0.0, took))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        mid_transaction += any((root / ".memlink" / "journal").glob("*.json"))
+        assert_files_whole(root)
+        v = Vault.open(root)  # replays a journal the kill left
+        commit_session(v, SETUP, Rewording(v))  # (a turn extracted twice would be a second note)
+        v.close()
+        assert _memories(root) == expected, f"kill {i}"
+        marks = [e for e in read_events(Vault.open(root), SETUP) if e.kind == "commit"]
+        assert len(marks) == 1, f"kill {i}: {len(marks)} commit marks"
+        assert [f for f in check(Vault.open(root)) if f.severity == "error"] == [], f"kill {i}"
+        shutil.rmtree(root)
+    print(f"\ncommit kills: {kills}, {mid_transaction} landed mid-transaction")
