@@ -214,8 +214,8 @@ def test_a_newline_in_a_file_name_is_printed_escaped(sample):
 
 @pytest.mark.slow
 def test_one_vault_with_every_bad_file_every_command_finishes_and_check_names_each(sample):
-    """A 600-level frontmatter note, a 5,000-digit sidecar weight, a named pipe and a name
-    that is not UTF-8, in one vault: search, recall, lint, doctor and check each finish
+    """A 600-level frontmatter note, a 5,000-digit sidecar weight, a named pipe, a name
+    that is not UTF-8, a malformed and a torn session line, in one vault: search, recall, lint, doctor and check each finish
     within 10 s with their documented exit codes (3: problems found), and check names
     each bad file."""
     root = sample.root
@@ -223,6 +223,11 @@ def test_one_vault_with_every_bad_file_every_command_finishes_and_check_names_ea
     _sidecar_with_a_long_weight(root, "preferences")
     os.mkfifo(root / "entities" / "fifo.md")
     (root / "entities" / os.fsdecode(b"caf\xe9.md")).write_text("---\nmemory_type: entity\n---\n", encoding="utf-8")
+    sessions = sorted((root / "sessions").glob("*.jsonl"))
+    lines = sessions[0].read_text(encoding="utf-8").splitlines(keepends=True)
+    sessions[0].write_text("".join([lines[0], "{not json\n", *lines[1:]]), encoding="utf-8")  # malformed, mid-file
+    with sessions[1].open("a", encoding="utf-8") as fh:
+        fh.write('{"role": "user", "content": "cut sh')  # torn: a crash mid-append
     for warm in (("reindex",), ("recall", "tea")):  # (the indexes' first build is not what is timed)
         assert memlink(*warm, vault=root).returncode == 0, warm
     expected = {("search", "tea"): 0, ("recall", "tea"): 0, ("lint",): 3, ("doctor",): 3, ("check",): 3}
@@ -233,5 +238,6 @@ def test_one_vault_with_every_bad_file_every_command_finishes_and_check_names_ea
         assert run.returncode == code, (args, run.stdout[-2000:], run.stderr[-2000:])
         assert "Traceback" not in run.stderr, args
     shown = memlink("check", vault=root).stdout
-    for name in ("entities/deep.md", f"preferences/{SIDECAR}", "entities/fifo.md", "entities/caf\\udce9.md"):
+    for name in ("entities/deep.md", f"preferences/{SIDECAR}", "entities/fifo.md", "entities/caf\\udce9.md",
+                 f"sessions/{sessions[0].name}", f"sessions/{sessions[1].name}"):
         assert name in shown, name
