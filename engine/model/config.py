@@ -104,6 +104,17 @@ def _default_tasks() -> list[DreamTask]:
     return [DreamTask(input=DreamInput(source="entity")), DreamTask(input=DreamInput(source="conflict"))]
 
 
+class ChatConfig(BaseModel):
+    """What the chat model is given before each reply (docs/DESIGN.md, "Memory context")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turns: int = Field(3, ge=0, le=50, description="past chat turns recalled for each question")
+    notes: int = Field(3, ge=0, le=50, description="memory notes found for each question")
+    context_tokens: int = Field(1500, ge=100, description="the memory context's size at most, in tokens (about 4 "
+                                "characters each); recalled turns are kept first")
+
+
 class IngestConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -146,6 +157,7 @@ class VaultConfig(BaseModel):
     search: SearchConfig = Field(default_factory=SearchConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     ingest: IngestConfig = Field(default_factory=IngestConfig)
+    chat: ChatConfig = Field(default_factory=ChatConfig)
     dream_tasks: list[DreamTask] = Field(default_factory=_default_tasks)
     dream_hubs: int = Field(3, ge=0, le=50, description="hub notes per anchor type a dream may report on")
     dream_max_reports: int = Field(20, ge=1, description="reports one dream writes at most; the rest wait for the next run")

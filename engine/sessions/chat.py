@@ -12,18 +12,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..llm import LLMError
 from .context import assemble, visible_sources
-from .events import SessionEvent
+from .events import MEMORY_ANSWER, SessionEvent
 from .importer import ImportReport, extract_pending
 from .log import Turn, append_events, project_turns, read_events
-from .recall import RecallHit, TurnMemory
+from .memory import MemoryContext, answer_from_memory, memory_context
 
 if TYPE_CHECKING:
     from ..storage.vault import Vault
 
 SYSTEM = ("You are the user's personal assistant inside memlink, an offline memory workstation. "
-          "Answer briefly and concretely.")
+          "Answer briefly and concretely. When what you say comes from an entry of the user's memory, cite it "
+          "by its number in square brackets, as [1].")
 
 
 def now() -> str:
@@ -74,7 +74,7 @@ class ChatSession:
         self.session = session
         self.provider = provider  # an OllamaProvider, or None (then no replies, only memory)
         self.turn_extractor = turn_extractor
-        self.last_recall: list[RecallHit] = []
+        self.last_context = MemoryContext("", [])  # what the last question was given of memory
 
     def _event(self, role: str, content: str, kind: str | None = None) -> SessionEvent:
         event = SessionEvent(session=self.session, id=f"{self.session}-{uuid.uuid4().hex[:10]}", role=role,
@@ -94,22 +94,27 @@ class ChatSession:
         append_events(self.vault, self.session, [self._event("user", text)])
         turns = self.turns()
         title = self.vault.title(note) if note else ""
+        query = f"{text} {title}".strip()
         try:
-            query = f"{text} {title}".strip()
-            self.last_recall = TurnMemory.for_vault(self.vault).recall(query, k=3, visible=visible_sources(turns))
-        except Exception:  # recall is a help, never a blocker
-            self.last_recall = []
-        if self.last_recall:  # what was injected, kept in the log (never read back as a user fact)
-            snapshot = "; ".join(f"{h.session}:{'/'.join(h.sources)} ({', '.join(h.routes)})" for h in self.last_recall)
+            self.last_context = memory_context(self.vault, query, visible=visible_sources(turns))
+        except Exception:  # memory is a help, never a blocker
+            self.last_context = MemoryContext(query, [])
+        if self.last_context.items:  # what was given, kept in the log (never read back as a user fact)
+            snapshot = "; ".join(f"[{n}] {i.cite} ({i.route})" for n, i in enumerate(self.last_context.items, 1))
             append_events(self.vault, self.session, [self._event("recall", snapshot, kind="recall")])
         about_text = (title, self.vault.render_note(note.uri).text) if note else None
-        return assemble(SYSTEM, turns, text, self.last_recall, about=about_text)
+        return assemble(SYSTEM, turns, text, self.last_context, about=about_text)
 
     def reply(self, messages: list[dict[str, str]]) -> Iterator[str]:
-        """Stream the answer from Ollama; the full answer is logged at the end."""
+        """Stream the answer from Ollama; the full answer is logged at the end. Without a
+        model the answer is the memory context itself, quoted with its citations and
+        said to be no model's (logged as kind "memory": extraction leaves it out, it only
+        repeats the vault)."""
         if self.provider is None:
-            raise LLMError("no chat model: Ollama is not available (start it with `ollama serve`); "
-                           "browsing, search, import and extraction keep working")
+            answer = answer_from_memory(self.last_context)
+            append_events(self.vault, self.session, [self._event("assistant", answer, kind=MEMORY_ANSWER)])
+            yield answer
+            return
         parts: list[str] = []
         for chunk in self.provider.stream_chat(messages):
             parts.append(chunk)

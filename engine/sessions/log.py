@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from ..errors import MemlinkError
 from ..model.uris import normalize_uri
 from ..storage.jsonl import Problem, append_jsonl, heal_tail, invalid, read_numbered, read_records
-from .events import COMMIT, SESSION_ID, SessionEvent
+from .events import COMMIT, MEMORY_ANSWER, SESSION_ID, SessionEvent
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -191,7 +191,7 @@ def project_turns(session: str, events: Iterable[SessionEvent], *, final: bool =
                 close()
                 asked, answered, between = [], [], []
             asked.append(event)
-        elif role in ANSWER_ROLES and kind not in ("reasoning", "tool", "draft") and _visible(event):
+        elif role in ANSWER_ROLES and kind not in ("reasoning", "tool", "draft", MEMORY_ANSWER) and _visible(event):
             answered.append(event)
         elif asked or answered:
             between.append(event.key)

@@ -63,7 +63,6 @@ class ChatScreen(Pane):
         self.health = None
         self.chat: ChatSession | None = None
         self.about: str | None = None  # a note the next messages ask about
-        self.related: list = []  # search hits for the last message, shown under recall
         self._unanswered: tuple[list[dict[str, str]], Static] | None = None  # a reply that failed or was stopped
         self._replying: tuple[list[dict[str, str]], Static, list[str]] | None = None  # the reply being written
 
@@ -141,8 +140,8 @@ class ChatScreen(Pane):
             self.chat.provider, self.chat.turn_extractor = provider, extractor
         self._extractor = extractor
         if provider is None:
-            self._status(f"[b]No chat model:[/b] {safe_markup(health.summary)}. Browsing, search, import and memory "
-                         f"extraction keep working.")
+            self._status(f"[b]No chat model:[/b] {safe_markup(health.summary)}. Answers quote your memory with "
+                         f"citations; browsing, search, import and extraction keep working.")
         else:
             self._status(f"chat model: {safe_markup(health.provider)}")
 
@@ -211,7 +210,6 @@ class ChatScreen(Pane):
         except MemlinkError as exc:
             self.app.call_from_thread(answer.update, f"[red]{safe_markup(str(exc))}[/red]")
             return
-        self.related = self._related(text)
         self.app.call_from_thread(self._show_recall, chat)
         self._reply(chat, messages, answer)
 
@@ -313,32 +311,23 @@ class ChatScreen(Pane):
         self._unextracted = None
         self.app.call_from_thread(self.notify, f"turn memory updated with the rules: {report.extracted} turn(s)")
 
-    def _related(self, text: str) -> list:
-        """Notes matching the message, listed under recall so one key opens them."""
-        from engine.retrieve.search import search
-
-        try:
-            return search(self.vault, text, k=3)
-        except MemlinkError:
-            return []
-
     def _show_recall(self, chat: ChatSession) -> None:
-        hits = chat.last_recall
-        head = (f"{len(hits)} past turn(s) given to the model" if hits
-                else "Nothing from past conversations was relevant to this message.")
+        """Exactly what the model was given (or, without a model, what the answer quotes),
+        numbered as the answer cites it; enter opens the note or the conversation."""
+        items = chat.last_context.items
+        given = "given to the model" if chat.provider is not None else "quoted in the answer (no model)"
+        head = (f"{len(items)} memory item(s) {given}" if items
+                else "Nothing in your memory was relevant to this message.")
         self.query_one("#recall-text", Static).update(head + "  [dim](ctrl+r, enter opens)[/dim]")
         options, self._recall_targets = [], []
         if self.about:
-            options.append(Option(f"[b]note asked about[/b]\n{safe_markup(self.about)}"))
+            options.append(Option(f"[b]note asked about[/b]\n{safe_path(self.about)}"))
             self._recall_targets.append(("note", self.about))
-        for h in hits:
-            options.append(Option(f"[b]{safe_markup(h.session)}[/b] [dim]{safe_markup(', '.join(h.sources))}[/dim]\n"
-                                  f"[i]{safe_markup('; '.join(h.routes))}[/i]\nQ: {safe_markup(h.question[:200])}\n"
-                                  f"A: {safe_markup(h.answer[:200])}"))
-            self._recall_targets.append(("session", h.session))
-        for hit in self.related:
-            options.append(Option(f"[b]related note[/b] {safe_markup(hit.title)}\n[dim]{safe_path(hit.uri)}[/dim]"))
-            self._recall_targets.append(("note", hit.uri))
+        for n, item in enumerate(items, 1):
+            where = safe_path(item.cite) if item.kind == "note" else safe_markup(item.cite)
+            options.append(Option(f"[b]\\[{n}] {safe_markup(item.title[:80])}[/b]\n[dim]{where}[/dim]\n"
+                                  f"[i]{safe_markup(item.route)}[/i]\n{safe_markup(item.text[:200])}"))
+            self._recall_targets.append(("note" if item.kind == "note" else "session", item.source))
         recall = self.query_one("#recall-list", OptionList)
         recall.clear_options()
         recall.add_options(options)

@@ -1,0 +1,159 @@
+"""The memory context for a question (docs/DESIGN.md, "Memory context"): what the vault
+knows about it, from memory notes (search) and past chat turns (recall) at once, each item
+with its source and why it was chosen, numbered for citation as ``[n]``. It is the one
+way the chat pane, `memlink chat`, MCP's `context` tool and the rules' answer read memory
+for a question.
+
+The turns come first in the budget: notes are added beside them, never instead of them
+(recall's evidence is what the LoCoMo benchmark measures), then both are put in one order
+by reciprocal rank, so the best of each list leads."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Literal
+
+from ..model.blocks import LINKS_CLOSE, LINKS_PREFIX, VIEW_CLOSE, VIEW_OPEN
+from ..model.notes import split_frontmatter
+from ..model.text import content_tokens
+from ..retrieve.search import search
+from .recall import TurnMemory
+
+if TYPE_CHECKING:
+    from ..index import SearchIndex
+    from ..storage.vault import Vault
+
+RRF_K = 60  # the reciprocal-rank constant search uses (engine.retrieve.fusion)
+
+
+@dataclass
+class MemoryItem:
+    kind: Literal["note", "turn"]
+    source: str  # a note's path, or a chat session's id
+    where: str  # a note's line range ("18-20"), or a turn's message ids
+    title: str
+    text: str
+    route: str  # why it was chosen
+    score: float
+
+    @property
+    def cite(self) -> str:
+        """Where it comes from, as a person opens it: `entities/klei-vuur.md:18-20`, or
+        `session 2026-08-11-evening-setup, messages m1, m2`."""
+        return f"{self.source}:{self.where}" if self.kind == "note" else f"session {self.source}, messages {self.where}"
+
+    def to_json(self) -> dict:
+        return dict(asdict(self), cite=self.cite, score=round(self.score, 4))
+
+
+@dataclass
+class MemoryContext:
+    question: str
+    items: list[MemoryItem]
+
+    def to_json(self) -> dict:
+        return {"question": self.question, "items": [dict(n=n, **i.to_json()) for n, i in enumerate(self.items, 1)]}
+
+
+def memory_context(vault: Vault, question: str, *, visible: set[str] | None = None,
+                   index: SearchIndex | None = None) -> MemoryContext:
+    """Up to ``chat.turns`` recalled turns and ``chat.notes`` notes for ``question``, within
+    ``chat.context_tokens``. ``visible``: message ids the model already reads in full (the
+    session's last turns), which recall leaves out."""
+    cfg = vault.config.chat
+    budget = cfg.context_tokens * CHARS_PER_TOKEN
+    turns: list[MemoryItem] = []
+    if cfg.turns:
+        for hit in TurnMemory.for_vault(vault).recall(question, k=cfg.turns, visible=visible):
+            turns.append(MemoryItem("turn", hit.session, ", ".join(hit.sources), hit.summary or hit.question,
+                                    f"Q: {hit.question}\nA: {hit.answer}", "; ".join(hit.routes), hit.score))
+    notes: list[MemoryItem] = []
+    if cfg.notes:
+        for found in search(vault, question, k=cfg.notes, index=index, snippets=False)[: cfg.notes]:
+            if found.weak:
+                continue  # found only by a loose meaning: not something to answer from
+            passage = _passage(vault, found.uri, question, budget // max(1, cfg.notes))
+            if passage:
+                text, first, last = passage
+                notes.append(MemoryItem("note", found.uri, f"{first}-{last}", found.title, text, found.route, found.score))
+    kept, used = [], 0
+    for item in turns + notes:  # turns first: notes never push a recalled turn out
+        size = len(item.text) + len(item.title)
+        if used + size <= budget:
+            kept.append(item)
+            used += size
+    rank = {id(i): 1 / (RRF_K + r) for group in (turns, notes) for r, i in enumerate(group, 1)}
+    kept.sort(key=lambda i: (-rank[id(i)], i.kind != "turn"))
+    return MemoryContext(question, kept)
+
+
+CHARS_PER_TOKEN = 4  # a budget in tokens, counted without a tokenizer: English runs ~4 characters a token
+
+
+def _passage(vault: Vault, uri: str, question: str, limit: int) -> tuple[str, int, int] | None:
+    """The lines of a note's body that best answer ``question``, at most ``limit``
+    characters, with their line numbers in the file (1-based): the whole body when it
+    fits, else the lines around the one sharing most of the question's words."""
+    try:
+        text = vault.read_text(uri)
+    except OSError:
+        return None
+    lines = text.split("\n")
+    body_text = split_frontmatter(text)[1]
+    start = len(lines) - len(body_text.split("\n")) if body_text is not None else len(lines)
+    body: list[tuple[int, str]] = []  # (line number, line) of what a reader sees
+    in_links = False
+    for n, line in enumerate(lines[start:], start + 1):
+        s = line.strip()
+        if s.startswith(LINKS_PREFIX):
+            in_links = True
+        elif s == LINKS_CLOSE:
+            in_links = False
+        elif not in_links and s and s not in (VIEW_OPEN, VIEW_CLOSE):
+            body.append((n, line))
+    if not body:
+        return None
+    words = set(content_tokens(question))
+    best = max(range(len(body)), key=lambda i: (len(words & set(content_tokens(body[i][1]))), -i))
+    lo = hi = best
+    size = len(body[best][1])
+    while True:  # grow around the best line, the earlier side first (its heading, its subject)
+        grew = False
+        for i in (lo - 1, hi + 1):
+            if 0 <= i < len(body) and size + len(body[i][1]) + 1 <= limit:
+                size += len(body[i][1]) + 1
+                lo, hi = min(lo, i), max(hi, i)
+                grew = True
+        if not grew:
+            break
+    chosen = body[lo:hi + 1]
+    return "\n".join(line for _, line in chosen)[:limit], chosen[0][0], chosen[-1][0]
+
+
+def answer_from_memory(context: MemoryContext, why: str = "no chat model is available") -> str:
+    """An answer without a model: each item's lines that share most of the question's
+    words, quoted with its citation number and source, under a plain statement that no
+    model wrote it."""
+    head = f"No model wrote this answer ({why}); "
+    if not context.items:
+        return head + "your memory holds nothing that answers it."
+    words = set(content_tokens(context.question))
+    out = [head + "this is what your memory holds on it:"]
+    for n, item in enumerate(context.items, 1):
+        lines = [line.strip() for line in item.text.split("\n") if line.strip() and not line.startswith("# ")]
+        shared = [words & set(content_tokens(line)) for line in lines]
+        # A word on many of the item's lines (its name, "the studio") tells them apart less.
+        df = Counter(w for ws in shared for w in ws)
+        score = [sum(1 / df[w] for w in ws) for ws in shared]
+        best = sorted((i for i in range(len(lines)) if score[i] > 0), key=lambda i: -score[i])[:QUOTED_LINES]
+        if not best and words:
+            continue  # none of the question's words: found by meaning alone, not worth quoting
+        shown = [lines[i] for i in sorted(best or range(min(1, len(lines))))]  # in the item's own order
+        title = item.title if len(item.title) <= 80 else item.title[:79] + "…"
+        out.append(f"[{n}] {title} — {item.cite}")
+        out.extend(f"    {line}" for line in shown)
+    return "\n".join(out) if len(out) > 1 else head + "your memory holds nothing that answers it."
+
+
+QUOTED_LINES = 2  # lines quoted of each memory item in an answer without a model
