@@ -342,6 +342,34 @@ def test_with_no_room_for_derived_state_search_recall_and_lint_answer_from_memor
     assert (root / ".memlink" / "index" / "notes" / "meta.json").exists()  # written again once there was room
 
 
+def test_a_database_that_cannot_grow_moves_into_memory_and_reads_see_the_vault_as_it_is(sample):
+    """SQLite's own "database or disk is full" (its page limit, no root needed): notes
+    added and deleted by hand cannot be recorded in the file, yet this process's search
+    and check see the vault as it is; the next process finds the file as it was and
+    reads the vault again."""
+    from engine.retrieve.search import search
+
+    sample.sync()
+    check(sample)
+    (sample.root / "entities" / "klei-vuur.md").unlink()
+    when = "'2026-10-01T10:00:00+00:00'"
+    for i in range(60):
+        (sample.root / "entities" / f"kiln-{i}.md").write_text(
+            f"---\nmemory_type: entity\ncreated_at: {when}\nupdated_at: {when}\nfields:\n"
+            f"  name: Kiln number {i} of the Zwaanshals studio\n  kind: thing\n  content: A small electric kiln.\n---\n",
+            encoding="utf-8")
+    pages = sample.store.row("PRAGMA page_count")[0]
+    sample.store.row(f"PRAGMA max_page_count = {pages}")  # no room to grow from here
+    dangling = {f.message for f in check(sample) if "klei-vuur.md does not exist" in f.message}
+    assert dangling and not sample.store.on_disk
+    assert "entities/kiln-7.md" in sample.catalog and "entities/klei-vuur.md" not in sample.catalog
+    assert "entities/kiln-7.md" in [h.uri for h in search(sample, "kiln number 7", k=3)]
+    sample.close()
+    again = Vault.open(sample.root)
+    assert again.store.on_disk
+    assert {f.message for f in check(again) if "klei-vuur.md does not exist" in f.message} == dangling
+
+
 # -- growth -------------------------------------------------------------------------------------
 def test_the_search_log_keeps_its_newer_half_past_its_cap(sample):
     from engine.retrieve.search import SEARCH_LOG_MAX, SearchLogEntry, search
