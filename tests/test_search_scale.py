@@ -397,7 +397,8 @@ def test_a_saved_vector_index_loads_answers_queries_and_takes_writes(tmp_path):
     vi.put_many([(f"n{i}.md", rng.random((2, 8)).astype(np.float32)) for i in range(41)])
     vi.remove(["n40.md"])
     with store.write() as w:
-        vi.drop_file(vi.save(w))
+        name = vi.save(w)
+    vi.saved(name)
     q = rng.random(8).astype(np.float32)
 
     other = Store(tmp_path / "index.sqlite")  # another process
@@ -412,7 +413,8 @@ def test_a_saved_vector_index_loads_answers_queries_and_takes_writes(tmp_path):
     assert len(loaded) == len(vi) == 79 and loaded.query(q, 5) == vi.query(q, 5)
     assert loaded.query(new[0], 1)[0][:1] == ("n3.md",)
     with other.write() as w:
-        loaded.drop_file(loaded.save(w))
+        name = loaded.save(w)
+    loaded.saved(name)
     assert len(list(folder.glob("*.bin"))) == 1  # the file it replaced is gone
     again = VectorIndex("t", Store(tmp_path / "index.sqlite"), folder, 8)
     assert again.load() and len(again) == 79 and again.query(q, 5) == loaded.query(q, 5)

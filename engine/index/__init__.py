@@ -12,15 +12,16 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import MemlinkError
+from ..errors import DiskFull, MemlinkError
 from ..model.text import CHUNK_WORDS, chunk_text
+from ..storage.atomic import full_disk_cause
 from ..storage.store import KEY_ID, KEY_IDS, StoreBusy, Writer
 from .embed import Embedder, load_embedder
 from .keywords import KeywordIndex
@@ -36,6 +37,7 @@ BATCH = 2048
 SPACE = "notes"
 _KEYS = "SELECT k.key FROM indexed i JOIN keys k ON k.id = i.key"  # the notes indexed (add a WHERE)
 TITLE_BOOST = 2.0
+FIELDS = ("title", "body")
 
 Progress = Callable[[int, int], None]
 
@@ -61,6 +63,7 @@ class SearchIndex:
         self.store = vault.store
         self.folder = None if vault.read_only else vault.state_dir / "index"
         self.notice: str | None = None
+        self.unwritten = ""  # why its files are not written this run (then it lives in memory)
         if embedder is None:
             choice = load_embedder(vault.config.embedding.model)
             embedder, self.notice = choice.embedder, choice.notice
@@ -69,7 +72,10 @@ class SearchIndex:
                                        "chunk_words": CHUNK_WORDS, "tokenizer": "tantivy-en_stem+cjk-bigram-2",
                                        "hnsw": vault.config.search.hnsw()}, sort_keys=True)
         self.vectors = VectorIndex(SPACE, self.store, self.folder, embedder.dims, **vault.config.search.hnsw())
-        self.keywords = KeywordIndex(self.folder / SPACE if self.folder else None, ("title", "body"))
+        try:
+            self.keywords = KeywordIndex(self.folder / SPACE if self.folder else None, FIELDS)
+        except (OSError, ValueError) as exc:
+            self.keywords = self._in_memory(exc, refill=False)
         self._changed: dict[str, str | None] = {}  # uri -> content hash indexed since the last checkpoint (None: dropped)
         self._synced: tuple[str, int] | None = None  # the change feed's mark at this process's last compare
         self._recorded: tuple[str, int] | None = None  # the one the store holds
@@ -109,6 +115,8 @@ class SearchIndex:
         count = self.store.row("SELECT count(*) FROM indexed WHERE space = ?", (SPACE,))
         if self.vault.read_only:
             self._stale_reason = "the vault is read-only; indexed in memory for this run"
+        elif self.folder is None:
+            self._stale_reason = "its files cannot be written now; indexed in memory for this run"
         elif row is None:
             self._stale_reason = "no index yet"
         elif row[0] != self.fingerprint:
@@ -130,15 +138,17 @@ class SearchIndex:
                     self._recorded = self._synced
             return
         with self._held():
-            self.keywords.flush()
+            if self.folder is not None and not self.store.on_disk:  # (the database moved into memory: a full disk)
+                self.keywords = self._in_memory(DiskFull("the database is kept in memory"))
+            self._flush()
             if self.folder is None:  # in memory: nothing to record
                 return
             changed = dict(self._changed)
             synced = list(self._synced) if self._synced is not None else None
-            replaced: list[str | None] = []
+            saved: list[str | None] = []
 
             def work(w: Writer) -> None:
-                replaced.append(self.vectors.save(w))
+                saved.append(self.vectors.save(w))
                 ids = w.ids(sorted(changed))
                 w.executemany("DELETE FROM indexed WHERE space = ? AND key = ?", [(SPACE, ids[u]) for u in changed])
                 w.executemany("INSERT INTO indexed VALUES (?, ?, ?)", [(SPACE, ids[u], sha) for u, sha in changed.items() if sha])
@@ -148,13 +158,52 @@ class SearchIndex:
             try:
                 with self.store.write() as w:
                     work(w)
-            except StoreBusy as exc:  # derived: the next sync indexes these notes again
+            except (StoreBusy, OSError) as exc:  # derived: kept in memory, recorded at a later checkpoint
                 log.warning("the search index's state was not recorded: %s", exc)
+                for name in saved:
+                    self.vectors.discard(name)
                 return
-            for name in replaced:
-                self.vectors.drop_file(name)
+            for name in saved:
+                self.vectors.saved(name)
             self._changed.clear()
             self._recorded = self._synced
+
+    def _flush(self) -> None:
+        """The keywords committed (the caller holds the vault lock); when their files
+        cannot be written, kept in memory instead."""
+        try:
+            self.keywords.flush()
+        except (OSError, ValueError) as exc:
+            self.keywords = self._in_memory(exc)
+
+    def _in_memory(self, exc: Exception, refill: bool = True) -> KeywordIndex:
+        """The index's files cannot be written now (``exc``: a full disk; docs/DESIGN.md,
+        "Read-only vaults and full disks"). From here on this process keeps the index in
+        memory and records nothing; with ``refill`` the keywords of every note it holds
+        are put in again (the vectors are in memory already). What is on disk stays as it
+        was, and a later process brings it up to date."""
+        full = isinstance(exc, DiskFull) or full_disk_cause(exc) is not None
+        if not full and not isinstance(exc, OSError):
+            raise exc
+        log.warning("the search index cannot be written now, kept in memory: %s", exc)
+        self.unwritten = f"{'the disk is full' if full else exc}: the search index is kept in memory for this run"
+        waiting = getattr(self, "keywords", None)
+        self.folder = None
+        keywords = KeywordIndex(None, FIELDS)
+        if refill:
+            held = self.indexed_shas()
+            pending = waiting.pending if waiting is not None else {}
+            for uri, entry in self.vault.catalog.entries(sorted(held)).items():
+                doc = pending.get(uri)
+                if doc is not None:
+                    keywords.put(uri, *doc)
+                    continue
+                try:
+                    keywords.put(uri, {"title": entry.title, "body": self.vault.read_body(uri)}, entry.memory_type)
+                except (OSError, MemlinkError):
+                    continue  # vanished since; the next sync sees it
+            keywords.flush()
+        return keywords
 
     def close(self) -> None:
         if self.on_vault_change in self.vault.listeners:
@@ -206,7 +255,10 @@ class SearchIndex:
             report.reason = self._stale_reason or "full reindex asked for"
             with self._held():
                 self.vectors.wipe()
-                self.keywords = self.keywords.wipe()
+                try:
+                    self.keywords = self.keywords.wipe()
+                except (OSError, ValueError) as exc:
+                    self.keywords = self._in_memory(exc, refill=False)
                 self._changed = {u: None for u in self.indexed_shas()}
             self._stale_reason = ""
             todo = sorted(self.vault.catalog.shas())
@@ -269,9 +321,18 @@ class SearchIndex:
         good = self.vault.catalog
         return sorted(u for u in todo if u in good), sorted(gone)
 
-    def _held(self) -> AbstractContextManager[None]:
-        """The vault lock for index writes; none for a read-only vault (kept in memory)."""
-        return nullcontext() if self.vault.read_only else self.vault.writing()
+    @contextmanager
+    def _held(self) -> Iterator[None]:
+        """The vault lock for index writes; none for an index in memory. When the lock
+        cannot be had because a change recorded earlier waits for room (a full disk), the
+        index moves into memory."""
+        with ExitStack() as held:
+            if self.folder is not None:
+                try:
+                    held.enter_context(self.vault.writing())
+                except DiskFull as exc:
+                    self.keywords = self._in_memory(exc)
+            yield
 
     def _index_batch(self, uris: list[str], *, bodies: dict[str, tuple[str, str]] | None = None, threads: int = 1) -> None:
         texts: list[str] = []
@@ -335,7 +396,7 @@ class SearchIndex:
     def _flushed(self) -> KeywordIndex:
         if self.keywords.pending:
             with self._held():
-                self.keywords.flush()
+                self._flush()
         return self.keywords
 
     def keyword_search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:

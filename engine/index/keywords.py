@@ -19,6 +19,7 @@ from pathlib import Path
 import tantivy
 
 from ..model.text import cjk_expand, tokenize
+from ..storage.atomic import full_disk_cause
 
 
 def bm25_idf(df: int, n: int) -> float:
@@ -51,7 +52,9 @@ class KeywordIndex:
         folder.mkdir(parents=True, exist_ok=True)
         try:
             self.index = tantivy.Index(self.schema, path=str(folder), reuse=True)
-        except ValueError:  # another layout, or damaged: derived, start over
+        except ValueError as exc:  # another layout, or damaged: derived, start over
+            if full_disk_cause(exc) is not None:
+                raise  # (not damaged: the owner keeps its index in memory for now)
             self.made = True
             shutil.rmtree(folder)
             folder.mkdir(parents=True)

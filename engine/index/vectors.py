@@ -6,11 +6,13 @@ a query names its hits with one lookup.
 A key's vectors are replaced whole (old labels marked deleted, their slots reused
 through ``allow_replace_deleted``); the index grows by resizing. ``save`` writes the
 hnswlib file under a new name, then records it with the label changes in the caller's
-store transaction; the old file goes after the commit. A crash in between leaves the
-old file and the old map, which still agree."""
+store transaction; the old file goes after the commit (``saved``), the new one when the
+transaction fails (``discard``). A crash in between leaves the old file and the old map,
+which still agree."""
 
 from __future__ import annotations
 
+import errno
 import json
 import uuid
 from pathlib import Path
@@ -18,7 +20,7 @@ from pathlib import Path
 import hnswlib
 import numpy as np
 
-from ..storage.atomic import remove_file
+from ..storage.atomic import TMP_SUFFIX, remove_file
 from ..storage.store import KEY_IDS, Store, Writer
 from .embed import nonzero
 
@@ -78,15 +80,26 @@ class VectorIndex:
         return True
 
     def save(self, w: Writer) -> str | None:
-        """Write the snapshot and, in ``w``'s transaction, the label changes and its name.
-        Returns the file it replaces (to remove once ``w`` commits: ``drop_file``)."""
+        """Write a snapshot under a new name and stage, in ``w``'s transaction, the label
+        changes and the name. Returns the name, for ``saved`` once ``w`` commits (or
+        ``discard`` when it does not): until then this index is as it was. Raises OSError,
+        with nothing written, when the file cannot be (a full disk)."""
         if self.folder is None:
             return None
-        self.folder.mkdir(parents=True, exist_ok=True)
         name = f"{self.space}-vectors-{uuid.uuid4().hex[:10]}.bin"
-        tmp = self.folder / f"{name}.tmp"
-        self.index.save_index(str(tmp))
-        tmp.replace(self.folder / name)
+        tmp = self.folder / f"{name}{TMP_SUFFIX}"
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.index.save_index(str(tmp))
+            if tmp.stat().st_size < self._least_size():  # (hnswlib does not check its writes)
+                raise OSError(errno.ENOSPC, "the vector snapshot was cut short", str(tmp))
+            tmp.replace(self.folder / name)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
+        except RuntimeError as exc:  # (hnswlib's, when it cannot open the file)
+            tmp.unlink(missing_ok=True)
+            raise OSError(str(exc)) from exc
         w.executemany("DELETE FROM vectors WHERE space = ? AND label = ?", [(self.space, l) for l in self._pending])
         ids = w.ids(sorted({kp[0] for kp in self._pending.values() if kp is not None}))
         w.executemany("INSERT INTO vectors VALUES (?, ?, ?, ?)",
@@ -94,10 +107,28 @@ class VectorIndex:
         meta = {"file": name, "dims": self.dims, "params": self.params, "next_label": self.next_label,
                 "max_elements": self.index.get_max_elements()}
         w.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (self.meta_key, json.dumps(meta)))
+        return name
+
+    def saved(self, name: str | None) -> None:
+        """The transaction that recorded ``name`` (``save``) committed: it is this index's
+        snapshot now, and the one it replaces is removed."""
+        if name is None:
+            return
         old, self.file = self.file, name
         self._pending.clear()
         self._added.clear()
-        return old
+        self.drop_file(old)
+
+    def discard(self, name: str | None) -> None:
+        """The transaction that would have recorded ``name`` did not commit: its file goes,
+        and the label changes wait for the next save."""
+        self.drop_file(name)
+
+    def _least_size(self) -> int:
+        """The fewest bytes hnswlib's file of this index takes: its header, then each
+        element's data at level 0 and the size of its upper levels' links."""
+        links0 = self.params["M"] * 2 * 4 + 4
+        return 96 + self.index.element_count * (links0 + self.dims * 4 + 8 + 4)
 
     def drop_file(self, name: str | None) -> None:
         if name is not None and self.folder is not None:

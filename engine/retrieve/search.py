@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
+from filelock import FileLock
 from pydantic import BaseModel
 
 from ..errors import MemlinkError
@@ -23,7 +24,7 @@ from ..model.links import StoredLink
 from ..model.linktypes import LinkType, LinkTypeTable, builtin_table
 from ..model.relations import PERSON_KINDS, asked_relation, asks_who, relations_of
 from ..model.text import content_tokens, snippet, tokenize, words
-from ..storage.jsonl import append_jsonl
+from ..storage.jsonl import append_jsonl, keep_newest
 from ..storage.render import render_links
 from .fusion import RouteHits, fuse
 from .names import NameIndex
@@ -371,6 +372,9 @@ class SearchLogEntry(BaseModel):
     at: str
 
 
+SEARCH_LOG_MAX = 1_000_000  # bytes (~10k searches); past it the log keeps its newer half
+
+
 def _log_query(vault: Vault, query: str, ranked: list[str], found: dict[str, list[Route]]) -> None:
     """Interactive searches are logged (`.memlink/search-log.jsonl`) so the dream can spot
     topics searched often but poorly covered. A read-only vault writes no log."""
@@ -379,7 +383,11 @@ def _log_query(vault: Vault, query: str, ranked: list[str], found: dict[str, lis
     best = max((r.score for u in ranked[:5] for r in found.get(u, []) if r.kind == "vector"), default=0.0)
     entry = SearchLogEntry(q=" ".join(query.split()), hits=len(ranked), best_vector=round(best, 3),
                            at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    path = vault.state_dir / "search-log.jsonl"
     try:
-        append_jsonl(vault.state_dir / "search-log.jsonl", [entry])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(f"{path}.lock"):
+            keep_newest(path, SEARCH_LOG_MAX)
+            append_jsonl(path, [entry], lock=False)
     except OSError:
         pass  # a log is a help; searching goes on

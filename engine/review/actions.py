@@ -33,7 +33,7 @@ from ..model.links import StoredLink
 from ..model.notes import parse_note, serialize_note
 from ..model.uris import uri_dir
 from ..storage.journal import DeleteFile, WriteFile, WriteSidecar
-from ..storage.jsonl import read_jsonl
+from ..storage.jsonl import keep_newest, read_jsonl
 from ..storage.sidecars import PutLink, RemoveLegacy, RemoveLink, folder_text, read_folder, rewritten_whole
 from ..storage.transaction import sidecar_rel, text_hash
 
@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 
 ACTIONS = ("keep-a", "keep-b", "merge", "dismiss", "research")
 ACTION_LOG = ".memlink/review/actions.jsonl"  # vault-relative: a journal op appends to it
+# Bytes of undo history (~900 actions, each with the texts it replaced); past it the log
+# keeps its newer half.
+UNDO_HISTORY_MAX = 4_000_000
 
 
 class ReviewError(MemlinkError):
@@ -157,6 +160,7 @@ def log_action(vault: Vault, tx: Transaction, action: str, a: str, b: str, messa
         folder = rel[: -len(sidecar_rel(""))].rstrip("/")
         before[rel] = folder_text(vault.root, vault.resolve.folder(folder), folder)
     after = {rel: text_hash(tx.text_after(rel)) for rel in snapshot}
+    keep_newest(vault.root / ACTION_LOG, UNDO_HISTORY_MAX)  # (under the vault lock, as every write of the log)
     tx.append(ACTION_LOG, {"at": _now(), "action": action, "a": a, "b": b, "message": message,
                            "before": before, "after": after, "links": _link_records(vault, tx, whole)})
 

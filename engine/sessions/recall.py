@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from ..errors import MemlinkError
 from ..index.embed import cosine_shift
 from ..model.text import content_tokens, has_cjk, tokenize
 from ..retrieve.fusion import RouteHits, fuse
+from ..storage.atomic import full_disk_cause
 from .communities import label_propagation
 from .store import lost_sessions, norm_term
 from .turnindex import TurnIndex, pagerank, question_keys
@@ -83,7 +85,13 @@ class TurnMemory:
         if lost_sessions(vault):  # "deleting .memlink/ is safe": lost turn memories come back first
             from .importer import restore_turns  # importer imports the extraction stack: only then
 
-            restore_turns(vault)
+            try:
+                restore_turns(vault)
+            except (OSError, MemlinkError) as exc:  # a full disk: recall what there is; made at a later recall
+                if full_disk_cause(exc) is None:
+                    raise
+                vault.warnings.append("the disk is full: the turn memories of sessions that have none are made at a "
+                                      "later recall")
         self.mark = vault.store.mark()
         self.index = TurnIndex(vault, embedder).open()
         self.embedder = self.index.embedder

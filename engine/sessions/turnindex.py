@@ -20,8 +20,10 @@ rebuild."""
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import hashlib
 import json
+import logging
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
@@ -33,14 +35,17 @@ from ..index.embed import Embedder, load_embedder
 from ..index.keywords import KeywordIndex, bm25_idf
 from ..index.vectors import VectorIndex
 from ..model.text import has_cjk, printable, tokenize
-from ..storage.store import StoreBusy, Writer
+from ..storage.atomic import full_disk_cause
+from ..storage.store import Store, StoreBusy, Writer
 from .communities import label_propagation
 from .store import TurnStore, norm_term
 
 if TYPE_CHECKING:
     from ..storage.vault import Vault
 
+log = logging.getLogger(__name__)
 SPACE = "turns"
+FIELDS = ("text", "own")
 SPEAKERS = frozenset({"user", "i", "assistant"})
 def date_words(ts: str) -> str:
     """A timestamp as the words a question would use ("1 November 2026"); other date
@@ -173,11 +178,27 @@ class TurnIndex:
         self.embedder = embedder or load_embedder(vault.config.embedding.model).embedder
         self.fingerprint = json.dumps({"model": self.embedder.name, "dims": self.embedder.dims,
                                        "tokenizer": "tantivy-en_stem+cjk-bigram-2"}, sort_keys=True)
-        self.keywords = KeywordIndex(self.folder / SPACE if self.folder else None, ("text", "own"))
-        self.vectors = VectorIndex(SPACE, self.store, self.folder, self.embedder.dims)
         self.synced: dict[str, str] = {}  # each session's turn memories file as indexed (its stamp)
         self.turns = TurnRows(self, 0)
         self.near: dict[str, list[str]] = {}
+        try:
+            self.keywords = KeywordIndex(self.folder / SPACE if self.folder else None, FIELDS)
+        except (OSError, ValueError) as exc:
+            self._in_memory(exc)
+        self.vectors = VectorIndex(SPACE, self.store, self.folder, self.embedder.dims)
+
+    def _in_memory(self, exc: Exception) -> None:
+        """The index's files cannot be written now (a full disk: docs/DESIGN.md, "Read-only
+        vaults and full disks"): from here on this process indexes the turns in memory,
+        with a database of its own, and writes nothing; what is on disk stays as it was
+        and is brought up to date by a later sync."""
+        if not isinstance(exc, OSError) and full_disk_cause(exc) is None:
+            raise exc
+        log.warning("the turn index cannot be written now, kept in memory: %s", exc)
+        self.folder, self.store = None, Store(None)
+        self.keywords = KeywordIndex(None, FIELDS)
+        self.vectors = VectorIndex(SPACE, self.store, None, self.embedder.dims)
+        self.synced, self.near, self.turns = {}, {}, TurnRows(self, 0)
 
     # -- loading and syncing --------------------------------------------------------------------
     def open(self) -> TurnIndex:
@@ -228,7 +249,10 @@ class TurnIndex:
 
     def _reset(self) -> None:
         """Start from an empty index."""
-        self.keywords = self.keywords.wipe()
+        try:
+            self.keywords = self.keywords.wipe()
+        except (OSError, ValueError) as exc:
+            self._in_memory(exc)
         self.vectors.wipe()
 
         def work(w: Writer) -> None:
@@ -272,16 +296,23 @@ class TurnIndex:
         for m in todo:
             own, near_text = texts[m]
             self.keywords.put(m, {"text": own + "\n" + near_text, "own": own})
-        self.keywords.flush()
+        try:
+            if self.folder is not None and not self.vault.store.on_disk:  # the database moved into memory
+                raise OSError(errno.ENOSPC, "the disk is full: the database is kept in memory")
+            self.keywords.flush()
+        except (OSError, ValueError) as exc:  # (a full disk)
+            self._in_memory(exc)
+            self.sync(store)  # every turn again, in memory
+            return
         self.vectors.remove(gone)
         if todo:
             matrix = self.embedder.encode([own_text(turns[m]) for m in todo])
             self.vectors.put_many([(m, matrix[i : i + 1]) for i, m in enumerate(todo)], threads=2)
-        replaced: list[str | None] = []
+        saved: list[str | None] = []
 
         def work(w: Writer) -> None:
             try:
-                replaced.append(self.vectors.save(w))
+                saved.append(self.vectors.save(w))
             except OSError:  # the snapshot cannot be written (a full disk): built again next time
                 w.execute("DELETE FROM meta WHERE key = 'turns.fingerprint'")
             before = sorted(old)
@@ -304,7 +335,7 @@ class TurnIndex:
             w.executemany("INSERT OR REPLACE INTO turn_sessions VALUES (?, ?)", [(n, stamps[n]) for n in changed])
             count = w.execute("SELECT count(*) FROM turns").fetchone()[0]
             w.execute("INSERT OR REPLACE INTO meta VALUES ('turns.count', ?)", (str(count),))
-            if replaced:
+            if saved:
                 w.execute("INSERT OR REPLACE INTO meta VALUES ('turns.fingerprint', ?)", (self.fingerprint,))
             self.synced, self.near, self.turns = dict(stamps), {}, TurnRows(self, count)
 
@@ -312,12 +343,14 @@ class TurnIndex:
             with self.store.write() as w:
                 work(w)
         except StoreBusy:  # not recorded (a full disk): this process recalls from what it just read
+            for name in saved:
+                self.vectors.discard(name)
             rows = TurnRows(self, len(self.turns) + len(set(turns) - set(old)) - len(gone))
             rows.cache.update(turns)
             self.turns, self.near = rows, {**self.near, **near}
             return
-        for name in replaced:
-            self.vectors.drop_file(name)
+        for name in saved:
+            self.vectors.saved(name)
 
     def _update_terms(self, w: Writer, touched: list[str]) -> None:
         """The term rows of the terms a sync touched (text, turn count, words), then the

@@ -23,7 +23,7 @@ from filelock import FileLock
 from pydantic import BaseModel, ValidationError
 
 from ..errors import MemlinkError
-from .atomic import fsync_dir
+from .atomic import atomic_write_bytes, fsync_dir
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -267,3 +267,16 @@ def whole_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
     for n, line in enumerate(data[:end].split(b"\n")[:-1], 1):
         if line.strip():
             yield n, line
+
+
+def keep_newest(path: Path, limit: int) -> None:
+    """Past ``limit`` bytes, rewrite a log whose old records are only history (the search
+    log, the undo history) with its newer half, from a line's start, atomically. The
+    caller holds the log's lock."""
+    try:
+        if Path(path).stat().st_size <= limit:
+            return
+        recent = Path(path).read_bytes()[-(limit // 2) :]
+    except FileNotFoundError:
+        return
+    atomic_write_bytes(Path(path), recent[recent.find(b"\n") + 1 :])

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .atomic import full_disk_cause
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -136,6 +138,7 @@ class Store:
         self._lock = threading.RLock()
         self._db: sqlite3.Connection | None = None
         self._generation = ""  # the open database's (meta 'generation'): a new one is another database
+        self._moved = False  # the file could not be written (a full disk): in memory until ``close``
 
     # -- the connection ------------------------------------------------------------------------
     def keep_in_memory(self) -> None:
@@ -146,11 +149,19 @@ class Store:
             self.close()
             self._db = self._open_memory(seed)
 
+    @property
+    def on_disk(self) -> bool:
+        """Whether writes go to the file (not: a read-only vault, or a full disk)."""
+        return self.path is not None and not self._moved
+
     def close(self) -> None:
+        """Close the file (the next use opens it again; one moved into memory on a full
+        disk is tried again)."""
         with self._lock:
             if self._db is not None and self.path is not None:
                 self._db.close()
                 self._db = None
+                self._moved = False
 
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
@@ -158,13 +169,31 @@ class Store:
                 self._db = self._open_memory(None)
             else:
                 try:
-                    self._db = self._open_file(self.path)
-                except sqlite3.OperationalError:
-                    raise
-                except sqlite3.DatabaseError as exc:  # not a database, or a damaged one
-                    self._discard(exc)
-                    self._db = self._open_file(self.path)
+                    try:
+                        self._db = self._open_file(self.path)
+                    except sqlite3.OperationalError:
+                        raise
+                    except sqlite3.DatabaseError as exc:  # not a database, or a damaged one
+                        self._discard(exc)
+                        self._db = self._open_file(self.path)
+                except sqlite3.OperationalError as exc:
+                    if full_disk_cause(exc) is None:
+                        raise
+                    self._db = self._move_to_memory(exc)  # (a new database cannot be made on a full disk)
         return self._db
+
+    def _move_to_memory(self, exc: Exception) -> sqlite3.Connection:
+        """The file cannot be written (a full disk): from now until ``close`` this process
+        keeps the database in memory, a copy of the file as it is, so that what it derives
+        agrees with what it reads; the file keeps its older state, which the next process
+        derives again where it is behind (docs/DESIGN.md, "Read-only vaults and full
+        disks")."""
+        log.warning("the database %s cannot be written now, kept in memory: %s", self.path, exc)
+        memory = self._open_memory(self.path)
+        if self._db is not None:
+            self._db.close()
+        self._moved = True
+        return memory
 
     def _open_file(self, path: Path) -> sqlite3.Connection:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -216,7 +245,8 @@ class Store:
                 db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # (SQLite ends it by itself on some errors, a full disk among them)
+                db.execute("ROLLBACK")
             raise
 
     def _discard(self, exc: Exception) -> None:
@@ -282,6 +312,7 @@ class Store:
             try:
                 db.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
+                self._full(exc)
                 raise StoreBusy(str(exc)) from exc
             writer = Writer(db)
             try:
@@ -291,20 +322,30 @@ class Store:
             except sqlite3.OperationalError as exc:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
+                self._full(exc)
                 raise StoreBusy(str(exc)) from exc
             except BaseException:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 raise
 
+    def _full(self, exc: sqlite3.OperationalError) -> None:
+        """A write failed: on a full disk the database moves into memory."""
+        if self.on_disk and full_disk_cause(exc) is not None:
+            self._db = self._move_to_memory(exc)
+
     def try_write(self, what: str, work: Callable[[Writer], object]) -> bool:
         """``work(writer)`` in one transaction, for derived state that may wait: when the
-        database cannot be written now (busy past the timeout, a full disk) it is logged
-        and nothing is written (it is derived again later). Whether it was written."""
+        database cannot be written now (busy past the timeout) it is logged and nothing is
+        written (it is derived again later); on a full disk it is written in memory, where
+        the database moved. Whether it was written."""
+        moved = self._moved
         try:
             with self.write() as w:
                 work(w)
         except StoreBusy as exc:
+            if self._moved and not moved:  # the disk filled up just now: once more, in memory
+                return self.try_write(what, work)
             log.warning("%s not written now: %s", what, exc)
             return False
         return True

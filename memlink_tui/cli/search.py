@@ -62,6 +62,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_reindex(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     index, report = synced_index(vault, full=args.full)
+    if index.unwritten:  # (searches go on in memory; a reindex is for the files)
+        raise MemlinkError(index.unwritten)
     why = f" ({report.reason})" if report.rebuilt else ""
     print(f"indexed {index.status()['notes_indexed']} notes, {len(index.vectors)} chunks: {report.added} added, "
           f"{report.updated} updated, {report.removed} removed in {report.seconds:.2f}s"
