@@ -116,10 +116,19 @@ def vault_state(root: Path) -> tuple:
     sessions = {}
     for path in sorted((root / "sessions").glob("*")):
         if path.name.endswith(".jsonl"):
-            sessions[path.name] = sorted(path.read_text(encoding="utf-8").splitlines())
+            sessions[path.name] = sorted(_stable(line) for line in path.read_text(encoding="utf-8").splitlines())
         elif path.name.endswith(".memories.json"):
             sessions[path.name] = json.loads(path.read_text(encoding="utf-8"))
     return notes, links, sessions
+
+
+def _stable(line: str) -> str:
+    """A session log line without what differs from run to run: a commit mark's own id and
+    time (what it covers, ``upto``, is compared)."""
+    event = json.loads(line)
+    if event.get("kind") == "commit":
+        event.pop("id", None), event.pop("ts", None)
+    return json.dumps(event, sort_keys=True)
 
 
 def errors_of(vault: Vault) -> set[tuple]:
