@@ -13,6 +13,7 @@ from commit_worker import Rewording
 from conftest import SAMPLE
 from ollama_stub import OllamaStub
 from test_cli import memlink
+from test_hostile_text import HOSTILE, hostile_vault, unsafe
 
 from engine import Vault
 from engine.extract.inputs import InputError
@@ -78,6 +79,16 @@ def test_chat_sends_the_note_fenced_as_data_and_prints_its_citation(tmp_path):
     assert len(TurnStore(Vault.open(root)).ids(session)) == 2
 
 
+def test_a_reply_cut_off_exits_1_and_logs_no_answer(tmp_path):
+    root = sample_copy(tmp_path)
+    with OllamaStub(models=["llama3.2:latest"]) as stub:
+        stub.script.append(("cut", "It is"))
+        r = memlink("chat", STUDIO, vault=root, env={"OLLAMA_HOST": stub.host})
+    assert r.returncode == 1 and r.stderr.splitlines()[-1].startswith("memlink: error: "), r.stderr
+    session = r.stderr.split("chat session ", 1)[1].split(" ", 1)[0]
+    assert [e.role for e in read_events(Vault.open(root), session)] == ["user", "recall"]
+
+
 def test_chat_without_a_model_quotes_the_note_and_says_no_model_wrote_it(tmp_path):
     root = sample_copy(tmp_path)
     r = memlink("chat", STUDIO, vault=root, env=NO_OLLAMA)
@@ -92,15 +103,32 @@ def test_chat_without_a_model_quotes_the_note_and_says_no_model_wrote_it(tmp_pat
     assert any(i["source"] == "entities/klei-vuur.md" for i in out["context"]["items"])
 
 
-def test_chat_refuses_a_session_that_does_not_exist_and_writes_nothing(tmp_path):
+def test_chat_refuses_a_missing_session_an_absent_model_or_an_empty_question_and_writes_nothing(tmp_path):
     root = sample_copy(tmp_path)
     for session, said in (("2020-01-01-nothing", "no chat session '2020-01-01-nothing'"), ("../x", "bad session id")):
         r = memlink("chat", STUDIO, "--session", session, vault=root, env=NO_OLLAMA)
         assert r.returncode == 1 and said in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
-    assert sorted(p.name for p in (root / "sessions").glob("*.jsonl")) == sorted(
-        p.name for p in (SAMPLE / "sessions").glob("*.jsonl"))
     r = memlink("chat", STUDIO, "--provider", "ollama", vault=root, env=NO_OLLAMA)
     assert r.returncode == 1 and "not running" in r.stderr, r.stderr
+    r = memlink("chat", " ", vault=root, env=NO_OLLAMA)
+    assert r.returncode == 2 and "the question is empty" in r.stderr, r.stderr
+    assert sorted(p.name for p in (root / "sessions").glob("*.jsonl")) == sorted(
+        p.name for p in (SAMPLE / "sessions").glob("*.jsonl"))
+
+
+def test_chat_prints_no_escape_sequence_from_notes_turns_or_the_model(tmp_path):
+    root = tmp_path / "v"
+    hostile_vault(root).close()
+    with OllamaStub(models=["llama3.2:latest"]) as stub:
+        stub.script += [("json", f"The crane {HOSTILE} [1]."), ("json", EXTRACTION)]
+        with_model = memlink("chat", "alpha harbour crane", vault=root, env={"OLLAMA_HOST": stub.host})
+    runs = [with_model, memlink("chat", "alpha harbour crane", vault=root, env=NO_OLLAMA),
+            memlink("chat", "paint the fence", "--json", vault=root, env=NO_OLLAMA)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+        assert unsafe(r.stdout) == [] and unsafe(r.stderr) == []
+    assert "The crane" in with_model.stdout and "Alpha" in runs[1].stdout
+    assert HOSTILE in json.loads(runs[2].stdout)["answer"]  # JSON keeps every character, escaped
 
 
 def said(session: str, *pairs: tuple[str, str], first: int = 1) -> list[dict]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from engine import MemlinkError
 from engine.model.text import printable
 
-from .wiring import notice, open_vault, printable_path, provider, say, say_json, synced_index
+from .wiring import UsageError, notice, open_vault, printable_path, provider, say, say_json, synced_index
 
 if TYPE_CHECKING:
     from engine.sessions.memory import MemoryContext
@@ -35,6 +35,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from engine.sessions.extract import LLMTurnExtractor
     from engine.sessions.log import project_turns, read_events, session_uri
 
+    if not args.question.strip():
+        raise UsageError("the question is empty")
     vault = open_vault(args)
     session = args.session or new_session_id()
     if args.session and not vault.path(session_uri(session)).is_file():
