@@ -109,6 +109,15 @@ class MemlinkTools:
         hits = TurnMemory.for_vault(self.vault).recall(question, k=k, session=session)
         return {"question": question, "turns": [h.to_json() for h in hits]}
 
+    def context(self, question: Query, session: Short | None = None) -> dict[str, Any]:
+        from engine.sessions.context import visible_sources
+        from engine.sessions.log import project_turns, read_events
+        from engine.sessions.memory import memory_context
+
+        self.fresh()
+        visible = visible_sources(project_turns(session, read_events(self.vault, session))) if session else None
+        return memory_context(self.vault, question, visible=visible, index=SearchIndex.for_vault(self.vault)).to_json()
+
     def show_note(self, uri: Short) -> dict[str, Any]:
         from engine.storage.render import note_data
 
@@ -209,7 +218,8 @@ def build_server(vault: Vault) -> MCPServer:
     server = MCPServer(
         name="memlink", title="memlink", version=version(),
         instructions=(f"memlink: a personal memory vault of linked notes ({mode}). search finds notes (its routes say "
-                      "why each was found); recall finds past chat turns; show_note gives a note with its links; "
+                      "why each was found); recall finds past chat turns; context gives both for a question, "
+                      "numbered for citing, as memlink's chat model gets them; show_note gives a note with its links; "
                       "graph_query walks typed links; add_memory turns text into notes through memlink's extraction; "
                       "link and unlink write two-sided typed links; ask files a research question for the next dream; "
                       "list_reports and lint_digest review the vault. Notes are resources at memlink://note/{uri}. "
@@ -220,6 +230,11 @@ def build_server(vault: Vault) -> MCPServer:
                 "routes found it and how it scored.", annotations=READ)(guard(tools.search))
     server.tool(description="Recall past chat turns relevant to a question, with the routes that found them.",
                 annotations=READ)(guard(tools.recall))
+    server.tool(description="The memory context for a question, as memlink's chat model gets it: memory notes (a "
+                "note's path and line range) and past chat turns (a chat session and its message ids), numbered [n], "
+                "each with the route that found it, within the vault's chat budget. `session`: the chat session the "
+                "question is asked in (its last turns, which the asker sees, are left out).", annotations=READ)(
+        guard(tools.context))
     server.tool(description="One note: its fields, body, outgoing links and backlinks.", annotations=READ)(
         guard(tools.show_note))
     server.tool(description="Notes reachable from a note within `depth` hops over typed links "

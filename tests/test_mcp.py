@@ -18,8 +18,8 @@ from mcp.client.stdio import StdioServerParameters
 from engine import Vault
 from engine.lint.memo import check
 
-TOOLS = {"search", "recall", "show_note", "graph_query", "list_reports", "lint_digest", "add_memory", "link", "unlink",
-         "ask"}
+TOOLS = {"search", "recall", "context", "show_note", "graph_query", "list_reports", "lint_digest", "add_memory", "link",
+         "unlink", "ask"}
 MOCHI = "entities/mochi.md"
 
 
@@ -56,6 +56,22 @@ async def test_every_tool_answers_through_the_sdk_client(tmp_path):
 
         recalled = (await client.call_tool("recall", {"question": "Where do I get my flat white?"})).structured_content
         assert any("flat white" in (t["question"] + t["answer"]).lower() for t in recalled["turns"])
+
+        # What the chat model gets for a question: notes and turns, numbered for citing.
+        context = (await client.call_tool("context", {"question": "How much is the membership at the studio?"}))
+        items = context.structured_content["items"]
+        assert [i["n"] for i in items] == list(range(1, len(items) + 1))
+        studio = next(i for i in items if i["source"] == "entities/klei-vuur.md")
+        assert studio["kind"] == "note" and "€95" in studio["text"] and studio["cite"].startswith("entities/klei-vuur.md:")
+        assert all(i["route"] for i in items)
+        flat_white = {"question": "Where do I get my flat white?"}
+        anywhere = (await client.call_tool("context", flat_white)).structured_content["items"]
+        turn = next(i for i in anywhere if i["kind"] == "turn" and "flat white" in i["text"].lower())
+        # Asked inside that chat session, its last turns are what the asker sees already: left out.
+        inside = (await client.call_tool("context", {**flat_white, "session": turn["source"]})).structured_content
+        assert turn["where"] not in [i["where"] for i in inside["items"]]
+        bad = await client.call_tool("context", {**flat_white, "session": "../etc"})
+        assert bad.is_error and "bad session id" in bad.structured_content["error"]["message"]
 
         note = (await client.call_tool("show_note", {"uri": MOCHI})).structured_content
         assert note["uri"] == MOCHI and note["memory_type"] == "entity" and note["backlinks"]
@@ -138,6 +154,7 @@ async def test_arguments_out_of_bounds_are_refused_naming_them_and_escapes_are_n
         for tool, args, name in (("search", {"query": "tea", "k": -1}, "k"),
                                  ("search", {"query": "tea", "k": 10**6}, "k"),
                                  ("recall", {"question": "tea", "k": 0}, "k"),
+                                 ("context", {"question": "tea " * 1_000}, "question"),
                                  ("search", {"query": "tea " * 1_000_000}, "query"),
                                  ("graph_query", {"uri": MOCHI, "depth": -3}, "depth"),
                                  ("add_memory", {"text": "x" * 300_000}, "text"),

@@ -16,16 +16,16 @@ import sys
 import threading
 from pathlib import Path
 
-from . import app, dream, export, notes, search, write
+from . import app, chat, dream, export, notes, search, write
 from .wiring import EXIT_ERROR, EXIT_PROBLEMS, EXIT_USAGE, VAULT_HELP, run, vault_parent
 
 __all__ = ["EXIT_ERROR", "EXIT_PROBLEMS", "EXIT_USAGE", "GROUPS", "main", "parser"]
 
-GROUPS = (app, notes, search, write, dream, export)
+GROUPS = (app, chat, notes, search, write, dream, export)
 
 # The order `memlink --help` lists the commands in (the order people learn them in, not
 # by group). A command missing here is listed after these, in registration order.
-HELP_ORDER = ("app", "init", "demo", "show", "links", "link", "unlink", "search", "graph-query", "reindex",
+HELP_ORDER = ("app", "init", "demo", "chat", "show", "links", "link", "unlink", "search", "graph-query", "reindex",
               "commit", "ingest", "import-chat", "recall", "dream", "ask", "lint", "review", "undo", "obsidian", "doctor",
               "check", "mcp", "export", "backup", "restore")
 

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     s = sub.add_parser("commit", parents=[common], help="extract memories from a chat session's new turns")
     s.add_argument("session", help="session id (sessions/<id>.jsonl)")
+    s.add_argument("--turn", metavar="MESSAGE_ID",
+                   help="only the turn holding this message (the question's id, as `memlink chat --json` gives it); "
+                        "a later commit of the whole chat session skips it")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_commit)
 
@@ -118,7 +121,7 @@ def _retry_pending(vault: Vault, extractor: Extractor, quiet: bool) -> bool:
 def cmd_commit(args: argparse.Namespace) -> int:
     from engine.extract.inputs import choose_extractor
     from engine.index import SearchIndex
-    from engine.sessions.commit import commit_session
+    from engine.sessions.commit import commit_session, commit_turn
 
     vault = open_vault(args)
     extractor, health = choose_extractor(vault)
@@ -126,16 +129,19 @@ def cmd_commit(args: argparse.Namespace) -> int:
         say(f"provider: {health.provider} — {health.summary}", file=sys.stderr)
     SearchIndex.for_vault(vault)  # (its sync walks the vault: the one walk of the command)
     retried = _retry_pending(vault, extractor, args.json)
-    report = commit_session(vault, args.session, extractor)
+    if args.turn is None:
+        report, what = commit_session(vault, args.session, extractor), f"session {args.session}"
+    else:
+        report, what = commit_turn(vault, args.session, args.turn, extractor), f"session {args.session} turn {args.turn}"
     vault.close()
     for line in vault.warnings:  # e.g. a bad line of the session's log, left out
         notice(line)
     if args.json:
         say_json(report.to_json() if report else None)
     elif report is None:
-        say(f"session {args.session}: nothing new to commit")
+        say(f"{what}: nothing new to commit")
     else:
-        _print_report(report, f"session {args.session}")
+        _print_report(report, what)
     return 0 if retried else EXIT_PARTIAL
 
 
