@@ -71,8 +71,6 @@ def memory_context(vault: Vault, question: str, *, visible: set[str] | None = No
     notes: list[MemoryItem] = []
     if cfg.notes:
         for found in search(vault, question, k=cfg.notes, index=index, snippets=False)[: cfg.notes]:
-            if found.weak:
-                continue  # found only by a loose meaning: not something to answer from
             passage = _passage(vault, found.uri, question, budget // max(1, cfg.notes))
             if passage:
                 text, first, last = passage
