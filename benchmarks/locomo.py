@@ -10,7 +10,7 @@ stop list) over single messages at 2K messages (a turn holds two).
 
 Then, in this process on the same vaults: the memory context chat gives the model
 (`engine.sessions.memory.memory_context`, with `chat.turns` = K and notes on as
-configured; every session first saved to memory with the rules, so there are notes to
+configured; every chat session first saved to memory with the rules, so there are notes to
 add), scored by its turn items the same way: notes added beside the turns must not push
 evidence out; the ablation rows (each route alone and the
 fusion with and without the graph), the evidence gate (how many of a set of questions
@@ -135,7 +135,7 @@ def build(sample: dict, root: Path) -> tuple[Path, float]:
 
 
 def save_sessions(root: Path, sample: dict) -> int:
-    """Save every session to memory (ctrl+s, `memlink commit`) with the rules, so the vault
+    """Save every chat session to memory (ctrl+s, `memlink commit`) with the rules, so the vault
     holds the memory notes a user's would and the memory context has notes to add. Returns
     how many notes the vault then holds."""
     vault = Vault.open(root)
@@ -252,7 +252,7 @@ def main() -> int:
            ("BM25 over messages, 10 messages", baseline_at[5]),
            ("memlink recall, K=10", memlink_at[10]), ("memory context, chat.turns=10, its turns", context_at[10]),
            ("BM25 over messages, 20 messages", baseline_at[10])])
-    print(f"Memory context: every session saved to memory with the rules first ({n_notes} notes); "
+    print(f"Memory context: every chat session saved to memory with the rules first ({n_notes} notes); "
           "notes on as configured (chat.notes, chat.context_tokens)")
     for k in (5, 10):
         print(f"Memory context at chat.turns={k}: {context_notes[k]}/{n_questions} hold a note beside the turns; "
