@@ -8,7 +8,11 @@ image captions appended), the questions answered by `memlink recall --batch FILE
 category. The baseline is BM25 (k1 1.2, b 0.75, lower-case alphanumeric tokens, a small
 stop list) over single messages at 2K messages (a turn holds two).
 
-Then, in this process on the same vaults: the ablation rows (each route alone and the
+Then, in this process on the same vaults: the memory context chat gives the model
+(`engine.sessions.memory.memory_context`, with `chat.turns` = K and notes on as
+configured; every chat session first saved to memory with the rules, so there are notes to
+add), scored by its turn items the same way: notes added beside the turns must not push
+evidence out; the ablation rows (each route alone and the
 fusion with and without the graph), the evidence gate (how many of a set of questions
 about things never discussed recall nothing, and how many real questions it silences),
 and latency (per question, and one `memlink recall` process from a cold start).
@@ -37,6 +41,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from engine import Vault  # noqa: E402
+from engine.sessions.commit import commit_session  # noqa: E402
+from engine.sessions.memory import memory_context  # noqa: E402
 from engine.sessions.recall import RecallParams, TurnMemory  # noqa: E402
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -128,6 +134,26 @@ def build(sample: dict, root: Path) -> tuple[Path, float]:
     return vault.root, time.perf_counter() - started
 
 
+def save_sessions(root: Path, sample: dict) -> int:
+    """Save every chat session to memory (ctrl+s, `memlink commit`) with the rules, so the vault
+    holds the memory notes a user's would and the memory context has notes to add. Returns
+    how many notes the vault then holds."""
+    vault = Vault.open(root)
+    try:
+        for session in dict.fromkeys(r["session"] for r in transcript(sample)):
+            commit_session(vault, session)
+        return sum(1 for _ in root.rglob("*.md"))
+    finally:
+        vault.close()
+
+
+def configure(root: Path, **chat: int) -> None:
+    """Set the vault's `chat:` settings in its memlink.yaml, as a user would."""
+    cfg = yaml.safe_load((root / "memlink.yaml").read_text())
+    cfg["chat"] = chat
+    (root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
+
+
 def table(title: str, rows: list[tuple[str, Tally]]) -> None:
     print(f"\n{title}\n")
     print("| system | all | " + " | ".join(CATEGORIES.values()) + " |")
@@ -156,9 +182,12 @@ def main() -> int:
     unrelated = [l.strip() for l in UNRELATED.read_text(encoding="utf-8").splitlines() if l.strip() and not l.startswith("#")]
     memlink_at = {5: Tally(), 10: Tally()}
     baseline_at = {5: Tally(), 10: Tally()}
+    context_at = {5: Tally(), 10: Tally()}
+    context_notes = {5: 0, 10: 0}  # contexts holding a note item beside the turns
+    context_short = {5: 0, 10: 0}  # contexts with fewer turn items than recall returned
     ablation = {name: Tally() for name, _ in ABLATIONS}
     gated_real, silent_unrelated, seeded, latencies, imports, cold = 0, 0, 0, [], [], []
-    n_questions = n_turns = 0
+    n_questions = n_turns = n_notes = 0
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for sample in samples:
@@ -168,12 +197,27 @@ def main() -> int:
             n_questions += len(qs)
             qfile = root / f"{sample['sample_id']}.txt"
             qfile.write_text("".join(q["question"] + "\n" for q in qs))
+            recalled = {}
             for k in (5, 10):
                 out = memlink("recall", "--batch", str(qfile), "--k", str(k), "--json", vault=vault_root)
-                lines = [json.loads(l) for l in out.stdout.splitlines()]
-                assert len(lines) == len(qs), "one JSON line per question, in order"
-                for q, line in zip(qs, lines, strict=True):
+                recalled[k] = [json.loads(l) for l in out.stdout.splitlines()]
+                assert len(recalled[k]) == len(qs), "one JSON line per question, in order"
+                for q, line in zip(qs, recalled[k], strict=True):
                     memlink_at[k].add(q["category"], found([h["sources"] for h in line["hits"]], q["evidence"]))
+            n_notes += save_sessions(vault_root, sample)
+            for k in (5, 10):
+                configure(vault_root, turns=k)
+                vault = Vault.open(vault_root)
+                try:
+                    for q, line in zip(qs, recalled[k], strict=True):
+                        items = memory_context(vault, q["question"]).items
+                        turns = [i.where.split(", ") for i in items if i.kind == "turn"]
+                        context_at[k].add(q["category"], found(turns, q["evidence"]))
+                        context_notes[k] += any(i.kind == "note" for i in items)
+                        context_short[k] += len(turns) < len(line["hits"])
+                finally:
+                    vault.close()
+            configure(vault_root)
             messages = transcript(sample)
             bm25 = BM25([bm25_tokens(m["content"]) for m in messages])
             for q in qs:
@@ -204,8 +248,15 @@ def main() -> int:
     n = len(samples)
     print(f"LoCoMo: {n} conversations, {n_questions} questions, {n_turns} turns; zero-LLM rules provider")
     table("any-evidence@K turns (memlink) and @2K messages (BM25 baseline), same run",
-          [("memlink recall, K=5", memlink_at[5]), ("BM25 over messages, 10 messages", baseline_at[5]),
-           ("memlink recall, K=10", memlink_at[10]), ("BM25 over messages, 20 messages", baseline_at[10])])
+          [("memlink recall, K=5", memlink_at[5]), ("memory context, chat.turns=5, its turns", context_at[5]),
+           ("BM25 over messages, 10 messages", baseline_at[5]),
+           ("memlink recall, K=10", memlink_at[10]), ("memory context, chat.turns=10, its turns", context_at[10]),
+           ("BM25 over messages, 20 messages", baseline_at[10])])
+    print(f"Memory context: every chat session saved to memory with the rules first ({n_notes} notes); "
+          "notes on as configured (chat.notes, chat.context_tokens)")
+    for k in (5, 10):
+        print(f"Memory context at chat.turns={k}: {context_notes[k]}/{n_questions} hold a note beside the turns; "
+              f"{context_short[k]}/{n_questions} hold fewer turns than recall returned (chat.context_tokens)")
     table("Ablation: any-evidence@5 turns, by route", [(name, ablation[name]) for name, _ in ABLATIONS])
     print(f"\nGraph route: {seeded}/{n_questions} questions name a term that seeds it")
     print(f"Evidence gate: {silent_unrelated}/{len(unrelated) * n} unrelated questions recall nothing; "

@@ -138,6 +138,33 @@ def test_recall_is_the_same_in_every_process(tmp_path):
     assert sum(1 for hits in outputs[0] if hits) >= 55
 
 
+@pytest.mark.skipif(not LOCOMO.is_file(), reason="needs ../shared/data/locomo-dev")
+def test_notes_in_the_memory_context_never_push_a_recalled_turn_out(tmp_path):
+    """A long real conversation, every session saved to memory: the memory context at
+    ``chat.turns: 5`` holds exactly the 5 turns recall gives, notes beside them."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import locomo
+
+    from engine import Vault
+    from engine.sessions.memory import memory_context
+
+    sample = json.loads(LOCOMO.read_text(encoding="utf-8"))[0]
+    root, _ = locomo.build(sample, tmp_path)
+    assert locomo.save_sessions(root, sample) > 0
+    locomo.configure(root, turns=5)
+    vault = Vault.open(root)
+    try:
+        memory, with_notes = TurnMemory.for_vault(vault), 0
+        for q in locomo.questions(sample):
+            items = memory_context(vault, q["question"]).items
+            turns = [i.where.split(", ") for i in items if i.kind == "turn"]
+            assert sorted(turns) == sorted(h.sources for h in memory.recall(q["question"], k=5)), q["question"]
+            with_notes += any(i.kind == "note" for i in items)
+        assert with_notes >= 1
+    finally:
+        vault.close()
+
+
 def test_import_chat_keeps_every_message_its_image_caption_and_speaker(vault, tmp_path):
     records = [{"session": "s", "id": i, "role": role, "content": text, "ts": "t"} for i, role, text in [
         ("1", "assistant", "Morning!"), ("2", "user", "Hi."), ("3", "user", "I got the job!"),

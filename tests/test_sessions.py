@@ -171,6 +171,51 @@ def test_failed_turn_extraction_is_quarantined_and_retried_later(vault):
         assert "Current Turn".lower() in stub.requests[-1]["body"]["messages"][0]["content"].lower()
 
 
+def test_live_extraction_reads_the_previous_turn_summaries_quoted(vault):
+    """Chat extracts each turn on its own run; the model still reads the summaries of the
+    session's turns before it (``chat.previous_summaries`` of them), as fenced data."""
+    import yaml
+
+    from engine.llm.fence import data
+    from engine.llm.ollama_provider import OllamaProvider
+    from engine.storage.vault import Vault
+
+    def ask(n: int, question: str, answer: str) -> None:
+        append_events(vault, "s", [
+            {"session": "s", "id": f"q{n}", "role": "user", "content": question, "ts": "2026-11-01"},
+            {"session": "s", "id": f"a{n}", "role": "assistant", "content": answer, "ts": "2026-11-01"},
+        ])
+
+    def reply(summary: str) -> tuple[str, str]:
+        return ("json", json.dumps({"summary": summary, "outcome": "informational", "triples": []}))
+
+    def prompt(request: dict) -> str:
+        return request["body"]["messages"][0]["content"]
+
+    with OllamaStub() as stub:
+        extractor = LLMTurnExtractor(OllamaProvider("tiny", host=stub.host, timeout=3))
+        ask(1, "My sister Ines runs a pottery studio in Delft.", "Nice, noted.")
+        stub.script.append(reply("Ines, the user's sister,\nruns a pottery studio in Delft"))
+        assert extract_pending(vault, ["s"], extractor).extracted == 1
+        assert "Previous turn summaries:\n" + data("(none)") in prompt(stub.requests[-1])
+        ask(2, "Is she open on Sundays?", "I don't know her hours.")
+        stub.script.append(reply("The user asked whether Ines's studio opens on Sundays"))
+        assert extract_pending(vault, ["s"], extractor).extracted == 1
+        second = prompt(stub.requests[-1])
+        # quoted line by line, in its own fence
+        assert "Previous turn summaries:\n" + data("- Ines, the user's sister,\nruns a pottery studio in Delft") in second
+
+        cfg = yaml.safe_load((vault.root / "memlink.yaml").read_text())
+        cfg["chat"] = {"previous_summaries": 1}
+        (vault.root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
+        one = Vault.open(vault.root)
+        ask(3, "What does she make?", "Mugs, you said.")
+        stub.script.append(reply("Ines makes mugs"))
+        assert extract_pending(one, ["s"], extractor).extracted == 1
+        third = prompt(stub.requests[-1])
+        assert "| - The user asked whether Ines's studio opens on Sundays" in third and "Delft\n" not in third.split("CURRENT TURN")[0]
+
+
 def test_cli_import_chat_and_batch_recall(vault, tmp_path):
     from test_cli import memlink
 

@@ -113,6 +113,8 @@ class ChatConfig(BaseModel):
     notes: int = Field(3, ge=0, le=50, description="memory notes found for each question")
     context_tokens: int = Field(1500, ge=100, description="the memory context's size at most, in tokens (about 4 "
                                 "characters each); recalled turns are kept first")
+    previous_summaries: int = Field(3, ge=0, le=20, description="summaries of the session's previous turns given to "
+                                    "the model that extracts a turn, so references like 'she' resolve")
 
 
 class IngestConfig(BaseModel):

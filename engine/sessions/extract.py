@@ -91,7 +91,7 @@ class LLMTurnExtractor:
         self.name = provider.name
 
     def extract(self, turn: Turn, previous: list[str]) -> TurnExtraction:
-        context = "\n".join(f"- {s}" for s in previous[-3:]) or "(none)"
+        context = "\n".join(f"- {s}" for s in previous) or "(none)"
         current = f"User: {turn.question['content']}\nAssistant: {turn.answer['content']}"
         prompt = (
             "Summarise this completed chat turn for a memory index. The CURRENT TURN is the only "

@@ -82,28 +82,33 @@ def extract_pending(vault: Vault, sessions: list[str], extractor: Any = None,
     (``restore_turns``)."""
     report = report or ImportReport()
     extractor = extractor or turn_extractor(vault)
+    how_many = vault.config.chat.previous_summaries
     report.provider = extractor.name
     store = TurnStore(vault)
     todo: list[Turn] = []
+    order: dict[str, list[str]] = {}  # each session's turn memory ids, in turn order
+    place: dict[str, int] = {}  # memory id -> its place in that order
+    summaries: dict[str, str] = {}  # memory id -> summary, stored or made in this run
     for session in sessions:
         turns = project_turns(session, read_events(vault, session), final=final)
-        store.prune(session, {memory_id(t) for t in turns})
-        have = store.ids(session)
+        order[session] = [memory_id(t) for t in turns]
+        place.update((mem, i) for i, mem in enumerate(order[session]))
+        store.prune(session, set(order[session]))
+        summaries.update(store.summaries(session))
         for turn in turns:
             report.turns += 1
-            if memory_id(turn) in have:
+            if memory_id(turn) in summaries:
                 report.already += 1
             else:
                 todo.append(turn)
     docs: list[TurnMemoryRecord] = []
-    previous: dict[str, list[str]] = defaultdict(list)
     breaker = Breaker(vault.config.llm.max_failures)
     for n, turn in enumerate(todo, 1):
         if breaker.tripped and not isinstance(extractor, RulesTurnExtractor):
             report.fallback = f"{breaker.why()}: the rules extracted the remaining turns"
             extractor = rules_extractor(vault)
         try:
-            extraction = extractor.extract(turn, previous[turn.session])
+            extraction = extractor.extract(turn, _previous(order[turn.session], place[memory_id(turn)], summaries, how_many))
         except LLMInvalidOutput as exc:
             breaker.failed(exc)
             where = quarantine(vault, extractor.name, str(exc), exc.raw)
@@ -115,7 +120,7 @@ def extract_pending(vault: Vault, sessions: list[str], extractor: Any = None,
             continue
         breaker.answered()
         docs.append(store.doc(turn, extraction))
-        previous[turn.session].append(extraction.summary)
+        summaries[memory_id(turn)] = extraction.summary
         report.extracted += 1
         if progress:
             progress(n, len(todo))
@@ -124,6 +129,19 @@ def extract_pending(vault: Vault, sessions: list[str], extractor: Any = None,
     for session in sessions:
         store.keep(session)
     return report
+
+
+def _previous(ids: list[str], at: int, summaries: dict[str, str], how_many: int) -> list[str]:
+    """The summaries of the last ``how_many`` turns before ``ids[at]`` in its session that
+    have one (stored by an earlier run, or made in this one), oldest first: they let the
+    extractor resolve "she" or "that place" in a turn made one at a time in chat."""
+    out: list[str] = []
+    for i in range(at - 1, -1, -1):
+        if len(out) >= how_many:
+            break
+        if ids[i] in summaries:
+            out.append(summaries[ids[i]])
+    return out[::-1]
 
 
 def import_chat(vault: Vault, path: Path, extractor: Any = None,

@@ -140,8 +140,9 @@ class TurnStore:
     def get(self, session: str, mem_id: str) -> dict[str, Any] | None:
         return next((r for r in self._rows(session) if r["id"] == mem_id), None)
 
-    def ids(self, session: str) -> set[str]:
-        return {r["id"] for r in self._rows(session)}
+    def summaries(self, session: str) -> dict[str, str]:
+        """The session's turn summaries, by turn memory id."""
+        return {r["id"]: r["summary"] for r in self._rows(session)}
 
     def put(self, turn: Turn, extraction: TurnExtraction) -> TurnMemoryRecord:
         doc = self.doc(turn, extraction)
