@@ -39,7 +39,8 @@ def commit_session(vault: Vault, session_id: str, extractor: Any = None) -> RunR
     events = read_events(vault, session_id)
     start, mark = committed(vault, session_id, events)
     new = [e for e in events[start:] if e.kind != COMMIT]
-    turns = project_turns(session_id, new, final=True)
+    alone = {str(i) for e in events if e.kind == COMMIT for i in (e.model_extra or {}).get("turn", [])}
+    turns = [t for t in project_turns(session_id, new, final=True) if not alone & set(t.source_ids)]
     if not turns:
         return None
     when = _day(turns[-1].messages[-1].ts)
@@ -59,13 +60,37 @@ def commit_session(vault: Vault, session_id: str, extractor: Any = None) -> RunR
     return report
 
 
+def commit_turn(vault: Vault, session_id: str, turn_id: str, extractor: Any = None) -> RunReport:
+    """Extract the memories of one turn alone (``turn_id``: the id of any of its messages).
+    Its commit mark names the turn's messages (``turn``) and no ``upto``: the turns around
+    it stay for the next commit of the session, which leaves this one out."""
+    events = read_events(vault, session_id) if vault.path(session_uri(session_id)).is_file() else []
+    turns = [t for t in project_turns(session_id, [e for e in events if e.kind != COMMIT], final=True)
+             if str(turn_id) in t.source_ids]
+    if not turns:
+        raise InputError(f"no turn {turn_id!r} in session {session_id!r}")
+    turn = turns[0]
+    ctx = ExtractContext("session", "\n".join(turn.transcript()), _day(turn.messages[-1].ts),
+                         user_lines=[message_text(m) for m in turn.asked])
+    if extractor is None:
+        extractor, _health = choose_extractor(vault)
+    ops = ExtractLoop(vault, extractor).run(ctx)
+    with vault.transaction() as tx:
+        report = MemoryUpdater(vault).apply_operations(resolve_operations(ops, ctx), ctx, extractor.name,
+                                                       f"session {session_id}")
+        tx.append(session_uri(session_id), {
+            "session": session_id, "id": f"commit-{uuid.uuid4().hex}", "role": "system", "kind": COMMIT, "content": "",
+            "ts": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "turn": turn.source_ids})
+    return report
+
+
 def committed(vault: Vault, session_id: str, events: list[SessionEvent]) -> tuple[int, str | None]:
     """Where the session's uncommitted events start, and the id of its last commit mark
     (None: never committed)."""
     at = {e.key: i for i, e in enumerate(events)}
     start, mark = 0, None
     for i, event in enumerate(events):
-        if event.kind == COMMIT:
+        if event.kind == COMMIT and "upto" in (event.model_extra or {}):  # a turn saved alone marks only it
             upto = (event.model_extra or {}).get("upto")
             start = max(start, at.get(str(upto), i) + 1)
             mark = event.key
