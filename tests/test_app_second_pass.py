@@ -589,7 +589,8 @@ async def test_a_cited_past_turn_opens_its_session_at_that_turn(sample):
     session = sorted(p.stem for p in (sample.root / "sessions").glob("*.jsonl"))[0]
     from engine.sessions.log import message_text, project_turns, read_events
 
-    turn = project_turns(session, read_events(sample, session), final=True)[-1]
+    turns = project_turns(session, read_events(sample, session), final=True)
+    turn = turns[len(turns) // 2]  # in the middle: the end of the session does not show it
     async with chatting(sample) as (stub, app, pilot, screen):
         reply = Reply("see [1]", items=[MemoryItem("turn", session, ", ".join(turn.source_ids), "t", "x", "r", 1.0)])
         await screen.query_one("#transcript").mount(reply)
@@ -600,13 +601,15 @@ async def test_a_cited_past_turn_opens_its_session_at_that_turn(sample):
         await pilot.pause()
         target = [w for w in transcript.children
                   if "user" in w.classes and turn.asked and message_text(turn.asked[0])[:20] in w.visual.plain]
-        assert target and transcript.scroll_offset.y <= target[-1].virtual_region.y  # scrolled to that turn, not its end
+        top, bottom = transcript.scroll_offset.y, transcript.scroll_offset.y + transcript.scrollable_content_region.height
+        assert target and top <= target[0].virtual_region.y < bottom  # scrolled to that turn
+        assert transcript.scroll_offset.y < transcript.max_scroll_y  # not to the session's end
 
 
 async def test_ctrl_o_saves_the_chosen_reply_alone_and_ctrl_s_the_rest(sample, monkeypatch):
+    from engine.extract.inputs import RulesExtractor
     from engine.sessions.commit import commit_session, committed
     from engine.sessions.events import COMMIT
-    from engine.extract.inputs import RulesExtractor
     from engine.sessions.log import read_events
 
     monkeypatch.setattr("engine.sessions.commit.choose_extractor", lambda v: (RulesExtractor(), None))

@@ -11,7 +11,6 @@ a note opens in the browser, a past turn in its session."""
 from __future__ import annotations
 
 import re
-
 from typing import TYPE_CHECKING
 
 from textual import on, work
@@ -72,12 +71,12 @@ class ChatScreen(Pane):
     PANE = "chat"
     BINDINGS = [
         Binding("escape", "stop_or_back", "Back (a reply first stops)"),
-        Binding("ctrl+y", "retry", "Retry reply"),
+        Binding("ctrl+y", "retry", "Retry reply", show=False),  # a failed or stopped reply says so itself
         Binding("ctrl+g", "extract_with_rules", "Extract with rules", show=False),  # ctrl+e is the field's end of line
-        Binding("ctrl+r", "focus_recall", "Citations (recall list)"),
-        Binding("ctrl+n", "new_session", "New session"),
+        Binding("ctrl+r", "focus_recall", "Citations"),
         Binding("ctrl+s", "commit", "Save to memory (commit)", priority=True),
         Binding("ctrl+o", "save_reply", "Save one reply"),
+        Binding("ctrl+n", "new_session", "New session"),
     ]
     DEFAULT_CSS = """
     ChatScreen #sessions { width: 30; border: round $panel; }
