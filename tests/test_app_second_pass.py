@@ -528,3 +528,106 @@ async def test_a_reply_shows_word_by_word_as_it_streams(sample):
                 break
         partial = {t for t in seen if t not in ("…", words) and words.startswith(t.strip())}
         assert words in seen and len(partial) >= 3, seen  # the words arrived one after another on screen
+
+
+# -- citations and saving one reply -----------------------------------------------------------------
+STUDIO = "How much is the membership at the studio?"
+
+
+async def test_a_reply_shows_its_citations_and_ctrl_r_enter_opens_the_cited_note(sample):
+    from memlink_tui.screens.chat import Reply
+
+    async with chatting(sample) as (stub, app, pilot, screen):
+        stub.script.append(("json", "It is €95 a month [1]. [9] is not a citation."))
+        await pilot.press(*STUDIO, "enter")
+        await settle(app, pilot)
+        reply = screen.query("#transcript Reply").last(Reply)
+        assert "entities/klei-vuur.md" in [i.source for i in reply.items]
+        content = reply.visual
+        cited = [s for s in content.spans if "@click=cite(1)" in str(s.style)]
+        assert len(cited) == 1 and content.plain[cited[0].start:cited[0].end] == "[1]"  # a link, styled apart
+        assert not [s for s in content.spans if "cite(9)" in str(s.style)]  # no item 9: plain text
+        first = reply.items[0]
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        recall = screen.query_one("#recall-list")
+        assert recall.has_focus and recall.highlighted == 0
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert app.current_mode == ("browser" if first.kind == "note" else "chat")
+        if first.kind == "note":
+            assert app.screen.current == first.source
+
+
+async def test_without_a_model_the_pane_answers_from_memory_with_citations_that_open(sample):
+    from conftest import set_llm
+
+    from memlink_tui.screens.chat import Reply
+
+    app = MemlinkApp(set_llm(sample.root, provider="rules"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_at(app, pilot, "chat")
+        screen = app.screen
+        await pilot.press(*STUDIO, "enter")
+        await settle(app, pilot)
+        reply = screen.query("#transcript Reply").last(Reply)
+        shown = reply.visual.plain
+        assert "No model wrote this answer" in shown and "€95" in shown and "entities/klei-vuur.md" in shown
+        n = [i.source for i in reply.items].index("entities/klei-vuur.md") + 1
+        assert [s for s in reply.visual.spans if f"@click=cite({n})" in str(s.style)]
+        recall_head = str(screen.query_one("#recall-text").render())
+        assert "quoted in the answer (no model)" in recall_head and "given to the model" not in recall_head
+        reply.action_cite(n)  # what a click on [n] runs
+        await settle(app, pilot)
+        assert app.current_mode == "browser" and app.screen.current == "entities/klei-vuur.md"
+
+
+async def test_a_cited_past_turn_opens_its_session_at_that_turn(sample):
+    from engine.sessions.memory import MemoryItem
+    from memlink_tui.screens.chat import Reply
+
+    session = sorted(p.stem for p in (sample.root / "sessions").glob("*.jsonl"))[0]
+    from engine.sessions.log import message_text, project_turns, read_events
+
+    turns = project_turns(session, read_events(sample, session), final=True)
+    turn = turns[len(turns) // 2]  # in the middle: the end of the session does not show it
+    async with chatting(sample) as (stub, app, pilot, screen):
+        reply = Reply("see [1]", items=[MemoryItem("turn", session, ", ".join(turn.source_ids), "t", "x", "r", 1.0)])
+        await screen.query_one("#transcript").mount(reply)
+        reply.action_cite(1)
+        await settle(app, pilot)
+        assert screen.chat.session == session
+        transcript = screen.query_one("#transcript")
+        await pilot.pause()
+        target = [w for w in transcript.children
+                  if "user" in w.classes and turn.asked and message_text(turn.asked[0])[:20] in w.visual.plain]
+        top, bottom = transcript.scroll_offset.y, transcript.scroll_offset.y + transcript.scrollable_content_region.height
+        assert target and top <= target[0].virtual_region.y < bottom  # scrolled to that turn
+        assert transcript.scroll_offset.y < transcript.max_scroll_y  # not to the session's end
+
+
+async def test_ctrl_o_saves_the_chosen_reply_alone_and_ctrl_s_the_rest(sample, monkeypatch):
+    from engine.extract.inputs import RulesExtractor
+    from engine.sessions.commit import commit_session, committed
+    from engine.sessions.events import COMMIT
+    from engine.sessions.log import read_events
+
+    monkeypatch.setattr("engine.sessions.commit.choose_extractor", lambda v: (RulesExtractor(), None))
+    async with chatting(sample) as (stub, app, pilot, screen):
+        stub.streams = ("json", "Noted.")  # every reply; the model's extraction is refused (503)
+        await pilot.press(*"I prefer oolong tea in the morning.", "enter")
+        await settle(app, pilot)
+        await pilot.press(*"I prefer walking to the studio.", "enter")
+        await settle(app, pilot)
+        screen.query("#transcript Reply").first().focus()
+        await pilot.press("ctrl+o")
+        await settle(app, pilot)
+        assert "saved one reply" in str(screen.query_one("#status").render())
+        session = screen.chat.session
+    events = read_events(sample, session)
+    said = [e.key for e in events if e.role in ("user", "assistant") and e.kind is None]
+    marks = [e for e in events if e.kind == COMMIT]
+    assert len(marks) == 1 and marks[0].model_extra["turn"] == said[:2]  # the first question and its reply alone
+    assert committed(sample, session, events)[1] is None  # the session itself is not committed yet
+    assert commit_session(sample, session) is not None  # ctrl+s later: the other turn
+    assert read_events(sample, session)[-1].model_extra["upto"] == [e.key for e in events if e.kind != COMMIT][-1]

@@ -169,7 +169,7 @@ async def test_chat_turn_recalls_a_past_turn_and_opens_it(sample):
             chats = [r["body"] for r in stub.requests if r["path"] == "/api/chat" and r["body"].get("stream")]
             sent = chats[-1]["messages"]
             # recall went in, as quoted data in a user message (docs/DESIGN.md, "Turn memory")
-            assert any("| " in m["content"] and "flat white" in m["content"] and "BEGIN RECALL" in m["content"]
+            assert any("| " in m["content"] and "flat white" in m["content"] and "BEGIN MEMORY" in m["content"]
                        and m["role"] == "user" for m in sent[:-1])
             listed = screen.query_one("#recall-list", OptionList)
             prompts = [str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)]

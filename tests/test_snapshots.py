@@ -19,6 +19,7 @@ from memlink_tui.screens.lint import LintScreen
 
 SIZE = (150, 42)
 NOTE = "entities/man-met-bril-koffie.md"
+STUDIO = "How much is the membership at the studio?"
 
 
 @pytest.fixture
@@ -82,7 +83,7 @@ def test_chat(snap_compare, snap_vault, monkeypatch):
     monkeypatch.setattr("memlink_tui.screens.chat.new_session_id", lambda: "2026-12-01-090000-new")
     app = MemlinkApp(snap_vault)
     assert snap_compare(app, terminal_size=SIZE,
-                        run_before=journey(["c"], lambda a: a.screen.open_session("2026-11-20-weekly-review")))
+                        run_before=journey(*PANE_JOURNEYS["chat"]))
 
 
 def test_reports(snap_compare, snap_vault):
@@ -111,7 +112,7 @@ def test_first_run(snap_compare, tmp_path, monkeypatch):
 SMALL = (80, 24)
 PANE_JOURNEYS = {
     "browser": (lambda a: a.go("browser", NOTE),),
-    "chat": (["c"], lambda a: a.screen.open_session("2026-11-20-weekly-review")),
+    "chat": (["c"], lambda a: a.screen.open_session("2026-11-20-weekly-review"), [*STUDIO, "enter"]),  # answered from memory
     "graph": (lambda a: a.go("browser", NOTE), ["g"]),
     "reports": (["R"],),
     "lint": (["L"],),

@@ -21,8 +21,8 @@ MEMLINK = Path(sys.executable).parent / "memlink"
 def test_first_journey_in_tmux(size):
     """Search, open, follow, graph, back; a contradiction reviewed with its card and
     undone; a one-key dream whose reports reach the tree without a key; a chat reply
-    streamed word by word by a stand-in Ollama, with a sample session's turn recalled —
-    and at 80×24 a visit to every pane too."""
+    streamed word by word by a stand-in Ollama, with a sample session's turn recalled and
+    its citation opened with ctrl+r and enter — and at 80×24 a visit to every pane too."""
     cols, rows = size
     env = dict(os.environ, MEMLINK=str(MEMLINK), PYTHON=sys.executable, COLUMNS_OVERRIDE=str(cols), ROWS_OVERRIDE=str(rows))
     tour = ["--journeys", "--tour"] if size == (80, 24) else ["--journeys"]

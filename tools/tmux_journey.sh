@@ -10,7 +10,8 @@
 #                     one-key dream whose reports show in the tree without a key, and
 #                     chat: a reply streamed word by word by a stand-in Ollama on a
 #                     loopback port (tests/ollama_stub.py), with a sample session's turn
-#                     recalled, then the turn's memory made with the rules (ctrl+g)
+#                     recalled, then the turn's memory made with the rules (ctrl+g),
+#                     one reply saved alone (ctrl+o) and its citation [1] opened
 #
 #   The terminal is 120x36; COLUMNS_OVERRIDE and ROWS_OVERRIDE change it (80 and 24).
 set -euo pipefail
@@ -42,7 +43,7 @@ trap cleanup EXIT
 # Ollama: nothing listens on port 9 (the rules provider), except for the chat journey,
 # where a stand-in streams every reply slowly enough to be seen arriving.
 ollama=http://127.0.0.1:9
-reply="Your flat white is at Man Met Bril, by the canal, the one with the ceramic cups."
+reply="Your flat white is at Man Met Bril [1], by the canal, the one with the ceramic cups."
 if [ -n "$journeys" ]; then
   "${PYTHON:-.venv/bin/python}" tests/ollama_stub.py --pause 0.3 "$reply" > "$work/stub.out" &
   stub=$!
@@ -162,9 +163,13 @@ if [ -n "$journeys" ]; then
   echo "ok   streaming: the first words show before the last"
   wait_for replied "ceramic cups."
   wait_for recalled "2026-08-11-eveni"
-  screen | grep -q "past turn(s)" || { echo "FAIL recall: no recalled turn listed" >&2; screen >&2; exit 1; }
+  screen | grep -q "memory item(s)" || { echo "FAIL recall: no memory item listed" >&2; screen >&2; exit 1; }
   wait_for no-llm-extraction "ctrl+g extracts it"
   keys C-g; wait_for rules-extraction "turn memory updated with the rules"
+  # Saving the reply alone asks the model, which refuses extraction here: the pane says why.
+  keys C-o; wait_for save-reply "saving the reply failed"
+  # The reply's citation [1] (a recalled turn of a sample session) opened from the keyboard.
+  keys C-r; settled; keys Enter; wait_for cited "Chat · 2026-08-11-evening-setup"
   keys Escape; settled  # out of the message box, where q would be typed
 fi
 keys q

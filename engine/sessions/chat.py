@@ -108,7 +108,7 @@ class ChatSession:
     def reply(self, messages: list[dict[str, str]]) -> Iterator[str]:
         """Stream the answer from Ollama; the full answer is logged at the end. Without a
         model the answer is the memory context itself, quoted with its citations and
-        said to be no model's (logged as kind "memory": extraction leaves it out, it only
+        said to be no model's (logged as kind "memory": extraction leaves its text out, it only
         repeats the vault)."""
         if self.provider is None:
             answer = answer_from_memory(self.last_context)

@@ -14,8 +14,9 @@ SESSION_ID = re.compile(r"^[\w.\-]{1,120}$")
 # The kind of a commit mark: a line `memlink commit` appends with the notes it extracted,
 # in the same unit of work, naming the last event they cover (``upto``).
 COMMIT = "commit"
-# The kind of an answer made without a model from the memory context: it only repeats the
-# vault, so extraction and the turn projection leave it out.
+# The kind of an answer made without a model from the memory context: it ends its turn and
+# shows when the session is reopened, but it only repeats the vault, so extraction and
+# recall leave its text out (``Turn.answer``, ``Turn.transcript``).
 MEMORY_ANSWER = "memory"
 
 

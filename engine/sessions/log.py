@@ -141,11 +141,14 @@ class Turn:
 
     @property
     def answer(self) -> dict[str, str]:
-        return _joined(self.answered)
+        """What was answered, as extraction and recall read it: an answer from memory
+        (kind ``memory``) only repeats the vault, so it is not part of it."""
+        return _joined([m for m in self.answered if m.kind != MEMORY_ANSWER])
 
     def transcript(self) -> list[str]:
-        """The turn's messages as "role: text" lines, the form extraction reads."""
-        return [f"{m.role}: {message_text(m)}" for m in self.messages]
+        """The turn's messages as "role: text" lines, the form extraction reads (without
+        an answer from memory)."""
+        return [f"{m.role}: {message_text(m)}" for m in self.messages if m.kind != MEMORY_ANSWER]
 
 
 def message_text(event: SessionEvent) -> str:
@@ -191,7 +194,7 @@ def project_turns(session: str, events: Iterable[SessionEvent], *, final: bool =
                 close()
                 asked, answered, between = [], [], []
             asked.append(event)
-        elif role in ANSWER_ROLES and kind not in ("reasoning", "tool", "draft", MEMORY_ANSWER) and _visible(event):
+        elif role in ANSWER_ROLES and kind not in ("reasoning", "tool", "draft") and _visible(event):
             answered.append(event)
         elif asked or answered:
             between.append(event.key)

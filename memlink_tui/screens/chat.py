@@ -2,19 +2,22 @@
 from Ollama as they are written; escape stops one, ctrl+y asks again for one that failed
 or was stopped), and on the right what recall injected and why. A message starts a new
 session unless one is picked in the list; ctrl+n starts one too, ctrl+s commits the
-session into memory notes. With no Ollama the pane says why and how
-to start it; everything else keeps working. `a` on a note in the browser opens this
-pane asking about that note: it is given to the model and seeds recall. Enter on a
-recall item opens its session, or the note."""
+session into memory notes, ctrl+o only the chosen reply's turn. With no Ollama the pane
+says why and how to start it, and answers from memory; everything else keeps working.
+`a` on a note in the browser opens this pane asking about that note: it is given to the
+model and seeds recall. A reply's [n] citations are links (click, or ctrl+r and enter):
+a note opens in the browser, a past turn in its session."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import Footer, Input, Label, ListItem, ListView, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -31,17 +34,49 @@ from .pane import Pane
 
 if TYPE_CHECKING:
     from engine.llm import Health, Provider
+    from engine.sessions.memory import MemoryItem
+
+CITATION = re.compile(r"(?<!\\)\[(\d{1,2})\]")  # [n] in a reply as markup (an escaped \[ is the text's own)
+
+
+class Reply(Static, can_focus=True):
+    """A reply in the transcript, with the memory items it was given (``items``: its [n]
+    citations, shown as links) and the id of the question it answers (``turn``)."""
+
+    class Cited(Message):
+        def __init__(self, reply: Reply, n: int) -> None:
+            super().__init__()
+            self.reply, self.n = reply, n
+
+    def __init__(self, text: str = "…", items: list[MemoryItem] | None = None, about: str | None = None,
+                 turn: str = "") -> None:
+        super().__init__(text, classes="assistant")
+        self.items, self.about, self.turn = list(items or []), about, turn
+
+    def show(self, text: str, extra: str = "") -> None:
+        """``text`` (data) with its citations of ``items`` as links, then ``extra`` (markup)."""
+        count = len(self.items)
+
+        def link(m: re.Match) -> str:
+            n = int(m.group(1))
+            return f"[b u $accent @click=cite({n})]\\[{n}][/]" if 1 <= n <= count else m.group(0)
+
+        self.update(CITATION.sub(link, safe_markup(text)) + extra)
+
+    def action_cite(self, n: int) -> None:
+        self.post_message(self.Cited(self, n))
 
 
 class ChatScreen(Pane):
     PANE = "chat"
     BINDINGS = [
         Binding("escape", "stop_or_back", "Back (a reply first stops)"),
-        Binding("ctrl+y", "retry", "Retry reply"),
+        Binding("ctrl+y", "retry", "Retry reply", show=False),  # a failed or stopped reply says so itself
         Binding("ctrl+g", "extract_with_rules", "Extract with rules", show=False),  # ctrl+e is the field's end of line
-        Binding("ctrl+r", "focus_recall", "Recall list"),
-        Binding("ctrl+n", "new_session", "New session"),
+        Binding("ctrl+r", "focus_recall", "Citations"),
         Binding("ctrl+s", "commit", "Save to memory (commit)", priority=True),
+        Binding("ctrl+o", "save_reply", "Save one reply"),
+        Binding("ctrl+n", "new_session", "New session"),
     ]
     DEFAULT_CSS = """
     ChatScreen #sessions { width: 30; border: round $panel; }
@@ -54,6 +89,7 @@ class ChatScreen(Pane):
     ChatScreen #recall-list { height: 1fr; border: none; background: transparent; }
     ChatScreen .user { color: $accent; margin-top: 1; }
     ChatScreen .assistant { margin-bottom: 1; }
+    ChatScreen .assistant:focus { background: $boost; }
     ChatScreen #status { height: auto; color: $text-muted; padding: 0 1; }
     """
 
@@ -63,8 +99,8 @@ class ChatScreen(Pane):
         self.health = None
         self.chat: ChatSession | None = None
         self.about: str | None = None  # a note the next messages ask about
-        self._unanswered: tuple[list[dict[str, str]], Static] | None = None  # a reply that failed or was stopped
-        self._replying: tuple[list[dict[str, str]], Static, list[str]] | None = None  # the reply being written
+        self._unanswered: tuple[list[dict[str, str]], Reply] | None = None  # a reply that failed or was stopped
+        self._replying: tuple[list[dict[str, str]], Reply, list[str]] | None = None  # the reply being written
 
     def compose(self) -> ComposeResult:
         yield self.pane_bar()
@@ -75,7 +111,7 @@ class ChatScreen(Pane):
                 yield Static("", id="status")
                 yield Input(placeholder="Message…  (enter sends)", id="message")
             with Vertical(id="recall"):
-                yield Static("Recall shows here what past turns were given to the model, and why.", id="recall-text")
+                yield Static("Recall shows here what of your memory a reply was given, and why.", id="recall-text")
                 yield OptionList(id="recall-list")
         yield self.status_bar()
         yield Footer()
@@ -120,7 +156,22 @@ class ChatScreen(Pane):
                 self._provider_ready(self.provider, self.health, getattr(self, "_extractor", None))
 
     def action_focus_recall(self) -> None:
-        self.set_focus(self.query_one("#recall-list", OptionList))
+        """The recall list with the chosen reply's memory (the last reply's when none is
+        chosen), at the first item it cites."""
+        reply = self._chosen_reply()
+        recall = self.query_one("#recall-list", OptionList)
+        if reply is not None and reply.items:
+            self._show_recall(reply)
+            cited = [int(n) for n in CITATION.findall(str(reply.render())) if 1 <= int(n) <= len(reply.items)]
+            recall.highlighted = (cited[0] if cited else 1) - 1 + (1 if reply.about else 0)
+        self.set_focus(recall)
+
+    def _chosen_reply(self) -> Reply | None:
+        """The reply in focus, or else the last one."""
+        if isinstance(self.focused, Reply):
+            return self.focused
+        replies = self.query("#transcript Reply")
+        return replies.last(Reply) if replies else None
 
     # -- provider -------------------------------------------------------------------------------
     def on_provider_changed(self, message: ProviderChanged) -> None:
@@ -163,20 +214,29 @@ class ChatScreen(Pane):
             self.open_session(event.item.name)
             self.set_focus(self.query_one("#message", Input))
 
-    def open_session(self, session: str) -> None:
+    def open_session(self, session: str, at: str = "") -> None:
+        """Show ``session``'s conversation, scrolled to the message with id ``at`` (else its end)."""
         if self.is_mounted and getattr(self, "about", None):
             self._ask_about(None)  # a note asked about belongs to the conversation it was asked in
         self.chat = ChatSession(self.vault, session, self.provider, getattr(self, "_extractor", None))
         transcript = self.query_one("#transcript", VerticalScroll)
         transcript.remove_children()
+        target = None
         for turn in project_turns(session, read_events(self.vault, session), final=True):  # an unanswered message shows too
             for message in turn.asked:
-                transcript.mount(Static(f"[b]you[/b]  {safe_markup(message_text(message))}", classes="user"))
+                shown: Static = Static(f"[b]you[/b]  {safe_markup(message_text(message))}", classes="user")
+                transcript.mount(shown)
+                target = shown if message.key == at else target
             for message in turn.answered:
-                transcript.mount(Static(safe_markup(message_text(message)), classes="assistant"))
+                shown = Reply(safe_markup(message_text(message)), turn=turn.source_ids[0])
+                transcript.mount(shown)
+                target = shown if message.key == at else target
         transcript.border_title = f"Chat · {safe_markup(session)}"
-        # After the refresh: the new messages must be laid out before the end is known.
-        transcript.call_after_refresh(transcript.scroll_end, animate=False)
+        # After the refresh: the new messages must be laid out before the end (or the turn) is known.
+        if target is None:
+            transcript.call_after_refresh(transcript.scroll_end, animate=False)
+        else:
+            transcript.call_after_refresh(transcript.scroll_to_center, target, animate=False)
 
     def action_new_session(self) -> None:
         self.open_session(new_session_id())
@@ -191,13 +251,13 @@ class ChatScreen(Pane):
         event.input.value = ""
         transcript = self.query_one("#transcript", VerticalScroll)
         transcript.mount(Static(f"[b]you[/b]  {safe_markup(text)}", classes="user"))
-        answer = Static("…", classes="assistant")
+        answer = Reply("…")
         transcript.mount(answer)
         transcript.scroll_end(animate=False)
         self.talk(text, answer)
 
     @work(thread=True, group="chat")
-    def talk(self, text: str, answer: Static) -> None:
+    def talk(self, text: str, answer: Reply) -> None:
         chat = self.chat
         assert chat is not None  # _send() talks only in an open session
         about = self.about
@@ -210,10 +270,12 @@ class ChatScreen(Pane):
         except MemlinkError as exc:
             self.app.call_from_thread(answer.update, f"[red]{safe_markup(str(exc))}[/red]")
             return
-        self.app.call_from_thread(self._show_recall, chat)
+        asked = project_turns(chat.session, read_events(self.vault, chat.session), final=True)
+        answer.items, answer.about, answer.turn = chat.last_context.items, about, asked[-1].source_ids[0] if asked else ""
+        self.app.call_from_thread(self._show_recall, answer)
         self._reply(chat, messages, answer)
 
-    def _reply(self, chat: ChatSession, messages: list[dict[str, str]], answer: Static) -> None:
+    def _reply(self, chat: ChatSession, messages: list[dict[str, str]], answer: Reply) -> None:
         """Stream the reply into ``answer`` piece by piece (in the chat worker). A reply
         that fails or is stopped (escape) is not logged; ctrl+y asks again."""
         from textual.worker import get_current_worker
@@ -231,14 +293,14 @@ class ChatScreen(Pane):
                 if worker.is_cancelled:
                     return  # escape said so already (action_stop_or_back); the reply is not logged
                 parts.append(piece)
-                self.app.call_from_thread(answer.update, safe_markup("".join(parts)))
+                self.app.call_from_thread(answer.show, "".join(parts))
                 self.app.call_from_thread(transcript.scroll_end, animate=False)
         except LLMError as exc:
             if worker.is_cancelled:
                 return
             self._unanswered = (messages, answer)
-            shown = safe_markup("".join(parts)) + "\n" if parts else ""
-            self.app.call_from_thread(answer.update, f"{shown}[red]{safe_markup(str(exc))}[/red]  [dim](ctrl+y asks again)[/dim]")
+            shown = "".join(parts) + "\n" if parts else ""
+            self.app.call_from_thread(answer.show, shown, f"[red]{safe_markup(str(exc))}[/red]  [dim](ctrl+y asks again)[/dim]")
             return
         finally:
             self._replying = None
@@ -260,7 +322,7 @@ class ChatScreen(Pane):
             if self._replying is not None:  # said now: the model may not send its next piece for a while
                 messages, answer, parts = self._replying
                 self._unanswered = (messages, answer)
-                answer.update(safe_markup("".join(parts)) + "  [dim](stopped; ctrl+y asks again)[/dim]")
+                answer.show("".join(parts), "  [dim](stopped; ctrl+y asks again)[/dim]")
             return
         await self.app.run_action("back")
 
@@ -274,7 +336,7 @@ class ChatScreen(Pane):
         self._retry(self.chat, messages, answer)
 
     @work(thread=True, exclusive=True, group="chat-retry")
-    def _retry(self, chat: ChatSession, messages: list[dict[str, str]], answer: Static) -> None:
+    def _retry(self, chat: ChatSession, messages: list[dict[str, str]], answer: Reply) -> None:
         self._reply(chat, messages, answer)
 
     def _extracted(self, report) -> None:
@@ -311,34 +373,42 @@ class ChatScreen(Pane):
         self._unextracted = None
         self.app.call_from_thread(self.notify, f"turn memory updated with the rules: {report.extracted} turn(s)")
 
-    def _show_recall(self, chat: ChatSession) -> None:
-        """Exactly what the model was given (or, without a model, what the answer quotes),
-        numbered as the answer cites it; enter opens the note or the conversation."""
-        items = chat.last_context.items
-        given = "given to the model" if chat.provider is not None else "quoted in the answer (no model)"
+    def _show_recall(self, reply: Reply) -> None:
+        """Exactly what the model was given for ``reply`` (or, without a model, what the
+        answer quotes), numbered as the reply cites it; enter opens the note or the turn."""
+        items = reply.items
+        given = "given to the model" if self.provider is not None else "quoted in the answer (no model)"
         head = (f"{len(items)} memory item(s) {given}" if items
                 else "Nothing in your memory was relevant to this message.")
         self.query_one("#recall-text", Static).update(head + "  [dim](ctrl+r, enter opens)[/dim]")
         options, self._recall_targets = [], []
-        if self.about:
-            options.append(Option(f"[b]note asked about[/b]\n{safe_path(self.about)}"))
-            self._recall_targets.append(("note", self.about))
+        if reply.about:
+            options.append(Option(f"[b]note asked about[/b]\n{safe_path(reply.about)}"))
+            self._recall_targets.append(("note", reply.about, ""))
         for n, item in enumerate(items, 1):
             where = safe_path(item.cite) if item.kind == "note" else safe_markup(item.cite)
             options.append(Option(f"[b]\\[{n}] {safe_markup(item.title[:80])}[/b]\n[dim]{where}[/dim]\n"
                                   f"[i]{safe_markup(item.route)}[/i]\n{safe_markup(item.text[:200])}"))
-            self._recall_targets.append(("note" if item.kind == "note" else "session", item.source))
+            self._recall_targets.append((item.kind, item.source, item.where.split(",")[0].strip()))
         recall = self.query_one("#recall-list", OptionList)
         recall.clear_options()
         recall.add_options(options)
 
     @on(OptionList.OptionSelected, "#recall-list")
     def _open_recalled(self, event: OptionList.OptionSelected) -> None:
-        kind, target = self._recall_targets[event.option_index]
+        self._open(*self._recall_targets[event.option_index])
+
+    @on(Reply.Cited)
+    def _open_cited(self, event: Reply.Cited) -> None:
+        item = event.reply.items[event.n - 1]
+        self._open(item.kind, item.source, item.where.split(",")[0].strip())
+
+    def _open(self, kind: str, target: str, at: str) -> None:
+        """A note in the browser; a turn in its session, scrolled to it."""
         if kind == "note":
             self.go("browser", target)
-        elif kind == "session":
-            self.open_session(target)
+        else:
+            self.open_session(target, at=at)
             self.set_focus(self.query_one("#message", Input))
 
     # -- commit -----------------------------------------------------------------------------------
@@ -346,6 +416,28 @@ class ChatScreen(Pane):
         if self.chat is not None:
             self._status("committing the session to memory…")
             self.commit(self.chat.session)
+
+    def action_save_reply(self) -> None:
+        """ctrl+o: the memories of the chosen reply's turn alone (the last reply's when none
+        is chosen)."""
+        reply = self._chosen_reply()
+        if self.chat is None or reply is None or not reply.turn:
+            self.notify("No reply to save yet.", timeout=3)
+            return
+        self._status("saving this reply's turn to memory…")
+        self.save_turn(self.chat.session, reply.turn)
+
+    @work(thread=True, exclusive=True, group="commit")
+    def save_turn(self, session: str, turn: str) -> None:
+        from engine.sessions.commit import commit_turn
+
+        try:
+            report = commit_turn(self.vault, session, turn)
+        except MemlinkError as exc:
+            self.app.call_from_thread(self._status, f"[red]saving the reply failed: {safe_markup(str(exc))}[/red]")
+            return
+        self.app.call_from_thread(self._status, f"saved one reply: {safe_markup(report.summary())}")
+        self.app.call_from_thread(self.notify, safe_markup(report.summary()), title="Saved one reply")
 
     @work(thread=True, exclusive=True, group="commit")
     def commit(self, session: str) -> None:
