@@ -76,7 +76,7 @@ def test_chat_sends_the_note_fenced_as_data_and_prints_its_citation(tmp_path):
     assert [e.content for e in events] == [STUDIO, "It is €95 a month [1].", "And when are the glaze firings?", "Fridays."]
     assert out["turn"] == events[2].key
     # Each answered turn gets its turn memory, as the app makes it: recall finds it later.
-    assert len(TurnStore(Vault.open(root)).ids(session)) == 2
+    assert len(TurnStore(Vault.open(root)).summaries(session)) == 2
 
 
 def test_a_reply_cut_off_exits_1_and_logs_no_answer(tmp_path):

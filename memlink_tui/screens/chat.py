@@ -436,8 +436,9 @@ class ChatScreen(Pane):
         except MemlinkError as exc:
             self.app.call_from_thread(self._status, f"[red]saving the reply failed: {safe_markup(str(exc))}[/red]")
             return
-        self.app.call_from_thread(self._status, f"saved one reply: {safe_markup(report.summary())}")
-        self.app.call_from_thread(self.notify, safe_markup(report.summary()), title="Saved one reply")
+        said = report.summary() if report is not None else "it was saved already"
+        self.app.call_from_thread(self._status, f"saved one reply: {safe_markup(said)}")
+        self.app.call_from_thread(self.notify, safe_markup(said), title="Saved one reply")
 
     @work(thread=True, exclusive=True, group="commit")
     def commit(self, session: str) -> None:
