@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..errors import MemlinkError
 from ..graph import LinkGraph
 from ..model.links import StoredLink
-from ..retrieve.search import search
+from ..sessions.memory import memory_context
 from ..storage.jsonl import read_jsonl
 from .ask import ask
 
@@ -168,6 +168,12 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False, llm: bool = Fa
 
 
 def _related(vault: Vault, question: str) -> list[str]:
-    """The notes a research question is about (reports are never evidence)."""
-    return [h.uri for h in search(vault, question, k=8, snippets=False)
-            if h.memory_type not in NOT_EVIDENCE]
+    """The notes a research question is about: the notes of its memory context, as chat
+    reads them (reports are never evidence; the dream's pages are whole notes, so turns
+    are not asked for)."""
+    evidence = set(vault.catalog.memory_types().values()) - set(NOT_EVIDENCE)
+    context = memory_context(vault, question, turn_count=0, note_count=RELATED, types=evidence)
+    return [item.source for item in context.items]
+
+
+RELATED = 8  # notes a research question gathers as its pages

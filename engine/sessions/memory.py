@@ -57,21 +57,26 @@ class MemoryContext:
 
 
 def memory_context(vault: Vault, question: str, *, visible: set[str] | None = None,
-                   index: SearchIndex | None = None) -> MemoryContext:
-    """Up to ``chat.turns`` recalled turns and ``chat.notes`` notes for ``question``, within
+                   index: SearchIndex | None = None, turn_count: int | None = None,
+                   note_count: int | None = None, types: set[str] | None = None) -> MemoryContext:
+    """Up to ``chat.turns`` recalled turns and ``chat.notes`` notes for ``question`` (or
+    ``turn_count`` and ``note_count``: the dream asks for notes alone), within
     ``chat.context_tokens``. ``visible``: message ids the model already reads in full (the
-    session's last turns), which recall leaves out."""
+    session's last turns), which recall leaves out; ``types``: the memory types a note may
+    have (all when None)."""
     cfg = vault.config.chat
     budget = cfg.context_tokens * CHARS_PER_TOKEN
+    turn_count = cfg.turns if turn_count is None else turn_count
+    note_count = cfg.notes if note_count is None else note_count
     turns: list[MemoryItem] = []
-    if cfg.turns:
-        for hit in TurnMemory.for_vault(vault).recall(question, k=cfg.turns, visible=visible):
+    if turn_count:
+        for hit in TurnMemory.for_vault(vault).recall(question, k=turn_count, visible=visible):
             turns.append(MemoryItem("turn", hit.session, ", ".join(hit.sources), hit.summary or hit.question,
                                     f"Q: {hit.question}\nA: {hit.answer}", "; ".join(hit.routes), hit.score))
     notes: list[MemoryItem] = []
-    if cfg.notes:
-        for found in search(vault, question, k=cfg.notes, index=index, snippets=False)[: cfg.notes]:
-            passage = _passage(vault, found.uri, question, budget // max(1, cfg.notes))
+    if note_count:
+        for found in search(vault, question, k=note_count, index=index, snippets=False, types=types)[:note_count]:
+            passage = _passage(vault, found.uri, question, budget // note_count)
             if passage:
                 text, first, last = passage
                 notes.append(MemoryItem("note", found.uri, f"{first}-{last}", found.title, text, found.route, found.score))
