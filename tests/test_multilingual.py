@@ -6,6 +6,7 @@ Chinese notes and session turns, and the wheel's package data carries it."""
 from __future__ import annotations
 
 import fnmatch
+import json
 import subprocess
 import sys
 import tomllib
@@ -169,3 +170,25 @@ def test_the_fast_load_makes_what_model2vecs_constructor_makes():
                 else:
                     assert a[key] == b[key], key
         assert np.array_equal(ours.encode(texts), theirs.encode(texts))
+
+
+def test_a_date_asked_in_chinese_finds_the_turn_of_that_day(vault, tmp_path):
+    """Turn dates are indexed as English words ("2 May 2023"); "5月2号" in a question is
+    read as the same date, so the turn of that day ranks first, not the other day's (the
+    evidence gate is left out here: the question's other words are in no turn)."""
+    from engine.model.text import tokenize
+    from engine.sessions.extract import RulesTurnExtractor
+    from engine.sessions.recall import RecallParams, TurnMemory
+
+    assert {"2", "may"} <= set(tokenize("5月2号我们聊了什么?"))
+    assert {"2", "may", "2023"} <= set(tokenize("2023年5月2日")) and "may" not in tokenize("13月5日")
+    events = [("d1", "2023-05-02T09:00:00", "We talked about the kiln schedule.", "Fridays it is."),
+              ("d2", "2023-06-07T09:00:00", "We talked about the glaze recipe.", "Satin base it is.")]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(
+        json.dumps({"session": "s", "id": f"{sid}-{n}", "role": role, "content": text, "ts": ts}) + "\n"
+        for sid, ts, q, a in events for n, (role, text) in enumerate((("user", q), ("assistant", a)))), encoding="utf-8")
+    import_chat(vault, path, RulesTurnExtractor())
+    params = RecallParams(vector=False, min_evidence=0.0)
+    hits = TurnMemory(vault, params=params).recall("5月2号我们聊了什么?", k=1)
+    assert hits and hits[0].sources == ["d1-0", "d1-1"]

@@ -99,11 +99,35 @@ def _frame_tokens() -> frozenset[str]:
     return frozenset(tokenize(" ".join(QUESTION_FRAME)))
 
 
+# A date written the Chinese, Japanese or Korean way: 2023年5月2日, 5月2号, 5월 2일, 5月.
+_CJK_DATE = re.compile(r"(?:(\d{4})\s*[年년]\s*)?(\d{1,2})\s*[月월]\s*(?:(\d{1,2})\s*[日号號일])?")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+
+
+def with_date_words(text: str) -> str:
+    """``text`` with each CJK date followed by its English words ("5月2号" → "5月2号 2 May"),
+    the form turn dates are indexed in (engine.sessions.turnindex.date_words): a question
+    asked in one language finds a date written in the other."""
+    if "月" not in text and "월" not in text:
+        return text
+
+    def words(m: re.Match[str]) -> str:
+        year, month, day = m.group(1), int(m.group(2)), m.group(3)
+        if not 1 <= month <= 12 or (day and not 1 <= int(day) <= 31):
+            return m.group(0)
+        said = " ".join(p for p in (day, _MONTHS[month - 1], year) if p)
+        return f"{m.group(0)} {said} "
+
+    return _CJK_DATE.sub(words, text)
+
+
 def tokenize(text: str) -> list[str]:
-    """Lowercased, stemmed word tokens; each CJK run gives its characters and bigrams."""
+    """Lowercased, stemmed word tokens; each CJK run gives its characters and bigrams, and
+    a CJK date its English words too."""
     out: list[str] = []
     words: list[str] = []
-    for cjk, word in _SPLIT.findall(text.lower()):
+    for cjk, word in _SPLIT.findall(with_date_words(text).lower()):
         if cjk:
             out.extend(cjk)
             out.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
@@ -120,9 +144,11 @@ _CJK_RUN = re.compile(rf"[{_CJK}]+")
 def cjk_expand(text: str) -> str:
     """Text for an index whose own tokenizer splits words and stems English (tantivy's
     en_stem): each CJK run is replaced by its characters and bigrams, space-separated,
-    so the index sees the same CJK tokens ``tokenize`` makes."""
+    so the index sees the same CJK tokens ``tokenize`` makes (a CJK date's English words
+    included)."""
     if not _IS_CJK.search(text):
         return text
+    text = with_date_words(text)
     return _CJK_RUN.sub(lambda m: " " + " ".join([*m.group(0), *(m.group(0)[i : i + 2] for i in range(len(m.group(0)) - 1))]) + " ", text)
 
 
