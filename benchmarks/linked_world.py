@@ -305,11 +305,17 @@ ASK = {
 }
 
 
+# A founder works at what they founded, as the web says it ("Yara Smith, founder of
+# Cascade" is on Cascade's team page): the gold of "Who works at X?" holds its founders.
+IMPLIED_BY = {"works_at": ("founded",)}
+
+
 def _questions(rng: random.Random, pages: dict[str, Page], facts) -> list[Question]:
     out = []
     for relation, phrasings in ASK.items():
         by_target: dict[str, list[str]] = {}
-        for person, target in sorted(facts[relation]):
+        stated = set(facts[relation]).union(*(facts[r] for r in IMPLIED_BY.get(relation, ())))
+        for person, target in sorted(stated):
             by_target.setdefault(target, []).append(person)
         for target, gold in sorted(by_target.items()):
             out.append(Question(relation, rng.choice(phrasings).format(x=pages[target].title), target, sorted(gold)))

@@ -425,3 +425,20 @@ def test_ingest_output_is_printable_and_counts_page_links_honestly(tmp_path):
     summary = r.stdout.strip().splitlines()[-1]
     derived = sum(1 for _ in v.links.all()) - pages_links
     assert derived > 0 and f"{pages_links} links between pages (+{derived} from extracted notes)" in summary
+
+
+def test_a_founder_answers_who_works_at_the_company(vault, tmp_path):
+    """A page saying "the founder of Cascade" is typed `founded`; founding implies working
+    there, so "Who works at Cascade?" answers with the founder as well as the staff."""
+    pages = write(tmp_path / "pages", {
+        "people/yara-smith.md": "# Yara Smith\n\nYara Smith is the founder of [[Cascade]].\n",
+        "people/ivo-berg.md": "# Ivo Berg\n\nIvo works at [[Cascade]] as an engineer.\n",
+        "people/lena-moss.md": "# Lena Moss\n\nLena advises [[Cascade]] on pricing.\n",
+        "companies/cascade.md": "# Cascade\n\nA logistics start-up.\n",
+    })
+    ingest_batch(vault, [pages], extractor=RULES)
+    assert links_of(vault, "sources/yara-smith.md")["sources/cascade.md"][1] == "founded"
+    hits = search(vault, "Who works at Cascade?", k=5)
+    answers = {h.uri for h in hits if h.routes[0].kind == "answer" and h.routes[0].via is not None}
+    assert {"sources/yara-smith.md", "sources/ivo-berg.md"} <= answers
+    assert "sources/lena-moss.md" not in answers  # advising is not working there

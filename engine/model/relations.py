@@ -31,6 +31,11 @@ class Relation:
     said: re.Pattern  # the relation stated in a sentence
     asked: re.Pattern  # the relation asked about in a question
     reverse: re.Pattern | None = None  # cues (among ``said``) whose grammatical subject is the relation's object
+    implies: tuple[str, ...] = ()  # relations this one states too: a founder works at what they founded
+
+    def answers(self, asked: Relation) -> bool:
+        """Whether a link stating this relation answers a question asking ``asked``."""
+        return asked.name == self.name or asked.name in self.implies
 
 
 def _p(text: str) -> re.Pattern:
@@ -45,7 +50,7 @@ _PLAIN = builtin_table().role("default")
 RELATIONS: list[Relation] = [  # strongest first: the first that matches a sentence decides
     Relation("founded", _MEMBER, "founded", "founded by",
              _p(r"\b(?:co-?)?found(?:ed|er|ing (?:member|partner|team))\b"), _p(r"\b(?:co-?)?found(?:ed|er|ers)\b"),
-             _p(r"(?:co-?)?founded by\b")),
+             _p(r"(?:co-?)?founded by\b"), implies=("works_at",)),
     Relation("invested_in", _PLAIN, "invested in", "backed by",
              _p(r"\binvest(?:ed|or|ors|ment|ments|s|ing)?\b|\bback(?:ed|er|ers|s)\b|\bangel\b|\bstake\b|"
                 r"\bseries [a-f]\b|\b(?:seed|funding) round\b|\bfunded\b"),

@@ -322,7 +322,7 @@ def _answers(graph: Adjacency, catalog: Catalog, named: list[str], question: str
         dst = step.dst
         person = kinds[dst] in PERSON_KINDS
         if asked is not None:  # the link states it, with the other note as the subject
-            strong = any(rel.name == asked.name and (from_subject if step.direction == "backlinks" else not from_subject)
+            strong = any(rel.answers(asked) and (from_subject if step.direction == "backlinks" else not from_subject)
                          for rel, from_subject in relations_of(step.link.description))
         else:
             strong = person
