@@ -159,3 +159,26 @@ def test_tool_traces_are_not_sent_again_and_a_failing_extractor_does_not_stop_ch
         assert isinstance(results[0], RuntimeError)  # reported, and the chat goes on
         stub.script.append(("json", "Yes."))
         assert "".join(chat.reply(chat.prepare("Thanks"))) == "Yes."
+
+
+def test_an_answer_from_memory_goes_back_to_a_model_only_as_a_marker(sample):
+    """Its quoted notes are data: a model asked later in the chat never reads them as its
+    own words."""
+    from engine.sessions.context import ANSWERED_FROM_MEMORY
+
+    chat = ChatSession(sample, "m1", None, RulesTurnExtractor())
+    said = "".join(chat.reply(chat.prepare("How much is the membership at the studio?")))
+    assert "€95" in said
+    messages = chat.prepare("And on which day are glaze firings?")
+    assistant = [m["content"] for m in messages if m["role"] == "assistant"]
+    assert assistant == [ANSWERED_FROM_MEMORY]
+
+
+def test_a_note_gone_since_it_was_indexed_costs_one_item_not_the_context(sample):
+    from engine.sessions.memory import memory_context
+
+    question = "How much is the membership at the studio?"
+    assert any(i.source == "entities/klei-vuur.md" for i in memory_context(sample, question).items)
+    (sample.root / "entities" / "klei-vuur.md").write_bytes(b"\xff\xfe not utf-8")
+    items = memory_context(sample, question).items
+    assert items and all(i.source != "entities/klei-vuur.md" for i in items)

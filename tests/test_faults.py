@@ -423,3 +423,16 @@ def test_link_writes_leave_dot_memlink_bounded_and_undo_working(sample, monkeypa
     assert size() <= settled + 60_000  # (unbounded, 200 more updates alone add ~900 kB)
     assert undo(sample).startswith("undid update-link")
     assert [l.description for l in sample.links.of(a, "links") if l.to_uri == b] == ["round 198"]
+
+
+def test_trimming_a_capped_log_keeps_whole_records_and_always_the_newest(tmp_path):
+    from engine.storage.jsonl import keep_newest
+
+    log = tmp_path / "actions.jsonl"
+    log.write_bytes(b'{"old": 1}\n' + b'{"big": "' + b"x" * 5000 + b'"}\n')
+    keep_newest(log, 1000)  # the newest record alone is past the cap: it stays, whole
+    assert [json.loads(line) for line in log.read_bytes().splitlines()] == [{"big": "x" * 5000}]
+    log.write_bytes(b"".join(b'{"n": %d}\n' % i for i in range(1000)))
+    keep_newest(log, 2000)
+    kept = [json.loads(line)["n"] for line in log.read_bytes().splitlines()]
+    assert kept[-1] == 999 and kept == list(range(kept[0], 1000)) and len(log.read_bytes()) <= 1000

@@ -14,6 +14,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
 
+from ..errors import MemlinkError
+from ..llm.fence import one_line
 from ..model.blocks import LINKS_CLOSE, LINKS_PREFIX, VIEW_CLOSE, VIEW_OPEN
 from ..model.notes import split_frontmatter
 from ..model.text import content_tokens
@@ -32,7 +34,7 @@ class MemoryItem:
     kind: Literal["note", "turn"]
     source: str  # a note's path, or a chat session's id
     where: str  # a note's line range ("18-20"), or a turn's message ids
-    title: str
+    title: str  # one line: it is printed among lines memlink writes
     text: str
     route: str  # why it was chosen
     score: float
@@ -71,7 +73,7 @@ def memory_context(vault: Vault, question: str, *, visible: set[str] | None = No
     turns: list[MemoryItem] = []
     if turn_count:
         for hit in TurnMemory.for_vault(vault).recall(question, k=turn_count, visible=visible):
-            turns.append(MemoryItem("turn", hit.session, ", ".join(hit.sources), hit.summary or hit.question,
+            turns.append(MemoryItem("turn", hit.session, ", ".join(hit.sources), one_line(hit.summary or hit.question),
                                     f"Q: {hit.question}\nA: {hit.answer}", "; ".join(hit.routes), hit.score))
     notes: list[MemoryItem] = []
     if note_count:
@@ -79,7 +81,8 @@ def memory_context(vault: Vault, question: str, *, visible: set[str] | None = No
             passage = _passage(vault, found.uri, question, budget // note_count)
             if passage:
                 text, first, last = passage
-                notes.append(MemoryItem("note", found.uri, f"{first}-{last}", found.title, text, found.route, found.score))
+                notes.append(MemoryItem("note", found.uri, f"{first}-{last}", one_line(found.title), text, found.route,
+                                        found.score))
     kept, used = [], 0
     for item in turns + notes:  # turns first: notes never push a recalled turn out
         size = len(item.text) + len(item.title)
@@ -100,7 +103,7 @@ def _passage(vault: Vault, uri: str, question: str, limit: int) -> tuple[str, in
     fits, else the lines around the one sharing most of the question's words."""
     try:
         text = vault.read_text(uri)
-    except OSError:
+    except (OSError, MemlinkError):  # gone or unreadable since it was indexed: one item fewer
         return None
     lines = text.split("\n")
     body_text = split_frontmatter(text)[1]

@@ -276,7 +276,11 @@ def keep_newest(path: Path, limit: int) -> None:
     try:
         if Path(path).stat().st_size <= limit:
             return
-        recent = Path(path).read_bytes()[-(limit // 2) :]
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         return
-    atomic_write_bytes(Path(path), recent[recent.find(b"\n") + 1 :])
+    # From the first whole line in the newer half; the newest record is always kept, however
+    # big (its undo must not go).
+    last = data.rfind(b"\n", 0, len(data) - 1) + 1
+    start = data.find(b"\n", len(data) - limit // 2 - 1) + 1
+    atomic_write_bytes(Path(path), data[min(start or last, last):])
