@@ -52,7 +52,9 @@ UNRELATED = REPO / "benchmarks" / "unrelated_questions.txt"
 MEMLINK = [sys.executable, "-m", "memlink_tui"]
 
 
-def transcript(sample: dict) -> list[dict]:
+def transcript(sample: dict, speaker: bool = False) -> list[dict]:
+    """The import-chat records; with ``speaker`` each carries its speaker's name as given
+    (the REALTALK method)."""
     conv = sample["conversation"]
     records, n = [], 1
     while f"session_{n}" in conv:
@@ -61,9 +63,25 @@ def transcript(sample: dict) -> list[dict]:
             text = m["text"] + (f" [image: {m['blip_caption']}]" if m.get("blip_caption") else "")
             records.append({"session": f"{sample['sample_id']}-session_{n}", "id": m["dia_id"],
                             "role": "user" if m["speaker"] == conv["speaker_a"] else "assistant",
-                            "content": text, "ts": date})
+                            "content": text, "ts": date, **({"speaker": m["speaker"]} if speaker else {})})
         n += 1
     return records
+
+
+def strong_docs(sample: dict) -> tuple[list[str], list[list[str]]]:
+    """The strong baseline's documents: one a message, "speaker: text" + the session's date
+    + the ±1 neighbouring messages of its session, stemmed (the README's method)."""
+    from engine.model.text import tokenize
+
+    conv = sample["conversation"]
+    ids, docs, n = [], [], 1
+    while f"session_{n}" in conv:
+        said = [f"{m['speaker']}: {m['text']}" for m in conv[f"session_{n}"]]
+        for i, m in enumerate(conv[f"session_{n}"]):
+            ids.append(m["dia_id"])
+            docs.append(tokenize(" ".join([*said[max(0, i - 1): i + 2], conv[f"session_{n}_date_time"]])))
+        n += 1
+    return ids, docs
 
 
 def questions(sample: dict) -> list[dict]:
@@ -121,14 +139,14 @@ def memlink(*args: str, vault: Path) -> subprocess.CompletedProcess:
     return subprocess.run([*MEMLINK, "--vault", str(vault), *args], capture_output=True, text=True, env=env, check=True)
 
 
-def build(sample: dict, root: Path) -> tuple[Path, float]:
+def build(sample: dict, root: Path, speaker: bool = False) -> tuple[Path, float]:
     vault = Vault.init(root / sample["sample_id"], name=sample["sample_id"])
     cfg = yaml.safe_load((vault.root / "memlink.yaml").read_text())
     cfg["llm"] = {"provider": "rules"}  # the zero-LLM rules provider, as the method says
     (vault.root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
     vault.close()
     chat = root / f"{sample['sample_id']}.jsonl"
-    chat.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in transcript(sample)))
+    chat.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in transcript(sample, speaker)))
     started = time.perf_counter()
     memlink("import-chat", str(chat), "--json", vault=vault.root)
     return vault.root, time.perf_counter() - started
@@ -177,11 +195,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data", type=Path, help="locomo-dev.json (or any file of that shape)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N conversations")
+    ap.add_argument("--speaker", action="store_true", help="pass each message's speaker name (REALTALK's method)")
     args = ap.parse_args()
     samples = json.loads(args.data.read_text(encoding="utf-8"))[: args.limit or None]
     unrelated = [l.strip() for l in UNRELATED.read_text(encoding="utf-8").splitlines() if l.strip() and not l.startswith("#")]
     memlink_at = {5: Tally(), 10: Tally()}
     baseline_at = {5: Tally(), 10: Tally()}
+    strong_matched = {5: Tally(), 10: Tally()}  # the strong baseline at memlink's own message count
+    strong_at = {5: Tally(), 10: Tally()}  # ... and at 2K messages
+    budget = {5: [], 10: []}  # messages memlink's K turns held, per question
     context_at = {5: Tally(), 10: Tally()}
     context_notes = {5: 0, 10: 0}  # contexts holding a note item beside the turns
     context_short = {5: 0, 10: 0}  # contexts with fewer turn items than recall returned
@@ -191,7 +213,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for sample in samples:
-            vault_root, seconds = build(sample, root)
+            vault_root, seconds = build(sample, root, args.speaker)
             imports.append(seconds)
             qs = questions(sample)
             n_questions += len(qs)
@@ -224,6 +246,17 @@ def main() -> int:
                 for k in (5, 10):
                     top = bm25.top(bm25_tokens(q["question"]), 2 * k)
                     baseline_at[k].add(q["category"], found([[messages[i]["id"]] for i in top], q["evidence"]))
+            ids, docs = strong_docs(sample)
+            strong = BM25(docs)
+            from engine.model.text import tokenize
+
+            for k in (5, 10):
+                for q, line in zip(qs, recalled[k], strict=True):
+                    held = sum(len(h["sources"]) for h in line["hits"])
+                    budget[k].append(held)
+                    ranked = strong.top(tokenize(q["question"]), max(held, 2 * k))
+                    strong_matched[k].add(q["category"], found([[ids[i]] for i in ranked[:held]], q["evidence"]))
+                    strong_at[k].add(q["category"], found([[ids[i]] for i in ranked[: 2 * k]], q["evidence"]))
             vault = Vault.open(vault_root)
             try:
                 for name, params in ABLATIONS:
@@ -252,6 +285,11 @@ def main() -> int:
            ("BM25 over messages, 10 messages", baseline_at[5]),
            ("memlink recall, K=10", memlink_at[10]), ("memory context, chat.turns=10, its turns", context_at[10]),
            ("BM25 over messages, 20 messages", baseline_at[10])])
+    table("the strong baseline (stemmed BM25 over speaker: text + date + ±1 messages), same run",
+          [(f"memlink recall, K={k}", memlink_at[k]) for k in (5, 10)]
+          + [(f"strong baseline, memlink's message budget at K={k} (mean {statistics.mean(budget[k]):.1f})",
+              strong_matched[k]) for k in (5, 10)]
+          + [(f"strong baseline, {2 * k} messages", strong_at[k]) for k in (5, 10)])
     print(f"Memory context: every chat session saved to memory with the rules first ({n_notes} notes); "
           "notes on as configured (chat.notes, chat.context_tokens)")
     for k in (5, 10):

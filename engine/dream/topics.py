@@ -78,6 +78,7 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False, llm: bool = Fa
     if not dry_run:
         vault.sync()
     catalog = {e.uri: e for e in vault.catalog.all()}
+    evidence = {e.memory_type for e in catalog.values()} - set(NOT_EVIDENCE)  # (reports never are)
     done = state.get("done", {})
     topics: list[Topic] = []
 
@@ -90,7 +91,7 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False, llm: bool = Fa
         note = vault.read_note(uri)
         if (note.fields.get("status") or "pending") not in (("pending", PARTLY) if llm else ("pending",)):
             continue
-        related = [] if dry_run else _related(vault, note.fields["question"])
+        related = [] if dry_run else _related(vault, note.fields["question"], evidence)
         topics.append(Topic("candidate", f"candidate:{uri}", note.fields["question"], related, candidate=uri))
     topics += searched
 
@@ -167,11 +168,10 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False, llm: bool = Fa
 
 
 
-def _related(vault: Vault, question: str) -> list[str]:
+def _related(vault: Vault, question: str, evidence: set[str]) -> list[str]:
     """The notes a research question is about: the notes of its memory context, as chat
     reads them (reports are never evidence; the dream's pages are whole notes, so turns
     are not asked for)."""
-    evidence = set(vault.catalog.memory_types().values()) - set(NOT_EVIDENCE)
     context = memory_context(vault, question, turn_count=0, note_count=RELATED, types=evidence)
     return [item.source for item in context.items]
 

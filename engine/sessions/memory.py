@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from ..index import SearchIndex
     from ..storage.vault import Vault
 
-RRF_K = 60  # the reciprocal-rank constant search uses (engine.retrieve.fusion)
 
 
 @dataclass
@@ -89,7 +88,8 @@ def memory_context(vault: Vault, question: str, *, visible: set[str] | None = No
         if used + size <= budget:
             kept.append(item)
             used += size
-    rank = {id(i): 1 / (RRF_K + r) for group in (turns, notes) for r, i in enumerate(group, 1)}
+    rrf_k = vault.config.search.rrf_k  # (search's own reciprocal-rank constant)
+    rank = {id(i): 1 / (rrf_k + r) for group in (turns, notes) for r, i in enumerate(group, 1)}
     kept.sort(key=lambda i: (-rank[id(i)], i.kind != "turn"))
     return MemoryContext(question, kept)
 
