@@ -173,8 +173,9 @@ if [ -n "$journeys" ]; then
   keys Escape; settled  # out of the message box, where q would be typed
 fi
 keys q
-# A dream or import may still be finishing: q then asks first.
-for _ in $(seq 150); do
+# A dream, import or reply's extraction may still be finishing: q then asks first, or the
+# app ends once its workers stop (a bound, not a speed: a busy machine takes longer).
+for _ in $(seq 600); do
   tmux has-session -t "$session" 2>/dev/null || break
   if screen | grep -q "Quit now?"; then keys y; fi
   sleep 0.1
