@@ -509,3 +509,31 @@ async def test_an_extraction_started_in_chat_shows_in_the_status_line_until_it_e
             assert not started[0].thread.is_alive()
             await pilot.pause(0.6)  # the queue timer's next count
             assert "queue idle" in str(chat.query_one(StatusBar).render())
+
+
+async def test_the_link_editor_updates_a_link_the_note_has_and_undo_puts_it_back(sample):
+    from engine.review.actions import undo
+
+    source = "preferences/coffee.md"
+    old = next(l for l in sample.links.of(source, "links") if sample.catalog.get(l.to_uri).title == "Man Met Bril Koffie")
+    sidecars = {p: p.read_bytes() for p in sample.root.rglob(".relations.json")}
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_link_editor(app, pilot, source, "Man Met Bril Koffie")
+        await pilot.press("enter")  # the target is linked already: the form shows that link
+        await pilot.pause()
+        assert "already linked" in str(app.screen.query_one("#link-error").render())
+        assert app.screen.query_one("#link-weight", Input).value == f"{old.weight:g}"
+        assert app.screen.query_one("#link-why", Input).value == old.description
+        app.screen.query_one("#link-weight", Input).value = "0.35"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert "Update the link" in str(app.screen.query_one("Static").render())
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert isinstance(app.screen, BrowserScreen)
+    (now,) = [l for l in sample.links.of(source, "links") if l.to_uri == old.to_uri]
+    assert now.id == old.id and now.weight == 0.35
+    assert (now.link_type, now.description, now.match_text) == (old.link_type, old.description, old.match_text)
+    undo(sample)
+    assert {p: p.read_bytes() for p in sample.root.rglob(".relations.json")} == sidecars

@@ -3,8 +3,10 @@ title (↓/↑ pick among matches: the exact title first, then titles that start
 people, places and projects before reports), then enter moves on to the link type,
 weight, the words in this note the link hangs on (optional) and why. Enter on the last
 field, or ctrl+s, shows a summary of the link; y writes it on both sides at once, n goes
-back to the form. Enter never writes straight from the search. Dismisses with the
-target's URI, or None."""
+back to the form. Enter never writes straight from the search. A target the note links
+to already fills the form with that link: what is changed there updates it (the fields
+left as they were are kept, and `memlink undo` puts it back). Dismisses with the target's
+URI, or None."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from textual.widgets import Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 from engine import MemlinkError, Vault
+from engine.model.links import StoredLink
 from engine.review.linkwrite import describe, write_link
 from widgets.safe import safe_markup, safe_path
 
@@ -47,6 +50,7 @@ class LinkEditor(ModalScreen[str | None]):
         self.source = source
         self.entries = sorted((e for e in vault.catalog.all() if e.uri != source), key=lambda e: e.title.lower())
         self.target: str | None = None
+        self.existing: StoredLink | None = None  # the link to the target the form was filled from
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -110,6 +114,7 @@ class LinkEditor(ModalScreen[str | None]):
         if event.input.id == "link-why":
             self.action_save()
         elif event.input.id == "link-target":
+            self._fill_from_existing()
             self.query_one("#link-type", Select).focus()
         else:
             self.focus_next()
@@ -117,21 +122,37 @@ class LinkEditor(ModalScreen[str | None]):
     def _fail(self, text: str) -> None:
         self.query_one("#link-error", Static).update(safe_markup(text))
 
+    def _linked(self) -> list[StoredLink]:
+        return [l for l in self.vault.links.of(self.source, "links") if l.to_uri == self.target and not l.legacy]
+
+    def _fill_from_existing(self) -> bool:
+        """When the note links to the target already, show that link in the form (once per
+        target): the form then updates it. Returns whether it filled the form now."""
+        existing = self._linked()
+        if not existing or (self.existing is not None and self.existing.to_uri == self.target):
+            if not existing:
+                self.existing = None
+            return False
+        link = self.existing = existing[0]
+        self.query_one("#link-type", Select).value = link.link_type.value
+        self.query_one("#link-weight", Input).value = f"{link.weight:g}"
+        self.query_one("#link-anchor", Input).value = link.match_text or ""
+        self.query_one("#link-why", Input).value = link.description
+        self._fail(f"already linked: {describe(link)} — change the fields and ctrl+s to update that link")
+        return True
+
     def action_save(self) -> None:
         if not self.target:
             self._fail("no note matches the target; type part of its title")
             return
+        if self._fill_from_existing():
+            return  # the form now shows the link there is: what the user changes updates it
         try:
             weight = float(self.query_one("#link-weight", Input).value)
         except ValueError:
             self._fail("weight must be a number between 0 and 1")
             return
         anchor = self.query_one("#link-anchor", Input).value.strip() or None
-        existing = [l for l in self.vault.links.of(self.source, "links") if l.to_uri == self.target and not l.legacy]
-        if existing:  # (write_link refuses it too: said here before the summary is shown)
-            self._fail(f"already linked: {'; '.join(describe(l) for l in existing)} — "
-                       f"remove it first (delete in the links table) to link anew")
-            return
         if anchor and anchor not in self.vault.read_note(self.source).text:
             self._fail(f"the anchor {anchor!r} is not in this note's text; leave it empty or copy words from the note")
             return
@@ -146,23 +167,27 @@ class LinkEditor(ModalScreen[str | None]):
             entry = catalog.get(uri)
             return entry.title if entry else uri
 
-        summary = (f"Link [b]{safe_markup(title(self.source))}[/b] → [b]{safe_markup(title(target))}[/b]\n"
+        old = self.existing if self.existing is not None and self.existing.to_uri == target else None
+        summary = (f"{'Update the link' if old else 'Link'} [b]{safe_markup(title(self.source))}[/b] → "
+                   f"[b]{safe_markup(title(target))}[/b]\n"
                    f"  {safe_markup(target)}\n"
                    f"  type {safe_markup(link_type)} · weight {weight:.2f}\n"
                    f"  anchor: {safe_markup(anchor) if anchor else '(none: the whole note)'}\n"
                    f"  why: {safe_markup(why) if why else '(none given)'}\n\n"
-                   "Write this link (both sides)?")
+                   + (f"  was: {safe_markup(describe(old))}\n\nUpdate it (both sides; `memlink undo` reverts)?" if old
+                      else "Write this link (both sides)?"))
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._write(target, link_type, weight, anchor, why)
+                self._write(target, link_type, weight, anchor, why, update=old is not None)
 
         self._fail("")
         self.app.push_screen(Confirm(summary, markup=True), answered)
 
-    def _write(self, target: str, link_type: str, weight: float, anchor: str | None, why: str) -> None:
+    def _write(self, target: str, link_type: str, weight: float, anchor: str | None, why: str, *, update: bool) -> None:
         try:
-            write_link(self.vault, self.source, target, link_type, weight=weight, match_text=anchor, description=why)
+            write_link(self.vault, self.source, target, link_type, update=update, weight=weight, match_text=anchor,
+                       description=why)
         except (MemlinkError, ValueError) as exc:  # bad weight, unknown note, …: nothing was written
             self._fail(str(exc).splitlines()[0])
             return
