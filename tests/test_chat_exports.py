@@ -377,3 +377,37 @@ def test_cli_names_what_was_left_out_and_commit_all_makes_imports_searchable(tmp
     assert again.returncode == 0 and "sessions committed: 0 " in again.stdout and "with nothing new: 5" in again.stdout
     assert memlink("commit", vault=root).returncode == 2  # a session or --all
     assert memlink("commit", "--all", "--turn", "x", vault=root).returncode == 2
+
+
+async def test_the_app_imports_a_chat_export_names_what_was_left_out_and_commits_every_session(tmp_path):
+    from conftest import settle
+    from textual.widgets import Static
+
+    from engine.retrieve.search import search
+    from memlink_tui.app import MemlinkApp
+    from memlink_tui.screens.importer import ImportScreen
+
+    vault = Vault.init(tmp_path / "vault", name="test")
+    vault.close()
+    vault = set_llm(vault.root, provider="rules")
+    export = dump(tmp_path / "conversations.json", _mixed_export())
+    app = MemlinkApp(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        app.push_screen(ImportScreen(vault))
+        await pilot.pause()
+        screen = app.screen
+        assert screen.check_action("commit_all", ()) is False  # offered only after a chat import
+        await pilot.press(*str(export), "enter")
+        await settle(app, pilot)
+        shown = str(screen.query_one("#import-result", Static).render())
+        assert "3 chat session(s) (chatgpt), 6 new messages" in shown, shown
+        assert "left out: messages with an unknown role 'critic': 1" in shown
+        assert "conversations without an id (named by their title and start time): 1" in shown
+        assert "ctrl+s" in shown and screen.check_action("commit_all", ()) is True
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        shown = str(screen.query_one("#import-result", Static).render())
+        assert "sessions committed: 3" in shown, shown
+    hits = search(Vault.open(vault.root), "rye loaf Bakkerij Vink", k=3)
+    assert hits and "vink" in (hits[0].title + hits[0].uri).lower()
