@@ -271,6 +271,8 @@ class MemlinkTools:
         name = schema.text_field
         current = str(note.fields.get(name) or "")
         added = clean(text)
+        if mode == "append" and not added:
+            raise MemlinkError(f"{note.uri}: nothing to append; nothing was changed")
         if mode == "append":
             new = f"{current.rstrip()}\n\n{added}" if current.strip() else added
         elif old_text is None or old_text != current:

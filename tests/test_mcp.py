@@ -246,6 +246,8 @@ async def test_write_edit_delete_and_undo_a_note(tmp_path):
         stale = await client.call_tool("edit_note", {"uri": uri, "text": "Moved away.", "mode": "replace",
                                                      "old_text": "Neighbour; feeds Mochi when Lena and Tom travel."})
         assert stale.is_error and "old_text does not match" in stale.structured_content["error"]["message"]
+        empty = await client.call_tool("edit_note", {"uri": uri, "text": " \x1b[0m "})
+        assert empty.is_error and "nothing to append" in empty.structured_content["error"]["message"]
         assert path.read_bytes() == before  # nothing changed
         await call("edit_note", uri=uri, text="Neighbour at number 12.", mode="replace",
                    old_text=shown["fields"]["content"])

@@ -134,7 +134,8 @@ def cmd_commit(args: argparse.Namespace) -> int:
     SearchIndex.for_vault(vault)  # (its sync walks the vault: the one walk of the command)
     retried = _retry_pending(vault, extractor, args.json)
     if args.every:
-        return _commit_all(vault, extractor, args.json) if retried else EXIT_PARTIAL
+        code = _commit_all(vault, extractor, args.json)
+        return code if retried else EXIT_PARTIAL
     if args.turn is None:
         report, what = commit_session(vault, args.session, extractor), f"session {args.session}"
     else:
