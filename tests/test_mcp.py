@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,12 +15,13 @@ from pathlib import Path
 from conftest import REPO, SAMPLE, set_llm
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from test_cli import memlink
 
 from engine import Vault
 from engine.lint.memo import check
 
-TOOLS = {"search", "recall", "context", "show_note", "graph_query", "list_reports", "lint_digest", "add_memory", "link",
-         "unlink", "ask"}
+TOOLS = {"search", "recall", "context", "show_note", "graph_query", "recent", "list_reports", "lint_digest", "add_memory",
+         "write_note", "edit_note", "delete_note", "undo", "link", "unlink", "ask"}
 MOCHI = "entities/mochi.md"
 
 
@@ -112,7 +114,7 @@ async def test_every_tool_answers_through_the_sdk_client(tmp_path):
         assert missing.is_error and missing.structured_content["error"]["type"] == "NoteNotFound"
         assert "entities/nobody.md" in missing.structured_content["error"]["message"]
         bad = await client.call_tool("link", {"from_uri": MOCHI, "to_uri": "profile.md", "link_type": "loves"})
-        assert bad.is_error and bad.structured_content["error"]["type"] == "LinkError"
+        assert bad.is_error and "link_type" in bad.content[0].text and "related_to" in bad.content[0].text  # the enum
         escape = await client.call_tool("show_note", {"uri": "../../etc/passwd"})
         assert escape.is_error and escape.structured_content["error"]["type"] in ("UriError", "NoteNotFound")
         assert json.loads(escape.content[0].text)["error"] == escape.structured_content["error"]
@@ -128,7 +130,11 @@ async def test_read_only_mode_reads_and_refuses_every_write(tmp_path):
         for tool, args in (("link", {"from_uri": MOCHI, "to_uri": "profile.md", "link_type": "related_to"}),
                            ("unlink", {"from_uri": "profile.md", "to_uri": MOCHI}),
                            ("add_memory", {"text": "I like rooibos."}),
-                           ("ask", {"question": "Who is Mochi's vet?"})):
+                           ("ask", {"question": "Who is Mochi's vet?"}),
+                           ("write_note", {"memory_type": "entity", "title": "Ineke"}),
+                           ("edit_note", {"uri": MOCHI, "text": "She sleeps on the boiler."}),
+                           ("delete_note", {"uri": MOCHI}),
+                           ("undo", {})):
             refused = await client.call_tool(tool, args)
             assert refused.is_error, tool
             error = refused.structured_content["error"]
@@ -170,3 +176,102 @@ async def test_arguments_out_of_bounds_are_refused_naming_them_and_escapes_are_n
         for uri in made.structured_content["created"]:
             text = (root / uri).read_text(encoding="utf-8")
             assert "rooibos" in text.lower() and not any(c in text for c in "\x1b\x07\u202e"), text
+
+
+async def test_every_argument_is_described_and_the_vaults_names_are_enums(tmp_path):
+    root = a_vault(tmp_path)
+    vault = Vault.open(root)
+    async with server(root) as client:
+        listed = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+    for tool, schema in listed.items():
+        for name, prop in schema.get("properties", {}).items():
+            assert len(prop.get("description") or "") > 10, (tool, name, prop)
+            assert len(prop["title"]) > 2 and not re.match(r"^[A-Z]\b", prop["title"]), (tool, name, prop["title"])
+    links = [t.value for t in vault.config.link_table().names()]
+    assert listed["link"]["properties"]["link_type"]["anyOf"][0]["enum"] == links
+    assert listed["unlink"]["properties"]["link_type"]["anyOf"][0]["enum"] == links
+    assert listed["graph_query"]["properties"]["types"]["anyOf"][0]["items"]["enum"] == links
+    kinds = vault.types.names()
+    assert listed["write_note"]["properties"]["memory_type"]["enum"] == kinds and "entity" in kinds
+    assert listed["search"]["properties"]["types"]["anyOf"][0]["items"]["enum"] == kinds
+    assert set(listed["edit_note"]["properties"]["mode"]["enum"]) == {"append", "replace"}
+
+
+async def test_resources_list_pages_through_every_note(tmp_path):
+    from memlink_mcp.server import PAGE
+
+    root = a_vault(tmp_path)
+    notes = [e.uri for e in Vault.open(root).catalog.all()]
+    assert len(notes) > PAGE  # more than one page
+    async with server(root) as client:
+        seen, cursor, pages = [], None, 0
+        while True:
+            page = await client.list_resources(cursor=cursor)
+            pages += 1
+            seen += [str(r.uri) for r in page.resources]
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert pages == -(-len(notes) // PAGE)
+        assert seen == [f"memlink://note/{uri}" for uri in notes]
+        text = (await client.read_resource(seen[-1])).contents[0].text
+        assert text == (root / notes[-1]).read_text(encoding="utf-8")
+
+
+async def test_write_edit_delete_and_undo_a_note(tmp_path):
+    root = a_vault(tmp_path)
+    async with server(root) as client:
+        async def call(tool: str, **args: object) -> dict:
+            result = await client.call_tool(tool, args)
+            assert not result.is_error, (tool, result.content)
+            return result.structured_content
+
+        made = await call("write_note", memory_type="entity", title="Ineke Bos",
+                          text="Neighbour; feeds Mochi when Lena and Tom travel.")
+        uri = made["uri"]
+        assert uri == "entities/ineke-bos.md" and "feeds Mochi" in (root / uri).read_text(encoding="utf-8")
+        again = await client.call_tool("write_note", {"memory_type": "entity", "title": "Ineke Bos", "text": "x"})
+        assert again.is_error and "exists already" in again.structured_content["error"]["message"]
+        assert (await call("recent", limit=3))["notes"][0]["uri"] == uri
+        assert [h["uri"] for h in (await call("search", query="Ineke Bos neighbour"))["hits"]][:1] == [uri]
+
+        # Text a person wrote below the generated view survives every edit.
+        path = root / uri
+        path.write_text(path.read_text(encoding="utf-8") + "\nMy own note: she has a key.\n", encoding="utf-8")
+        await call("edit_note", uri=uri, text="She also waters the plants.")
+        shown = await call("show_note", uri=uri)
+        assert shown["fields"]["content"] == ("Neighbour; feeds Mochi when Lena and Tom travel.\n\n"
+                                              "She also waters the plants.")
+        before = path.read_bytes()
+        stale = await client.call_tool("edit_note", {"uri": uri, "text": "Moved away.", "mode": "replace",
+                                                     "old_text": "Neighbour; feeds Mochi when Lena and Tom travel."})
+        assert stale.is_error and "old_text does not match" in stale.structured_content["error"]["message"]
+        empty = await client.call_tool("edit_note", {"uri": uri, "text": " \x1b[0m "})
+        assert empty.is_error and "nothing to append" in empty.structured_content["error"]["message"]
+        assert path.read_bytes() == before  # nothing changed
+        await call("edit_note", uri=uri, text="Neighbour at number 12.", mode="replace",
+                   old_text=shown["fields"]["content"])
+        text = path.read_text(encoding="utf-8")
+        assert "Neighbour at number 12." in text and "waters" not in text and "My own note: she has a key." in text
+
+        # Deleting takes the note and its links; undo brings both back as they were.
+        kept = files(root)
+        backlinks = [l["from_uri"] for l in (await call("show_note", uri=MOCHI))["backlinks"]]
+        assert backlinks
+        gone = await call("delete_note", uri=MOCHI)
+        assert gone["links_removed"] >= len(backlinks) and not (root / MOCHI).exists()
+        missing = await client.call_tool("show_note", {"uri": MOCHI})
+        assert missing.is_error
+        undone = memlink("undo", vault=root)  # the command line's undo, as the tool's: the same action log
+        assert undone.returncode == 0 and "delete_note" in undone.stdout, undone.stdout + undone.stderr
+        assert files(root) == kept
+        assert [l["from_uri"] for l in (await call("show_note", uri=MOCHI))["backlinks"]] == backlinks
+        # Undo goes back one action at a time: the replace, then the append; the note itself
+        # is not taken back, as a person wrote in it after it was made.
+        await call("undo")
+        assert "waters the plants" in path.read_text(encoding="utf-8")
+        await call("undo")
+        refused = await client.call_tool("undo", {})
+        assert refused.is_error and "changed since the write_note action" in refused.structured_content["error"]["message"]
+        assert path.read_text(encoding="utf-8").endswith("My own note: she has a key.\n")
+    assert [f for f in check(Vault.open(root)) if f.severity == "error"] == []

@@ -1,8 +1,10 @@
 """Real chat exports as import records (docs/DESIGN.md, "Session logs and events"):
 ChatGPT's `conversations.json` (a message tree per conversation; only the current branch
 is taken) and Claude's `conversations.json` (a list of messages per conversation). Each
-conversation becomes one session with its original timestamps and message ids. The
-export's shape is a pydantic model (extra keys are allowed, and not kept: real exports
+conversation becomes one session with its original timestamps and message ids. What is
+not chat text is left out and counted by kind (``Conversation.left_out``): nothing said
+is dropped without a count, and an unknown role or a missing conversation id never stops
+the rest of the export. The export's shape is a pydantic model (extra keys are allowed, and not kept: real exports
 carry many); the array is read one conversation at a time, so a large export is held as
 its text and its records, never as a whole tree of objects. Every conversation is
 checked, and a problem names it by index, id and title, before anything is appended."""
@@ -13,9 +15,10 @@ import datetime as dt
 import hashlib
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr, ValidationError
 
@@ -39,7 +42,7 @@ class _Part(BaseModel):
 
 # -- ChatGPT ------------------------------------------------------------------------------
 class GPTAuthor(_Part):
-    role: Literal["user", "assistant", "system", "tool"]
+    role: StrictStr  # user, assistant, system, tool; any other is left out and counted
 
 
 class GPTContent(_Part):
@@ -89,16 +92,23 @@ class ClaudeBlock(_Part):
     text: str | None = None
 
 
+class ClaudeAttachment(_Part):
+    file_name: str | None = None
+    extracted_content: str | None = None  # the text of the file the user uploaded
+
+
 class ClaudeMessage(_Part):
     uuid: StrictStr
     text: str | None = None
     content: list[ClaudeBlock] | None = None
-    sender: Literal["human", "assistant"]
+    sender: StrictStr  # human or assistant; any other is left out and counted
     created_at: IsoStamp | None = None
+    attachments: list[ClaudeAttachment] | None = None
+    files: list[dict[str, Any]] | None = None  # uploads the export holds no text of (images)
 
 
 class ClaudeConversation(_Part):
-    uuid: StrictStr
+    uuid: StrictStr | None = None
     name: str | None = None
     created_at: IsoStamp | None = None
     chat_messages: list[ClaudeMessage]
@@ -111,8 +121,8 @@ class Conversation:
     session: str
     label: str  # how an error names it: "conversation [2] (id '…', "title")"
     records: list[ImportRecord] = field(default_factory=list)
-    skipped: int = 0  # messages on the branch that are not chat text (system, tool, hidden, images only, empty)
-    off_branch: int = 0  # messages of other branches (edited prompts, regenerated answers)
+    left_out: Counter[str] = field(default_factory=Counter)  # what was not imported, by kind: "system messages": 2
+    unnamed: bool = False  # no id in the export: its session is named by its title and start time
 
 
 @dataclass
@@ -148,8 +158,8 @@ def read_export(text: str, fmt: str, source: str, known: Iterable[str] = ()) -> 
         label = _label(n, *_names(raw))
         try:
             conversation = model.model_validate(raw)
-            session = _session_id(fmt, conversation, by_hash)
-            converted = Conversation(session, label)
+            converted = Conversation("", label)
+            converted.session = _session_id(fmt, conversation, by_hash, converted)
             if isinstance(conversation, GPTConversation):
                 _chatgpt(conversation, converted)
             else:
@@ -212,13 +222,16 @@ def _items(text: str, source: str, name: str) -> Iterator[tuple[int, Any]]:
 
 # -- ChatGPT: the current branch ------------------------------------------------------------
 CHAT_TEXT = ("text", "multimodal_text")
+OFF_BRANCH = "messages on other branches (edited prompts, regenerated answers)"
+NO_TEXT = "messages without text"
 
 
 def _chatgpt(conv: GPTConversation, out: Conversation) -> None:
     """The current branch, root first: from `current_node` up through `parent`. Only user
-    and assistant chat text is kept: system prompts, tool traffic (a message addressed to a
-    tool, or from one), hidden context (custom instructions, memory), code and its output,
-    browsing displays, reasoning and image-only messages are left out."""
+    and assistant chat text is kept (a voice message's transcription is its text); system
+    prompts, tool traffic (a message addressed to a tool, or from one), hidden context
+    (custom instructions, memory), code and its output, browsing displays, reasoning,
+    messages of an unknown role and image-only messages are left out and counted."""
     mapping = conv.mapping
     if conv.current_node not in mapping:
         raise ValueError(f"current_node {conv.current_node!r} is not in the mapping")
@@ -236,29 +249,52 @@ def _chatgpt(conv: GPTConversation, out: Conversation) -> None:
         branch.append(node)
         child, node_id = node_id, node.parent
     branch.reverse()
-    out.off_branch = sum(1 for k, node in mapping.items() if k not in seen and node.message is not None)
+    off = sum(1 for k, node in mapping.items() if k not in seen and node.message is not None)
+    if off:
+        out.left_out[OFF_BRANCH] += off
     last = _epoch(conv.create_time) or _epoch(conv.update_time)
     for node in branch:
         message = node.message
         if message is None:
             continue
-        text = _gpt_text(message)
+        text = _gpt_text(message, out.left_out)
         if text is None:
-            out.skipped += 1
             continue
         last = _epoch(message.create_time) or last  # no time of its own: the one before it (order is kept)
         _add(out, message.id, message.author.role, text, last, conv.title)
 
 
-def _gpt_text(message: GPTMessage) -> str | None:
+def _gpt_text(message: GPTMessage, left_out: Counter[str]) -> str | None:
+    """The message's chat text, or None with the reason counted in ``left_out``. Every part
+    that carries text is kept (typed text, a voice message's `audio_transcription`); a
+    part without any (an image, the audio itself) is counted by its kind."""
     meta = message.metadata or {}
     role = message.author.role
-    if role not in ("user", "assistant") or meta.get("is_visually_hidden_from_conversation"):
-        return None
-    if message.recipient not in (None, "all") or message.content.content_type not in CHAT_TEXT:
-        return None
-    text = "\n".join(p for p in message.content.parts or [] if isinstance(p, str) and p.strip())
-    return text if text.strip() else None
+    kind = message.content.content_type
+    if role not in ("user", "assistant", "system", "tool"):
+        why = f"messages with an unknown role {role!r}"
+    elif meta.get("is_visually_hidden_from_conversation"):
+        why = "hidden context (custom instructions, memory)"
+    elif role == "system":
+        why = "system messages"
+    elif role == "tool" or message.recipient not in (None, "all"):
+        why = "tool calls and results"
+    elif kind not in CHAT_TEXT:
+        why = f"{kind!r} messages (not chat text)"
+    else:
+        texts = []
+        for part in message.content.parts or []:
+            text = part if isinstance(part, str) else part.get("text") if isinstance(part, dict) else None
+            if isinstance(text, str):
+                texts.append(text)
+            elif isinstance(part, dict):
+                left_out[f"{part.get('content_type') or 'unnamed'!r} parts without text"] += 1
+        text = "\n".join(t for t in texts if t.strip())
+        if text.strip():
+            return text
+        why = NO_TEXT
+    left_out[why] += 1
+    return None
 
 
 def _epoch(value: float | None) -> str | None:
@@ -273,16 +309,40 @@ def _epoch(value: float | None) -> str | None:
 # -- Claude ---------------------------------------------------------------------------------
 def _claude(conv: ClaudeConversation, out: Conversation) -> None:
     """The messages in order; `human` is the user. A message's text blocks, else its
-    `text`; an empty message (an attachment alone, a tool call) is left out."""
+    `text`, then the text of each file attached to it (labelled with its name). A message
+    with none, of an unknown sender, an attachment without text and an upload the export
+    holds no text of (an image) are left out and counted."""
     last = conv.created_at
     for message in conv.chat_messages:
+        if message.sender not in ("human", "assistant"):
+            out.left_out[f"messages from an unknown sender {message.sender!r}"] += 1
+            continue
         blocks = [b.text for b in message.content or [] if b.type == "text" and b.text and b.text.strip()]
-        text = "\n".join(blocks) if blocks else (message.text or "")
-        if not text.strip():
-            out.skipped += 1
+        parts = ["\n".join(blocks) if blocks else (message.text or "")]
+        read: set[object] = set()
+        for attachment in message.attachments or []:
+            if attachment.extracted_content and attachment.extracted_content.strip():
+                parts.append(_attachment(attachment.file_name or "unnamed file", attachment.extracted_content))
+                read.add(attachment.file_name)
+            else:
+                out.left_out["attachments without text"] += 1
+        unread = [f for f in message.files or [] if f.get("file_name") not in read]  # (a file can be in both lists)
+        if unread:
+            out.left_out["uploaded files without text (images)"] += len(unread)
+        text = "\n\n".join(p for p in parts if p.strip())
+        if not text:
+            out.left_out[NO_TEXT] += 1
             continue
         last = message.created_at or last
         _add(out, message.uuid, "user" if message.sender == "human" else "assistant", text, last, conv.name)
+
+
+def _attachment(name: str, content: str) -> str:
+    """An attached file's text as part of the turn: labelled with its name and fenced (a
+    fence longer than any run of backticks inside, so the file cannot close it)."""
+    longest = max((len(run) for run in re.findall(r"`+", content)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"Attachment: {name}\n{fence}\n{content.strip(chr(10))}\n{fence}"
 
 
 # -- shared ---------------------------------------------------------------------------------
@@ -296,7 +356,7 @@ def _add(out: Conversation, mid: str, role: str, text: str, ts: str | None, titl
 def _conversation_id(conv: Any) -> str:
     if isinstance(conv, GPTConversation):
         return conv.conversation_id or conv.id or ""
-    return str(conv.uuid)
+    return conv.uuid or ""
 
 
 def _title(conv: Any) -> str:
@@ -310,13 +370,16 @@ def _label(n: int, cid: object, title: object) -> str:
     return f"conversation [{n}]" + (f" ({', '.join(named)})" if named else "")
 
 
-def _session_id(fmt: str, conv: Any, by_hash: dict[str, str]) -> str:
+def _session_id(fmt: str, conv: Any, by_hash: dict[str, str], out: Conversation) -> str:
     """`<date>-<slug of the title>-<hash>`: the date it was started (UTC), a readable
     slug, and a hash of the export's conversation id, which is what makes it stable: a
-    session already imported under that hash keeps its id when the title was changed."""
+    session already imported under that hash keeps its id when the title was changed. A
+    conversation without an id is named by its title and start time (``unnamed``), which
+    are as stable as the export."""
     cid = _conversation_id(conv)
     if not cid:
-        raise ValueError("no conversation_id or id")
+        out.unnamed = True
+        cid = f"no id:{_title(conv)}:{conv.create_time if isinstance(conv, GPTConversation) else conv.created_at}"
     digest = hashlib.sha256(f"{fmt}:{cid}".encode()).hexdigest()[:HASH_LEN]
     if digest in by_hash:
         return by_hash[digest]

@@ -1,5 +1,6 @@
 """`memlink commit`: a chat session's new turns, or one turn of it, through the extraction
-of memory notes (engine.extract), as one input (docs/DESIGN.md, "Session logs and events").
+of memory notes (engine.extract), as one input (docs/DESIGN.md, "Session logs and events");
+`memlink commit --all`: every session with turns not committed yet, one unit of work each.
 
 Which turns were committed is recorded in the session's log itself: the unit of work
 that writes a commit's notes and links also appends a commit mark to the log. A
@@ -13,8 +14,11 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import MemlinkError
 from ..extract.context import ExtractContext
 from ..extract.inputs import InputError, choose_extractor
 from ..extract.loop import ExtractLoop
@@ -62,6 +66,45 @@ def commit_turn(vault: Vault, session_id: str, turn_id: str, extractor: Any = No
         return None
     return _commit(vault, session_id, project_turns(session_id, messages, final=True), mark,
                    {"turn": [m.key for m in messages]}, extractor)
+
+
+@dataclass
+class CommitAll:
+    """What ``commit_all`` did: each session committed with its report, each that failed
+    with why, and how many had nothing new."""
+
+    committed: list[tuple[str, RunReport]] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    unchanged: int = 0
+
+    def total(self) -> dict[str, int]:
+        reports = [r for _s, r in self.committed]
+        return {"sessions": len(reports), "created": sum(len(r.created) for r in reports),
+                "changed": sum(len(r.changed) for r in reports), "links_added": sum(len(r.links_added) for r in reports)}
+
+
+def commit_all(vault: Vault, extractor: Any = None, progress: Callable[[int, int], None] | None = None) -> CommitAll:
+    """``commit_session`` for every session log with turns not committed yet (imported
+    chats, the app's chats), each its own unit of work: a session that fails is named and
+    the rest go on; running it again commits nothing twice."""
+    folder = vault.root / "sessions"
+    sessions = sorted(p.stem for p in folder.glob("*.jsonl")) if folder.is_dir() else []
+    out = CommitAll()
+    if extractor is None:
+        extractor, _health = choose_extractor(vault)
+    for n, session in enumerate(sessions, 1):
+        try:
+            report = commit_session(vault, session, extractor)
+        except MemlinkError as exc:
+            out.failed.append((session, str(exc)))
+            continue
+        if report is None:
+            out.unchanged += 1
+        else:
+            out.committed.append((session, report))
+        if progress:
+            progress(n, len(sessions))
+    return out
 
 
 def _events(vault: Vault, session_id: str) -> list[SessionEvent]:

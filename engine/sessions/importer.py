@@ -7,7 +7,7 @@ pending (the next run retries it); failures never stop the other turns. After
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,11 +44,19 @@ class ImportReport:
     provider: str = ""
     fallback: str = ""  # why the model was given up and the rules extracted the rest, or ""
     format: str = "jsonl"
-    skipped: int = 0  # export messages that are not chat text (system, tool, hidden, image-only, empty)
-    off_branch: int = 0  # ChatGPT messages of branches other than the current one (edited prompts, regenerations)
+    left_out: dict[str, int] = field(default_factory=dict)  # what an export held that is not chat text, by kind
+    unnamed: int = 0  # export conversations without an id: named by their title and start time
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    def left_out_lines(self) -> list[str]:
+        """Every kind of thing the export held that was not imported, with its count, and
+        the conversations named by title and time: what the CLI and the app show."""
+        lines = [f"left out: {why}: {n}" for why, n in sorted(self.left_out.items(), key=lambda kv: (-kv[1], kv[0]))]
+        if self.unnamed:
+            lines.append(f"conversations without an id (named by their title and start time): {self.unnamed}")
+        return lines
 
 
 def turn_extractor(vault: Vault) -> LLMTurnExtractor | RulesTurnExtractor:
@@ -184,12 +192,15 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
         export = read_export(text, fmt, str(path), known)
         del text
         labels: dict[str, str] = {}
+        left_out: Counter[str] = Counter()
         for conversation in export.conversations:
-            report.skipped += conversation.skipped
-            report.off_branch += conversation.off_branch
+            left_out.update(conversation.left_out)
+            report.unnamed += conversation.unnamed
             if conversation.records:
                 by_session[conversation.session].extend(conversation.records)
                 labels.setdefault(conversation.session, conversation.label)
+
+        report.left_out = dict(left_out)
 
         def place(session: str, key: str, nth: int) -> str:
             return f"{path}: {labels[session]}"

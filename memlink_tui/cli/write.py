@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .wiring import EXIT_PARTIAL, notice, open_vault, printable_path, progress, say, say_json
+from .wiring import EXIT_PARTIAL, UsageError, notice, open_vault, printable_path, progress, say, say_json
 
 # engine.sessions.chat_exports.FORMATS, spelled out: the CLI starts without loading the importer.
 CHAT_FORMATS = ("jsonl", "chatgpt", "claude")
@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     s = sub.add_parser("commit", parents=[common], help="extract memories from a chat session's new turns")
-    s.add_argument("session", help="session id (sessions/<id>.jsonl)")
+    s.add_argument("session", nargs="?", help="session id (sessions/<id>.jsonl)")
+    s.add_argument("--all", action="store_true", dest="every",
+                   help="every chat session with turns not committed yet (imported chats too), one at a time")
     s.add_argument("--turn", metavar="MESSAGE_ID",
                    help="only the turn holding this message (the question's id, as `memlink chat --json` gives it); "
                         "a later commit of the whole chat session skips it")
@@ -123,12 +125,17 @@ def cmd_commit(args: argparse.Namespace) -> int:
     from engine.index import SearchIndex
     from engine.sessions.commit import commit_session, commit_turn
 
+    if (args.session is None) == (not args.every) or (args.every and args.turn):
+        raise UsageError("commit takes a SESSION (optionally with --turn) or --all")
     vault = open_vault(args)
     extractor, health = choose_extractor(vault)
     if not args.json:
         say(f"provider: {health.provider} — {health.summary}", file=sys.stderr)
     SearchIndex.for_vault(vault)  # (its sync walks the vault: the one walk of the command)
     retried = _retry_pending(vault, extractor, args.json)
+    if args.every:
+        code = _commit_all(vault, extractor, args.json)
+        return code if retried else EXIT_PARTIAL
     if args.turn is None:
         report, what = commit_session(vault, args.session, extractor), f"session {args.session}"
     else:
@@ -143,6 +150,28 @@ def cmd_commit(args: argparse.Namespace) -> int:
     else:
         _print_report(report, what)
     return 0 if retried else EXIT_PARTIAL
+
+
+def _commit_all(vault: Vault, extractor: Extractor, as_json: bool) -> int:
+    from engine.sessions.commit import commit_all
+
+    result = commit_all(vault, extractor, progress=None if as_json else progress("committing sessions"))
+    vault.close()
+    for line in vault.warnings:
+        notice(line)
+    for session, why in result.failed:
+        say(f"memlink: error: session {session}: {why} (nothing was written for it)", file=sys.stderr)
+    total = result.total()
+    if as_json:
+        say_json({"sessions": [{"session": s, **r.to_json()} for s, r in result.committed],
+                  "failed": [{"session": s, "error": why} for s, why in result.failed],
+                  "unchanged": result.unchanged, "total": total})
+    else:
+        for session, report in result.committed:
+            _print_report(report, f"session {session}")
+        say(f"sessions committed: {total['sessions']} (notes created: {total['created']}, changed: {total['changed']}, "
+            f"links added: {total['links_added']}); with nothing new: {result.unchanged}; failed: {len(result.failed)}")
+    return EXIT_PARTIAL if result.failed else 0
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -189,13 +218,12 @@ def cmd_import_chat(args: argparse.Namespace) -> int:
     if args.json:
         say_json(report.to_json())
     else:
-        left_out = ""
-        if report.format != "jsonl":
-            left_out = (f" ({report.format}; {report.skipped} messages left out as not chat text, "
-                        f"{report.off_branch} on other branches)")
-        print(f"{report.sessions} session(s){left_out}, {report.events_added} new events, {report.turns} turns: "
+        fmt = f" ({report.format})" if report.format != "jsonl" else ""
+        print(f"{report.sessions} session(s){fmt}, {report.events_added} new events, {report.turns} turns: "
               f"{report.extracted} extracted, {report.already} already known, {len(report.failed)} failed "
               f"[provider: {report.provider}]")
+        for line in report.left_out_lines():  # kinds named by the export (a role, a content type): data
+            say(f"  {line}")
         for failure in report.failed:
             say(f"  ! {failure}")
         if report.fallback:

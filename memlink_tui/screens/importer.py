@@ -1,6 +1,9 @@
 """Import a file from the browser (`i`): type its path, or ctrl+o to pick it in a folder
 tree (enter on a file); the import runs in a worker, then the result is shown as a diff —
-notes created and changed, links added — before moving on."""
+notes created and changed, links added — before moving on. A chat export (`.json`, or
+JSON Lines) is imported as chat sessions (`memlink import-chat`); its summary names what
+was left out, and ctrl+s then commits every session with new turns (`memlink commit
+--all`), which makes them searchable."""
 
 from __future__ import annotations
 
@@ -45,17 +48,21 @@ class ImportScreen(ModalScreen[str | None]):
     ImportScreen #import-files { height: 1fr; border: round $panel; }
     ImportScreen #import-files:focus { border: round $accent; }
     """
-    BINDINGS = [Binding("escape", "close", "Close"), Binding("ctrl+o", "browse", "Pick a file")]
+    BINDINGS = [Binding("escape", "close", "Close"), Binding("ctrl+o", "browse", "Pick a file"),
+                Binding("ctrl+s", "commit_all", "Commit all sessions")]
+    CHAT_SUFFIXES = (".json", ".jsonl")  # a chat export or transcript: imported as chat sessions
 
     def __init__(self, vault: Vault, start: Path | None = None):
         super().__init__()
         self.vault = vault
         self.source: str | None = None
         self.start = start or Path.home()  # where the folder tree opens
+        self.chats = False  # a chat export was imported: ctrl+s commits its sessions
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Input(placeholder="path of a text or markdown file to import, then enter · ctrl+o picks one",
+            yield Input(placeholder="path of a text or markdown file, or a chat export (.json), then enter · ctrl+o "
+                        "picks one",
                         id="import-path")
             yield Checkbox("keep as a source only (no extraction)", id="no-wiki")
             with VerticalScroll(id="import-diff"):
@@ -88,11 +95,17 @@ class ImportScreen(ModalScreen[str | None]):
             self.query_one("#import-result", Static).update("importing…")
             self.run_import(Path(event.value.strip()).expanduser(), not self.query_one(Checkbox).value)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.chats if action == "commit_all" else True  # offered once a chat export was imported
+
     @work(thread=True, exclusive=True, group="import")
     def run_import(self, path: Path, wiki: bool) -> None:
         from engine.extract.batch import ingest
         from engine.extract.inputs import choose_extractor
 
+        if path.suffix.lower() in self.CHAT_SUFFIXES:
+            self._import_chat(path)
+            return
         try:
             extractor, _health = choose_extractor(self.vault)
             result = ingest(self.vault, path, wiki=wiki, extractor=extractor)
@@ -105,6 +118,46 @@ class ImportScreen(ModalScreen[str | None]):
             assert result.report is not None  # a file imported has its run report
             text = diff_markup(result.report)
         self.app.call_from_thread(self._show, text + "\n\n[dim]esc: close and open the source note[/dim]", result.source_uri)
+
+    def _import_chat(self, path: Path) -> None:
+        from engine.sessions.importer import import_chat, turn_extractor
+
+        try:
+            report = import_chat(self.vault, path, turn_extractor(self.vault))
+        except MemlinkError as exc:
+            self.app.call_from_thread(self._show, f"[red]{safe_markup(str(exc))}[/red]", None)
+            return
+        lines = [f"[b]{report.sessions} chat session(s) ({safe_markup(report.format)}), {report.events_added} new "
+                 f"messages, {report.turns} turns[/b]  [dim]provider: {safe_markup(report.provider)}[/dim]"]
+        lines += [safe_markup(line) for line in report.left_out_lines()]
+        lines += [f"[red]! {safe_markup(f)}[/red]" for f in report.failed]
+        lines += ["", "[b]ctrl+s[/b]: commit every session with new turns, so their memories are searchable · "
+                  "[dim]esc: close[/dim]"]
+        self.chats = True
+        self.app.call_from_thread(self.refresh_bindings)
+        self.app.call_from_thread(self._show, "\n".join(lines), None)
+
+    def action_commit_all(self) -> None:
+        if self.chats:
+            self.query_one("#import-result", Static).update("committing the chat sessions…")
+            self.run_commit_all()
+
+    @work(thread=True, exclusive=True, group="import")
+    def run_commit_all(self) -> None:
+        from engine.sessions.commit import commit_all
+
+        try:
+            result = commit_all(self.vault)
+        except MemlinkError as exc:
+            self.app.call_from_thread(self._show, f"[red]{safe_markup(str(exc))}[/red]", None)
+            return
+        total = result.total()
+        lines = [f"[b]sessions committed: {total['sessions']} (notes created: {total['created']}, changed: "
+                 f"{total['changed']}, links added: {total['links_added']}); with nothing new: {result.unchanged}[/b]"]
+        for session, report in result.committed:
+            lines += [f"[b]session {safe_markup(session)}[/b]", diff_markup(report)]
+        lines += [f"[red]! session {safe_markup(s)}: {safe_markup(why)}[/red]" for s, why in result.failed]
+        self.app.call_from_thread(self._show, "\n".join(lines) + "\n\n[dim]esc: close[/dim]", None)
 
     def _show(self, text: str, source: str | None) -> None:
         self.source = source
