@@ -2,8 +2,11 @@
 in people/, companies/ and meetings/, linking each other with markdown links (relative,
 root-relative, with or without .md), [[wikilinks]] (by title or file name, some with an
 alias) and bare slugs, in prose that states who works at, invested in, advises, founded
-or attended what — in varied words, mixed with distractor prose (mentions that state no
-relation, title-case headlines, dated anecdotes, names of places and products).
+or attended what — in the words web pages use ("the founder and CEO of", "runs engineering
+at", "raised a Series A led by"), several per relation, some facts only on the object's
+page — mixed with distractor prose (mentions that state no relation, title-case
+headlines, dated anecdotes, names of places and products), and one index page that links
+every page (a hub). ``held_out=True`` adds wordings no relation cue was written for.
 
 The hidden facts give the gold answers of the questions "Who works at / invested in /
 advises / attended X?".
@@ -96,6 +99,7 @@ class World:
     facts: dict[str, set[tuple[str, str]]]  # relation -> {(person path, target path)}
     questions: list[Question]
     names: set[str]  # every proper name the generator wrote (people, companies, places, products)
+    lookups: list[Question] = field(default_factory=list)  # "What does X build?": X's own page answers
 
     def write(self, root: Path) -> None:
         for page in self.pages.values():
@@ -135,40 +139,57 @@ def _relative(src: str, dst: str) -> str:
     return "../" * up + dst if src.split("/")[0] != dst.split("/")[0] else dst.rsplit("/", 1)[1]
 
 
-WORKS = ["{p} works at {c} as {role}.", "{p} is the {role} of {c}.", "{p} joined {c} in {year} as {role}.",
-         "Since {year}, {p} has been {role} at {c}.", "{p} is employed by {c}.", "{p} leads a team at {c}."]
-WORKS_CO = ["{p} works here as {role}.", "{p} ({role}) joined in {year}.", "Our {role} is {p}.",
-            "{p} is on the team, as {role}."]
-INVESTS = ["{p} invested in {c} in {year}.", "{p} is an early investor in {c}.", "{p} backed {c} at the seed stage.",
-           "{p} led the Series A of {c}.", "{p} holds an angel stake in {c}."]
-INVESTS_CO = ["Investors include {p}.", "{p} invested in the seed round.", "The Series A was led by {p}.",
-              "{p} backed the company early."]
-ADVISES = ["{p} advises {c} on {topic}.", "{p} is an advisor to {c}.", "{p} sits on the advisory board of {c}.",
-           "{p} mentors the founders of {c}."]
-ADVISES_CO = ["{p} advises the founders on {topic}.", "Advisors: {p}.", "{p} is one of our advisors."]
-FOUNDED = ["{p} founded {c} in {year}.", "{p} co-founded {c}."]
-FOUNDED_CO = ["Founded in {year} by {p}.", "{p} co-founded the company."]
+# Each relation as web pages state it: (on the person's page, on the object's page). {t}
+# is the object page's own title. generate(held_out=True) adds HELD_OUT's wordings.
+PHRASINGS = {
+    "works_at": (
+        ["{p} works at {c} as {role}.", "{p} is the {role} of {c}.", "{p} joined {c} in {year} as {role}.",
+         "Since {year}, {p} has been {role} at {c}.", "{p} is employed by {c}.", "{p} leads engineering at {c}.",
+         "{p} runs sales at {c}.", "{p} heads up design at {c}.", "{p} is a partner at {c}."],
+        ["{p} works here as {role}.", "{p} ({role}) joined in {year}.", "Our {role} is {p}.",
+         "{p} is on the team, as {role}.", "{p} runs engineering.", "{t} hired {p} as {role} in {year}."]),
+    "invested_in": (
+        ["{p} invested in {c} in {year}.", "{p} is an early investor in {c}.", "{p} backed {c} at the seed stage.",
+         "{p} led the Series A of {c}.", "{p} holds an angel stake in {c}.", "{p} led the seed round of {c}.",
+         "{p} participated in the Series B of {c}.", "{p} wrote one of the first cheques into {c}."],
+        ["Investors include {p}.", "{p} invested in the seed round.", "The Series A was led by {p}.",
+         "{p} backed the company early.", "{t} raised a Series A led by {p}.", "{p} participated in the seed round.",
+         "Backed by {p} and others."]),
+    "advises": (
+        ["{p} advises {c} on {topic}.", "{p} is an advisor to {c}.", "{p} sits on the advisory board of {c}.",
+         "{p} mentors the founders of {c}.", "{p} coaches the leadership team of {c}."],
+        ["{p} advises the founders on {topic}.", "Advisors: {p}.", "{p} is one of our advisors.",
+         "{p} mentors our engineering leads."]),
+    "founded": (
+        ["{p} founded {c} in {year}.", "{p} co-founded {c}.", "{p} is the founder and CEO of {c}.",
+         "{p} is a co-founder of {c}."],
+        ["Founded in {year} by {p}.", "{p} co-founded the company.", "{t} was co-founded in {year} by {p}.",
+         "{p} founded the company in {year}."]),
+}
+# Wordings no cue was written for, used only on held-out seeds: how the zero-LLM rules
+# do on text they were not tuned on.
+HELD_OUT = {
+    "works_at": (["{p} spends her days building {c}'s product.", "{p} is on the payroll at {c}.",
+                  "{p} serves as {role} at {c}."],
+                 ["{p} runs engineering here.", "Say hello to {p}, who looks after our customers."]),
+    "invested_in": (["{p} put money into {c} early on.", "{p} came in on the pre-seed of {c}."],
+                    ["{p} joined the round as an angel.", "Early money came from {p}."]),
+    "advises": (["{p} is a sounding board for the founders of {c}."],
+                ["{p} helps the founders think through {topic}."]),
+    "founded": (["{p} started {c} in {year}."], ["{p} started the company in {year}."]),
+}
 MENTIONS = ["{p} once gave a talk at {c}.", "{p} wrote a blog post comparing {c} to its rivals.",
             "{p} was quoted in an article about {c}.", "{p} met people from {c} at a conference in {place}."]
 MENTIONS_CO = ["{p} gave a talk at our demo day.", "An article by {p} covered the launch.",
                "{p} visited the office in {place} once."]
 ATTENDED = ["{p} attended {m}.", "{p} was at {m}.", "{p} joined {m} and presented the numbers."]
-# Phrasings held out of the relation cascade's vocabulary (generate(unseen=True)): how the
-# zero-LLM rules do on wording they were not written for.
-UNSEEN = {
-    "works_at": (["{p} runs engineering at {c}.", "{p} spends her days building {c}'s product."],
-                 ["{p} runs engineering here."]),
-    "invested_in": (["{p} put money into {c} early on."], ["{p} wrote one of the first cheques."]),
-    "advises": (["{p} coaches the leadership team of {c}."], ["{p} coaches our leadership team."]),
-}
 TOPICS = ["pricing", "hiring", "security", "go-to-market", "fundraising", "logistics"]
 
 
-def generate(seed: int = 7, people: int = 110, companies: int = 60, meetings: int = 70, unseen: bool = False) -> World:
+def generate(seed: int = 7, people: int = 110, companies: int = 60, meetings: int = 70, held_out: bool = False) -> World:
     rng = random.Random(seed)
-    phrasings = {rel: (own + UNSEEN[rel][0], theirs + UNSEEN[rel][1]) if unseen else (own, theirs)
-                 for rel, (own, theirs) in {"works_at": (WORKS, WORKS_CO), "invested_in": (INVESTS, INVESTS_CO),
-                                            "advises": (ADVISES, ADVISES_CO)}.items()}
+    phrasings = {rel: (own + HELD_OUT[rel][0], theirs + HELD_OUT[rel][1]) if held_out else (own, theirs)
+                 for rel, (own, theirs) in PHRASINGS.items()}
     ref = _Refs(rng)
     pages: dict[str, Page] = {}
     names: set[str] = set(PLACES) | set(PRODUCTS) | set(OUTSIDERS) | set(EVENTS)
@@ -204,13 +225,13 @@ def generate(seed: int = 7, people: int = 110, companies: int = 60, meetings: in
 
     def state(rel: str, person: Page, co: Page, own: list[str], theirs: list[str]) -> None:
         """A fact is stated on the person's page, the company's page, or both."""
-        where = rng.choice(["person", "company", "both"])
+        where = rng.choice(["person", "company", "company", "both"])
         values = dict(role=rng.choice(ROLES), year=rng.randint(2012, 2024), topic=rng.choice(TOPICS),
                       place=rng.choice(PLACES))
         if where in ("person", "both"):
             body[person.path].append(rng.choice(own).format(p=person.title.split()[0], c=ref(person, co), **values))
         if where in ("company", "both"):
-            line = rng.choice(theirs).format(p=ref(co, person), **values)
+            line = rng.choice(theirs).format(p=ref(co, person), t=co.title, **values)
             body[co.path].append(line[:1].upper() + line[1:])
         facts[rel].add((person.path, co.path))
 
@@ -222,7 +243,7 @@ def generate(seed: int = 7, people: int = 110, companies: int = 60, meetings: in
         for co in rng.sample(cos, rng.choice([0, 0, 1, 1])):
             state("advises", person, co, *phrasings["advises"])
         if rng.random() < 0.15:
-            state("founded", person, rng.choice(cos), FOUNDED, FOUNDED_CO)
+            state("founded", person, rng.choice(cos), *phrasings["founded"])
         for co in rng.sample(cos, rng.choice([0, 1, 1, 2])):
             state("mentions", person, co, MENTIONS, MENTIONS_CO)
 
@@ -293,8 +314,15 @@ def generate(seed: int = 7, people: int = 110, companies: int = 60, meetings: in
             lines.append(f"See also [[{rng.choice(CO_A)} Holdings]] for the parent company.")
         page.lines = lines
 
+    # A hub: an index page that links every page (as an Obsidian map of content does).
+    hub = Page("index.md", "Directory", "index")
+    for folder in ("people", "companies", "meetings"):
+        hub.lines += [f"## {folder.title()}", ""] + [f"- [[{p.title}]]" for p in pages.values()
+                                                      if p.path.startswith(folder)] + [""]
+    pages[hub.path] = hub
     questions = _questions(rng, pages, facts)
-    return World(pages, facts, questions, names)
+    lookups = [Question("about", f"What does {co.title} build?", co.path, [co.path]) for co in cos]
+    return World(pages, facts, questions, names, lookups)
 
 
 ASK = {

@@ -69,6 +69,9 @@ class PropagationParams:
     min_link_weight: float = 0.3
     forced_follow: tuple[LinkType, ...] = field(default_factory=lambda: builtin_table().forced_follow())
     table: dict[tuple[LinkType, Direction], Rule] = field(default_factory=lambda: dict(PROPAGATION))
+    # A note with more links than this (an index, a map of content) takes in score divided
+    # by √(its degree / hub_degree): linking every page does not make it every seed's neighbour.
+    hub_degree: int = 10
 
     @classmethod
     def for_table(cls, link_types: LinkTypeTable, **params: Any) -> PropagationParams:
@@ -136,12 +139,18 @@ class Adjacency:
         """Spread seed scores along typed links (docs/DESIGN.md, "Search": graph propagation).
 
         Each step multiplies by the table weight of (link_type, direction), the link's own
-        weight and the damping factor, divided by √degree of the note it leaves; links
+        weight and the damping factor, divided by √degree of the note it leaves and, past
+        ``hub_degree`` links, by √(degree / hub_degree) of the note it reaches; links
         under ``min_link_weight`` are skipped; a note reached over a non-continuing rule,
         or at the depth limit, spreads no further; a rule is not used past its max depth.
         Contributions from several seeds combine by noisy-OR, 1 - Π(1 - c): two weak
-        paths to a bridging note beat one, but a hub reached from every seed stays below 1."""
+        paths to a bridging note beat one, but a hub reached from every seed stays below 1
+        (and well below the notes it links)."""
         out: dict[str, Propagated] = defaultdict(Propagated)
+        gains: dict[str, list[float]] = defaultdict(list)  # each seed's contribution, before the hub share
+
+        def hub_share(uri: str) -> float:
+            return math.sqrt(max(1.0, self.degree(uri) / params.hub_degree))
 
         def combine(a: float, b: float) -> float:
             return 1.0 - (1.0 - a) * (1.0 - min(b, 1.0))  # noisy-OR: bounded, additive when small
@@ -183,17 +192,21 @@ class Adjacency:
                                 prev[1].append(step)
                                 prev[2] = prev[2] or rule.cont
                 frontier = []
+                self.prefetch(dst for dst, (_g, _s, cont) in reached.items() if cont)  # (the next hop reads them)
                 for dst, (gain, steps, cont) in reached.items():
                     visited.add(dst)
-                    got = out[dst]
-                    got.score = combine(got.score, gain)
-                    got.via.extend(steps)
+                    gains[dst].append(gain)
+                    out[dst].via.extend(steps)
                     if cont:
-                        frontier.append((dst, gain))
+                        frontier.append((dst, gain / hub_share(dst)))
                 if not frontier:
                     break
-        for p in out.values():
-            p.via.sort(key=lambda s: -s.link.weight)
+        self.prefetch(gains)  # (one read for every note reached: their degrees)
+        for dst, got in out.items():
+            share = hub_share(dst)
+            for gain in gains[dst]:
+                got.score = combine(got.score, gain / share)
+            got.via.sort(key=lambda s: -s.link.weight)
         return dict(out)
 
     def forced_neighbours(self, uri: str, params: PropagationParams) -> list[Step]:

@@ -392,3 +392,21 @@ def test_a_name_written_with_a_typo_is_found_and_the_prefilter_never_drops_a_nea
             near += 1
             assert fuzz.ratio(a, b, score_cutoff=_NEAR_BOUND), (a, b)
     assert near > 50
+
+
+def test_a_hub_linking_every_page_does_not_outrank_the_pages_that_answer(vault, tmp_path):
+    """An index page linking every page is every seed's neighbour: its share of the walk
+    is divided by its degree, so the pages that hold the words rank above it."""
+    from engine.extract.batch import ingest_batch
+    from engine.extract.rules import RulesExtractor
+
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    titles = [f"Workshop {n}" for n in range(1, 41)]
+    for n, title in enumerate(titles, 1):
+        what = "a paper lantern" + " lantern" * (7 - n) if n <= 6 else f"a bench number {n}"
+        (pages / f"workshop-{n}.md").write_text(f"# {title}\n\nWe built {what}.\n")
+    (pages / "index.md").write_text("# Index\n\n" + "".join(f"- [[{t}]]\n" for t in titles))
+    ingest_batch(vault, [pages], extractor=RulesExtractor())
+    order = [h.uri for h in search(vault, "lantern", k=10, routes=("keyword",))]
+    assert order[:6] == [f"sources/workshop-{n}.md" for n in range(1, 7)], order

@@ -275,8 +275,7 @@ class LinkTypeTable:
         return LinkTypeTable([*self._specs.values(), *extra])
 
 
-def parse_table(text: str, where: str) -> list[LinkTypeSpec]:
-    data = safe_load(text) or []
+def parse_rows(data: Any, where: str) -> list[LinkTypeSpec]:
     if not isinstance(data, list):
         raise ValueError(f"{where}: must hold a YAML list of link types")
     try:
@@ -287,10 +286,19 @@ def parse_table(text: str, where: str) -> list[LinkTypeSpec]:
 
 
 @lru_cache(maxsize=1)
+def builtin_data() -> dict[str, Any]:
+    """``engine/link_types.yaml``: its ``link_types`` and the ``relations`` links state."""
+    text = resources.files("engine").joinpath("link_types.yaml").read_text(encoding="utf-8")
+    data = safe_load(text)
+    if not isinstance(data, dict) or not {"link_types", "relations"} <= data.keys():
+        raise RuntimeError("engine/link_types.yaml must hold link_types: and relations:")
+    return data
+
+
+@lru_cache(maxsize=1)
 def builtin_table() -> LinkTypeTable:
     """The six built-in types from ``engine/link_types.yaml``."""
-    text = resources.files("engine").joinpath("link_types.yaml").read_text(encoding="utf-8")
-    return LinkTypeTable(parse_table(text, "engine/link_types.yaml"))
+    return LinkTypeTable(parse_rows(builtin_data()["link_types"], "engine/link_types.yaml"))
 
 
 def _builtins() -> None:

@@ -1,6 +1,8 @@
 """Relations the text states between two pages (GBrain's zero-LLM link-type
 cascade): founded → invested in → advises → reports to → works at → attended, strongest
-first (attended first when one end is a meeting), each mapped onto a link type by role:
+first (attended first when one end is a meeting), declared as data in
+``engine/link_types.yaml`` (``relations:``, with their cues and what each implies: a
+founder works at what they founded), each mapped onto a link type by role:
 the membership type (belongs_to) or the default type (related_to); see docs/DESIGN.md
 "Link types". The relation itself is kept in the link's description, phrased from the link's
 from-note to its to-note ("works at" from a person's page, "employs" from the
@@ -18,8 +20,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
-from .linktypes import LinkType, builtin_table
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .linktypes import LinkType, builtin_data, builtin_table
 
 
 @dataclass(frozen=True)
@@ -38,46 +43,52 @@ class Relation:
         return asked.name == self.name or asked.name in self.implies
 
 
+class RelationSpec(BaseModel):
+    """One row of ``relations:`` in engine/link_types.yaml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z][a-z_]*$")
+    # A role, not a type name: a relation means membership or plain association whatever
+    # the types are called, and the built-ins hold every role.
+    role: Literal["membership", "default"]
+    label: str = Field(min_length=1)
+    inverse: str = Field(min_length=1)
+    said: str
+    asked: str
+    reverse: str | None = None
+    implies: list[str] = Field(default_factory=list)
+
+    @field_validator("said", "asked", "reverse")
+    @classmethod
+    def _compiles(cls, cue: str | None) -> str | None:
+        if cue is not None:
+            re.compile(cue)
+        return cue
+
+
+def load_relations(rows: object, where: str) -> list[Relation]:
+    """The relation table, in order; every relation implied is one of it."""
+    try:
+        specs = [RelationSpec.model_validate(row) for row in rows] if isinstance(rows, list) else None
+    except (ValidationError, re.error) as exc:
+        raise ValueError(f"{where}: relations: {exc}") from None
+    if specs is None:
+        raise ValueError(f"{where}: relations: must be a list")
+    names = {s.name for s in specs}
+    for s in specs:
+        if unknown := [n for n in s.implies if n not in names or n == s.name]:
+            raise ValueError(f"{where}: relation {s.name!r} implies {unknown[0]!r}, which is not another relation")
+    table = builtin_table()
+    return [Relation(s.name, table.role(s.role), s.label, s.inverse, re.compile(s.said, re.I), re.compile(s.asked, re.I),
+                     re.compile(s.reverse, re.I) if s.reverse else None, tuple(s.implies)) for s in specs]
+
+
 def _p(text: str) -> re.Pattern:
     return re.compile(text, re.I)
 
 
-# Roles, not names: a relation means membership or plain association whatever the types
-# are called. The built-ins hold every role, so these are every vault's.
-_MEMBER = builtin_table().role("membership")
-_PLAIN = builtin_table().role("default")
-
-RELATIONS: list[Relation] = [  # strongest first: the first that matches a sentence decides
-    Relation("founded", _MEMBER, "founded", "founded by",
-             _p(r"\b(?:co-?)?found(?:ed|er|ing (?:member|partner|team))\b"), _p(r"\b(?:co-?)?found(?:ed|er|ers)\b"),
-             _p(r"(?:co-?)?founded by\b"), implies=("works_at",)),
-    Relation("invested_in", _PLAIN, "invested in", "backed by",
-             _p(r"\binvest(?:ed|or|ors|ment|ments|s|ing)?\b|\bback(?:ed|er|ers|s)\b|\bangel\b|\bstake\b|"
-                r"\bseries [a-f]\b|\b(?:seed|funding) round\b|\bfunded\b"),
-             _p(r"\binvest(?:ed|or|ors|s|ing)?\b|\bback(?:ed|er|ers|s)?\b|\bfund(?:ed|s|ers)?\b"),
-             _p(r"(?:backed|funded|invested in) by\b")),
-    Relation("advises", _PLAIN, "advises", "advised by",
-             _p(r"\badvis(?:e|es|ed|ing|or|ors|er|ers|ory)\b|\bmentor(?:s|ed|ing)?\b"),
-             _p(r"\badvis(?:e|es|ed|ing|or|ors|er|ers|ory)\b|\bmentor(?:s|ed|ing)?\b"),
-             _p(r"(?:advised|mentored) by\b")),
-    Relation("reports_to", _MEMBER, "reports to", "manages",
-             _p(r"\breports? (?:in)?to\b|\bmanaged by\b|\b(?:her|his|their) manager\b|"
-                r"\bmanages\b(?!\s+(?:the|a|an|our|their|his|her|its)\b)"),
-             _p(r"\breports? to\b|\bmanag(?:es|ed|er)\b"),
-             _p(r"manages\b")),  # "Bob manages Mia": Mia reports to Bob ("managed by" says it the right way round)
-    Relation("works_at", _MEMBER, "works at", "employs",
-             _p(r"\bwork(?:s|ed|ing)? (?:at|for|here|there)\b|\bemploy(?:s|ed|ee|ees|er)?\b|\bjoined\b|\bhired\b|"
-                r"\bstaff\b|\bon the team\b|\bteam at\b|\bleads? (?:a |the )?(?:team|engineering|sales|design|product)\b|"
-                r"\b(?:CEO|CTO|CFO|COO|CMO|CPO|VP|president|head of|director|engineer|manager|designer|"
-                r"lead|scientist|analyst)\b"),
-             _p(r"\bwork(?:s|ed|ing)?\b|\bemploy(?:s|ed|ees)?\b|\bstaff\b|\bteam\b|\bemployees\b"),
-             _p(r"employs?\b|hired\b(?!\s+by\b)")),  # "Acme employs / hired Mia"; "hired by", "employed by" are not
-    Relation("attended", _MEMBER, "attended", "attended by",
-             _p(r"\battend(?:ed|s|ees?|ing|ance)\b|\bpresent\b|\bparticipants?\b|\bwas at\b|\bwere at\b|"
-                r"\bjoined\b|\bmet\b|\bin the room\b"),
-             _p(r"\battend(?:ed|s|ees?|ing)?\b|\bwas at\b|\bwere at\b|\bpresent at\b|\bparticipat"),
-             _p(r"attended by\b")),
-]
+RELATIONS: list[Relation] = load_relations(builtin_data()["relations"], "engine/link_types.yaml")
 BY_NAME = {r.name: r for r in RELATIONS}
 # A meeting page that names a person records an attendee (GBrain) — unless the sentence
 # says the person was not there.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -129,7 +130,8 @@ def search(
 ) -> list[SearchHit]:
     """The k best notes for ``query``. Notes the question names (title or alias) seed the
     graph at full score; a "Who … X?" question puts the people X's links name first, those
-    whose link states the asked relation ahead; notes derived from a hit that matched too
+    whose link states the asked relation (or one implying it) ahead, and when it asks a
+    relation shows only people; notes derived from a hit that matched too
     are grouped under it (``group``). When the notes hold too little of the question's
     content words (``query_coverage`` below ``min_query_coverage``) and it names no note,
     only vector hits above ``min_confident_similarity`` are returned, marked weak. With
@@ -210,8 +212,11 @@ def search(
         for uri in final:
             final[uri] *= 1.0 + 0.05 * math.log(1 + graph.backlink_count(uri))
     # Tiers: the answers a named note's links give, then the named notes, then the rest.
-    tier: dict[str, int] = {}  # in a "Who …?" question: the answers (0), then the named notes (1)
+    # In a "Who …?" question: the answers (0), the named notes (1), people whose link states
+    # no relation (2), the rest (3).
+    tier: dict[str, int] = {}
     answered = False  # the links answer the relation asked: only the answers and the named notes
+    people: set[str] = set()  # when not empty, only these are shown
     if graph is not None and named and asks_who(query):
         asked = _without_names(query, vault)
         tier = {u: 1 for u in named}
@@ -220,15 +225,23 @@ def search(
                 continue
             final[uri] = max(final.get(uri, 0.0), score)
             found[uri] = [Route("answer", 0, score, step)] + [r for r in found.get(uri, []) if r.kind != "graph"]
-            tier[uri] = 0 if strong else 2
+            # A person whose link states no relation may still be an answer the words did
+            # not type ("Early money came from Bob"): after the sure ones. One whose link
+            # states another relation (advises, asked "works at") is not.
+            tier[uri] = 0 if strong else 2 if not relations_of(step.link.description) else 3
         answered = asked_relation(asked) is not None and 0 in tier.values()
-    kept = [u for u in final if allowed(u) and (not answered or u in tier and tier[u] < 2)]
+        # "Who works at / invested in … X?" asks for people: when any candidate is a
+        # person's page, only people are shown (not X's page, nor fragments derived from
+        # pages). An open "who" question ("who's responsible for what?") is not filtered.
+        if asked_relation(asked) is not None:
+            people = _people(catalog, final)
+    kept = [u for u in final if allowed(u) and (not answered or u in tier and tier[u] < 3) and (not people or u in people)]
     # (no tiers, most questions: best first by score alone; ties keep their order either way)
-    order = sorted(kept, key=lambda u: (tier.get(u, 2), -final[u])) if tier else sorted(kept, key=final.__getitem__, reverse=True)
+    order = sorted(kept, key=lambda u: (tier.get(u, 3), -final[u])) if tier else sorted(kept, key=final.__getitem__, reverse=True)
     if answered:  # what the named notes' own derived notes say stays available, under them
         order += [u for u in sorted(final, key=lambda u: -final[u]) if u not in tier and allowed(u)]
     evidence = _group(graph, order, k, vault.config.link_table()) if group and graph is not None else {}
-    ranked = [u for u in order if u not in evidence and (not answered or u in tier)][:k]
+    ranked = [u for u in order if u not in evidence and (not answered or u in tier) and (not people or u in people)][:k]
     if graph is not None:
         graph.prefetch(ranked)  # what forced neighbours read
 
@@ -333,6 +346,10 @@ def _answers(graph: Adjacency, catalog: Catalog, named: list[str], question: str
         if dst not in out or score > out[dst][0]:
             out[dst] = (score, step, strong)
     return out
+
+
+def _people(catalog: Catalog, uris: Iterable[str]) -> set[str]:
+    return {u for u, e in catalog.entries(uris).items() if e.kind in PERSON_KINDS}
 
 
 def _group(graph: Adjacency, order: list[str], k: int, link_types: LinkTypeTable) -> dict[str, str]:
