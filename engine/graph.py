@@ -132,6 +132,11 @@ class Adjacency:
     def degree(self, uri: str) -> int:
         return len(self.out_edges(uri)) + len(self.in_edges(uri))
 
+    def degrees(self, uris: Iterable[str]) -> dict[str, int]:
+        """Each note's degree (a view that fetches on demand may count without reading
+        the edges)."""
+        return {u: self.degree(u) for u in uris}
+
     def backlink_count(self, uri: str) -> int:
         return len(self.in_edges(uri))
 
@@ -149,8 +154,8 @@ class Adjacency:
         out: dict[str, Propagated] = defaultdict(Propagated)
         gains: dict[str, list[float]] = defaultdict(list)  # each seed's contribution, before the hub share
 
-        def hub_share(uri: str) -> float:
-            return math.sqrt(max(1.0, self.degree(uri) / params.hub_degree))
+        def hub_share(degree: int) -> float:
+            return math.sqrt(max(1.0, degree / params.hub_degree))
 
         def combine(a: float, b: float) -> float:
             return 1.0 - (1.0 - a) * (1.0 - min(b, 1.0))  # noisy-OR: bounded, additive when small
@@ -192,18 +197,19 @@ class Adjacency:
                                 prev[1].append(step)
                                 prev[2] = prev[2] or rule.cont
                 frontier = []
-                self.prefetch(dst for dst, (_g, _s, cont) in reached.items() if cont)  # (the next hop reads them)
                 for dst, (gain, steps, cont) in reached.items():
                     visited.add(dst)
                     gains[dst].append(gain)
                     out[dst].via.extend(steps)
-                    if cont:
-                        frontier.append((dst, gain / hub_share(dst)))
+                    if cont and hop < params.depth:
+                        frontier.append((dst, gain))
                 if not frontier:
                     break
-        self.prefetch(gains)  # (one read for every note reached: their degrees)
+                self.prefetch(dst for dst, _ in frontier)  # (the next hop reads them: one read)
+                frontier = [(dst, gain / hub_share(self.degree(dst))) for dst, gain in frontier]
+        degrees = self.degrees(gains)  # (one count for every note reached)
         for dst, got in out.items():
-            share = hub_share(dst)
+            share = hub_share(degrees[dst])
             for gain in gains[dst]:
                 got.score = combine(got.score, gain / share)
             got.via.sort(key=lambda s: -s.link.weight)
@@ -397,6 +403,14 @@ class Walk(Adjacency):
         for uri, (out, inc) in self.vault.links.edges(todo, compare=False).items() if todo else ():
             self._edges[uri] = (canonical([e for e in out if e.to_uri in catalog], "to_uri"),
                                 canonical([e for e in inc if e.from_uri in catalog], "from_uri"))
+
+    def degrees(self, uris: Iterable[str]) -> dict[str, int]:
+        """(Counted in the link index for notes the walk has not read: their edges are not
+        read. A count is of the links as stored, a link to a note deleted since included:
+        what a hub test needs, at a fraction of the reading.)"""
+        uris = list(dict.fromkeys(uris))
+        counted = self.vault.links.counts([u for u in uris if u not in self._edges])
+        return {u: self.degree(u) if u in self._edges else counted.get(u, 0) for u in uris}
 
     def out_edges_of_type(self, uris: Iterable[str], link_type: LinkType) -> dict[str, list[Edge]]:
         """(Only the records of that type are read for notes the walk has not reached.)"""

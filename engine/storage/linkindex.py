@@ -206,6 +206,16 @@ class LinkIndex:
                     out[owner][arm != "links"].append(Edge(link_id, from_uri, to_uri, link_type, weight, description))
         return out
 
+    def counts(self, uris: Iterable[str]) -> dict[str, int]:
+        """How many links each note has, out and in, as the index holds them (counted in
+        the indexes, no record read; a link into a note deleted since counts too)."""
+        uris = list(dict.fromkeys(uris))
+        if not uris:
+            return {}
+        return dict(self.store.rows_in(
+            "SELECT k.key, (SELECT count(*) FROM links l WHERE l.from_id = k.id AND l.side = 0) "
+            "+ (SELECT count(*) FROM links l WHERE l.to_id = k.id AND l.side = 1) FROM keys k WHERE k.key IN ({})", uris))
+
     def graph_edges(self) -> list[Edge]:
         """Every link of the vault as an edge, once (its links side), of a known type."""
         self.refresh()
