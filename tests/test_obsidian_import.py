@@ -257,17 +257,18 @@ def test_a_generated_obsidian_vault_still_resolves_in_obsidian_after_import(tmp_
     false = [r for r in reported if r not in truly_missing]
     assert traps > 1000 and len(false) <= 0.05 * traps  # … and (next to none of) the rest
     # Re-ingesting after removing one link from one file removes that link.
-    rel = next(r for r, t in texts.items() if "See [[" in t)
-    target = re.search(r"See \[\[([^\]]+)\]\]", texts[rel])[1]
-    assert texts[rel].count(f"[[{target}") == 1 and texts[rel].count(f"]({urllib.parse.quote(target)}") == 0
-    there = "sources/garden/" + obsidian_target(target, rel, source_files)
+    def once(rel: str) -> tuple[str, str] | None:
+        m = re.search(r"See \[\[([^\]]+)\]\]", texts[rel])
+        if m is None or texts[rel].count(m[1]) != 1 or obsidian_target(m[1], rel, source_files) in (None, rel):
+            return None
+        return m[1], f"sources/garden/{obsidian_target(m[1], rel, source_files)}"
+    rel, (target, there) = next((r, hit) for r in texts if (hit := once(r)))
     uri = f"sources/garden/{rel}"
-    if there != uri:
-        assert there in out_links(v, uri)
-        (src / rel).write_text(texts[rel].replace(f"See [[{target}]].", "See nothing."), encoding="utf-8")
-        again = ingest_batch(v, [src], extractor=RULES)
-        assert again.changed == [uri] and there not in out_links(v, uri)
-        assert {"from": uri, "to": there} in again.links_removed
+    assert there in out_links(v, uri)
+    (src / rel).write_text(texts[rel].replace(f"See [[{target}]].", "See nothing."), encoding="utf-8")
+    again = ingest_batch(v, [src], extractor=RULES)
+    assert again.changed == [uri] and there not in out_links(v, uri)
+    assert {"from": uri, "to": there} in again.links_removed
 
 
 # -- ingest as a sync --------------------------------------------------------------------------
@@ -360,3 +361,17 @@ def test_files_given_one_by_one_keep_their_names(tmp_path):
     os.replace(tmp_path / "in", tmp_path / "elsewhere")  # the same file from another place: the same note
     again = ingest_batch(v, [tmp_path / "elsewhere" / "Offsite notes.md"], extractor=RULES)
     assert again.files[0].skipped == "already imported as sources/Offsite notes.md"
+
+
+def test_another_folder_of_the_same_name_is_another_import(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    one = tmp_path / "one" / "notes"
+    two = tmp_path / "two" / "notes"
+    for folder, text in ((one, "First folder."), (two, "Second folder.")):
+        folder.mkdir(parents=True)
+        (folder / "Plan.md").write_text(text + "\n", encoding="utf-8")
+    ingest_batch(v, [one], extractor=RULES)
+    result = ingest_batch(v, [two], extractor=RULES)  # the first folder is still there: not this one, moved
+    assert [f.source_uri for f in result.files] == ["sources/notes-2/Plan.md"] and not result.deleted
+    assert v.read_note("sources/notes/Plan.md").fields["content"] == "First folder."
+    assert ingest_batch(v, [one], extractor=RULES).files[0].skipped == "already imported as sources/notes/Plan.md"

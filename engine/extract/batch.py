@@ -353,9 +353,45 @@ def _plan(vault: Vault, page: Page) -> str:
     return "edited" if _edited(vault, note) else "changed"
 
 
-def _gone(vault: Vault, paths: list[Path], targets: set[str]) -> list[dict]:
+def _claim(vault: Vault, folder: Path, name: str, taken: set[str]) -> str:
+    """The folder's name in ``sources/``: its own, unless the notes there came from another
+    folder of that name that still exists (then ``name-2``, …). Notes whose files are gone
+    from where they were are this folder's, moved."""
+    real, n, claimed = os.path.realpath(folder), 1, name
+    while True:
+        prefix = f"sources/{claimed}/"
+        mine = None
+        if claimed not in taken:
+            for entry in [e for e in vault.catalog.all("source") if e.uri.startswith(prefix)][:20]:
+                origin = str(vault.read_note(entry.uri).fields.get("origin") or "")
+                if origin.startswith(real + os.sep):
+                    mine = True
+                    break
+                if origin and os.path.exists(origin):
+                    mine = False  # another folder of that name, still there
+            if mine is not False:
+                return claimed
+        n += 1
+        claimed = f"{name}-{n}"
+
+
+def _name_roots(vault: Vault, paths: list[Path], pages: list[Page], attachments: list[Attachment]) -> dict[int, str]:
+    """Each folder given's name in ``sources/`` (``_claim``), set on its pages and attachments."""
+    names: dict[int, str] = {}
+    for n, path in enumerate(map(Path, paths)):
+        if path.is_dir():
+            names[n] = _claim(vault, path, root_name(path), set(names.values()))
+    for page in pages:
+        if page.root in names:
+            page.top = names[page.root]
+    for att in attachments:
+        att.target = f"sources/{names[att.root]}/{att.rel}"
+    return names
+
+
+def _gone(vault: Vault, names: dict[int, str], targets: set[str]) -> list[dict]:
     """The notes of an earlier import of the folders given whose files are no longer there."""
-    prefixes = tuple(f"sources/{root_name(p)}/" for p in map(Path, paths) if p.is_dir())
+    prefixes = tuple(f"sources/{name}/" for name in names.values())
     return [{"source": e.uri, "path": next((a for a in e.aliases if "/" in a or "." in a), e.uri)}
             for e in vault.catalog.all("source") if prefixes and e.uri.startswith(prefixes) and e.uri not in targets]
 
@@ -433,6 +469,7 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
     refuse_vault_paths(vault, paths)
     found, attachments, skipped, failed = collect(paths, vault.root)
     result = BatchResult(skipped=skipped, failed=failed, dry_run=dry_run)
+    roots = _name_roots(vault, paths, found, attachments)
     placed = _place(found, result)
     ok: list[Page] = []
     for page in placed:
@@ -444,7 +481,7 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
             result.failed.append({"path": str(page.path), "error": str(exc)})
             continue
         ok.append(page)
-    result.deleted = _gone(vault, paths, {page.target for page in placed})
+    result.deleted = _gone(vault, roots, {page.target for page in placed})
     result.renamed = _renamed(vault, ok, result.deleted)
     _copy_attachments(vault, attachments, result, dry_run)
     if dry_run:
