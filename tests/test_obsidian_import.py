@@ -287,7 +287,9 @@ def test_the_reingest_journey_edit_revert_move_delete_prune_undo(tmp_path):
     src = tmp_path / "a" / "notes"
     shutil.copytree(MINI, src)
     alpha = "sources/notes/Alpha.md"
-    assert memlink("ingest", str(src), vault=root).returncode == 0
+    r = memlink("ingest", str(src), vault=root)
+    assert r.returncode == 0 and "0 unresolved references, 1 matched by an alias only, 1 attachment links (1 files copied)" in r.stdout
+    assert f"{src / 'Alpha.md'}:11: [[Ω]] matched sources/notes/Omega.md by an alias only" in r.stdout
     assert s("Café").replace("vault", "notes") in out_links(Vault.open(root), alpha)
     first = snapshot(root)
     # A dry run writes nothing.
@@ -323,6 +325,8 @@ def test_the_reingest_journey_edit_revert_move_delete_prune_undo(tmp_path):
                                "path": str(moved / "Zeta renamed.md")}]
     r = memlink("ingest", str(moved), vault=root)
     assert "Eta.md: no longer in the folder; sources/notes/Eta.md kept (--prune removes it)" in r.stdout
+    r = memlink("ingest", str(moved), "--dry-run", "--prune", vault=root)
+    assert "sources/notes/Eta.md would be removed" in r.stdout and "dry run, nothing written" in r.stdout
     assert Vault.open(root).exists("sources/notes/Eta.md")
     r = memlink("ingest", str(moved), "--prune", vault=root)
     assert r.returncode == 0 and "sources/notes/Eta.md removed" in r.stdout

@@ -487,6 +487,7 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
     if dry_run:
         for page in ok:
             _dry(page, result)
+        result.pruned = [gone["source"] for gone in result.deleted] if prune else []  # (would be)
         result.seconds = time.perf_counter() - started
         return result
     # Pass 1: every file a source note, marked pending, before any reference is resolved.

@@ -204,7 +204,7 @@ def _print_sync(result: BatchResult, would: str) -> None:
         say(f"  > {printable_path(item['from'])} -> {printable_path(item['to'])}: the same text under a new path")
     pruned = set(result.pruned)
     for item in result.deleted:
-        what = "removed" if item["source"] in pruned else (f"{would}kept (--prune removes it)")
+        what = f"{would}removed" if item["source"] in pruned else f"{would}kept (--prune removes it)"
         say(f"  - {printable_path(item['path'])}: no longer in the folder; {printable_path(item['source'])} {what}")
 
 
