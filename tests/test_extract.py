@@ -152,7 +152,7 @@ def test_ingest_markdown_with_references(vault, tmp_path):
                    "```\n[[Not a link]]\n```\nI like short standups.\n")
     result = ingest(vault, doc, extractor=RULES)
     src = result.source_uri
-    assert src == "sources/offsite-notes.md"
+    assert src == "sources/notes.md"  # its file name
     assert ("entities/atlas.md", "Atlas") in {(l.to_uri, l.match_text) for l in vault.links.of(src, "links")}
     assert f"{doc}:3: [the plan](entities/ghost.md)" in result.report.unresolved  # file:line: reference
     assert not any("Not a link" in r for r in result.report.unresolved)  # code fences ignored

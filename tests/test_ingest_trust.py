@@ -43,7 +43,7 @@ def fail_the_first_extraction(root: Path, pages: Path) -> None:
         v.close()
         r = memlink("ingest", str(pages), vault=root)
     assert r.returncode == 5, r.stderr
-    assert ("Written: the source note sources/acme.md, marked pending; not written: its memories and links. "
+    assert ("Written: the source note sources/pages/companies/acme.md, marked pending; not written: its memories and links. "
             "The next ingest, commit or dream retries it") in r.stderr
     assert "1 files imported, 1 pending" in r.stdout
 
@@ -54,10 +54,10 @@ def test_a_failed_extraction_stays_pending_until_the_next_run_finishes_it(tmp_pa
     pages = write(tmp_path / "pages", PAGES)
     fail_the_first_extraction(root, pages)
     v = Vault.open(root)
-    assert v.exists("sources/acme.md") and links_of(v, "sources/acme.md") == {}  # its links wait with its memories
-    assert pending_sources(v) == ["sources/acme.md"]
+    assert v.exists("sources/pages/companies/acme.md") and links_of(v, "sources/pages/companies/acme.md") == {}  # its links wait with its memories
+    assert pending_sources(v) == ["sources/pages/companies/acme.md"]
     v.close()
-    assert pending_findings(root) == ["sources/acme.md"]
+    assert pending_findings(root) == ["sources/pages/companies/acme.md"]
 
     set_llm(root, provider="rules").close()
     if retry == "ingest":
@@ -74,7 +74,7 @@ def test_a_failed_extraction_stays_pending_until_the_next_run_finishes_it(tmp_pa
         assert "(pending import, finished)" in r.stdout
     assert r.returncode == 0, r.stderr
     v = Vault.open(root)
-    assert links_of(v, "sources/acme.md")["sources/mia.md"][0] == "belongs_to"
+    assert links_of(v, "sources/pages/companies/acme.md")["sources/pages/people/mia.md"][0] == "belongs_to"
     assert any(e.uri.startswith("events/") for e in v.catalog.all())  # acme's memories landed
     assert pending_sources(v) == []
     v.close()
@@ -88,12 +88,12 @@ def test_a_pending_source_survives_deleting_the_derived_state(tmp_path):
     pages = write(tmp_path / "pages", PAGES)
     fail_the_first_extraction(root, pages)
     shutil.rmtree(root / ".memlink")
-    assert pending_findings(root) == ["sources/acme.md"]
+    assert pending_findings(root) == ["sources/pages/companies/acme.md"]
     set_llm(root, provider="rules").close()
     v = Vault.open(root)
     result = ingest_batch(v, [], extractor=RulesExtractor())  # the file itself is not needed again
-    assert [f.source_uri for f in result.files] == ["sources/acme.md"] and not result.pending
-    assert links_of(v, "sources/acme.md")["sources/mia.md"][0] == "belongs_to"
+    assert [f.source_uri for f in result.files] == ["sources/pages/companies/acme.md"] and not result.pending
+    assert links_of(v, "sources/pages/companies/acme.md")["sources/pages/people/mia.md"][0] == "belongs_to"
     assert pending_sources(v) == []
 
 
@@ -106,13 +106,13 @@ def test_pending_sources_are_known_from_the_catalog_and_a_hand_edit_is_seen(tmp_
 
     root = cli_vault(tmp_path)
     fail_the_first_extraction(root, write(tmp_path / "pages", PAGES))
-    path = root / "sources/acme.md"
+    path = root / "sources/pages/companies/acme.md"
     v = Vault.open(root)
     v.sync()
     monkeypatch.setattr(Vault, "read_note", lambda self, uri: pytest.fail(f"read {uri}"))
-    assert pending_sources(v) == ["sources/acme.md"]
+    assert pending_sources(v) == ["sources/pages/companies/acme.md"]
     found = [f.uri for f in check_run(v, today=dt.date(2026, 12, 1), full=True).page() if f.code == "pending_extraction"]
-    assert found == ["sources/acme.md"]
+    assert found == ["sources/pages/companies/acme.md"]
     monkeypatch.undo()
     v.close()
     text = path.read_text(encoding="utf-8")
@@ -120,7 +120,7 @@ def test_pending_sources_are_known_from_the_catalog_and_a_hand_edit_is_seen(tmp_
     path.write_text(text.replace("extraction: pending", "extraction: done"), encoding="utf-8")  # cleared by hand
     assert pending_findings(root) == [] and pending_sources(Vault.open(root)) == []
     path.write_text(text, encoding="utf-8")
-    assert pending_findings(root) == ["sources/acme.md"]
+    assert pending_findings(root) == ["sources/pages/companies/acme.md"]
 
 
 def test_a_file_past_the_size_cap_is_refused_before_it_is_read(tmp_path):
@@ -139,7 +139,7 @@ def test_a_file_past_the_size_cap_is_refused_before_it_is_read(tmp_path):
         tracemalloc.stop()
     v.close()
     assert peak < 20 * 1024 * 1024  # never read whole
-    assert [f.source_uri for f in result.files] == ["sources/small.md"]
+    assert [f.source_uri for f in result.files] == ["sources/in/small.md"]
     assert result.failed == [{"path": str(folder / "huge.md"), "error": (
         f"{folder / 'huge.md'}: too large to import (52,428,800 bytes; the limit is 2,000,000 bytes, "
         "ingest.max_bytes in memlink.yaml)")}]
@@ -182,6 +182,6 @@ def test_a_dream_that_cannot_finish_a_pending_source_exits_with_some_failed(tmp_
     r = memlink("dream", "--provider", "rules", "--json", vault=root)
     assert r.returncode == 5, r.stderr  # the source is still pending: cron must see it
     report = json.loads(r.stdout)
-    assert report["failed"] == ["sources/acme.md"]
+    assert report["failed"] == ["sources/pages/companies/acme.md"]
     v = Vault.open(root)
-    assert pending_sources(v) == ["sources/acme.md"]
+    assert pending_sources(v) == ["sources/pages/companies/acme.md"]

@@ -139,11 +139,11 @@ async def test_import_a_file_and_see_the_diff(sample, tmp_path):
         await pilot.press(*str(doc), "enter")
         await settle(app, pilot)
         shown = str(app.screen.query_one("#import-result", Static).render())
-        assert "+ sources/kyoto-trip-ideas.md" in shown and "+ preferences/quiet-temples.md" in shown
+        assert "+ sources/trip.md" in shown and "+ preferences/quiet-temples.md" in shown
         assert "entities/tom-vermeulen.md" in shown
         await pilot.press("escape")
         await settle(app, pilot)
-        assert app.screen is browser and browser.current == "sources/kyoto-trip-ideas.md"
+        assert app.screen is browser and browser.current == "sources/trip.md"
 
 
 async def test_chat_turn_recalls_a_past_turn_and_opens_it(sample):

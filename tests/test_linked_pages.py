@@ -59,15 +59,18 @@ def test_folder_ingest_skips_non_text_reports_failures_and_unresolved(tmp_path):
     r = memlink("ingest", str(pages), "--json", vault=root)
     assert r.returncode == 5, r.stderr  # one file failed, the others landed (EXIT_PARTIAL)
     out = json.loads(r.stdout)
-    assert sorted(f["source"] for f in out["files"]) == ["sources/acme.md", "sources/mia-brown.md", "sources/notes.md"]
-    assert [(Path(s["path"]).name, s["why"]) for s in out["skipped"]] == [("logo.png", "not a text or markdown file (.png)")]
+    assert sorted(f["source"] for f in out["files"]) == ["sources/pages/companies/acme.md", "sources/pages/notes.md",
+                                                          "sources/pages/people/mia.md"]  # where they were
+    assert out["skipped"] == [] and out["copied"] == ["sources/pages/logo.png"]  # an attachment, copied beside them
     assert [Path(f["path"]).name for f in out["failed"]] == ["broken.md"] and "broken.md" in out["failed"][0]["error"]
     assert "broken.md" in r.stderr
     assert out["unresolved"] == [{"file": str(pages / "people/mia.md"), "line": 5, "ref": "[Zed](../people/zed)"}]
     v = Vault.open(root)
-    assert v.read_note("sources/mia-brown.md").fields["aliases"] == ["people/mia.md"]
-    assert v.read_note("sources/mia-brown.md").fields["kind"] == "person"
-    assert links_of(v, "sources/notes.md") == {"sources/mia-brown.md": ("related_to", "referenced in the text")}
+    mia = v.read_note("sources/pages/people/mia.md")
+    assert mia.fields["title"] == "mia"  # the file's name; its heading is another name memlink knows it by
+    assert mia.fields["aliases"] == ["people/mia.md", "Mia Brown"]
+    assert mia.fields["kind"] == "person"
+    assert links_of(v, "sources/pages/notes.md") == {"sources/pages/people/mia.md": ("related_to", "referenced in the text")}
     assert [p for p in check(v) if p.severity == "error"] == []
     text = memlink("ingest", str(pages), vault=root)  # again: everything known, the unresolved still reported
     assert f"{pages / 'people/mia.md'}:5: [Zed](../people/zed)" not in text.stdout  # known files print no report
@@ -85,7 +88,7 @@ def test_every_reference_form_resolves_in_the_second_pass(vault, tmp_path):
                  "- [nine](sub/deeper/../t9.md)\n"
                  "```\n[[Target Five]] [x](sub/nowhere.md)\n```\n"
                  "- [web](https://example.com/sub/t1) and [gone](sub/t10.md) and [[Nobody Here]]\n"),
-        **{f"sub/t{i}.md": (f"# Target {'Five' if i == 5 else i}\n\n"
+        **{f"sub/t{i}.md": (("---\naliases: [Target Five]\n---\n" if i == 5 else "") + f"# Target {i}\n\n"
                              + ("Back to [Alpha](../a.md).\n" if i == 1 else "Plain.\n")) for i in range(1, 10)},
     })
     result = ingest_batch(vault, [pages], extractor=RULES)
@@ -96,7 +99,7 @@ def test_every_reference_form_resolves_in_the_second_pass(vault, tmp_path):
         (uris["t6"], "the sixth"), (uris["t7"], "sub/t7"), (uris["t5"], "Target Five")}
     assert links_of(vault, uris["t1"]) == {uris["a"]: ("related_to", "referenced in the text")}  # relative "../a.md"
     assert [(u["line"], u["ref"]) for u in result.unresolved] == [(11, "[gone](sub/t10.md)"), (11, "[[Nobody Here]]")]
-    assert vault.read_note(uris["t3"]).fields["aliases"] == ["sub/t3.md"]
+    assert vault.read_note(uris["t3"]).fields["aliases"] == ["sub/t3.md", "Target 3"]
     assert [p for p in check(vault) if p.severity == "error"] == []
 
 
@@ -112,8 +115,8 @@ def test_links_carry_the_relation_the_text_states(vault, tmp_path):
         "meetings/acme-q3-investor-update.md": ("# Acme Q3 investor update\n\nAttendees: [[Mia Brown]], [[Bob Stone]]\n\n"
                                                 "[[Carla Diaz]] sent apologies.\n"),
     })
-    ingest_batch(vault, [pages], extractor=RULES)
-    s = lambda name: f"sources/{name}.md"  # noqa: E731
+    result = ingest_batch(vault, [pages], extractor=RULES)
+    s = {Path(f.path).stem: f.source_uri for f in result.files}.__getitem__
     assert links_of(vault, s("mia-brown"))[s("acme")] == ("belongs_to", "works at")
     acme = links_of(vault, s("acme"))
     assert acme[s("bob-stone")] == ("related_to", "backed by")
@@ -143,7 +146,7 @@ def test_an_llm_refines_the_link_types_or_its_answer_is_quarantined(vault, tmp_p
         result = ingest_batch(v, [pages])
     asked = stub.requests[-2]["body"]
     assert "refers to other pages" in asked["messages"][0]["content"] and asked["format"]["title"] == "LinkChoices"
-    got = links_of(v, "sources/acme.md")["sources/mia.md"]
+    got = links_of(v, "sources/pages/companies/acme.md")["sources/pages/people/mia.md"]
     if reply == "good":
         assert got == ("belongs_to", "employs") and not result.problems
     else:
@@ -182,7 +185,7 @@ def test_who_works_at_x_on_a_small_generated_world(vault, tmp_path):
     for q in asked:
         hits = search(vault, q.text, k=5)
         assert all(h.routes[0].kind == "answer" for h in hits)  # only people: not the page the question names
-        assert all(h.routes[0].via.src == f"sources/{Path(q.target).stem}.md" for h in hits)
+        assert all(person[h.routes[0].via.src] == q.target for h in hits)
         assert sorted(person[h.uri] for h in hits[: len(q.gold)]) == q.gold, q.text  # the sure answers first
     q = asked[0]
     out = json.loads(memlink("search", q.text, "--json", vault=vault.root).stdout)
@@ -200,7 +203,7 @@ def test_symlinks_and_special_files_in_a_folder_are_skipped_never_followed(vault
     (pages / "linked").symlink_to(secret, target_is_directory=True)
     os.mkfifo(pages / "pipe.md")  # reading it would block forever
     result = ingest_batch(vault, [pages], extractor=RULES)
-    assert [f.source_uri for f in result.files] == ["sources/mia.md"]
+    assert [f.source_uri for f in result.files] == ["sources/pages/people/mia.md"]
     why = {Path(s["path"]).name: s["why"] for s in result.skipped}
     assert why == {"link.md": "a symbolic link (not followed)", "linked": "a symbolic link (not followed)",
                    "pipe.md": "not a regular file (a FIFO, socket or device)"}
@@ -237,7 +240,7 @@ def test_the_vault_cannot_be_ingested_into_itself(vault, tmp_path):
     # A folder that holds the vault: the vault is left out, named.
     write(tmp_path, {"notes/a.md": "# A page\n\nText.\n"})
     result = ingest_batch(vault, [tmp_path], extractor=RULES)
-    assert [f.source_uri for f in result.files] == ["sources/a-page.md"]
+    assert [f.source_uri for f in result.files] == [f"sources/{tmp_path.name}/notes/a.md"]
     assert {"path": str(tmp_path / "vault"), "why": "the vault itself"} in result.skipped
 
 
@@ -310,17 +313,16 @@ def test_a_rerun_after_a_crash_anywhere_converges_to_a_clean_run(tmp_path, monke
     assert len(third.skipped) == len(CRASH_PAGES) and state_of(v) == want
 
 
-def test_the_same_text_at_another_path_keeps_what_the_user_typed_under_its_note(vault, tmp_path):
+def test_a_changed_file_keeps_what_the_user_typed_under_its_note(vault, tmp_path):
     first = write(tmp_path / "one", {"notes/plan.md": "# Plan\n\nShip in May.\n"})
     ingest_batch(vault, [first], extractor=RULES)
-    path = vault.path("sources/plan.md")
+    path = vault.path("sources/one/notes/plan.md")
     path.write_text(path.read_text() + "\nMy own remark: May is optimistic.\n")
-    second = write(tmp_path / "two", {"copy/plan.md": "# Plan\n\nShip in May.\n"})
-    result = ingest_batch(vault, [second], extractor=RULES)
-    assert result.skipped == [{"path": str(second / "copy/plan.md"), "why": "already imported as sources/plan.md"}]
-    note = vault.read_note("sources/plan.md")
-    assert note.fields["aliases"] == ["notes/plan.md", "copy/plan.md"]
-    assert "My own remark: May is optimistic." in note.body
+    write(first, {"notes/plan.md": "# Plan\n\nShip in June.\n"})
+    result = ingest_batch(vault, [first], extractor=RULES)
+    assert result.changed == ["sources/one/notes/plan.md"]
+    note = vault.read_note("sources/one/notes/plan.md")
+    assert "Ship in June." in note.body and "My own remark: May is optimistic." in note.body
 
 
 def test_import_paths_resolve_within_their_own_batch_and_collisions_are_reported(vault, tmp_path):
@@ -329,32 +331,31 @@ def test_import_paths_resolve_within_their_own_batch_and_collisions_are_reported
                                    "team.md": "# Team\n\n[Alex](people/alex.md) leads.\n"})
     ingest_batch(vault, [one], extractor=RULES)
     ingest_batch(vault, [two], extractor=RULES)
-    assert set(links_of(vault, "sources/team.md")) == {"sources/alex-two.md"}  # its own batch's page
+    assert set(links_of(vault, "sources/two/team.md")) == {"sources/two/people/alex.md"}  # its own batch's page
     # A third import that names people/alex.md without having it: two pages answer, reported.
     three = write(tmp_path / "three", {"notes.md": "# Loose\n\nAsk [Alex](people/alex.md).\n"})
     result = ingest_batch(vault, [three / "notes.md"], extractor=RULES)
     assert result.ambiguous == [{"file": str(three / "notes.md"), "line": 3, "ref": "[Alex](people/alex.md)",
-                                 "candidates": ["sources/alex-one.md", "sources/alex-two.md"]}]
-    assert links_of(vault, "sources/loose.md") == {}
+                                 "candidates": ["sources/one/people/alex.md", "sources/two/people/alex.md"]}]
+    assert links_of(vault, "sources/notes.md") == {}
     # Two folders in one batch, each with its people/alex.md: each resolves its own.
     v2 = Vault.init(tmp_path / "v2")
     a = write(tmp_path / "a", {"people/alex.md": "# Alex A\n\nA.\n", "team.md": "# Team A\n\n[Alex](people/alex.md).\n"})
     b = write(tmp_path / "b", {"people/alex.md": "# Alex B\n\nB.\n", "team.md": "# Team B\n\n[Alex](people/alex.md).\n"})
     ingest_batch(v2, [a, b], extractor=RULES)
-    assert set(links_of(v2, "sources/team-a.md")) == {"sources/alex-a.md"}
-    assert set(links_of(v2, "sources/team-b.md")) == {"sources/alex-b.md"}
+    assert set(links_of(v2, "sources/a/team.md")) == {"sources/a/people/alex.md"}
+    assert set(links_of(v2, "sources/b/team.md")) == {"sources/b/people/alex.md"}
 
 
-def test_a_title_several_pages_have_resolves_next_to_the_referring_page_or_is_reported(vault, tmp_path):
+def test_a_name_several_pages_have_resolves_next_to_the_referring_page_or_is_reported(vault, tmp_path):
     pages = write(tmp_path / "pages", {"a/dup.md": "# Dup\n\nIn a.\n", "b/dup.md": "# Dup\n\nIn b.\n",
                                        "a/acme.md": "# Acme\n\nSee [[Dup]].\n", "c/other.md": "# Other\n\nSee [[Dup]].\n"})
     result = ingest_batch(vault, [pages], extractor=RULES)
-    dup_a = next(f.source_uri for f in result.files if f.path.endswith("a/dup.md"))
-    assert set(links_of(vault, "sources/acme.md")) == {dup_a}  # the one in its folder
-    assert links_of(vault, "sources/other.md") == {}  # nothing tells them apart
+    assert set(links_of(vault, "sources/pages/a/acme.md")) == {"sources/pages/a/dup.md"}  # the one in its folder
+    assert links_of(vault, "sources/pages/c/other.md") == {}  # two equally short paths: nothing tells them apart
     [amb] = result.ambiguous
     assert (Path(amb["file"]).name, amb["line"], amb["ref"]) == ("other.md", 3, "[[Dup]]")
-    assert sorted(amb["candidates"]) == ["sources/dup-2.md", "sources/dup.md"]
+    assert sorted(amb["candidates"]) == ["sources/pages/a/dup.md", "sources/pages/b/dup.md"]
 
 
 def test_reverse_cues_flip_the_relation_when_page_kinds_are_unknown(vault, tmp_path):
@@ -383,11 +384,11 @@ def test_reverse_cues_flip_the_relation_when_page_kinds_are_unknown(vault, tmp_p
         "lead.md": "# Lead\n\nLead manages [[Mia]].\n",
     })
     ingest_batch(vault, [pages], extractor=RULES)
-    got = links_of(vault, "sources/acme.md")
-    assert got["sources/mia.md"][1] == "employs"
-    assert got["sources/bob.md"][1] == "backed by"
-    assert got["sources/zoe.md"][1] == "founded by"
-    assert links_of(vault, "sources/lead.md")["sources/mia.md"][1] == "manages"
+    got = links_of(vault, "sources/pages/acme.md")
+    assert got["sources/pages/mia.md"][1] == "employs"
+    assert got["sources/pages/bob.md"][1] == "backed by"
+    assert got["sources/pages/zoe.md"][1] == "founded by"
+    assert links_of(vault, "sources/pages/lead.md")["sources/pages/mia.md"][1] == "manages"
 
 
 def test_real_names_keep_their_first_word_and_openers_are_dropped_only_at_the_start():
@@ -435,11 +436,12 @@ def test_a_founder_answers_who_works_at_the_company(vault, tmp_path):
         "companies/cascade.md": "# Cascade\n\nA logistics start-up.\n",
     })
     ingest_batch(vault, [pages], extractor=RULES)
-    assert links_of(vault, "sources/yara-smith.md")["sources/cascade.md"][1] == "founded"
+    p = lambda rel: f"sources/pages/{rel}.md"  # noqa: E731
+    assert links_of(vault, p("people/yara-smith"))[p("companies/cascade")][1] == "founded"
     hits = search(vault, "Who works at Cascade?", k=5)
     answers = {h.uri for h in hits if h.routes[0].kind == "answer" and h.routes[0].via is not None}
-    assert {"sources/yara-smith.md", "sources/ivo-berg.md"} <= answers
-    assert "sources/lena-moss.md" not in answers  # advising is not working there
+    assert {p("people/yara-smith"), p("people/ivo-berg")} <= answers
+    assert p("people/lena-moss") not in answers  # advising is not working there
 
 
 @pytest.mark.parametrize(("sentence", "ref", "kinds", "said"), [
@@ -484,10 +486,11 @@ def test_a_ceo_page_answers_who_works_there_and_who_returns_only_people(vault, t
                                                 ("Yara Smith", "Omar Haddad", "Lena Moss", "Zed Capital", "Cascade")),
     })
     ingest_batch(vault, [pages], extractor=RULES)
-    assert links_of(vault, "sources/cascade.md")["sources/zed-capital.md"][1] == "backed by"
+    p = lambda rel: f"sources/pages/{rel}.md"  # noqa: E731
+    assert links_of(vault, p("companies/cascade"))[p("companies/zed-capital")][1] == "backed by"
     for question in ("Who works at Cascade?", "Who is on the Cascade team?"):
         hits = search(vault, question, k=5)
-        assert {"sources/yara-smith.md", "sources/omar-haddad.md"} <= {h.uri for h in hits}, question
+        assert {p("people/yara-smith"), p("people/omar-haddad")} <= {h.uri for h in hits}, question
         assert {vault.catalog.get(h.uri).kind for h in hits} == {"person"}, question  # no company, index, event
     out = json.loads(memlink("search", "Who works at Cascade?", "--json", vault=vault.root).stdout)
-    assert {h["uri"] for h in out} == {"sources/yara-smith.md", "sources/omar-haddad.md"}
+    assert {h["uri"] for h in out} == {p("people/yara-smith"), p("people/omar-haddad")}

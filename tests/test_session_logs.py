@@ -219,14 +219,14 @@ def test_import_chat_and_ingest_again_after_memlink_is_deleted_add_nothing(vault
     copy.write_text(doc.read_text())
     import_chat(vault, chat, TURNS)
     first = ingest(vault, doc, extractor=RULES)
-    assert first.source_uri == "sources/offsite-notes.md"
+    assert first.source_uri == "sources/offsite.md"
     before = snapshot(vault.root)
     vault = fresh(vault)
     again = import_chat(vault, chat, TURNS)
     assert (again.events_added, again.extracted, again.already) == (0, 0, 1)
-    assert ingest(vault, doc, extractor=RULES).skipped == "already imported as sources/offsite-notes.md"
+    assert ingest(vault, doc, extractor=RULES).skipped == "already imported as sources/offsite.md"
     vault = fresh(vault)
-    assert ingest(vault, copy, extractor=RULES).skipped == "already imported as sources/offsite-notes.md"
+    assert ingest(vault, copy, extractor=RULES).skipped == "already imported as sources/offsite.md"
     assert snapshot(vault.root) == before
 
 

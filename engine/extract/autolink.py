@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ..model.relations import RELATIONS, describe, relation_in
 from ..model.uris import uri_dir
-from ..retrieve.names import Lookup, NameIndex, Scope, path_key
+from ..retrieve.names import TEXT_SUFFIXES, Lookup, NameIndex, Scope, path_key
 from .rules import link_type_for
 
 if TYPE_CHECKING:
@@ -30,8 +30,9 @@ if TYPE_CHECKING:
     from ..storage.vault import Vault
 
 _FENCE = re.compile(r"```.*?```|~~~.*?~~~", re.S)
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
 _MD_LINK = re.compile(r"!?\[([^\]\n]+)\]\(<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\)")
-_WIKI = re.compile(r"!?\[\[([^\]|#\n]+)(?:#[^\]|\n]*)?(?:\|([^\]\n]+))?\]\]")
+_WIKI = re.compile(r"!?\[\[([^\]|#\n]+)(?:#([^\]|\n]*))?(?:\|([^\]\n]+))?\]\]")
 _SLUG = re.compile(r"(?<![\w/.:@#~-])((?:[\w-]+/)+[\w-]+)(?:\.md)?(?![\w/])")
 _WEB = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|//|#)", re.I)
 _SENT_END = re.compile(r"[.!?](?=\s|$)|\n")
@@ -47,6 +48,7 @@ class Reference:
     sentence: str  # the sentence around it, references masked
     line: int = 0
     at: int = 0  # where the reference starts in ``sentence``
+    anchor: str = ""  # the heading or block (``^id``) it points to in the target, as written
     more: list[tuple[str, int]] = field(default_factory=list)  # (sentence, at) of later references to the same note
 
 
@@ -64,6 +66,8 @@ class Missing:
 class AutoLinks:
     found: list[Reference] = field(default_factory=list)
     missing: list[Missing] = field(default_factory=list)  # references to notes that do not exist
+    by_alias: list[Missing] = field(default_factory=list)  # resolved only through an alias or a title (candidates: the note)
+    attachments: int = 0  # links to the import's other files (images, PDFs, canvases): not notes
 
 
 def find_references(vault: Vault, from_uri: str, text: str, base: str | None = None, names: NameIndex | None = None,
@@ -74,9 +78,20 @@ def find_references(vault: Vault, from_uri: str, text: str, base: str | None = N
     names = names or NameIndex.for_vault(vault)
     catalog = vault.catalog
     out = AutoLinks()
-    clean = _FENCE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
-    # (start, end, what it resolved to, shown, raw)
-    spans: list[tuple[int, int, Lookup, str, str]] = []
+    blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))  # noqa: E731
+    clean = _INLINE_CODE.sub(blank, _FENCE.sub(blank, text))  # code is not a reference
+    # (start, end, what it resolved to, shown, raw, anchor)
+    spans: list[tuple[int, int, Lookup, str, str, str]] = []
+    aliased: set[int] = set()  # starts of the spans resolved through an alias
+
+    def attachment(raw: str) -> bool:
+        """A link to one of the import's files that is not a page (``diagram.png``)."""
+        path = urllib.parse.unquote(raw.split("#", 1)[0]).strip().lower()
+        if scope is None or not _file_suffix(path):
+            return False
+        if path.startswith(("./", "../")):
+            path = posixpath.normpath(posixpath.join(scope.folder.lower(), path))
+        return path in scope.attachments or path.rsplit("/", 1)[-1] in scope.attachments
 
     def live(found: Lookup) -> Lookup:
         if found.uri is None:
@@ -102,27 +117,42 @@ def find_references(vault: Vault, from_uri: str, text: str, base: str | None = N
                 return live(found)
         return Lookup()
 
+    files: list[tuple[int, int]] = []  # attachment links: masked, not references
     for m in _MD_LINK.finditer(clean):
-        if _WEB.match(m[2]) or m[0].startswith("!"):
-            continue  # a web link, an anchor or an image, not a note
-        spans.append((m.start(), m.end(), by_path(m[2]), m[1], m[0]))
-    for m in _WIKI.finditer(clean):
-        name = m[1].strip()
+        if _WEB.match(m[2]):
+            continue  # a web link or an anchor, not a note
+        if attachment(m[2]):
+            files.append((m.start(), m.end()))
+            continue
         if m[0].startswith("!"):
-            continue  # an embedded file
-        found = live(names.lookup_name(name, scope))
+            continue  # an image that is not one of the import's files
+        anchor = m[2].split("#", 1)[1] if "#" in m[2] else ""
+        spans.append((m.start(), m.end(), by_path(m[2]), m[1], m[0], urllib.parse.unquote(anchor)))
+    for m in _WIKI.finditer(clean):
+        name = m[1].rstrip("\\").strip()  # (``[[a\|b]]`` in a table escapes its bar)
+        if attachment(name):
+            files.append((m.start(), m.end()))
+            continue
+        if m[0].startswith("!") and scope is None and _file_suffix(name):
+            continue  # an embedded file outside an import: nothing to tell it by
+        found = live(names.lookup_file(name, scope)) if scope is not None else Lookup()
+        if found.uri is None and not found.ambiguous:
+            found = live(names.lookup_name(name, scope))
+            if scope is not None and found.uri in scope.batch:
+                aliased.add(m.start())  # Obsidian would not resolve it: said so
         if found.uri is None and not found.ambiguous:
             found = by_path(name)
-        spans.append((m.start(), m.end(), found, (m[2] or name).strip(), m[0]))
-    masked = _mask(clean, spans)
+        spans.append((m.start(), m.end(), found, (m[3] or name).strip(), m[0], (m[2] or "").strip()))
+    out.attachments = len(files)
+    masked = _mask(clean, [*spans, *files])
     for m in _SLUG.finditer(masked):
         found = by_path(m[1])
         known_folder = m[1].split("/", 1)[0].lower() in names.folders
         if found.uri or found.ambiguous or known_folder:  # "and/or", dates and the like are not references
-            spans.append((m.start(), m.end(), found, m[1], m[0]))
-    masked = _mask(clean, spans)
+            spans.append((m.start(), m.end(), found, m[1], m[0], ""))
+    masked = _mask(clean, [*spans, *files])
     seen: dict[str, Reference] = {}
-    for start, end, found, shown, raw in sorted(spans, key=lambda s: (s[0], s[1])):
+    for start, end, found, shown, raw, anchor in sorted(spans, key=lambda s: (s[0], s[1])):
         line = text.count("\n", 0, start) + 1
         target = found.uri
         if target is None:
@@ -130,16 +160,24 @@ def find_references(vault: Vault, from_uri: str, text: str, base: str | None = N
             continue
         if target == from_uri:
             continue
+        if start in aliased:
+            out.by_alias.append(Missing(raw, line, (target,)))
         left, right = _sentence_bounds(masked, start, end)
         if target in seen:  # one link per target; what each sentence says is kept
             seen[target].more.append((masked[left:right], start - left))
             continue
-        seen[target] = Reference(target, shown, masked[left:right], line, start - left)
+        seen[target] = Reference(target, shown, masked[left:right], line, start - left, anchor)
         out.found.append(seen[target])
     return out
 
 
-def _mask(text: str, spans: list[tuple[int, int, Lookup, str, str]]) -> str:
+def _file_suffix(name: str) -> bool:
+    """Whether a link names a file that is not a page (``x.png``, ``x.pdf``, ``x.canvas``)."""
+    suffix = posixpath.splitext(name)[1].lower()
+    return bool(suffix) and " " not in suffix and suffix not in TEXT_SUFFIXES
+
+
+def _mask(text: str, spans: list) -> str:
     """The text with each reference replaced by a neutral run of the same length, so that
     a title inside a link ("… investor update") states no relation and a path's dots end
     no sentence."""

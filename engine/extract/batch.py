@@ -1,19 +1,28 @@
 """`memlink ingest PATH…`: files and folders of text and markdown, imported as one batch.
 
-1. Collect: folders are walked recursively (hidden files and folders left out); only
-   regular text and markdown files are taken from a folder. Symbolic links, FIFOs and
-   other special files are reported as skipped (never followed, never opened), as is
-   anything whose real path leaves the folder given. A path inside the vault is refused.
-2. Every file becomes a `sources/` note first, named by its title, recording the path it
-   was imported from (relative to the folder given, or to the files' common folder) as an
-   alias, and its kind (from its frontmatter `type`, else its folder: people/ → person).
+1. Collect: folders are walked recursively (hidden files and folders left out); regular
+   text and markdown files are its pages, images, PDFs and canvases its attachments
+   (``ATTACHMENT_SUFFIXES``), copied beside the pages. Symbolic links, FIFOs and other
+   special files are reported as skipped (never followed, never opened), as is anything
+   whose real path leaves the folder given. A path inside the vault is refused.
+2. Every file becomes a `sources/` note first, at its path in the folder given under
+   ``sources/<the folder's name>/`` (a file given alone: ``sources/<its name>``), titled
+   as Obsidian names it (frontmatter `title`, else the file name), with its `aliases` and
+   `tags` at the top of its frontmatter and its kind (frontmatter `type`, else a tag or
+   its folder: people/ → person). That path is the file's identity: ingesting the folder
+   again syncs it — a changed file's note is rewritten (unless a person edited it in the
+   vault: then it is reported and left), an unchanged one left, a deleted or renamed one
+   reported (``prune`` removes the notes of files gone), from wherever the folder now is.
 3. Then, with every page of the batch a note, memories are extracted from each file (the
    batch's page titles are known names, so a mention links the page instead of making an
-   entity) and the references of each file are resolved — markdown links, wikilinks and
-   bare slugs — into typed two-sided links carrying the relation the text states. The
-   batch's own pages come first (a path another import also used resolves to this
-   batch's page), then the page next to the referring one; references that resolve to
-   nothing, or to several pages nothing tells apart, are reported with file and line.
+   entity) and the references of each file are resolved as Obsidian resolves them
+   (engine.retrieve.names.NameIndex.lookup_file: relative path, path, file name; an
+   alias or title only when nothing else matches, and reported) — markdown links,
+   wikilinks, embeds and bare slugs; not code, frontmatter or attachments — into typed
+   two-sided links carrying the relation the text states and the heading or block they
+   point to (as line ranges of the target). A changed file's links it no longer states
+   are removed in the same unit of work. References that resolve to nothing, or to
+   several pages nothing tells apart, are reported with file and line.
    With an LLM provider the link types are then refined by the model
    (engine.extract.linktype). After ``llm.max_failures`` failed model answers in a row
    (a hung or broken model) the rest of the batch goes to the rules, and the batch says so
@@ -25,8 +34,8 @@ was asked (never while the vault is locked), one transaction holds its memories,
 links, its audit record and the removal of the mark: they land together or not at all.
 A source still marked pending — the model failed, the disk was full, the process was
 killed — is reported by `memlink check` and finished by the next ingest, commit or dream
-(`retry_pending`), from the note's own text. Its SHA-256 is recorded (so that a re-run
-skips it) only once it is finished. A failure names the file and the batch goes on."""
+(`retry_pending`), from the note's own text. Its SHA-256 is recorded only once it is
+finished. A failure names the file and the batch goes on."""
 
 from __future__ import annotations
 
@@ -44,10 +53,14 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from ..errors import MemlinkError
-from ..model.notes import PENDING, PENDING_KEY, is_pending, serialize_note, split_frontmatter
+from ..errors import MemlinkError, UriError
+from ..model.blocks import view_span
+from ..model.notes import PENDING, PENDING_KEY, Note, is_pending, render_note_body, serialize_note, split_frontmatter
+from ..model.uris import normalize_uri
 from ..model.yamlio import safe_load
-from ..retrieve.names import TEXT_SUFFIXES, NameIndex, Scope, path_key
+from ..retrieve.names import TEXT_SUFFIXES, NameIndex, Scope, file_names, path_key
+from ..review.actions import log_action
+from ..storage.atomic import atomic_write_bytes
 from .autolink import find_references, reference_link
 from .context import ExtractContext
 from .inputs import IngestResult, InputError, choose_extractor, read_text_file
@@ -59,6 +72,10 @@ if TYPE_CHECKING:
 
     from ..storage.vault import Vault
     from .inputs import Extractor
+
+# Files of a folder given that pages link to or embed (Obsidian's attachments): copied.
+ATTACHMENT_SUFFIXES = frozenset((".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif", ".pdf", ".canvas",
+                                 ".excalidraw", ".mp3", ".wav", ".m4a", ".ogg", ".flac", ".mp4", ".webm", ".mov"))
 
 # Folder names that say what the pages in them are (GBrain's brain layout and the like).
 FOLDER_KINDS = {
@@ -84,6 +101,10 @@ class Page:
     wiki: bool = True  # extract memories (not --no-wiki)
     names: list[str] = field(default_factory=list)  # its frontmatter's `aliases` (Obsidian): other names
     tags: list[str] = field(default_factory=list)  # its frontmatter's `tags`, without '#'
+    heading: str = ""  # the `# ` line that opens its text, if any: a name memlink knows it by, never its title
+    top: str | None = None  # the folder given it came from (its name), None for files given one by one
+    target: str = ""  # the uri of its note: sources/<folder given>/<its path there>.md
+    state: str = ""  # new | changed | unchanged | edited (``_plan``)
 
     @property
     def note(self) -> str:
@@ -101,6 +122,16 @@ class BatchResult:
     unresolved: list[dict] = field(default_factory=list)  # {file, line, ref}
     ambiguous: list[dict] = field(default_factory=list)  # {file, line, ref, candidates}
     links_added: list[dict] = field(default_factory=list)  # every new link: page-to-page and derived notes'
+    links_removed: list[dict] = field(default_factory=list)  # {from, to}: links a changed file no longer states
+    by_alias: list[dict] = field(default_factory=list)  # {file, line, ref, to}: resolved only through an alias
+    attachments: int = 0  # links to the import's files that are not pages (images, PDFs…)
+    copied: list[str] = field(default_factory=list)  # attachments copied (or, in a dry run, to copy) into the vault
+    changed: list[str] = field(default_factory=list)  # notes of files whose text changed since their import
+    edited: list[dict] = field(default_factory=list)  # {path, source}: edited in the vault since import, left alone
+    deleted: list[dict] = field(default_factory=list)  # {source, path}: notes of files no longer in the folder given
+    renamed: list[dict] = field(default_factory=list)  # {from, to}: a note's text found again under another path
+    pruned: list[str] = field(default_factory=list)  # notes of deleted files removed (``prune``)
+    dry_run: bool = False
     problems: list[str] = field(default_factory=list)
     fallback: str = ""  # why the model was given up and the rules extracted the rest, or ""
     seconds: float = 0.0
@@ -111,6 +142,9 @@ class BatchResult:
                        "report": r.report.to_json() if r.report else None} for r in self.files],
             "skipped": self.skipped, "failed": self.failed, "pending": self.pending, "unresolved": self.unresolved,
             "ambiguous": self.ambiguous, "links_added": self.links_added, "page_links": len(self.page_links()),
+            "links_removed": self.links_removed, "by_alias": self.by_alias, "attachments": self.attachments,
+            "copied": self.copied, "changed": self.changed, "edited": self.edited, "deleted": self.deleted,
+            "renamed": self.renamed, "pruned": self.pruned, "dry_run": self.dry_run,
             "problems": self.problems, "fallback": self.fallback, "seconds": round(self.seconds, 3),
         }
 
@@ -135,12 +169,30 @@ def refuse_vault_paths(vault: Vault, paths: list[Path]) -> None:
                              f"notes in the vault are indexed as they are")
 
 
-def collect(paths: list[Path], vault_root: Path | None = None) -> tuple[list[Page], list[dict], list[dict]]:
-    """(pages to read, skipped, failed). A folder is its files' root; files given one by
-    one share their common folder as root. In a folder only regular files are taken: a
-    symbolic link or a special file (FIFO, socket, device) is skipped, named, and so is
-    a file whose real path is outside the folder, or the vault when a folder holds it."""
+@dataclass
+class Attachment:
+    """A file of a folder given that is not a page (an image, a PDF, a canvas): copied
+    beside the pages, so that their links and embeds still find it."""
+    path: Path  # as found: how it is reported
+    real: Path
+    rel: str  # its path in the folder given
+    root: int  # which of the paths given
+    target: str  # where it goes in the vault: sources/<folder given>/<its path there>
+
+
+def root_name(folder: Path) -> str:
+    """The name a folder given is kept under in ``sources/`` (its identity: the same
+    folder ingested from another place is the same import)."""
+    return Path(os.path.realpath(folder)).name.lstrip(".") or "import"
+
+
+def collect(paths: list[Path], vault_root: Path | None = None) -> tuple[list[Page], list[Attachment], list[dict], list[dict]]:
+    """(pages to read, attachments, skipped, failed). A folder is its files' root; files
+    given one by one share their common folder as root. In a folder only regular files are
+    taken: a symbolic link or a special file (FIFO, socket, device) is skipped, named, and
+    so is a file whose real path is outside the folder, or the vault when a folder holds it."""
     pages: list[Page] = []
+    attachments: list[Attachment] = []
     skipped: list[dict] = []
     failed: list[dict] = []
 
@@ -152,6 +204,7 @@ def collect(paths: list[Path], vault_root: Path | None = None) -> tuple[list[Pag
     for n, arg in enumerate(map(Path, paths)):
         if arg.is_dir():
             top = Path(os.path.realpath(arg))
+            top_name = root_name(top)
             for dirpath, dirnames, filenames in os.walk(top):  # never follows a linked folder
                 here = Path(dirpath)
                 keep = []
@@ -181,14 +234,19 @@ def collect(paths: list[Path], vault_root: Path | None = None) -> tuple[list[Pag
                     if not stat.S_ISREG(st.st_mode):
                         skip(shown, "not a regular file (a FIFO, socket or device)")
                         continue
-                    if path.suffix.lower() not in TEXT_SUFFIXES:
+                    suffix = path.suffix.lower()
+                    if suffix not in TEXT_SUFFIXES and suffix not in ATTACHMENT_SUFFIXES:
                         skip(shown, f"not a text or markdown file ({path.suffix or 'no suffix'})")
                         continue
                     real = Path(os.path.realpath(path))
                     if not _inside(real, top):
                         skip(shown, f"outside the folder given ({real})")
                         continue
-                    pages.append(Page(shown, path.relative_to(top).as_posix(), real, root=n))
+                    rel = path.relative_to(top).as_posix()
+                    if suffix in ATTACHMENT_SUFFIXES:
+                        attachments.append(Attachment(shown, real, rel, n, f"sources/{top_name}/{rel}"))
+                    else:
+                        pages.append(Page(shown, rel, real, root=n, top=top_name))
         elif arg.is_file():
             real = arg.resolve()
             if not stat.S_ISREG(os.stat(real).st_mode):
@@ -200,7 +258,7 @@ def collect(paths: list[Path], vault_root: Path | None = None) -> tuple[list[Pag
             skip(arg, "not a regular file (a FIFO, socket or device)")
         else:
             failed.append({"path": str(arg), "error": f"{arg}: no such file or folder"})
-    return pages, skipped, failed
+    return pages, attachments, skipped, failed
 
 
 def read_page(page: Page, max_bytes: int | None = None) -> None:
@@ -216,8 +274,12 @@ def read_page(page: Page, max_bytes: int | None = None) -> None:
             loaded = None
         if isinstance(loaded, dict):
             meta, page.body = loaded, body
-    page.title = _title(meta, page.body, page.path)
-    page.names = [n for n in _strings(meta.get("aliases") or meta.get("alias")) if n != page.title]
+    page.title = _title(meta, page.path)
+    # (an alias written as a tag, "#learning/math", is not a name Obsidian links by)
+    page.names = [n for n in _strings(meta.get("aliases") or meta.get("alias")) if n != page.title and not n.startswith("#")]
+    first = page.body.lstrip().split("\n", 1)[0]
+    if first.startswith("# ") and first[2:].strip() not in (page.title, *page.names):
+        page.heading = first[2:].strip()  # ("# Mia Brown" over mia.md: what a question calls it)
     page.tags = [t.lstrip("#") for t in _strings(meta.get("tags") or meta.get("tag")) if t.lstrip("#")]
     kind = meta.get("type") or meta.get("kind")
     if isinstance(kind, str) and kind.strip():
@@ -235,13 +297,135 @@ def _strings(value: object) -> list[str]:
     return list(dict.fromkeys(str(v).strip() for v in items if isinstance(v, (str, int, float)) and str(v).strip()))
 
 
-def _title(meta: dict, body: str, path: Path) -> str:
+def _title(meta: dict, path: Path) -> str:
+    """Obsidian's name for a page: its frontmatter's `title`, else its file name as written
+    (a heading names a section, never the page)."""
     if isinstance(meta.get("title"), str) and meta["title"].strip():
         return meta["title"].strip()
-    for line in body.splitlines():
-        if line.startswith("# "):
-            return line[2:].strip()
-    return path.stem.replace("_", " ").replace("-", " ").strip() or path.name
+    return path.stem.strip() or path.name
+
+
+def _place(pages: list[Page], result: BatchResult) -> list[Page]:
+    """Each page's note path: its path in the folder given, under ``sources/<folder's
+    name>/`` (files given one by one: under ``sources/``), with ``.md`` for its suffix, so
+    that Obsidian resolves the links the pages' own text holds as it did in the folder
+    (docs/DESIGN.md, "Ingest"). Pages whose path is not a valid note path fail, named."""
+    placed: list[Page] = []
+    taken: set[str] = set()
+    for page in pages:
+        stem = posixpath.splitext(page.alias)[0]
+        for name in (f"{stem}.md", f"{page.alias}.md"):  # (notes.md and notes.txt side by side)
+            target = f"sources/{page.top}/{name}" if page.top is not None else f"sources/{name}"
+            if target.lower() not in taken:
+                break
+        try:
+            page.target = normalize_uri(target)
+        except UriError as exc:
+            result.failed.append({"path": str(page.path), "error": f"{page.path}: cannot be kept in the vault ({exc})"})
+            continue
+        taken.add(page.target.lower())
+        placed.append(page)
+    return placed
+
+
+def _edited(vault: Vault, note: Note) -> bool:
+    """Whether a person changed the imported text of a source note in the vault (its view
+    no longer reads as its fields render)."""
+    span = view_span(note.body)
+    if span is None:
+        return True
+    view = render_note_body(vault.schema("source"), note.fields, note.created_at, note.updated_at)
+    return span[2].strip("\n") != view.strip("\n")
+
+
+def _plan(vault: Vault, page: Page) -> str:
+    """What the page's file is to its note: new, changed, unchanged, or changed while its
+    note was edited in the vault (then the note is left as it is)."""
+    if not vault.exists(page.target):
+        return "new"
+    note = vault.read_note(page.target)
+    if note.memory_type != "source":
+        raise InputError(f"{page.path}: {page.target} is already a {note.memory_type} note in the vault")
+    if is_pending(note):
+        return "changed"
+    if note.fields.get("content") == page.body.strip():
+        return "unchanged"
+    return "edited" if _edited(vault, note) else "changed"
+
+
+def _claim(vault: Vault, folder: Path, name: str, taken: set[str]) -> str:
+    """The folder's name in ``sources/``: its own, unless the notes there came from another
+    folder of that name that still exists (then ``name-2``, …). Notes whose files are gone
+    from where they were are this folder's, moved."""
+    real, n, claimed = os.path.realpath(folder), 1, name
+    while True:
+        prefix = f"sources/{claimed}/"
+        mine = None
+        if claimed not in taken:
+            for entry in [e for e in vault.catalog.all("source") if e.uri.startswith(prefix)][:20]:
+                origin = str(vault.read_note(entry.uri).fields.get("origin") or "")
+                if origin.startswith(real + os.sep):
+                    mine = True
+                    break
+                if origin and os.path.exists(origin):
+                    mine = False  # another folder of that name, still there
+            if mine is not False:
+                return claimed
+        n += 1
+        claimed = f"{name}-{n}"
+
+
+def _name_roots(vault: Vault, paths: list[Path], pages: list[Page], attachments: list[Attachment]) -> dict[int, str]:
+    """Each folder given's name in ``sources/`` (``_claim``), set on its pages and attachments."""
+    names: dict[int, str] = {}
+    for n, path in enumerate(map(Path, paths)):
+        if path.is_dir():
+            names[n] = _claim(vault, path, root_name(path), set(names.values()))
+    for page in pages:
+        if page.root in names:
+            page.top = names[page.root]
+    for att in attachments:
+        att.target = f"sources/{names[att.root]}/{att.rel}"
+    return names
+
+
+def _gone(vault: Vault, names: dict[int, str], targets: set[str]) -> list[dict]:
+    """The notes of an earlier import of the folders given whose files are no longer there."""
+    prefixes = tuple(f"sources/{name}/" for name in names.values())
+    return [{"source": e.uri, "path": next((a for a in e.aliases if "/" in a or "." in a), e.uri)}
+            for e in vault.catalog.all("source") if prefixes and e.uri.startswith(prefixes) and e.uri not in targets]
+
+
+def _renamed(vault: Vault, pages: list[Page], gone: list[dict]) -> list[dict]:
+    """New pages whose text is a gone note's: the same file, moved or renamed."""
+    texts: dict[str, str] = {}
+    for g in gone:
+        content = vault.read_note(g["source"]).fields.get("content")
+        if isinstance(content, str):
+            texts.setdefault(content, g["source"])
+    return [{"from": texts[page.body.strip()], "to": page.target, "path": str(page.path)}
+            for page in pages if page.state == "new" and page.body.strip() in texts]
+
+
+def _copy_attachments(vault: Vault, attachments: list[Attachment], result: BatchResult, dry_run: bool) -> None:
+    """Copy the folders' attachments beside their pages (each atomically; one already there
+    with the same bytes is left)."""
+    limit = vault.config.ingest.max_bytes
+    for att in attachments:
+        try:
+            dest = vault.root / normalize_uri(att.target)
+            data = att.real.read_bytes() if limit is None or att.real.stat().st_size <= limit else None
+            if data is None:
+                result.skipped.append({"path": str(att.path), "why": f"too large to copy (ingest.max_bytes is {limit:,})"})
+                continue
+            if dest.is_file() and dest.read_bytes() == data:
+                continue
+            if not dry_run:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_bytes(dest, data)
+            result.copied.append(att.target)
+        except (OSError, UriError) as exc:
+            result.failed.append({"path": str(att.path), "error": f"{att.path}: not copied ({_why(exc)})"})
 
 
 # -- the batch ------------------------------------------------------------------------------
@@ -276,28 +460,42 @@ def _pending_pages(vault: Vault, taken: set[str]) -> list[Page]:
 
 
 def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extractor: Extractor | None = None,
-                 progress: Callable[[int, int], object] | None = None) -> BatchResult:
-
+                 progress: Callable[[int, int], object] | None = None, dry_run: bool = False,
+                 prune: bool = False) -> BatchResult:
+    """Import (or sync again) the files and folders ``paths``. ``dry_run``: say what would
+    change and write nothing. ``prune``: remove the notes of files no longer in a folder
+    given, in one unit of work (``memlink undo`` puts them back)."""
     started = time.perf_counter()
     refuse_vault_paths(vault, paths)
-    pages, skipped, failed = collect(paths, vault.root)
-    result = BatchResult(skipped=skipped, failed=failed)
+    found, attachments, skipped, failed = collect(paths, vault.root)
+    result = BatchResult(skipped=skipped, failed=failed, dry_run=dry_run)
+    roots = _name_roots(vault, paths, found, attachments)
+    placed = _place(found, result)
     ok: list[Page] = []
-    for page in pages:
+    for page in placed:
         page.wiki = wiki
         try:
             read_page(page, vault.config.ingest.max_bytes)
-        except InputError as exc:
+            page.state = _plan(vault, page)
+        except MemlinkError as exc:
             result.failed.append({"path": str(page.path), "error": str(exc)})
             continue
         ok.append(page)
+    result.deleted = _gone(vault, roots, {page.target for page in placed})
+    result.renamed = _renamed(vault, ok, result.deleted)
+    _copy_attachments(vault, attachments, result, dry_run)
+    if dry_run:
+        for page in ok:
+            _dry(page, result)
+        result.pruned = [gone["source"] for gone in result.deleted] if prune else []  # (would be)
+        result.seconds = time.perf_counter() - started
+        return result
     # Pass 1: every file a source note, marked pending, before any reference is resolved.
     written: list[Page] = []
     reports: dict[int, RunReport] = {}  # id(page) -> its report
-    in_batch: dict[str, str] = {}  # sha -> uri of a page of this batch with that text
     for page in ok:
         try:
-            reports[id(page)] = _write_source(vault, page, in_batch)
+            reports[id(page)] = _write_source(vault, page, result)
         except MemlinkError as exc:
             result.failed.append({"path": str(page.path), "error": f"{page.path}: {exc}"})
             continue
@@ -311,18 +509,25 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
     # names) and resolve its references — nothing written yet, so the model is never asked
     # while the vault is locked —, then land them in one unit of work. Each file's
     # extraction sees the memories of the files before it, as a person importing them one
-    # by one would have. References look in the file's own import's pages first, then the
-    # whole batch, then the vault.
+    # by one would have. References are read as Obsidian reads them in the file's own
+    # folder given (engine.retrieve.names.NameIndex.lookup_file), then the vault's names.
     known = {page.title.lower(): page.note for page in written}
     common = {w for page in written for w in re.findall(r"(?<![\w'-])[a-z][a-z'-]+", page.body)}
     by_root: dict[int, dict[str, str]] = {}
     for page in written:
         by_root.setdefault(page.root, {})[path_key(page.alias)] = page.note
+    stems = {root: file_names(keys) for root, keys in by_root.items()}
+    files: dict[int, set[str]] = {}
+    for att in attachments:
+        files.setdefault(att.root, set()).update((att.rel.lower(), att.rel.rsplit("/", 1)[-1].lower()))
+    contents = {page.note: page.body.strip() for page in written}
     batch = {page.note for page in written}
     unfinished: dict[int, str] = {}  # id(page) -> why its memories and links did not land
     for i, page in enumerate(written):
         if progress:
             progress(i, len(written))
+        if page.state == "edited":
+            continue
         plan: tuple[Resolved, ExtractContext] | None = None
         try:
             step = "memories not extracted"
@@ -334,13 +539,15 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
                 reports[id(page)].provider = extractor.name  # (the rules, once the model was given up)
                 plan = (resolve_operations(ExtractLoop(vault, extractor).run(ctx), ctx), ctx)
             step = "references not resolved"
-            scope = Scope(by_root[page.root], batch, posixpath.dirname(path_key(page.alias)))
-            refs = _references(vault, page, NameIndex.for_vault(vault), scope, reports[id(page)], extractor, result)
+            scope = Scope(by_root[page.root], batch, posixpath.dirname(path_key(page.alias)), files.get(page.root, set()),
+                          stems[page.root])
+            refs = _references(vault, page, NameIndex.for_vault(vault), scope, reports[id(page)], extractor, result,
+                               contents)
             step = "nothing of its memories and links was written"
             _land(vault, page, plan, refs, reports[id(page)], result)
         except (MemlinkError, OSError) as exc:
             unfinished[id(page)] = f"{step}: {_why(exc)}"
-    # Only now is a file done: its SHA-256 is recorded, and a re-run skips it.
+    # Only now is a file done: its SHA-256 is recorded.
     for page in written:
         if id(page) not in unfinished and not page.known and page.sha and page.uri:
             _remember(vault, page.sha, page.uri, str(page.real or page.path))
@@ -355,11 +562,30 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
         if page.known:
             result.skipped.append({"path": str(page.path), "why": page.known})
         result.problems += report.problems
+    if prune and result.deleted:
+        uris = [gone["source"] for gone in result.deleted]
+        with vault.transaction() as tx:  # one unit of work, recorded so that `memlink undo` puts them back
+            for uri in uris:
+                vault.delete_note(uri)
+            log_action(vault, tx, "prune", uris[0], uris[-1], f"removed {len(uris)} notes of files no longer there")
+        result.pruned = uris
     if progress:
         progress(len(written), len(written))
     result.fallback = extractor.fallback if extractor is not None else ""
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _dry(page: Page, result: BatchResult) -> None:
+    """What a real run would do with the page, in the result, nothing written."""
+    if page.state == "unchanged":
+        result.skipped.append({"path": str(page.path), "why": f"already imported as {page.target}"})
+    elif page.state == "edited":
+        result.edited.append({"path": str(page.path), "source": page.target})
+    else:
+        if page.state == "changed":
+            result.changed.append(page.target)
+        result.files.append(IngestResult(str(page.path), page.target, None))
 
 
 def _why(exc: BaseException) -> str:
@@ -371,8 +597,10 @@ def _why(exc: BaseException) -> str:
 def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None, refs: list[tuple],
           report: RunReport, result: BatchResult) -> None:
     """One file's memories (``plan``), its references' links and its memories' links, the
-    audit record and the end of its pending mark, in one transaction."""
+    audit record and the end of its pending mark, in one transaction. A file that changed
+    loses the links to pages its text no longer references."""
     links = list(refs)
+    gone: list = []
     with vault.transaction() as tx:
         if plan is not None:
             resolved, ctx = plan
@@ -381,11 +609,20 @@ def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None
             report.created += [u for u in run.created if u not in report.created]
             report.changed += run.changed
             report.problems += run.problems
+        if page.state == "changed":
+            stated = {(to, spec.get("t_line_ranges") or "") for frm, to, _t, spec in links if frm == page.note}
+            gone += [old for old in vault.links.of(page.note, "links")
+                    if old.match_text is not None and (old.to_uri, old.t_line_ranges or "") not in stated]
+            for old in gone:
+                vault.unlink(old.from_uri, old.to_uri, link_id=old.id)
+                result.links_removed.append({"from": old.from_uri, "to": old.to_uri})
         landed = write_links(vault, links) if links else []
         note = vault.read_note(page.note)
         if is_pending(note):
             note.extra = {k: v for k, v in note.extra.items() if k != PENDING_KEY}
             tx.put_text(page.note, serialize_note(note, vault.schema("source")), note)
+        if page.state == "changed" and gone:  # `memlink undo` puts the links back
+            log_action(vault, tx, "sync", page.note, page.note, f"{len(gone)} links {page.alias} no longer states removed")
     for link, new in landed:
         if not new:
             report.links_kept += 1
@@ -397,72 +634,64 @@ def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None
 
 def _remember(vault: Vault, sha: str, uri: str, path: str) -> None:
     """That a text (its SHA-256) was imported as ``uri`` from ``path`` (the store's
-    ``ingested`` table: a hint, so the same text is not imported twice)."""
+    ``ingested`` table: a record of what was imported; the vault's notes decide)."""
     vault.store.try_write("the ingest registry", lambda w: w.execute(
         "INSERT OR REPLACE INTO ingested VALUES (?, ?, ?)", (sha, uri, path)))
 
 
-def _write_source(vault: Vault, page: Page, in_batch: dict[str, str]) -> RunReport:
-    """The page's source note, marked pending until its memories and links land. A text
-    already imported (recorded as done, a finished note of the same title and text, or
-    earlier in this batch) is not imported again: its note gets this path as another
-    alias (the text a person added under that note is kept:
-    engine.model.notes.rebuild_body). The vault's notes decide, so a deleted `.memlink/`
-    (the registry of SHA-256s is a hint kept there) imports nothing twice."""
-    seen = vault.store.row("SELECT uri FROM ingested WHERE sha = ?", (page.sha,))
-    uri = in_batch.get(page.sha) or (seen[0] if seen and vault.exists(seen[0]) else None)
-    origin = str(page.real or page.path.resolve())
-    schema = vault.schema("source")
-    content = page.body.strip()
-    if uri is None:
-        uri = schema.note_uri(schema.validate_fields({"title": page.title}, complete=False))
-        stem, n = uri[:-3], 2
-        while vault.exists(uri):
-            note = vault.read_note(uri)
-            if note.fields.get("origin") == origin or (not is_pending(note) and note.fields.get("content") == content):
-                break  # this path's note, or the same text imported from another path
-            uri, n = f"{stem}-{n}.md", n + 1  # another page with the same title: both are kept
-        old = vault.read_note(uri) if vault.exists(uri) else None
-        if old is None or is_pending(old) or old.fields.get("content") != content:
-            return _new_source(vault, page, uri, origin, content, in_batch)
-        # Finished before, but its SHA-256 was not recorded (a kill right after it landed,
-        # a deleted `.memlink/`).
-        _remember(vault, page.sha, uri, origin)
-    in_batch.setdefault(page.sha, uri)
-    page.uri = uri
-    page.known = f"already imported as {uri}"
-    if page.alias not in (vault.read_note(page.uri).fields.get("aliases") or []):
-        vault.write_note("source", {"aliases": [page.alias]}, uri=page.uri)  # the same text at another path
-    return RunReport("none")
+def _write_source(vault: Vault, page: Page, result: BatchResult) -> RunReport:
+    """The page's source note, marked pending until its memories and links land. A file
+    whose note holds its text already is not imported again; one whose note a person
+    edited in the vault since its import is left as it is, and said so."""
+    page.uri = page.target
+    if page.state == "unchanged":
+        page.known = f"already imported as {page.target}"
+        return RunReport("none")
+    if page.state == "edited":
+        result.edited.append({"path": str(page.path), "source": page.target})
+        page.known = (f"changed, but {page.target} was edited in the vault since its import: left as it is "
+                      f"(move your text out of it, or the file's change into it)")
+        return RunReport("none")
+    if page.state == "changed":
+        result.changed.append(page.target)
+    return _new_source(vault, page, page.target, str(page.real or page.path.resolve()), page.body.strip())
 
 
-def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, in_batch: dict[str, str]) -> RunReport:
+def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str) -> RunReport:
     """Write (or rewrite) the page's source note, marked pending, in one transaction."""
     schema = vault.schema("source")
-    fields = {"title": page.title, "kind": page.kind, "aliases": [page.alias, *page.names], "origin": origin,
+    fields = {"title": page.title, "kind": page.kind, "aliases": [page.alias, *filter(None, [page.heading])], "origin": origin,
               "in_wiki": page.wiki, "content": content}
     existed = vault.exists(uri)  # imported before but not finished, or its file changed since
-    # What an Obsidian vault's file says beyond its text, kept where Obsidian reads it: the
-    # folder it came from and its tags, in the source note's frontmatter.
+    # What an Obsidian vault's file says beyond its text, kept where Obsidian reads it (the
+    # top of the frontmatter): its names and tags, and the folder it came from.
     folder = posixpath.dirname(page.alias)
-    keep = {k: v for k, v in (("folder", folder), ("tags", page.tags)) if v}
+    keep = {k: v for k, v in (("folder", folder), ("aliases", page.names), ("tags", page.tags)) if v}
     with vault.transaction() as tx:
         note = vault.write_note("source", fields, uri=uri)
-        wanted = {**note.extra, **keep, PENDING_KEY: PENDING}
+        wanted = {**{k: v for k, v in note.extra.items() if k not in OBSIDIAN_KEYS}, **keep, PENDING_KEY: PENDING}
         if note.extra != wanted:
             note.extra = wanted
             tx.put_text(note.uri, serialize_note(note, schema), note)
-    in_batch[page.sha] = page.uri = note.uri
+    page.uri = note.uri
     report = RunReport("none")
     if not existed:
         report.created.append(note.uri)
     return report
 
 
+OBSIDIAN_KEYS = ("folder", "aliases", "tags")  # a source note's top-level keys its file decides
+
+
 def _references(vault: Vault, page: Page, names: NameIndex, scope: Scope, report: RunReport, extractor: Extractor | None,
-                result: BatchResult) -> list[tuple]:
-    """The link specs of a file's references; the unresolved and ambiguous ones are reported."""
-    refs = find_references(vault, page.note, page.text, base=posixpath.dirname(page.alias), names=names, scope=scope)
+                result: BatchResult, contents: dict[str, str]) -> list[tuple]:
+    """The link specs of a file's references; the unresolved and ambiguous ones are
+    reported, and those found only through an alias. Its frontmatter (tags, permalinks…)
+    holds no reference."""
+    head = len(page.text) - len(page.body)
+    text = re.sub(r"[^\n]", " ", page.text[:head]) + page.body
+    refs = find_references(vault, page.note, text, base=posixpath.dirname(page.alias), names=names, scope=scope)
+    result.attachments += refs.attachments
     for miss in refs.missing:
         if miss.candidates:
             result.ambiguous.append({"file": str(page.path), "line": miss.line, "ref": miss.raw,
@@ -471,13 +700,42 @@ def _references(vault: Vault, page: Page, names: NameIndex, scope: Scope, report
         else:
             result.unresolved.append({"file": str(page.path), "line": miss.line, "ref": miss.raw})
             report.unresolved.append(f"{page.path}:{miss.line}: {miss.raw}")
+    for hit in refs.by_alias:
+        result.by_alias.append({"file": str(page.path), "line": hit.line, "ref": hit.raw, "to": hit.candidates[0]})
     specs = []
     for ref in refs.found:
         link_type, spec = reference_link(ref, page.kind, names.kind(ref.target), vault.config.link_table())
+        if ref.anchor:
+            if ref.target not in contents:
+                contents[ref.target] = str(vault.read_note(ref.target).fields.get("content") or "")
+            spec["t_line_ranges"] = anchor_lines(contents[ref.target], ref.anchor)
         specs.append((page.uri, ref.target, link_type, spec))
     if isinstance(extractor, LLMExtractor) and not extractor.breaker.tripped and specs:
         specs = refine_links(vault, extractor.provider, page, specs, report, extractor.breaker)
     return specs
+
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def anchor_lines(text: str, anchor: str) -> str | None:
+    """The lines of ``text`` a link's anchor points to, as a line range: a block
+    (``^id``: its line) or a heading (its section, to the next heading of its level or
+    above); None when the text has no such block or heading."""
+    lines = text.split("\n")
+    if anchor.startswith("^"):
+        hit = next((i for i, l in enumerate(lines) if l.rstrip().endswith(f" {anchor}") or l.strip() == anchor), None)
+        return None if hit is None else str(hit + 1)
+    wanted = anchor.rsplit("#", 1)[-1].strip().lower()  # (Obsidian's ``[[Note#Part#Sub]]``: the last one)
+    for i, line in enumerate(lines):
+        m = _HEADING.match(line)
+        if m and m[2].strip().lower() == wanted:
+            end = next((j for j in range(i + 1, len(lines)) if (n := _HEADING.match(lines[j])) and len(n[1]) <= len(m[1])),
+                       len(lines))
+            while end - 1 > i and not lines[end - 1].strip():
+                end -= 1
+            return str(i + 1) if end - 1 == i else f"{i + 1}-{end}"
+    return None
 
 
 def ingest(vault: Vault, path: Path, *, wiki: bool = True, extractor: Extractor | None = None) -> IngestResult:

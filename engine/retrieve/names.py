@@ -12,7 +12,7 @@ import posixpath
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -57,6 +57,26 @@ class Scope:
     paths: dict[str, str] = field(default_factory=dict)
     batch: set[str] = field(default_factory=set)
     folder: str = ""
+    attachments: set[str] = field(default_factory=set)  # the import's other files (images, PDFs…), lowercased paths
+    stems: dict[str, list[str]] = field(default_factory=dict)  # file name -> its keys in ``paths`` (``file_names``)
+
+
+def file_names(keys: Iterable[str]) -> dict[str, list[str]]:
+    """A Scope's ``stems``: each path key under its file name."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for key in keys:
+        out[key.rsplit("/", 1)[-1]].append(key)
+    return dict(out)
+
+
+def _shortest(keys: list[str], folder: str) -> list[str]:
+    """Obsidian's choice among files of one name: the one in the referring page's folder,
+    else the one with the shortest path (several equally short: all of them)."""
+    here = [k for k in keys if posixpath.dirname(k) == folder]
+    if here:
+        return here
+    depth = min(k.count("/") for k in keys)
+    return [k for k in keys if k.count("/") == depth]
 
 
 @dataclass(frozen=True)
@@ -215,6 +235,28 @@ class NameIndex:
         if stem.uri and not titled.ambiguous:
             return stem
         return titled if titled.ambiguous else (by_path if by_path.ambiguous else stem)
+
+    def lookup_file(self, target: str, scope: Scope) -> Lookup:
+        """A link target read as Obsidian reads it, among the pages of the referring page's
+        import (``scope.paths``): a relative path (``./x``, ``../x``) from the page's folder,
+        then a path from the import's root, or the end of one (``Folder/Note``), then a file
+        name (the page's folder first, else the shortest path). Titles and aliases are not
+        file names: the caller tries them only when this finds nothing."""
+        raw = target.strip()
+        if raw.startswith(("./", "../")):
+            key = path_key(posixpath.join(scope.folder, raw))
+            return Lookup(scope.paths[key]) if key in scope.paths else Lookup()
+        key = path_key(raw)
+        if key in scope.paths:
+            return Lookup(scope.paths[key])
+        tail = "/" + key
+        keys = [k for k in scope.stems.get(key.rsplit("/", 1)[-1], ()) if k.endswith(tail)]
+        if not keys:
+            return Lookup()
+        best = _shortest(keys, scope.folder)
+        if len(best) == 1:
+            return Lookup(scope.paths[best[0]])
+        return Lookup(None, tuple(sorted(scope.paths[k] for k in best)))
 
     def by_name(self, name: str) -> str | None:
         return self.lookup_name(name).uri

@@ -88,6 +88,12 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(strip_links_bytes(data)).hexdigest()[:20]
 
 
+def _obsidian_aliases(value: object) -> list[str]:
+    """The other names at the top of a note's frontmatter, where Obsidian reads them (an
+    imported page's)."""
+    return [v for v in value if isinstance(v, str) and v.strip()] if isinstance(value, list) else []
+
+
 def _why(uri: str, exc: Exception) -> str:
     """A note's parse error, naming it."""
     if isinstance(exc, UnicodeDecodeError):
@@ -276,10 +282,11 @@ class Catalog:
     def entry_of(self, note: Note, mtime_ns: int, size: int, sha: str) -> CatalogEntry:
         """The entry of a parsed note whose file has this stamp and hash."""
         aliases = note.fields.get("aliases")
+        aliases = [*(aliases if isinstance(aliases, list) else []), *_obsidian_aliases(note.extra.get("aliases"))]
         kind = note.fields.get("kind")
         return CatalogEntry(note.uri, note.memory_type, note.title(self.types.get(note.memory_type)), note.created_at,
                             note.updated_at, mtime_ns, size, sha, superseded="valid_until" in note.extra,
-                            aliases=[str(a) for a in aliases] if isinstance(aliases, list) else [],
+                            aliases=[str(a) for a in aliases],
                             kind=str(kind).strip().lower() if isinstance(kind, str) else "", pending=is_pending(note))
 
     def entry_now(self, uri: str) -> CatalogEntry:

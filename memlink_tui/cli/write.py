@@ -36,6 +36,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        "references, extract memories")
     s.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders (walked recursively)")
     s.add_argument("--no-wiki", action="store_true", help="keep the files as sources only; extract nothing")
+    s.add_argument("--dry-run", action="store_true", help="show what would change (new, changed, deleted, renamed "
+                   "files) and write nothing")
+    s.add_argument("--prune", action="store_true", help="remove the notes of files no longer in a folder given "
+                   "(undo with `memlink undo`)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_ingest)
 
@@ -180,30 +184,70 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     vault = open_vault(args)
     extractor, health = choose_extractor(vault)
-    if not args.json:
+    if not args.json and not args.dry_run:
         say(f"provider: {health.provider} — {health.summary}", file=sys.stderr)
-    result = ingest_batch(vault, args.paths, wiki=not args.no_wiki, extractor=extractor,
-                          progress=None if args.json else progress("importing"))
+    result = ingest_batch(vault, args.paths, wiki=not args.no_wiki, extractor=extractor, dry_run=args.dry_run,
+                          prune=args.prune, progress=None if args.json or args.dry_run else progress("importing"))
     vault.close()
     _print_unfinished(result)
     code = EXIT_PARTIAL if result.failed or result.pending else 0
     if args.json:
         say_json(result.to_json())
         return code
+    if args.dry_run:
+        _print_dry_run(result)
+        return code
     for r in result.files:
         if not r.skipped:
             _print_report(r.report, r.path)
     for skip in result.skipped:
         say(f"{printable_path(skip['path'])}: skipped, {skip['why']}")
+    _print_sync(result, "")
     imported = sum(1 for r in result.files if not r.skipped) - len(result.pending)
     page_links = len(result.page_links())
     others = len(result.links_added) - page_links
-    print(f"{imported} files imported, {len(result.pending)} pending, {len(result.skipped)} skipped, "
-          f"{len(result.failed)} failed; "
+    print(f"{imported} files imported, {len(result.pending)} pending, "
+          f"{len(result.skipped)} skipped, {len(result.failed)} failed; "
           f"{page_links} links between pages" + (f" (+{others} from extracted notes)" if others else "") +
+          (f", {len(result.links_removed)} removed" if result.links_removed else "") +
           f", {len(result.unresolved)} unresolved references"
-          + (f", {len(result.ambiguous)} ambiguous" if result.ambiguous else "") + f" ({result.seconds:.1f}s)")
+          + (f", {len(result.ambiguous)} ambiguous" if result.ambiguous else "")
+          + (f", {len(result.by_alias)} matched by an alias only" if result.by_alias else "")
+          + f", {result.attachments} attachment links ({len(result.copied)} files copied)" + f" ({result.seconds:.1f}s)")
     return code
+
+
+def _print_sync(result: BatchResult, would: str) -> None:
+    """What a re-ingest found besides new files: references matched only by an alias, notes
+    a person edited (left alone), files deleted or renamed since the last import."""
+    if not would:
+        for uri in result.changed:
+            say(f"  ~ {printable_path(uri)}: its file changed since the last import; updated")
+    for hit in result.by_alias:
+        say(f"  ~ {printable_path(hit['file'])}:{hit['line']}: {hit['ref']} matched {printable_path(hit['to'])} by an "
+            f"alias only (Obsidian does not resolve it)")
+    for item in result.edited:
+        say(f"  ! {printable_path(item['path'])}: changed, but {printable_path(item['source'])} was edited in the vault "
+            f"since its import; {would or ''}left as it is")
+    for item in result.renamed:
+        say(f"  > {printable_path(item['from'])} -> {printable_path(item['to'])}: the same text under a new path")
+    pruned = set(result.pruned)
+    for item in result.deleted:
+        what = f"{would}removed" if item["source"] in pruned else f"{would}kept (--prune removes it)"
+        say(f"  - {printable_path(item['path'])}: no longer in the folder; {printable_path(item['source'])} {what}")
+
+
+def _print_dry_run(result: BatchResult) -> None:
+    """What an ingest would change; nothing was written."""
+    changed = set(result.changed)
+    for r in result.files:
+        say(f"  {'~' if r.source_uri in changed else '+'} {printable_path(r.path)} -> {printable_path(r.source_uri or '')}")
+    for uri in result.copied:
+        say(f"  + {printable_path(uri)} (attachment)")
+    _print_sync(result, "would be ")
+    print(f"dry run, nothing written: {len(result.files) - len(changed)} new, {len(changed)} changed, "
+          f"{len(result.skipped)} unchanged or skipped, {len(result.edited)} edited in the vault, "
+          f"{len(result.deleted)} deleted, {len(result.renamed)} renamed, {len(result.copied)} attachments to copy")
 
 
 def cmd_import_chat(args: argparse.Namespace) -> int:

@@ -1,0 +1,381 @@
+"""Importing an Obsidian vault: its links read by Obsidian's rules (one small page per
+rule: tests/data/obsidian-mini, whose README lists the cases), a generated vault of a few
+hundred notes checked by an independent resolver, and ingest as a sync (edit, revert,
+move, delete, prune, undo, dry run)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import posixpath
+import random
+import re
+import shutil
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from conftest import set_llm
+from test_cli import memlink
+
+from engine import Vault
+from engine.extract.batch import ingest_batch
+from engine.extract.rules import RulesExtractor
+
+MINI = Path(__file__).parent / "data" / "obsidian-mini" / "vault"
+RULES = RulesExtractor()
+
+
+def cli_vault(tmp_path: Path) -> Path:
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    set_llm(root, provider="rules")
+    return root
+
+
+def out_links(v: Vault, uri: str) -> dict[str, str | None]:
+    """to -> line ranges of the note's outgoing links."""
+    return {l.to_uri: l.t_line_ranges for l in v.links.of(uri, "links")}
+
+
+# -- the mini vault: one page per rule --------------------------------------------------------
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("mini")
+    v = Vault.init(tmp / "vault", name="test")
+    result = ingest_batch(v, [MINI], extractor=RULES)
+    return v, result
+
+
+def s(rel: str) -> str:
+    return f"sources/vault/{rel}.md"
+
+
+LINKS = [  # (case, from, to, line ranges of the anchor or None)
+    (1, "Alpha", "Beta", None),
+    (2, "Alpha", "Gamma", "3-5"),  # the section "## Section" of Gamma's text
+    (3, "Alpha", "Delta", "1"),  # the line holding ^blk
+    (4, "Alpha", "Epsilon", None),
+    (5, "Alpha", "Zeta", None),
+    (6, "Alpha", "Eta", None),
+    (7, "Alpha", "Folder/Theta", None),
+    (8, "Alpha", "Folder/Iota", None),
+    (9, "Alpha", "Café", None),
+    (13, "Indexes/Matemática", "Notes/Funções", None),
+    (14, "Concepts/variance", "Concepts/sampling", None),
+    (15, "Concepts/calculus", "Concepts/math", None),
+]
+
+
+@pytest.mark.parametrize("case,src,dst,lines", LINKS, ids=[f"case-{c[0]}" for c in LINKS])
+def test_each_link_of_the_mini_vault_is_the_one_obsidian_makes(mini, case, src, dst, lines):
+    v, _ = mini
+    assert out_links(v, s(src)).get(s(dst), "absent") == lines
+
+
+def test_the_file_name_wins_over_a_heading_and_an_alias(mini):
+    v, _ = mini
+    assert set(out_links(v, s("Indexes/Matemática"))) == {s("Notes/Funções"), s("Notes/ULA")}  # case 13
+    assert set(out_links(v, s("Concepts/variance"))) == {s("Concepts/sampling")}  # case 14
+    assert set(out_links(v, s("Concepts/calculus"))) == {s("Concepts/math")}  # case 15
+
+
+def test_code_attachments_and_frontmatter_are_not_references(mini):
+    v, result = mini
+    assert not result.unresolved and not result.ambiguous  # cases 10, 11, 12
+    assert result.attachments == 1 and result.copied == ["sources/vault/Attachments/diagram.png"]  # case 11
+    assert (v.root / "sources/vault/Attachments/diagram.png").read_bytes() == (MINI / "Attachments/diagram.png").read_bytes()
+    assert out_links(v, s("Tagged")) == {s("Alpha"): None}  # case 12: only its text's [[Alpha]]
+    tagged = v.read_note(s("Tagged"))
+    assert tagged.extra["tags"] == ["topics/alpha"]  # at the top of the frontmatter, where Obsidian reads them
+    assert "[[Inline Code Example]]" not in json.dumps(result.to_json())  # case 10
+
+
+def test_an_alias_only_match_is_said_and_tag_like_aliases_are_no_names(mini):
+    v, result = mini
+    assert result.by_alias == [{"file": str(MINI / "Alpha.md"), "line": 11, "ref": "[[Ω]]", "to": s("Omega")}]
+    assert v.read_note(s("Omega")).extra["aliases"] == ["Ω"]
+    assert "aliases" not in v.read_note(s("Concepts/learning math")).extra  # "#learning/math" is a tag, not a name
+
+
+@pytest.mark.parametrize("rel,title", [("Shell notes", "Shell notes"), ("Section clash", "Section clash"),
+                                       ("20-20-20 rule", "20-20-20 rule"), ("Café", "Café"),
+                                       ("Beta", "Beta"), ("Concepts/math", "Mathematics")],
+                         ids=["16-code-comment", "17-section", "18-hyphens", "19-accent", "heading", "frontmatter"])
+def test_titles_are_the_file_name_or_the_frontmatter_title(mini, rel, title):
+    v, _ = mini
+    assert v.read_note(s(rel)).fields["title"] == title
+
+
+def test_the_imported_vault_keeps_every_page_where_obsidian_finds_it(mini):
+    v, _ = mini
+    pages = sorted(p.relative_to(MINI).as_posix() for p in MINI.rglob("*.md"))
+    assert all(v.exists(f"sources/vault/{rel}") for rel in pages)
+    assert memlink("check", vault=v.root).returncode == 0
+
+
+# -- a generated vault of a few hundred notes, read by an independent resolver ---------------
+ATTACH = (".png", ".pdf", ".canvas")
+
+
+def obsidian_target(link: str, source: str, files: list[str]) -> str | None:
+    """Where Obsidian's rules send a link written in ``source`` (paths relative to the
+    vault, with extensions), written apart from memlink's resolver: a relative path from
+    the source's folder, a path from the root or the end of one, then a unique file name
+    (the source's folder first, else the shortest path); case-insensitive."""
+    target = urllib.parse.unquote(link.split("#", 1)[0]).rstrip("\\").strip()
+    if not target:
+        return None
+    name = target if target.lower().endswith((".md", *ATTACH)) else target + ".md"
+    lower = {f.lower(): f for f in files}
+    if name.startswith(("./", "../")):
+        return lower.get(posixpath.normpath(posixpath.join(posixpath.dirname(source), name)).lower())
+    if name.lower() in lower:
+        return lower[name.lower()]
+    ends = [f for f in files if f.lower().endswith("/" + name.lower())]
+    if not ends:
+        return None
+    here = [f for f in ends if posixpath.dirname(f) == posixpath.dirname(source)]
+    if here:
+        return here[0]
+    depth = min(f.count("/") for f in ends)
+    best = [f for f in ends if f.count("/") == depth]
+    return best[0] if len(best) == 1 else None
+
+
+_CODE = re.compile(r"```.*?```|`[^`\n]+`", re.S)
+_LINK = re.compile(r"!?\[\[([^\]|\n]+)(?:\|[^\]\n]*)?\]\]|(?<!!)\[[^\]\n]+\]\(([^)\s]+)\)")
+
+
+def links_in(text: str) -> list[str]:
+    """The link targets a page's own text writes (not in code)."""
+    text = _CODE.sub("", text)
+    return [m[1] or m[2] for m in _LINK.finditer(text)]
+
+
+def generate_vault(root: Path, n: int = 300, seed: int = 7) -> dict[str, str]:
+    """An Obsidian-like vault: folders, the same heading ("References") in many notes,
+    `#` comments in code blocks, aliases (some tag-like), hierarchical tags, permalinks,
+    inline code, attachments, embeds, relative and folder links, a few missing targets."""
+    rnd = random.Random(seed)
+    folders = ["", "Projects", "Projects/Archive", "People", "Concepts", "Concepts/Math", "Daily"]
+    names = [f"{rnd.choice(['Note', 'Idea', 'Topic', 'Plan'])} {i}" for i in range(n)]
+    for i in range(1, n, 9):
+        names[i] = f"{i}-{i + 1}-{i + 2} rule"  # hyphens kept
+    for i in range(2, n, 11):
+        names[i] = f"Café {i}"
+    rels = [posixpath.join(rnd.choice(folders), f"{name}.md") for name in names]
+    for k, folder in zip(range(3, n, 40), folders, strict=False):  # one name in several folders
+        rels[k] = posixpath.join(folder, "Index.md")
+    (root / "Attachments").mkdir(parents=True)
+    files = {"Attachments/diagram.png": b"\x89PNG\r\n\x1a\n", "Attachments/Ceph.pdf": b"%PDF-1.4\n",
+             "board.canvas": b'{"nodes": []}'}
+    for rel, data in files.items():
+        (root / rel).write_bytes(data)
+    texts: dict[str, str] = {}
+    for i, rel in enumerate(rels):
+        front = []
+        if i % 5 == 0:
+            front += ["aliases:", f"  - Alias {i}"] + (["  - '#area/topic'"] if i % 10 == 0 else [])
+        if i % 3 == 0:
+            front += ["tags:", f"  - area/sub{i % 7}", "  - status/open"]
+        if i % 4 == 0:
+            front += [f"permalink: {posixpath.dirname(rel) or 'root'}/page-{i}"]
+        if i % 17 == 0:
+            front += [f"title: Custom title {i}"]
+        lines = (["---", *front, "---"] if front else []) + [f"Text of page {i}. ^b{i}", ""]
+        for _ in range(rnd.randint(2, 6)):
+            j = rnd.randrange(n)
+            stem, there = posixpath.splitext(posixpath.basename(rels[j]))[0], posixpath.dirname(rels[j])
+            form = rnd.randrange(7)
+            if form == 0:
+                lines.append(f"See [[{stem}]].")
+            elif form == 1:
+                lines.append(f"A section: [[{stem}#References]].")
+            elif form == 2:
+                lines.append(f"A block: ![[{stem}#^b{j}]]")
+            elif form == 3:
+                lines.append(f"Shown: [[{stem}|the page]].")
+            elif form == 4 and there:
+                lines.append(f"Folder: [[{there}/{stem}]].")
+            elif form == 5 and there == posixpath.dirname(rel):
+                lines.append(f"Here: [[./{stem}|{stem}]].")
+            else:
+                up = posixpath.relpath(rels[j], posixpath.dirname(rel) or ".")
+                lines.append(f"Markdown: [{stem}]({urllib.parse.quote(up)}).")
+        lines += ["", "Image: ![[diagram.png]]; a PDF: [[Ceph.pdf]]; a board: [[board.canvas]].",
+                  f"Inline code: `[[Not a link {i}]]` and `#tag/inline`.", "", "```bash", "# References", f"echo [[Code {i}]]",
+                  "```", "", "## References", "", f"- [[{stem if (stem := names[(i + 1) % n]) else ''}]]"]
+        if i % 50 == 7:
+            lines.append(f"- [[Ghost {i}]]")  # truly missing: reported
+        text = "\n".join(lines) + "\n"
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        texts[rel] = text
+    return texts
+
+
+def vault_files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
+                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+
+
+def test_a_generated_obsidian_vault_still_resolves_in_obsidian_after_import(tmp_path):
+    src = tmp_path / "garden"
+    texts = generate_vault(src)
+    v = Vault.init(tmp_path / "vault", name="test")
+    result = ingest_batch(v, [src], extractor=RULES)
+    assert not result.failed and not result.pending
+    source_files = vault_files(src)
+    in_vault = vault_files(v.root)
+    # Every link of the pages' own text, resolved by Obsidian in the folder and in the vault.
+    total = same = 0
+    truly_missing = []
+    for rel, text in texts.items():
+        uri = f"sources/garden/{rel}"
+        note = v.read_note(uri)
+        assert note.fields["content"] == text.split("---\n", 2)[-1].strip() if text.startswith("---") else text.strip()
+        for link in links_in(note.fields["content"]):
+            there = obsidian_target(link, rel, source_files)
+            if there is None:
+                truly_missing.append(link)
+                continue
+            total += 1
+            same += obsidian_target(link, uri, in_vault) == f"sources/garden/{there}"
+    assert total > 1000 and same / total >= 0.98, (same, total)
+    # Titles: the file name or the frontmatter's title, never a heading.
+    for rel, text in texts.items():
+        title = v.read_note(f"sources/garden/{rel}").fields["title"]
+        m = re.search(r"^title: (.*)$", text.split("\n---\n", 1)[0], re.M) if text.startswith("---") else None
+        assert title == (m[1] if m else posixpath.splitext(posixpath.basename(rel))[0])
+    # False "unresolved" reports: permalinks, tags, inline code, code blocks, attachments.
+    traps = sum(4 + text.count("permalink:") + text.count("  - area/") + text.count("status/") for text in texts.values())
+    reported = [re.sub(r"^!?\[\[|[#|].*$|\]\]$", "", u["ref"]) for u in result.unresolved]
+    assert sorted(reported) == sorted(truly_missing)  # every true one is reported …
+    false = [r for r in reported if r not in truly_missing]
+    assert traps > 1000 and len(false) <= 0.05 * traps  # … and (next to none of) the rest
+    # Re-ingesting after removing one link from one file removes that link.
+    def once(rel: str) -> tuple[str, str] | None:
+        m = re.search(r"See \[\[([^\]]+)\]\]", texts[rel])
+        if m is None or texts[rel].count(m[1]) != 1 or obsidian_target(m[1], rel, source_files) in (None, rel):
+            return None
+        return m[1], f"sources/garden/{obsidian_target(m[1], rel, source_files)}"
+    rel, (target, there) = next((r, hit) for r in texts if (hit := once(r)))
+    uri = f"sources/garden/{rel}"
+    assert there in out_links(v, uri)
+    (src / rel).write_text(texts[rel].replace(f"See [[{target}]].", "See nothing."), encoding="utf-8")
+    again = ingest_batch(v, [src], extractor=RULES)
+    assert again.changed == [uri] and there not in out_links(v, uri)
+    assert {"from": uri, "to": there} in again.links_removed
+
+
+# -- ingest as a sync --------------------------------------------------------------------------
+def snapshot(root: Path) -> str:
+    """A hash of every file of the vault but its derived state."""
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if path.is_file() and rel.parts[0] != ".memlink":
+            h.update(str(rel).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def test_the_reingest_journey_edit_revert_move_delete_prune_undo(tmp_path):
+    root = cli_vault(tmp_path)
+    src = tmp_path / "a" / "notes"
+    shutil.copytree(MINI, src)
+    alpha = "sources/notes/Alpha.md"
+    r = memlink("ingest", str(src), vault=root)
+    assert r.returncode == 0 and "0 unresolved references, 1 matched by an alias only, 1 attachment links (1 files copied)" in r.stdout
+    assert f"{src / 'Alpha.md'}:11: [[Ω]] matched sources/notes/Omega.md by an alias only" in r.stdout
+    assert s("Café").replace("vault", "notes") in out_links(Vault.open(root), alpha)
+    first = snapshot(root)
+    # A dry run writes nothing.
+    text = (src / "Alpha.md").read_text(encoding="utf-8")
+    (src / "Alpha.md").write_text(text.replace("Non-ASCII: [[Café]].", "Non-ASCII: none."), encoding="utf-8")
+    r = memlink("ingest", str(src), "--dry-run", "--json", vault=root)
+    assert r.returncode == 0 and json.loads(r.stdout)["changed"] == [alpha]
+    assert snapshot(root) == first
+    # Edit a link out: the link goes.
+    r = memlink("ingest", str(src), "--json", vault=root)
+    out = json.loads(r.stdout)
+    assert out["changed"] == [alpha] and out["links_removed"] == [{"from": alpha, "to": "sources/notes/Café.md"}]
+    assert "sources/notes/Café.md" not in out_links(Vault.open(root), alpha)
+    assert "sources/notes/Café.md" not in {l.from_uri for l in Vault.open(root).links.of("sources/notes/Café.md", "backlinks")}
+    # Revert: imported again, the link is back.
+    (src / "Alpha.md").write_text(text, encoding="utf-8")
+    out = json.loads(memlink("ingest", str(src), "--json", vault=root).stdout)
+    assert out["changed"] == [alpha] and "sources/notes/Café.md" in out_links(Vault.open(root), alpha)
+    # The same folder from another place: the same notes, nothing new.
+    moved = tmp_path / "b" / "notes"
+    moved.parent.mkdir()
+    shutil.move(src, moved)
+    before = sorted(Vault.open(root).catalog.uris())
+    out = json.loads(memlink("ingest", str(moved), "--json", vault=root).stdout)
+    assert not out["changed"] and not out["deleted"] and sorted(Vault.open(root).catalog.uris()) == before
+    assert all(f["skipped"] for f in out["files"])
+    # Delete one file, rename another: reported; --prune removes; undo puts them back.
+    (moved / "Eta.md").unlink()
+    (moved / "Zeta.md").rename(moved / "Zeta renamed.md")
+    out = json.loads(memlink("ingest", str(moved), "--dry-run", "--json", vault=root).stdout)
+    assert [d["source"] for d in out["deleted"]] == ["sources/notes/Eta.md", "sources/notes/Zeta.md"]
+    assert out["renamed"] == [{"from": "sources/notes/Zeta.md", "to": "sources/notes/Zeta renamed.md",
+                               "path": str(moved / "Zeta renamed.md")}]
+    r = memlink("ingest", str(moved), vault=root)
+    assert "Eta.md: no longer in the folder; sources/notes/Eta.md kept (--prune removes it)" in r.stdout
+    r = memlink("ingest", str(moved), "--dry-run", "--prune", vault=root)
+    assert "sources/notes/Eta.md would be removed" in r.stdout and "dry run, nothing written" in r.stdout
+    assert Vault.open(root).exists("sources/notes/Eta.md")
+    r = memlink("ingest", str(moved), "--prune", vault=root)
+    assert r.returncode == 0 and "sources/notes/Eta.md removed" in r.stdout
+    v = Vault.open(root)
+    assert not v.exists("sources/notes/Eta.md") and not v.exists("sources/notes/Zeta.md")
+    assert v.exists("sources/notes/Zeta renamed.md")
+    assert memlink("undo", vault=root).returncode == 0
+    v = Vault.open(root)
+    assert v.exists("sources/notes/Eta.md") and v.exists("sources/notes/Zeta.md")
+    assert "sources/notes/Eta.md" in out_links(v, alpha)
+    assert memlink("check", vault=root).returncode == 0
+
+
+def test_a_note_edited_in_the_vault_is_reported_and_left(tmp_path):
+    root = cli_vault(tmp_path)
+    src = tmp_path / "notes"
+    shutil.copytree(MINI, src)
+    assert memlink("ingest", str(src), vault=root).returncode == 0
+    note = root / "sources/notes/Beta.md"
+    head, body = note.read_text(encoding="utf-8").split("\n---\n", 1)
+    mine = head + "\n---\n" + body.replace("Beta text.", "Beta text, and a line I wrote.")  # in Obsidian: the body
+    note.write_text(mine, encoding="utf-8")
+    (src / "Beta.md").write_text("# Beta\n\nBeta text, changed at the source.\n", encoding="utf-8")
+    out = json.loads(memlink("ingest", str(src), "--json", vault=root).stdout)
+    assert out["edited"] == [{"path": str(src / "Beta.md"), "source": "sources/notes/Beta.md"}]
+    assert note.read_text(encoding="utf-8") == mine
+
+
+def test_files_given_one_by_one_keep_their_names(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "Offsite notes.md").write_text("# Agenda\n\nWe met.\n", encoding="utf-8")
+    result = ingest_batch(v, [tmp_path / "in" / "Offsite notes.md"], extractor=RULES)
+    assert [f.source_uri for f in result.files] == ["sources/Offsite notes.md"]
+    assert v.read_note("sources/Offsite notes.md").fields["title"] == "Offsite notes"
+    os.replace(tmp_path / "in", tmp_path / "elsewhere")  # the same file from another place: the same note
+    again = ingest_batch(v, [tmp_path / "elsewhere" / "Offsite notes.md"], extractor=RULES)
+    assert again.files[0].skipped == "already imported as sources/Offsite notes.md"
+
+
+def test_another_folder_of_the_same_name_is_another_import(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    one = tmp_path / "one" / "notes"
+    two = tmp_path / "two" / "notes"
+    for folder, text in ((one, "First folder."), (two, "Second folder.")):
+        folder.mkdir(parents=True)
+        (folder / "Plan.md").write_text(text + "\n", encoding="utf-8")
+    ingest_batch(v, [one], extractor=RULES)
+    result = ingest_batch(v, [two], extractor=RULES)  # the first folder is still there: not this one, moved
+    assert [f.source_uri for f in result.files] == ["sources/notes-2/Plan.md"] and not result.deleted
+    assert v.read_note("sources/notes/Plan.md").fields["content"] == "First folder."
+    assert ingest_batch(v, [one], extractor=RULES).files[0].skipped == "already imported as sources/notes/Plan.md"
