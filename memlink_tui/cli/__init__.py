@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 
 from . import app, chat, dream, export, notes, search, write
-from .wiring import EXIT_ERROR, EXIT_PROBLEMS, EXIT_USAGE, VAULT_HELP, run, vault_parent
+from .wiring import EXIT_ERROR, EXIT_PROBLEMS, EXIT_USAGE, JSON_HELP, VAULT_HELP, run, vault_parent
 
 __all__ = ["EXIT_ERROR", "EXIT_PROBLEMS", "EXIT_USAGE", "GROUPS", "main", "parser"]
 
@@ -53,7 +53,6 @@ def _version() -> str:
         return "(not installed)"
 
 
-JSON_HELP = "print the result as JSON (for scripts)"
 
 
 def _describe(sub: argparse._SubParsersAction) -> None:
