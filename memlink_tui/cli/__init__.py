@@ -35,7 +35,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"memlink {_version()}")
     p.add_argument("--vault", type=Path, help=VAULT_HELP)
     p.set_defaults(func=app.cmd_app)  # no command: open the app
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", help="one of these (none: open the app)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
     common = vault_parent()
     for group in GROUPS:
         group.register(sub, common)
@@ -51,8 +51,6 @@ def _version() -> str:
         return version("memlink")
     except PackageNotFoundError:  # run from a checkout that was never installed
         return "(not installed)"
-
-
 
 
 def _describe(sub: argparse._SubParsersAction) -> None:

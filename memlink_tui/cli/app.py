@@ -10,7 +10,7 @@ from pathlib import Path
 from engine import MemlinkError, Vault
 
 from ..paths import copy_sample_vault, demo_vault
-from .wiring import EXIT_PROBLEMS, EXIT_USAGE, init_vault, open_vault, provider, say, settings, vault_path
+from .wiring import EXIT_PROBLEMS, EXIT_USAGE, UsageError, init_vault, open_vault, provider, say, settings, vault_path
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -103,7 +103,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         if args.vault is not None:
             if args.fresh:
-                raise MemlinkError("--fresh replaces the data folder's demo copy; --vault names a new or empty folder")
+                raise UsageError("--fresh replaces the data folder's demo copy; --vault names a new or empty folder")
             target, made = copy_sample_vault(args.vault), True
         else:
             target, made = demo_vault(fresh=args.fresh)

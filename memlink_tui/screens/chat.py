@@ -41,7 +41,8 @@ NEW_SESSION = ("A new chat session. Type below and press enter. [b]ctrl+s[/b] sa
                "(then [b]/[/b] finds it); [b]ctrl+l[/b] picks an earlier session in the list.")
 EMPTY_BOX_KEYS = {key: f"app.go('{pane}')" for pane, key, _name in PANE_NAMES} | {"/": "app.search", "?": "app.help"}
 PLACEHOLDER = "Message…  (enter sends)"
-CITATION = re.compile(r"(?<!\\)\[(\d{1,2})\]")  # [n] in a reply as markup (an escaped \[ is the text's own)
+CITATION = re.compile(r"(?<!\\)\[(\d{1,2})\]")  # [n] in a reply as shown
+MARKED_CITATION = re.compile(r"(?<!\\)\\\[(\d{1,2})\]")  # [n] in safe_markup's output (a doubled \ is the text's own)
 
 
 class Reply(Static, can_focus=True):
@@ -66,7 +67,7 @@ class Reply(Static, can_focus=True):
             n = int(m.group(1))
             return f"[b u $accent @click=cite({n})]\\[{n}][/]" if 1 <= n <= count else m.group(0)
 
-        self.update(CITATION.sub(link, safe_markup(text)) + extra)
+        self.update(MARKED_CITATION.sub(link, safe_markup(text)) + extra)
 
     def action_cite(self, n: int) -> None:
         self.post_message(self.Cited(self, n))
@@ -100,7 +101,7 @@ class ChatScreen(Pane):
         Binding("ctrl+s", "commit", "Save to memory (commit)", priority=True),
         Binding("ctrl+o", "save_reply", "Save one reply"),
         Binding("ctrl+n", "new_session", "New session"),
-        Binding("ctrl+l", "focus_sessions", "Sessions list", show=False),
+        Binding("ctrl+l", "focus_sessions", "Chat sessions list", show=False),
     ]
     DEFAULT_CSS = """
     ChatScreen #sessions { width: 30; border: round $panel; }
