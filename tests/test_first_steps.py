@@ -4,6 +4,7 @@ empty vault's panes saying how to begin, the keys and `?`, quitting, and the dem
 from __future__ import annotations
 
 import argparse
+import re
 import os
 import random
 import subprocess
@@ -270,3 +271,43 @@ end_now(code, wait=False)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120,
                        env={**os.environ, "PYTHONPATH": str(REPO)})
     assert r.returncode == 0 and "quit 0" in r.stdout, r.stderr
+
+
+# -- the README's walkthrough -----------------------------------------------------------------------
+def walkthrough() -> list[tuple[str, list[str]]]:
+    """The commands of the README's "Your first own memories", in order, each with the
+    `+ path` lines its comments promise."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Your first own memories", 1)[1].split("\n## ", 1)[0]
+    steps: list[tuple[str, list[str]]] = []
+    for block in re.findall(r"```bash\n(.*?)```", section, flags=re.S):
+        for line in block.splitlines():
+            command, _, comment = line.partition("#")
+            if command.strip().startswith("memlink "):
+                steps.append((command.strip(), []))
+            if steps and re.match(r"\s*\+ \S", comment):
+                steps[-1][1].append(comment.strip())
+    return steps
+
+
+@pytest.mark.slow
+def test_the_readme_walkthrough_does_what_it_says(tmp_path):
+    """init → import a chat → commit → search → chat → lint → review → dream, without
+    Ollama, as the README writes them: each command runs, and writes the notes its
+    comments name."""
+    import shlex
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    transcript = re.search(r"cat > chat.jsonl <<'EOF'\n(.*?)\nEOF", text, flags=re.S)
+    assert transcript is not None
+    (tmp_path / "chat.jsonl").write_text(transcript.group(1) + "\n", encoding="utf-8")
+    env = {"MEMLINK_VAULT": str(tmp_path / "memories"), "OLLAMA_HOST": "http://127.0.0.1:9"}
+    steps = walkthrough()
+    assert [s[0].split()[1] for s in steps][:4] == ["init", "import-chat", "commit", "commit"]
+    assert {"search", "chat", "lint", "review", "dream"} <= {s[0].split()[1] for s in steps}
+    for command, promised in steps:
+        args = [a.replace("chat.jsonl", str(tmp_path / "chat.jsonl")) for a in shlex.split(command)[1:]]
+        r = memlink(*args, env=env)
+        assert r.returncode in ((0, 3) if args[0] == "lint" else (0,)), (command, r.stderr)
+        for line in promised:
+            assert line in r.stdout, (command, line, r.stdout)
