@@ -4,9 +4,9 @@ empty vault's panes saying how to begin, the keys and `?`, quitting, and the dem
 from __future__ import annotations
 
 import argparse
-import re
 import os
 import random
+import re
 import subprocess
 import sys
 import threading
