@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from engine import MemlinkError, Vault
+from engine.model.text import counted
 
 from ..paths import copy_sample_vault, demo_vault
 from .wiring import EXIT_PROBLEMS, EXIT_USAGE, UsageError, init_vault, open_vault, provider, say, settings, vault_path
@@ -154,8 +155,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         return EXIT_PROBLEMS
     problems = check(vault)
     errors = sum(1 for p in problems if p.severity == "error")
-    line(errors == 0, "vault", f"{vault.root}: {len(vault.catalog)} notes, {errors} errors, "
-         f"{len(problems) - errors} warnings" + ("; run `memlink check` for details" if problems else ""))
+    line(errors == 0, "vault", f"{vault.root}: {counted(len(vault.catalog), 'note')}, {counted(errors, 'error')}, "
+         f"{counted(len(problems) - errors, 'warning')}" + ("; run `memlink check` for details" if problems else ""))
     for warning in vault.warnings:
         line(False, "vault", warning)
     return EXIT_PROBLEMS if bad else 0

@@ -223,5 +223,6 @@ def cmd_check(args: argparse.Namespace) -> int:
         links = vault.links.stats(top=0)[0]  # (the check just brought every folder in step)
         for p in problems:
             say(printable_path(f"{p.severity:<7} {p.code:<20} {p.uri}: {p.message}"))
-        print(f"{notes} notes, {links} links: {len(errors)} errors, {len(problems) - len(errors)} warnings")
+        print(f"{counted(notes, 'note')}, {counted(links, 'link')}: {counted(len(errors), 'error')}, "
+              f"{counted(len(problems) - len(errors), 'warning')}")
     return EXIT_PROBLEMS if errors else 0

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from engine import MemlinkError
+from engine.model.text import counted
 
 from .wiring import notice, open_vault, positive, printable_path, say, say_json, synced_index
 
@@ -65,7 +66,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     if index.unwritten:  # (searches go on in memory; a reindex is for the files)
         raise MemlinkError(index.unwritten)
     why = f" ({report.reason})" if report.rebuilt else ""
-    print(f"indexed {index.status()['notes_indexed']} notes, {len(index.vectors)} chunks: {report.added} added, "
+    print(f"indexed {counted(index.status()['notes_indexed'], 'note')}, {counted(len(index.vectors), 'chunk')}: "
+          f"{report.added} added, "
           f"{report.updated} updated, {report.removed} removed in {report.seconds:.2f}s"
           f"{' — rebuilt' + why if report.rebuilt else ''}")
     folders = len(vault.links.folders())  # (the sync brought every folder it walked in step)
