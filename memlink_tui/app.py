@@ -21,7 +21,7 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen
 
 from engine import MemlinkError, Vault
-from engine.model.text import printable
+from engine.model.text import counted, printable
 from engine.storage.atomic import disk_full
 from widgets.safe import safe_markup
 from widgets.status_bar import Status
@@ -524,7 +524,7 @@ class MemlinkApp(App):
             self.call_from_thread(self.notify, safe_markup(notice), title="Embedding model", severity="warning", timeout=10)
         if report and report.changed:
             self.call_from_thread(
-                self.notify, f"indexed {report.changed} changed note(s) in {report.seconds:.1f}s", timeout=3
+                self.notify, f"indexed {counted(report.changed, 'changed note')} in {report.seconds:.1f}s", timeout=3
             )
 
     def notes_shown(self) -> None:
@@ -679,4 +679,8 @@ class MemlinkApp(App):
         if self._stop_watching is not None:
             self._stop_watching.set()
         if self.vault is not None:
+            # Closing flushes the search index under the vault lock, which a worker still
+            # writing holds (a dream, a commit): quitting does not wait for it. The index
+            # is derived, synced again next time.
+            self.vault.config.lock_timeout = 0
             self.vault.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import shutil
 from pathlib import Path
@@ -33,15 +32,28 @@ def sample_vault() -> Path:
                             f"and {here / 'sample_vault'}); reinstall memlink")
 
 
-def copy_sample_vault(target: Path | None = None) -> Path:
-    """Copy the sample vault to a fresh folder (never touching the original)."""
-    if target is None:
-        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        target = data_dir() / f"demo-{stamp}"
-        n = 1
-        while target.exists():
-            n += 1
-            target = data_dir() / f"demo-{stamp}-{n}"
+def demo_vault(fresh: bool = False) -> tuple[Path, bool]:
+    """The data folder's one demo copy, and whether it was made now: an existing copy is
+    reused (what you changed in it stays) unless ``fresh``, which replaces it whole. The
+    new copy is made beside it and swapped in, so a failed copy leaves the old one."""
+    target = data_dir() / "demo"
+    if (target / "memlink.yaml").is_file() and not fresh:
+        return target, False
+    if target.exists() and not (target / "memlink.yaml").is_file() and any(target.iterdir()):
+        raise FileExistsError(f"{target} is not a memlink vault; move it away and run memlink demo again")
+    new, old = target.with_name(".demo-new"), target.with_name(".demo-old")
+    for leftover in (new, old):  # of a copy that was cut short
+        shutil.rmtree(leftover, ignore_errors=True)
+    copy_sample_vault(new)
+    if target.exists():
+        target.rename(old)
+    new.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+    return target, True
+
+
+def copy_sample_vault(target: Path) -> Path:
+    """Copy the sample vault to a new or empty folder (never touching the original)."""
     target = Path(target).expanduser()
     if target.exists() and any(target.iterdir()):
         raise FileExistsError(f"{target} exists and is not empty; pick another --vault for the demo")

@@ -45,11 +45,12 @@ async def test_an_unhandled_error_is_saved_to_a_log_and_the_app_exits_non_zero(v
 def test_the_cli_names_the_crash_log_and_exits_non_zero(vault, monkeypatch, capsys):
     from memlink_tui.cli import main
 
-    def crashed_run(self) -> None:
+    def crashed_run(self, **_options) -> None:
         self.crash_log = Path("/tmp/crash-x.log")
         self._return_code = 1
 
     monkeypatch.setattr(MemlinkApp, "run", crashed_run)
+    monkeypatch.setattr("memlink_tui.cli.app._no_terminal", lambda: None)  # (pytest's output is no terminal)
     assert main(["--vault", str(vault.root)]) == 1
     assert "the traceback is in /tmp/crash-x.log" in capsys.readouterr().err
 

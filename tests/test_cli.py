@@ -181,7 +181,7 @@ def test_ask_files_a_research_question_once(tmp_path):
     again = memlink("ask", "which coffee grinder  should I buy", vault=root)
     assert again.stdout.strip() == uri
     assert len(list((root / "report_candidates").glob("*.md"))) == 1
-    assert memlink("ask", "  ", vault=root).returncode == 1
+    assert memlink("ask", "  ", vault=root).returncode == 2
 
 
 def test_link_types_a_vault_declares_work_from_the_cli(tmp_path):

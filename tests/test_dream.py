@@ -516,7 +516,7 @@ def test_dream_exit_codes_say_when_topics_failed_or_it_could_not_run(vault):
         assert len(json.loads(r.stdout)["failed"]) == 2
         stub.script += [("status", 500, "model crashed")] * 2
         r = run()
-        assert r.returncode == 5 and "2 topic(s) failed" in r.stderr
+        assert r.returncode == 5 and "2 topics failed" in r.stderr
         stub.script += [("json", json.dumps({"report": [], "links": []}))] * 2
         assert run().returncode == 0  # both answered (with no report): all is well
     r = run("--budget", "0")

@@ -135,7 +135,7 @@ def test_check_and_lint_on_the_command_line_agree(vault):
     vault.close()
     checked, linted = memlink("check", vault=vault.root), memlink("lint", vault=vault.root)
     assert checked.returncode == linted.returncode == 3
-    assert "one_sided_link" in checked.stdout and "1 errors, 0 warnings" in checked.stdout
+    assert "one_sided_link" in checked.stdout and "1 error, 0 warnings" in checked.stdout
     assert "one_sided_link: " in linted.stdout and linted.stdout.splitlines()[-1].startswith("1 errors;")
 
 

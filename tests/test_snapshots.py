@@ -125,3 +125,11 @@ def test_every_pane_at_80x24(snap_compare, snap_vault, monkeypatch, pane):
     monkeypatch.setattr("memlink_tui.screens.chat.new_session_id", lambda: "2026-12-01-090000-new")
     app = MemlinkApp(snap_vault)
     assert snap_compare(app, terminal_size=SMALL, run_before=journey(*PANE_JOURNEYS[pane]))
+
+
+def test_an_empty_vault_at_80x24(snap_compare, tmp_path, monkeypatch):
+    """What `memlink init` then `memlink` shows: the ways to a first memory."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    Vault.init(tmp_path / "memories")
+    app = MemlinkApp(set_llm(tmp_path / "memories", provider="rules"))
+    assert snap_compare(app, terminal_size=SMALL, run_before=journey())

@@ -30,3 +30,16 @@ def test_first_journey_in_tmux(size):
                             env=env, timeout=180)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "journey passed" in result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@pytest.mark.skipif(not MEMLINK.exists(), reason="the memlink script is not installed next to this Python")
+def test_an_empty_vault_to_a_first_memory_by_the_hints_on_screen():
+    """`memlink init`, then the app at 80×24: the empty browser names the chat key, the
+    chat names the key that saves, and search finds the memory saved."""
+    env = dict(os.environ, MEMLINK=str(MEMLINK), PYTHON=sys.executable, COLUMNS_OVERRIDE="80", ROWS_OVERRIDE="24")
+    result = subprocess.run([str(REPO / "tools" / "tmux_journey.sh"), "--first-run"], capture_output=True, text=True,
+                            env=env, timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "journey passed: an empty vault to a first memory found by search" in result.stdout

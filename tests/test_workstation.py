@@ -180,7 +180,7 @@ async def test_palette_runs_actions_new_session_and_lint(sample):
         await palette(pilot, "Run dream")
         await settle(app, pilot)
         assert isinstance(app.screen, ReportScreen)
-        assert "report(s) written" in str(app.screen.query_one("#dream-status").render())
+        assert "reports written" in str(app.screen.query_one("#dream-status").render())
         assert (sample.root / "DREAMS.md").is_file()
 
 

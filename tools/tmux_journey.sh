@@ -3,8 +3,11 @@
 # demo vault, search, open a hit, follow a link, open its graph, go back — checking the
 # captured screen after each step. Exit 0 when every step showed what it should.
 #
-#   tools/tmux_journey.sh [--captures DIR] [--tour] [--journeys]
+#   tools/tmux_journey.sh [--captures DIR] [--tour] [--journeys] [--first-run]
 #     --captures DIR  one text capture per step in DIR
+#     --first-run     instead: an empty vault (`memlink init`), followed by its on-screen
+#                     hints to a first memory: chat one line (the rules provider), save it
+#                     with the key the chat shows, find it with search
 #     --tour          then visit every other pane too (the README's captures)
 #     --journeys      then review a contradiction with the card and undo it, run a
 #                     one-key dream whose reports show in the tree without a key, and
@@ -20,13 +23,14 @@ command -v tmux >/dev/null || { echo "tmux is not installed" >&2; exit 2; }
 MEMLINK=${MEMLINK:-.venv/bin/memlink}
 [ -x "$MEMLINK" ] || { echo "no $MEMLINK: run ./dev test (or ./dev demo) once first" >&2; exit 2; }
 
-captures="" tour="" journeys=""
+captures="" tour="" journeys="" first_run=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --captures) captures=$2; mkdir -p "$captures"; shift 2 ;;
     --tour) tour=1; shift ;;
     --journeys) journeys=1; shift ;;
-    *) echo "usage: $0 [--captures DIR] [--tour] [--journeys]" >&2; exit 2 ;;
+    --first-run) first_run=1; shift ;;
+    *) echo "usage: $0 [--captures DIR] [--tour] [--journeys] [--first-run]" >&2; exit 2 ;;
   esac
 done
 cols=${COLUMNS_OVERRIDE:-120} rows=${ROWS_OVERRIDE:-36}
@@ -53,8 +57,13 @@ if [ -n "$journeys" ]; then
 fi
 
 export MEMLINK_HOME="$work/home" MEMLINK_CONFIG_HOME="$work/config"
+start="demo --vault $work/vault"
+if [ -n "$first_run" ]; then
+  "$MEMLINK" init --vault "$work/vault" >/dev/null
+  start="--vault $work/vault"
+fi
 tmux new-session -d -s "$session" -x "$cols" -y "$rows" \
-  "env MEMLINK_HOME=$MEMLINK_HOME MEMLINK_CONFIG_HOME=$MEMLINK_CONFIG_HOME OLLAMA_HOST=$ollama $MEMLINK demo --vault $work/vault"
+  "env MEMLINK_HOME=$MEMLINK_HOME MEMLINK_CONFIG_HOME=$MEMLINK_CONFIG_HOME OLLAMA_HOST=$ollama $MEMLINK $start"
 
 screen() { tmux capture-pane -p -t "$session"; }
 # The note shown: the browser puts its URI in the note box's title ("Note · <uri>").
@@ -102,12 +111,43 @@ settled() {
 
 keys() { tmux send-keys -t "$session" "$@"; }
 
+# quit: q, and the app ends (y if it asks first; a bound, not a speed).
+quit() {
+  keys q
+  for _ in $(seq 600); do
+    tmux has-session -t "$session" 2>/dev/null || return 0
+    if screen | grep -q "Quit now?"; then keys y; fi
+    sleep 0.1
+  done
+  echo "FAIL quit: q did not close the app" >&2; exit 1
+}
+
+if [ -n "$first_run" ]; then
+  # Each key is one the screen shows at that moment.
+  wait_for empty "Your vault is empty"
+  wait_for empty-hint "c  chat"
+  keys c; wait_for chat-hint "A new chat session"
+  wait_for chat-hint-save "ctrl+s saves the"
+  keys -l "I love green tea from Hangzhou."; keys Enter
+  wait_for replied "No model wrote"
+  keys C-s; wait_for saved "1 note created"
+  keys /; wait_for search-open "Search your memory"
+  keys -l "green tea"; keys Enter
+  wait_for found "1 result for 'green tea'"
+  wait_for found-note "Green tea from"
+  keys Escape; wait_gone search-closed "Search your memory"
+  keys Escape; wait_for browser-again "Notes · 1"
+  quit
+  echo "journey passed: an empty vault to a first memory found by search"
+  exit 0
+fi
+
 wait_for browser "index fresh"
 keys /
 wait_for search-open "Search your memory"
 keys -l "celadon glaze"
 keys Enter
-wait_for search "result(s) for 'celadon glaze'"
+wait_for search "results for 'celadon glaze'"
 keys Down Enter
 wait_for hit "Links →"
 for _ in $(seq 50); do hit=$(shown); [ -n "$hit" ] && break; sleep 0.1; done
@@ -147,7 +187,7 @@ if [ -n "$journeys" ]; then
   keys u; wait_for undone "undid dismiss"
   # One-key dream: its reports show in the tree without a key.
   keys 4; wait_for reports-again "Questions and reports"
-  keys D; wait_for dreamed "report(s) written"
+  keys D; wait_for dreamed "reports written"
   keys 1
   for _ in $(seq 50); do screen | grep -q "Notes · 7[3-9]\|Notes · [89][0-9]" && break; sleep 0.1; done
   screen | grep -q "Notes · 7[3-9]\|Notes · [89][0-9]" || { echo "FAIL refresh: the tree still counts 72 notes" >&2; screen >&2; exit 1; }
@@ -163,7 +203,7 @@ if [ -n "$journeys" ]; then
   echo "ok   streaming: the first words show before the last"
   wait_for replied "ceramic cups."
   wait_for recalled "2026-08-11-eveni"
-  screen | grep -q "memory item(s)" || { echo "FAIL recall: no memory item listed" >&2; screen >&2; exit 1; }
+  screen | grep -q "memory item" || { echo "FAIL recall: no memory item listed" >&2; screen >&2; exit 1; }
   wait_for no-llm-extraction "ctrl+g extracts it"
   keys C-g; wait_for rules-extraction "turn memory updated with the rules"
   # Saving the reply alone asks the model, which refuses extraction here: the pane says why.
@@ -172,13 +212,6 @@ if [ -n "$journeys" ]; then
   keys C-r; settled; keys Enter; wait_for cited "Chat · 2026-08-11-evening-setup"
   keys Escape; settled  # out of the message box, where q would be typed
 fi
-keys q
-# A dream, import or reply's extraction may still be finishing: q then asks first, or the
-# app ends once its workers stop (a bound, not a speed: a busy machine takes longer).
-for _ in $(seq 600); do
-  tmux has-session -t "$session" 2>/dev/null || break
-  if screen | grep -q "Quit now?"; then keys y; fi
-  sleep 0.1
-done
-if tmux has-session -t "$session" 2>/dev/null; then echo "FAIL quit: q did not close the app" >&2; exit 1; fi
+# A dream, import or reply's extraction may still be finishing: q then asks first.
+quit
 echo "journey passed: $hit → $followed → graph → back"

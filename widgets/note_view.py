@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Markdown, Static
 
 from engine import Note
-from engine.model.text import printable
+from engine.model.text import counted, printable
 
 from .safe import safe_markup, safe_path
 
@@ -29,7 +29,7 @@ class NoteView(VerticalScroll, can_focus=True):
             for k, v in note.fields.items()
             if k not in ("content", "answer") and v not in ("", [], None)
         )
-        warn = f"\n[$warning]{missing} link anchor(s) not found in the text[/]" if missing else ""
+        warn = f"\n[$warning]{counted(missing, 'link anchor')} not found in the text[/]" if missing else ""
         meta = (
             f"[b]{safe_markup(title)}[/b]  [dim]{safe_markup(note.memory_type)} · {safe_path(note.uri)}[/dim]\n"
             f"created {safe_markup(note.created_at[:10])} · updated {safe_markup(note.updated_at[:10])}\n{fields}{warn}"

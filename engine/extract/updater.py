@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import MemlinkError
 from ..model.merge import is_edit
+from ..model.text import counted
 from ..retrieve.names import NameIndex
 from .autolink import find_references, reference_link
 from .context import ExtractContext
@@ -53,8 +54,9 @@ class RunReport:
     problems: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        return (f"{len(self.created)} notes created, {len(self.changed)} changed, {len(self.links_added)} links added"
-                + (f", {len(self.unresolved)} references to missing notes" if self.unresolved else ""))
+        return (f"{counted(len(self.created), 'note')} created, {len(self.changed)} changed, "
+                f"{counted(len(self.links_added), 'link')} added"
+                + (f", {counted(len(self.unresolved), 'reference')} to missing notes" if self.unresolved else ""))
 
     def to_json(self) -> dict[str, Any]:
         """The report as JSON data (a copy: the caller may keep or change it)."""

@@ -268,3 +268,8 @@ _NAME_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 def words(text: str) -> list[str]:
     """A name's words, lowercased, possessives dropped: "Acme's" → ["acme"]."""
     return _NAME_WORD.findall(re.sub(r"['’]s\b", "", text.lower()))
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and the noun in the number it takes: "1 note", "2 notes", "0 replies"."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"

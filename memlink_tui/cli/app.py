@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 from engine import MemlinkError, Vault
+from engine.model.text import counted
 
-from ..paths import copy_sample_vault
-from .wiring import EXIT_PROBLEMS, init_vault, open_vault, provider, say, settings, vault_path
+from ..paths import copy_sample_vault, demo_vault
+from .wiring import EXIT_PROBLEMS, EXIT_USAGE, UsageError, init_vault, open_vault, provider, say, settings, vault_path
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -21,7 +22,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--name", help="a display name for the vault")
     s.set_defaults(func=cmd_init)
 
-    s = sub.add_parser("demo", parents=[common], help="copy the sample vault to a fresh folder and open it")
+    s = sub.add_parser("demo", parents=[common],
+                       help="open the demo: a copy of the sample vault, made once in the data folder")
+    s.add_argument("--fresh", action="store_true", help="replace the demo copy with a new one (your changes to it go)")
     s.add_argument("--no-app", action="store_true", help="only make the copy and print its path")
     s.set_defaults(func=cmd_demo)
 
@@ -35,6 +38,15 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.set_defaults(func=cmd_doctor)
 
 
+def _no_terminal() -> str | None:
+    """Why the app cannot open here (its output or input is not a terminal), or None."""
+    for name, stream in (("stdout", sys.stdout), ("stdin", sys.stdin)):
+        if stream is None or not stream.isatty():
+            return (f"memlink opens a terminal app; {name} is not a terminal — use a subcommand, "
+                    "e.g. memlink search …  (memlink --help lists them)")
+    return None
+
+
 def _run_app(path: Path) -> int:
     from ..app import MemlinkApp  # textual is imported only when the app runs
 
@@ -43,7 +55,18 @@ def _run_app(path: Path) -> int:
         app = MemlinkApp(None, vault_path=path)  # first run: offer to create a vault or open the demo
     else:
         app = MemlinkApp(open_vault(path))
-    app.run()
+    return run_until_quit(app)
+
+
+def run_until_quit(app, headless: bool = False) -> int:
+    """Run the app until it quits; its exit code. On an event loop of its own, not
+    asyncio.run's, which at the end waits for every thread worker still busy (an index
+    sync, a dream, a slow model): the command line then ends the process at once
+    (``end_now``) — what was written is whole, and work not finished is picked up the
+    next time, as the quit question says."""
+    import asyncio
+
+    app.run(loop=asyncio.new_event_loop(), headless=headless)
     if app.return_code:
         where = f"; the traceback is in {app.crash_log}" if app.crash_log else ""
         say(f"memlink stopped on an unexpected error{where}", file=sys.stderr)
@@ -58,6 +81,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_app(args: argparse.Namespace) -> int:
+    why = _no_terminal()
+    if why:
+        say(why, file=sys.stderr)
+        return EXIT_USAGE
     return _run_app(vault_path(args))
 
 
@@ -68,11 +95,26 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """The data folder's one demo copy (made or, with --fresh, replaced), or a new copy
+    in the empty folder --vault names."""
+    why = None if args.no_app else _no_terminal()
+    if why:
+        say(f"{why}; memlink demo --no-app only makes the copy", file=sys.stderr)
+        return EXIT_USAGE
     try:
-        target = copy_sample_vault(args.vault)
+        if args.vault is not None:
+            if args.fresh:
+                raise UsageError("--fresh replaces the data folder's demo copy; --vault names a new or empty folder")
+            target, made = copy_sample_vault(args.vault), True
+        else:
+            target, made = demo_vault(fresh=args.fresh)
     except FileExistsError as exc:
         raise MemlinkError(str(exc)) from None
-    say(f"sample vault copied to {target}", file=sys.stderr if not args.no_app else sys.stdout)
+    out = sys.stderr if not args.no_app else sys.stdout
+    if made:
+        say(f"sample vault copied to {target}", file=out)
+    else:
+        say(f"the demo copy is at {target} (memlink demo --fresh replaces it with a new one)", file=out)
     if args.no_app:
         return 0
     return _run_app(target)
@@ -113,8 +155,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         return EXIT_PROBLEMS
     problems = check(vault)
     errors = sum(1 for p in problems if p.severity == "error")
-    line(errors == 0, "vault", f"{vault.root}: {len(vault.catalog)} notes, {errors} errors, "
-         f"{len(problems) - errors} warnings" + ("; run `memlink check` for details" if problems else ""))
+    line(errors == 0, "vault", f"{vault.root}: {counted(len(vault.catalog), 'note')}, {counted(errors, 'error')}, "
+         f"{counted(len(problems) - errors, 'warning')}" + ("; run `memlink check` for details" if problems else ""))
     for warning in vault.warnings:
         line(False, "vault", warning)
     return EXIT_PROBLEMS if bad else 0

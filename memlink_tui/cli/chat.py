@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        help="ask one question: a model answers with your notes and past turns as numbered context and "
                             "cites them as [n]; without a model the answer quotes them. The turn is kept in a chat "
                             "session for recall; `memlink commit` saves it into notes")
-    s.add_argument("question")
+    s.add_argument("question", help="the question, in words")
     s.add_argument("--session", help="go on with this chat session (default: a new one, named on stderr)")
     s.add_argument("--provider", choices=["rules", "ollama"],
                    help="default: Ollama when it runs, else rules (an answer quoting your memory)")

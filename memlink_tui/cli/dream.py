@@ -6,9 +6,21 @@ import argparse
 import sys
 
 from engine import MemlinkError
+from engine.model.text import counted
 from engine.storage.atomic import disk_full
 
-from .wiring import EXIT_BUSY, EXIT_PARTIAL, EXIT_PROBLEMS, open_vault, printable_path, progress, provider, say, say_json
+from .wiring import (
+    EXIT_BUSY,
+    EXIT_PARTIAL,
+    EXIT_PROBLEMS,
+    UsageError,
+    open_vault,
+    printable_path,
+    progress,
+    provider,
+    say,
+    say_json,
+)
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -26,7 +38,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.set_defaults(func=cmd_dream)
 
     s = sub.add_parser("ask", parents=[common], help="file a research question for the next dream; prints its uri")
-    s.add_argument("question")
+    s.add_argument("question", help="the question, in words")
     s.add_argument("--requirement", help="what a good answer covers (kept with the question)")
     s.set_defaults(func=cmd_ask)
 
@@ -38,9 +50,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.set_defaults(func=cmd_lint)
 
     s = sub.add_parser("review", parents=[common], help="resolve a contradiction between notes A and B")
-    s.add_argument("a", metavar="A")
-    s.add_argument("b", metavar="B")
-    s.add_argument("--action", required=True, choices=["keep-a", "keep-b", "merge", "dismiss", "research"])
+    s.add_argument("a", metavar="A", help="one note of the contradiction (a uri)")
+    s.add_argument("b", metavar="B", help="the other note (a uri)")
+    s.add_argument("--action", required=True, choices=["keep-a", "keep-b", "merge", "dismiss", "research"],
+                   help="keep A (B superseded), keep B, merge into A (--text), dismiss (the link becomes related_to), "
+                   "or file a research question")
     s.add_argument("--text", help="the merged text (for --action merge)")
     s.add_argument("--dry-run", action="store_true", help="print what the action would change; write nothing")
     s.set_defaults(func=cmd_review)
@@ -88,8 +102,8 @@ def cmd_dream(args: argparse.Namespace) -> int:
     if args.json:
         say_json(report.to_json())
         return EXIT_PARTIAL if report.failed else 0
-    say(f"dream ({report.provider}{', dry run' if report.dry_run else ''}): {len(report.topics)} topic(s), "
-          f"{len(report.written)} report(s) written, {len(report.skipped)} skipped")
+    say(f"dream ({report.provider}{', dry run' if report.dry_run else ''}): {counted(len(report.topics), 'topic')}, "
+        f"{counted(len(report.written), 'report')} written, {len(report.skipped)} skipped")
     for topic in report.topics:
         say(f"  ? [{topic['kind']}] {topic['question']}")
     for uri in report.written:
@@ -101,7 +115,7 @@ def cmd_dream(args: argparse.Namespace) -> int:
     if report.fallback:
         say(f"  ! model: {report.fallback}")
     if report.failed:
-        say(f"{len(report.failed)} topic(s) failed; they are offered again next run", file=sys.stderr)
+        say(f"{counted(len(report.failed), 'topic')} failed; they are offered again next run", file=sys.stderr)
         return EXIT_PARTIAL
     return 0
 
@@ -109,6 +123,8 @@ def cmd_dream(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     from engine.dream import ask
 
+    if not args.question.strip():
+        raise UsageError('the question is empty: say it in words, e.g. memlink ask "Which tea should I try next?"')
     vault = open_vault(args)
     uri = ask(vault, args.question, args.requirement)
     vault.close()
@@ -207,5 +223,6 @@ def cmd_check(args: argparse.Namespace) -> int:
         links = vault.links.stats(top=0)[0]  # (the check just brought every folder in step)
         for p in problems:
             say(printable_path(f"{p.severity:<7} {p.code:<20} {p.uri}: {p.message}"))
-        print(f"{notes} notes, {links} links: {len(errors)} errors, {len(problems) - len(errors)} warnings")
+        print(f"{counted(notes, 'note')}, {counted(links, 'link')}: {counted(len(errors), 'error')}, "
+              f"{counted(len(problems) - len(errors), 'warning')}")
     return EXIT_PROBLEMS if errors else 0

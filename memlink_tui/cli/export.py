@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.set_defaults(func=cmd_backup)
 
     s = sub.add_parser("restore", help="check a backup against its manifest, unpack it to a new folder, run check")
-    s.add_argument("archive", type=Path, metavar="ARCHIVE")
+    s.add_argument("archive", type=Path, metavar="ARCHIVE", help="the backup archive (.tar.gz) to restore")
     s.add_argument("dest", type=Path, metavar="DEST", help="a new or empty folder for the restored vault")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_restore)

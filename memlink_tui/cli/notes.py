@@ -21,20 +21,21 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     type_help = f"a link type of the vault ({', '.join(builtin_table().names())}, or one memlink.yaml declares)"
 
     s = sub.add_parser("show", parents=[common], help="a note: frontmatter, rendered body, links, backlinks")
-    s.add_argument("uri")
+    s.add_argument("uri", help="the note, e.g. entities/caroline.md")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_show)
 
     s = sub.add_parser("links", parents=[common], help="a note's links and/or backlinks")
-    s.add_argument("uri")
-    s.add_argument("--direction", choices=["links", "backlinks", "both"], default="both")
+    s.add_argument("uri", help="the note, e.g. entities/caroline.md")
+    s.add_argument("--direction", choices=["links", "backlinks", "both"], default="both",
+                   help="its links, the links to it, or both (default)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_links)
 
     s = sub.add_parser("link", parents=[common], help="link two notes (written on both sides); a pair linked already "
                        "is refused unless --update")
-    s.add_argument("from_uri", metavar="FROM")
-    s.add_argument("to_uri", metavar="TO")
+    s.add_argument("from_uri", metavar="FROM", help="the note the link goes from")
+    s.add_argument("to_uri", metavar="TO", help="the note the link goes to")
     s.add_argument("--type", dest="link_type", metavar="TYPE", help=type_help + " (needed for a new link)")
     s.add_argument("--update", action="store_true",
                    help="change the link FROM -> TO has: only the options given, the rest kept; `memlink undo` reverts it")
@@ -47,16 +48,17 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.set_defaults(func=cmd_link)
 
     s = sub.add_parser("unlink", parents=[common], help="remove links FROM -> TO (both sides)")
-    s.add_argument("from_uri", metavar="FROM")
-    s.add_argument("to_uri", metavar="TO")
+    s.add_argument("from_uri", metavar="FROM", help="the note the link goes from")
+    s.add_argument("to_uri", metavar="TO", help="the note the link goes to")
     s.add_argument("--type", dest="link_type", metavar="TYPE", help=type_help)
     s.set_defaults(func=cmd_unlink)
 
     s = sub.add_parser("graph-query", parents=[common], help="notes linked to a note, by type, direction and depth")
-    s.add_argument("uri")
+    s.add_argument("uri", help="the note to start from")
     s.add_argument("--type", action="append", dest="types", metavar="T", help=type_help + "; repeatable")
-    s.add_argument("--direction", choices=["in", "out", "both"], default="both")
-    s.add_argument("--depth", type=positive, default=1)
+    s.add_argument("--direction", choices=["in", "out", "both"], default="both",
+                   help="follow links into the note, out of it, or both (default)")
+    s.add_argument("--depth", type=positive, default=1, help="how many hops (default 1)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_graph_query)
 

@@ -12,6 +12,7 @@ import argparse
 import re
 
 from ..paths import data_dir
+from .wiring import JSON_HELP
 
 # What the machine's per-user data folder is shown as (`memlink backup --to`'s default).
 DATA_DIR_SHOWN = "~/.local/share/memlink"
@@ -48,7 +49,8 @@ def _positional(action: argparse.Action) -> str:
 def _option(action: argparse.Action) -> str:
     flag = max(action.option_strings, key=len)  # the long form
     shown = flag if action.nargs == 0 else f"{flag} {_value(action)}"
-    return f"`{shown}`" + (f": {_help(action.help)}" if action.help and action.help != argparse.SUPPRESS else "")
+    said = action.help and action.help not in (argparse.SUPPRESS, JSON_HELP)  # (--json: the same everywhere)
+    return f"`{shown}`" + (f": {_help(action.help)}" if said else "")
 
 
 def _subcommands(p: argparse.ArgumentParser) -> argparse._SubParsersAction:
@@ -70,7 +72,7 @@ def reference(p: argparse.ArgumentParser | None = None) -> str:
     without = [name for name, command in sub.choices.items() if not any(a.dest == "vault" for a in command._actions)]
     but = f" but {', '.join(f'`{name}`' for name in without)}" if without else ""
     lines = [_cell(f"`memlink [--vault VAULT] COMMAND …`: every command{but} takes `--vault VAULT`, the "
-                   f"{vault.help}. With no command, `memlink` opens the app."),
+                   f"{vault.help}. With no command, `memlink` opens the app; `memlink --version` prints its version."),
              "", "| command | what it does | options |", "|---|---|---|"]
     helps = {choice.dest: _help(choice.help) for choice in sub._choices_actions}
     for name, command in sub.choices.items():

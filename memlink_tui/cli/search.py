@@ -6,13 +6,14 @@ import argparse
 from pathlib import Path
 
 from engine import MemlinkError
+from engine.model.text import counted
 
 from .wiring import notice, open_vault, positive, printable_path, say, say_json, synced_index
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     s = sub.add_parser("search", parents=[common], help="hybrid search: vectors + keywords + the link graph")
-    s.add_argument("query")
+    s.add_argument("query", help="what to look for, in words")
     s.add_argument("--k", type=positive, default=10, help="number of results (default 10)")
     s.add_argument("--type", action="append", dest="types", metavar="T", help="only this memory type (repeatable)")
     s.add_argument("--no-graph", action="store_true", help="no propagation over links")
@@ -24,9 +25,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.set_defaults(func=cmd_reindex)
 
     s = sub.add_parser("recall", parents=[common], help="recall past chat turns relevant to a question")
-    s.add_argument("query", nargs="?")
-    s.add_argument("--session")
-    s.add_argument("--k", type=positive, default=5)
+    s.add_argument("query", nargs="?", help="the question (or --batch)")
+    s.add_argument("--session", help="only turns of this chat session")
+    s.add_argument("--k", type=positive, default=5, help="number of turns (default 5)")
     s.add_argument("--batch", type=Path, help="a file with one question per line; answers one JSON line each")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_recall)
@@ -65,7 +66,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     if index.unwritten:  # (searches go on in memory; a reindex is for the files)
         raise MemlinkError(index.unwritten)
     why = f" ({report.reason})" if report.rebuilt else ""
-    print(f"indexed {index.status()['notes_indexed']} notes, {len(index.vectors)} chunks: {report.added} added, "
+    print(f"indexed {counted(index.status()['notes_indexed'], 'note')}, {counted(len(index.vectors), 'chunk')}: "
+          f"{report.added} added, "
           f"{report.updated} updated, {report.removed} removed in {report.seconds:.2f}s"
           f"{' — rebuilt' + why if report.rebuilt else ''}")
     folders = len(vault.links.folders())  # (the sync brought every folder it walked in step)

@@ -39,6 +39,7 @@ Handler = Callable[[argparse.Namespace], int]
 Progress = Callable[[int, int], None]
 
 VAULT_HELP = "vault folder (default: $MEMLINK_VAULT or the per-user data dir)"
+JSON_HELP = "print the result as JSON (for scripts)"  # a bare --json's help (the reference leaves it out)
 
 
 def vault_parent() -> argparse.ArgumentParser:

@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     s = sub.add_parser("import-chat", parents=[common],
                        help="import a chat transcript (JSONL, or a ChatGPT or Claude export) as chat sessions and turn memories")
-    s.add_argument("file", type=Path)
+    s.add_argument("file", type=Path, help="the transcript or export file")
     s.add_argument("--format", choices=CHAT_FORMATS, default=None, dest="fmt",
                    help="jsonl (records {session, id, role, content, ts}), chatgpt or claude (their conversations.json); "
                    "default: told by the file's shape (a JSON array is an export, anything else JSON Lines)")

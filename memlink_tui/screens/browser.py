@@ -11,7 +11,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Markdown, Tree
+from textual.widgets import Footer, Markdown, Static, Tree
 
 from engine import MemlinkError, Vault
 from widgets import LinkTable, NoteTree, NoteView
@@ -20,6 +20,16 @@ from widgets.status_bar import Status
 
 from ..messages import CatalogSynced, NoteChanged, NotesShown, VaultChanged
 from .pane import Pane
+
+# What an empty vault shows where a note would be: the ways to a first memory.
+FIRST_STEPS = (
+    "[b]Your vault is empty.[/b] To make your first memories:\n\n"
+    "  [b]c[/b]  chat; [b]ctrl+s[/b] there saves the chat to memory\n"
+    "  [b]i[/b]  import a text or markdown file\n\n"
+    "From a shell: [b]memlink import-chat FILE[/b] imports a ChatGPT or Claude export, "
+    "[b]memlink ingest FOLDER[/b] a folder of notes.\n\n"
+    "Then [b]/[/b] searches what you saved."
+)
 
 
 class BrowserScreen(Pane):
@@ -263,6 +273,8 @@ class BrowserScreen(Pane):
         tree.border_title = f"Notes · {len(entries)}"
         if self.current:
             self.run_worker(self.open_note(self.current))
+        else:
+            self.query_one("#note-meta", Static).update(FIRST_STEPS if not entries else "Select a note in the tree.")
         self.post_message(CatalogSynced())
 
     # -- events ------------------------------------------------------------------------------

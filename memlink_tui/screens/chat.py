@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -23,9 +23,10 @@ from textual.widgets.option_list import Option
 
 from engine import MemlinkError, Vault
 from engine.llm import LLMError
-from engine.model.text import printable
+from engine.model.text import counted, printable
 from engine.sessions.chat import ChatSession, new_session_id, session_locks
 from engine.sessions.log import message_text, project_turns, read_events
+from widgets.pane_bar import PANE_NAMES
 from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
 
@@ -36,7 +37,12 @@ if TYPE_CHECKING:
     from engine.llm import Health, Provider
     from engine.sessions.memory import MemoryItem
 
-CITATION = re.compile(r"(?<!\\)\[(\d{1,2})\]")  # [n] in a reply as markup (an escaped \[ is the text's own)
+NEW_SESSION = ("A new chat session. Type below and press enter. [b]ctrl+s[/b] saves the session to memory "
+               "(then [b]/[/b] finds it); [b]ctrl+l[/b] picks an earlier session in the list.")
+EMPTY_BOX_KEYS = {key: f"app.go('{pane}')" for pane, key, _name in PANE_NAMES} | {"/": "app.search", "?": "app.help"}
+PLACEHOLDER = "Message…  (enter sends)"
+CITATION = re.compile(r"(?<!\\)\[(\d{1,2})\]")  # [n] in a reply as shown
+MARKED_CITATION = re.compile(r"(?<!\\)\\\[(\d{1,2})\]")  # [n] in safe_markup's output (a doubled \ is the text's own)
 
 
 class Reply(Static, can_focus=True):
@@ -61,10 +67,28 @@ class Reply(Static, can_focus=True):
             n = int(m.group(1))
             return f"[b u $accent @click=cite({n})]\\[{n}][/]" if 1 <= n <= count else m.group(0)
 
-        self.update(CITATION.sub(link, safe_markup(text)) + extra)
+        self.update(MARKED_CITATION.sub(link, safe_markup(text)) + extra)
 
     def action_cite(self, n: int) -> None:
         self.post_message(self.Cited(self, n))
+
+
+class MessageBox(Input):
+    """The message field. While it is empty, the digits, / and ? do what they do
+    everywhere else (switch panes, search, help); once a message is begun they are text."""
+
+    def _action_for(self, character: str | None) -> str | None:
+        return None if self.value else EMPTY_BOX_KEYS.get(character or "")
+
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        return super().check_consume_key(key, character) and self._action_for(character) is None
+
+    async def _on_key(self, event: events.Key) -> None:
+        action = self._action_for(event.character)
+        if action is not None:  # (Input's own handler, which would type it, is not run)
+            event.stop()
+            event.prevent_default()
+            await self.run_action(action)
 
 
 class ChatScreen(Pane):
@@ -77,6 +101,7 @@ class ChatScreen(Pane):
         Binding("ctrl+s", "commit", "Save to memory (commit)", priority=True),
         Binding("ctrl+o", "save_reply", "Save one reply"),
         Binding("ctrl+n", "new_session", "New session"),
+        Binding("ctrl+l", "focus_sessions", "Chat sessions list", show=False),
     ]
     DEFAULT_CSS = """
     ChatScreen #sessions { width: 30; border: round $panel; }
@@ -91,6 +116,7 @@ class ChatScreen(Pane):
     ChatScreen .assistant { margin-bottom: 1; }
     ChatScreen .assistant:focus { background: $boost; }
     ChatScreen #status { height: auto; color: $text-muted; padding: 0 1; }
+    ChatScreen .hint { color: $text-muted; }
     """
 
     def __init__(self, vault: Vault, status: Status | None = None) -> None:
@@ -109,7 +135,7 @@ class ChatScreen(Pane):
             with Vertical(id="conversation"):
                 yield VerticalScroll(id="transcript")
                 yield Static("", id="status")
-                yield Input(placeholder="Message…  (enter sends)", id="message")
+                yield MessageBox(placeholder=PLACEHOLDER, id="message")
             with Vertical(id="recall"):
                 yield Static("Recall shows here what of your memory a reply was given, and why.", id="recall-text")
                 yield OptionList(id="recall-list")
@@ -151,7 +177,7 @@ class ChatScreen(Pane):
             box.placeholder = f"Ask about “{printable(title)}”…  (enter sends)"
             self._status(f"asking about [b]{safe_markup(title)}[/b] — the note goes to the model and seeds recall")
         else:
-            box.placeholder = "Message…  (enter sends)"
+            box.placeholder = PLACEHOLDER
             if self.health is not None:
                 self._provider_ready(self.provider, self.health, getattr(self, "_extractor", None))
 
@@ -208,6 +234,15 @@ class ChatScreen(Pane):
         for name in self._sessions:
             view.append(ListItem(Label(safe_markup(name)), name=name))
 
+    def _list_session(self, name: str) -> None:
+        """A session just begun, in the list at once (its log is being written)."""
+        if name not in self._sessions:
+            self._sessions.append(name)
+            self.query_one("#sessions", ListView).append(ListItem(Label(safe_markup(name)), name=name))
+
+    def action_focus_sessions(self) -> None:
+        self.set_focus(self.query_one("#sessions", ListView))
+
     @on(ListView.Selected, "#sessions")
     def _picked(self, event: ListView.Selected) -> None:
         if event.item.name:
@@ -222,7 +257,10 @@ class ChatScreen(Pane):
         transcript = self.query_one("#transcript", VerticalScroll)
         transcript.remove_children()
         target = None
-        for turn in project_turns(session, read_events(self.vault, session), final=True):  # an unanswered message shows too
+        turns = project_turns(session, read_events(self.vault, session), final=True)  # an unanswered message shows too
+        if not turns:
+            transcript.mount(Static(NEW_SESSION, classes="hint"))
+        for turn in turns:
             for message in turn.asked:
                 shown: Static = Static(f"[b]you[/b]  {safe_markup(message_text(message))}", classes="user")
                 transcript.mount(shown)
@@ -249,7 +287,10 @@ class ChatScreen(Pane):
         if not text or self.chat is None:
             return
         event.input.value = ""
+        self._list_session(self.chat.session)
         transcript = self.query_one("#transcript", VerticalScroll)
+        for hint in transcript.query(".hint"):
+            hint.remove()
         transcript.mount(Static(f"[b]you[/b]  {safe_markup(text)}", classes="user"))
         answer = Reply("…")
         transcript.mount(answer)
@@ -371,14 +412,14 @@ class ChatScreen(Pane):
                                       severity="warning")
             return
         self._unextracted = None
-        self.app.call_from_thread(self.notify, f"turn memory updated with the rules: {report.extracted} turn(s)")
+        self.app.call_from_thread(self.notify, f"turn memory updated with the rules: {counted(report.extracted, 'turn')}")
 
     def _show_recall(self, reply: Reply) -> None:
         """Exactly what the model was given for ``reply`` (or, without a model, what the
         answer quotes), numbered as the reply cites it; enter opens the note or the turn."""
         items = reply.items
         given = "given to the model" if self.provider is not None else "quoted in the answer (no model)"
-        head = (f"{len(items)} memory item(s) {given}" if items
+        head = (f"{counted(len(items), 'memory item')} {given}" if items
                 else "Nothing in your memory was relevant to this message.")
         self.query_one("#recall-text", Static).update(head + "  [dim](ctrl+r, enter opens)[/dim]")
         options, self._recall_targets = [], []

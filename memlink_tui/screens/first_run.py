@@ -1,5 +1,5 @@
 """First run: no vault where memlink looks. Offer to create an empty one there, or to
-open a fresh copy of the demo vault. Dismisses with the opened Vault, or None (quit)."""
+open the demo (the data folder's copy of the sample vault). Dismisses with the opened Vault, or None (quit)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class FirstRunScreen(Screen[Vault | None]):
                 "[b]Welcome to memlink.[/b]\n\n"
                 f"There is no vault at [b]{safe_markup(short_path(self.path))}[/b] yet.\n\n"
                 "  [b]n[/b]  create an empty vault there\n"
-                "  [b]d[/b]  open a fresh copy of the demo vault (72 notes, 4 chat sessions)\n"
+                "  [b]d[/b]  open the demo: a copy of the sample vault (72 notes, 4 chat sessions)\n"
                 "  [b]q[/b]  quit (or start with --vault PATH / $MEMLINK_VAULT)\n",
                 id="welcome",
             )
@@ -62,13 +62,14 @@ class FirstRunScreen(Screen[Vault | None]):
         self.dismiss(vault)
 
     def action_demo(self) -> None:
-        from ..paths import copy_sample_vault
+        from ..paths import demo_vault
 
         try:
-            target = copy_sample_vault()
+            target, made = demo_vault()
             vault = Vault.open(target)
         except (MemlinkError, OSError) as exc:
             self._fail(exc)
             return
-        self.notify(f"demo vault copied to {safe_markup(target)}", timeout=5)
+        said = "demo vault copied to" if made else "the demo copy (memlink demo --fresh replaces it) is at"
+        self.notify(f"{said} {safe_markup(target)}", timeout=5)
         self.dismiss(vault)

@@ -94,12 +94,19 @@ class GraphScreen(Pane):
             degrees = {e.uri: graph.degree(e.uri) for e in self.vault.catalog.all()}
             uri = max(degrees, key=lambda u: (degrees[u], u), default=None)
             if uri is None:
-                self.app.call_from_thread(self.query_one("#neighbours", Tree).root.set_label, "no notes yet")
+                self.app.call_from_thread(self._no_links)
                 return
         steps = list(graph.steps(uri))
         ranks = graph.ppr({uri: 1.0}, both_ways=True)
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._show_graph, uri, steps, ranks)
+
+    def _no_links(self) -> None:
+        tree = self.query_one("#neighbours", Tree)
+        tree.border_title = "Links · no links yet"
+        tree.root.set_label("no notes yet")
+        self.query_one("#path", Static).update("No links yet: chat (c), import (i in the browser) or ingest a folder; "
+                                               "the links between your notes show here.")
 
     def _show_graph(self, uri: str, steps: list[Step], ranks: dict[str, float]) -> None:
         self.center = uri

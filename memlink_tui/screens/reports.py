@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, ListItem, ListView, Markdown, Static
 
 from engine import MemlinkError, Vault
-from engine.model.text import printable
+from engine.model.text import counted, printable
 from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
 
@@ -31,6 +31,14 @@ class AskScreen(ModalScreen[str | None]):
     @on(Input.Submitted)
     def _done(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip() or None)
+
+
+NO_REPORTS = """**No questions or reports yet.**
+
+- **a** asks a research question (or say "help me research …" in a chat).
+- **D** runs the dream: it writes reports on your questions, on contradictions and on
+  views that changed. It needs memories first: chat, import or ingest.
+"""
 
 
 class ReportScreen(Pane):
@@ -99,6 +107,8 @@ class ReportScreen(Pane):
         uris = [uri for _o, _l, uri in ordered]
         if uris:
             view.index = uris.index(select) if select in uris else 0
+        else:
+            await self.query_one("#report-body", Markdown).update(NO_REPORTS)
 
     @on(ListView.Highlighted, "#queue")
     async def _show(self, event: ListView.Highlighted) -> None:
@@ -152,7 +162,8 @@ class ReportScreen(Pane):
             self.app.call_from_thread(self.query_one("#dream-status", Static).update, f"[red]{safe_markup(str(exc))}[/red]")
             self.app.call_from_thread(self.notify, safe_markup(str(exc).splitlines()[0]), title="Dream failed", severity="error")
             return
-        summary = f"dream ({report.provider}): {len(report.topics)} topic(s), {len(report.written)} report(s) written"
+        summary = (f"dream ({report.provider}): {counted(len(report.topics), 'topic')}, "
+                   f"{counted(len(report.written), 'report')} written")
         lines = [safe_markup(summary)] + [f"+ {safe_markup(u)}" for u in report.written] + [f"! {safe_markup(s)}" for s in report.skipped]
         self.app.call_from_thread(self.query_one("#dream-status", Static).update, "\n".join(lines))
         self.app.call_from_thread(self.refresh_queue, report.written[0] if report.written else None)  # type: ignore[arg-type]  # textual's typing infers Never for an async callback

@@ -13,6 +13,7 @@ from textual.worker import get_current_worker
 
 from engine import MemlinkError, Vault
 from engine.index import SearchIndex
+from engine.model.text import counted
 from engine.retrieve.search import SearchHit, search
 from widgets import SearchResults
 from widgets.safe import safe_markup
@@ -83,7 +84,7 @@ class SearchScreen(ModalScreen[str | None]):
     def _show(self, query: str, hits: list[SearchHit]) -> None:
         graph = "with" if self.use_graph else "without"
         self.query_one("#search-status", Static).update(
-            f"{len(hits)} result(s) for {safe_markup(repr(query))} — {graph} link graph (ctrl+g toggles)"
+            f"{counted(len(hits), 'result')} for {safe_markup(repr(query))} — {graph} link graph (ctrl+g toggles)"
         )
         self.query_one(SearchResults).show(hits)
         self.last_hits = hits
