@@ -1,5 +1,6 @@
 """The lint pane: counts per check, the findings of the chosen check (enter opens the
-note), and review mode for contradictions: both sides shown, single keys act —
+note) — first "worst first": errors, contradictions and other warnings one by one, then a
+row per grouped check (freshness, provenance…) that enter expands —, and review mode for contradictions: both sides shown, single keys act —
 [ keep A (left), ] keep B (right), e edit both into one (merge), d dismiss, a ask (research),
 u undo. An action first shows what it
 will change (engine.review.actions.preview); y applies exactly that, escape cancels. Merge opens an
@@ -14,7 +15,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Label, ListItem, ListView, Markdown, Static, TextArea
 
 from engine import MemlinkError, Vault
-from engine.lint.report import LintReport, lint, write_dashboards
+from engine.lint.report import GROUPED, LintReport, lint, rank, write_dashboards
 from engine.review.actions import Plan
 from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
@@ -23,6 +24,8 @@ from ..messages import Linted
 from .pane import Pane
 
 MAX_ROWS = 1000
+GROUP = "group"  # the key of a grouped check's row: group|check|
+RANKED = "worst first"  # the checks list's first entry: every check, ranked, grouped ones one row each
 
 
 class LintScreen(Pane):
@@ -138,11 +141,12 @@ class LintScreen(Pane):
         self.report = report
         self.post_message(Linted(report.errors, report.counts.get("contradictions", 0)))
         view = self.query_one("#checks", ListView)
-        names = sorted(report.by_check())
+        names = [RANKED, *sorted(report.by_check())]
         await view.clear()
-        await view.extend(ListItem(Label(f"{c} ({len(report.by_check()[c])})"), name=c) for c in names)
+        await view.extend(ListItem(Label(f"{c} ({len(report.by_check()[c])})" if c != RANKED else c), name=c)
+                          for c in names)
         view.border_title = f"Checks · {report.errors} errors"
-        target = select if select in names else (names[0] if names else None)
+        target = select if select in names else RANKED
         if target:
             view.index = names.index(target)
             self._fill(target)
@@ -163,10 +167,17 @@ class LintScreen(Pane):
         table.clear()
         focus = self.focus_note
         assert self.report is not None  # filled only once a lint has run
-        rows = [(i, f) for i, f in enumerate(self.report.by_check().get(check, []))
-                if not focus or focus in (f.uri, f.other)]
+        by_check = self.report.by_check()
+        if check == RANKED:
+            found = sorted((f for c, fs in by_check.items() if c not in GROUPED for f in fs), key=rank)
+        else:
+            found = by_check.get(check, [])
+        rows = [(i, f) for i, f in enumerate(found) if not focus or focus in (f.uri, f.other)]
         for i, f in rows[:MAX_ROWS]:  # a big vault can have tens of thousands of findings
             table.add_row(safe_markup(f.severity), safe_path(f.uri), safe_path(f.other or ""), safe_markup(f.text), key=f"{i}|{f.uri}|{f.other or ''}")
+        if check == RANKED and not focus:
+            for g in self.report.groups():  # enter expands a group: its check is chosen
+                table.add_row(safe_markup(g.worst), safe_markup(g.check), "", f"{g.text} · enter lists them", key=f"{GROUP}|{g.check}|")
         more = f" · first {MAX_ROWS} of {len(rows)} (all in dashboards/)" if len(rows) > MAX_ROWS else ""
         table.border_title = check + (f" · involving {focus}" if focus else "") + more
 
@@ -179,6 +190,8 @@ class LintScreen(Pane):
         key = event.row_key.value
         assert key is not None  # every row is added with its key
         _i, uri, other = key.split("|", 2)
+        if _i == GROUP:
+            uri = other = ""
         self.pair = (uri, other) if other else None
         await self._show(uri, other)
         if self.pair is not None:
@@ -222,7 +235,13 @@ class LintScreen(Pane):
     def _open(self, event: DataTable.RowSelected) -> None:
         key = event.row_key.value
         assert key is not None  # every row is added with its key
-        self.go("browser", key.split("|", 2)[1])
+        kind, uri, _other = key.split("|", 2)
+        if kind == GROUP:  # expand: the group's check, its findings one by one
+            view = self.query_one("#checks", ListView)
+            view.index = [item.name for item in view.children].index(uri)
+            self._fill(uri)
+            return
+        self.go("browser", uri)
 
     def _status(self, text: str) -> None:
         self.query_one("#review-status", Static).update(text)
