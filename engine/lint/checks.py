@@ -440,7 +440,7 @@ def open_questions(ctx: CheckContext) -> Iterator[Finding]:
             status = ctx.vault.read_note(uri).fields.get("status") or "pending"
         except MemlinkError:
             status = "pending"
-        if status == "pending":
+        if status in ("pending", "nothing_known_yet"):
             yield Finding(check="open_questions", severity="info", uri=uri, message=f"open research question: {entry.title}")
 
 

@@ -101,6 +101,8 @@ def cmd_dream(args: argparse.Namespace) -> int:
         say(f"  + {printable_path(uri)}")
     for question in report.no_report:
         say(f"  - no report: {question}")
+    for question in report.nothing_yet:
+        say(f"  - nothing known yet (the question stays open): {question}")
     for why in report.skipped:
         say(f"  ! {why}")
     if report.fallback:
