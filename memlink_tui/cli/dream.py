@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("a", metavar="A")
     s.add_argument("b", metavar="B")
     s.add_argument("--action", required=True, choices=["keep-a", "keep-b", "merge", "dismiss", "research"])
-    s.add_argument("--text", help="the merged text (for --action merge)")
+    s.add_argument("--text", help="the merged text (for --action merge: it replaces A's, and A is the note kept)")
     s.add_argument("--dry-run", action="store_true", help="print what the action would change; write nothing")
     s.set_defaults(func=cmd_review)
 

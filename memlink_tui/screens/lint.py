@@ -44,6 +44,7 @@ class LintScreen(Pane):
         Binding("u", "undo", "Undo"),
         Binding("y", "confirm", "Apply", show=False),
         Binding("ctrl+s", "merge_preview", "Save the merge (previewed first)", show=False, priority=True),
+        Binding("ctrl+r", "merge_swap", "Merge into the other note", show=False, priority=True),
     ]
     DEFAULT_CSS = """
     LintScreen #checks { width: 28; border: round $panel; }
@@ -63,6 +64,7 @@ class LintScreen(Pane):
         self.pair: tuple[str, str] | None = None
         self.focus_note: str | None = None  # findings shown only for this note (x in the browser)
         self.pending: tuple[Plan, str | None] | None = None  # a previewed action and its text, until y or escape
+        self.merge_into = 0  # which note of the pair keeps the merged text (0: A, 1: B); ctrl+r swaps
 
     def compose(self) -> ComposeResult:
         yield self.pane_bar()
@@ -246,15 +248,17 @@ class LintScreen(Pane):
     def _status(self, text: str) -> None:
         self.query_one("#review-status", Static).update(text)
 
-    async def action_review(self, action: str, text: str | None = None) -> None:
-        """Show what the action will change; nothing is written until y."""
+    async def action_review(self, action: str, text: str | None = None, swap: bool = False) -> None:
+        """Show what the action will change; nothing is written until y. ``swap``: B is the
+        review's A (a merge kept in B)."""
         from engine.review.actions import preview
 
         if self.pair is None:
             self._status("choose a contradiction (two notes) first")
             return
+        a, b = reversed(self.pair) if swap else self.pair
         try:
-            plan = preview(self.vault, *self.pair, action, text=text)
+            plan = preview(self.vault, a, b, action, text=text)
         except MemlinkError as exc:
             self.pending = None
             self._status(f"[red]{safe_markup(str(exc))}[/red]")
@@ -293,17 +297,30 @@ class LintScreen(Pane):
             texts.append(note.field_text(self.vault.schema(note.memory_type).text_field).strip())
         box = self.query_one("#merge-text", TextArea)
         box.text = "\n\n".join(texts)
-        box.border_title = "merged text for A · ctrl+s previews · escape cancels"
+        self.merge_into = 0
+        self._merge_title()
         box.display = True
         self.set_focus(box)
 
+    def _merge_title(self) -> None:
+        assert self.pair is not None  # the editor opens on a pair
+        side, uri = "AB"[self.merge_into], self.pair[self.merge_into]
+        self.query_one("#merge-text", TextArea).border_title = (
+            f"merged text kept in {side} ({safe_markup(uri)}) · ctrl+r keeps the other · ctrl+s previews · escape cancels")
+
+    def action_merge_swap(self) -> None:
+        """The other note of the pair keeps the merged text (the one merged into survives)."""
+        if self.query_one("#merge-text", TextArea).display and self.pair is not None:
+            self.merge_into = 1 - self.merge_into
+            self._merge_title()
+
     async def action_merge_preview(self) -> None:
         box = self.query_one("#merge-text", TextArea)
-        if not box.display:
+        if not box.display or self.pair is None:
             return
         box.display = False
         self.set_focus(self.query_one("#findings", DataTable))
-        await self.action_review("merge", box.text)
+        await self.action_review("merge", box.text, swap=bool(self.merge_into))
 
     async def action_back(self) -> None:
         if not self.cancel_review():
