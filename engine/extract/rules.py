@@ -27,9 +27,9 @@ from pydantic import BaseModel
 
 from ..model.linktypes import LinkType, LinkTypeTable, builtin_table
 from ..model.notes import split_frontmatter
-from ..model.yamlio import safe_load
 from ..model.templates import slugify
 from ..model.text import tokenize
+from ..model.yamlio import safe_load
 from .context import ExtractContext
 from .operations import link_types_of
 
