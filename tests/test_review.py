@@ -298,7 +298,7 @@ async def test_app_merge_can_keep_the_other_note(sample):
         await pilot.pause()
         box = screen.query_one("#merge-text", TextArea)
         assert f"kept in A ({a})" in str(box.border_title)
-        await pilot.press("ctrl+r")
+        await pilot.press("ctrl+f")
         assert f"kept in B ({b})" in str(box.border_title)
         await pilot.press("ctrl+s")
         await pilot.pause()

@@ -44,7 +44,7 @@ class LintScreen(Pane):
         Binding("u", "undo", "Undo"),
         Binding("y", "confirm", "Apply", show=False),
         Binding("ctrl+s", "merge_preview", "Save the merge (previewed first)", show=False, priority=True),
-        Binding("ctrl+r", "merge_swap", "Merge into the other note", show=False, priority=True),
+        Binding("ctrl+f", "merge_swap", "Flip which note keeps the merge", show=False, priority=True),
     ]
     DEFAULT_CSS = """
     LintScreen #checks { width: 28; border: round $panel; }
@@ -64,7 +64,7 @@ class LintScreen(Pane):
         self.pair: tuple[str, str] | None = None
         self.focus_note: str | None = None  # findings shown only for this note (x in the browser)
         self.pending: tuple[Plan, str | None] | None = None  # a previewed action and its text, until y or escape
-        self.merge_into = 0  # which note of the pair keeps the merged text (0: A, 1: B); ctrl+r swaps
+        self.merge_into = 0  # which note of the pair keeps the merged text (0: A, 1: B); ctrl+f swaps
 
     def compose(self) -> ComposeResult:
         yield self.pane_bar()
@@ -306,7 +306,7 @@ class LintScreen(Pane):
         assert self.pair is not None  # the editor opens on a pair
         side, uri = "AB"[self.merge_into], self.pair[self.merge_into]
         self.query_one("#merge-text", TextArea).border_title = (
-            f"merged text kept in {side} ({safe_markup(uri)}) · ctrl+r keeps the other · ctrl+s previews · escape cancels")
+            f"merged text kept in {side} ({safe_markup(uri)}) · ctrl+f keeps the other · ctrl+s previews · escape cancels")
 
     def action_merge_swap(self) -> None:
         """The other note of the pair keeps the merged text (the one merged into survives)."""
