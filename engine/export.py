@@ -10,8 +10,9 @@ vault's write lock, after any journal was replayed, so no half-written change is
 (a read-only vault is read without the lock).
 
 - ``export_vault``: the same content as a new vault folder.
-- ``export_markdown``: every note as plain markdown (title, body with its links inline,
-  Links and Backlinks lists with relative links), plus a `README.md` index.
+- ``export_markdown``: every note as plain markdown (one title, the body as a reader sees
+  it with its links inline and wikilinks made relative markdown links, Links and
+  Backlinks lists with relative links), plus a `README.md` index.
 - ``backup_vault``: a dated `.tar.gz` with a manifest (path, size, sha256 of each file),
   written atomically.
 - ``restore_archive``: checks every member (regular files under one folder only: no
@@ -313,8 +314,50 @@ def _link_line(vault: Vault, link: StoredLink, here: str, titles: dict[str, str]
     return line
 
 
+class _Names:
+    """What a wikilink's target may name among the exported notes: a path (from the vault
+    root or the note's folder, ``.md`` optional), else a unique file name, else a unique title."""
+
+    def __init__(self, titles: dict[str, str]) -> None:
+        self.uris = set(titles)
+        self.stems: dict[str, list[str]] = {}
+        self.titles: dict[str, list[str]] = {}
+        for uri, title in titles.items():
+            self.stems.setdefault(PurePosixPath(uri).stem.lower(), []).append(uri)
+            self.titles.setdefault(_flat(title).lower(), []).append(uri)
+
+    def find(self, target: str, here: str) -> str | None:
+        target = target.strip()
+        for path in (target, os.path.normpath(os.path.join(os.path.dirname(here), target))):
+            path = path.lstrip("/")
+            for uri in (path, f"{path}.md"):
+                if uri in self.uris:
+                    return uri
+        for names, key in ((self.stems, PurePosixPath(target).name.removesuffix(".md").lower()), (self.titles, target.lower())):
+            found = names.get(key, [])
+            if len(found) == 1:
+                return found[0]
+        return None
+
+
+_WIKILINK = re.compile(r"(!?)\[\[([^\]|#^]*)(?:[#^][^\]|]*)?(?:\|([^\]]*))?\]\]")
+
+
+def _plain_wikilinks(text: str, here: str, names: _Names) -> str:
+    """Obsidian's ``[[target|shown]]`` (and embeds ``![[…]]``) as a relative markdown link
+    when the target is an exported note, else as its text: any viewer reads the page."""
+
+    def repl(m: re.Match) -> str:
+        target, shown = m.group(2), m.group(3)
+        label = _label(shown or target.strip() or m.group(0))
+        uri = names.find(target, here) if target.strip() else None
+        return f"[{label}]({_href(here, uri)})" if uri else label
+
+    return _WIKILINK.sub(repl, text) if "[[" in text else text
+
+
 def render_markdown(vault: Vault, uri: str, titles: dict[str, str],
-                    legacy_in: dict[str, list[StoredLink]] | None = None) -> tuple[str, int]:
+                    legacy_in: dict[str, list[StoredLink]] | None = None, names: _Names | None = None) -> tuple[str, int]:
     """One note as plain markdown, and how many outgoing links it lists: title, a line of
     facts, the body with its links inline (links to notes that are not exported stay
     text), then Links and Backlinks lists with relative links. ``legacy_in``: old
@@ -323,7 +366,10 @@ def render_markdown(vault: Vault, uri: str, titles: dict[str, str],
     links = vault.links.of(note.uri, "links")
     backlinks = vault.links.of(note.uri, "backlinks") + (legacy_in or {}).get(note.uri, [])
     shown = [l for l in links if l.to_uri in titles]
-    body = render_links(note.body, shown, lambda l: _href(note.uri, l.to_uri)).text.strip("\n")
+    # What a reader sees (no view markers, no Links block: its wikilinks are the lists
+    # below), with the links at their anchors and hand-written wikilinks as markdown links.
+    body = render_links(note.text, shown, lambda l: _href(note.uri, l.to_uri)).text
+    body = _plain_wikilinks(body, note.uri, names or _Names(titles)).strip("\n")
     out: list[str] = []
     if not body.lstrip().startswith("# "):
         out += [f"# {_flat(titles.get(note.uri) or vault.title(note))}", ""]
@@ -360,8 +406,9 @@ def export_markdown(vault: Vault, dest: Path) -> ExportReport:
         for link in vault.links.all():
             if link.legacy:
                 legacy_in.setdefault(link.to_uri, []).append(link)
+        names = _Names(titles)
         for entry in good:
-            text, n = render_markdown(vault, entry.uri, titles, legacy_in)
+            text, n = render_markdown(vault, entry.uri, titles, legacy_in, names)
             data = text.encode("utf-8")
             _write_file(tmp, entry.uri, data, 0o644, None)
             report.files += 1

@@ -405,8 +405,9 @@ def test_a_review_action_killed_at_any_step_lands_with_its_undo_record_or_not_at
             assert not contradicts and vault.read_note(b).extra["superseded_by"] == a
         elif action == "keep-b":
             assert not contradicts and vault.read_note(a).extra["superseded_by"] == b
-        elif action == "merge":
-            assert not contradicts and vault.read_note(b).extra["superseded_by"] == a
+        elif action == "merge":  # (an event merged into a preference stays current)
+            assert not contradicts and "superseded_by" not in vault.read_note(b).extra
+            assert [l.to_uri for l in vault.links.of(a, "links") if l.link_type.value == "evolved_from"] == [b]
             assert vault.read_note(a).fields["content"] == "Merged: both are true at different times."
             assert [l.link_type.value for l in vault.links.of(a, "backlinks")].count("related_to") == 1
         elif action == "dismiss":

@@ -56,7 +56,7 @@ def test_signals_each_give_a_report_and_a_second_run_writes_nothing(vault):
     vault.link(v2, v1, "evolved_from")
     vault.link(v3, v2, "evolved_from")
     cand = w("report_candidate", {"question": "Which kiln fits a small flat?", "status": "pending"}).uri
-    w("entity", {"name": "Kiln studio", "content": "The studio kiln fires to cone 6."})
+    w("entity", {"name": "Kiln studio", "content": "The studio kiln fires to cone 6; a small one fits a flat."})
 
     first = dream(vault)
     kinds = sorted(t["kind"] for t in first.topics)
@@ -138,7 +138,61 @@ def test_topics_searched_often_but_poorly_covered_become_questions(vault):
     result = dream(vault)
     assert "What do I know about sourdough starter feeding?" in [t["question"] for t in result.topics]
     assert not any("ceramics studio" in t["question"] for t in result.topics)
-    assert dream(vault).topics == []  # asked once only
+    assert [t["kind"] for t in dream(vault).topics] == ["candidate"]  # asked once only, and still open
+
+
+def test_a_question_the_vault_knows_nothing_about_stays_open_with_no_report(sample):
+    from engine.retrieve.search import search
+
+    for _ in range(3):
+        search(sample, "sourdough starter hydration", log=True)
+    before = set(reports(sample))
+    result = dream(sample)
+    question = "What do I know about sourdough starter hydration?"
+    assert question in [t["question"] for t in result.topics] and result.nothing_yet == [question]
+    new = set(reports(sample)) - before
+    assert not any("sourdough" in uri for uri in new)
+    for uri in new:  # no report quotes a note that does not hold its question's words
+        if sample.read_note(uri).fields["question"] == question:
+            raise AssertionError(uri)
+    cand = next(e.uri for e in sample.catalog.all("report_candidate") if "sourdough" in e.uri)
+    note = sample.read_note(cand)
+    assert note.fields["status"] == "nothing_known_yet" and not note.fields.get("report_uri")
+    assert not [link for link in sample.links.of(cand, "links")]  # no source links
+    assert f"- nothing known yet: {question}" in (sample.root / "DREAMS.md").read_text()
+    assert question in [t["question"] for t in dream(sample, dry_run=True).topics]  # open: the next dream asks again
+    with pytest.raises(StopIteration):
+        next(u for u in reports(sample) if "sourdough" in u)
+
+
+def test_a_rules_report_quotes_only_notes_holding_the_question_s_words(vault):
+    kiln = vault.write_note("entity", {"name": "Kiln studio", "content": "A small test kiln fits in a flat."}).uri
+    vault.write_note("entity", {"name": "Berth planner", "content": "Allocates berths in the port."})
+    cand = ask(vault, "Which kiln fits a small flat?")
+    dream(vault)
+    report = vault.read_note(cand).fields["report_uri"]
+    assert vault.read_note(report).fields["source_uris"] == [kiln]
+
+
+def test_an_evolution_question_about_an_event_reads_as_english(vault):
+    old = vault.write_note("event", {"event_name": "Applied for a winter market stall", "date": "2026-09-05",
+                                     "content": "Applied for a stall."}).uri
+    new = vault.write_note("event", {"event_name": "Got a winter market stall", "date": "2026-10-05",
+                                     "content": "Got the stall."}).uri
+    vault.link(new, old, "evolved_from")
+    questions = [t["question"] for t in dream(vault, dry_run=True).topics]
+    assert questions == ['How did the account of "Applied for a winter market stall" change over time?']
+
+
+def test_a_report_is_stamped_when_it_is_written(vault, monkeypatch):
+    import datetime as dt
+
+    cand = ask(vault, "Which kiln fits a small flat?")
+    vault.write_note("entity", {"name": "Kiln studio", "content": "The studio kiln fires to cone 6 in a small flat."})
+    before = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    dream(vault)
+    written = dt.datetime.fromisoformat(vault.read_note(vault.read_note(cand).fields["report_uri"]).created_at)
+    assert before <= written <= dt.datetime.now(dt.UTC)
 
 
 def test_dream_with_ollama_and_a_concurrent_writer(vault):
@@ -386,7 +440,7 @@ def test_ask_files_a_question_once(vault):
     assert vault.path(uri).stat().st_mtime_ns == stamp
     with pytest.raises(MemlinkError):
         ask(vault, "   ")
-    vault.write_note("entity", {"name": "Kiln studio", "content": "The studio kiln fires to cone 6."})
+    vault.write_note("entity", {"name": "Kiln studio", "content": "The studio kiln fires to cone 6; a small one fits a flat."})
     result = dream(vault)
     done = vault.read_note(uri)
     assert done.fields["status"] == "answered_partly" and done.fields["report_uri"] in result.written
@@ -416,7 +470,7 @@ def test_the_model_re_researches_an_existing_report_in_place(vault, llm):
 def test_a_rules_answer_leaves_the_question_open_until_a_model_answers(vault, llm):
     stub, provider = llm
     uri = ask(vault, "Which kiln fits a small flat?")
-    vault.write_note("entity", {"name": "Kiln studio", "content": "The studio kiln fires to cone 6."})
+    vault.write_note("entity", {"name": "Kiln studio", "content": "The studio kiln fires to cone 6; a small one fits a flat."})
     first = dream(vault)
     note = vault.read_note(uri)
     assert note.fields["status"] == "answered_partly"  # its report says the question stays open

@@ -238,6 +238,25 @@ def test_markdown_export_leaves_links_to_missing_notes_as_text(vault, tmp_path):
     assert report.notes == 1
 
 
+def test_markdown_pages_have_one_title_no_markers_and_only_links_that_resolve(tmp_path):
+    root = _copy_sample(tmp_path)
+    vault = Vault.open(root)
+    note = vault.write_note("entity", {"name": "Reading list", "content": "Books to read."})
+    with vault.path(note.uri).open("a", encoding="utf-8") as f:  # written by hand, as in Obsidian
+        f.write("\nSee [[Havenlink]], [[entities/mochi|our cat]], [[profile#Work]], ![[Hangzhou]] and [[Nowhere]].\n")
+    vault.close()
+    assert memlink("export", str(tmp_path / "md"), "--markdown", vault=root).returncode == 0
+    out = tmp_path / "md"
+    pages = {p.relative_to(out).as_posix(): p.read_text(encoding="utf-8") for p in out.rglob("*.md")}
+    for uri, text in pages.items():
+        assert "<!--" not in text and "[[" not in text, uri
+        assert len([line for line in text.splitlines() if line.startswith("# ")]) == 1, uri
+        for target in _MD_LINK.findall(text):
+            assert (out / uri).parent.joinpath(unquote(target)).resolve().is_file(), (uri, target)
+    page = pages[note.uri]
+    assert "See [Havenlink](havenlink.md), [our cat](mochi.md), [profile](../profile.md), [Hangzhou](hangzhou.md) and Nowhere." in page
+
+
 # -- backup and restore -----------------------------------------------------------------------------
 def test_backup_then_restore_gives_the_same_vault(tmp_path):
     root = _copy_sample(tmp_path)

@@ -205,3 +205,51 @@ def test_two_sides_compare_as_their_records_do():
         assert one.same_record(two) == two.same_record(one) == reference(a, b), (a, b)
         checked += one.same_record(two)
     assert checked > 300  # the equal pairs were looked at too
+
+
+def test_past_events_and_imported_files_never_go_stale(sample):
+    with lint(sample, today=dt.date(2030, 1, 1), full=True) as report:
+        stale = {f.uri: sample.catalog.memory_type(f.uri) for f in report.findings if f.check == "freshness"}
+    assert stale and set(stale.values()) <= {"entity", "preference", "profile", "report", "report_candidate"}
+    assert not any(uri.startswith(("events/", "sources/")) for uri in stale)
+
+
+def test_lint_puts_the_demo_contradictions_first_and_groups_the_hygiene_checks(sample):
+    from test_cli import memlink
+
+    shown = memlink("lint", vault=sample.root)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert [line.split()[1] for line in lines[:5]] == ["contradictions"] * 5  # (no errors in the demo)
+    grouped = {line.split()[1]: line for line in lines if "`memlink lint --check" in line}
+    assert {"provenance", "low_weight"} <= set(grouped)
+    assert grouped["provenance"].startswith("info    provenance      63 info")
+    assert not any(line.split()[1] in ("provenance", "low_weight") and "`memlink" not in line for line in lines[:-1])
+    every = memlink("lint", "--check", "provenance", vault=sample.root).stdout.splitlines()
+    assert len([line for line in every if line.split()[1] == "provenance"]) == 63
+    assert not any(line.split()[1] == "contradictions" for line in every[:-1])
+    assert len(memlink("lint", "--all", vault=sample.root).stdout.splitlines()) > 63 + 40 + 5
+    bad = memlink("lint", "--check", "nonsense", vault=sample.root)
+    assert bad.returncode == 2 and "nonsense" in bad.stderr
+
+
+async def test_the_lint_pane_opens_on_the_contradictions_and_expands_a_group(sample):
+    from conftest import open_at, settle
+    from textual.widgets import DataTable
+
+    from memlink_tui.app import MemlinkApp
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_at(app, pilot, "lint")
+        table = app.screen.query_one("#findings", DataTable)
+        keys = [key.value for key in table.rows]
+        contradictions = {f"{f.uri}|{f.other}" for f in lint(sample).findings if f.check == "contradictions"}
+        assert {k.split("|", 1)[1] for k in keys[:5]} == contradictions
+        group = next(i for i, k in enumerate(keys) if k == "group|provenance|")
+        assert not any(k.split("|")[1] in ("provenance", "low_weight") for k in keys if not k.startswith("group|"))
+        app.screen.set_focus(table)
+        table.move_cursor(row=group)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert table.row_count == 63 and "provenance" in str(table.border_title)

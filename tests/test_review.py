@@ -55,7 +55,8 @@ def test_merge_dismiss_research(pair):
         review(v, a, b, "merge")
     review(v, a, b, "merge", text="Used to love coffee; quit in November.")
     assert v.read_note(a).fields["content"] == "Used to love coffee; quit in November."
-    assert v.read_note(b).extra["superseded_by"] == a
+    assert "superseded_by" not in v.read_note(b).extra  # an event is not superseded by a preference
+    assert [(l.to_uri, l.link_type.value) for l in v.links.of(a, "links")] == [(b, "evolved_from")]
     undo(v)
     review(v, a, b, "dismiss")
     assert [(l.to_uri, l.link_type.value) for l in v.links.of(b, "links")] == [(a, "related_to")]
@@ -225,7 +226,7 @@ async def test_app_merge_starts_from_both_texts_and_previews_before_writing(samp
         await pilot.press("y")
         await settle(app, pilot)
         assert v.read_note(a).fields["content"] == box.text.strip()
-        assert "superseded" in str(screen.query_one("#review-status", Static).render())
+        assert "stays current" in str(screen.query_one("#review-status", Static).render())  # an event and a person
         assert {i for i, _d, _e in links_before} - {l.id for l in v.links.all()} == disputed  # only it is gone
         await pilot.press("u")
         await settle(app, pilot)
@@ -246,3 +247,63 @@ def test_dismiss_survives_an_anchor_the_note_no_longer_holds(vault):
     review(vault, a.uri, b.uri, "dismiss")
     [link] = vault.links.of(a.uri, "links")
     assert link.link_type.value == "related_to" and link.match_text is None
+
+
+def test_merging_notes_of_one_type_supersedes_the_other_and_keeps_the_anchor(vault):
+    a = vault.write_note("preference", {"topic": "Coffee", "content": "Loves a morning flat white.\nTakes it with oat milk."}).uri
+    b = vault.write_note("preference", {"topic": "Tea", "content": "Drinks green tea.\nNo coffee after noon."}).uri
+    vault.link(a, b, "contradicts", match_text="flat white", t_line_ranges="2", description="coffee after noon?")
+    before = files(vault)
+    review(vault, a, b, "merge", text="Loves a morning flat white; no coffee after noon.")
+    assert vault.read_note(b).extra["superseded_by"] == a
+    (merged,) = [l for l in vault.links.of(a, "links") if l.to_uri == b]
+    assert merged.link_type.value == "evolved_from"
+    assert (merged.t_field, merged.t_line_ranges, merged.match_text) == ("content", "2", "flat white")
+    assert check(vault) == []
+    undo(vault)
+    assert files(vault) == before
+
+
+def test_merging_an_event_into_a_person_leaves_the_person_current(sample):
+    """The note merged into is the one the user chose (A); the other, of another type, is
+    not superseded, so it ranks as before."""
+    v = sample
+    scores = {h.uri: h.score for h in search(v, "Mum birthday", k=10, use_graph=False)}
+    result = review(v, MUM, DINNER, "merge", text="Mum's birthday is on 12 October.")
+    assert MUM in result.message and "stays current" in result.message
+    assert v.read_note(MUM).fields["content"] == "Mum's birthday is on 12 October."
+    for uri in (MUM, DINNER):
+        assert "superseded_by" not in v.read_note(uri).extra and "valid_until" not in v.read_note(uri).extra
+    assert v.catalog.superseded() == frozenset()
+    after = {h.uri: h.score for h in search(v, "Mum birthday", k=10, use_graph=False)}
+    assert after.get(DINNER, 0) >= scores.get(DINNER, 0) * 0.9
+    (merged,) = [l for l in v.links.of(MUM, "links") if l.to_uri == DINNER and l.link_type.value == "evolved_from"]
+    assert merged.t_field == "content"
+
+
+async def test_app_merge_can_keep_the_other_note(sample):
+    from conftest import open_at, settle
+    from textual.widgets import Static, TextArea
+
+    from memlink_tui.app import MemlinkApp
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await open_at(app, pilot, "browser", MUM)
+        await pilot.press("x")
+        await settle(app, pilot)
+        screen = app.screen
+        a, b = screen.pair
+        await pilot.press("e")
+        await pilot.pause()
+        box = screen.query_one("#merge-text", TextArea)
+        assert f"kept in A ({a})" in str(box.border_title)
+        await pilot.press("ctrl+f")
+        assert f"kept in B ({b})" in str(box.border_title)
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert f"note edit: {b}" in str(screen.query_one("#review-status", Static).render())
+        assert screen.pair == (a, b)  # the pair shown is unchanged
+        await pilot.press("y")
+        await settle(app, pilot)
+    assert sample.read_note(b).fields["content"] == box.text.strip()

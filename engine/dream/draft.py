@@ -15,16 +15,19 @@ from ..errors import MemlinkError
 from ..extract.context import ExtractContext
 from ..extract.loop import ExtractionRejected, quarantine
 from ..extract.pageids import FIRST_NEW
+from ..index import SearchIndex
 from ..llm import LLMInvalidOutput
 from ..llm.fence import RULE, one_line, quote
 from ..model.lineranges import parse_ranges
 from ..model.links import StoredLink, WikiLink
 from ..model.templates import render_template
+from ..retrieve.search import query_coverage
 from .operations import DreamOperations, ReportItem, check_dream_operations
 from .topics import NOT_EVIDENCE, Topic
 
 if TYPE_CHECKING:
     from ..llm import Provider
+    from ..model.notes import Note
     from ..storage.vault import Vault
 
 MAX_TOPIC_NOTES = 90  # page ids 1–99 hold the topic's notes, then the reports beside them
@@ -111,6 +114,10 @@ def rules_operations(vault: Vault, topic: Topic, ctx: ExtractContext) -> DreamOp
     a new one) deriving from every note of the topic (never from a report)."""
     sources = [pid for pid, note in sorted(ctx.notes.items())
                if note.uri in topic.notes and note.memory_type not in NOT_EVIDENCE]
+    if topic.candidate:  # a question: only the notes that hold its words, as search judges them
+        sources = [pid for pid in sources if is_evidence(vault, topic.question, ctx.notes[pid])]
+        if not sources:
+            return DreamOperations(report=[], links=[])  # nothing known yet: no report, the question stays open
     draft = rules_draft(vault, topic, [ctx.notes[pid].uri for pid in sources])
     page = (ctx.page_of(topic.report) if topic.report else None) or FIRST_NEW
     links = [WikiLink(f=page, t=pid, t_field=vault.schema(ctx.notes[pid].memory_type).text_field,
@@ -118,6 +125,14 @@ def rules_operations(vault: Vault, topic: Topic, ctx: ExtractContext) -> DreamOp
              for pid in sources]
     item = ReportItem(page_id=page, question=topic.question, answer=draft.answer, conflicts=draft.conflicts)
     return DreamOperations(report=[item], links=links)
+
+
+def is_evidence(vault: Vault, question: str, note: Note) -> bool:
+    """Whether ``note`` says something about ``question``: it holds enough of the
+    question's content words (search's coverage test, ``search.min_query_coverage``).
+    Found by meaning alone is not enough for the rules to quote it as what the vault knows."""
+    text = f"{vault.title(note)}\n{note.text}"
+    return query_coverage(SearchIndex.for_vault(vault), question, text) >= vault.config.search.min_query_coverage
 
 
 def rules_draft(vault: Vault, topic: Topic, uris: list[str]) -> ReportDraft:

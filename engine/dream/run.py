@@ -24,7 +24,7 @@ from ..storage.atomic import atomic_write_text
 from ..storage.vault import Vault
 from .draft import dream_context, llm_operations, rules_operations
 from .operations import check_dream_operations, resolve_dream
-from .topics import PARTLY, Topic, discover
+from .topics import NOTHING_YET, OPEN, PARTLY, Topic, discover
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -43,6 +43,7 @@ class DreamReport:
     topics: list[dict] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
     no_report: list[str] = field(default_factory=list)  # topics whose answer held no report
+    nothing_yet: list[str] = field(default_factory=list)  # questions no note is evidence for: still open
     links_added: int = 0  # links the answers proposed that were new (derived_from included)
     skipped: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # topics whose answer failed, sources still pending (also in skipped)
@@ -212,8 +213,21 @@ def handle_topic(vault: Vault, provider: Provider | None, topic: Topic, report: 
     report.links_added += len(run.links_added)
     report.skipped += [f"{topic.question}: {p}" for p in run.problems]
     if not written:
-        report.no_report.append(topic.question)
+        if topic.candidate and provider is None and _still_open(vault, topic.candidate):
+            report.nothing_yet.append(topic.question)
+        else:
+            report.no_report.append(topic.question)
         return topic.candidate is None
+    return True
+
+
+def _still_open(vault: Vault, candidate: str) -> bool:
+    """A question the rules found no evidence for: marked "nothing known yet" unless a
+    report already answered it partly (a model's empty answer leaves it pending). True
+    when it is so marked."""
+    if (vault.read_note(candidate).fields.get("status") or "pending") not in OPEN:
+        return False
+    vault.write_note("report_candidate", {"status": NOTHING_YET}, uri=candidate)
     return True
 
 
@@ -225,6 +239,8 @@ def _diary(vault: Vault, report: DreamReport) -> None:
         lines.append(f"- found ({topic['kind']}): {topic['question']}")
     lines += [f"- wrote `{uri}`" for uri in report.written]
     lines += [f"- no report for: {q}" for q in report.no_report]
+    lines += [f"- nothing known yet: {q} (no note holds its words; no report was written, the question stays open)"
+              for q in report.nothing_yet]
     lines += [f"- skipped: {why}" for why in report.skipped]
     if report.fallback:
         lines.append(f"- model: {report.fallback}")

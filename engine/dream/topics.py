@@ -57,13 +57,16 @@ def searched_questions(vault: Vault, state: dict) -> list[str]:
 
 
 PARTLY = "answered_partly"  # a rules report gathered what the vault knows; the question stays open
+NOTHING_YET = "nothing_known_yet"  # no note is evidence for it and no report was written; still open
+OPEN = ("pending", NOTHING_YET)  # questions every dream takes up
 
 
 def discover(vault: Vault, state: dict, *, dry_run: bool = False, llm: bool = False) -> list[Topic]:
     """The topics of this run. A real run files each poorly covered search as a research
     question first (``ask``); a dry run only lists it, searches nothing (the search
     index would sync) and writes nothing. A question the rules answered only partly
-    (``answered_partly``) is taken up again when an LLM answers (``llm``)."""
+    (``answered_partly``) is taken up again when an LLM answers (``llm``); one the vault knew
+    nothing about (``nothing_known_yet``) by every dream."""
     searched: list[Topic] = []
     for q in searched_questions(vault, state):  # searched often, found little: ask it
         question = f"What do I know about {q}?"
@@ -85,11 +88,18 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False, llm: bool = Fa
     def title(uri: str) -> str:
         return catalog[uri].title if uri in catalog else uri
 
+    def subject(uri: str) -> str:
+        """A note as the subject of a question: a thing's title is a noun phrase ("Berth
+        Planner v2"); an event's names what happened ("Applied for a stall"), so it is quoted."""
+        if uri in catalog and catalog[uri].memory_type == "event":
+            return f'the account of "{title(uri)}"'
+        return title(uri)
+
     for uri, e in sorted(catalog.items()):  # the user's own questions first
         if e.memory_type != "report_candidate":
             continue
         note = vault.read_note(uri)
-        if (note.fields.get("status") or "pending") not in (("pending", PARTLY) if llm else ("pending",)):
+        if (note.fields.get("status") or "pending") not in ((*OPEN, PARTLY) if llm else OPEN):
             continue
         related = [] if dry_run else _related(vault, note.fields["question"], evidence)
         topics.append(Topic("candidate", f"candidate:{uri}", note.fields["question"], related, candidate=uri))
@@ -116,7 +126,7 @@ def discover(vault: Vault, state: dict, *, dry_run: bool = False, llm: bool = Fa
             chain.append(newer[chain[-1]])
         key = "evolution:" + "<".join(chain)
         if len(chain) >= 2 and key not in done:
-            topics.append(Topic("evolution", key, f"How did {title(chain[-1])} change over time?", list(reversed(chain))))
+            topics.append(Topic("evolution", key, f"How did {subject(chain[-1])} change over time?", list(reversed(chain))))
 
     for uri, e in sorted(catalog.items()):
         if e.memory_type != "report":

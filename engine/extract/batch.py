@@ -66,6 +66,7 @@ from .context import ExtractContext
 from .inputs import IngestResult, InputError, choose_extractor, read_text_file
 from .linktype import refine_links
 from .loop import ExtractLoop, LLMExtractor
+from .rules import source_day
 from .updater import MemoryUpdater, Resolved, RunReport, link_entry, resolve_operations, write_links
 
 if TYPE_CHECKING:
@@ -532,8 +533,9 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
         try:
             step = "memories not extracted"
             if page.wiki and not page.known:
-                ctx = ExtractContext("resource", page.body, dt.date.today(), base=posixpath.dirname(page.alias),
-                                     known_names=dict(known), common_words=common)
+                day = source_day(page.alias, page.text)  # (never the day of import)
+                ctx = ExtractContext("resource", page.body, day or dt.date.today(), base=posixpath.dirname(page.alias),
+                                     known_names=dict(known), common_words=common, day_known=day is not None)
                 ctx.source_page = ctx.add(vault.read_note(page.note))
                 assert extractor is not None  # chosen above
                 reports[id(page)].provider = extractor.name  # (the rules, once the model was given up)

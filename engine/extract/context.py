@@ -31,6 +31,9 @@ class ExtractContext:
     # The vault's link types for the prompt: (name, what it means), from its link-type
     # table (docs/DESIGN.md, "Link types"); the built-ins until prefetch fills it.
     link_types: list[tuple[str, str]] = field(default_factory=list)
+    # Whether ``when`` is the input's own day: an imported file whose name and frontmatter
+    # give none is read with no "today" (its relative dates are not the day of import).
+    day_known: bool = True
 
     def add(self, note: Note) -> int:
         page_id = self.pages.get_or_assign(note.uri)

@@ -22,11 +22,14 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import yaml
 from pydantic import BaseModel
 
 from ..model.linktypes import LinkType, LinkTypeTable, builtin_table
+from ..model.notes import split_frontmatter
 from ..model.templates import slugify
 from ..model.text import tokenize
+from ..model.yamlio import safe_load
 from .context import ExtractContext
 from .operations import link_types_of
 
@@ -80,11 +83,98 @@ _OPENERS = {w.capitalize() for w in (
 _LOWER_WORD = re.compile(r"(?<![\w'-])[a-z][a-z'-]+")
 _HEADING_LINE = re.compile(r"^\s*#{1,6}\s")
 _SMALL = {"a", "an", "the", "of", "in", "on", "at", "for", "to", "and", "or", "from", "with", "by"}
-# Something happened: an English past tense, or a Chinese aspect marker, or an explicit date.
-_PAST = re.compile(r"\b\w+ed\b|\b(?:went|met|had|saw|got|made|ate|ran|took|gave|came|did|was|were|bought|left|moved|"
-                   r"began|spent|told|said|sent|found|won|lost|fell|flew|drove|wrote|read|held)\b|了|过|\d{1,2}月\d{1,2}[日号]|"
-                   r"\b20\d\d-\d\d-\d\d\b", re.I)
 _TRIM = re.compile(r"\s+(?:because|but|since|although|when|so|and then|which)\b.*$", re.I)
+# An English past tense or a Chinese aspect marker: a sentence that says something happened
+# (a date alone, as in a heading "2024-07-17", does not).
+_DID = re.compile(r"\b\w+ed\b|\b(?:went|met|had|saw|got|made|ate|ran|took|gave|came|did|was|were|bought|left|moved|"
+                  r"began|spent|told|said|sent|found|won|lost|fell|flew|drove|wrote|read|held)\b|了|过", re.I)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+# Words a title does not end on: "Oolong tea over green tea in" is cut at "in".
+_DANGLING = _SMALL | {"over", "than", "into", "about", "as", "like", "without", "but", "because", "when", "while",
+                      "during", "after", "before", "my", "our", "your", "their", "his", "her", "its", "very",
+                      "really", "so", "that", "this", "is", "are", "was", "were", "be", "not"}
+
+# What is not prose, left out before sentences are read: code, links' targets, file names.
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[^\n]*$|\Z)", re.M | re.S)
+_INLINE_CODE = re.compile(r"(`+)[^`\n]*?\1")
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_EMBED = re.compile(r"!\[\[[^\]\n]*\]\]|!\[[^\]\n]*\]\([^)\n]*\)")
+_MD_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)")
+_WIKI = re.compile(r"\[\[(?:[^\]|\n]*\|)?([^\]\n]*)\]\]")
+_URL = re.compile(r"\b(?:https?|ftp|file)://\S+|\bwww\.\S+|<[a-z]+:[^>\s]*>", re.I)
+_FILE = re.compile(r"(?<![\w/.-])[\w./~-]*[\w-]\.(?:png|jpe?g|gif|svg|webp|bmp|pdf|md|markdown|txt|py|js|ts|tsx|json|"
+                   r"ya?ml|toml|csv|tsv|html?|css|docx?|xlsx?|pptx?|canvas|sh|bash|zsh|rs|go|java|c|h|cpp|rb|php|"
+                   r"sql|log|zip|tar|gz|mp3|mp4|mov|wav)\b", re.I)
+_BLOCK_START = re.compile(r"^\s*(?:[-*+>|#]|\d+[.)]\s|$)")
+
+
+def prose(text: str) -> str:
+    """``text`` without what is not prose — fenced code, inline code, comments, URLs, file
+    and image names, embeds —, links kept as their shown text, and a paragraph's wrapped
+    lines joined (a sentence broken over two lines is one sentence, not two fragments)."""
+    text = _FENCE.sub("\n", text)
+    text = _HTML_COMMENT.sub(" ", text)
+    text = _INLINE_CODE.sub(" ", text)
+    text = _EMBED.sub(" ", text)
+    text = _MD_LINK.sub(lambda m: m[1], text)
+    text = _WIKI.sub(lambda m: m[1].split("#")[0], text)
+    text = _URL.sub(" ", text)
+    text = _FILE.sub(" ", text)
+    lines: list[str] = []
+    for line in text.split("\n"):
+        prev = lines[-1] if lines else ""
+        if (prev.strip() and not _BLOCK_START.match(line) and not _HEADING_LINE.match(prev)
+                and not re.search(r"[.!?:;。！？|]\s*$", prev)):
+            lines[-1] = f"{prev.rstrip()} {line.strip()}"
+        else:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def _whole(words: list[str]) -> str:
+    """A title made of these words, never ending on a word that needs more after it."""
+    while len(words) > 1 and words[-1].lower().strip(",;:") in _DANGLING:
+        words = words[:-1]
+    return " ".join(words).rstrip(",;:")
+
+
+def source_day(name: str, text: str) -> dt.date | None:
+    """The day an imported file is from: a date in its file name (``2024-07-17.md``,
+    ``journal/2024-07-17 notes.md``), else its frontmatter's ``date`` (or ``created``);
+    None when neither says (never the day it is imported)."""
+    if m := _DATE_ISO.search(name.rsplit("/", 1)[-1]):
+        try:
+            return dt.date(int(m[1]), int(m[2]), int(m[3]))
+        except ValueError:
+            pass
+    front, _body = split_frontmatter(text)
+    if front is None:
+        return None
+    try:
+        meta = safe_load(front)
+    except (yaml.YAMLError, ValueError):  # (a frontmatter that does not read says no day)
+        return None
+    for key in ("date", "created", "created_at"):
+        value = meta.get(key) if isinstance(meta, dict) else None
+        if isinstance(value, dt.datetime):
+            return value.date()
+        if isinstance(value, dt.date):
+            return value
+        if isinstance(value, str) and (m := _DATE_ISO.match(value.strip())):
+            try:
+                return dt.date(int(m[1]), int(m[2]), int(m[3]))
+            except ValueError:
+                return None
+    return None
+
+
+def _clause(sentence: str) -> bool:
+    """A sentence that can state a preference or an event: not a heading, a table row or a
+    bare label, and of three words or more (or written in CJK, which has no spaces)."""
+    if _HEADING_LINE.match(sentence) or sentence.lstrip().startswith("|") or _headline(sentence):
+        return False
+    return len(re.findall(r"\w+", sentence)) >= 3 or bool(_CJK.search(sentence))
+
 
 def link_type_for(sentence: str, link_types: LinkTypeTable | None = None) -> str:
     """The link type a mention in ``sentence`` gets: the first type (by cue rank) whose
@@ -96,7 +186,7 @@ def _topic(obj: str) -> str:
     obj = _TRIM.sub("", obj.strip()).strip(" '\"")
     obj = re.sub(r"^(?:to|the|a|an|my|it when|when)\s+", "", obj, flags=re.I)
     words = obj.split()
-    return " ".join(words[:6]).rstrip(",;:") if words else ""
+    return _whole(words[:6]) if words else ""
 
 
 def _headline(sentence: str) -> bool:
@@ -146,7 +236,9 @@ def _same_topic(a: str, b: str) -> bool:
     return bool(ta and tb) and len(ta & tb) / len(ta | tb) >= 0.5
 
 
-def _date_in(sentence: str, when: dt.date) -> dt.date | None:
+def _date_in(sentence: str, when: dt.date, relative: bool = True) -> dt.date | None:
+    """The date a sentence names; "today", "yesterday"… only when ``relative`` (the day
+    the input is from is known)."""
     if m := _DATE_ISO.search(sentence):
         try:
             return dt.date(int(m[1]), int(m[2]), int(m[3]))
@@ -165,7 +257,7 @@ def _date_in(sentence: str, when: dt.date) -> dt.date | None:
         except ValueError:
             return None
     low = sentence.lower()
-    for phrase, delta in _RELATIVE.items():
+    for phrase, delta in _RELATIVE.items() if relative else ():
         if phrase in low:
             return when + dt.timedelta(days=delta)
     return None
@@ -185,7 +277,7 @@ class RulesExtractor:
 
     def extract(self, ctx: ExtractContext, schema: type[BaseModel]) -> BaseModel:
         out = _Out(items={name: [] for name in schema.model_fields if name != "links"}, link_types=link_types_of(schema))
-        lines = ctx.user_lines or [ctx.text]
+        lines = [prose(line) for line in ctx.user_lines or [ctx.text]]
         profile = next((pid for pid, n in ctx.notes.items() if n.memory_type == "profile"), None)
         ctx.common_words = ctx.common_words | set(_LOWER_WORD.findall(ctx.text))
         for line in lines:
@@ -224,8 +316,8 @@ class RulesExtractor:
                 continue
             obj = next((v for k, v in m.groupdict().items() if k.startswith("obj") and v), "")
             topic = _topic(obj)
-            if not topic:
-                break
+            if not _clause(s) or not topic or topic.lower() in _PRONOUNS or not tokenize(topic):
+                break  # a fragment, a heading, or about nothing named
             about = topic  # what it is about; the note's topic may get a date to stay distinct
             for note in ctx.notes.values():  # the same topic held another view: keep both, linked
                 old = note.fields.get("sentiment")
@@ -272,10 +364,10 @@ class RulesExtractor:
                 if pid is not None:
                     created.append((pid, "user_requirement"))
         # Dated events.
-        day = _date_in(s, ctx.when)
-        if day is not None and not created and _PAST.search(s):
+        day = _date_in(s, ctx.when, ctx.day_known)
+        if day is not None and not created and _DID.search(s) and _clause(s):
             words = re.sub(r"[^\w\s'-]", " ", s).split()
-            name = " ".join(words[:8]) if words else s[:40]
+            name = _whole(words[:8]) if words else s[:40]
             participants = [n.fields.get("name") or n.fields.get("title") for n in self._mentions(s, ctx).values()
                             if n.fields.get("kind") == "person"]  # an entity's name, an imported person page's title
             participants = [p for p in participants if isinstance(p, str) and p]

@@ -195,6 +195,10 @@ def link_entry(link: StoredLink) -> dict:
 def _stamp(ctx: ExtractContext) -> str:
     """A new note's created_at: noon of the day its source is from, but never later than
     now (a note committed this morning was not created this afternoon, and its
-    updated_at, now, must not come before it)."""
+    updated_at, now, must not come before it). A dream's report is from now: it is written,
+    not remembered."""
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    if ctx.kind == "dream":
+        return now.isoformat()
     noon = dt.datetime.combine(ctx.when, dt.time(12, 0), tzinfo=dt.UTC)
-    return min(noon, dt.datetime.now(dt.UTC).replace(microsecond=0)).isoformat()
+    return min(noon, now).isoformat()

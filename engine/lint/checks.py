@@ -440,7 +440,7 @@ def open_questions(ctx: CheckContext) -> Iterator[Finding]:
             status = ctx.vault.read_note(uri).fields.get("status") or "pending"
         except MemlinkError:
             status = "pending"
-        if status == "pending":
+        if status in ("pending", "nothing_known_yet"):
             yield Finding(check="open_questions", severity="info", uri=uri, message=f"open research question: {entry.title}")
 
 
@@ -453,7 +453,12 @@ def _age_days(stamp: str, today: dt.date) -> int | None:
 
 @register(scoped=True)  # a scoped run is on the day of the memo (it keeps the day: engine.lint.memo)
 def freshness(ctx: CheckContext) -> Iterator[Finding]:
+    """Notes not updated for a while, of the types that can go stale (a memory type's
+    ``goes_stale``: a past event or an imported file never does)."""
+    lasting = {t.memory_type for t in ctx.vault.types if not t.goes_stale}
     for uri, entry in ctx.in_scope():
+        if entry.memory_type in lasting:
+            continue
         age = _age_days(entry.updated_at, ctx.today)
         if age is None:
             continue

@@ -73,6 +73,7 @@ class CheckMemo:
             except OSError:
                 h.update(path.name.encode() + b"\0-\0")
         h.update(",".join(f"{c.name}:{c.integrity}:{c.scoped}" for c in CHECKS).encode())
+        h.update(",".join(f"{t.memory_type}:{t.goes_stale}" for t in self.vault.types).encode())  # (built-in types too)
         return h.hexdigest()[:20]
 
     def _meta(self) -> dict[str, str]:

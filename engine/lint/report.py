@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import os
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,9 +35,46 @@ if TYPE_CHECKING:
     from ..storage.vault import Vault
     from .memo import Findings
 
-__all__ = ["Finding", "LintReport", "fix", "lint", "set_aside", "write_dashboards"]
+__all__ = ["GROUPED", "Finding", "Group", "LintReport", "fix", "lint", "set_aside", "write_dashboards"]
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+# Checks whose findings come by the dozen and rarely need acting on one by one: lint shows
+# one line each, with a count, until asked for them (`memlink lint --check NAME`, enter in
+# the lint pane). Errors, contradictions and link problems are listed one by one.
+GROUPED = ("freshness", "provenance", "low_weight", "orphans", "open_questions")
+CATEGORIES = ("structure", "links", "contradictions", *GROUPED)  # every check as people see it
+
+
+def rank(f: Finding) -> tuple[int, bool]:
+    """Where a finding goes in a listing: errors first, then contradictions (what lint is
+    opened for), then other warnings, then info."""
+    return SEVERITY_ORDER[f.severity], f.check != "contradictions"
+
+
+@dataclass(frozen=True)
+class Group:
+    """One line standing for a grouped check's findings."""
+
+    check: str
+    severities: dict[str, int]  # how many findings of each severity
+
+    @property
+    def count(self) -> int:
+        return sum(self.severities.values())
+
+    @property
+    def worst(self) -> str:
+        return min(self.severities, key=SEVERITY_ORDER.__getitem__)
+
+    @property
+    def text(self) -> str:
+        def plural(n: int, severity: str) -> str:
+            return f"{n} {severity}{'s' if n != 1 and severity != 'info' else ''}"
+
+        if len(self.severities) == 1:
+            return plural(self.count, self.worst)
+        parts = [plural(n, s) for s, n in sorted(self.severities.items(), key=lambda kv: SEVERITY_ORDER[kv[0]])]
+        return f"{self.count} findings: {', '.join(parts)}"
 
 
 class LintReport:
@@ -50,6 +88,9 @@ class LintReport:
         self._found: Findings | None = found
         self.fixed: list[str] = fixed or []
         by_severity = found.counts()
+        self.severities: dict[str, dict[str, int]] = defaultdict(dict)  # check -> severity -> count
+        for (name, severity), n in by_severity.items():
+            self.severities[name][severity] = self.severities[name].get(severity, 0) + n
         self.errors = sum(n for (_check, severity), n in by_severity.items() if severity == "error")
         self.counts: dict[str, int] = {}  # findings by check (as people see them)
         self.serious: dict[str, int] = {}  # errors and warnings by check
@@ -77,6 +118,11 @@ class LintReport:
         if self._all is None:
             self._all = self.page()
         return self._all
+
+    def groups(self) -> list[Group]:
+        """The grouped checks that found something, worst first."""
+        found = [Group(c, dict(self.severities[c])) for c in GROUPED if self.severities.get(c)]
+        return sorted(found, key=lambda g: (SEVERITY_ORDER[g.worst], g.check))
 
     def by_check(self) -> dict[str, list[Finding]]:
         out: dict[str, list[Finding]] = defaultdict(list)

@@ -74,6 +74,7 @@ class MemoryTypeSchema(BaseModel):
     fields: list[MemoryField]
     content_template: str
     link_enabled: bool = Field(True, description="Whether linking is active for this type")
+    goes_stale: bool = Field(True, description="Whether lint's freshness check applies (a past event never goes stale)")
     _origin: str = PrivateAttr("")  # the file it was read from, named by a template's error
 
     @field_validator("fields")

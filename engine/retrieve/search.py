@@ -290,17 +290,19 @@ def search(
     return hits
 
 
-def query_coverage(index: SearchIndex, query: str) -> float:
+def query_coverage(index: SearchIndex, query: str, text: str | None = None) -> float:
     """The share of a question's content words' idf that some note holds: 1.0 when every
     word occurs somewhere, 0.0 when none does. Frame words (engine.model.text.QUESTION_FRAME) do
-    not count; a question made only of them is judged on all its words."""
+    not count; a question made only of them is judged on all its words. With ``text``: the
+    share that this one text holds (whether a note is evidence for the question: the dream)."""
     tokens = content_tokens(query) or list(dict.fromkeys(tokenize(query)))
     if not tokens:
         return 0.0
     df, n = index.keyword_doc_freq(tokens)
     idf = {t: bm25_idf(df[t], n) for t in tokens}
     total = sum(idf.values())
-    return sum(v for t, v in idf.items() if df[t]) / total if total else 0.0
+    held = set(tokenize(text)) if text is not None else {t for t in tokens if df[t]}
+    return sum(v for t, v in idf.items() if t in held) / total if total else 0.0
 
 
 def _named(vault: Vault, query: str) -> list[str]:

@@ -5,8 +5,11 @@
   (its field and lines, `valid_until`, `superseded_by`) under `superseded_claims`. Only
   when the claim is the whole note does B get `valid_until`/`superseded_by` itself (and so
   rank lower). Nothing is deleted. keep B: the same the other way.
-- merge: A's text becomes the merged text, B is superseded by A; every link into A that
-  is not the disputed one is kept (re-anchored to the whole field when its lines are gone).
+- merge: A (the note the user chose to keep) takes the merged text and evolved_from B,
+  the new link keeping the disputed lines of B (and the anchor text, if A still has it);
+  B is superseded by A only when both are of the same memory type; every link into A
+  that is not the disputed one is kept (re-anchored to the whole field when its lines
+  are gone).
 - dismiss: not a real conflict — the link becomes related_to.
 - research: a report_candidate asks how to reconcile them.
 
@@ -181,16 +184,14 @@ def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str
         raise ReviewError(f"no contradicts link between {a} and {b}")
     link = pair[0]
 
-    if action in ("keep-a", "keep-b", "merge"):
-        keep, drop = (a, b) if action in ("keep-a", "merge") else (b, a)
+    if action == "merge":
+        if not text or not text.strip():
+            raise ReviewError("merge needs the merged text")
+        message = _merge(vault, tx, link, a, b, text.strip(), day)
+    elif action in ("keep-a", "keep-b"):
+        keep, drop = (a, b) if action == "keep-a" else (b, a)
         vault.unlink(link.from_uri, link.to_uri, conflict, link_id=link.id)
-        if action == "merge":
-            if not text or not text.strip():
-                raise ReviewError("merge needs the merged text")
-            _rewrite_keeping_links(vault, tx, keep, text.strip())
-            claim = None  # the merged text stands for both notes: B as a whole is replaced
-        else:
-            claim = disputed_claim(vault, link, drop)
+        claim = disputed_claim(vault, link, drop)
         if claim is None:
             vault.link(keep, drop, supersedes, weight=link.weight,
                        description=f"review {day}: kept over the contradicting note")
@@ -221,6 +222,28 @@ def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str
         vault.link(candidate, b, default, description="contradiction to research")
         message = f"research question added: {candidate}"
     return _describe(vault, tx, action, a, b, message)
+
+
+def _merge(vault: Vault, tx: Transaction, link: StoredLink, keep: str, drop: str, text: str, day: str) -> str:
+    """``keep`` (the note the user chose, A) takes the merged text and evolved_from
+    ``drop``, the new link keeping the disputed link's anchors that still hold: the lines
+    of ``drop`` in dispute, the anchor text if ``keep``'s new text still has it. ``drop``
+    is superseded only when it is a note of the same type: an event merged into a person's
+    note does not make the person (or the event) out of date."""
+    table = vault.config.link_table()
+    claim = disputed_claim(vault, link, drop)  # (read before the texts change)
+    types = {uri: vault.catalog.memory_type(uri) for uri in (keep, drop)}
+    vault.unlink(link.from_uri, link.to_uri, table.role("conflict"), link_id=link.id)
+    _rewrite_keeping_links(vault, tx, keep, text)
+    t_field = claim["field"] if claim else (link.t_field if drop == link.to_uri else None)
+    anchor = link.match_text if keep == link.from_uri and link.match_text and link.match_text in vault.read_note(keep).text else None
+    vault.link(keep, drop, table.role("supersedes"), weight=link.weight, t_field=t_field,
+               t_line_ranges=claim["lines"] if claim else None, match_text=anchor,
+               description=f"review {day}: merged into this note")
+    if types[keep] != types[drop]:
+        return f"merged into {keep}; {drop} stays current (a {types[drop]} is not superseded by a {types[keep]})"
+    vault.supersede(drop, keep, day)
+    return f"merged into {keep}; {drop} is superseded (valid until {day})"
 
 
 @dataclass

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from engine import MemlinkError
+from engine.lint.report import CATEGORIES
 from engine.model.text import counted
 from engine.storage.atomic import disk_full
 
@@ -46,7 +47,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--json", action="store_true")
     s.add_argument("--fix", action="store_true", help="safe repairs only (one-sided links, links to missing notes)")
     s.add_argument("--full", action="store_true", help="look at everything again, not only what changed since the last run")
-    s.add_argument("--all", action="store_true", help=f"list every error and warning (default: the first {SHOWN} of each check)")
+    s.add_argument("--all", action="store_true",
+                   help=f"list every finding (default: the first {SHOWN} errors and warnings of each check; "
+                        "freshness, provenance, low weight, orphans and open questions one line each)")
+    s.add_argument("--check", action="append", choices=CATEGORIES, metavar="NAME",
+                   help="list every finding of this check (repeatable)")
     s.set_defaults(func=cmd_lint)
 
     s = sub.add_parser("review", parents=[common], help="resolve a contradiction between notes A and B")
@@ -55,7 +60,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--action", required=True, choices=["keep-a", "keep-b", "merge", "dismiss", "research"],
                    help="keep A (B superseded), keep B, merge into A (--text), dismiss (the link becomes related_to), "
                    "or file a research question")
-    s.add_argument("--text", help="the merged text (for --action merge)")
+    s.add_argument("--text", help="the merged text (for --action merge: it replaces A's, and A is the note kept)")
     s.add_argument("--dry-run", action="store_true", help="print what the action would change; write nothing")
     s.set_defaults(func=cmd_review)
 
@@ -110,6 +115,8 @@ def cmd_dream(args: argparse.Namespace) -> int:
         say(f"  + {printable_path(uri)}")
     for question in report.no_report:
         say(f"  - no report: {question}")
+    for question in report.nothing_yet:
+        say(f"  - nothing known yet (the question stays open): {question}")
     for why in report.skipped:
         say(f"  ! {why}")
     if report.fallback:
@@ -136,7 +143,7 @@ SHOWN = 20  # errors and warnings listed per check by `memlink lint` (--all: eve
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from engine.lint.report import SEVERITY_ORDER, fix, lint, write_dashboards
+    from engine.lint.report import GROUPED, fix, lint, rank, write_dashboards
 
     vault = open_vault(args)
     fixed = fix(vault) if args.fix else []
@@ -158,20 +165,29 @@ def cmd_lint(args: argparse.Namespace) -> int:
             return EXIT_PROBLEMS if report.errors else 0
         for line in fixed:
             say(f"fixed: {printable_path(line)}")
-        # Errors and warnings, worst first; info findings are on the dashboards. A vault of
-        # 100k notes has tens of thousands: the first SHOWN of each check, and how many more.
-        listed, more = [], []
+        # Errors first, then contradictions, then other warnings; a 100k-note vault has tens
+        # of thousands: the first SHOWN of each check, and how many more. Grouped checks are
+        # one line each unless asked for (--all, --check).
+        asked = set(args.check or ())
+        listed, more, groups = [], [], []
         for check in sorted(report.counts):
-            serious = report.serious.get(check, 0)
-            if not serious:
+            if asked and check not in asked:
                 continue
-            rows = [f for f in report.page([check], None if args.all else SHOWN) if f.severity != "info"]
+            expanded = args.all or check in asked
+            if check in GROUPED and not expanded:
+                continue
+            total = report.counts[check] if expanded else report.serious.get(check, 0)
+            rows = [f for f in report.page([check], None if expanded else SHOWN) if expanded or f.severity != "info"]
             listed += rows
-            if serious > len(rows):
-                more.append(f"{serious - len(rows)} more {check}")
-        for f in sorted(listed, key=lambda f: SEVERITY_ORDER[f.severity]):  # (each page is in order)
+            if total > len(rows):
+                more.append(f"{total - len(rows)} more {check}")
+        if not asked and not args.all:
+            groups = report.groups()
+        for f in sorted(listed, key=rank):  # (each page is in order)
             other = f" <-> {f.other}" if f.other else ""
             say(printable_path(f"{f.severity:<7} {f.check:<15} {f.uri}{other}: {f.text}"))
+        for g in groups:
+            say(f"{g.worst:<7} {g.check:<15} {g.text} (`memlink lint --check {g.check}` lists them)")
         if more:
             say(f"… and {', '.join(more)}: `memlink lint --all` lists every one")
         counts = ", ".join(f"{k} {v}" for k, v in sorted(report.counts.items()))

@@ -1,5 +1,6 @@
 """The lint pane: counts per check, the findings of the chosen check (enter opens the
-note), and review mode for contradictions: both sides shown, single keys act —
+note) — first "worst first": errors, contradictions and other warnings one by one, then a
+row per grouped check (freshness, provenance…) that enter expands —, and review mode for contradictions: both sides shown, single keys act —
 [ keep A (left), ] keep B (right), e edit both into one (merge), d dismiss, a ask (research),
 u undo. An action first shows what it
 will change (engine.review.actions.preview); y applies exactly that, escape cancels. Merge opens an
@@ -14,7 +15,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Label, ListItem, ListView, Markdown, Static, TextArea
 
 from engine import MemlinkError, Vault
-from engine.lint.report import LintReport, lint, write_dashboards
+from engine.lint.report import GROUPED, LintReport, lint, rank, write_dashboards
 from engine.review.actions import Plan
 from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
@@ -23,6 +24,8 @@ from ..messages import Linted
 from .pane import Pane
 
 MAX_ROWS = 1000
+GROUP = "group"  # the key of a grouped check's row: group|check|
+RANKED = "worst first"  # the checks list's first entry: every check, ranked, grouped ones one row each
 
 
 class LintScreen(Pane):
@@ -41,6 +44,7 @@ class LintScreen(Pane):
         Binding("u", "undo", "Undo"),
         Binding("y", "confirm", "Apply", show=False),
         Binding("ctrl+s", "merge_preview", "Save the merge (previewed first)", show=False, priority=True),
+        Binding("ctrl+f", "merge_swap", "Flip which note keeps the merge", show=False, priority=True),
     ]
     DEFAULT_CSS = """
     LintScreen #checks { width: 28; border: round $panel; }
@@ -60,6 +64,7 @@ class LintScreen(Pane):
         self.pair: tuple[str, str] | None = None
         self.focus_note: str | None = None  # findings shown only for this note (x in the browser)
         self.pending: tuple[Plan, str | None] | None = None  # a previewed action and its text, until y or escape
+        self.merge_into = 0  # which note of the pair keeps the merged text (0: A, 1: B); ctrl+f swaps
 
     def compose(self) -> ComposeResult:
         yield self.pane_bar()
@@ -138,11 +143,12 @@ class LintScreen(Pane):
         self.report = report
         self.post_message(Linted(report.errors, report.counts.get("contradictions", 0)))
         view = self.query_one("#checks", ListView)
-        names = sorted(report.by_check())
+        names = [RANKED, *sorted(report.by_check())]
         await view.clear()
-        await view.extend(ListItem(Label(f"{c} ({len(report.by_check()[c])})"), name=c) for c in names)
+        await view.extend(ListItem(Label(f"{c} ({len(report.by_check()[c])})" if c != RANKED else c), name=c)
+                          for c in names)
         view.border_title = f"Checks · {report.errors} errors"
-        target = select if select in names else (names[0] if names else None)
+        target = select if select in names else RANKED
         if target:
             view.index = names.index(target)
             self._fill(target)
@@ -163,10 +169,17 @@ class LintScreen(Pane):
         table.clear()
         focus = self.focus_note
         assert self.report is not None  # filled only once a lint has run
-        rows = [(i, f) for i, f in enumerate(self.report.by_check().get(check, []))
-                if not focus or focus in (f.uri, f.other)]
+        by_check = self.report.by_check()
+        if check == RANKED:
+            found = sorted((f for c, fs in by_check.items() if c not in GROUPED for f in fs), key=rank)
+        else:
+            found = by_check.get(check, [])
+        rows = [(i, f) for i, f in enumerate(found) if not focus or focus in (f.uri, f.other)]
         for i, f in rows[:MAX_ROWS]:  # a big vault can have tens of thousands of findings
             table.add_row(safe_markup(f.severity), safe_path(f.uri), safe_path(f.other or ""), safe_markup(f.text), key=f"{i}|{f.uri}|{f.other or ''}")
+        if check == RANKED and not focus:
+            for g in self.report.groups():  # enter expands a group: its check is chosen
+                table.add_row(safe_markup(g.worst), safe_markup(g.check), "", f"{g.text} · enter lists them", key=f"{GROUP}|{g.check}|")
         more = f" · first {MAX_ROWS} of {len(rows)} (all in dashboards/)" if len(rows) > MAX_ROWS else ""
         table.border_title = check + (f" · involving {focus}" if focus else "") + more
 
@@ -179,6 +192,8 @@ class LintScreen(Pane):
         key = event.row_key.value
         assert key is not None  # every row is added with its key
         _i, uri, other = key.split("|", 2)
+        if _i == GROUP:
+            uri = other = ""
         self.pair = (uri, other) if other else None
         await self._show(uri, other)
         if self.pair is not None:
@@ -222,20 +237,28 @@ class LintScreen(Pane):
     def _open(self, event: DataTable.RowSelected) -> None:
         key = event.row_key.value
         assert key is not None  # every row is added with its key
-        self.go("browser", key.split("|", 2)[1])
+        kind, uri, _other = key.split("|", 2)
+        if kind == GROUP:  # expand: the group's check, its findings one by one
+            view = self.query_one("#checks", ListView)
+            view.index = [item.name for item in view.children].index(uri)
+            self._fill(uri)
+            return
+        self.go("browser", uri)
 
     def _status(self, text: str) -> None:
         self.query_one("#review-status", Static).update(text)
 
-    async def action_review(self, action: str, text: str | None = None) -> None:
-        """Show what the action will change; nothing is written until y."""
+    async def action_review(self, action: str, text: str | None = None, swap: bool = False) -> None:
+        """Show what the action will change; nothing is written until y. ``swap``: B is the
+        review's A (a merge kept in B)."""
         from engine.review.actions import preview
 
         if self.pair is None:
             self._status("choose a contradiction (two notes) first")
             return
+        a, b = reversed(self.pair) if swap else self.pair
         try:
-            plan = preview(self.vault, *self.pair, action, text=text)
+            plan = preview(self.vault, a, b, action, text=text)
         except MemlinkError as exc:
             self.pending = None
             self._status(f"[red]{safe_markup(str(exc))}[/red]")
@@ -274,17 +297,30 @@ class LintScreen(Pane):
             texts.append(note.field_text(self.vault.schema(note.memory_type).text_field).strip())
         box = self.query_one("#merge-text", TextArea)
         box.text = "\n\n".join(texts)
-        box.border_title = "merged text for A · ctrl+s previews · escape cancels"
+        self.merge_into = 0
+        self._merge_title()
         box.display = True
         self.set_focus(box)
 
+    def _merge_title(self) -> None:
+        assert self.pair is not None  # the editor opens on a pair
+        side, uri = "AB"[self.merge_into], self.pair[self.merge_into]
+        self.query_one("#merge-text", TextArea).border_title = (
+            f"merged text kept in {side} ({safe_markup(uri)}) · ctrl+f keeps the other · ctrl+s previews · escape cancels")
+
+    def action_merge_swap(self) -> None:
+        """The other note of the pair keeps the merged text (the one merged into survives)."""
+        if self.query_one("#merge-text", TextArea).display and self.pair is not None:
+            self.merge_into = 1 - self.merge_into
+            self._merge_title()
+
     async def action_merge_preview(self) -> None:
         box = self.query_one("#merge-text", TextArea)
-        if not box.display:
+        if not box.display or self.pair is None:
             return
         box.display = False
         self.set_focus(self.query_one("#findings", DataTable))
-        await self.action_review("merge", box.text)
+        await self.action_review("merge", box.text, swap=bool(self.merge_into))
 
     async def action_back(self) -> None:
         if not self.cancel_review():
