@@ -50,7 +50,8 @@ from ..model.yamlio import safe_load
 from ..retrieve.names import TEXT_SUFFIXES, NameIndex, Scope, path_key
 from .autolink import find_references, reference_link
 from .context import ExtractContext
-from .inputs import IngestResult, InputError, choose_extractor, read_text_file
+from .documents import DOCUMENT_SUFFIXES, Converted, document_fields, read_input
+from .inputs import IngestResult, InputError, choose_extractor
 from .linktype import refine_links
 from .loop import ExtractLoop, LLMExtractor
 from .updater import MemoryUpdater, Resolved, RunReport, link_entry, resolve_operations, write_links
@@ -84,6 +85,7 @@ class Page:
     wiki: bool = True  # extract memories (not --no-wiki)
     names: list[str] = field(default_factory=list)  # its frontmatter's `aliases` (Obsidian): other names
     tags: list[str] = field(default_factory=list)  # its frontmatter's `tags`, without '#'
+    document: Converted | None = None  # a PDF, HTML page or DOCX converted (engine.extract.documents)
 
     @property
     def note(self) -> str:
@@ -181,7 +183,7 @@ def collect(paths: list[Path], vault_root: Path | None = None) -> tuple[list[Pag
                     if not stat.S_ISREG(st.st_mode):
                         skip(shown, "not a regular file (a FIFO, socket or device)")
                         continue
-                    if path.suffix.lower() not in TEXT_SUFFIXES:
+                    if path.suffix.lower() not in TEXT_SUFFIXES + DOCUMENT_SUFFIXES:
                         skip(shown, f"not a text or markdown file ({path.suffix or 'no suffix'})")
                         continue
                     real = Path(os.path.realpath(path))
@@ -205,7 +207,7 @@ def collect(paths: list[Path], vault_root: Path | None = None) -> tuple[list[Pag
 
 def read_page(page: Page, max_bytes: int | None = None) -> None:
 
-    page.text = read_text_file(page.real or page.path, follow=False, max_bytes=max_bytes)
+    page.text, page.document = read_input(page.real or page.path, follow=False, max_bytes=max_bytes)
     page.sha = hashlib.sha256(page.text.encode("utf-8")).hexdigest()
     page.body, meta = page.text, {}
     front, body = split_frontmatter(page.text)
@@ -446,6 +448,8 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, i
     # folder it came from and its tags, in the source note's frontmatter.
     folder = posixpath.dirname(page.alias)
     keep = {k: v for k, v in (("folder", folder), ("tags", page.tags)) if v}
+    if page.document is not None:  # the original beside the note; a PDF's pages as line ranges
+        keep.update(document_fields(vault, page.real or page.path, uri, page.document))
     with vault.transaction() as tx:
         note = vault.write_note("source", fields, uri=uri)
         wanted = {**note.extra, **keep, PENDING_KEY: PENDING}

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .wiring import EXIT_PARTIAL, notice, open_vault, printable_path, progress, say, say_json
+from .wiring import EXIT_PARTIAL, UsageError, notice, open_vault, printable_path, progress, say, say_json
 
 # engine.sessions.chat_exports.FORMATS, spelled out: the CLI starts without loading the importer.
 CHAT_FORMATS = ("jsonl", "chatgpt", "claude")
@@ -30,9 +30,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_commit)
 
-    s = sub.add_parser("ingest", parents=[common], help="import text/markdown files and folders as sources, link their "
-                       "references, extract memories")
-    s.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders (walked recursively)")
+    s = sub.add_parser("ingest", parents=[common], help="import text, markdown, PDF, HTML, DOCX and CSV files and folders "
+                       "as sources, link their references, extract memories")
+    s.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or folders (walked recursively)")
+    s.add_argument("--inbox", action="store_true",
+                   help="also import the files in the ingest.inbox folder (memlink.yaml); each one imported moves to its done/")
     s.add_argument("--no-wiki", action="store_true", help="keep the files as sources only; extract nothing")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_ingest)
@@ -147,15 +149,28 @@ def cmd_commit(args: argparse.Namespace) -> int:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from engine.extract.batch import ingest_batch
+    from engine.extract.inbox import import_inbox
     from engine.extract.inputs import choose_extractor
 
+    if not args.paths and not args.inbox:
+        raise UsageError("ingest needs files or folders to import, or --inbox")
     vault = open_vault(args)
     extractor, health = choose_extractor(vault)
     if not args.json:
         say(f"provider: {health.provider} — {health.summary}", file=sys.stderr)
-    result = ingest_batch(vault, args.paths, wiki=not args.no_wiki, extractor=extractor,
-                          progress=None if args.json else progress("importing"))
+    moved: list[str] = []
+    if args.inbox:
+        result, moved = import_inbox(vault, wiki=not args.no_wiki, extractor=extractor)
+        if args.paths:
+            more = ingest_batch(vault, args.paths, wiki=not args.no_wiki, extractor=extractor)
+            for name in ("files", "skipped", "failed", "pending", "unresolved", "ambiguous", "links_added", "problems"):
+                getattr(result, name).extend(getattr(more, name))
+    else:
+        result = ingest_batch(vault, args.paths, wiki=not args.no_wiki, extractor=extractor,
+                              progress=None if args.json else progress("importing"))
     vault.close()
+    for name in moved:
+        notice(f"inbox: {printable_path(name)} imported, moved to done/")
     _print_unfinished(result)
     code = EXIT_PARTIAL if result.failed or result.pending else 0
     if args.json:
