@@ -172,3 +172,26 @@ def test_ingest_without_paths_or_inbox_is_a_usage_error(tmp_path):
     assert r.returncode == 2 and "--inbox" in r.stderr
     r = memlink("ingest", "--inbox", vault=root)
     assert r.returncode == 1 and "ingest.inbox" in r.stderr
+
+
+async def test_the_app_imports_the_inbox_in_the_background(tmp_path):
+    from conftest import settle
+
+    from memlink_tui.app import MemlinkApp
+
+    root = tmp_path / "vault"
+    Vault.init(root)
+    cfg = yaml.safe_load((root / "memlink.yaml").read_text())
+    cfg["llm"] = {"provider": "rules"}
+    cfg["ingest"] = {"inbox": str(tmp_path / "inbox")}
+    (root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
+    (tmp_path / "inbox").mkdir()
+    (tmp_path / "inbox" / "minutes.docx").write_bytes(make_docx(["Board minutes", "The tugboat needs new propellers."]))
+    vault = Vault.open(root)
+    app = MemlinkApp(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        await app.workers.wait_for_complete([app.import_inbox()])
+        await settle(app, pilot)
+    assert (tmp_path / "inbox" / "done" / "minutes.docx").is_file()
+    assert "propellers" in source_of(Vault.open(root), "minutes").fields["content"]

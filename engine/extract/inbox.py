@@ -15,8 +15,8 @@ from .batch import BatchResult, ingest_batch
 from .inputs import InputError
 
 if TYPE_CHECKING:
-    from .inputs import Extractor
     from ..storage.vault import Vault
+    from .inputs import Extractor
 
 DONE = "done"
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import MemlinkError, NoteNotFound, UriError
 from ..model.blocks import links_span
-from ..model.links import StoredLink
+from ..model.links import Direction, StoredLink
 from ..model.notes import parse_note
 from ..model.uris import normalize_uri, uri_dir
 from ..storage.sidecars import LinkOp, PutLink, RemoveLink, owner_of
@@ -136,13 +136,14 @@ def retarget(vault: Vault, tx: Transaction, old: str, new: str) -> list[StoredLi
             continue
         ends = {"from_uri": new if link.from_uri == old else link.from_uri, "to_uri": new if link.to_uri == old else link.to_uri}
         moved[link.id] = link.model_copy(update=ends)
-        mine, theirs = ("links", "backlinks") if link.from_uri == old else ("backlinks", "links")
+        mine: Direction = "links" if link.from_uri == old else "backlinks"
+        theirs: Direction = "backlinks" if mine == "links" else "links"
         gone.append(RemoveLink(folder=uri_dir(old), id=link.id, direction=mine))
         other = moved[link.id].as_direction(theirs)
         others.append(PutLink(folder=uri_dir(owner_of(other)), link=other))
         here.append(PutLink(folder=uri_dir(new), link=moved[link.id].as_direction(mine)))
     # Grouped so each note's records are staged in runs (engine.storage.transaction).
-    by_side = lambda op: op.direction if isinstance(op, RemoveLink) else op.link.direction  # noqa: E731
+    by_side = lambda op: op.direction if isinstance(op, RemoveLink) else op.link.direction
     tx.link_ops(sorted(gone, key=by_side) + others + sorted(here, key=by_side))
     return list(moved.values())
 

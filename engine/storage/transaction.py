@@ -200,7 +200,7 @@ class Transaction:
                     wanted.setdefault(key[2], set()).add(key[1])
         for direction, owners in wanted.items():
             if len(owners) > 1:
-                found = self.vault.links.of_many(sorted(owners), direction, as_staged=False)  # type: ignore[arg-type]
+                found = self.vault.links.of_many(sorted(owners), direction, as_staged=False)
                 for owner, links in found.items():
                     self._views[(home(owner), owner, direction)] = links
 
@@ -308,7 +308,7 @@ class Transaction:
         on_disk: dict[str, dict[str, list[StoredLink]]] = {}  # direction -> owner -> records (one query each)
         for direction in ("links", "backlinks"):
             owners = sorted({k[1] for k in keys if k[2] == direction})
-            on_disk[direction] = self.vault.links.of_many(owners, direction, as_staged=False) if owners else {}  # type: ignore[arg-type]
+            on_disk[direction] = self.vault.links.of_many(owners, direction, as_staged=False) if owners else {}
         for key in sorted(keys):
             before = {(l.id, l.to_uri if l.legacy else ""): l for l in on_disk[key[2]][key[1]]}
             after = {(l.id, l.to_uri if l.legacy else ""): l for l in self._views.get(key, [])}
