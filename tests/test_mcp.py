@@ -19,7 +19,7 @@ from engine import Vault
 from engine.lint.memo import check
 
 TOOLS = {"search", "recall", "context", "show_note", "graph_query", "list_reports", "lint_digest", "add_memory", "link",
-         "unlink", "ask"}
+         "unlink", "ask", "move"}
 MOCHI = "entities/mochi.md"
 
 

@@ -1,7 +1,7 @@
 """Moving and renaming a note: the file goes, every link into and out of it follows on both
 sides with its anchor and line ranges, in one unit of work that `memlink undo` reverts
 byte for byte; a target that exists or a path outside the vault is refused, nothing
-changed. Through the engine, the CLI, MCP and the app's `m`."""
+changed. Through the engine, the CLI, MCP and the app's `M`."""
 
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ async def test_mcp_move_tool_moves_and_read_only_refuses(tmp_path):
     assert Vault.open(root).exists(NEW) and errors(Vault.open(root)) == []
 
 
-async def test_m_in_the_browser_moves_the_open_note(sample):
+async def test_shift_m_in_the_browser_moves_the_open_note(sample):
     from textual.widgets import Input, Static
 
     from memlink_tui.app import MemlinkApp
@@ -163,7 +163,7 @@ async def test_m_in_the_browser_moves_the_open_note(sample):
     app = MemlinkApp(sample)
     async with app.run_test(size=(120, 36)) as pilot:
         await open_at(app, pilot, "browser", OLD)
-        await pilot.press("m")
+        await pilot.press("M")
         await pilot.pause()
         dialog = app.screen
         assert isinstance(dialog, MoveDialog) and dialog.query_one(Input).value == OLD

@@ -1,6 +1,6 @@
 """Documents `memlink ingest` reads besides text and markdown: PDF (pypdf), HTML
 (BeautifulSoup + markdownify), DOCX (mammoth, then markdownify) and CSV (as text)
-(docs/DESIGN.md, "Ingest": documents).
+(docs/DESIGN.md, "Units of work": documents).
 
 Each becomes markdown text for a source note; a PDF's pages are kept as line ranges of
 that text. A document whose text cannot be had is refused with the file named, before

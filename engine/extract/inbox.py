@@ -1,5 +1,5 @@
 """The inbox: a folder (``ingest.inbox`` in memlink.yaml) whose files are imported by
-`memlink ingest --inbox` and by the app in the background (docs/DESIGN.md, "Ingest":
+`memlink ingest --inbox` and by the app in the background (docs/DESIGN.md, "Units of work":
 the inbox). A file imported whole moves to the inbox's ``done/`` folder, keeping its path
 under the inbox; one that failed stays where it is, named in the result, and is tried again
 next time. Killed between the import and the move, the next run finds the file imported

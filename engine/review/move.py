@@ -1,4 +1,4 @@
-"""Moving or renaming a note: `memlink mv`, the app's `m`, the MCP `move` tool
+"""Moving or renaming a note: `memlink mv`, the app's `M`, the MCP `move` tool
 (docs/DESIGN.md, "Units of work": moves).
 
 The file goes to its new path and every link into or out of it is retargeted on both

@@ -1,7 +1,7 @@
 """The memory browser: notes by type, the selected note with rendered links, and its
 links/backlinks. Enter on a link follows it; backspace goes back (the app's history,
 shared by every pane). From the open note: g graph, x its contradictions, a ask about
-it in chat, m move or rename it."""
+it in chat, M move or rename it."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class BrowserScreen(Pane):
         Binding("x", "contradictions", "Contradictions"),
         Binding("a", "ask", "Ask in chat"),
         Binding("k", "link", "Link to…"),
-        Binding("m", "move", "Move/rename"),
+        Binding("M", "move", "Move/rename", show=False),
         Binding("delete", "unlink", "Remove link", show=False),
         Binding("e", "edit", "Edit"),
         Binding("i", "app.import_file", "Import"),

@@ -1,4 +1,4 @@
-"""`m` in the browser: move or rename the open note. The field starts at its path; enter
+"""`M` in the browser: move or rename the open note. The field starts at its path; enter
 moves it (every link follows, both sides; `memlink undo` reverts it), a refusal is shown
 in place with nothing changed. Dismisses with the new path, or None."""
 
