@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,13 +56,17 @@ def add_backlinks(root: Path, uris: list[str], hub: str, want: int) -> int:
     return len(have)
 
 
-def timed(args: list[str], env: dict[str, str]) -> float:
+def timed(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system) of one memlink process. On a machine
+    shared with other work the CPU figure is the steadier one."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     run = subprocess.run([sys.executable, "-m", "memlink_tui", *args], capture_output=True, text=True, env=env, cwd=REPO)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if run.returncode != 0:
         raise SystemExit(f"memlink {' '.join(args)} failed:\n{run.stdout}{run.stderr}")
-    return seconds
+    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -79,19 +83,23 @@ def main() -> None:
            "MEMLINK_DATA_HOME": str(args.work / "data"), "TMPDIR": str(args.work), "OPENBLAS_NUM_THREADS": "1"}
     print(f"generating {args.notes} notes", file=sys.stderr)
     made = generate_fast(root, args.notes)
-    degree: dict[str, int] = defaultdict(int)
     hub = made["uris"][0]
     count = add_backlinks(root, made["uris"], hub, BACKLINKS)
-    degree[hub] = count
     print(f"{hub}: {count} backlinks; indexing", file=sys.stderr)
     timed(["--vault", str(root), "reindex"], env)
     moves, undos = [], []
     for i in range(args.runs):
         moves.append(timed(["--vault", str(root), "mv", hub, "moved/"], env))
         undos.append(timed(["--vault", str(root), "undo"], env))
-        print(f"run {i + 1}: mv {moves[-1]:.2f}s, undo {undos[-1]:.2f}s", file=sys.stderr)
-    print(f"| notes | backlinks of the moved note | `memlink mv` (process) | `memlink undo` of it (process) |\n|---|---|---|---|\n"
-          f"| {args.notes:,} | {count:,} | {statistics.median(moves):.2f} s | {statistics.median(undos):.2f} s |")
+        print(f"run {i + 1}: mv {moves[-1][0]:.2f}s ({moves[-1][1]:.2f}s CPU), undo {undos[-1][0]:.2f}s", file=sys.stderr)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", file=sys.stderr)
+
+    def med(rows: list[tuple[float, float]], i: int) -> float:
+        return statistics.median(r[i] for r in rows)
+
+    print("| notes | backlinks of the moved note | `memlink mv` process: wall / CPU | `memlink undo` of it: wall / CPU |\n"
+          f"|---|---|---|---|\n| {args.notes:,} | {count:,} | {med(moves, 0):.2f} s / {med(moves, 1):.2f} s "
+          f"| {med(undos, 0):.2f} s / {med(undos, 1):.2f} s |")
 
 
 if __name__ == "__main__":
