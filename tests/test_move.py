@@ -209,3 +209,31 @@ def test_a_move_killed_at_any_step_lands_whole_with_its_undo_record_or_not_at_al
     else:
         raise AssertionError("the worker never finished")
     assert landed
+
+
+def test_a_run_of_link_changes_to_one_note_stages_as_the_same_changes_one_by_one(vault):
+    from conftest import make_pair
+
+    from engine.storage.writes import put_ops, remove_ops
+
+    a, b = make_pair(vault)
+    first = vault.link(a.uri, b.uri, "related_to", weight=0.5)
+    second = vault.link(b.uri, a.uri, "caused_by", weight=0.4)
+    heavy, heavier = (first.model_copy(update={"weight": w}) for w in (0.7, 0.9))
+    ranged = first.model_copy(update={"id": "link_other", "t_line_ranges": "1"})
+    # Runs: three puts into a's records (one id twice: the last wins), three into b's.
+    puts = [put_ops(l)[0] for l in (heavy, ranged, heavier)] + [put_ops(l)[1] for l in (heavy, ranged, heavier)]
+    one_by_one, at_once = [], []
+    for staged, batches in ((one_by_one, [[op] for op in puts + remove_ops(second)]),
+                            (at_once, [puts, remove_ops(second)])):
+        try:
+            with vault.transaction() as tx:
+                for ops in batches:
+                    tx.link_ops(ops)
+                staged += [sorted((l.id, l.direction, l.weight) for l in vault.links.of(u)) for u in (a.uri, b.uri)]
+                raise KeyboardInterrupt  # commit nothing
+        except KeyboardInterrupt:
+            pass
+    assert at_once == one_by_one
+    assert ("link_other", "links", 0.5) in at_once[0] and (first.id, "links", 0.9) in at_once[0]
+    assert second.id not in {row[0] for rows in at_once for row in rows}
