@@ -10,7 +10,6 @@ cannot read. The original file is copied into the vault beside its source note
 
 from __future__ import annotations
 
-import hashlib
 import io
 import re
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..model.lineranges import format_ranges
 from ..storage.atomic import atomic_write_bytes
-from .inputs import InputError, read_text_file
+from .inputs import InputError, read_file_bytes, read_text_file
 
 if TYPE_CHECKING:
     from ..storage.vault import Vault
@@ -55,7 +54,7 @@ def read_document(path: Path, *, follow: bool = True, max_bytes: int | None = No
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return Converted(read_text_file(path, follow=follow, max_bytes=max_bytes))
-    data = _read_bytes(path, follow, max_bytes)
+    data = read_file_bytes(path, follow=follow, max_bytes=max_bytes)
     try:
         if suffix == ".pdf":
             converted = _pdf(path, data)
@@ -70,29 +69,6 @@ def read_document(path: Path, *, follow: bool = True, max_bytes: int | None = No
     if not converted.text.strip():
         raise InputError(f"{path}: no text found in it; nothing was imported")
     return converted
-
-
-def _read_bytes(path: Path, follow: bool, max_bytes: int | None) -> bytes:
-    """The file's bytes, through the same checks as a text file (regular file, size cap)."""
-    import os
-    import stat
-
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{path}: not a regular file (a FIFO, socket or device)")
-        if max_bytes is not None and st.st_size > max_bytes:
-            raise InputError(f"{path}: too large to import ({st.st_size:,} bytes; the limit is {max_bytes:,} bytes, "
-                             "ingest.max_bytes in memlink.yaml)")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read()
-    finally:
-        os.close(fd)
 
 
 def _pdf(path: Path, data: bytes) -> Converted:
@@ -153,7 +129,7 @@ def keep_original(vault: Vault, source: Path, note_uri: str) -> str:
     rel = note_uri[: -len(".md")] + source.suffix.lower()
     data = source.read_bytes()
     target = vault.path(rel)
-    if not (target.is_file() and hashlib.sha256(target.read_bytes()).digest() == hashlib.sha256(data).digest()):
+    if not (target.is_file() and target.read_bytes() == data):
         atomic_write_bytes(target, data)
     return rel
 
