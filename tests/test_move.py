@@ -77,6 +77,8 @@ def test_a_move_into_a_folder_keeps_the_file_name(sample):
     ("../outside.md", MoveError, "within the vault"),
     ("/tmp/abs.md", MoveError, "absolute"),
     ("entities/havenlink.txt", MoveError, "ends in .md"),
+    ("sessions/havenlink.md", MoveError, "no notes there"),
+    ("README.md", MoveError, "no notes there"),
     (OLD, MoveError, "already at that path"),
 ])
 def test_a_move_is_refused_with_the_reason_and_nothing_changes(sample, target, error, says):

@@ -23,6 +23,7 @@ from ..model.links import Direction, StoredLink
 from ..model.notes import parse_note
 from ..model.uris import normalize_uri, uri_dir
 from ..storage.sidecars import LinkOp, PutLink, RemoveLink, owner_of
+from ..storage.walk import NON_NOTE_DIRS, NON_NOTE_FILES
 from .actions import log_action
 
 if TYPE_CHECKING:
@@ -76,6 +77,9 @@ def target_uri(vault: Vault, old: str, new: str) -> str:
         new = f"{new}/{PurePosixPath(old).name}"
     if not new.endswith(".md"):
         raise MoveError(f"cannot move {old} to {new}: a note's path ends in .md; nothing was moved")
+    if new.split("/")[0] in NON_NOTE_DIRS or new in NON_NOTE_FILES:
+        raise MoveError(f"cannot move {old} to {new}: memlink keeps no notes there (it is its own folder or file); "
+                        "nothing was moved")
     return new
 
 
