@@ -124,6 +124,19 @@ def test_a_note_moved_by_hand_keeps_its_links_through_check_fix_and_mv_relinks_t
     assert errors(vault) == []
 
 
+def test_a_note_renamed_by_hand_is_recognised_by_its_content_and_keeps_its_links(sample):
+    links = sample.links.of(OLD)
+    sample.sync()  # the catalog knows the note's content hash
+    sample.close()
+    (sample.root / "archive").mkdir()
+    shutil.move(sample.root / OLD, sample.root / "archive/the-firm.md")
+    done = fix(Vault.open(sample.root))
+    assert any("archive/the-firm.md" in line and "memlink mv" in line for line in done), done
+    assert len(Vault.open(sample.root).links.of(OLD)) == len(links)
+    assert move_note(Vault.open(sample.root), OLD, "archive/the-firm.md").links == len({l.id for l in links})
+    assert errors(Vault.open(sample.root)) == []
+
+
 def test_the_cli_moves_lists_mentions_and_undoes(sample):
     root = sample.root
     sample.close()

@@ -182,6 +182,7 @@ def fix(vault: Vault) -> list[str]:
     (``set_aside``) and the torn last lines of session logs cut (``heal_session_logs``);
     then, in one unit of work, restore the missing side of a one-sided link whose two
     notes exist, and remove links (both sides) to or from notes that no longer exist."""
+    was = vault.catalog.shas(as_stored=True)  # before a sync forgets the hash of a note moved by hand
     done: list[str] = set_aside(vault) + heal_session_logs(vault)
     if not any(f.code in REPAIRED for f in check(vault)):
         return done  # nothing to repair (the incremental check says so without reading every sidecar)
@@ -209,7 +210,7 @@ def fix(vault: Vault) -> list[str]:
             if l.from_uri not in exists or l.to_uri not in exists:
                 gone = l.to_uri if l.to_uri not in exists else l.from_uri
                 if gone not in moved:
-                    moved[gone] = moved_to(vault, gone)
+                    moved[gone] = moved_to(vault, gone, was)
                     if moved[gone]:
                         done.append(f"kept the links of {gone}: it looks moved to {moved[gone]} "
                                     f"(`memlink mv {gone} {moved[gone]}` retargets them)")
