@@ -55,11 +55,13 @@ PANE_CLASSES = {
     "lint": (".screens.lint", "LintScreen"),
 }
 PANES = tuple(PANE_CLASSES)
-BACKGROUND_GROUPS = {"index", "dream", "commit", "import", "lint"}
-RUNNING_WORDS = {"index": "indexing", "dream": "dreaming", "commit": "committing", "import": "importing", "lint": "linting"}
+BACKGROUND_GROUPS = {"index", "dream", "commit", "import", "inbox", "lint"}
+RUNNING_WORDS = {"index": "indexing", "dream": "dreaming", "commit": "committing", "import": "importing", "inbox": "importing",
+                 "lint": "linting"}
 # The provider is checked at start and on request; this timer notices Ollama starting or
 # stopping meanwhile (docs/DESIGN.md, "Providers").
 PROVIDER_RECHECK_SECONDS = 60
+INBOX_SECONDS = 60  # how often the inbox folder (ingest.inbox) is looked at
 
 
 def _digest_counts(path: Path) -> tuple[int, int] | None:
@@ -187,6 +189,7 @@ class MemlinkApp(App):
         self.health = None
         self.panes: dict[str, Pane] = {}
         self._extracting: list[threading.Thread] = []  # chat's turn extractions, counted in the queue
+        self._inbox_told: set[str] = set()  # inbox failures said once already
         self.memlink_themes, self._theme_problems = load_themes()
         for theme in self.memlink_themes:
             self.register_theme(theme)
@@ -231,6 +234,9 @@ class MemlinkApp(App):
         self.set_interval(30, self.checkpoint)
         self.set_interval(0.5, self._count_queue)
         self.set_interval(PROVIDER_RECHECK_SECONDS, self.recheck_provider)
+        if vault.config.ingest.inbox and not vault.read_only:
+            self.set_timer(5, self.import_inbox)
+            self.set_interval(INBOX_SECONDS, self.import_inbox)
         self.watch_vault()
 
     @property
@@ -666,6 +672,30 @@ class MemlinkApp(App):
         error of the app passes."""
         self.crash_log = save_crash(error)
         super()._handle_exception(error)
+
+    @work(thread=True, exclusive=True, group="inbox")
+    def import_inbox(self) -> None:
+        """Import what the inbox folder holds (engine.extract.inbox); say what came in, and
+        each file that failed once, not every minute."""
+        from engine.extract.inbox import import_inbox, inbox_folder, waiting
+
+        vault = self.opened
+        news: list[str] = []
+        try:
+            if not waiting(inbox_folder(vault)):
+                return
+            result, moved = import_inbox(vault)
+        except (MemlinkError, OSError) as exc:
+            problems = [f"inbox: {exc}"]
+        else:
+            problems = [f["error"] for f in result.failed + result.pending]
+            if moved:
+                news.append(f"inbox: {len(moved)} file{'s' * (len(moved) != 1)} imported")
+                self.call_from_thread(self._tell, "browser", VaultChanged(None))
+        news += [p for p in problems if p not in self._inbox_told]
+        self._inbox_told.update(problems)
+        if news:
+            self.call_from_thread(self.notify, safe_markup("\n".join(news)), title="Inbox", timeout=8)
 
     @work(thread=True, exclusive=True, group="checkpoint")
     def checkpoint(self) -> None:

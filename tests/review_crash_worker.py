@@ -1,6 +1,6 @@
 """A review action or an undo that SIGKILLs itself at a chosen step of its commit.
 
-Usage: python review_crash_worker.py VAULT (keep-a|keep-b|merge|dismiss|research|undo|link) A B KILL_AT
+Usage: python review_crash_worker.py VAULT (keep-a|keep-b|merge|dismiss|research|undo|link|move) A B KILL_AT
 
 Every file operation of the journal (writing the journal, each file it applies, the log
 append, removing the journal), of the sidecars (a sidecar rewritten, a link-log line
@@ -45,6 +45,10 @@ def main() -> None:
     vault = Vault.open(root)
     if action == "undo":
         undo(vault)
+    elif action == "move":
+        from engine.review.move import move_note
+
+        move_note(vault, a, b)
     elif action == "link":
         vault.link(a, b, "caused_by", weight=0.6, description="killed or not")
     else:

@@ -21,7 +21,7 @@ from engine import Vault
 from engine.lint.memo import check
 
 TOOLS = {"search", "recall", "context", "show_note", "graph_query", "recent", "list_reports", "lint_digest", "add_memory",
-         "write_note", "edit_note", "delete_note", "undo", "link", "unlink", "ask"}
+         "write_note", "edit_note", "delete_note", "undo", "link", "unlink", "ask", "move"}
 MOCHI = "entities/mochi.md"
 
 

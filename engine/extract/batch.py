@@ -63,7 +63,8 @@ from ..review.actions import log_action
 from ..storage.atomic import atomic_write_bytes
 from .autolink import find_references, reference_link
 from .context import ExtractContext
-from .inputs import IngestResult, InputError, choose_extractor, read_text_file
+from .documents import DOCUMENT_SUFFIXES, Converted, document_fields, read_input
+from .inputs import IngestResult, InputError, choose_extractor
 from .linktype import refine_links
 from .loop import ExtractLoop, LLMExtractor
 from .rules import source_day
@@ -75,7 +76,7 @@ if TYPE_CHECKING:
     from .inputs import Extractor
 
 # Files of a folder given that pages link to or embed (Obsidian's attachments): copied.
-ATTACHMENT_SUFFIXES = frozenset((".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif", ".pdf", ".canvas",
+ATTACHMENT_SUFFIXES = frozenset((".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif", ".canvas",
                                  ".excalidraw", ".mp3", ".wav", ".m4a", ".ogg", ".flac", ".mp4", ".webm", ".mov"))
 
 # Folder names that say what the pages in them are (GBrain's brain layout and the like).
@@ -106,6 +107,7 @@ class Page:
     top: str | None = None  # the folder given it came from (its name), None for files given one by one
     target: str = ""  # the uri of its note: sources/<folder given>/<its path there>.md
     state: str = ""  # new | changed | unchanged | edited (``_plan``)
+    document: Converted | None = None  # a PDF, HTML page or DOCX converted (engine.extract.documents)
 
     @property
     def note(self) -> str:
@@ -236,7 +238,7 @@ def collect(paths: list[Path], vault_root: Path | None = None) -> tuple[list[Pag
                         skip(shown, "not a regular file (a FIFO, socket or device)")
                         continue
                     suffix = path.suffix.lower()
-                    if suffix not in TEXT_SUFFIXES and suffix not in ATTACHMENT_SUFFIXES:
+                    if suffix not in TEXT_SUFFIXES + DOCUMENT_SUFFIXES and suffix not in ATTACHMENT_SUFFIXES:
                         skip(shown, f"not a text or markdown file ({path.suffix or 'no suffix'})")
                         continue
                     real = Path(os.path.realpath(path))
@@ -263,8 +265,7 @@ def collect(paths: list[Path], vault_root: Path | None = None) -> tuple[list[Pag
 
 
 def read_page(page: Page, max_bytes: int | None = None) -> None:
-
-    page.text = read_text_file(page.real or page.path, follow=False, max_bytes=max_bytes)
+    page.text, page.document = read_input(page.real or page.path, follow=False, max_bytes=max_bytes)
     page.sha = hashlib.sha256(page.text.encode("utf-8")).hexdigest()
     page.body, meta = page.text, {}
     front, body = split_frontmatter(page.text)
@@ -521,6 +522,9 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
     files: dict[int, set[str]] = {}
     for att in attachments:
         files.setdefault(att.root, set()).update((att.rel.lower(), att.rel.rsplit("/", 1)[-1].lower()))
+    for page in written:  # a document's original is kept beside its note: a link to the file is one to a file there
+        if page.document is not None:
+            files.setdefault(page.root, set()).update((page.alias.lower(), page.alias.rsplit("/", 1)[-1].lower()))
     contents = {page.note: page.body.strip() for page in written}
     batch = {page.note for page in written}
     unfinished: dict[int, str] = {}  # id(page) -> why its memories and links did not land
@@ -669,6 +673,8 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str) -
     # top of the frontmatter): its names and tags, and the folder it came from.
     folder = posixpath.dirname(page.alias)
     keep = {k: v for k, v in (("folder", folder), ("aliases", page.names), ("tags", page.tags)) if v}
+    if page.document is not None:  # the original beside the note; a PDF's pages as line ranges
+        keep.update(document_fields(vault, page.real or page.path, uri, page.document))
     with vault.transaction() as tx:
         note = vault.write_note("source", fields, uri=uri)
         wanted = {**{k: v for k, v in note.extra.items() if k not in OBSIDIAN_KEYS}, **keep, PENDING_KEY: PENDING}

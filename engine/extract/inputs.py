@@ -59,7 +59,18 @@ class IngestResult:
 
 
 def read_text_file(path: Path, *, follow: bool = True, max_bytes: int | None = None) -> str:
-    """A regular file's text. Opened without blocking (a FIFO or device is refused, never
+    """A regular file's text (``read_file_bytes``), UTF-8 and not binary."""
+    data = read_file_bytes(path, follow=follow, max_bytes=max_bytes)
+    if b"\x00" in data[:4096]:
+        raise InputError(f"{path}: looks binary (NUL byte in the first 4 KiB); only text and markdown files are imported")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text") from None
+
+
+def read_file_bytes(path: Path, *, follow: bool = True, max_bytes: int | None = None) -> bytes:
+    """A regular file's bytes. Opened without blocking (a FIFO or device is refused, never
     waited on); with ``follow=False`` a symbolic link is refused too. A file larger than
     ``max_bytes`` is refused from its size, before it is read (``ingest.max_bytes``)."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
@@ -83,12 +94,7 @@ def read_text_file(path: Path, *, follow: bool = True, max_bytes: int | None = N
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     finally:
         os.close(fd)
-    if b"\x00" in data[:4096]:
-        raise InputError(f"{path}: looks binary (NUL byte in the first 4 KiB); only text and markdown files are imported")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text") from None
+    return data
 
 
 def _too_big(path: Path, size: int, limit: int) -> str:

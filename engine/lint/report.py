@@ -20,6 +20,7 @@ from ..errors import SidecarError
 from ..model.files import SIDECAR_BYTES, read_bounded
 from ..model.links import SIDECAR, Direction, dump_rows, sort_out
 from ..model.uris import uri_dir
+from ..review.move import moved_to
 from ..sessions.log import heal_session_logs
 from ..storage.atomic import atomic_write_text
 from ..storage.journal import rejected_log
@@ -227,6 +228,7 @@ def fix(vault: Vault) -> list[str]:
     (``set_aside``) and the torn last lines of session logs cut (``heal_session_logs``);
     then, in one unit of work, restore the missing side of a one-sided link whose two
     notes exist, and remove links (both sides) to or from notes that no longer exist."""
+    was = vault.catalog.shas(as_stored=True)  # before a sync forgets the hash of a note moved by hand
     done: list[str] = set_aside(vault) + heal_session_logs(vault)
     if not any(f.code in REPAIRED for f in check(vault)):
         return done  # nothing to repair (the incremental check says so without reading every sidecar)
@@ -249,8 +251,17 @@ def fix(vault: Vault) -> list[str]:
                 elif l.from_uri.endswith(".md") and l.to_uri not in exists:
                     ops.append(RemoveLegacy(folder=folder, entry_id=l.id, from_uri=l.from_uri, to_uri=l.to_uri))
                     done.append(f"removed legacy link {l.from_uri} -> {l.to_uri} (target missing)")
+        moved: dict[str, str | None] = {}  # a missing note -> where it was moved by hand (engine.review.move)
         for (direction, link_id), (folder, l) in seen.items():
             if l.from_uri not in exists or l.to_uri not in exists:
+                gone = l.to_uri if l.to_uri not in exists else l.from_uri
+                if gone not in moved:
+                    moved[gone] = moved_to(vault, gone, was)
+                    if moved[gone]:
+                        done.append(f"kept the links of {gone}: it looks moved to {moved[gone]} "
+                                    f"(`memlink mv {gone} {moved[gone]}` retargets them)")
+                if moved[gone]:
+                    continue
                 ops.append(RemoveLink(folder=folder, id=l.id, direction=direction))
                 done.append(f"removed {direction} entry {l.id} {l.from_uri} -> {l.to_uri} (a note is missing)")
                 continue

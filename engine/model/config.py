@@ -123,6 +123,8 @@ class IngestConfig(BaseModel):
     # A file past this is refused before it is read: a 50 MB "note" helps nobody and
     # costs minutes and gigabytes (docs/DESIGN.md, "Units of work").
     max_bytes: int = Field(2_000_000, ge=1, description="the largest file `memlink ingest` imports, in bytes")
+    inbox: str | None = Field(None, description="a folder outside the vault (relative to it, or absolute) whose files "
+                              "`memlink ingest --inbox` and the app import; each file imported moves to its done/ folder")
 
 
 class DreamSettings(BaseModel):

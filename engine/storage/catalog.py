@@ -359,11 +359,14 @@ class Catalog:
         return dict(self.store.rows("SELECT k.key, n.error FROM notes n JOIN keys k ON k.id = n.id "
                                     "WHERE n.error IS NOT NULL ORDER BY k.key"))
 
-    def shas(self) -> dict[str, str]:
-        """uri -> content hash of every note that parses."""
+    def shas(self, *, as_stored: bool = False) -> dict[str, str]:
+        """uri -> content hash of every note that parses (``as_stored``: as the catalog
+        last saw them, without looking at the files)."""
+        rows = self.store.rows("SELECT k.key, n.sha FROM notes n JOIN keys k ON k.id = n.id WHERE n.error IS NULL")
+        if as_stored:
+            return dict(rows)
         good = self._loaded().good
-        return {u: sha for u, sha in self.store.rows("SELECT k.key, n.sha FROM notes n JOIN keys k ON k.id = n.id "
-                                                     "WHERE n.error IS NULL") if u in good}
+        return {u: sha for u, sha in rows if u in good}
 
     def named(self, keys: Iterable[str], firsts: Iterable[str] = (), most: int = 0) -> dict[str, set[str]]:
         """The notes called each of ``keys`` (a name's words, lowercased, joined by one

@@ -140,6 +140,7 @@ def check_ops(root: Path, ops: list, links: LinkIndex) -> None:
     """Everything a transaction touches must be usable *before* its journal is written:
     paths inside the vault, sidecars that read with no rejected entry (from the link
     index: no sidecar is parsed here). Raises UriError / SidecarError."""
+    inside: set[str] = set()  # link ends checked already
     for op in ops:
         if isinstance(op, (WriteFile, DeleteFile)):
             resolve_uri(root, op.uri)
@@ -152,8 +153,10 @@ def check_ops(root: Path, ops: list, links: LinkIndex) -> None:
             if problem:  # never rewrite a file around entries nobody has looked at
                 raise SidecarError(problem)
             if isinstance(op, PutLink):
-                resolve_uri(root, op.link.from_uri)
-                resolve_uri(root, op.link.to_uri)
+                for uri in (op.link.from_uri, op.link.to_uri):
+                    if uri not in inside:  # (a moved hub names itself in a thousand puts)
+                        resolve_uri(root, uri)
+                        inside.add(uri)
 
 
 def apply_ops(root: Path, ops: list, links: LinkIndex, tx: str | None = None) -> tuple[list[str], list[str]]:

@@ -22,6 +22,7 @@ from ..errors import SidecarError
 from ..model.files import NOTE_BYTES, read_bounded
 from ..model.links import SIDECAR, Sidecar, StoredLink, dump_rows
 from .journal import AppendRecords, DeleteFile, WriteFile, WriteSidecar, file_hash, log_path
+from .linkindex import home
 from .sidecars import SIDECAR_LOG, LinkOp, PutLink, RemoveLink, apply_raw, folder_text, op_row, owner_of, read_folder, sidecar_rel
 
 if TYPE_CHECKING:
@@ -50,6 +51,20 @@ class LinkChange:
     direction: str
     before: StoredLink | None
     after: StoredLink | None
+
+
+def _last_put(links: list[StoredLink]) -> list[StoredLink]:
+    """Links put one after another into one note's records, as they end up: a later put
+    replaces an earlier one with its id or key."""
+    ids: set[str] = set()
+    keys: set[tuple] = set()
+    out = []
+    for link in reversed(links):
+        if link.id not in ids and link.key not in keys:
+            out.append(link)
+        ids.add(link.id)
+        keys.add(link.key)
+    return out[::-1]
 
 
 class Transaction:
@@ -131,27 +146,63 @@ class Transaction:
     def link_ops(self, ops: list[LinkOp]) -> None:
         """Stage link changes; the staged links of each note they touch follow them."""
         touched: set[str] = set()  # notes whose outgoing links change: their Links block follows
-        for op in ops:
+        self._prefetch(ops)
+        i = 0
+        while i < len(ops):
+            op = ops[i]
             if isinstance(op, PutLink):
-                link = op.link
-                key = (op.folder, owner_of(link), link.direction)
-                kept = [l for l in self._view(key) if l.legacy or (l.id != link.id and l.key != link.key)]
-                self._views[key] = [*kept, link]
-                if link.direction == "links":
+                # A run of puts into one note's records is staged at once (a moved hub's
+                # thousand backlinks: one pass over its list, not one per put).
+                key = (op.folder, owner_of(op.link), op.link.direction)
+                end = i + 1
+                while end < len(ops) and isinstance(nxt := ops[end], PutLink) and \
+                        (nxt.folder, owner_of(nxt.link), nxt.link.direction) == key:
+                    end += 1
+                run = _last_put([o.link for o in ops[i:end]])  # type: ignore[union-attr]
+                ids, keys = {l.id for l in run}, {l.key for l in run}
+                kept = [l for l in self._view(key) if l.legacy or (l.id not in ids and l.key not in keys)]
+                self._views[key] = [*kept, *run]
+                if key[2] == "links":
                     touched.add(key[1])
-            elif isinstance(op, RemoveLink):
-                for owner in self._owners(op.folder, op.id, op.direction):
+                self._link_ops.extend(ops[i:end])
+                i = end
+                continue
+            if isinstance(op, RemoveLink):  # a run of removals from one folder's side: at once, too
+                end = i + 1
+                while end < len(ops) and isinstance(nxt := ops[end], RemoveLink) and \
+                        (nxt.folder, nxt.direction) == (op.folder, op.direction):
+                    end += 1
+                ids = {o.id for o in ops[i:end]}  # type: ignore[union-attr]
+                for owner in self._owners(op.folder, ids, op.direction):
                     key = (op.folder, owner, op.direction)
-                    self._views[key] = [l for l in self._view(key) if l.legacy or l.id != op.id]
+                    self._views[key] = [l for l in self._view(key) if l.legacy or l.id not in ids]
                     if op.direction == "links":
                         touched.add(owner)
-            else:
-                key = (op.folder, op.from_uri or op.folder, "links")
-                self._views[key] = [l for l in self._view(key)
-                                    if not (l.legacy and l.id == (op.entry_id or "legacy") and l.to_uri == op.to_uri)]
-                touched.add(key[1])
+                self._link_ops.extend(ops[i:end])
+                i = end
+                continue
+            i += 1  # a legacy entry's target
+            key = (op.folder, op.from_uri or op.folder, "links")
+            self._views[key] = [l for l in self._view(key)
+                                if not (l.legacy and l.id == (op.entry_id or "legacy") and l.to_uri == op.to_uri)]
+            touched.add(key[1])
             self._link_ops.append(op)
         self.links_touched(touched)
+
+    def _prefetch(self, ops: list[LinkOp]) -> None:
+        """The records on disk of the notes ``ops`` put links for, read in one query per
+        direction instead of one per note."""
+        wanted: dict[str, set[str]] = {}
+        for op in ops:
+            if isinstance(op, PutLink):
+                key = (op.folder, owner_of(op.link), op.link.direction)
+                if key not in self._views and op.folder not in self._restored and op.folder == home(key[1]):
+                    wanted.setdefault(key[2], set()).add(key[1])
+        for direction, owners in wanted.items():
+            if len(owners) > 1:
+                found = self.vault.links.of_many(sorted(owners), direction, as_staged=False)
+                for owner, links in found.items():
+                    self._views[(home(owner), owner, direction)] = links
 
     def links_touched(self, uris: Iterable[str]) -> None:
         """Mark notes whose Links block may no longer say what their links are (their
@@ -185,13 +236,15 @@ class Transaction:
             return []
         return self.vault.links.of(key[1], key[2], as_staged=False)
 
-    def _owners(self, folder: str, link_id: str, direction: str) -> set[str]:
+    def _owners(self, folder: str, link_ids: set[str], direction: str) -> set[str]:
+        """The notes whose records in ``folder`` hold any of ``link_ids``, staged or on disk."""
         owners = {k[1] for k, links in self._views.items()
-                  if k[0] == folder and k[2] == direction and any(l.id == link_id for l in links)}
+                  if k[0] == folder and k[2] == direction and any(l.id in link_ids for l in links)}
         if folder not in self._restored:
-            found = self.vault.links.record(folder, link_id, direction)
-            if found is not None:
-                owners.add(owner_of(found))
+            for link_id in link_ids:
+                found = self.vault.links.record(folder, link_id, direction)
+                if found is not None:
+                    owners.add(owner_of(found))
         return owners
 
     def append(self, log: str, record: dict[str, Any] | BaseModel) -> dict[str, Any]:
@@ -252,8 +305,12 @@ class Transaction:
         keys = set(self._views)
         for folder in self._restored:
             keys |= {(folder, owner_of(l), l.direction) for l in self.vault.links.folder(folder).links}
+        on_disk: dict[str, dict[str, list[StoredLink]]] = {}  # direction -> owner -> records (one query each)
+        for direction in ("links", "backlinks"):
+            owners = sorted({k[1] for k in keys if k[2] == direction})
+            on_disk[direction] = self.vault.links.of_many(owners, direction, as_staged=False) if owners else {}
         for key in sorted(keys):
-            before = {(l.id, l.to_uri if l.legacy else ""): l for l in self.vault.links.of(key[1], key[2], as_staged=False)}
+            before = {(l.id, l.to_uri if l.legacy else ""): l for l in on_disk[key[2]][key[1]]}
             after = {(l.id, l.to_uri if l.legacy else ""): l for l in self._views.get(key, [])}
             for ident in sorted(set(before) | set(after)):
                 was, now = before.get(ident), after.get(ident)

@@ -1,4 +1,4 @@
-"""Notes and links: `show`, `links`, `link`, `unlink`, `graph-query`."""
+"""Notes and links: `show`, `links`, `link`, `unlink`, `mv`, `graph-query`."""
 
 from __future__ import annotations
 
@@ -52,6 +52,15 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("to_uri", metavar="TO", help="the note the link goes to")
     s.add_argument("--type", dest="link_type", metavar="TYPE", help=type_help)
     s.set_defaults(func=cmd_unlink)
+
+    s = sub.add_parser("mv", parents=[common], help="move or rename a note; every link into and out of it follows "
+                       "(both sides, one unit of work, `memlink undo` reverts it)")
+    s.add_argument("old", metavar="OLD", help="the note's path (or where it was, when the file was moved by hand)")
+    s.add_argument("new", metavar="NEW", help="its new path, or a folder to move it into")
+    s.add_argument("--rewrite-wikilinks", action="store_true",
+                   help="also rewrite [[wikilinks]] in the linking notes' text that name OLD (default: list them)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_mv)
 
     s = sub.add_parser("graph-query", parents=[common], help="notes linked to a note, by type, direction and depth")
     s.add_argument("uri", help="the note to start from")
@@ -155,6 +164,25 @@ def cmd_unlink(args: argparse.Namespace) -> int:
     chosen = link_type(vault, args.link_type) if args.link_type else None
     n = vault.unlink(args.from_uri, args.to_uri, chosen)
     say(f"removed {n} link{'s' if n != 1 else ''} from {args.from_uri} to {args.to_uri}")
+    return 0
+
+
+def cmd_mv(args: argparse.Namespace) -> int:
+    from engine.review.move import move_note
+
+    vault = open_vault(args)
+    result = move_note(vault, args.old, args.new, rewrite_text=args.rewrite_wikilinks)
+    vault.close()
+    if args.json:
+        say_json({"old": result.old, "new": result.new, "links": result.links, "moved_file": result.moved_file,
+                  "mentions": [vars(m) for m in result.mentions], "rewritten": result.rewritten})
+        return 0
+    say(result.message())
+    if result.mentions and not result.rewritten:
+        say(f"{len(result.mentions)} [[wikilinks]] in note text still name {printable_path(result.old)} "
+            "(rerun with --rewrite-wikilinks to rewrite them, or edit them):")
+        for m in result.mentions:
+            say(f"  {printable_path(m.uri)}:{m.line}: {m.text}")
     return 0
 
 

@@ -32,9 +32,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_commit)
 
-    s = sub.add_parser("ingest", parents=[common], help="import text/markdown files and folders as sources, link their "
-                       "references, extract memories")
-    s.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders (walked recursively)")
+    s = sub.add_parser("ingest", parents=[common], help="import text, markdown, PDF, HTML, DOCX and CSV files and folders "
+                       "as sources, link their references, extract memories")
+    s.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or folders (walked recursively)")
+    s.add_argument("--inbox", action="store_true",
+                   help="also import the files in the ingest.inbox folder (memlink.yaml); each one imported moves to its done/")
     s.add_argument("--no-wiki", action="store_true", help="keep the files as sources only; extract nothing")
     s.add_argument("--dry-run", action="store_true", help="show what would change (new, changed, deleted, renamed "
                    "files) and write nothing")
@@ -180,15 +182,30 @@ def _commit_all(vault: Vault, extractor: Extractor, as_json: bool) -> int:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from engine.extract.batch import ingest_batch
+    from engine.extract.inbox import import_inbox
     from engine.extract.inputs import choose_extractor
 
+    if not args.paths and not args.inbox:
+        raise UsageError("ingest needs files or folders to import, or --inbox")
     vault = open_vault(args)
     extractor, health = choose_extractor(vault)
     if not args.json and not args.dry_run:
         say(f"provider: {health.provider} — {health.summary}", file=sys.stderr)
-    result = ingest_batch(vault, args.paths, wiki=not args.no_wiki, extractor=extractor, dry_run=args.dry_run,
-                          prune=args.prune, progress=None if args.json or args.dry_run else progress("importing"))
+    moved: list[str] = []
+    if args.inbox:
+        if args.dry_run or args.prune:
+            raise UsageError("--inbox imports the inbox folder; --dry-run and --prune go with files or folders")
+        result, moved = import_inbox(vault, wiki=not args.no_wiki, extractor=extractor)
+        if args.paths:
+            more = ingest_batch(vault, args.paths, wiki=not args.no_wiki, extractor=extractor)
+            for name in ("files", "skipped", "failed", "pending", "unresolved", "ambiguous", "links_added", "problems"):
+                getattr(result, name).extend(getattr(more, name))
+    else:
+        result = ingest_batch(vault, args.paths, wiki=not args.no_wiki, extractor=extractor, dry_run=args.dry_run,
+                              prune=args.prune, progress=None if args.json or args.dry_run else progress("importing"))
     vault.close()
+    for name in moved:
+        notice(f"inbox: {printable_path(name)} imported, moved to done/")
     _print_unfinished(result)
     code = EXIT_PARTIAL if result.failed or result.pending else 0
     if args.json:

@@ -1,7 +1,7 @@
 """The memory browser: notes by type, the selected note with rendered links, and its
 links/backlinks. Enter on a link follows it; backspace goes back (the app's history,
 shared by every pane). From the open note: g graph, x its contradictions, a ask about
-it in chat."""
+it in chat, M move or rename it."""
 
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ class BrowserScreen(Pane):
         Binding("x", "contradictions", "Contradictions"),
         Binding("a", "ask", "Ask in chat"),
         Binding("k", "link", "Link to…"),
+        Binding("M", "move", "Move/rename", show=False),
         Binding("delete", "unlink", "Remove link", show=False),
         Binding("e", "edit", "Edit"),
         Binding("i", "app.import_file", "Import"),
@@ -141,6 +142,24 @@ class BrowserScreen(Pane):
                 await self.open_note(uri)
 
         self.app.push_screen(LinkEditor(self.vault, uri), linked)
+
+    def action_move(self) -> None:
+        """Move or rename the open note; its links follow (screens.move_dialog)."""
+        if not self._need_note():
+            return
+        from .move_dialog import MoveDialog
+
+        assert self.current is not None  # _need_note said so
+
+        async def moved(result) -> None:
+            if result is None:
+                return
+            told = f"; {len(result.mentions)} [[wikilinks]] in note text still name the old path" if result.mentions else ""
+            self.notify(safe_markup(result.message() + told), timeout=5)
+            self.post_message(NoteChanged(result.new))
+            await self.open_note(result.new)
+
+        self.app.push_screen(MoveDialog(self.vault, self.current), moved)
 
     def action_unlink(self) -> None:
         """Remove the highlighted link in the links table, on both sides, after a yes."""

@@ -1,0 +1,225 @@
+"""Moving or renaming a note: `memlink mv`, the app's `M`, the MCP `move` tool
+(docs/DESIGN.md, "Units of work": moves).
+
+The file goes to its new path and every link into or out of it is retargeted on both
+sides, with its id, anchor (``match_text``) and line ranges kept: a target change touches
+link metadata only. All in one unit of work, logged as a review action so `memlink undo`
+puts the files back byte for byte. A note already moved by hand (the old path gone, the
+new one there) gets its links retargeted the same way.
+
+Wikilinks a person wrote in the text of the linking notes are their words: they are
+reported (``MoveResult.mentions``), and rewritten only when asked (``rewrite_text``)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from ..errors import MemlinkError, NoteNotFound, UriError
+from ..model.blocks import links_span
+from ..model.links import Direction, StoredLink
+from ..model.notes import parse_note
+from ..model.uris import normalize_uri, uri_dir
+from ..storage.sidecars import LinkOp, PutLink, RemoveLink, owner_of
+from ..storage.walk import NON_NOTE_DIRS, NON_NOTE_FILES
+from .actions import log_action
+
+if TYPE_CHECKING:
+    from ..storage.transaction import Transaction
+    from ..storage.vault import Vault
+
+# [[target#anchor|alias]] and ![[…]]: the target is group 2.
+WIKILINK = re.compile(r"(!?\[\[)([^\[\]|#\n]+)([^\[\]\n]*\]\])")
+
+
+class MoveError(MemlinkError):
+    """A move that cannot be done (the message says why; nothing was changed)."""
+
+
+@dataclass
+class Mention:
+    """A wikilink in a note's own text that names the moved note by its old path or name."""
+
+    uri: str
+    line: int  # 1-based, in the note file
+    text: str  # the wikilink as written
+
+
+@dataclass
+class MoveResult:
+    old: str
+    new: str
+    links: int  # link records retargeted (each link counted once)
+    moved_file: bool  # False: the file was moved by hand already; only the links followed
+    mentions: list[Mention] = field(default_factory=list)
+    rewritten: list[str] = field(default_factory=list)  # notes whose wikilinks were rewritten (rewrite_text)
+
+    def message(self) -> str:
+        what = "moved" if self.moved_file else "relinked (moved by hand)"
+        out = f"{what} {self.old} -> {self.new}; {self.links} link{'s' * (self.links != 1)} retargeted"
+        if self.rewritten:
+            out += f"; wikilinks rewritten in {len(self.rewritten)} note{'s' * (len(self.rewritten) != 1)}"
+        return out
+
+
+def target_uri(vault: Vault, old: str, new: str) -> str:
+    """Where ``old`` goes: ``new`` itself, or inside it when it names a folder (an existing
+    one, or written with a trailing ``/``)."""
+    old = normalize_uri(old)
+    folder = new.strip().endswith("/")
+    try:
+        new = normalize_uri(new)
+    except UriError as exc:
+        raise MoveError(f"cannot move {old}: {exc} (a note moves within the vault); nothing was moved") from None
+    if folder or vault.path(new).is_dir():
+        new = f"{new}/{PurePosixPath(old).name}"
+    if not new.endswith(".md"):
+        raise MoveError(f"cannot move {old} to {new}: a note's path ends in .md; nothing was moved")
+    if new.split("/")[0] in NON_NOTE_DIRS or new in NON_NOTE_FILES:
+        raise MoveError(f"cannot move {old} to {new}: memlink keeps no notes there (it is its own folder or file); "
+                        "nothing was moved")
+    return new
+
+
+def move_note(vault: Vault, old: str, new: str, *, rewrite_text: bool = False) -> MoveResult:
+    """Move (or rename) the note at ``old`` to ``new`` and retarget every link into and
+    out of it on both sides, in one undoable unit of work. Refused, nothing changed: a
+    target that exists, a path outside the vault, a missing note. When ``old`` is gone
+    and ``new`` is there (moved by hand), only the links follow."""
+    old = normalize_uri(old)
+    new = target_uri(vault, old, new)
+    if old == new:
+        raise MoveError(f"{old} is already at that path; nothing was moved")
+    with vault.transaction() as tx:
+        if tx.ops():
+            raise MoveError("a move runs in its own unit of work")
+        has_old, has_new = vault.exists(old), vault.exists(new)
+        if has_old and has_new:
+            raise MoveError(f"cannot move {old} to {new}: {new} exists already; nothing was moved")
+        if not has_old and not has_new:
+            raise NoteNotFound(f"no note at {old} (nor at {new}); nothing was moved")
+        if has_old:
+            _move_file(vault, tx, old, new)
+        elif vault.links.of(new):
+            raise MoveError(f"no note at {old}, and {new} has links of its own: not a note moved by hand; nothing was changed")
+        links = retarget(vault, tx, old, new)
+        result = MoveResult(old, new, len(links), has_old)
+        sources = sorted({l.from_uri for l in links if l.to_uri == new})
+        result.mentions = mentions(vault, sources, old, new)
+        if rewrite_text and result.mentions:
+            result.rewritten = _rewrite(vault, tx, sorted({m.uri for m in result.mentions}), old, new)
+        log_action(vault, tx, "move", old, new, result.message())
+    return result
+
+
+def _move_file(vault: Vault, tx: Transaction, old: str, new: str) -> None:
+    text = vault.read_text(old)
+    try:
+        note = parse_note(text, new, vault.types)
+    except MemlinkError as exc:
+        raise MoveError(f"cannot move {old}: {exc}; nothing was moved") from None
+    tx.put_text(new, text, note)
+    tx.delete(old)
+
+
+def retarget(vault: Vault, tx: Transaction, old: str, new: str) -> list[StoredLink]:
+    """Stage every link into or out of ``old`` as the same link of ``new`` (id, type,
+    anchor, line ranges kept), on both sides. Returns the links as retargeted."""
+    moved: dict[str, StoredLink] = {}
+    gone: list[LinkOp] = []  # the moved note's own records, from its old folder
+    others: list[LinkOp] = []  # the other side: the same record (same id) rewritten in place
+    here: list[LinkOp] = []  # the moved note's records, in its new folder
+    for entry in vault.links.of(old):
+        if entry.legacy:
+            raise MoveError(f"{old} has an old-format link entry ({entry.from_uri} -> {entry.to_uri}); "
+                            "run `memlink check --fix` first; nothing was moved")
+        link = entry.as_direction("links")
+        if link.id in moved:
+            continue
+        ends = {"from_uri": new if link.from_uri == old else link.from_uri, "to_uri": new if link.to_uri == old else link.to_uri}
+        moved[link.id] = link.model_copy(update=ends)
+        mine: Direction = "links" if link.from_uri == old else "backlinks"
+        theirs: Direction = "backlinks" if mine == "links" else "links"
+        gone.append(RemoveLink(folder=uri_dir(old), id=link.id, direction=mine))
+        other = moved[link.id].as_direction(theirs)
+        others.append(PutLink(folder=uri_dir(owner_of(other)), link=other))
+        here.append(PutLink(folder=uri_dir(new), link=moved[link.id].as_direction(mine)))
+    # Grouped so each note's records are staged in runs (engine.storage.transaction).
+    by_side = lambda op: op.direction if isinstance(op, RemoveLink) else op.link.direction
+    tx.link_ops(sorted(gone, key=by_side) + others + sorted(here, key=by_side))
+    return list(moved.values())
+
+
+def _names(uri: str) -> set[str]:
+    """How a wikilink may name the note at ``uri``: its path with or without .md, its file name."""
+    stem = uri[:-3] if uri.endswith(".md") else uri
+    return {uri, stem, PurePosixPath(stem).name, PurePosixPath(uri).name}
+
+
+def _stale_names(old: str, new: str) -> set[str]:
+    """Names of ``old`` that no longer lead to the note at ``new`` (a bare file name still
+    does when only the folder changed)."""
+    return _names(old) - _names(new)
+
+
+def _outside_links_block(text: str) -> list[tuple[int, int]]:
+    """Spans of ``text`` a person wrote: all of it but the generated Links block."""
+    span = links_span(text)
+    return [(0, len(text))] if span is None else [(0, span[0]), (span[1], len(text))]
+
+
+def mentions(vault: Vault, uris: list[str], old: str, new: str) -> list[Mention]:
+    """Wikilinks in the text of ``uris`` naming ``old`` in a way that no longer finds ``new``."""
+    stale = _stale_names(old, new)
+    out: list[Mention] = []
+    for uri in uris:
+        try:
+            text = vault.read_text(uri)
+        except MemlinkError:
+            continue
+        for start, end in _outside_links_block(text):
+            for m in WIKILINK.finditer(text, start, end):
+                if m.group(2).strip() in stale:
+                    out.append(Mention(uri, text.count("\n", 0, m.start()) + 1, m.group(0)))
+    return out
+
+
+def _rewrite(vault: Vault, tx: Transaction, uris: list[str], old: str, new: str) -> list[str]:
+    """Point the stale wikilinks of ``uris`` at ``new`` (written as its path without .md,
+    which Obsidian resolves whatever other notes are called)."""
+    stale = _stale_names(old, new)
+    target = new[:-3]
+    done = []
+    for uri in uris:
+        text = vault.read_text(uri)
+        parts = []
+        for start, end in _outside_links_block(text):
+            piece = text[start:end]
+            parts.append((start, end, WIKILINK.sub(
+                lambda m: m.group(1) + target + m.group(3) if m.group(2).strip() in stale else m.group(0), piece)))
+        new_text = text
+        for start, end, piece in reversed(parts):
+            new_text = new_text[:start] + piece + new_text[end:]
+        if new_text != text:
+            tx.put_text(uri, new_text, parse_note(new_text, uri, vault.types))
+            done.append(uri)
+    return done
+
+
+def moved_to(vault: Vault, missing: str, was: dict[str, str] | None = None) -> str | None:
+    """Where a note that is gone was probably moved by hand: the one note elsewhere with
+    no links of its own yet and the content hash the catalog knew for ``missing``
+    (``was``: uri -> hash, read before the catalog caught up with the files), else its
+    file name. ``memlink check --fix`` keeps the links of such a note and names the move
+    instead of deleting them."""
+    found: list[str] = []
+    if was and was.get(missing):
+        found = [u for u, sha in vault.catalog.shas().items() if sha == was[missing] and u != missing]
+    if not found:
+        name = PurePosixPath(missing).name
+        found = [u for u in vault.catalog.uris() if PurePosixPath(u).name == name and u != missing]
+    if len(found) != 1 or vault.links.of(found[0]):
+        return None
+    return found[0]

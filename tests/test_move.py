@@ -1,0 +1,254 @@
+"""Moving and renaming a note: the file goes, every link into and out of it follows on both
+sides with its anchor and line ranges, in one unit of work that `memlink undo` reverts
+byte for byte; a target that exists or a path outside the vault is refused, nothing
+changed. Through the engine, the CLI, MCP and the app's `M`."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLE, open_at, settle
+from test_cli import memlink
+from test_crash_safety import ENV, REPO, REVIEW_WORKER, assert_files_whole
+from test_mcp import server
+
+from engine import Vault
+from engine.lint.memo import check
+from engine.lint.report import fix
+from engine.review.actions import last_action, undo
+from engine.review.move import MoveError, move_note
+
+OLD = "entities/havenlink.md"  # linked both ways in the sample vault, some links anchored or ranged
+NEW = "projects/havenlink-bv.md"
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and ".memlink" not in p.parts}
+
+
+def errors(vault: Vault) -> list:
+    return [f for f in check(vault) if f.severity == "error"]
+
+
+def shape(links, old: str, new: str) -> list[tuple]:
+    """A note's links as comparable rows, with ``old`` spelled ``new``."""
+    def swap(uri: str) -> str:
+        return new if uri == old else uri
+    return sorted((l.id, l.direction, swap(l.from_uri), swap(l.to_uri), l.link_type.value, l.weight, l.t_field,
+                   l.t_line_ranges, l.match_text, l.description, l.created_at) for l in links)
+
+
+def test_a_move_retargets_every_link_on_both_sides_and_undo_restores_every_byte(sample):
+    before = files(sample.root)
+    links = sample.links.of(OLD)
+    assert any(l.t_line_ranges for l in links) and any(l.match_text for l in links)
+    text = sample.read_text(OLD)
+    result = move_note(sample, OLD, NEW)
+    assert result.moved_file and result.links == len({l.id for l in links})
+    fresh = Vault.open(sample.root)
+    assert not fresh.exists(OLD) and fresh.read_text(NEW) == text
+    assert shape(fresh.links.of(NEW), OLD, NEW) == shape(links, OLD, NEW)  # ids, anchors, line ranges kept
+    for link in links:  # the other side of each link names the new path
+        other, side = (link.from_uri, "links") if link.to_uri == OLD else (link.to_uri, "backlinks")
+        mirrored = [l for l in fresh.links.of(other, side) if l.id == link.id]
+        assert [(l.from_uri, l.to_uri) for l in mirrored] == [
+            (NEW if link.from_uri == OLD else link.from_uri, NEW if link.to_uri == OLD else link.to_uri)]
+        assert OLD not in [l.from_uri for l in fresh.links.of(other)] + [l.to_uri for l in fresh.links.of(other)]
+    assert errors(fresh) == []
+    assert last_action(fresh)["action"] == "move"
+    assert undo(fresh) == f"undid move on {OLD} / {NEW}"
+    assert files(sample.root) == before
+    assert errors(Vault.open(sample.root)) == []
+
+
+def test_a_move_into_a_folder_keeps_the_file_name(sample):
+    (sample.root / "archive").mkdir()
+    assert move_note(sample, OLD, "archive").new == "archive/havenlink.md"
+    assert move_note(sample, "archive/havenlink.md", "old/").new == "old/havenlink.md"
+
+
+@pytest.mark.parametrize("target, error, says", [
+    ("entities/mochi.md", MoveError, "exists already"),
+    ("../outside.md", MoveError, "within the vault"),
+    ("/tmp/abs.md", MoveError, "absolute"),
+    ("entities/havenlink.txt", MoveError, "ends in .md"),
+    ("sessions/havenlink.md", MoveError, "no notes there"),
+    ("README.md", MoveError, "no notes there"),
+    (OLD, MoveError, "already at that path"),
+])
+def test_a_move_is_refused_with_the_reason_and_nothing_changes(sample, target, error, says):
+    before = files(sample.root)
+    with pytest.raises(error, match=says):
+        move_note(sample, OLD, target)
+    assert files(sample.root) == before and last_action(sample) is None
+
+
+def test_wikilinks_in_note_text_are_listed_and_rewritten_only_when_asked(sample):
+    source = "entities/mochi.md"
+    note = sample.read_note(source)
+    body = note.body.rstrip("\n") + "\n\nSee [[entities/havenlink|the firm]] and [[havenlink#History]] and [[Other]].\n"
+    sample.write_note("entity", note.fields, uri=source, replace=True, body=body)
+    sample.link(source, OLD, "related_to")
+    result = move_note(sample, OLD, NEW)
+    assert [(m.uri, m.text) for m in result.mentions] == [
+        (source, "[[entities/havenlink|the firm]]"), (source, "[[havenlink#History]]")]
+    assert "[[entities/havenlink|the firm]]" in sample.read_text(source)  # the person's words are not touched
+    undo(sample)
+    result = move_note(sample, OLD, NEW, rewrite_text=True)
+    assert result.rewritten == [source]
+    text = sample.read_note(source).text
+    assert "[[projects/havenlink-bv|the firm]]" in text and "[[projects/havenlink-bv#History]]" in text
+    assert "[[Other]]" in text
+    undo(sample)
+    assert "[[entities/havenlink|the firm]]" in sample.read_text(source) and sample.exists(OLD)
+
+
+def test_a_note_moved_by_hand_keeps_its_links_through_check_fix_and_mv_relinks_them(sample):
+    links = sample.links.of(OLD)
+    sample.close()
+    (sample.root / "archive").mkdir()
+    shutil.move(sample.root / OLD, sample.root / "archive/havenlink.md")
+    vault = Vault.open(sample.root)
+    done = fix(vault)
+    assert any("archive/havenlink.md" in line and "memlink mv" in line for line in done), done
+    assert len(Vault.open(sample.root).links.of(OLD)) == len(links)  # not deleted
+    r = memlink("mv", OLD, "archive/havenlink.md", vault=sample.root)
+    assert r.returncode == 0 and "relinked" in r.stdout, r.stderr
+    vault = Vault.open(sample.root)
+    assert shape(vault.links.of("archive/havenlink.md"), OLD, "archive/havenlink.md") == shape(links, OLD, "archive/havenlink.md")
+    assert errors(vault) == []
+
+
+def test_a_note_renamed_by_hand_is_recognised_by_its_content_and_keeps_its_links(sample):
+    links = sample.links.of(OLD)
+    sample.sync()  # the catalog knows the note's content hash
+    sample.close()
+    (sample.root / "archive").mkdir()
+    shutil.move(sample.root / OLD, sample.root / "archive/the-firm.md")
+    done = fix(Vault.open(sample.root))
+    assert any("archive/the-firm.md" in line and "memlink mv" in line for line in done), done
+    assert len(Vault.open(sample.root).links.of(OLD)) == len(links)
+    assert move_note(Vault.open(sample.root), OLD, "archive/the-firm.md").links == len({l.id for l in links})
+    assert errors(Vault.open(sample.root)) == []
+
+
+def test_the_cli_moves_lists_mentions_and_undoes(sample):
+    root = sample.root
+    sample.close()
+    before = files(root)
+    refused = memlink("mv", OLD, "entities/mochi.md", vault=root)
+    assert refused.returncode == 1 and "exists already" in refused.stderr and files(root) == before
+    done = memlink("mv", OLD, NEW, vault=root)
+    assert done.returncode == 0 and f"moved {OLD} -> {NEW}" in done.stdout, done.stderr
+    shown = memlink("show", NEW, vault=root)
+    assert shown.returncode == 0 and "Havenlink" in shown.stdout
+    assert memlink("undo", vault=root).returncode == 0
+    assert files(root) == before
+
+
+async def test_mcp_move_tool_moves_and_read_only_refuses(tmp_path):
+    root = tmp_path / "vault"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))
+    before = files(root)
+    async with server(root, "--read-only") as client:
+        refused = await client.call_tool("move", {"old_uri": OLD, "new_uri": NEW})
+        assert refused.is_error and refused.structured_content["error"]["type"] == "VaultReadOnly"
+    assert files(root) == before
+    async with server(root) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools["move"].input_schema["properties"]) == {"old_uri", "new_uri", "rewrite_wikilinks"}
+        moved = await client.call_tool("move", {"old_uri": OLD, "new_uri": NEW})
+        assert not moved.is_error and moved.structured_content["new"] == NEW
+        again = await client.call_tool("move", {"old_uri": OLD, "new_uri": NEW})
+        assert again.is_error
+    assert Vault.open(root).exists(NEW) and errors(Vault.open(root)) == []
+
+
+async def test_shift_m_in_the_browser_moves_the_open_note(sample):
+    from textual.widgets import Input, Static
+
+    from memlink_tui.app import MemlinkApp
+    from memlink_tui.screens.move_dialog import MoveDialog
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_at(app, pilot, "browser", OLD)
+        await pilot.press("M")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, MoveDialog) and dialog.query_one(Input).value == OLD
+        dialog.query_one(Input).value = "entities/mochi.md"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is dialog and "exists already" in str(dialog.query_one("#move-error", Static).render())
+        dialog.query_one(Input).value = NEW
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert app.screen.current == NEW
+    assert sample.exists(NEW) and not sample.exists(OLD)
+
+
+@pytest.mark.slow
+def test_a_move_killed_at_any_step_lands_whole_with_its_undo_record_or_not_at_all(tmp_path):
+    template = tmp_path / "template"
+    shutil.copytree(SAMPLE, template, ignore=shutil.ignore_patterns(".memlink"))
+    before = files(template)
+    links = Vault.open(template).links.of(OLD)
+    work = tmp_path / "work"
+    landed = 0
+    for step in range(1, 400):
+        if work.exists():
+            shutil.rmtree(work)
+        shutil.copytree(template, work)
+        run = subprocess.run([sys.executable, str(REVIEW_WORKER), str(work), "move", OLD, NEW, str(step)],
+                             capture_output=True, env=ENV, cwd=REPO, timeout=120)
+        assert_files_whole(work)
+        vault = Vault.open(work)  # replays the journal, if the kill left one
+        assert errors(vault) == [], f"kill before step {step}"
+        if last_action(vault) is None:
+            assert files(work) == before, f"kill before step {step}: half a move"
+        else:
+            landed += 1
+            assert not vault.exists(OLD) and shape(vault.links.of(NEW), OLD, NEW) == shape(links, OLD, NEW)
+            undo(vault)
+            assert files(work) == before
+        if run.returncode == 0:
+            assert run.stdout.strip() == b"done" and step > 3
+            break
+        assert run.returncode == -9, run.stderr.decode()
+    else:
+        raise AssertionError("the worker never finished")
+    assert landed
+
+
+def test_a_run_of_link_changes_to_one_note_stages_as_the_same_changes_one_by_one(vault):
+    from conftest import make_pair
+
+    from engine.storage.writes import put_ops, remove_ops
+
+    a, b = make_pair(vault)
+    first = vault.link(a.uri, b.uri, "related_to", weight=0.5)
+    second = vault.link(b.uri, a.uri, "caused_by", weight=0.4)
+    heavy, heavier = (first.model_copy(update={"weight": w}) for w in (0.7, 0.9))
+    ranged = first.model_copy(update={"id": "link_other", "t_line_ranges": "1"})
+    # Runs: three puts into a's records (one id twice: the last wins), three into b's.
+    puts = [put_ops(l)[0] for l in (heavy, ranged, heavier)] + [put_ops(l)[1] for l in (heavy, ranged, heavier)]
+    one_by_one, at_once = [], []
+    for staged, batches in ((one_by_one, [[op] for op in puts + remove_ops(second)]),
+                            (at_once, [puts, remove_ops(second)])):
+        try:
+            with vault.transaction() as tx:
+                for ops in batches:
+                    tx.link_ops(ops)
+                staged += [sorted((l.id, l.direction, l.weight) for l in vault.links.of(u)) for u in (a.uri, b.uri)]
+                raise KeyboardInterrupt  # commit nothing
+        except KeyboardInterrupt:
+            pass
+    assert at_once == one_by_one
+    assert ("link_other", "links", 0.5) in at_once[0] and (first.id, "links", 0.9) in at_once[0]
+    assert second.id not in {row[0] for rows in at_once for row in rows}
