@@ -282,6 +282,8 @@ def read_page(page: Page, max_bytes: int | None = None) -> None:
     first = page.body.lstrip().split("\n", 1)[0]
     if first.startswith("# ") and first[2:].strip() not in (page.title, *page.names):
         page.heading = first[2:].strip()  # ("# Mia Brown" over mia.md: what a question calls it)
+    if page.document is not None and page.heading and not isinstance(meta.get("title"), str):
+        page.title, page.heading = page.heading, ""  # a document's own title (an HTML page's <title>)
     page.tags = [t.lstrip("#") for t in _strings(meta.get("tags") or meta.get("tag")) if t.lstrip("#")]
     kind = meta.get("type") or meta.get("kind")
     if isinstance(kind, str) and kind.strip():
@@ -479,6 +481,16 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
         try:
             read_page(page, vault.config.ingest.max_bytes)
             page.state = _plan(vault, page)
+        except InputError as exc:
+            if page.top is not None and page.path.suffix.lower() == ".pdf":
+                # A PDF in a folder whose text cannot be read (scanned, encrypted) is still
+                # what the folder's pages link to and embed: copied as an attachment, said why.
+                attachments.append(Attachment(page.path, page.real or page.path, page.alias, page.root,
+                                              f"sources/{page.top}/{page.alias}"))
+                result.skipped.append({"path": str(page.path), "why": f"kept as an attachment only: {exc}"})
+            else:
+                result.failed.append({"path": str(page.path), "error": str(exc)})
+            continue
         except MemlinkError as exc:
             result.failed.append({"path": str(page.path), "error": str(exc)})
             continue
