@@ -52,7 +52,8 @@ class RecallParams:
     keyword: bool = True
     vector: bool = True
     graph: bool = True
-    vector_weight: float = 2.0  # cosine × this, added to BM25 / best BM25: a close meaning beats a few shared words
+    vector_weight: float = 2.0  # cosine × this, added to the keyword score: a close meaning beats a few shared words
+    coverage_power: float = 0.5  # keyword score: BM25 / best BM25 × (the hit's share of the question) ** this
     own_weight: float = 0.3  # BM25 over the turn alone, added: its own words outrank its neighbours'
     graph_weight: float = 0.1  # at most this much for the best graph hit
     depth: int = 50  # candidates taken from each route
@@ -63,6 +64,8 @@ class RecallParams:
     about_share: float = 0.35  # a name in this share of the indexed turns is someone the history is about
     strong_cosine: float = 0.6  # a best cosine this high is recalled whatever the keywords say ...
     strong_coverage: float = 0.9  # ... and so is a keyword hit holding this much of the question
+    near_words: int = 3  # a question word the history never used also asks for this many words near it in meaning ...
+    near_floor: float = 0.6  # ... at least this close (cosine of the model's word vectors), each weighted by it
     window: int = 6  # within a message budget, a longer turn gives its best window of this many messages
 
 
@@ -199,22 +202,29 @@ class TurnMemory:
         tokens = tokenize(query)
         vec = self.embedder.encode([query])[0]
         # Both routes are always asked: the evidence gate weighs both, whichever rank.
-        keyword = [(m, s) for m, s in self.index.keyword_hits(tokens, depth, p.own_weight) if usable(m)][: p.depth]
+        near = self.near_words(query)
+        keyword = [(m, s) for m, s in self.index.keyword_hits(tokens, depth, p.own_weight, {t: c for t, (c, _) in near.items()}) if usable(m)][: p.depth]
         vector = [(m, s) for m, s in self.index.vector_hits(vec, depth) if usable(m)][: p.depth]
         cos = self.index.cosines(vec, sorted({m for m, _ in keyword} | {m for m, _ in vector}))
         content = content_tokens(query)
         idf = self.index.idf(content) if content else {}
-        if not self._relevant(query, keyword, cos, idf):
+        covered = self._coverage(keyword[:5], idf, near)
+        if not self._relevant(query, covered, cos):
             return []
+        # A keyword hit counts by its BM25 relative to the best one, times how much of the
+        # question it holds: a hit on one common word ("watch") is weak, however it ranks.
+        floor = min(covered.values(), default=1.0)  # (hits below the fifth: as the fifth)
+        top = keyword[0][1] if keyword else 0.0
+        keyword = [(m, s / top * covered.get(m, floor) ** p.coverage_power if top else 0.0) for m, s in keyword]
         keyword, vector = keyword if p.keyword else [], vector if p.vector else []
         routes: dict[str, list[str]] = defaultdict(list)
         for rank, (m, s) in enumerate(keyword, 1):
             routes[m].append(f"keyword #{rank} ({s:.2f})")
         for rank, (m, s) in enumerate(vector, 1):
             routes[m].append(f"vector #{rank} ({s:.2f})")
-        # By score, not rank (docs/DESIGN.md, "Search"): BM25 relative to its best hit, the
-        # cosine of every candidate either route found, a graph bonus relative to its best.
-        fusing = [RouteHits(keyword, "max")]
+        # By score, not rank (docs/DESIGN.md, "Search"): the keyword score above, the cosine
+        # of every candidate either route found, a graph bonus relative to its best.
+        fusing = [RouteHits(keyword, "raw")]
         if p.vector:
             fusing.append(RouteHits([(m, cos.get(m, 0.0)) for m in routes], "raw", p.vector_weight))
         explain: dict[str, list[dict]] = {}
@@ -235,6 +245,45 @@ class TurnMemory:
                                   explain.get(m, [])))
         return hits
 
+    def near_words(self, query: str) -> dict[str, tuple[float, str]]:
+        """Words the history uses that are near in meaning to a question word it never used
+        ("footwear" → shoes), as tokens, each with its closeness and the question's token it
+        stands for: the keyword route looks for them too (weighted by closeness), so a
+        question reworded away from what was said still finds it."""
+        similar = getattr(self.embedder, "similar_words", None)
+        if similar is None or not self.params.near_words:
+            return {}
+        asked = set(tokenize(query))
+        words = sorted({w.lower() for w in re.findall(r"[^\W\d_]{3,}", query) if not _frame_word(w)})
+        out: dict[str, tuple[float, str]] = {}
+        for word, df in self.index.doc_freq(words).items():
+            if df:
+                continue
+            for near, closeness in similar(word, self.params.near_words, self.params.near_floor):
+                tok = tokenize(near)[:1]
+                if tok and tok[0] not in asked and tok[0] not in out and self.index.doc_freq([near])[near]:
+                    out[tok[0]] = (closeness, tokenize(word)[0])
+        return out
+
+    def _coverage(self, keyword: list[tuple[str, float]], idf: dict[str, float],
+                  near: dict[str, tuple[float, str]]) -> dict[str, float]:
+        """Each keyword hit's share of the question's content words, by idf (rare words count
+        more, a word the history never used counts most; the frame of a question — "what
+        did we say about" — counts neither way). A word is held by the hit, or by a word
+        near it in meaning (counted at its closeness). Nothing for a question of no content word."""
+        total = sum(idf.values())
+        if not total:
+            return {}
+        out = {}
+        for m, _ in keyword:
+            have = self.index.tokens_of(m)
+            held = {t: 1.0 for t in idf if t in have}
+            for tok, (closeness, stands_for) in near.items():
+                if tok in have and stands_for in idf:
+                    held[stands_for] = max(held.get(stands_for, 0.0), closeness)
+            out[m] = sum(idf[t] * share for t, share in held.items()) / total
+        return out
+
     def _within(self, ranked: list[str], budget: int, idf: dict[str, float]
                 ) -> list[tuple[str, tuple[list[str], str, str] | None]]:
         """The ranked turns, best first, while their messages fit in ``budget``: a turn
@@ -254,26 +303,17 @@ class TurnMemory:
             left -= size
         return out
 
-    def _relevant(self, query: str, keyword: list[tuple[str, float]], cos: dict[str, float],
-                  idf: dict[str, float]) -> bool:
+    def _relevant(self, query: str, covered: dict[str, float], cos: dict[str, float]) -> bool:
         """The evidence gate. Never closed when the best hit is strong on either route: a
-        cosine of ``strong_cosine``, or keyword hits holding ``strong_coverage`` of the
-        question. Else the best keyword hits' coverage of the question's content words
-        (the share of their idf they match: rare words count more, a word the history
-        never used counts most; the frame of a question — "what did we say about" — counts
-        neither way) plus the best cosine must reach ``min_evidence``, or only
-        ``named_evidence`` when the question names someone the history is about (a
-        speaker: "What are Paola's hobbies?" uses words a chat never does, and asks about
-        it all the same). Cosines count less the model's ``cosine_shift`` (docs/DESIGN.md,
-        "Search": the embedding model). Measured on real and on unrelated questions in
-        benchmarks/locomo.py."""
+        cosine of ``strong_cosine``, or a keyword hit holding ``strong_coverage`` of the
+        question (``_coverage``). Else the best keyword hit's coverage plus the best cosine
+        must reach ``min_evidence``, or only ``named_evidence`` when the question names
+        someone the history is about (a speaker: "What are Paola's hobbies?" uses words a
+        chat never does, and asks about it all the same). Cosines count less the model's
+        ``cosine_shift`` (docs/DESIGN.md, "Search": the embedding model). Measured on real
+        and on unrelated questions in benchmarks/locomo.py."""
         p = self.params
-        coverage = 0.0
-        total = sum(idf.values())
-        if keyword and total:
-            for m, _ in keyword[:5]:
-                have = self.index.tokens_of(m)
-                coverage = max(coverage, sum(v for t, v in idf.items() if t in have) / total)
+        coverage = max(covered.values(), default=0.0)
         best = max(cos.values(), default=0.0) - cosine_shift(self.embedder)
         if best >= p.strong_cosine or coverage >= p.strong_coverage:
             return True
