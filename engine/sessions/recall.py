@@ -65,7 +65,7 @@ class RecallParams:
     strong_cosine: float = 0.6  # a best cosine this high is recalled whatever the keywords say ...
     strong_coverage: float = 0.9  # ... and so is a keyword hit holding this much of the question
     near_words: int = 3  # a question word the history never used also asks for this many words near it in meaning ...
-    near_floor: float = 0.6  # ... at least this close (cosine of the model's word vectors), each weighted by it
+    near_floor: float = 0.6  # ... at least this close (cosine of the model's word vectors, less its cosine_shift)
     window: int = 6  # within a message budget, a longer turn gives its best window of this many messages
 
 
@@ -256,10 +256,11 @@ class TurnMemory:
         asked = set(tokenize(query))
         words = sorted({w.lower() for w in re.findall(r"[^\W\d_]{3,}", query) if not _frame_word(w)})
         out: dict[str, tuple[float, str]] = {}
+        floor = self.params.near_floor + cosine_shift(self.embedder)  # (a model whose cosines run higher)
         for word, df in self.index.doc_freq(words).items():
             if df:
                 continue
-            for near, closeness in similar(word, self.params.near_words, self.params.near_floor):
+            for near, closeness in similar(word, self.params.near_words, floor):
                 tok = tokenize(near)[:1]
                 if tok and tok[0] not in asked and tok[0] not in out and self.index.doc_freq([near])[near]:
                     out[tok[0]] = (closeness, tokenize(word)[0])
