@@ -207,7 +207,6 @@ ABLATIONS = [
     ("keyword + vector", RecallParams(graph=False)),
     ("keyword + vector, no own-text BM25 term", RecallParams(graph=False, own_weight=0.0)),
     ("keyword + vector + graph (default)", RecallParams()),
-    ("… no words near in meaning", RecallParams(near_words=0)),
     ("… keyword hits not weighed by their share of the question", RecallParams(coverage_power=0.0)),
     ("… cosine counted once (vector weight 1)", RecallParams(vector_weight=1.0)),
     ("… graph weight 0.5", RecallParams(graph_weight=0.5)),

@@ -32,10 +32,9 @@ def imported(vault, tmp_path, lines: list[tuple[str, str]], speakers: tuple[str,
 def test_a_strong_match_on_the_vector_route_alone_is_answered(vault, tmp_path):
     memory = imported(vault, tmp_path, [("user", "Finally saw that new movie at the theater."), ("assistant", "Fun!")])
     question = "Which cinema film did we watch?"  # no word in common with what was said
-    memory.params = RecallParams(near_words=0)  # (words near in meaning would find it by keyword too)
     hits = memory.recall(question, k=1)
     assert hits and "theater" in hits[0].question
-    memory.params = RecallParams(near_words=0, strong_cosine=1.0)  # a strong cosine alone is not enough: silenced
+    memory.params = RecallParams(strong_cosine=1.0)  # a strong cosine alone is not enough: silenced
     assert memory.recall(question, k=1) == []
 
 
@@ -57,23 +56,12 @@ def test_a_strong_vector_match_outranks_weak_keyword_matches(vault, tmp_path):
         ("user", "I need to buy a new watch strap."), ("assistant", "Leather or metal?"),
         ("user", "Can you watch the kids on Friday?"), ("assistant", "Sure."),
         ("user", "The train was late."), ("assistant", "Again?"), ("user", "Finally saw that new movie at the theater."), ("assistant", "Fun!")])
-    memory.params = RecallParams(near_words=0)  # the keyword route alone never finds it
     hits = memory.recall("Which cinema film did we watch?", k=3)
     assert "theater" in hits[0].question, [h.question for h in hits]
     # BM25 relative to the best hit however little of the question it holds, the cosine
     # counted once: a turn sharing one common word ("watch") wins.
-    memory.params = RecallParams(near_words=0, vector_weight=1.0, coverage_power=0.0)
+    memory.params = RecallParams(vector_weight=1.0, coverage_power=0.0)
     assert "theater" not in memory.recall("Which cinema film did we watch?", k=3)[0].question
-
-
-def test_words_near_in_meaning_find_a_reworded_question(vault, tmp_path):
-    memory = imported(vault, tmp_path, [("user", "I bought running shoes yesterday."), ("assistant", "Nice!")])
-    assert "shoe" in memory.near_words("What footwear did I get?")  # "footwear" was never said
-    memory.params = RecallParams(vector=False, graph=False, min_evidence=0.0)  # the keyword route alone
-    hits = memory.recall("What footwear did I get?", k=1)
-    assert hits and "running shoes" in hits[0].question
-    memory.params = RecallParams(vector=False, graph=False, min_evidence=0.0, near_words=0)
-    assert memory.recall("What footwear did I get?", k=1) == []
 
 
 BURST = [("user", f"Message {i} of the trip plan.") for i in range(1, 12)] + [("user", "Book the ryokan in Gion for May."),

@@ -166,7 +166,6 @@ class Model2VecEmbedder:
         from model2vec import __version__ as m2v_version  # (imported by load_static_model)
 
         self._known_version = m2v_version in FAST_INIT_VERSIONS  # (_plain)
-        self._words: tuple[list[str], np.ndarray] | None = None  # (_vocabulary)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -174,33 +173,6 @@ class Model2VecEmbedder:
         if len(texts) == 1 and self._plain():
             return normalise(self._one(texts[0]))
         return normalise(self.model.encode(list(texts), show_progress_bar=False))
-
-    def similar_words(self, word: str, n: int, floor: float) -> list[tuple[str, float]]:
-        """Up to ``n`` whole words of the model's vocabulary nearest ``word`` in meaning
-        (cosine of their static vectors at least ``floor``), best first, ``word`` left out:
-        "footwear" → shoe, shoes; "cinemas" → theaters, cinema."""
-        words, matrix = self._vocabulary()
-        ids = self.model.tokenizer.encode(word, add_special_tokens=False).ids
-        if not ids or not len(words):
-            return []
-        vec = np.asarray(self.model.embedding[ids], dtype=np.float32).mean(axis=0)
-        sims = matrix @ (vec / (np.linalg.norm(vec) + 1e-9))
-        best = np.argpartition(-sims, min(n + 1, len(sims) - 1))[: n + 1]
-        ranked = sorted(((words[i], float(sims[i])) for i in best if sims[i] >= floor), key=lambda ws: (-ws[1], ws[0]))
-        return [(w, s) for w, s in ranked if w != word.lower()][:n]
-
-    def _vocabulary(self) -> tuple[list[str], np.ndarray]:
-        """The model's whole-word tokens (no WordPiece "##" piece, no SentencePiece piece
-        inside a word) of three letters or more, and their normalised vectors; made on first use."""
-        if self._words is None:
-            vocab = self.model.tokenizer.get_vocab()
-            pieces = type(self.model.tokenizer.model).__name__ == "Unigram"  # words start with "▁"
-            keep = sorted((i, t.removeprefix("▁")) for t, i in vocab.items()
-                          if not t.startswith("##") and (t.startswith("▁") or not pieces)
-                          and t.removeprefix("▁").isalpha() and len(t.removeprefix("▁")) >= 3)
-            rows = np.asarray(self.model.embedding[[i for i, _ in keep]], dtype=np.float32)
-            self._words = ([t.lower() for _, t in keep], normalise(rows))
-        return self._words
 
     def _plain(self) -> bool:
         """A model whose sentence vector is the plain mean of its tokens' rows (no token

@@ -89,21 +89,18 @@ class KeywordIndex:
         self.index.reload()
 
     # -- querying --------------------------------------------------------------------------------
-    def search(self, tokens: list[str], k: int, boosts: dict[str, float], tags: set[str] | None = None,
-               extra: dict[str, float] | None = None) -> list[tuple[str, float]]:
+    def search(self, tokens: list[str], k: int, boosts: dict[str, float], tags: set[str] | None = None) -> list[tuple[str, float]]:
         """The k best documents by BM25 over the fields in ``boosts`` (each weighted), for
-        tokens as ``tokenize`` makes them; ``extra``: more tokens, each with its own weight;
-        only those tagged one of ``tags`` when given."""
-        weighted = {**(extra or {}), **dict.fromkeys(tokens, 1.0)}
-        if not weighted or not k:
+        tokens as ``tokenize`` makes them; only those tagged one of ``tags`` when given."""
+        tokens = sorted(set(tokens))
+        if not tokens or not k:
             return []
         Q, Occur = tantivy.Query, tantivy.Occur
         clauses = []
-        for tok in sorted(weighted):
+        for tok in tokens:
             for name, boost in boosts.items():
                 term = Q.term_query(self.schema, name, tok)
-                weight = boost * weighted[tok]
-                clauses.append((Occur.Should, term if weight == 1.0 else Q.boost_query(term, weight)))
+                clauses.append((Occur.Should, term if boost == 1.0 else Q.boost_query(term, boost)))
         query = Q.boolean_query(clauses)
         if tags:
             tagged = Q.boolean_query([(Occur.Should, Q.term_query(self.schema, "tag", t)) for t in sorted(tags)])

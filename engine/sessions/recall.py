@@ -3,16 +3,21 @@
 - Keyword route: BM25 (tantivy) over what was said — the whole turn, its date and its
   neighbours in the session.
 - Vector route: the question's embedding against each turn's own text (hnswlib).
-- The two are fused by score: BM25 relative to the best BM25 hit, plus the cosine. The
-  weights were measured on real long conversations (benchmarks/locomo.py).
+- The two are fused by score: BM25 relative to the best BM25 hit, scaled by how much of
+  the question the hit holds, plus twice the cosine, so a turn that means what was asked
+  beats one sharing a common word with it. The weights were measured on real long
+  conversations and real messaging chats (benchmarks/locomo.py).
 - Graph route: terms the question names (real entities: not a greeting, not a name that
   occurs all over the history) seed Personalized PageRank in their label-propagation
   community; terms map back to turns. It adds a small bonus, so it never lifts a turn
   above a clearly stronger direct hit.
 - Nothing is returned when nothing matches well enough (the evidence gate below), so an
-  unrelated question recalls nothing. Ties break by turn id: the same store and question
-  give the same answer in every process. Hits carry the exact original messages; turns
-  whose sources are already visible are left out."""
+  unrelated question recalls nothing; a strong hit on either route is always recalled.
+- Within a message budget, a long turn (a burst of messages) gives its best window of
+  messages rather than costing the whole budget.
+- Ties break by turn id: the same store and question give the same answer in every
+  process. Hits carry the exact original messages; turns whose sources are already
+  visible are left out."""
 
 from __future__ import annotations
 
@@ -64,8 +69,6 @@ class RecallParams:
     about_share: float = 0.35  # a name in this share of the indexed turns is someone the history is about
     strong_cosine: float = 0.6  # a best cosine this high is recalled whatever the keywords say ...
     strong_coverage: float = 0.9  # ... and so is a keyword hit holding this much of the question
-    near_words: int = 3  # a question word the history never used also asks for this many words near it in meaning ...
-    near_floor: float = 0.6  # ... at least this close (cosine of the model's word vectors, less its cosine_shift)
     window: int = 6  # within a message budget, a longer turn gives its best window of this many messages
 
 
@@ -202,29 +205,27 @@ class TurnMemory:
         tokens = tokenize(query)
         vec = self.embedder.encode([query])[0]
         # Both routes are always asked: the evidence gate weighs both, whichever rank.
-        near = self.near_words(query)
-        keyword = [(m, s) for m, s in self.index.keyword_hits(tokens, depth, p.own_weight, {t: c for t, (c, _) in near.items()}) if usable(m)][: p.depth]
+        keyword = [(m, s) for m, s in self.index.keyword_hits(tokens, depth, p.own_weight) if usable(m)][: p.depth]
         vector = [(m, s) for m, s in self.index.vector_hits(vec, depth) if usable(m)][: p.depth]
         cos = self.index.cosines(vec, sorted({m for m, _ in keyword} | {m for m, _ in vector}))
         content = content_tokens(query)
         idf = self.index.idf(content) if content else {}
-        covered = self._coverage(keyword[:5], idf, near)
+        covered = self._coverage(keyword[:5], idf)
         if not self._relevant(query, covered, cos):
             return []
-        # A keyword hit counts by its BM25 relative to the best one, times how much of the
-        # question it holds: a hit on one common word ("watch") is weak, however it ranks.
-        floor = min(covered.values(), default=1.0)  # (hits below the fifth: as the fifth)
-        top = keyword[0][1] if keyword else 0.0
-        keyword = [(m, s / top * covered.get(m, floor) ** p.coverage_power if top else 0.0) for m, s in keyword]
         keyword, vector = keyword if p.keyword else [], vector if p.vector else []
         routes: dict[str, list[str]] = defaultdict(list)
         for rank, (m, s) in enumerate(keyword, 1):
             routes[m].append(f"keyword #{rank} ({s:.2f})")
         for rank, (m, s) in enumerate(vector, 1):
             routes[m].append(f"vector #{rank} ({s:.2f})")
-        # By score, not rank (docs/DESIGN.md, "Search"): the keyword score above, the cosine
-        # of every candidate either route found, a graph bonus relative to its best.
-        fusing = [RouteHits(keyword, "raw")]
+        # By score, not rank (docs/DESIGN.md, "Search"): a keyword hit's BM25 relative to the
+        # best one times how much of the question it holds (a hit on one common word is weak,
+        # however it ranks), the cosine of every candidate either route found, a graph bonus
+        # relative to its best.
+        floor = min(covered.values(), default=1.0)  # (below the top five: as the least of them)
+        top = keyword[0][1] if keyword else 0.0
+        fusing = [RouteHits([(m, s / top * covered.get(m, floor) ** p.coverage_power) for m, s in keyword], "raw")]
         if p.vector:
             fusing.append(RouteHits([(m, cos.get(m, 0.0)) for m in routes], "raw", p.vector_weight))
         explain: dict[str, list[dict]] = {}
@@ -245,44 +246,17 @@ class TurnMemory:
                                   explain.get(m, [])))
         return hits
 
-    def near_words(self, query: str) -> dict[str, tuple[float, str]]:
-        """Words the history uses that are near in meaning to a question word it never used
-        ("footwear" → shoes), as tokens, each with its closeness and the question's token it
-        stands for: the keyword route looks for them too (weighted by closeness), so a
-        question reworded away from what was said still finds it."""
-        similar = getattr(self.embedder, "similar_words", None)
-        if similar is None or not self.params.near_words:
-            return {}
-        asked = set(tokenize(query))
-        words = sorted({w.lower() for w in re.findall(r"[^\W\d_]{3,}", query) if not _frame_word(w)})
-        out: dict[str, tuple[float, str]] = {}
-        floor = self.params.near_floor + cosine_shift(self.embedder)  # (a model whose cosines run higher)
-        for word, df in self.index.doc_freq(words).items():
-            if df:
-                continue
-            for near, closeness in similar(word, self.params.near_words, floor):
-                tok = tokenize(near)[:1]
-                if tok and tok[0] not in asked and tok[0] not in out and self.index.doc_freq([near])[near]:
-                    out[tok[0]] = (closeness, tokenize(word)[0])
-        return out
-
-    def _coverage(self, keyword: list[tuple[str, float]], idf: dict[str, float],
-                  near: dict[str, tuple[float, str]]) -> dict[str, float]:
+    def _coverage(self, keyword: list[tuple[str, float]], idf: dict[str, float]) -> dict[str, float]:
         """Each keyword hit's share of the question's content words, by idf (rare words count
         more, a word the history never used counts most; the frame of a question — "what
-        did we say about" — counts neither way). A word is held by the hit, or by a word
-        near it in meaning (counted at its closeness). Nothing for a question of no content word."""
+        did we say about" — counts neither way). Nothing for a question of no content word."""
         total = sum(idf.values())
         if not total:
             return {}
         out = {}
         for m, _ in keyword:
             have = self.index.tokens_of(m)
-            held = {t: 1.0 for t in idf if t in have}
-            for tok, (closeness, stands_for) in near.items():
-                if tok in have and stands_for in idf:
-                    held[stands_for] = max(held.get(stands_for, 0.0), closeness)
-            out[m] = sum(idf[t] * share for t, share in held.items()) / total
+            out[m] = sum(v for t, v in idf.items() if t in have) / total
         return out
 
     def _within(self, ranked: list[str], budget: int, idf: dict[str, float]

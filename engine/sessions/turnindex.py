@@ -433,12 +433,10 @@ class TurnIndex:
         return out
 
     # -- querying -------------------------------------------------------------------------------
-    def keyword_hits(self, tokens: list[str], k: int, own_weight: float = 0.0,
-                     extra: dict[str, float] | None = None) -> list[tuple[str, float]]:
-        """BM25 over the turn with its neighbours, plus, weighted, over the turn alone;
-        ``extra``: more tokens, each with its weight (words close to the question's)."""
+    def keyword_hits(self, tokens: list[str], k: int, own_weight: float = 0.0) -> list[tuple[str, float]]:
+        """BM25 over the turn with its neighbours, plus, weighted, over the turn alone."""
         boosts = {"text": 1.0, **({"own": own_weight} if own_weight else {})}
-        return self.keywords.search(tokens, k, boosts, extra=extra)
+        return self.keywords.search(tokens, k, boosts)
 
     def idf(self, tokens: list[str]) -> dict[str, float]:
         """BM25's idf of each token in this collection (a token it never saw: the highest)."""
