@@ -17,7 +17,18 @@ fusion with and without the graph), the evidence gate (how many of a set of ques
 about things never discussed recall nothing, and how many real questions it silences),
 and latency (per question, and one `memlink recall` process from a cold start).
 
+Budgets in messages: `memlink recall --messages B` (the best turns and windows of turns
+holding at most B messages) beside the strong baseline at B messages, B = 10 and 20; and
+the conversations the recall knobs were tuned on (TUNED_ON) apart from the others.
+
+With --paraphrases FILE (benchmarks/locomo_paraphrases.json): the questions of that file,
+reworded to share few words with their evidence, in place of the dataset's, by split
+("tune": looked at while tuning; "held-out": never), memlink beside the strong baseline at
+the same message budgets.
+
     .venv/bin/python benchmarks/locomo.py ../shared/data/locomo-dev/locomo-dev.json [--limit N]
+    .venv/bin/python benchmarks/locomo.py ../shared/data/realtalk-dev/realtalk-dev.json --speaker
+    .venv/bin/python benchmarks/locomo.py ../shared/data/locomo-dev/locomo-dev.json --paraphrases benchmarks/locomo_paraphrases.json
 """
 
 from __future__ import annotations
@@ -49,6 +60,9 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 
 STOP = frozenset("a an and are as at be by for from has have i in is it of on or that the this to was were what when "
                  "where which who will with you did do does how".split())
 UNRELATED = REPO / "benchmarks" / "unrelated_questions.txt"
+# The conversations the recall knobs (RecallParams) were tuned on; the others were only measured.
+TUNED_ON = frozenset({"conv-26", "conv-41", "conv-43", "realtalk-1", "realtalk-3", "realtalk-5"})
+BUDGETS = (10, 20)  # message budgets: `memlink recall --messages B` beside the strong baseline at B messages
 MEMLINK = [sys.executable, "-m", "memlink_tui"]
 
 
@@ -84,7 +98,13 @@ def strong_docs(sample: dict) -> tuple[list[str], list[list[str]]]:
     return ids, docs
 
 
-def questions(sample: dict) -> list[dict]:
+def questions(sample: dict, paraphrases: list[dict] | None = None) -> list[dict]:
+    """The sample's questions (whitespace collapsed); with ``paraphrases``, those of its
+    questions reworded (each keeps its question's category and evidence), their split as
+    the category."""
+    if paraphrases is not None:
+        return [dict(question=p["question"], evidence=p["evidence"], category=p["split"])
+                for p in paraphrases if p["id"].split("#")[0] == sample["sample_id"]]
     return [dict(q, question=" ".join(str(q["question"]).split())) for q in sample["qa"]]
 
 
@@ -125,8 +145,8 @@ class Tally:
     def overall(self) -> float:
         return sum(self.found.values()) / max(1, sum(self.total.values()))
 
-    def row(self) -> list[str]:
-        return [f"{self.overall():.3f}"] + [f"{self.found[c] / self.total[c]:.3f}" if self.total[c] else "-" for c in CATEGORIES]
+    def row(self, categories: dict = CATEGORIES) -> list[str]:
+        return [f"{self.overall():.3f}"] + [f"{self.found[c] / self.total[c]:.3f}" if self.total[c] else "-" for c in categories]
 
 
 def found(hits_sources: list[list[str]], evidence: list[str]) -> bool:
@@ -172,22 +192,25 @@ def configure(root: Path, **chat: int) -> None:
     (root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
 
 
-def table(title: str, rows: list[tuple[str, Tally]]) -> None:
+def table(title: str, rows: list[tuple[str, Tally]], categories: dict = CATEGORIES) -> None:
     print(f"\n{title}\n")
-    print("| system | all | " + " | ".join(CATEGORIES.values()) + " |")
-    print("|---|" + "---|" * (len(CATEGORIES) + 1))
+    print("| system | all | " + " | ".join(categories.values()) + " |")
+    print("|---|" + "---|" * (len(categories) + 1))
     for name, tally in rows:
-        print(f"| {name} | " + " | ".join(tally.row()) + " |")
+        print(f"| {name} | " + " | ".join(tally.row(categories)) + " |")
 
 
+NO_GATE = dict(min_evidence=-9.0, named_evidence=-9.0)
 ABLATIONS = [
     ("keyword route only", RecallParams(vector=False, graph=False)),
     ("vector route only", RecallParams(keyword=False, graph=False)),
     ("keyword + vector", RecallParams(graph=False)),
     ("keyword + vector, no own-text BM25 term", RecallParams(graph=False, own_weight=0.0)),
     ("keyword + vector + graph (default)", RecallParams()),
-    ("keyword + vector + graph, graph weight 0.5", RecallParams(graph_weight=0.5)),
-    ("keyword + vector + graph, no evidence gate", RecallParams(min_evidence=-1.0)),
+    ("… keyword hits not weighed by their share of the question", RecallParams(coverage_power=0.0)),
+    ("… cosine counted once (vector weight 1)", RecallParams(vector_weight=1.0)),
+    ("… graph weight 0.5", RecallParams(graph_weight=0.5)),
+    ("… no evidence gate", RecallParams(**NO_GATE)),
 ]
 
 
@@ -196,14 +219,21 @@ def main() -> int:
     ap.add_argument("data", type=Path, help="locomo-dev.json (or any file of that shape)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N conversations")
     ap.add_argument("--speaker", action="store_true", help="pass each message's speaker name (REALTALK's method)")
+    ap.add_argument("--paraphrases", type=Path, help="reworded questions (benchmarks/locomo_paraphrases.json) instead")
     args = ap.parse_args()
     samples = json.loads(args.data.read_text(encoding="utf-8"))[: args.limit or None]
+    reworded = json.loads(args.paraphrases.read_text(encoding="utf-8")) if args.paraphrases else None
+    categories = {"tune": "tune split", "held-out": "held-out split"} if reworded is not None else CATEGORIES
     unrelated = [l.strip() for l in UNRELATED.read_text(encoding="utf-8").splitlines() if l.strip() and not l.startswith("#")]
     memlink_at = {5: Tally(), 10: Tally()}
     baseline_at = {5: Tally(), 10: Tally()}
     strong_matched = {5: Tally(), 10: Tally()}  # the strong baseline at memlink's own message count
     strong_at = {5: Tally(), 10: Tally()}  # ... and at 2K messages
     budget = {5: [], 10: []}  # messages memlink's K turns held, per question
+    within = {b: Tally() for b in BUDGETS}  # memlink recall --messages B
+    strong_within = {b: Tally() for b in BUDGETS}  # the strong baseline at B messages
+    split = {part: {"memlink": Tally(), "strong": Tally(), "memlink 10": Tally(), "strong 10": Tally()}
+             for part in ("tuned on", "held out")}
     context_at = {5: Tally(), 10: Tally()}
     context_notes = {5: 0, 10: 0}  # contexts holding a note item beside the turns
     context_short = {5: 0, 10: 0}  # contexts with fewer turn items than recall returned
@@ -213,9 +243,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for sample in samples:
+            qs = questions(sample, reworded)
+            if not qs:
+                continue
             vault_root, seconds = build(sample, root, args.speaker)
             imports.append(seconds)
-            qs = questions(sample)
             n_questions += len(qs)
             qfile = root / f"{sample['sample_id']}.txt"
             qfile.write_text("".join(q["question"] + "\n" for q in qs))
@@ -226,37 +258,52 @@ def main() -> int:
                 assert len(recalled[k]) == len(qs), "one JSON line per question, in order"
                 for q, line in zip(qs, recalled[k], strict=True):
                     memlink_at[k].add(q["category"], found([h["sources"] for h in line["hits"]], q["evidence"]))
-            n_notes += save_sessions(vault_root, sample)
-            for k in (5, 10):
-                configure(vault_root, turns=k)
-                vault = Vault.open(vault_root)
-                try:
-                    for q, line in zip(qs, recalled[k], strict=True):
-                        items = memory_context(vault, q["question"]).items
-                        turns = [i.where.split(", ") for i in items if i.kind == "turn"]
-                        context_at[k].add(q["category"], found(turns, q["evidence"]))
-                        context_notes[k] += any(i.kind == "note" for i in items)
-                        context_short[k] += len(turns) < len(line["hits"])
-                finally:
-                    vault.close()
-            configure(vault_root)
+            ids, docs = strong_docs(sample)
+            strong = BM25(docs)
+            from engine.model.text import tokenize
+
+            ranked_strong = [[ids[i] for i in strong.top(tokenize(q["question"]), 60)] for q in qs]
+            part = split["tuned on" if sample["sample_id"] in TUNED_ON else "held out"]
+            for b in BUDGETS:
+                out = memlink("recall", "--batch", str(qfile), "--messages", str(b), "--json", vault=vault_root)
+                lines = [json.loads(l) for l in out.stdout.splitlines()]
+                for q, line, ranked in zip(qs, lines, ranked_strong, strict=True):
+                    assert sum(len(h["sources"]) for h in line["hits"]) <= b
+                    within[b].add(q["category"], found([h["sources"] for h in line["hits"]], q["evidence"]))
+                    strong_within[b].add(q["category"], found([ranked[:b]], q["evidence"]))
+                    if b == 10:
+                        part["memlink 10"].add(q["category"], found([h["sources"] for h in line["hits"]], q["evidence"]))
+                        part["strong 10"].add(q["category"], found([ranked[:b]], q["evidence"]))
+            if reworded is None:
+                n_notes += save_sessions(vault_root, sample)
+                for k in (5, 10):
+                    configure(vault_root, turns=k)
+                    vault = Vault.open(vault_root)
+                    try:
+                        for q, line in zip(qs, recalled[k], strict=True):
+                            items = memory_context(vault, q["question"]).items
+                            turns = [i.where.split(", ") for i in items if i.kind == "turn"]
+                            context_at[k].add(q["category"], found(turns, q["evidence"]))
+                            context_notes[k] += any(i.kind == "note" for i in items)
+                            context_short[k] += len(turns) < len(line["hits"])
+                    finally:
+                        vault.close()
+                configure(vault_root)
             messages = transcript(sample)
             bm25 = BM25([bm25_tokens(m["content"]) for m in messages])
             for q in qs:
                 for k in (5, 10):
                     top = bm25.top(bm25_tokens(q["question"]), 2 * k)
                     baseline_at[k].add(q["category"], found([[messages[i]["id"]] for i in top], q["evidence"]))
-            ids, docs = strong_docs(sample)
-            strong = BM25(docs)
-            from engine.model.text import tokenize
-
             for k in (5, 10):
-                for q, line in zip(qs, recalled[k], strict=True):
+                for q, line, ranked in zip(qs, recalled[k], ranked_strong, strict=True):
                     held = sum(len(h["sources"]) for h in line["hits"])
                     budget[k].append(held)
-                    ranked = strong.top(tokenize(q["question"]), max(held, 2 * k))
-                    strong_matched[k].add(q["category"], found([[ids[i]] for i in ranked[:held]], q["evidence"]))
-                    strong_at[k].add(q["category"], found([[ids[i]] for i in ranked[: 2 * k]], q["evidence"]))
+                    strong_matched[k].add(q["category"], found([ranked[:held]], q["evidence"]))
+                    strong_at[k].add(q["category"], found([ranked[: 2 * k]], q["evidence"]))
+                    if k == 5:
+                        part["memlink"].add(q["category"], found([h["sources"] for h in line["hits"]], q["evidence"]))
+                        part["strong"].add(q["category"], found([ranked[:held]], q["evidence"]))
             vault = Vault.open(vault_root)
             try:
                 for name, params in ABLATIONS:
@@ -278,24 +325,35 @@ def main() -> int:
             started = time.perf_counter()
             memlink("recall", qs[0]["question"], "--json", vault=vault_root)
             cold.append(time.perf_counter() - started)
-    n = len(samples)
-    print(f"LoCoMo: {n} conversations, {n_questions} questions, {n_turns} turns; zero-LLM rules provider")
-    table("any-evidence@K turns (memlink) and @2K messages (BM25 baseline), same run",
-          [("memlink recall, K=5", memlink_at[5]), ("memory context, chat.turns=5, its turns", context_at[5]),
-           ("BM25 over messages, 10 messages", baseline_at[5]),
-           ("memlink recall, K=10", memlink_at[10]), ("memory context, chat.turns=10, its turns", context_at[10]),
-           ("BM25 over messages, 20 messages", baseline_at[10])])
-    table("the strong baseline (stemmed BM25 over speaker: text + date + ±1 messages), same run",
-          [(f"memlink recall, K={k}", memlink_at[k]) for k in (5, 10)]
-          + [(f"strong baseline, memlink's message budget at K={k} (mean {statistics.mean(budget[k]):.1f})",
-              strong_matched[k]) for k in (5, 10)]
-          + [(f"strong baseline, {2 * k} messages", strong_at[k]) for k in (5, 10)])
-    print(f"Memory context: every chat session saved to memory with the rules first ({n_notes} notes); "
-          "notes on as configured (chat.notes, chat.context_tokens)")
-    for k in (5, 10):
-        print(f"Memory context at chat.turns={k}: {context_notes[k]}/{n_questions} hold a note beside the turns; "
-              f"{context_short[k]}/{n_questions} hold fewer turns than recall returned (chat.context_tokens)")
-    table("Ablation: any-evidence@5 turns, by route", [(name, ablation[name]) for name, _ in ABLATIONS])
+    n = len(imports)
+    what = f"{len(reworded)} reworded questions of" if reworded is not None else "their"
+    print(f"{args.data.name}: {n} conversations, {what} {n_questions} questions, {n_turns} turns; zero-LLM rules provider")
+    if reworded is None:
+        table("any-evidence@K turns (memlink) and @2K messages (BM25 baseline), same run",
+              [("memlink recall, K=5", memlink_at[5]), ("memory context, chat.turns=5, its turns", context_at[5]),
+               ("BM25 over messages, 10 messages", baseline_at[5]),
+               ("memlink recall, K=10", memlink_at[10]), ("memory context, chat.turns=10, its turns", context_at[10]),
+               ("BM25 over messages, 20 messages", baseline_at[10])])
+    table("the strong baseline (stemmed BM25 over speaker: text + date + ±1 messages) at the same message budget, same run",
+          [row for b in BUDGETS for row in ((f"memlink recall --messages {b}", within[b]),
+                                            (f"strong baseline, {b} messages", strong_within[b]))]
+          + [row for k in (5, 10) for row in (
+              (f"memlink recall, K={k}", memlink_at[k]),
+              (f"strong baseline, memlink's message budget at K={k} (mean {statistics.mean(budget[k]):.1f})",
+               strong_matched[k]))]
+          + [(f"strong baseline, {2 * k} messages", strong_at[k]) for k in (5, 10)], categories)
+    if reworded is None:
+        print("\nTuned on / held out: the conversations the recall knobs were tuned on, and the others")
+        for name, tallies in split.items():
+            print(f"- {name}: memlink K=5 {tallies['memlink'].overall():.3f} vs strong at its budget "
+                  f"{tallies['strong'].overall():.3f}; --messages 10 {tallies['memlink 10'].overall():.3f} vs "
+                  f"{tallies['strong 10'].overall():.3f} ({sum(tallies['memlink'].total.values())} questions)")
+        print(f"\nMemory context: every chat session saved to memory with the rules first ({n_notes} notes); "
+              "notes on as configured (chat.notes, chat.context_tokens)")
+        for k in (5, 10):
+            print(f"Memory context at chat.turns={k}: {context_notes[k]}/{n_questions} hold a note beside the turns; "
+                  f"{context_short[k]}/{n_questions} hold fewer turns than recall returned (chat.context_tokens)")
+    table("Ablation: any-evidence@5 turns, by route", [(name, ablation[name]) for name, _ in ABLATIONS], categories)
     print(f"\nGraph route: {seeded}/{n_questions} questions name a term that seeds it")
     print(f"Evidence gate: {silent_unrelated}/{len(unrelated) * n} unrelated questions recall nothing; "
           f"{gated_real}/{n_questions} real questions recall nothing")

@@ -28,6 +28,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("query", nargs="?", help="the question (or --batch)")
     s.add_argument("--session", help="only turns of this chat session")
     s.add_argument("--k", type=positive, default=5, help="number of turns (default 5)")
+    s.add_argument("--messages", type=positive, metavar="N",
+                   help="instead of --k: the best turns and windows of turns holding at most N messages in all")
     s.add_argument("--batch", type=Path, help="a file with one question per line; answers one JSON line each")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_recall)
@@ -87,12 +89,12 @@ def cmd_recall(args: argparse.Namespace) -> int:
     if args.batch:
         for line in args.batch.read_text(encoding="utf-8").splitlines():
             if line.strip():
-                hits = memory.recall(line.strip(), k=args.k, session=args.session)
+                hits = memory.recall(line.strip(), k=args.k, messages=args.messages, session=args.session)
                 say_json({"query": line.strip(), "hits": [h.to_json() for h in hits]}, indent=None)
         return 0
     if not args.query:
         raise MemlinkError("give a question, or --batch FILE")
-    hits = memory.recall(args.query, k=args.k, session=args.session)
+    hits = memory.recall(args.query, k=args.k, messages=args.messages, session=args.session)
     if args.json:
         say_json([h.to_json() for h in hits])
         return 0

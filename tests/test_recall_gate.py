@@ -1,0 +1,90 @@
+"""Recall's evidence gate, its fusion and its message budget, on small chats shaped like
+real ones (benchmarks/locomo.py measures them on LoCoMo and REALTALK)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from engine.sessions.extract import RulesTurnExtractor
+from engine.sessions.importer import import_chat
+from engine.sessions.recall import RecallParams, TurnMemory
+
+REPO = Path(__file__).resolve().parent.parent
+FILLER = ["The meeting moved to Tuesday.", "Did you get the groceries?", "The train was late again.",
+          "I repainted the hallway blue.", "My sister called about the holidays.", "The printer is out of ink."]
+
+
+def imported(vault, tmp_path, lines: list[tuple[str, str]], speakers: tuple[str, str] | None = None) -> TurnMemory:
+    """A chat imported as `memlink import-chat` reads it: (role, text) lines, one session,
+    filler turns around them; with ``speakers``, each message carries its speaker's name."""
+    rows = [("user", t) if i % 2 == 0 else ("assistant", "Okay.") for i, t in enumerate(FILLER * 2)] + lines
+    records = [{"session": "s", "id": f"m{i}", "role": role, "content": text, "ts": "2026-11-01T10:00:00Z",
+                **({"speaker": speakers[role != "user"]} if speakers else {})} for i, (role, text) in enumerate(rows, 1)]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    import_chat(vault, path, RulesTurnExtractor())
+    return TurnMemory.for_vault(vault)
+
+
+def test_a_strong_match_on_the_vector_route_alone_is_answered(vault, tmp_path):
+    memory = imported(vault, tmp_path, [("user", "Finally saw that new movie at the theater."), ("assistant", "Fun!")])
+    question = "Which cinema film did we watch?"  # no word in common with what was said
+    hits = memory.recall(question, k=1)
+    assert hits and "theater" in hits[0].question
+    memory.params = RecallParams(strong_cosine=1.0)  # a strong cosine alone is not enough: silenced
+    assert memory.recall(question, k=1) == []
+
+
+def test_a_name_the_messages_never_use_does_not_silence(vault, tmp_path):
+    """Real people seldom write each other's names; the question names a speaker all the same."""
+    memory = imported(vault, tmp_path, [("user", "I had the flu and a bad cough all week."),
+                                        ("assistant", "Get well soon.")], speakers=("Paola", "Kevin"))
+    question = "What illnesses did Paola have?"  # neither "Paola" nor "illnesses" was ever written
+    hits = memory.recall(question, k=1)
+    assert hits and "flu" in hits[0].question
+    memory.params = RecallParams(named_evidence=RecallParams().min_evidence)  # the name counts for nothing
+    assert memory.recall(question, k=1) == []
+    for unrelated in ("What is the half-life of carbon-14?", "How does TCP congestion control work?"):
+        assert memory.recall(unrelated, k=5) == [], unrelated
+
+
+def test_a_strong_vector_match_outranks_weak_keyword_matches(vault, tmp_path):
+    memory = imported(vault, tmp_path, [
+        ("user", "I need to buy a new watch strap."), ("assistant", "Leather or metal?"),
+        ("user", "Can you watch the kids on Friday?"), ("assistant", "Sure."),
+        ("user", "The train was late."), ("assistant", "Again?"), ("user", "Finally saw that new movie at the theater."), ("assistant", "Fun!")])
+    hits = memory.recall("Which cinema film did we watch?", k=3)
+    assert "theater" in hits[0].question, [h.question for h in hits]
+    # BM25 relative to the best hit however little of the question it holds, the cosine
+    # counted once: a turn sharing one common word ("watch") wins.
+    memory.params = RecallParams(vector_weight=1.0, coverage_power=0.0)
+    assert "theater" not in memory.recall("Which cinema film did we watch?", k=3)[0].question
+
+
+BURST = [("user", f"Message {i} of the trip plan.") for i in range(1, 12)] + [("user", "Book the ryokan in Gion for May."),
+                                                                             ("assistant", "Booked.")]
+
+
+def test_a_burst_of_twelve_messages_costs_twelve(vault, tmp_path):
+    memory = imported(vault, tmp_path, BURST)
+    whole = memory.recall("ryokan in Gion", k=1)[0]
+    assert len(whole.sources) == 13  # a turn: the 12 messages sent in a row and the answer
+    for budget in (1, 4, 10, 20):
+        hits = memory.recall("ryokan in Gion", messages=budget)
+        assert hits and sum(len(h.sources) for h in hits) <= budget
+        first = hits[0]
+        assert first.memory_id == whole.memory_id and "Book the ryokan" in first.question + first.answer
+        assert len((first.question + "\n" + first.answer).strip().split("\n")) == len(first.sources)
+    assert memory.recall("ryokan in Gion", messages=1)[0].sources == [whole.sources[11]]
+
+
+def test_recall_cli_takes_a_message_budget(vault, tmp_path):
+    imported(vault, tmp_path, BURST)
+    vault.close()
+    out = subprocess.run([sys.executable, "-m", "memlink_tui", "--vault", str(vault.root), "recall", "ryokan in Gion",
+                          "--messages", "5", "--json"], capture_output=True, text=True, check=True, cwd=REPO)
+    hits = json.loads(out.stdout)
+    assert hits and sum(len(h["sources"]) for h in hits) <= 5 and "Book the ryokan" in hits[0]["question"]
