@@ -110,7 +110,7 @@ def test_claude_export_imports_each_conversation_in_order(vault):
                                                  ("m-cat-4", "user"), ("m-cat-5", "assistant")]
     assert events[0].content == "My cat Miso is allergic to chicken, so I buy her salmon kibble."  # content blocks win
     assert events[1].content == "Salmon kibble is a good choice for a chicken allergy.\nCheck the labels for chicken fat too."
-    assert events[2].content == "Attachment: label.txt\n```\nIngredients: salmon\n```"  # an uploaded file's text
+    assert events[2].content == "Attachment: label.txt\n> Ingredients: salmon"  # an uploaded file's text, quoted
     assert events[3].content == "Thanks, I will check the labels."  # no content blocks: its text
     assert events[0].ts == "2025-02-03T09:15:00.000000Z" and events[0].title == "Cat food"
     talk = read_events(vault, session_named(vault.root, "untitled"))  # no name: "untitled"
@@ -345,8 +345,8 @@ def test_claude_attachment_text_is_recallable_and_empty_attachments_are_counted(
                                "attachments without text": 1, "messages from an unknown sender 'narrator'": 1}
     assert report.unnamed == 1
     talk = read_events(vault, session_named(vault.root, "untitled"))
-    assert talk[0].content.endswith("Attachment: abstract.md\n````\nTalk abstract: ```tidal energy``` in the "
-                                    "Westerschelde estuary.\n````")
+    assert talk[0].content.endswith("Attachment: abstract.md\n> Talk abstract: ```tidal energy``` in the "
+                                    "Westerschelde estuary.")
     hits = TurnMemory.for_vault(vault).recall("tidal energy in the Westerschelde", k=3)
     assert hits and hits[0].session == session_named(vault.root, "untitled") and "m-talk-1" in hits[0].sources
 

@@ -409,4 +409,4 @@ def test_a_hub_linking_every_page_does_not_outrank_the_pages_that_answer(vault, 
     (pages / "index.md").write_text("# Index\n\n" + "".join(f"- [[{t}]]\n" for t in titles))
     ingest_batch(vault, [pages], extractor=RulesExtractor())
     order = [h.uri for h in search(vault, "lantern", k=10, routes=("keyword",))]
-    assert order[:6] == [f"sources/workshop-{n}.md" for n in range(1, 7)], order
+    assert order[:6] == [f"sources/pages/workshop-{n}.md" for n in range(1, 7)], order

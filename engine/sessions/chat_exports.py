@@ -338,11 +338,11 @@ def _claude(conv: ClaudeConversation, out: Conversation) -> None:
 
 
 def _attachment(name: str, content: str) -> str:
-    """An attached file's text as part of the turn: labelled with its name and fenced (a
-    fence longer than any run of backticks inside, so the file cannot close it)."""
-    longest = max((len(run) for run in re.findall(r"`+", content)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"Attachment: {name}\n{fence}\n{content.strip(chr(10))}\n{fence}"
+    """An attached file's text as part of the turn: labelled with its name, every line
+    quoted ("> "), so the file's own text can neither end the quote nor pass for code,
+    which extraction leaves out (the user's file is what they said)."""
+    lines = content.strip("\n").split("\n")
+    return f"Attachment: {name}\n" + "\n".join(f"> {line}".rstrip() for line in lines)
 
 
 # -- shared ---------------------------------------------------------------------------------
