@@ -37,7 +37,7 @@ from pydantic import Field
 from engine import MemlinkError, Vault, version
 from engine.errors import NoteNotFound, UriError
 from engine.index import SearchIndex
-from engine.model.text import printable
+from engine.model.text import counted, printable
 from engine.storage.vault import VaultReadOnly
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -296,7 +296,7 @@ class MemlinkTools:
         uri = vault.read_note(uri).uri  # (a missing note or a bad path: the engine's own error)
         with vault.transaction() as tx:
             removed = vault.delete_note(uri)
-            log_action(vault, tx, "delete_note", uri, uri, f"deleted {uri} and its {removed} link(s)")
+            log_action(vault, tx, "delete_note", uri, uri, f"deleted {uri} and its {counted(removed, 'link')}")
         return {"deleted": uri, "links_removed": removed}
 
     def undo(self) -> dict[str, Any]:

@@ -226,7 +226,7 @@ def test_cli_import_chat_formats_and_recall(tmp_path):
     assert memlink("init", vault=root).returncode == 0
     r = memlink("import-chat", "--format", "chatgpt", str(CHATGPT), vault=root)
     assert r.returncode == 0, r.stderr
-    assert "2 session(s) (chatgpt), 6 new events" in r.stdout
+    assert "2 chat sessions (chatgpt), 6 new events" in r.stdout
     assert "  left out: messages on other branches (edited prompts, regenerated answers): 2\n" in r.stdout
     r = memlink("import-chat", str(CLAUDE), "--json", vault=root)  # no --format: told by the shape
     assert r.returncode == 0, r.stderr
@@ -401,7 +401,7 @@ async def test_the_app_imports_a_chat_export_names_what_was_left_out_and_commits
         await pilot.press(*str(export), "enter")
         await settle(app, pilot)
         shown = str(screen.query_one("#import-result", Static).render())
-        assert "3 chat session(s) (chatgpt), 6 new messages" in shown, shown
+        assert "3 chat sessions (chatgpt), 6 new messages" in shown, shown
         assert "left out: messages with an unknown role 'critic': 1" in shown
         assert "conversations without an id (named by their title and start time): 1" in shown
         assert "ctrl+s" in shown and screen.check_action("commit_all", ()) is True

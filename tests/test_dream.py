@@ -513,7 +513,7 @@ def test_a_dream_starts_no_topic_past_its_time_budget(vault, llm):
     result = dream(vault, provider=provider, budget=1.0)
     assert len(stub.requests) == 1  # the other two topics were never sent
     assert result.failed == questions[:1] and result.deferred == questions[1:]
-    assert any("2 topic(s) wait for the next run: the time budget of 1 s is spent" in s for s in result.skipped)
+    assert any("2 topics wait for the next run: the time budget of 1 s is spent" in s for s in result.skipped)
     assert not any(k.startswith("conflict:") for k in load_state(vault)["done"])  # all offered again
     assert "the time budget of 1 s is spent" in (vault.root / "DREAMS.md").read_text()
 

@@ -190,7 +190,7 @@ def test_a_malformed_line_in_the_middle_is_named_and_the_rest_of_the_vault_works
     chat = tmp_path / "more.jsonl"
     chat.write_text(json.dumps(event("y1", "user", "I like celadon glazes.", HANGZHOU)) + "\n")
     r = memlink("import-chat", str(chat), vault=root)
-    assert r.returncode == 0 and "1 new events" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "1 new event," in r.stdout, r.stdout + r.stderr
     assert log.read_text(encoding="utf-8").splitlines()[4] == lines[4].rstrip("\n")  # left where it was
 
 

@@ -20,6 +20,7 @@ from ..extract.updater import MemoryUpdater
 from ..index import SearchIndex
 from ..lint.report import fix, lint
 from ..llm import Breaker, LLMError
+from ..model.text import counted
 from ..storage.atomic import atomic_write_text
 from ..storage.vault import Vault
 from .draft import dream_context, llm_operations, rules_operations
@@ -122,7 +123,7 @@ def _run(vault: Vault, provider: Provider | None, dry_run: bool,
     topics = discover(vault, state, dry_run=dry_run, llm=provider is not None)
     most = vault.config.dream_max_reports
     if len(topics) > most:  # the user's own questions come first in the list
-        report.skipped.append(f"{len(topics) - most} more topic(s) wait for the next run (dream_max_reports: {most})")
+        report.skipped.append(f"{counted(len(topics) - most, 'more topic')} wait for the next run (dream_max_reports: {most})")
         topics = topics[:most]
     report.topics = [{"kind": t.kind, "question": t.question, "notes": t.notes} for t in topics]
     if dry_run:
@@ -178,7 +179,7 @@ def _defer(report: DreamReport, rest: list[Topic], why: str) -> None:
     """Topics not started stay unhandled, so the next run offers them again."""
     if rest:
         report.deferred += [t.question for t in rest]
-        report.skipped.append(f"{len(rest)} topic(s) wait for the next run: {why}")
+        report.skipped.append(f"{counted(len(rest), 'topic')} wait for the next run: {why}")
 
 
 def handle_topic(vault: Vault, provider: Provider | None, topic: Topic, report: DreamReport) -> bool:

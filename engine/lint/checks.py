@@ -20,6 +20,7 @@ from ..errors import LinkError, MemlinkError
 from ..model.lineranges import check_ranges
 from ..model.links import Direction, StoredLink
 from ..model.linktypes import LinkTypeTable
+from ..model.text import counted
 from ..model.uris import uri_dir
 from ..sessions.log import SHOWN_LINES, validate_session_file
 from ..storage.catalog import Catalog, CatalogEntry
@@ -314,7 +315,7 @@ def twins_in_unreadable_sidecars(ctx: CheckContext) -> Iterator[Finding]:
                 hidden[other] += 1
     for folder, count in sorted(hidden.items()):
         yield _problem("links", "warning", "twin_in_unreadable_sidecar", sidecar_rel(folder),
-                       f"{count} link(s) have their other side in this unreadable file; `memlink check --fix` "
+                       f"{counted(count, 'link')} have their other side in this unreadable file; `memlink check --fix` "
                        "moves it aside and restores those sides")
 
 

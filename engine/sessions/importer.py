@@ -20,6 +20,7 @@ from ..extract.inputs import read_text_file
 from ..extract.loop import quarantine
 from ..llm import Breaker, LLMError, LLMInvalidOutput
 from ..llm.registry import selection
+from ..model.text import counted
 from ..storage.jsonl import JsonlError, invalid, read_numbered, read_records
 from .chat_exports import EXPORTS, FORMATS, read_export, sniff
 from .events import COMMIT, ImportRecord, SessionEvent, TurnMemoryRecord
@@ -222,7 +223,7 @@ def restore_turns(vault: Vault) -> int:
     # extracted by its own session once answered.
     report = extract_pending(vault, lost, rules_extractor(vault))
     if report.extracted:
-        vault.warnings.append(f"rebuilt {report.extracted} turn memories of {len(lost)} session(s) from the "
+        vault.warnings.append(f"rebuilt {report.extracted} turn memories of {counted(len(lost), 'chat session')} from the "
                               "session logs with the rules extractor (their derived state was missing)")
     return report.extracted
 

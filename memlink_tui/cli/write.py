@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.model.text import counted
+
 from .wiring import EXIT_PARTIAL, UsageError, notice, open_vault, printable_path, progress, say, say_json
 
 # engine.sessions.chat_exports.FORMATS, spelled out: the CLI starts without loading the importer.
@@ -280,7 +282,8 @@ def cmd_import_chat(args: argparse.Namespace) -> int:
         say_json(report.to_json())
     else:
         fmt = f" ({report.format})" if report.format != "jsonl" else ""
-        print(f"{report.sessions} session(s){fmt}, {report.events_added} new events, {report.turns} turns: "
+        print(f"{counted(report.sessions, 'chat session')}{fmt}, {counted(report.events_added, 'new event')}, "
+              f"{counted(report.turns, 'turn')}: "
               f"{report.extracted} extracted, {report.already} already known, {len(report.failed)} failed "
               f"[provider: {report.provider}]")
         for line in report.left_out_lines():  # kinds named by the export (a role, a content type): data

@@ -18,6 +18,7 @@ from textual.widgets import Checkbox, DirectoryTree, Input, Static
 
 from engine import MemlinkError, Vault
 from engine.extract.updater import RunReport
+from engine.model.text import counted
 from widgets.safe import safe_markup, safe_path
 
 
@@ -127,8 +128,8 @@ class ImportScreen(ModalScreen[str | None]):
         except MemlinkError as exc:
             self.app.call_from_thread(self._show, f"[red]{safe_markup(str(exc))}[/red]", None)
             return
-        lines = [f"[b]{report.sessions} chat session(s) ({safe_markup(report.format)}), {report.events_added} new "
-                 f"messages, {report.turns} turns[/b]  [dim]provider: {safe_markup(report.provider)}[/dim]"]
+        lines = [f"[b]{counted(report.sessions, 'chat session')} ({safe_markup(report.format)}), "
+                 f"{counted(report.events_added, 'new message')}, {counted(report.turns, 'turn')}[/b]  [dim]provider: {safe_markup(report.provider)}[/dim]"]
         lines += [safe_markup(line) for line in report.left_out_lines()]
         lines += [f"[red]! {safe_markup(f)}[/red]" for f in report.failed]
         lines += ["", "[b]ctrl+s[/b]: commit every session with new turns, so their memories are searchable · "
