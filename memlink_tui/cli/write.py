@@ -253,6 +253,8 @@ def _print_sync(result: BatchResult, would: str) -> None:
             + ("; its note moved, links kept" if item.get("moved") else ""))
     pruned, kept = set(result.pruned), {item["source"] for item in result.edited}
     for item in result.deleted:
+        if item["source"] in {r["from"] for r in result.renamed}:
+            continue  # (said above: --prune moves it)
         what = (f"{would}removed" if item["source"] in pruned else f"{would}kept (edited)" if item["source"] in kept
                 else f"{would}kept (--prune removes it)")
         say(f"  - {printable_path(item['path'])}: no longer in the folder; {printable_path(item['source'])} {what}")
