@@ -689,6 +689,7 @@ class MemlinkApp(App):
             problems = [f"inbox: {exc}"]
         else:
             problems = [f["error"] for f in result.failed + result.pending]
+            problems += [f"{e['path']}: {e['source']} was edited in the vault; left as it is" for e in result.edited]
             if moved:
                 news.append(f"inbox: {len(moved)} file{'s' * (len(moved) != 1)} imported")
                 self.call_from_thread(self._tell, "browser", VaultChanged(None))

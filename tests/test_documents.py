@@ -200,3 +200,46 @@ async def test_the_app_imports_the_inbox_in_the_background(tmp_path):
         await settle(app, pilot)
     assert (tmp_path / "inbox" / "done" / "minutes.docx").is_file()
     assert "propellers" in source_of(Vault.open(root), "minutes").fields["content"]
+
+
+def test_a_new_inbox_file_named_as_an_earlier_one_gets_its_own_note(tmp_path):
+    root = tmp_path / "vault"
+    assert memlink("init", vault=root).returncode == 0
+    cfg = yaml.safe_load((root / "memlink.yaml").read_text())
+    cfg["llm"] = {"provider": "rules"}
+    cfg["ingest"] = {"inbox": "../inbox"}
+    (root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "notes.md").write_text("Monday: the boiler was serviced.\n", encoding="utf-8")
+    assert memlink("ingest", "--inbox", vault=root).returncode == 0
+    (inbox / "notes.md").write_text("Tuesday: the roof was fixed.\n", encoding="utf-8")
+    assert memlink("ingest", "--inbox", vault=root).returncode == 0
+    vault = Vault.open(root)
+    assert vault.read_note("sources/notes.md").fields["content"] == "Monday: the boiler was serviced."
+    assert vault.read_note("sources/notes-2.md").fields["content"] == "Tuesday: the roof was fixed."
+    assert (inbox / "done" / "notes.md").is_file() and (inbox / "done" / "notes-2.md").is_file()
+    # Files given with --inbox: what their sync found is reported with the inbox's.
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "plan.md").write_text("The plan.\n", encoding="utf-8")
+    assert memlink("ingest", str(tmp_path / "folder"), vault=root).returncode == 0
+    (tmp_path / "folder" / "plan.md").write_text("The plan, changed.\n", encoding="utf-8")
+    out = json.loads(memlink("ingest", "--inbox", str(tmp_path / "folder"), "--json", vault=root).stdout)
+    assert out["changed"] == ["sources/folder/plan.md"]
+
+
+def test_a_documents_original_edited_in_the_vault_is_kept(tmp_path):
+    from engine.extract.batch import ingest_batch
+    from engine.extract.rules import RulesExtractor
+
+    vault = Vault.init(tmp_path / "vault", name="test")
+    page = tmp_path / "page.html"
+    page.write_text("<html><body><p>The first text.</p></body></html>", encoding="utf-8")
+    ingest_batch(vault, [page], extractor=RulesExtractor())
+    original = vault.root / "sources/page.html"
+    original.write_text("<p>Mine.</p>", encoding="utf-8")
+    page.write_text("<html><body><p>The second text.</p></body></html>", encoding="utf-8")
+    result = ingest_batch(vault, [page], extractor=RulesExtractor())
+    assert result.changed == ["sources/page.md"]
+    assert result.edited == [{"path": str(page), "source": "sources/page.html", "why": "kept (edited)"}]
+    assert original.read_text(encoding="utf-8") == "<p>Mine.</p>"

@@ -379,3 +379,93 @@ def test_another_folder_of_the_same_name_is_another_import(tmp_path):
     assert [f.source_uri for f in result.files] == ["sources/notes-2/Plan.md"] and not result.deleted
     assert v.read_note("sources/notes/Plan.md").fields["content"] == "First folder."
     assert ingest_batch(v, [one], extractor=RULES).files[0].skipped == "already imported as sources/notes/Plan.md"
+
+
+def mcp_edit(v: Vault, uri: str, text: str) -> None:
+    """What memlink_mcp's edit_note does: the note's text field rewritten, its view rendered again."""
+    note = v.read_note(uri)
+    with v.transaction():
+        v.write_note(note.memory_type, {**note.fields, "content": text}, uri=uri, replace=True)
+
+
+def test_another_file_of_the_same_name_gets_its_own_note(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    for folder, text in (("a", "Buy milk."), ("b", "Call the bank.")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "todo.md").write_text(text + "\n", encoding="utf-8")
+    ingest_batch(v, [tmp_path / "a" / "todo.md"], extractor=RULES)
+    result = ingest_batch(v, [tmp_path / "b" / "todo.md"], extractor=RULES)  # a/todo.md is still there
+    assert [f.source_uri for f in result.files] == ["sources/todo-2.md"] and not result.changed
+    assert v.read_note("sources/todo.md").fields["content"] == "Buy milk."
+    assert v.read_note("sources/todo-2.md").fields["content"] == "Call the bank."
+    again = ingest_batch(v, [tmp_path / "b" / "todo.md"], extractor=RULES)
+    assert again.files[0].skipped == "already imported as sources/todo-2.md"
+
+
+def test_an_edit_made_through_memlink_survives_a_sync_of_the_unchanged_file(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = tmp_path / "notes"
+    shutil.copytree(MINI, src)
+    ingest_batch(v, [src], extractor=RULES)
+    mcp_edit(v, "sources/notes/Beta.md", "# Beta\n\nBeta text, and what I added.")
+    result = ingest_batch(v, [src], extractor=RULES)
+    assert result.edited == [{"path": str(src / "Beta.md"), "source": "sources/notes/Beta.md"}] and not result.changed
+    assert v.read_note("sources/notes/Beta.md").fields["content"] == "# Beta\n\nBeta text, and what I added."
+    (src / "Beta.md").write_text("# Beta\n\nChanged at the source.\n", encoding="utf-8")  # both changed: still left
+    assert ingest_batch(v, [src], extractor=RULES).edited[0]["source"] == "sources/notes/Beta.md"
+    assert "what I added" in v.read_note("sources/notes/Beta.md").fields["content"]
+
+
+def test_a_sync_removes_only_the_links_ingest_made(tmp_path):
+    from engine.review.linkwrite import write_link
+
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = tmp_path / "notes"
+    shutil.copytree(MINI, src)
+    ingest_batch(v, [src], extractor=RULES)
+    alpha = "sources/notes/Alpha.md"
+    write_link(v, alpha, "sources/notes/Tagged.md", "related_to", match_text="Alpha links to")  # by hand
+    text = (src / "Alpha.md").read_text(encoding="utf-8")
+    (src / "Alpha.md").write_text(text.replace("Non-ASCII: [[Café]].", "Non-ASCII: none."), encoding="utf-8")
+    result = ingest_batch(v, [src], extractor=RULES)
+    assert result.links_removed == [{"from": alpha, "to": "sources/notes/Café.md"}]
+    assert "sources/notes/Tagged.md" in out_links(v, alpha)
+
+
+def test_an_attachment_edited_in_the_vault_is_kept(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = tmp_path / "notes"
+    src.mkdir()
+    (src / "Page.md").write_text("See ![[board.canvas]] and ![[pic.svg]].\n", encoding="utf-8")
+    (src / "board.canvas").write_text('{"nodes": []}', encoding="utf-8")
+    (src / "pic.svg").write_text("<svg/>", encoding="utf-8")
+    assert sorted(ingest_batch(v, [src], extractor=RULES).copied) == ["sources/notes/board.canvas", "sources/notes/pic.svg"]
+    (v.root / "sources/notes/board.canvas").write_text('{"nodes": ["mine"]}', encoding="utf-8")  # in Obsidian
+    (src / "board.canvas").write_text('{"nodes": ["theirs"]}', encoding="utf-8")
+    (src / "pic.svg").write_text("<svg></svg>", encoding="utf-8")  # changed at the source only: copied again
+    result = ingest_batch(v, [src], extractor=RULES)
+    assert result.edited == [{"path": str(src / "board.canvas"), "source": "sources/notes/board.canvas",
+                              "why": "kept (edited)"}]
+    assert result.copied == ["sources/notes/pic.svg"]
+    assert (v.root / "sources/notes/board.canvas").read_text(encoding="utf-8") == '{"nodes": ["mine"]}'
+    assert (v.root / "sources/notes/pic.svg").read_text(encoding="utf-8") == "<svg></svg>"
+
+
+def test_prune_keeps_edited_notes_and_moves_renamed_files_notes(tmp_path):
+    root = cli_vault(tmp_path)
+    src = tmp_path / "notes"
+    shutil.copytree(MINI, src)
+    assert memlink("ingest", str(src), vault=root).returncode == 0
+    v = Vault.open(root)
+    mcp_edit(v, "sources/notes/Eta.md", "Eta, with a line of mine.")
+    (src / "Eta.md").unlink()
+    (src / "Zeta.md").rename(src / "Zeta renamed.md")
+    r = memlink("ingest", str(src), "--prune", vault=root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "sources/notes/Eta.md kept (edited)" in r.stdout and "its note moved, links kept" in r.stdout
+    v = Vault.open(root)
+    assert v.read_note("sources/notes/Eta.md").fields["content"] == "Eta, with a line of mine."
+    assert not v.exists("sources/notes/Zeta.md") and v.exists("sources/notes/Zeta renamed.md")
+    assert "sources/notes/Zeta renamed.md" in out_links(v, "sources/notes/Alpha.md")  # the link followed the move
+    assert v.read_note("sources/notes/Zeta renamed.md").fields["title"] == "Zeta renamed"
+    assert memlink("check", vault=root).returncode == 0

@@ -9,10 +9,13 @@
    ``sources/<the folder's name>/`` (a file given alone: ``sources/<its name>``), titled
    as Obsidian names it (frontmatter `title`, else the file name), with its `aliases` and
    `tags` at the top of its frontmatter and its kind (frontmatter `type`, else a tag or
-   its folder: people/ → person). That path is the file's identity: ingesting the folder
-   again syncs it — a changed file's note is rewritten (unless a person edited it in the
-   vault: then it is reported and left), an unchanged one left, a deleted or renamed one
-   reported (``prune`` removes the notes of files gone), from wherever the folder now is.
+   its folder: people/ → person). That path is the file's identity (a note there from
+   another file still there goes to ``name-2.md``): ingesting the folder again syncs it —
+   a changed file's note is rewritten (unless its text is no longer the one imported,
+   ``imported`` in its frontmatter, or its view was edited: then it is reported and left),
+   an unchanged one left, a deleted or renamed one reported (``prune`` moves a renamed
+   file's note and removes the notes of files gone but edited ones), from wherever the
+   folder now is.
 3. Then, with every page of the batch a note, memories are extracted from each file (the
    batch's page titles are known names, so a mention links the page instead of making an
    entity) and the references of each file are resolved as Obsidian resolves them
@@ -20,8 +23,9 @@
    alias or title only when nothing else matches, and reported) — markdown links,
    wikilinks, embeds and bare slugs; not code, frontmatter or attachments — into typed
    two-sided links carrying the relation the text states and the heading or block they
-   point to (as line ranges of the target). A changed file's links it no longer states
-   are removed in the same unit of work. References that resolve to nothing, or to
+   point to (as line ranges of the target). A changed file's links its earlier text
+   stated and its text no longer does are removed in the same unit of work (a link a
+   person made stays). References that resolve to nothing, or to
    several pages nothing tells apart, are reported with file and line.
    With an LLM provider the link types are then refined by the model
    (engine.extract.linktype). After ``llm.max_failures`` failed model answers in a row
@@ -60,10 +64,9 @@ from ..model.uris import normalize_uri
 from ..model.yamlio import safe_load
 from ..retrieve.names import TEXT_SUFFIXES, NameIndex, Scope, file_names, path_key
 from ..review.actions import log_action
-from ..storage.atomic import atomic_write_bytes
 from .autolink import find_references, reference_link
 from .context import ExtractContext
-from .documents import DOCUMENT_SUFFIXES, Converted, document_fields, read_input
+from .documents import DOCUMENT_SUFFIXES, Converted, copy_in, document_fields, read_input
 from .inputs import IngestResult, InputError, choose_extractor
 from .linktype import refine_links
 from .loop import ExtractLoop, LLMExtractor
@@ -106,7 +109,9 @@ class Page:
     heading: str = ""  # the `# ` line that opens its text, if any: a name memlink knows it by, never its title
     top: str | None = None  # the folder given it came from (its name), None for files given one by one
     target: str = ""  # the uri of its note: sources/<folder given>/<its path there>.md
-    state: str = ""  # new | changed | unchanged | edited (``_plan``)
+    state: str = ""  # new | changed | unchanged | edited (``_plan``) | moved (a renamed file's note, ``prune``)
+    before: str | None = None  # a changed note's text as it was: the links it stated are ingest's own
+    stated_before: set[tuple[str, str | None]] = field(default_factory=set)  # (to, match_text) of those links
     document: Converted | None = None  # a PDF, HTML page or DOCX converted (engine.extract.documents)
 
     @property
@@ -150,6 +155,15 @@ class BatchResult:
             "renamed": self.renamed, "pruned": self.pruned, "dry_run": self.dry_run,
             "problems": self.problems, "fallback": self.fallback, "seconds": round(self.seconds, 3),
         }
+
+    def extend(self, other: BatchResult) -> None:
+        """Add another batch's findings to this one (every list; the counts added)."""
+        for name, value in vars(other).items():
+            if isinstance(value, list):
+                getattr(self, name).extend(value)
+        self.attachments += other.attachments
+        self.seconds += other.seconds
+        self.fallback = self.fallback or other.fallback
 
     def page_links(self) -> list[dict]:
         """The new links between the batch's pages (source notes), not those of the notes
@@ -332,9 +346,17 @@ def _place(pages: list[Page], result: BatchResult) -> list[Page]:
     return placed
 
 
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def _edited(vault: Vault, note: Note) -> bool:
-    """Whether a person changed the imported text of a source note in the vault (its view
-    no longer reads as its fields render)."""
+    """Whether a person changed the imported text of a source note in the vault: its text
+    is no longer the one imported (its ``imported`` hash; an edit through memlink, the app
+    or MCP), or its view no longer reads as its fields render (an edit in Obsidian)."""
+    imported = note.extra.get(IMPORTED_KEY)
+    if isinstance(imported, str) and _sha(str(note.fields.get("content") or "")) != imported:
+        return True
     span = view_span(note.body)
     if span is None:
         return True
@@ -342,19 +364,40 @@ def _edited(vault: Vault, note: Note) -> bool:
     return span[2].strip("\n") != view.strip("\n")
 
 
-def _plan(vault: Vault, page: Page) -> str:
+def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False) -> str:
     """What the page's file is to its note: new, changed, unchanged, or changed while its
-    note was edited in the vault (then the note is left as it is)."""
-    if not vault.exists(page.target):
-        return "new"
-    note = vault.read_note(page.target)
-    if note.memory_type != "source":
-        raise InputError(f"{page.path}: {page.target} is already a {note.memory_type} note in the vault")
+    note was edited in the vault (then the note is left as it is). A note at its path that
+    came from another file (``_other_file``) is that file's: the page goes to ``name-2.md``, …"""
+    stem, n = page.target[: -len(".md")], 1
+    while True:
+        if not vault.exists(page.target):
+            return "new"
+        note = vault.read_note(page.target)
+        if note.memory_type != "source":
+            raise InputError(f"{page.path}: {page.target} is already a {note.memory_type} note in the vault")
+        if not _other_file(note, page, fresh):
+            break
+        while page.target.lower() in taken or page.target == note.uri:
+            n += 1
+            page.target = f"{stem}-{n}.md"
+    taken.add(page.target.lower())
     if is_pending(note):
         return "changed"
     if note.fields.get("content") == page.body.strip():
         return "unchanged"
     return "edited" if _edited(vault, note) else "changed"
+
+
+def _other_file(note: Note, page: Page, fresh: bool) -> bool:
+    """Whether a source note with another text came from another file than the page's: its
+    ``origin`` is another file, still there, or the batch's files are all new (``fresh``:
+    the inbox, whose files imported before moved to done/)."""
+    if note.fields.get("content") == page.body.strip():
+        return False
+    if fresh:
+        return True
+    origin = str(note.fields.get("origin") or "")
+    return bool(origin) and origin != str(page.real or "") and os.path.exists(origin)
 
 
 def _claim(vault: Vault, folder: Path, name: str, taken: set[str]) -> str:
@@ -412,8 +455,8 @@ def _renamed(vault: Vault, pages: list[Page], gone: list[dict]) -> list[dict]:
 
 
 def _copy_attachments(vault: Vault, attachments: list[Attachment], result: BatchResult, dry_run: bool) -> None:
-    """Copy the folders' attachments beside their pages (each atomically; one already there
-    with the same bytes is left)."""
+    """Copy the folders' attachments beside their pages (``copy_in``: one already there with
+    the same bytes is left, one edited in the vault is kept and reported)."""
     limit = vault.config.ingest.max_bytes
     for att in attachments:
         try:
@@ -422,12 +465,15 @@ def _copy_attachments(vault: Vault, attachments: list[Attachment], result: Batch
             if data is None:
                 result.skipped.append({"path": str(att.path), "why": f"too large to copy (ingest.max_bytes is {limit:,})"})
                 continue
-            if dest.is_file() and dest.read_bytes() == data:
+            if dry_run:
+                if not (dest.is_file() and dest.read_bytes() == data):
+                    result.copied.append(att.target)
                 continue
-            if not dry_run:
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_bytes(dest, data)
-            result.copied.append(att.target)
+            done = copy_in(vault, data, att.target)
+            if done == "edited":
+                result.edited.append({"path": str(att.path), "source": att.target, "why": "kept (edited)"})
+            elif done == "copied":
+                result.copied.append(att.target)
         except (OSError, UriError) as exc:
             result.failed.append({"path": str(att.path), "error": f"{att.path}: not copied ({_why(exc)})"})
 
@@ -465,10 +511,12 @@ def _pending_pages(vault: Vault, taken: set[str]) -> list[Page]:
 
 def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extractor: Extractor | None = None,
                  progress: Callable[[int, int], object] | None = None, dry_run: bool = False,
-                 prune: bool = False) -> BatchResult:
+                 prune: bool = False, fresh: bool = False) -> BatchResult:
     """Import (or sync again) the files and folders ``paths``. ``dry_run``: say what would
-    change and write nothing. ``prune``: remove the notes of files no longer in a folder
-    given, in one unit of work (``memlink undo`` puts them back)."""
+    change and write nothing. ``prune``: move the notes of renamed files to their new paths
+    (``move_note``), then remove the notes of files no longer in a folder given but those
+    edited in the vault, in one unit of work (``memlink undo`` puts them back). ``fresh``:
+    the files are new ones (the inbox), never a later text of a note already there."""
     started = time.perf_counter()
     refuse_vault_paths(vault, paths)
     found, attachments, skipped, failed = collect(paths, vault.root)
@@ -476,11 +524,12 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
     roots = _name_roots(vault, paths, found, attachments)
     placed = _place(found, result)
     ok: list[Page] = []
+    taken = {page.target.lower() for page in placed}
     for page in placed:
         page.wiki = wiki
         try:
             read_page(page, vault.config.ingest.max_bytes)
-            page.state = _plan(vault, page)
+            page.state = _plan(vault, page, taken, fresh)
         except InputError as exc:
             if page.top is not None and page.path.suffix.lower() == ".pdf":
                 # A PDF in a folder whose text cannot be read (scanned, encrypted) is still
@@ -498,12 +547,15 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
     result.deleted = _gone(vault, roots, {page.target for page in placed})
     result.renamed = _renamed(vault, ok, result.deleted)
     _copy_attachments(vault, attachments, result, dry_run)
+    doomed = _prunable(vault, result) if prune else []
     if dry_run:
         for page in ok:
             _dry(page, result)
-        result.pruned = [gone["source"] for gone in result.deleted] if prune else []  # (would be)
+        result.pruned = doomed  # (would be)
         result.seconds = time.perf_counter() - started
         return result
+    if prune:
+        _move_renamed(vault, ok, result)
     # Pass 1: every file a source note, marked pending, before any reference is resolved.
     written: list[Page] = []
     reports: dict[int, RunReport] = {}  # id(page) -> its report
@@ -580,8 +632,8 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
         if page.known:
             result.skipped.append({"path": str(page.path), "why": page.known})
         result.problems += report.problems
-    if prune and result.deleted:
-        uris = [gone["source"] for gone in result.deleted]
+    uris = [uri for uri in doomed if vault.exists(uri)]  # (a renamed file's note was moved)
+    if uris:
         with vault.transaction() as tx:  # one unit of work, recorded so that `memlink undo` puts them back
             for uri in uris:
                 vault.delete_note(uri)
@@ -592,6 +644,41 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
     result.fallback = extractor.fallback if extractor is not None else ""
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _prunable(vault: Vault, result: BatchResult) -> list[str]:
+    """The notes of gone files ``prune`` removes: not a renamed file's (moved instead), not
+    one edited in the vault (kept, and reported as edited)."""
+    moved = {r["from"] for r in result.renamed}
+    doomed = []
+    for gone in result.deleted:
+        if gone["source"] in moved:
+            continue
+        if _edited(vault, vault.read_note(gone["source"])):
+            result.edited.append({"path": gone["path"], "source": gone["source"], "why": "kept (edited)"})
+            continue
+        doomed.append(gone["source"])
+    return doomed
+
+
+def _move_renamed(vault: Vault, pages: list[Page], result: BatchResult) -> None:
+    """Move the note of each renamed file to the file's new path (``move_note``: its links
+    kept, one unit of work each); its fields are then rewritten from the file."""
+    from ..review.move import move_note
+
+    by_target = {page.target: page for page in pages}
+    for pair in result.renamed:
+        page = by_target.get(pair["to"])
+        if page is None or page.state != "new" or not vault.exists(pair["from"]):
+            continue
+        try:
+            move_note(vault, pair["from"], pair["to"])
+        except MemlinkError as exc:
+            result.problems.append(f"{page.path}: the note of its old path {pair['from']} was not moved ({exc})")
+            continue
+        page.state = "moved"
+        pair["moved"] = True
+        result.deleted = [gone for gone in result.deleted if gone["source"] != pair["from"]]
 
 
 def _dry(page: Page, result: BatchResult) -> None:
@@ -627,10 +714,11 @@ def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None
             report.created += [u for u in run.created if u not in report.created]
             report.changed += run.changed
             report.problems += run.problems
-        if page.state == "changed":
+        if page.state in ("changed", "moved"):  # (only the links its earlier text stated: never a person's)
             stated = {(to, spec.get("t_line_ranges") or "") for frm, to, _t, spec in links if frm == page.note}
             gone += [old for old in vault.links.of(page.note, "links")
-                    if old.match_text is not None and (old.to_uri, old.t_line_ranges or "") not in stated]
+                     if (old.to_uri, old.match_text) in page.stated_before
+                     and (old.to_uri, old.t_line_ranges or "") not in stated]
             for old in gone:
                 vault.unlink(old.from_uri, old.to_uri, link_id=old.id)
                 result.links_removed.append({"from": old.from_uri, "to": old.to_uri})
@@ -639,7 +727,7 @@ def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None
         if is_pending(note):
             note.extra = {k: v for k, v in note.extra.items() if k != PENDING_KEY}
             tx.put_text(page.note, serialize_note(note, vault.schema("source")), note)
-        if page.state == "changed" and gone:  # `memlink undo` puts the links back
+        if gone:  # `memlink undo` puts the links back
             log_action(vault, tx, "sync", page.note, page.note, f"{len(gone)} links {page.alias} no longer states removed")
     for link, new in landed:
         if not new:
@@ -667,15 +755,17 @@ def _write_source(vault: Vault, page: Page, result: BatchResult) -> RunReport:
         return RunReport("none")
     if page.state == "edited":
         result.edited.append({"path": str(page.path), "source": page.target})
-        page.known = (f"changed, but {page.target} was edited in the vault since its import: left as it is "
+        page.known = (f"{page.target} was edited in the vault since its import: left as it is "
                       f"(move your text out of it, or the file's change into it)")
         return RunReport("none")
     if page.state == "changed":
         result.changed.append(page.target)
-    return _new_source(vault, page, page.target, str(page.real or page.path.resolve()), page.body.strip())
+    if page.state in ("changed", "moved"):
+        page.before = str(vault.read_note(page.target).fields.get("content") or "")
+    return _new_source(vault, page, page.target, str(page.real or page.path.resolve()), page.body.strip(), result)
 
 
-def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str) -> RunReport:
+def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, result: BatchResult) -> RunReport:
     """Write (or rewrite) the page's source note, marked pending, in one transaction."""
     schema = vault.schema("source")
     fields = {"title": page.title, "kind": page.kind, "aliases": [page.alias, *filter(None, [page.heading])], "origin": origin,
@@ -686,10 +776,14 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str) -
     folder = posixpath.dirname(page.alias)
     keep = {k: v for k, v in (("folder", folder), ("aliases", page.names), ("tags", page.tags)) if v}
     if page.document is not None:  # the original beside the note; a PDF's pages as line ranges
-        keep.update(document_fields(vault, page.real or page.path, uri, page.document))
+        fields_, kept = document_fields(vault, page.real or page.path, uri, page.document)
+        keep.update(fields_)
+        if kept:
+            result.edited.append({"path": str(page.path), "source": fields_["original"], "why": "kept (edited)"})
     with vault.transaction() as tx:
-        note = vault.write_note("source", fields, uri=uri)
-        wanted = {**{k: v for k, v in note.extra.items() if k not in OBSIDIAN_KEYS}, **keep, PENDING_KEY: PENDING}
+        note = vault.write_note("source", fields, uri=uri, replace=page.state == "moved")  # (a new name: a new title)
+        wanted = {**{k: v for k, v in note.extra.items() if k not in OBSIDIAN_KEYS}, **keep, IMPORTED_KEY: _sha(content),
+                  PENDING_KEY: PENDING}
         if note.extra != wanted:
             note.extra = wanted
             tx.put_text(note.uri, serialize_note(note, schema), note)
@@ -701,6 +795,7 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str) -
 
 
 OBSIDIAN_KEYS = ("folder", "aliases", "tags")  # a source note's top-level keys its file decides
+IMPORTED_KEY = "imported"  # the SHA-256 of the text imported: a text that differs was edited in the vault
 
 
 def _references(vault: Vault, page: Page, names: NameIndex, scope: Scope, report: RunReport, extractor: Extractor | None,
@@ -712,6 +807,9 @@ def _references(vault: Vault, page: Page, names: NameIndex, scope: Scope, report
     text = re.sub(r"[^\n]", " ", page.text[:head]) + page.body
     refs = find_references(vault, page.note, text, base=posixpath.dirname(page.alias), names=names, scope=scope)
     result.attachments += refs.attachments
+    if page.before is not None:
+        before = find_references(vault, page.note, page.before, base=posixpath.dirname(page.alias), names=names, scope=scope)
+        page.stated_before = {(ref.target, ref.text) for ref in before.found}
     for miss in refs.missing:
         if miss.candidates:
             result.ambiguous.append({"file": str(page.path), "line": miss.line, "ref": miss.raw,

@@ -10,6 +10,7 @@ cannot read. The original file is copied into the vault beside its source note
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 from dataclasses import dataclass
@@ -122,25 +123,45 @@ def _docx(data: bytes) -> str:
     return _html(mammoth.convert_to_html(io.BytesIO(data)).value)
 
 
-def keep_original(vault: Vault, source: Path, note_uri: str) -> str:
-    """Copy a document into the vault beside its source note (``sources/x.md`` ->
-    ``sources/x.pdf``), written atomically; returns its vault path. The same bytes there
-    already are left as they are (an import run again)."""
-    rel = note_uri[: -len(".md")] + source.suffix.lower()
-    data = source.read_bytes()
+def copy_in(vault: Vault, data: bytes, rel: str) -> str:
+    """Put a file's bytes at ``rel`` in the vault, written atomically (outside the journal:
+    a copy is never half a file): "same" when they are there already, "copied", or
+    "edited" — the vault's copy holds bytes ingest never put there (a canvas changed in
+    Obsidian), so it is left as it is. What was copied is recorded by its SHA-256 (the
+    store's ``ingested`` table); without that record (``.memlink/`` deleted) a copy that
+    differs is taken as edited: never overwritten."""
     target = vault.path(rel)
-    if not (target.is_file() and target.read_bytes() == data):
-        atomic_write_bytes(target, data)
-    return rel
+    if target.is_file():
+        there = target.read_bytes()
+        if there == data:
+            return "same"
+        if vault.store.row("SELECT 1 FROM ingested WHERE sha = ?", (hashlib.sha256(there).hexdigest(),)) is None:
+            return "edited"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(target, data)
+    sha = hashlib.sha256(data).hexdigest()
+    vault.store.try_write("the ingest registry", lambda w: w.execute(
+        "INSERT OR REPLACE INTO ingested VALUES (?, ?, ?)", (sha, rel, str(target))))
+    return "copied"
 
 
-def document_fields(vault: Vault, source: Path, note_uri: str, converted: Converted) -> dict:
+def keep_original(vault: Vault, source: Path, note_uri: str) -> tuple[str, bool]:
+    """Copy a document into the vault beside its source note (``sources/x.md`` ->
+    ``sources/x.pdf``, ``copy_in``); (its vault path, whether a copy edited in the vault
+    was kept instead)."""
+    rel = note_uri[: -len(".md")] + source.suffix.lower()
+    return rel, copy_in(vault, source.read_bytes(), rel) == "edited"
+
+
+def document_fields(vault: Vault, source: Path, note_uri: str, converted: Converted) -> tuple[dict, bool]:
     """What a source note's frontmatter says of its document: ``original`` (the copy in the
-    vault) and, for a PDF, ``pages`` ({page: lines of its text})."""
-    fields: dict = {"original": keep_original(vault, source, note_uri)}
+    vault) and, for a PDF, ``pages`` ({page: lines of its text}); and whether the copy was
+    edited in the vault (then left as it is)."""
+    rel, edited = keep_original(vault, source, note_uri)
+    fields: dict = {"original": rel}
     if converted.pages is not None:
         fields["pages"] = {n: lines for n, lines in enumerate(converted.pages, 1) if lines}
-    return fields
+    return fields, edited
 
 
 def page_of(pages: list[str | None] | dict | None, line: int) -> int | None:

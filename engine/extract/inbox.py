@@ -1,9 +1,11 @@
 """The inbox: a folder (``ingest.inbox`` in memlink.yaml) whose files are imported by
 `memlink ingest --inbox` and by the app in the background (docs/DESIGN.md, "Units of work":
-the inbox). A file imported whole moves to the inbox's ``done/`` folder, keeping its path
-under the inbox; one that failed stays where it is, named in the result, and is tried again
-next time. Killed between the import and the move, the next run finds the file imported
-already and just moves it."""
+the inbox). Its files are new ones: one named as a file imported before becomes a note of
+its own (``name-2.md``), never a later text of the earlier one. A file imported whole moves
+to the inbox's ``done/`` folder, keeping its path under the inbox; one that failed stays
+where it is, named in the result, and is tried again next time. A copy edited in the vault
+is left as it is (``edited`` in the result; the app says so). Killed between the import
+and the move, the next run finds the file imported already and just moves it."""
 
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ def import_inbox(vault: Vault, *, wiki: bool = True, extractor: Extractor | None
     entries = waiting(folder)
     if not entries:
         return BatchResult(), []
-    result = ingest_batch(vault, entries, wiki=wiki, extractor=extractor)
+    result = ingest_batch(vault, entries, wiki=wiki, extractor=extractor, fresh=True)
     unfinished = {Path(os.path.realpath(f["path"])) for f in result.failed + result.pending}
     moved = []
     for r in result.files:

@@ -42,8 +42,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--no-wiki", action="store_true", help="keep the files as sources only; extract nothing")
     s.add_argument("--dry-run", action="store_true", help="show what would change (new, changed, deleted, renamed "
                    "files) and write nothing")
-    s.add_argument("--prune", action="store_true", help="remove the notes of files no longer in a folder given "
-                   "(undo with `memlink undo`)")
+    s.add_argument("--prune", action="store_true", help="move a renamed file's note to its new path; remove the notes "
+                   "of files no longer in a folder given, but those edited in the vault (undo with `memlink undo`)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_ingest)
 
@@ -199,9 +199,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             raise UsageError("--inbox imports the inbox folder; --dry-run and --prune go with files or folders")
         result, moved = import_inbox(vault, wiki=not args.no_wiki, extractor=extractor)
         if args.paths:
-            more = ingest_batch(vault, args.paths, wiki=not args.no_wiki, extractor=extractor)
-            for name in ("files", "skipped", "failed", "pending", "unresolved", "ambiguous", "links_added", "problems"):
-                getattr(result, name).extend(getattr(more, name))
+            result.extend(ingest_batch(vault, args.paths, wiki=not args.no_wiki, extractor=extractor))
     else:
         result = ingest_batch(vault, args.paths, wiki=not args.no_wiki, extractor=extractor, dry_run=args.dry_run,
                               prune=args.prune, progress=None if args.json or args.dry_run else progress("importing"))
@@ -245,14 +243,20 @@ def _print_sync(result: BatchResult, would: str) -> None:
     for hit in result.by_alias:
         say(f"  ~ {printable_path(hit['file'])}:{hit['line']}: {hit['ref']} matched {printable_path(hit['to'])} by an "
             f"alias only (Obsidian does not resolve it)")
+    gone = {item["source"] for item in result.deleted}
     for item in result.edited:
-        say(f"  ! {printable_path(item['path'])}: changed, but {printable_path(item['source'])} was edited in the vault "
-            f"since its import; {would or ''}left as it is")
+        if item["source"] not in gone:
+            say(f"  ! {printable_path(item['path'])}: {printable_path(item['source'])} was edited in the vault since "
+                f"its import; {would or ''}left as it is")
     for item in result.renamed:
-        say(f"  > {printable_path(item['from'])} -> {printable_path(item['to'])}: the same text under a new path")
-    pruned = set(result.pruned)
+        say(f"  > {printable_path(item['from'])} -> {printable_path(item['to'])}: the same text under a new path"
+            + ("; its note moved, links kept" if item.get("moved") else ""))
+    pruned, kept = set(result.pruned), {item["source"] for item in result.edited}
     for item in result.deleted:
-        what = f"{would}removed" if item["source"] in pruned else f"{would}kept (--prune removes it)"
+        if item["source"] in {r["from"] for r in result.renamed}:
+            continue  # (said above: --prune moves it)
+        what = (f"{would}removed" if item["source"] in pruned else f"{would}kept (edited)" if item["source"] in kept
+                else f"{would}kept (--prune removes it)")
         say(f"  - {printable_path(item['path'])}: no longer in the folder; {printable_path(item['source'])} {what}")
 
 
