@@ -122,5 +122,9 @@ async def test_mcp_refuses_a_pair_linked_already_unless_update(tmp_path):
         updated = await client.call_tool("link", {"from_uri": A, "to_uri": B, "update": True, "weight": 0.5})
         assert not updated.is_error and updated.structured_content["weight"] == 0.5
         assert updated.structured_content["link_type"] == "belongs_to"
+        undone = await client.call_tool("undo", {"action": updated.structured_content["action"]})
+        assert not undone.is_error and "update-link" in undone.structured_content["undone"]
+        again = await client.call_tool("link", {"from_uri": A, "to_uri": B, "update": True, "weight": 0.5})
+        assert again.structured_content["action"]
     assert "update-link" in undo(Vault.open(root))
     assert sidecars(root) == before
