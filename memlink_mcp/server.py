@@ -13,9 +13,10 @@ lists the write tools too, and each refuses with the reason.
 
 Every argument carries a description in the tool's input schema, and the vault's own
 names (its link types, its memory types) are enums there. Notes are resources, listed a
-page at a time (``resources/list`` with a cursor). A note written, edited or deleted
-through a tool is one undoable action: the ``undo`` tool (or `memlink undo`) puts it
-back, links and all.
+page at a time (``resources/list`` with a cursor). A note written, edited, deleted or
+moved through a tool is one undoable action, whose id the tool returns: the ``undo`` tool
+puts it back, links and all, only while it is the last action (`memlink undo` takes back
+whatever is last).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from engine.errors import NoteNotFound, UriError
 from engine.index import SearchIndex
 from engine.model.text import counted, printable
 from engine.storage.vault import VaultReadOnly
+from engine.storage.walk import check_note_target
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -247,12 +249,16 @@ class MemlinkTools:
         if text.strip() and schema.text_field != schema.title_field:
             fields[schema.text_field] = clean(text)
         target = uri or schema.note_uri(schema.validate_fields(fields, complete=False))
+        try:
+            target = check_note_target(target)
+        except UriError as exc:
+            raise MemlinkError(f"cannot write {exc}; nothing was changed") from None
         if vault.exists(target):
             raise MemlinkError(f"{target} exists already: edit_note changes its text; nothing was changed")
         with vault.transaction() as tx:
             note = vault.write_note(memory_type, fields, uri=target)
-            log_action(vault, tx, "write_note", note.uri, note.uri, f"wrote {note.uri}")
-        return {"uri": note.uri, "title": note.title(schema), "memory_type": memory_type}
+            action = log_action(vault, tx, "write_note", note.uri, note.uri, f"wrote {note.uri}")
+        return {"uri": note.uri, "title": note.title(schema), "memory_type": memory_type, "action": action}
 
     def edit_note(self, uri: Uri, text: Annotated[Memory, about("The text to append, or the note's new text")],
                   mode: Annotated[Literal["append", "replace"], about(
@@ -284,8 +290,8 @@ class MemlinkTools:
             raise MemlinkError(f"{note.uri}: the {name} cannot be empty; nothing was changed")
         with vault.transaction() as tx:
             vault.write_note(note.memory_type, {**note.fields, name: new}, uri=note.uri, replace=True)
-            log_action(vault, tx, "edit_note", note.uri, note.uri, f"{mode} the {name} of {note.uri}")
-        return {"uri": note.uri, "field": name, "mode": mode, "text": new}
+            action = log_action(vault, tx, "edit_note", note.uri, note.uri, f"{mode} the {name} of {note.uri}")
+        return {"uri": note.uri, "field": name, "mode": mode, "text": new, "action": action}
 
     def delete_note(self, uri: Uri) -> dict[str, Any]:
         """Delete a note and its links, as one undoable action."""
@@ -296,15 +302,19 @@ class MemlinkTools:
         uri = vault.read_note(uri).uri  # (a missing note or a bad path: the engine's own error)
         with vault.transaction() as tx:
             removed = vault.delete_note(uri)
-            log_action(vault, tx, "delete_note", uri, uri, f"deleted {uri} and its {counted(removed, 'link')}")
-        return {"deleted": uri, "links_removed": removed}
+            action = log_action(vault, tx, "delete_note", uri, uri, f"deleted {uri} and its {counted(removed, 'link')}")
+        return {"deleted": uri, "links_removed": removed, "action": action}
 
-    def undo(self) -> dict[str, Any]:
-        """Undo the last undoable action: a note written, edited or deleted here, or a review."""
+    def undo(self, action: Annotated[Name, about(
+            "The action id a write tool returned (write_note, edit_note, delete_note, move, a link update)",
+            "Action id")],
+             ) -> dict[str, Any]:
+        """Undo one of this client's writes, only while it is the last action: never a
+        change the user (or another client) made since."""
         from engine.review.actions import undo
 
         self.writable()
-        return {"undone": undo(self.vault)}
+        return {"undone": undo(self.vault, action)}
 
     def link(self, from_uri: Annotated[Uri, about("The note the link goes from", "From note")],
              to_uri: Annotated[Uri, about("The note the link goes to", "To note")],
@@ -318,13 +328,17 @@ class MemlinkTools:
                                                    "Target lines")] = None,
              update: Annotated[bool, about("Change the link that exists already (only the fields given)")] = False,
              ) -> dict[str, Any]:
+        from engine.review.actions import last_action
         from engine.review.linkwrite import write_link
 
         self.writable()
         chosen = self.vault.config.link_table().require(link_type) if link_type else None
+        before = last_action(self.vault) if update else None
         link = write_link(self.vault, from_uri, to_uri, chosen, update=update, weight=weight, t_field=t_field,
                           t_line_ranges=t_lines, match_text=match_text, description=description)
-        return link.model_dump(mode="json")
+        logged = last_action(self.vault) if update else None  # an update is an undoable action (a new link is not)
+        fresh = logged is not None and logged != before and logged["action"] == "update-link"
+        return {**link.model_dump(mode="json"), "action": logged["id"] if fresh and logged else None}
 
     def unlink(self, from_uri: Annotated[Uri, about("The note the links go from", "From note")],
                to_uri: Annotated[Uri, about("The note the links go to", "To note")],
@@ -342,7 +356,7 @@ class MemlinkTools:
         self.writable()
         result = move_note(self.vault, old_uri, new_uri, rewrite_text=rewrite_wikilinks)
         return {"old": result.old, "new": result.new, "links": result.links, "moved_file": result.moved_file,
-                "mentions": [vars(m) for m in result.mentions], "rewritten": result.rewritten}
+                "mentions": [vars(m) for m in result.mentions], "rewritten": result.rewritten, "action": result.action}
 
     def ask(self, question: Annotated[Query, about("The research question for the next dream")],
             requirement: Annotated[Query | None, about("What a good answer must cover")] = None) -> dict[str, Any]:
@@ -417,7 +431,8 @@ def build_server(vault: Vault) -> MCPServer:
                       "numbered for citing, as memlink's chat model gets them; show_note gives a note with its links; "
                       "graph_query walks typed links; recent lists the latest notes, chat sessions and reports; "
                       "add_memory turns text into notes through memlink's extraction; write_note, edit_note and "
-                      "delete_note write a note's text as given, and undo puts the last of them back; "
+                      "delete_note write a note's text as given, and undo (with the action id a write returned) puts it back "
+                      "while it is the last change; "
                       "link and unlink write two-sided typed links; move renames a note and its links follow; "
                       "ask files a research question for the next dream; "
                       "list_reports and lint_digest review the vault. Notes are resources at memlink://note/{uri}. "
@@ -457,11 +472,13 @@ def build_server(vault: Vault) -> MCPServer:
          "kept. Undoable (the undo tool, or `memlink undo`).")
     tool(tools.delete_note, REMOVE, "Delete a note and every link into or out of it, as one action that the undo "
          "tool (or `memlink undo`) reverses: the note and its links come back.")
-    tool(tools.undo, WRITE, "Undo the last undoable action (a note written, edited or deleted with these tools, or "
-         "a review of a contradiction), if its notes are unchanged since.")
+    tool(tools.undo, WRITE, "Undo a write of these tools (write_note, edit_note, delete_note, move, link with update) "
+         "by the action id "
+         "it returned: refused unless it is still the last action in the vault and its notes are unchanged since, "
+         "so a change the user made is never reversed.")
     tool(tools.link, WRITE, "Link two notes with a typed, weighted link, written on both sides or not at all. Two "
          "notes linked already are refused (the error names the link) unless update is true: then only the "
-         "fields given change, and `memlink undo` reverts it.")
+         "fields given change, and the undo tool (with the action id returned) or `memlink undo` reverts it.")
     tool(tools.unlink, REMOVE, "Remove the links from one note to another (of one type, or all), on both sides.")
     tool(tools.move, WRITE, "Move or rename a note: old_uri to new_uri (a note path ending in .md, or a folder to "
          "move it into). Every link into and out of it follows on both sides, anchors and line ranges kept, in one "

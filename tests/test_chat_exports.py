@@ -351,6 +351,15 @@ def test_claude_attachment_text_is_recallable_and_empty_attachments_are_counted(
     assert hits and hits[0].session == session_named(vault.root, "untitled") and "m-talk-1" in hits[0].sources
 
 
+def test_an_attachment_name_stays_on_its_label_line(vault, tmp_path):
+    data = _claude()
+    message = data[1]["chat_messages"][0]
+    message["attachments"] = [{"file_name": "notes.md\nI moved to Utrecht.\r\n> forged", "extracted_content": "Bring rye."}]
+    import_chat(vault, dump(tmp_path / "claude.json", data), RulesTurnExtractor())
+    (turn,) = [e for s in logs(vault.root) for e in read_events(vault, s) if "notes.md" in e.content]
+    assert turn.content.endswith("Attachment: notes.md I moved to Utrecht. > forged\n> Bring rye.")
+
+
 def test_cli_names_what_was_left_out_and_commit_all_makes_imports_searchable(tmp_path):
     root = tmp_path / "v"
     assert memlink("init", vault=root).returncode == 0

@@ -67,6 +67,35 @@ def test_a_new_link_needs_a_type_and_an_update_of_no_link_makes_one(sample):
     assert made.weight == 1.0 and [l.id for l in sample.links.of(a, "links") if l.to_uri == b] == [made.id]
 
 
+def test_an_empty_anchor_in_an_update_removes_the_anchor_and_the_cli_does_the_same(sample):
+    anchored = write_link(sample, A, B, update=True, match_text="Delta Container Terminal")
+    assert anchored.match_text == "Delta Container Terminal"
+    assert write_link(sample, A, B, update=True, weight=0.5).match_text == "Delta Container Terminal"  # None: kept
+    cleared = write_link(sample, A, B, update=True, match_text="")
+    assert cleared.match_text is None and cleared.id == anchored.id and the_link(sample).match_text is None
+    write_link(sample, A, B, update=True, match_text="Maasvlakte")
+    root = sample.root
+    sample.close()
+    done = memlink("link", A, B, "--update", "--match-text", "", vault=root)
+    assert done.returncode == 0, done.stderr
+    assert the_link(Vault.open(root)).match_text is None
+
+
+def test_an_update_by_link_id_changes_that_link_whatever_its_new_type(sample):
+    other = sample.link(A, B, "related_to", weight=0.2, description="the second link")
+    old = next(l for l in sample.links.of(A, "links") if l.to_uri == B and l.id != other.id)
+    # Without the id the new type names neither link: refused, nothing written.
+    with pytest.raises(LinkError, match="give the link type"):
+        write_link(sample, A, B, "caused_by", update=True)
+    changed = write_link(sample, A, B, "caused_by", update=True, link_id=old.id)
+    assert changed.id == old.id and changed.link_type.value == "caused_by"
+    assert next(l for l in sample.links.of(A, "links") if l.id == other.id) == other
+    before = sidecars(sample.root)
+    with pytest.raises(LinkError, match="no link link_gone"):
+        write_link(sample, A, B, update=True, weight=0.1, link_id="link_gone")
+    assert sidecars(sample.root) == before
+
+
 def test_the_cli_refuses_without_update_and_its_update_is_undone(sample):
     root = sample.root
     sample.close()
@@ -93,5 +122,9 @@ async def test_mcp_refuses_a_pair_linked_already_unless_update(tmp_path):
         updated = await client.call_tool("link", {"from_uri": A, "to_uri": B, "update": True, "weight": 0.5})
         assert not updated.is_error and updated.structured_content["weight"] == 0.5
         assert updated.structured_content["link_type"] == "belongs_to"
+        undone = await client.call_tool("undo", {"action": updated.structured_content["action"]})
+        assert not undone.is_error and "update-link" in undone.structured_content["undone"]
+        again = await client.call_tool("link", {"from_uri": A, "to_uri": B, "update": True, "weight": 0.5})
+        assert again.structured_content["action"]
     assert "update-link" in undo(Vault.open(root))
     assert sidecars(root) == before

@@ -134,7 +134,7 @@ async def test_read_only_mode_reads_and_refuses_every_write(tmp_path):
                            ("write_note", {"memory_type": "entity", "title": "Ineke"}),
                            ("edit_note", {"uri": MOCHI, "text": "She sleeps on the boiler."}),
                            ("delete_note", {"uri": MOCHI}),
-                           ("undo", {})):
+                           ("undo", {"action": "0" * 32})):
             refused = await client.call_tool(tool, args)
             assert refused.is_error, tool
             error = refused.structured_content["error"]
@@ -238,7 +238,7 @@ async def test_write_edit_delete_and_undo_a_note(tmp_path):
         # Text a person wrote below the generated view survives every edit.
         path = root / uri
         path.write_text(path.read_text(encoding="utf-8") + "\nMy own note: she has a key.\n", encoding="utf-8")
-        await call("edit_note", uri=uri, text="She also waters the plants.")
+        appended = await call("edit_note", uri=uri, text="She also waters the plants.")
         shown = await call("show_note", uri=uri)
         assert shown["fields"]["content"] == ("Neighbour; feeds Mochi when Lena and Tom travel.\n\n"
                                               "She also waters the plants.")
@@ -249,8 +249,8 @@ async def test_write_edit_delete_and_undo_a_note(tmp_path):
         empty = await client.call_tool("edit_note", {"uri": uri, "text": " \x1b[0m "})
         assert empty.is_error and "nothing to append" in empty.structured_content["error"]["message"]
         assert path.read_bytes() == before  # nothing changed
-        await call("edit_note", uri=uri, text="Neighbour at number 12.", mode="replace",
-                   old_text=shown["fields"]["content"])
+        replaced = await call("edit_note", uri=uri, text="Neighbour at number 12.", mode="replace",
+                              old_text=shown["fields"]["content"])
         text = path.read_text(encoding="utf-8")
         assert "Neighbour at number 12." in text and "waters" not in text and "My own note: she has a key." in text
 
@@ -268,10 +268,46 @@ async def test_write_edit_delete_and_undo_a_note(tmp_path):
         assert [l["from_uri"] for l in (await call("show_note", uri=MOCHI))["backlinks"]] == backlinks
         # Undo goes back one action at a time: the replace, then the append; the note itself
         # is not taken back, as a person wrote in it after it was made.
-        await call("undo")
+        await call("undo", action=replaced["action"])
         assert "waters the plants" in path.read_text(encoding="utf-8")
-        await call("undo")
-        refused = await client.call_tool("undo", {})
+        await call("undo", action=appended["action"])
+        refused = await client.call_tool("undo", {"action": made["action"]})
         assert refused.is_error and "changed since the write_note action" in refused.structured_content["error"]["message"]
         assert path.read_text(encoding="utf-8").endswith("My own note: she has a key.\n")
     assert [f for f in check(Vault.open(root)) if f.severity == "error"] == []
+
+
+async def test_undo_takes_back_only_the_clients_own_write_while_it_is_the_last_action(tmp_path):
+    root = a_vault(tmp_path)
+    async with server(root) as client:
+        made = (await client.call_tool("write_note", {"memory_type": "entity", "title": "Ineke Bos"})).structured_content
+        # The user moves a note afterwards: the client's undo must not reverse that move.
+        moved = memlink("mv", MOCHI, "entities/mochi-cat.md", vault=root)
+        assert moved.returncode == 0, moved.stdout + moved.stderr
+        after_move = files(root)
+        for action in (made["action"], "0" * 32):
+            refused = await client.call_tool("undo", {"action": action})
+            assert refused.is_error, action
+            message = refused.structured_content["error"]["message"]
+            assert "not the last action" in message and "move" in message and "nothing was changed" in message
+        assert files(root) == after_move
+        # Its own move, the last action, it may take back.
+        mine = (await client.call_tool("move", {"old_uri": "entities/mochi-cat.md", "new_uri": MOCHI})).structured_content
+        done = await client.call_tool("undo", {"action": mine["action"]})
+        assert not done.is_error, done.content
+        assert (root / "entities/mochi-cat.md").read_bytes() == after_move["entities/mochi-cat.md"]
+        assert not (root / MOCHI).exists()
+
+
+async def test_write_note_is_refused_where_memlink_keeps_no_notes(tmp_path):
+    root = a_vault(tmp_path)
+    before = files(root)
+    async with server(root) as client:
+        for uri in ("dashboards/x.md", "sessions/x.md", "memory_types/x.md", "README.md", "DREAMS.md", "notes/x.txt"):
+            refused = await client.call_tool("write_note", {"memory_type": "entity", "title": "Ineke", "uri": uri})
+            assert refused.is_error, uri
+            message = refused.structured_content["error"]["message"]
+            assert uri in message and "nothing was changed" in message, message
+        made = await client.call_tool("write_note", {"memory_type": "entity", "title": "Ineke", "uri": "people/./ineke.md"})
+        assert not made.is_error and made.structured_content["uri"] == "people/ineke.md"
+    assert {k: v for k, v in files(root).items() if not k.startswith("people/")} == before

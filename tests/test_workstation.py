@@ -10,7 +10,7 @@ import yaml
 from conftest import set_llm, settle
 from ollama_stub import OllamaStub
 from textual.app import App
-from textual.widgets import Input
+from textual.widgets import Input, Select
 
 from engine import CatalogEntry, Vault
 from memlink_tui.app import History, Location, MemlinkApp
@@ -509,6 +509,56 @@ async def test_an_extraction_started_in_chat_shows_in_the_status_line_until_it_e
             assert not started[0].thread.is_alive()
             await pilot.pause(0.6)  # the queue timer's next count
             assert "queue idle" in str(chat.query_one(StatusBar).render())
+
+
+async def test_the_link_editor_clears_an_anchor_and_keeps_what_was_typed_before_the_link_showed(sample):
+    from engine.review.linkwrite import write_link
+
+    source = "preferences/coffee.md"
+    old = next(l for l in sample.links.of(source, "links") if sample.catalog.get(l.to_uri).title == "Man Met Bril Koffie")
+    write_link(sample, source, old.to_uri, update=True, match_text="flat white")
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        # Tab (not enter) out of the target, a weight typed: the first ctrl+s shows the link
+        # there is, with the typed weight kept; the emptied anchor then removes the anchor.
+        await open_link_editor(app, pilot, source, "Man Met Bril Koffie")
+        await pilot.press("tab")
+        app.screen.query_one("#link-weight", Input).value = "0.35"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert "already linked" in str(app.screen.query_one("#link-error").render())
+        assert app.screen.query_one("#link-weight", Input).value == "0.35"
+        assert app.screen.query_one("#link-anchor", Input).value == "flat white"
+        assert app.screen.query_one("#link-why", Input).value == old.description
+        app.screen.query_one("#link-anchor", Input).value = ""
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert "(none: the whole note)" in str(app.screen.query_one("Static").render())
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert isinstance(app.screen, BrowserScreen)
+    (now,) = [l for l in sample.links.of(source, "links") if l.to_uri == old.to_uri]
+    assert (now.id, now.weight, now.match_text, now.description) == (old.id, 0.35, None, old.description)
+
+
+async def test_the_link_editor_updates_the_link_it_shows_when_the_type_changes(sample):
+    source = "preferences/coffee.md"
+    old = next(l for l in sample.links.of(source, "links") if sample.catalog.get(l.to_uri).title == "Man Met Bril Koffie")
+    other = sample.link(source, old.to_uri, "belongs_to", weight=0.2, description="the second link")
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_link_editor(app, pilot, source, "Man Met Bril Koffie")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen.query_one("#link-why", Input).value == old.description  # the form shows the first link
+        app.screen.query_one("#link-type", Select).value = "caused_by"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert isinstance(app.screen, BrowserScreen)
+    links = {l.id: l for l in sample.links.of(source, "links") if l.to_uri == old.to_uri}
+    assert links[old.id].link_type.value == "caused_by" and links[other.id] == other
 
 
 async def test_the_link_editor_updates_a_link_the_note_has_and_undo_puts_it_back(sample):

@@ -147,9 +147,9 @@ def review(vault: Vault, a: str, b: str, action: str, *, text: str | None = None
     return ReviewResult(action, plan.message, plan.files, plan)
 
 
-def log_action(vault: Vault, tx: Transaction, action: str, a: str, b: str, message: str) -> None:
+def log_action(vault: Vault, tx: Transaction, action: str, a: str, b: str, message: str) -> str:
     """Record what ``tx`` staged as an undoable action on notes ``a`` and ``b``, in the
-    same unit of work (``undo`` puts it back). Staged from a clean unit of work, so the
+    same unit of work (``undo`` puts it back); returns the action's id. Staged from a clean unit of work, so the
     files on disk are what the action replaces. The two notes are kept even when
     unchanged: undo refuses once they were edited since, as the decision was made on their
     texts. Links are kept one record at a time (a sidecar can hold tens of thousands),
@@ -164,8 +164,9 @@ def log_action(vault: Vault, tx: Transaction, action: str, a: str, b: str, messa
         before[rel] = folder_text(vault.root, vault.resolve.folder(folder), folder)
     after = {rel: text_hash(tx.text_after(rel)) for rel in snapshot}
     keep_newest(vault.root / ACTION_LOG, UNDO_HISTORY_MAX)  # (under the vault lock, as every write of the log)
-    tx.append(ACTION_LOG, {"at": _now(), "action": action, "a": a, "b": b, "message": message,
-                           "before": before, "after": after, "links": _link_records(vault, tx, whole)})
+    row = tx.append(ACTION_LOG, {"at": _now(), "action": action, "a": a, "b": b, "message": message,
+                                 "before": before, "after": after, "links": _link_records(vault, tx, whole)})
+    return str(row["id"])
 
 
 def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str | None,
@@ -445,13 +446,17 @@ def last_action(vault: Vault) -> dict[str, Any] | None:
     return None
 
 
-def undo(vault: Vault) -> str:
+def undo(vault: Vault, action_id: str | None = None) -> str:
     """Reverse the last review action, if its files are as the action left them: the
-    files and the undo record land together."""
+    files and the undo record land together. With ``action_id`` only when that is the
+    last action: a caller undoing its own write never reverses someone else's."""
     with vault.transaction() as tx:
         entry = last_action(vault)
         if entry is None:
             raise ReviewError("nothing to undo")
+        if action_id is not None and _entry_id(entry) != action_id:
+            raise ReviewError(f"cannot undo action {action_id}: it is not the last action (that is {entry['action']} "
+                              f"on {entry['a']} / {entry['b']}, {_entry_id(entry)}); nothing was changed")
         _restore(tx, entry)
         tx.append(ACTION_LOG, {"at": _now(), "undo": _entry_id(entry)})
     return f"undid {entry['action']} on {entry['a']} / {entry['b']}"

@@ -38,23 +38,32 @@ def describe(link: StoredLink) -> str:
 def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | str | None = None, *,
                update: bool = False, weight: float | None = None, t_field: str | None = None,
                t_line_ranges: str | None = None, match_text: str | None = None,
-               description: str | None = None) -> StoredLink:
+               description: str | None = None, link_id: str | None = None) -> StoredLink:
     """Link ``from_uri`` to ``to_uri`` on both sides, or, with ``update``, change the link
-    they have: only the fields given, the rest as they are, undoable with `memlink undo`.
-    Without ``update`` a pair linked already is refused (``LinkExists``), nothing
-    written. Returns the link as written."""
+    they have (the one with ``link_id``, else the one of ``link_type``): only the fields
+    given, the rest as they are (``match_text=""`` removes the anchor), undoable with
+    `memlink undo`. Without ``update`` a pair linked already is refused (``LinkExists``),
+    nothing written. Returns the link as written."""
     from_uri, to_uri = normalize_uri(from_uri), normalize_uri(to_uri)
     existing = [l for l in vault.links.of(from_uri, "links") if l.to_uri == to_uri and not l.legacy]
+    if link_id is not None and not any(l.id == link_id for l in existing):
+        raise LinkError(f"{from_uri} has no link {link_id} to {to_uri} (it was changed or removed since); "
+                        "nothing was written")
     if not existing:
         if link_type is None:
             raise LinkError("a new link needs a link type")
         return vault.link(from_uri, to_uri, link_type, weight=1.0 if weight is None else weight, t_field=t_field,
-                          t_line_ranges=t_line_ranges, match_text=match_text, description=description or "")
+                          t_line_ranges=t_line_ranges, match_text=match_text or None, description=description or "")
     if not update:
         listed = "; ".join(describe(l) for l in existing)
         raise LinkExists(f"{from_uri} is linked to {to_uri} already: {listed}. Nothing was written; "
                          "to change that link, write it again as an update (`memlink link --update`)", existing)
-    chosen = [l for l in existing if link_type is None or l.link_type == link_type] if len(existing) > 1 else existing
+    if link_id is not None:
+        chosen = [l for l in existing if l.id == link_id]
+    elif len(existing) > 1:
+        chosen = [l for l in existing if link_type is None or l.link_type == link_type]
+    else:
+        chosen = existing
     if len(chosen) != 1:
         raise LinkError(f"{from_uri} has {len(existing)} links to {to_uri} ({'; '.join(describe(l) for l in existing)}); "
                         "give the link type of the one to update")
@@ -66,7 +75,7 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
                        t_field=new_field,
                        t_line_ranges=t_line_ranges if t_line_ranges is not None else
                        (old.t_line_ranges if new_field == old.t_field else None),
-                       match_text=old.match_text if match_text is None else match_text,
+                       match_text=old.match_text if match_text is None else match_text or None,
                        description=old.description if description is None else description, created_at=old.created_at)
     updated = checked.model_copy(update={"id": old.id})
     if updated == old:

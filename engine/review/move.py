@@ -23,7 +23,7 @@ from ..model.links import Direction, StoredLink
 from ..model.notes import parse_note
 from ..model.uris import normalize_uri, uri_dir
 from ..storage.sidecars import LinkOp, PutLink, RemoveLink, owner_of
-from ..storage.walk import NON_NOTE_DIRS, NON_NOTE_FILES
+from ..storage.walk import check_note_target
 from .actions import log_action
 
 if TYPE_CHECKING:
@@ -55,6 +55,7 @@ class MoveResult:
     moved_file: bool  # False: the file was moved by hand already; only the links followed
     mentions: list[Mention] = field(default_factory=list)
     rewritten: list[str] = field(default_factory=list)  # notes whose wikilinks were rewritten (rewrite_text)
+    action: str = ""  # the id of the undoable action it was logged as
 
     def message(self) -> str:
         what = "moved" if self.moved_file else "relinked (moved by hand)"
@@ -75,12 +76,10 @@ def target_uri(vault: Vault, old: str, new: str) -> str:
         raise MoveError(f"cannot move {old}: {exc} (a note moves within the vault); nothing was moved") from None
     if folder or vault.path(new).is_dir():
         new = f"{new}/{PurePosixPath(old).name}"
-    if not new.endswith(".md"):
-        raise MoveError(f"cannot move {old} to {new}: a note's path ends in .md; nothing was moved")
-    if new.split("/")[0] in NON_NOTE_DIRS or new in NON_NOTE_FILES:
-        raise MoveError(f"cannot move {old} to {new}: memlink keeps no notes there (it is its own folder or file); "
-                        "nothing was moved")
-    return new
+    try:
+        return check_note_target(new)
+    except UriError as exc:
+        raise MoveError(f"cannot move {old} to {exc}; nothing was moved") from None
 
 
 def move_note(vault: Vault, old: str, new: str, *, rewrite_text: bool = False) -> MoveResult:
@@ -110,7 +109,7 @@ def move_note(vault: Vault, old: str, new: str, *, rewrite_text: bool = False) -
         result.mentions = mentions(vault, sources, old, new)
         if rewrite_text and result.mentions:
             result.rewritten = _rewrite(vault, tx, sorted({m.uri for m in result.mentions}), old, new)
-        log_action(vault, tx, "move", old, new, result.message())
+        result.action = log_action(vault, tx, "move", old, new, result.message())
     return result
 
 

@@ -23,6 +23,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr, ValidationError
 
 from ..errors import MemlinkError
+from ..llm.fence import one_line
 from ..model.templates import slugify
 from .events import ImportRecord
 
@@ -340,9 +341,10 @@ def _claude(conv: ClaudeConversation, out: Conversation) -> None:
 def _attachment(name: str, content: str) -> str:
     """An attached file's text as part of the turn: labelled with its name, every line
     quoted ("> "), so the file's own text can neither end the quote nor pass for code,
-    which extraction leaves out (the user's file is what they said)."""
+    which extraction leaves out (the user's file is what they said). The name is kept to
+    its one line, so it cannot end the label and write lines of its own."""
     lines = content.strip("\n").split("\n")
-    return f"Attachment: {name}\n" + "\n".join(f"> {line}".rstrip() for line in lines)
+    return f"Attachment: {one_line(name)}\n" + "\n".join(f"> {line}".rstrip() for line in lines)
 
 
 # -- shared ---------------------------------------------------------------------------------

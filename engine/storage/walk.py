@@ -7,9 +7,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+from ..errors import UriError
 from ..model.files import kind_of
 from ..model.text import printable_path
-from ..model.uris import utf8_name
+from ..model.uris import normalize_uri, utf8_name
 from .atomic import TMP_SUFFIX
 from .store import STATE_DIR
 
@@ -17,6 +18,18 @@ NON_NOTE_DIRS = {"sessions", "dashboards", "memory_types"}
 NON_NOTE_FILES = {"DREAMS.md", "README.md"}  # generated diaries and read-me files at the vault root
 
 Walked = tuple[str, int, int]  # uri, mtime_ns, size
+
+
+def check_note_target(uri: str) -> str:
+    """``uri`` normalized, when a note may be written there: a path ending in .md outside
+    the folders and files memlink keeps for itself (which the walk never reads as notes).
+    UriError names the path and why otherwise."""
+    uri = normalize_uri(uri)
+    if not uri.endswith(".md"):
+        raise UriError(f"{uri}: a note's path ends in .md")
+    if uri.split("/")[0] in NON_NOTE_DIRS or uri in NON_NOTE_FILES:
+        raise UriError(f"{uri}: memlink keeps no notes there (it is its own folder or file)")
+    return uri
 
 
 def vault_files(root: str, sidecar: str, skipped: dict[str, str] | None = None) -> Iterator[Walked]:

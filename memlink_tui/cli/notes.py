@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--update", action="store_true",
                    help="change the link FROM -> TO has: only the options given, the rest kept; `memlink undo` reverts it")
     s.add_argument("--weight", type=float, help="0 to 1 (a new link: 1.0)")
-    s.add_argument("--match-text", help="words of FROM's text the link hangs on")
+    s.add_argument("--match-text", help="words of FROM's text the link hangs on (with --update, \"\" removes them)")
     s.add_argument("--description", help="one line on what the link means")
     s.add_argument("--t-field", help="the field of TO the link points into (default: its text field)")
     s.add_argument("--t-lines", help="line range(s) in the target field, e.g. 3-5 or 3-5,8")

@@ -4,9 +4,10 @@ people, places and projects before reports), then enter moves on to the link typ
 weight, the words in this note the link hangs on (optional) and why. Enter on the last
 field, or ctrl+s, shows a summary of the link; y writes it on both sides at once, n goes
 back to the form. Enter never writes straight from the search. A target the note links
-to already fills the form with that link: what is changed there updates it (the fields
-left as they were are kept, and `memlink undo` puts it back). Dismisses with the target's
-URI, or None."""
+to already fills the form with that link (on enter, or on the first ctrl+s, which keeps
+what was typed meanwhile): what is changed there updates that very link (the fields left
+as they were are kept, an emptied anchor is removed, and `memlink undo` puts it back).
+Dismisses with the target's URI, or None."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ class LinkEditor(ModalScreen[str | None]):
         self.entries = sorted((e for e in vault.catalog.all() if e.uri != source), key=lambda e: e.title.lower())
         self.target: str | None = None
         self.existing: StoredLink | None = None  # the link to the target the form was filled from
+        self.shown: dict[str, str] = {}  # what the form last showed of its own (its defaults, or a link)
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -69,6 +71,7 @@ class LinkEditor(ModalScreen[str | None]):
             yield Static("[dim]enter or tab: next field · ctrl+s (or enter on the last field): review and write · esc cancels[/dim]")
 
     def on_mount(self) -> None:
+        self.shown = self._form()
         title = self.vault.catalog.get(self.source)
         self.query_one(Vertical).border_title = f"Link {safe_markup(title.title if title else self.source)} →"
         self._match("")
@@ -125,19 +128,29 @@ class LinkEditor(ModalScreen[str | None]):
     def _linked(self) -> list[StoredLink]:
         return [l for l in self.vault.links.of(self.source, "links") if l.to_uri == self.target and not l.legacy]
 
-    def _fill_from_existing(self) -> bool:
+    def _form(self) -> dict[str, str]:
+        return {"type": str(self.query_one("#link-type", Select).value),
+                **{name: self.query_one(f"#link-{name}", Input).value for name in ("weight", "anchor", "why")}}
+
+    def _fill_from_existing(self, *, keep_typed: bool = False) -> bool:
         """When the note links to the target already, show that link in the form (once per
-        target): the form then updates it. Returns whether it filled the form now."""
+        target): the form then updates it. With ``keep_typed`` a field the user changed
+        keeps what they typed. Returns whether it filled the form now."""
         existing = self._linked()
         if not existing or (self.existing is not None and self.existing.to_uri == self.target):
             if not existing:
                 self.existing = None
             return False
         link = self.existing = existing[0]
-        self.query_one("#link-type", Select).value = link.link_type.value
-        self.query_one("#link-weight", Input).value = f"{link.weight:g}"
-        self.query_one("#link-anchor", Input).value = link.match_text or ""
-        self.query_one("#link-why", Input).value = link.description
+        now = self._form()
+        values = {"type": link.link_type.value, "weight": f"{link.weight:g}", "anchor": link.match_text or "",
+                  "why": link.description}
+        if keep_typed:
+            values = {name: now[name] if now[name] != self.shown.get(name) else value for name, value in values.items()}
+        self.query_one("#link-type", Select).value = values["type"]
+        for name in ("weight", "anchor", "why"):
+            self.query_one(f"#link-{name}", Input).value = values[name]
+        self.shown = values
         self._fail(f"already linked: {describe(link)} — change the fields and ctrl+s to update that link")
         return True
 
@@ -145,7 +158,7 @@ class LinkEditor(ModalScreen[str | None]):
         if not self.target:
             self._fail("no note matches the target; type part of its title")
             return
-        if self._fill_from_existing():
+        if self._fill_from_existing(keep_typed=True):
             return  # the form now shows the link there is: what the user changes updates it
         try:
             weight = float(self.query_one("#link-weight", Input).value)
@@ -179,15 +192,16 @@ class LinkEditor(ModalScreen[str | None]):
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._write(target, link_type, weight, anchor, why, update=old is not None)
+                self._write(target, link_type, weight, anchor, why, old)
 
         self._fail("")
         self.app.push_screen(Confirm(summary, markup=True), answered)
 
-    def _write(self, target: str, link_type: str, weight: float, anchor: str | None, why: str, *, update: bool) -> None:
-        try:
-            write_link(self.vault, self.source, target, link_type, update=update, weight=weight, match_text=anchor,
-                       description=why)
+    def _write(self, target: str, link_type: str, weight: float, anchor: str | None, why: str,
+               old: StoredLink | None) -> None:
+        try:  # an update names its link (two links to one note: the one shown) and "" clears the anchor
+            write_link(self.vault, self.source, target, link_type, update=old is not None, weight=weight,
+                       match_text=anchor or "", description=why, link_id=old.id if old else None)
         except (MemlinkError, ValueError) as exc:  # bad weight, unknown note, …: nothing was written
             self._fail(str(exc).splitlines()[0])
             return
