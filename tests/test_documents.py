@@ -145,7 +145,8 @@ def test_a_document_without_text_is_refused_naming_the_file_and_nothing_changes(
         read_document(doc)
 
 
-def test_the_inbox_is_imported_and_its_files_move_to_done(tmp_path, docs):
+def inbox_vault(tmp_path: Path) -> tuple[Path, Path]:
+    """A vault with the rules provider whose memlink.yaml names ../inbox, and that folder."""
     root = tmp_path / "vault"
     assert memlink("init", vault=root).returncode == 0
     cfg = yaml.safe_load((root / "memlink.yaml").read_text())
@@ -154,6 +155,11 @@ def test_the_inbox_is_imported_and_its_files_move_to_done(tmp_path, docs):
     (root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
     inbox = tmp_path / "inbox"
     inbox.mkdir()
+    return root, inbox
+
+
+def test_the_inbox_is_imported_and_its_files_move_to_done(tmp_path, docs):
+    root, inbox = inbox_vault(tmp_path)
     (inbox / "quay.html").write_text(HTML, encoding="utf-8")
     (inbox / "locked.pdf").write_bytes(make_pdf([["x"]], password="pw"))
     (inbox / "done").mkdir()
@@ -203,14 +209,7 @@ async def test_the_app_imports_the_inbox_in_the_background(tmp_path):
 
 
 def test_a_new_inbox_file_named_as_an_earlier_one_gets_its_own_note(tmp_path):
-    root = tmp_path / "vault"
-    assert memlink("init", vault=root).returncode == 0
-    cfg = yaml.safe_load((root / "memlink.yaml").read_text())
-    cfg["llm"] = {"provider": "rules"}
-    cfg["ingest"] = {"inbox": "../inbox"}
-    (root / "memlink.yaml").write_text(yaml.safe_dump(cfg))
-    inbox = tmp_path / "inbox"
-    inbox.mkdir()
+    root, inbox = inbox_vault(tmp_path)
     (inbox / "notes.md").write_text("Monday: the boiler was serviced.\n", encoding="utf-8")
     assert memlink("ingest", "--inbox", vault=root).returncode == 0
     (inbox / "notes.md").write_text("Tuesday: the roof was fixed.\n", encoding="utf-8")
