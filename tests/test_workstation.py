@@ -587,3 +587,23 @@ async def test_the_link_editor_updates_a_link_the_note_has_and_undo_puts_it_back
     assert (now.link_type, now.description, now.match_text) == (old.link_type, old.description, old.match_text)
     undo(sample)
     assert {p: p.read_bytes() for p in sample.root.rglob(".relations.json")} == sidecars
+
+
+async def test_the_report_queue_says_when_nothing_is_known_yet(sample):
+    from textual.widgets import Label, ListView
+
+    from engine.retrieve.search import search
+
+    for _ in range(3):
+        search(sample, "sourdough starter hydration", log=True)
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await palette(pilot, "Run dream")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ReportScreen)
+        status = str(app.screen.query_one("#dream-status").render())
+        assert "nothing known yet (the question stays open): What do I know about sourdough starter hydration?" in status
+        labels = [str(item.query_one(Label).render()) for item in app.screen.query_one("#queue", ListView).children]
+        assert "[nothing known yet] What do I know about sourdough starter hydration?" in labels
+        assert not any("nothing_known_yet" in label for label in labels)

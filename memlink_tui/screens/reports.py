@@ -13,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, ListItem, ListView, Markdown, Static
 
 from engine import MemlinkError, Vault
+from engine.dream.topics import NOTHING_YET
 from engine.model.text import counted, printable
 from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
@@ -97,7 +98,8 @@ class ReportScreen(Pane):
         rows = []  # the catalog as the app knows it (r in the browser re-reads the files)
         for e in self.vault.catalog.all("report_candidate"):
             status = self.vault.read_note(e.uri).fields.get("status") or "pending"
-            rows.append((0 if status == "pending" else 1, f"[{status}] {e.title}", e.uri))
+            still_open = status in ("pending", NOTHING_YET)  # (a question nothing answers yet is asked again)
+            rows.append((0 if still_open else 1, f"[{status.replace('_', ' ')}] {e.title}", e.uri))
         for e in self.vault.catalog.all("report"):
             rows.append((2, f"report · {e.title}", e.uri))
         view = self.query_one("#queue", ListView)
@@ -164,7 +166,10 @@ class ReportScreen(Pane):
             return
         summary = (f"dream ({report.provider}): {counted(len(report.topics), 'topic')}, "
                    f"{counted(len(report.written), 'report')} written")
-        lines = [safe_markup(summary)] + [f"+ {safe_markup(u)}" for u in report.written] + [f"! {safe_markup(s)}" for s in report.skipped]
+        lines = ([safe_markup(summary)] + [f"+ {safe_markup(u)}" for u in report.written]
+                 + [f"- nothing known yet (the question stays open): {safe_markup(q)}" for q in report.nothing_yet]
+                 + [f"- no report: {safe_markup(q)}" for q in report.no_report]
+                 + [f"! {safe_markup(s)}" for s in report.skipped])
         self.app.call_from_thread(self.query_one("#dream-status", Static).update, "\n".join(lines))
         self.app.call_from_thread(self.refresh_queue, report.written[0] if report.written else None)  # type: ignore[arg-type]  # textual's typing infers Never for an async callback
         self.app.call_from_thread(self.notify, safe_markup(summary), title="Dream finished")
