@@ -316,7 +316,7 @@ def test_the_reingest_journey_edit_revert_move_delete_prune_undo(tmp_path):
     out = json.loads(memlink("ingest", str(moved), "--json", vault=root).stdout)
     assert not out["changed"] and not out["deleted"] and sorted(Vault.open(root).catalog.uris()) == before
     assert all(f["skipped"] for f in out["files"])
-    # Delete one file, rename another: reported; --prune removes; undo puts them back.
+    # Delete one file, rename another: reported; --prune moves and removes; undo puts them back.
     (moved / "Eta.md").unlink()
     (moved / "Zeta.md").rename(moved / "Zeta renamed.md")
     out = json.loads(memlink("ingest", str(moved), "--dry-run", "--json", vault=root).stdout)
@@ -333,10 +333,12 @@ def test_the_reingest_journey_edit_revert_move_delete_prune_undo(tmp_path):
     v = Vault.open(root)
     assert not v.exists("sources/notes/Eta.md") and not v.exists("sources/notes/Zeta.md")
     assert v.exists("sources/notes/Zeta renamed.md")
-    assert memlink("undo", vault=root).returncode == 0
+    assert memlink("undo", vault=root).returncode == 0  # the removal
     v = Vault.open(root)
-    assert v.exists("sources/notes/Eta.md") and v.exists("sources/notes/Zeta.md")
-    assert "sources/notes/Eta.md" in out_links(v, alpha)
+    assert v.exists("sources/notes/Eta.md") and "sources/notes/Eta.md" in out_links(v, alpha)
+    assert memlink("undo", vault=root).returncode == 0  # the move
+    v = Vault.open(root)
+    assert v.exists("sources/notes/Zeta.md") and not v.exists("sources/notes/Zeta renamed.md")
     assert memlink("check", vault=root).returncode == 0
 
 
@@ -469,3 +471,37 @@ def test_prune_keeps_edited_notes_and_moves_renamed_files_notes(tmp_path):
     assert "sources/notes/Zeta renamed.md" in out_links(v, "sources/notes/Alpha.md")  # the link followed the move
     assert v.read_note("sources/notes/Zeta renamed.md").fields["title"] == "Zeta renamed"
     assert memlink("check", vault=root).returncode == 0
+
+
+def test_a_renamed_file_is_not_imported_twice_before_prune_moves_its_note(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = tmp_path / "notes"
+    shutil.copytree(MINI, src)
+    ingest_batch(v, [src], extractor=RULES)
+    (src / "Zeta.md").rename(src / "Zeta renamed.md")
+    result = ingest_batch(v, [src], extractor=RULES)
+    assert [r["to"] for r in result.renamed] == ["sources/notes/Zeta renamed.md"]
+    assert not v.exists("sources/notes/Zeta renamed.md") and v.exists("sources/notes/Zeta.md")
+    why = {s["path"]: s["why"] for s in result.skipped}[str(src / "Zeta renamed.md")]
+    assert why == "the file of sources/notes/Zeta.md, renamed: its note stays there until --prune moves it"
+    result = ingest_batch(v, [src], extractor=RULES, prune=True)  # a later run: still a rename, moved
+    assert result.renamed[0].get("moved") and not result.pruned
+    assert not v.exists("sources/notes/Zeta.md") and v.exists("sources/notes/Zeta renamed.md")
+    assert "sources/notes/Zeta renamed.md" in out_links(v, "sources/notes/Alpha.md")
+
+
+def test_a_frontmatter_change_is_synced(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = tmp_path / "notes"
+    src.mkdir()
+    page = src / "Plan.md"
+    page.write_text("---\ntitle: Spring plan\ntags: [garden]\n---\nSow the beans in April.\n", encoding="utf-8")
+    ingest_batch(v, [src], extractor=RULES)
+    page.write_text("---\ntitle: Spring garden plan\ntags: [garden, beans]\naliases: [Beans]\n---\nSow the beans in April.\n",
+                    encoding="utf-8")
+    result = ingest_batch(v, [src], extractor=RULES)
+    assert result.changed == ["sources/notes/Plan.md"] and not result.failed and not result.problems
+    note = v.read_note("sources/notes/Plan.md")
+    assert note.fields["title"] == "Spring garden plan"
+    assert note.extra["tags"] == ["garden", "beans"] and note.extra["aliases"] == ["Beans"]
+    assert ingest_batch(v, [src], extractor=RULES).files[0].skipped == "already imported as sources/notes/Plan.md"

@@ -109,7 +109,7 @@ class Page:
     heading: str = ""  # the `# ` line that opens its text, if any: a name memlink knows it by, never its title
     top: str | None = None  # the folder given it came from (its name), None for files given one by one
     target: str = ""  # the uri of its note: sources/<folder given>/<its path there>.md
-    state: str = ""  # new | changed | unchanged | edited (``_plan``) | moved (a renamed file's note, ``prune``)
+    state: str = ""  # new | changed | unchanged | edited (``_plan``) | renamed (left) or moved (``prune``)
     before: str | None = None  # a changed note's text as it was: the links it stated are ingest's own
     stated_before: set[tuple[str, str | None]] = field(default_factory=set)  # (to, match_text) of those links
     document: Converted | None = None  # a PDF, HTML page or DOCX converted (engine.extract.documents)
@@ -383,9 +383,22 @@ def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False) -> str
     taken.add(page.target.lower())
     if is_pending(note):
         return "changed"
-    if note.fields.get("content") == page.body.strip():
+    if note.fields.get("content") == page.body.strip() and _says_the_same(note, page):
         return "unchanged"
     return "edited" if _edited(vault, note) else "changed"
+
+
+def _file_keys(page: Page) -> dict[str, object]:
+    """What an Obsidian vault's file says beyond its text, kept where Obsidian reads it (the
+    top of the note's frontmatter): its names and tags, and the folder it came from."""
+    folder = posixpath.dirname(page.alias)
+    return {k: v for k, v in (("folder", folder), ("aliases", page.names), ("tags", page.tags)) if v}
+
+
+def _says_the_same(note: Note, page: Page) -> bool:
+    """Whether the note holds what the file's frontmatter says: its title, names and tags."""
+    return (note.fields.get("title") == page.title
+            and {k: note.extra[k] for k in OBSIDIAN_KEYS if k in note.extra} == _file_keys(page))
 
 
 def _other_file(note: Note, page: Page, fresh: bool) -> bool:
@@ -546,6 +559,12 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
         ok.append(page)
     result.deleted = _gone(vault, roots, {page.target for page in placed})
     result.renamed = _renamed(vault, ok, result.deleted)
+    if not prune:  # (a renamed file's note stays where it is until --prune moves it: never a second copy)
+        waiting = {pair["to"]: pair["from"] for pair in result.renamed}
+        for page in ok:
+            if page.state == "new" and page.target in waiting:
+                page.state, page.uri = "renamed", waiting[page.target]
+                page.known = f"the file of {page.uri}, renamed: its note stays there until --prune moves it"
     _copy_attachments(vault, attachments, result, dry_run)
     doomed = _prunable(vault, result) if prune else []
     if dry_run:
@@ -595,7 +614,7 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
     for i, page in enumerate(written):
         if progress:
             progress(i, len(written))
-        if page.state == "edited":
+        if page.state in ("edited", "renamed"):
             continue
         plan: tuple[Resolved, ExtractContext] | None = None
         try:
@@ -685,6 +704,8 @@ def _dry(page: Page, result: BatchResult) -> None:
     """What a real run would do with the page, in the result, nothing written."""
     if page.state == "unchanged":
         result.skipped.append({"path": str(page.path), "why": f"already imported as {page.target}"})
+    elif page.state == "renamed":
+        result.skipped.append({"path": str(page.path), "why": page.known})
     elif page.state == "edited":
         result.edited.append({"path": str(page.path), "source": page.target})
     else:
@@ -749,6 +770,8 @@ def _write_source(vault: Vault, page: Page, result: BatchResult) -> RunReport:
     """The page's source note, marked pending until its memories and links land. A file
     whose note holds its text already is not imported again; one whose note a person
     edited in the vault since its import is left as it is, and said so."""
+    if page.state == "renamed":
+        return RunReport("none")
     page.uri = page.target
     if page.state == "unchanged":
         page.known = f"already imported as {page.target}"
@@ -771,17 +794,15 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, r
     fields = {"title": page.title, "kind": page.kind, "aliases": [page.alias, *filter(None, [page.heading])], "origin": origin,
               "in_wiki": page.wiki, "content": content}
     existed = vault.exists(uri)  # imported before but not finished, or its file changed since
-    # What an Obsidian vault's file says beyond its text, kept where Obsidian reads it (the
-    # top of the frontmatter): its names and tags, and the folder it came from.
-    folder = posixpath.dirname(page.alias)
-    keep = {k: v for k, v in (("folder", folder), ("aliases", page.names), ("tags", page.tags)) if v}
+    keep = _file_keys(page)
     if page.document is not None:  # the original beside the note; a PDF's pages as line ranges
         fields_, kept = document_fields(vault, page.real or page.path, uri, page.document)
         keep.update(fields_)
         if kept:
             result.edited.append({"path": str(page.path), "source": fields_["original"], "why": "kept (edited)"})
     with vault.transaction() as tx:
-        note = vault.write_note("source", fields, uri=uri, replace=page.state == "moved")  # (a new name: a new title)
+        # (A file renamed, or its frontmatter changed: its title may be another; the file decides.)
+        note = vault.write_note("source", fields, uri=uri, replace=page.state in ("moved", "changed"))
         wanted = {**{k: v for k, v in note.extra.items() if k not in OBSIDIAN_KEYS}, **keep, IMPORTED_KEY: _sha(content),
                   PENDING_KEY: PENDING}
         if note.extra != wanted:
