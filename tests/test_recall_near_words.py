@@ -3,6 +3,8 @@ words (engine.sessions.expansion) are looked for too."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from engine.index.embed import load_embedder
 from engine.sessions.expansion import near_words
 from engine.sessions.recall import RecallParams, TurnMemory
@@ -19,8 +21,17 @@ def test_the_models_word_vectors_give_near_words():
     near = near_words(english, ["ceramics", "children"], 5, 0.5)
     assert "pottery" in near["ceramics"] and "kids" in near["children"]
     assert "ceramics" not in near["ceramics"]
-    # The multilingual model's SentencePiece pieces are fragments of words: no near words.
+    # The multilingual model's SentencePiece pieces are fragments of words: no near words;
+    # nor from an embedder that is no static model.
     assert near_words(load_embedder("multilingual").embedder, ["ceramics"], 5, 0.5) == {}
+
+    class Hashing:
+        name, dims = "hashing", 8
+
+        def encode(self, texts):
+            return np.ones((len(texts), 8), dtype=np.float32) / np.sqrt(8)
+
+    assert near_words(Hashing(), ["ceramics"], 5, 0.5) == {}
 
 
 def test_a_reworded_question_finds_the_turn_by_a_near_word(vault):

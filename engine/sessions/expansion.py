@@ -5,10 +5,9 @@ model's row for "ceramics" lies close to the row for "pottery", so recall can lo
 that word too.
 
 Only whole words of the model's vocabulary are candidates, read once per model and
-process (the first question that needs them). The search is in two steps
-so a question stays within recall's time: a first pass on each row's leading PCA
-dimensions (model2vec orders them by variance) keeps a short list, which is then scored
-on all dimensions."""
+process (by the first question that needs them). The search is in two steps so a
+question stays within recall's time: a first pass on each row's leading PCA dimensions
+(model2vec orders them by variance) keeps a short list, scored then on all dimensions."""
 
 from __future__ import annotations
 
@@ -35,7 +34,7 @@ class Vocabulary:
 def near_words(embedder: Embedder, words: list[str], k: int, min_cosine: float) -> dict[str, list[str]]:
     """For each word, up to ``k`` other vocabulary words whose rows have a cosine of at least
     ``min_cosine`` with the word's vector, nearest first. Nothing for an embedder that is not
-    a plain static model (its rows are not word vectors)."""
+    a static model of word rows (``_vocabulary``)."""
     vocab = _vocabulary(embedder)
     if vocab is None or not words:
         return {}
@@ -57,9 +56,10 @@ def near_words(embedder: Embedder, words: list[str], k: int, min_cosine: float) 
 
 
 def _vocabulary(embedder: Embedder) -> Vocabulary | None:
+    """The vocabulary of a static model whose rows are its tokens' vectors as they are (no
+    token mapping); None for any other embedder."""
     model = getattr(embedder, "model", None)
-    plain = getattr(embedder, "_plain", None)
-    if model is None or plain is None or not plain():
+    if model is None or not hasattr(model, "embedding") or getattr(model, "token_mapping", None) is not None:
         return None
     return _read_vocabulary(model)
 
