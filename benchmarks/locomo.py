@@ -23,8 +23,8 @@ the conversations the recall knobs were tuned on (TUNED_ON) apart from the other
 
 With --paraphrases FILE (benchmarks/locomo_paraphrases.json): the questions of that file,
 reworded to share few words with their evidence, in place of the dataset's, by split
-("tune": looked at while tuning; "held-out": never), memlink beside the strong baseline at
-the same message budgets.
+("tune": looked at while tuning; "held-out" and "held-out-2", a second set written later:
+never), memlink beside the strong baseline at the same message budgets.
 
     .venv/bin/python benchmarks/locomo.py ../shared/data/locomo-dev/locomo-dev.json [--limit N]
     .venv/bin/python benchmarks/locomo.py ../shared/data/realtalk-dev/realtalk-dev.json --speaker
@@ -210,6 +210,7 @@ ABLATIONS = [
     ("… keyword hits not weighed by their share of the question", RecallParams(coverage_power=0.0)),
     ("… cosine counted once (vector weight 1)", RecallParams(vector_weight=1.0)),
     ("… graph weight 0.5", RecallParams(graph_weight=0.5)),
+    ("… without the near-words route", RecallParams(near_weight=0.0)),
     ("… no evidence gate", RecallParams(**NO_GATE)),
 ]
 
@@ -223,7 +224,8 @@ def main() -> int:
     args = ap.parse_args()
     samples = json.loads(args.data.read_text(encoding="utf-8"))[: args.limit or None]
     reworded = json.loads(args.paraphrases.read_text(encoding="utf-8")) if args.paraphrases else None
-    categories = {"tune": "tune split", "held-out": "held-out split"} if reworded is not None else CATEGORIES
+    categories = ({"tune": "tune split", "held-out": "held-out split", "held-out-2": "second held-out split"}
+                  if reworded is not None else CATEGORIES)
     unrelated = [l.strip() for l in UNRELATED.read_text(encoding="utf-8").splitlines() if l.strip() and not l.startswith("#")]
     memlink_at = {5: Tally(), 10: Tally()}
     baseline_at = {5: Tally(), 10: Tally()}

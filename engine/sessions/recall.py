@@ -7,6 +7,10 @@
   the question the hit holds, plus twice the cosine, so a turn that means what was asked
   beats one sharing a common word with it. The weights were measured on real long
   conversations and real messaging chats (benchmarks/locomo.py).
+- Near words: a question word the history hardly uses ("ceramics" where it says
+  "pottery") is looked for by the words nearest in meaning that it does use (the static
+  model's own word vectors: engine.sessions.expansion), a second BM25 query adding a
+  little to its hits.
 - Graph route: terms the question names (real entities: not a greeting, not a name that
   occurs all over the history) seed Personalized PageRank in their label-propagation
   community; terms map back to turns. It adds a small bonus, so it never lifts a turn
@@ -34,6 +38,7 @@ from ..model.text import content_tokens, has_cjk, tokenize
 from ..retrieve.fusion import RouteHits, fuse
 from ..storage.atomic import full_disk_cause
 from .communities import label_propagation
+from .expansion import near_words
 from .store import lost_sessions, norm_term
 from .turnindex import TurnIndex, pagerank, question_keys
 
@@ -69,6 +74,10 @@ class RecallParams:
     about_share: float = 0.35  # a name in this share of the indexed turns is someone the history is about
     strong_cosine: float = 0.6  # a best cosine this high is recalled whatever the keywords say ...
     strong_coverage: float = 0.9  # ... and so is a keyword hit holding this much of the question
+    near_weight: float = 0.3  # the route on words near in meaning to a rare question word: this much for its best hit ...
+    rare_turns: int = 3  # ... a word in at most this many indexed turns ("ceramics" where the history says "pottery") ...
+    near_words: int = 5  # ... gives at most this many words the history holds ...
+    near_cosine: float = 0.5  # ... each this close to it by the static model's word vectors (engine.sessions.expansion)
     window: int = 6  # within a message budget, a longer turn gives its best window of this many messages
 
 
@@ -235,6 +244,12 @@ class TurnMemory:
             for rank, (m, _s, why) in enumerate(graph, 1):
                 routes[m].append(f"graph (terms in the question) #{rank}")
                 explain[m] = why
+        if p.keyword and p.near_weight:
+            near = [(m, s) for m, s in self.index.keyword_hits(self._near_tokens(query, tokens), depth, p.own_weight)
+                    if usable(m)][: p.depth]
+            for rank, (m, s) in enumerate(near, 1):
+                routes[m].append(f"near words #{rank} ({s:.2f})")
+            fusing.append(RouteHits(near, "max", p.near_weight))
         fused = fuse(fusing)
         ranked = sorted(fused, key=lambda m: (-fused[m], m))
         hits = []
@@ -245,6 +260,24 @@ class TurnMemory:
             hits.append(RecallHit(m, t["session"], sources, t["summary"], question, answer, fused[m], routes[m],
                                   explain.get(m, [])))
         return hits
+
+    def _near_tokens(self, query: str, tokens: list[str]) -> list[str]:
+        """Tokens of words near in meaning to the question's rare words (in at most
+        ``rare_turns`` indexed turns, or none), that the history holds in few enough turns
+        to tell turns apart (``word_share``), and the question does not."""
+        p = self.params
+        words = sorted({w.lower() for w in re.findall(r"[^\W\d_]{3,}", query) if not _frame_word(w)})
+        stems = {w: tokenize(w) for w in words}
+        seen, _ = self.index.keywords.doc_freq(sorted({t for ts in stems.values() for t in ts}), ("text",))
+        rare = [w for w in words if stems[w] and max(seen[t] for t in stems[w]) <= p.rare_turns]
+        have, out = set(tokens), {}
+        for near in near_words(self.embedder, rare, 2 * p.near_words, p.near_cosine).values():
+            new = [t for t in dict.fromkeys(t for w in near for t in tokenize(w)) if t not in have]
+            out.update(dict.fromkeys(new[: p.near_words]))
+        if not out:
+            return []
+        held, n = self.index.keywords.doc_freq(sorted(out), ("own",))
+        return [t for t in out if 0 < held[t] <= max(6, p.word_share * n)]
 
     def _coverage(self, keyword: list[tuple[str, float]], idf: dict[str, float]) -> dict[str, float]:
         """Each keyword hit's share of the question's content words, by idf (rare words count
