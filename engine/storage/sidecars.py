@@ -173,16 +173,22 @@ class RawRows:
 
     def apply(self, op: dict) -> bool:
         kind = op.get("op")
-        if kind == "put_link" and op.get("at") is None:
-            new = op["link"]
+        if kind == "put_link":
+            new, at = op["link"], op.get("at")
             direction = new.get("direction")
             same = self.by_id.get((direction, new.get("id")), set()) | self.by_key.get((direction, _key(new)), set())
-            if len(same) == 1 and self.slots[next(iter(same))] == new:
+            order = list(self.slots) if isinstance(at, int) else None  # (the rows' order: a put in place, undo)
+            if len(same) == 1 and self.slots[slot := next(iter(same))] == new and (
+                    order is None or order.index(slot) == min(at, len(order) - 1)):
                 return False  # already there (a replay)
             for slot in same:
                 self._drop(slot)
             self.slots[self.next] = new
             self._index(self.next, new)
+            if order is not None:
+                order = [s for s in order if s not in same] if same else order
+                order.insert(max(0, min(at, len(order))), self.next)
+                self.slots = dict(zip(order, map(self.slots.__getitem__, order), strict=True))
             self.next += 1
             return True
         if kind == "remove_link":
@@ -190,7 +196,7 @@ class RawRows:
             for slot in same:
                 self._drop(slot)
             return bool(same)
-        rows = self.rows()  # a put in place (undo) or a legacy entry: rare, done on the list
+        rows = self.rows()  # a legacy entry: rare, done on the list
         changed = apply_raw(rows, op)
         if changed:
             self._reset(rows)

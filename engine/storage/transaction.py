@@ -241,10 +241,7 @@ class Transaction:
         owners = {k[1] for k, links in self._views.items()
                   if k[0] == folder and k[2] == direction and any(l.id in link_ids for l in links)}
         if folder not in self._restored:
-            for link_id in link_ids:
-                found = self.vault.links.record(folder, link_id, direction)
-                if found is not None:
-                    owners.add(owner_of(found))
+            owners |= {owner_of(found) for found in self.vault.links.records(folder, link_ids, direction).values()}
         return owners
 
     def append(self, log: str, record: dict[str, Any] | BaseModel) -> dict[str, Any]:
@@ -287,17 +284,22 @@ class Transaction:
 
     def entry(self, folder: str, link_id: str, direction: str) -> StoredLink | None:
         """The record with this id and direction in a folder once this transaction commits."""
-        for (f, _owner, d), links in self._views.items():
+        return self.entries(folder, [link_id], direction).get(link_id)
+
+    def entries(self, folder: str, link_ids: Iterable[str], direction: str) -> dict[str, StoredLink]:
+        """``entry`` for several ids, in one read: the records there will be, by id."""
+        wanted = set(link_ids)
+        out: dict[str, StoredLink] = {}
+        staged: set[str] = set()  # owners whose records here this transaction staged
+        for (f, owner, d), links in self._views.items():
             if f == folder and d == direction:
-                for link in links:
-                    if link.id == link_id and not link.legacy:
-                        return link
-        if folder in self._restored:
-            return None
-        found = self.vault.links.record(folder, link_id, direction)
-        if found is not None and (folder, owner_of(found), direction) in self._views:
-            return None  # staged away
-        return found
+                staged.add(owner)
+                out.update((l.id, l) for l in links if l.id in wanted and not l.legacy)
+        if folder not in self._restored:
+            for link_id, found in self.vault.links.records(folder, wanted - set(out), direction).items():
+                if owner_of(found) not in staged:  # (else staged away)
+                    out[link_id] = found
+        return out
 
     def link_changes(self) -> list[LinkChange]:
         """Every link record this transaction changes, by (folder, id, direction)."""
