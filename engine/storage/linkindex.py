@@ -411,8 +411,8 @@ class LinkIndex:
             for op in mine:
                 if isinstance(op, PutLink):
                     link, side = op.link, SIDES.index(op.link.direction)
-                    other = keyed.get((link.key, side))
-                    was = last.get((other, side)) if other is not None and other != link.id else None
+                    other = keyed.get((link.key, side), link.id)
+                    was = last.get((other, side)) if other != link.id else None
                     if was is not None and was.key == link.key:
                         last[(other, side)] = None  # (a record put earlier with its key goes)
                     last.pop((link.id, side), None)  # (put again: its row comes last, as in the file)

@@ -282,12 +282,9 @@ class Transaction:
         kept = [l for l in on_disk if (folder, owner_of(l), l.direction) not in staged]
         return kept + [l for k in sorted(staged) for l in self._views[k]]
 
-    def entry(self, folder: str, link_id: str, direction: str) -> StoredLink | None:
-        """The record with this id and direction in a folder once this transaction commits."""
-        return self.entries(folder, [link_id], direction).get(link_id)
-
     def entries(self, folder: str, link_ids: Iterable[str], direction: str) -> dict[str, StoredLink]:
-        """``entry`` for several ids, in one read: the records there will be, by id."""
+        """The records with these ids and this direction in a folder once this transaction
+        commits, by id (read in one query)."""
         wanted = set(link_ids)
         out: dict[str, StoredLink] = {}
         staged: set[str] = set()  # owners whose records here this transaction staged
@@ -327,6 +324,7 @@ class Transaction:
         if _is_sidecar(rel):
             folder = rel[: -len(SIDECAR)].rstrip("/")
             ops = [op for op in self._link_ops if op.folder == folder]
+            lines = None  # (the entries as read: written as they were, as a link write does)
             if folder in self._restored:
                 if not ops:
                     return self._restored[folder]
@@ -336,13 +334,13 @@ class Transaction:
                 path = self.vault.resolve.folder(folder)
                 if not ops:
                     return folder_text(self.vault.root, path, folder)
-                files = read_folder(self.vault.root, path, folder)
+                files = read_folder(self.vault.root, path, folder, lines=True)
                 if files.broken:
                     raise SidecarError(files.broken)
-                raw = files.rows
+                raw, lines = files.rows, files.lines
             for op in ops:
                 apply_raw(raw, op_row(op))
-            return dump_rows(raw) if raw else None
+            return dump_rows(raw, lines) if raw else None
         if rel in self._texts:
             return self._texts[rel]
         try:
