@@ -397,20 +397,20 @@ def _link_records(vault: Vault, tx: Transaction, whole: list[str]) -> list[dict[
         place = places[change.folder]
         record: dict[str, Any] = {"folder": change.folder, "id": change.id, "direction": change.direction,
                                   "at": place.get((change.id, change.direction)) if place is not None and change.before else None}
-        was = change.before.model_dump(mode="json") if change.before else None
-        now = change.after.model_dump(mode="json") if change.after else None
-        if was is not None and now is not None:
-            record["was"] = {k: v for k, v in was.items() if now.get(k) != v}
+        before, after = change.before, change.after
+        if before is not None and after is not None:
+            record["was"] = before.model_dump(mode="json", include={k for k in type(before).model_fields
+                                                                     if getattr(before, k) != getattr(after, k)})
         else:
-            record["before"] = was
-        record["after"] = None if now is None else _digest(now)
+            record["before"] = None if before is None else before.model_dump(mode="json")
+        record["after"] = None if after is None else _digest(after)
         out.append(record)
     return out
 
 
-def _digest(entry: dict[str, Any]) -> str:
+def _digest(link: StoredLink) -> str:
     """A link entry's fingerprint: undo puts a record back only while it is as the action left it."""
-    return hashlib.sha256(json.dumps(entry, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(link.model_dump_json().encode("utf-8")).hexdigest()[:16]
 
 
 def _describe(vault: Vault, tx: Transaction, action: str, a: str, b: str, message: str) -> Plan:
@@ -516,20 +516,24 @@ def _restore(tx: Transaction, entry: dict[str, Any]) -> None:
         if text_hash(text) != after.get(rel):
             raise ReviewError(f"cannot undo: {rel} changed since the {entry['action']} action")
     records = entry.get("links") or []
-    found: dict[tuple[str, str], dict[str, Any]] = {}  # (folder, direction) -> id -> the entry now, as JSON
+    found: dict[tuple[str, str], dict[str, StoredLink]] = {}  # (folder, direction) -> id -> the entry now
     for key in {(r["folder"], r["direction"]) for r in records}:
-        ids = [r["id"] for r in records if (r["folder"], r["direction"]) == key]
-        found[key] = {i: link.model_dump(mode="json") for i, link in tx.entries(key[0], ids, key[1]).items()}
-    back: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (record, the entry it puts back)
+        found[key] = tx.entries(key[0], [r["id"] for r in records if (r["folder"], r["direction"]) == key], key[1])
+    back: list[tuple[dict[str, Any], StoredLink]] = []  # (record, the entry it puts back)
     for r in records:
         now = found[(r["folder"], r["direction"])].get(r["id"])
         left = r["after"]  # a digest, None, or the entry itself (actions logged before digests)
-        if (_digest(now) if isinstance(left, str) and now is not None else now) != left:
+        if isinstance(left, str):
+            same = now is not None and _digest(now) == left
+        else:
+            same = (None if now is None else now.model_dump(mode="json")) == left
+        if not same:
             raise ReviewError(f"cannot undo: link {r['id']} in {sidecar_rel(r['folder'])} changed since the "
                               f"{entry['action']} action")
-        was = {**now, **r["was"]} if "was" in r and now is not None else r.get("before")
-        if was is not None:
-            back.append((r, was))
+        if "was" in r and now is not None:
+            back.append((r, StoredLink.model_validate({**now.model_dump(mode="json"), **r["was"]})))
+        elif r.get("before") is not None:
+            back.append((r, StoredLink.model_validate(r["before"])))
     for rel, text in entry["before"].items():
         tx.restore(rel, text)
     for rel, (start, end, replaced) in edits.items():
@@ -540,5 +544,5 @@ def _restore(tx: Transaction, entry: dict[str, Any]) -> None:
     # place (in order of place, so each lands where it was).
     ops: list = [RemoveLink(folder=r["folder"], id=r["id"], direction=r["direction"]) for r in records if r["after"]]
     back.sort(key=lambda pair: (pair[0]["folder"], pair[0]["at"] is None, pair[0]["at"] or 0))
-    ops += [PutLink(folder=r["folder"], link=StoredLink.model_validate(was), at=r["at"]) for r, was in back]
+    ops += [PutLink(folder=r["folder"], link=was, at=r["at"]) for r, was in back]
     tx.link_ops(ops)
