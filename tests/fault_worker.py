@@ -12,6 +12,7 @@ import atexit
 import os
 import signal
 import sys
+import threading
 
 import crash_worker  # noqa: F401 (the sidecars' test thresholds from the environment)
 
@@ -19,11 +20,16 @@ steps = 0
 KILL_AT = int(sys.argv[1])
 
 
+counted = threading.Lock()  # (files are written from several threads at once)
+
+
 def counting(fn):
     def step(*args, **kwargs):
         global steps
-        steps += 1
-        if steps == KILL_AT:
+        with counted:
+            steps += 1
+            now = steps
+        if now == KILL_AT:
             os.kill(os.getpid(), signal.SIGKILL)
         return fn(*args, **kwargs)
     return step

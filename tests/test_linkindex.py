@@ -540,3 +540,34 @@ def test_link_counts_follow_writes_another_tools_edit_and_a_rebuilt_index(vault)
     count, types, degree = other.links.stats(top=2)
     assert (count, types) == (2, {"related_to": 1, "caused_by": 1})
     assert degree == [(p[0], 1), (p[1], 1)]  # records a note holds, most first, then by name
+
+
+def test_one_unit_of_work_of_puts_and_removals_leaves_the_index_a_build_from_the_files_gives(vault):
+    from engine.storage.writes import put_ops, remove_ops
+
+    p = people(vault, 4)
+    first = vault.link(p[0], p[1], "related_to", weight=0.5)
+    gone = vault.link(p[2], p[3], "caused_by")
+    again = first.model_copy(update={"weight": 0.9})  # the same id put twice: the last stays
+    same_key = first.model_copy(update={"id": "link_same_key", "description": "replaces it by key"})
+    ranged = first.model_copy(update={"id": "link_ranged", "t_line_ranges": "1"})
+    with vault.transaction() as tx:
+        tx.link_ops([*put_ops(again), *put_ops(ranged), *remove_ops(gone), *put_ops(same_key), *put_ops(ranged)])
+    assert_in_step(vault)
+    assert {(l.id, l.weight) for l in vault.links.of(p[0], "links")} == {("link_same_key", 0.5), ("link_ranged", 0.5)}
+    assert vault.links.of(p[2]) == []
+
+
+def test_a_sidecar_rewrite_keeps_the_line_of_every_entry_it_leaves_alone(vault):
+    p = people(vault, 4)
+    vault.link(p[0], p[1], "related_to")
+    vault.link(p[1], p[2], "related_to")
+    path = vault.root / "entities" / SIDECAR
+    lines = path.read_text(encoding="utf-8").split("\n")
+    # Entries written compactly by hand, or by another tool: still one a line.
+    body = [json.dumps(json.loads(l.rstrip(",")), separators=(",", ":")) for l in lines[1:-2]]
+    path.write_text("[\n" + ",\n".join(body) + "\n]\n", encoding="utf-8")
+    vault.link(p[2], p[3], "related_to")
+    after = [l.rstrip(",") for l in path.read_text(encoding="utf-8").split("\n")[1:-2]]
+    assert set(body) <= set(after) and len(after) == len(body) + 2  # each untouched entry byte for byte
+    assert_in_step(vault)

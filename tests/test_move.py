@@ -5,6 +5,8 @@ changed. Through the engine, the CLI, MCP and the app's `M`."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -13,13 +15,13 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLE, open_at, settle
 from test_cli import memlink
-from test_crash_safety import ENV, REPO, REVIEW_WORKER, assert_files_whole
+from test_crash_safety import ENV, REPO, REVIEW_WORKER, age_temp_files, assert_files_whole
 from test_mcp import server
 
 from engine import Vault
 from engine.lint.memo import check
 from engine.lint.report import fix
-from engine.review.actions import last_action, undo
+from engine.review.actions import ACTION_LOG, last_action, undo
 from engine.review.move import MoveError, move_note
 
 OLD = "entities/havenlink.md"  # linked both ways in the sample vault, some links anchored or ranged
@@ -210,6 +212,8 @@ def test_a_move_killed_at_any_step_lands_whole_with_its_undo_record_or_not_at_al
         assert_files_whole(work)
         vault = Vault.open(work)  # replays the journal, if the kill left one
         assert errors(vault) == [], f"kill before step {step}"
+        age_temp_files(work)  # (notes are written several at once: a kill may leave their temp files)
+        vault.sync()  # what a later walk does once they are old
         if last_action(vault) is None:
             assert files(work) == before, f"kill before step {step}: half a move"
         else:
@@ -252,3 +256,31 @@ def test_a_run_of_link_changes_to_one_note_stages_as_the_same_changes_one_by_one
     assert at_once == one_by_one
     assert ("link_other", "links", 0.5) in at_once[0] and (first.id, "links", 0.9) in at_once[0]
     assert second.id not in {row[0] for rows in at_once for row in rows}
+
+
+def test_a_hub_move_writes_each_note_once_syncs_each_folder_once_and_logs_what_it_replaced(vault, monkeypatch):
+    story = "\n".join(f"Line {i} of what happened, long enough to matter." for i in range(100))  # ~5 kB a note
+    hub = vault.write_note("entity", {"name": "Hub", "kind": "project", "content": "The hub."}).uri
+    linking = [vault.write_note(kind, {**fields, "content": story}).uri for i in range(40) for kind, fields in [
+        ("entity", {"name": f"Person {i}", "kind": "person"}) if i % 2 else
+        ("preference", {"topic": f"Topic {i}", "sentiment": "like"})]]
+    for uri in linking:
+        vault.link(uri, hub, "related_to")
+    before = files(vault.root)
+    synced = []
+    real = os.fsync
+
+    def counted(fd: int) -> None:
+        synced.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counted)
+    move_note(vault, hub, "projects/hub.md")
+    # Each note and sidecar written once, each folder synced once (not once per file).
+    assert len(synced) <= len(linking) + 15, len(synced)
+    record = (vault.root / ACTION_LOG).read_text(encoding="utf-8").splitlines()[-1]
+    assert len(record) < 1_500 * len(linking)  # the replaced lines, not the notes' whole texts
+    assert all(uri in json.loads(record)["edits"] for uri in linking)
+    monkeypatch.undo()
+    undo(vault)
+    assert files(vault.root) == before

@@ -58,14 +58,16 @@ def _block_span(lines: list[str], open_prefix: str, close: str) -> tuple[int, in
 def links_span(body: str) -> tuple[int, int] | None:
     """Character span (start, end) of the Links block in ``body``, markers and the line
     break after the close marker included; None without one."""
-    if LINKS_PREFIX not in body:
+    at = body.find(LINKS_PREFIX)
+    if at < 0:
         return None
-    lines = body.split("\n")
+    first = body.rfind("\n", 0, at) + 1  # (no open marker above this line: the lines above are not read)
+    lines = body[first:].split("\n")
     span = _block_span(lines, LINKS_PREFIX, LINKS_CLOSE)
     if span is None:
         return None
-    start = sum(len(l) + 1 for l in lines[: span[0]])
-    end = sum(len(l) + 1 for l in lines[: span[1] + 1])
+    start = first + sum(len(l) + 1 for l in lines[: span[0]])
+    end = first + sum(len(l) + 1 for l in lines[: span[1] + 1])
     return start, min(end, len(body))
 
 

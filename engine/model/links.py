@@ -494,15 +494,25 @@ def decode_record(raw: str) -> dict:
         return json.loads(raw)
 
 
-def dump_rows(rows: list) -> str:
+_ENCODER = json.JSONEncoder(ensure_ascii=False)  # (``json.dumps`` with an argument builds one per call)
+Lines = dict[int, tuple[Any, str]]  # entries as read, by ``id``, each with its line (``read_folder(lines=True)``)
+
+
+def dump_rows(rows: list, lines: Lines | None = None) -> str:
     """A sidecar's text from raw entries, one per line: links by weight (highest first,
-    ties in their order), then legacy entries, then anything else as it was."""
+    ties in their order), then legacy entries, then anything else as it was. An entry
+    in ``lines`` (the same object as read) is written as its line was: a small change
+    to a folder of a thousand links encodes the entries it changed, not all of them."""
     links = sorted((r for r in rows if is_entry(r)), key=lambda r: -_weight(r))
     rest = [r for r in rows if is_legacy(r)] + [r for r in rows if not is_entry(r) and not is_legacy(r)]
-    lines = [json.dumps(r, ensure_ascii=False) for r in [*links, *rest]]
-    if not lines:
+    known = lines or {}
+    out = []
+    for r in [*links, *rest]:
+        hit = known.get(id(r))
+        out.append(hit[1] if hit is not None and hit[0] is r else _ENCODER.encode(r))
+    if not out:
         return "[]\n"
-    return "[\n" + ",\n".join(lines) + "\n]\n"
+    return "[\n" + ",\n".join(out) + "\n]\n"
 
 
 def legacy_links(raw: dict, folder: str) -> list[StoredLink]:

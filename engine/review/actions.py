@@ -149,24 +149,55 @@ def review(vault: Vault, a: str, b: str, action: str, *, text: str | None = None
 
 def log_action(vault: Vault, tx: Transaction, action: str, a: str, b: str, message: str) -> str:
     """Record what ``tx`` staged as an undoable action on notes ``a`` and ``b``, in the
-    same unit of work (``undo`` puts it back); returns the action's id. Staged from a clean unit of work, so the
-    files on disk are what the action replaces. The two notes are kept even when
-    unchanged: undo refuses once they were edited since, as the decision was made on their
-    texts. Links are kept one record at a time (a sidecar can hold tens of thousands),
-    with their place in a sidecar small enough to be rewritten whole, so undo puts the
-    file back as it was; a legacy entry the action touched keeps its whole sidecar."""
+    same unit of work (``undo`` puts it back); returns the action's id. Staged from a clean
+    unit of work, so the files on disk are what the action replaces. The two notes are
+    kept even when unchanged: undo refuses once they were edited since, as the decision
+    was made on their texts. A file's text is kept as the part the action replaced
+    (``edits``: a thousand Links blocks naming a moved note are a thousand lines, not a
+    thousand notes), or whole (``before``) when it was made or deleted. Links are kept one
+    record at a time (a sidecar can hold tens of thousands), with their place in a sidecar
+    small enough to be rewritten whole, so undo puts the file back as it was; a legacy
+    entry the action touched keeps its whole sidecar."""
     files = _touched(tx)
     whole = sorted({sidecar_rel(op.folder) for op in tx.ops() if isinstance(op, RemoveLegacy)})
-    snapshot = sorted({f for f in files if not _is_sidecar(f)} | {a, b} | set(whole))
-    before = {rel: _disk_text(vault, rel) for rel in snapshot}
-    for rel in whole:
-        folder = rel[: -len(sidecar_rel(""))].rstrip("/")
-        before[rel] = folder_text(vault.root, vault.resolve.folder(folder), folder)
-    after = {rel: text_hash(tx.text_after(rel)) for rel in snapshot}
+    before: dict[str, str | None] = {}
+    edits: dict[str, list] = {}
+    after: dict[str, str | None] = {}
+    for rel in sorted({f for f in files if not _is_sidecar(f)} | {a, b} | set(whole)):
+        if rel in whole:
+            folder = rel[: -len(sidecar_rel(""))].rstrip("/")
+            old = folder_text(vault.root, vault.resolve.folder(folder), folder)
+        else:
+            old = _disk_text(vault, rel)
+        new = tx.text_after(rel)
+        after[rel] = text_hash(new)
+        if old is None or new is None:
+            before[rel] = old
+        else:
+            edits[rel] = _edit(old, new)
     keep_newest(vault.root / ACTION_LOG, UNDO_HISTORY_MAX)  # (under the vault lock, as every write of the log)
-    row = tx.append(ACTION_LOG, {"at": _now(), "action": action, "a": a, "b": b, "message": message,
-                                 "before": before, "after": after, "links": _link_records(vault, tx, whole)})
+    row = tx.append(ACTION_LOG, {"at": _now(), "action": action, "a": a, "b": b, "message": message, "before": before,
+                                 "edits": edits, "after": after, "links": _link_records(vault, tx, whole)})
     return str(row["id"])
+
+
+def _edit(old: str, new: str) -> list:
+    """``[start, end, replaced]``: ``old`` is ``new[:start] + replaced + new[end:]``."""
+    start, most = 0, min(len(old), len(new))
+    while start < most:  # the longest common head, by halves (each comparison is one C call)
+        mid = (start + most + 1) // 2
+        if old[:mid] == new[:mid]:
+            start = mid
+        else:
+            most = mid - 1
+    tail, most = 0, min(len(old), len(new)) - start
+    while tail < most:
+        mid = (tail + most + 1) // 2
+        if old[len(old) - mid:] == new[len(new) - mid:]:
+            tail = mid
+        else:
+            most = mid - 1
+    return [start, len(new) - tail, old[start:len(old) - tail]]
 
 
 def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str | None,
@@ -349,8 +380,10 @@ def _disk_text(vault: Vault, rel: str) -> str | None:
 
 def _link_records(vault: Vault, tx: Transaction, whole: list[str]) -> list[dict[str, Any]]:
     """Each link record the action changes: folder, id, direction, the entry before (with
-    its place in its folder's list, when that sidecar is rewritten whole on each write)
-    and after (None: no entry). Folders kept whole (``whole``) are left out."""
+    its place in its folder's list, when that sidecar is rewritten whole on each write;
+    ``was``: only the fields it changes, when the action leaves one with its id) and a
+    digest of the entry after (None: no entry). Folders kept whole (``whole``) are left
+    out."""
     out: list[dict[str, Any]] = []
     places: dict[str, dict[tuple[Any, Any], int] | None] = {}
     for change in tx.link_changes():
@@ -362,11 +395,22 @@ def _link_records(vault: Vault, tx: Transaction, whole: list[str]) -> list[dict[
                 (r.get("id"), r.get("direction")): i for i, r in enumerate(read_folder(vault.root, path, change.folder).rows)
                 if isinstance(r, dict) and "uris" not in r}
         place = places[change.folder]
-        out.append({"folder": change.folder, "id": change.id, "direction": change.direction,
-                    "at": place.get((change.id, change.direction)) if place is not None and change.before else None,
-                    "before": change.before.model_dump(mode="json") if change.before else None,
-                    "after": change.after.model_dump(mode="json") if change.after else None})
+        record: dict[str, Any] = {"folder": change.folder, "id": change.id, "direction": change.direction,
+                                  "at": place.get((change.id, change.direction)) if place is not None and change.before else None}
+        before, after = change.before, change.after
+        if before is not None and after is not None:
+            record["was"] = before.model_dump(mode="json", include={k for k in type(before).model_fields
+                                                                     if getattr(before, k) != getattr(after, k)})
+        else:
+            record["before"] = None if before is None else before.model_dump(mode="json")
+        record["after"] = None if after is None else _digest(after)
+        out.append(record)
     return out
+
+
+def _digest(link: StoredLink) -> str:
+    """A link entry's fingerprint: undo puts a record back only while it is as the action left it."""
+    return hashlib.sha256(link.model_dump_json().encode("utf-8")).hexdigest()[:16]
 
 
 def _describe(vault: Vault, tx: Transaction, action: str, a: str, b: str, message: str) -> Plan:
@@ -466,20 +510,39 @@ def _restore(tx: Transaction, entry: dict[str, Any]) -> None:
     """Put back what an action changed: note texts (and, for actions logged before link
     records were kept one by one, whole sidecars), then each link record it changed."""
     after = entry.get("after") or {}
-    for rel in entry["before"]:
-        if text_hash(tx.text_after(rel)) != after.get(rel):
+    edits = entry.get("edits") or {}
+    texts = {rel: tx.text_after(rel) for rel in [*entry["before"], *edits]}
+    for rel, text in texts.items():
+        if text_hash(text) != after.get(rel):
             raise ReviewError(f"cannot undo: {rel} changed since the {entry['action']} action")
     records = entry.get("links") or []
+    found: dict[tuple[str, str], dict[str, StoredLink]] = {}  # (folder, direction) -> id -> the entry now
+    for key in {(r["folder"], r["direction"]) for r in records}:
+        found[key] = tx.entries(key[0], [r["id"] for r in records if (r["folder"], r["direction"]) == key], key[1])
+    back: list[tuple[dict[str, Any], StoredLink]] = []  # (record, the entry it puts back)
     for r in records:
-        now = tx.entry(r["folder"], r["id"], r["direction"])
-        if (now.model_dump(mode="json") if now else None) != r["after"]:
+        now = found[(r["folder"], r["direction"])].get(r["id"])
+        left = r["after"]  # a digest, None, or the entry itself (actions logged before digests)
+        if isinstance(left, str):
+            same = now is not None and _digest(now) == left
+        else:
+            same = (None if now is None else now.model_dump(mode="json")) == left
+        if not same:
             raise ReviewError(f"cannot undo: link {r['id']} in {sidecar_rel(r['folder'])} changed since the "
                               f"{entry['action']} action")
+        if "was" in r and now is not None:
+            back.append((r, StoredLink.model_validate({**now.model_dump(mode="json"), **r["was"]})))
+        elif r.get("before") is not None:
+            back.append((r, StoredLink.model_validate(r["before"])))
     for rel, text in entry["before"].items():
         tx.restore(rel, text)
+    for rel, (start, end, replaced) in edits.items():
+        now_text = texts[rel]
+        assert now_text is not None  # (its hash matched a text)
+        tx.restore(rel, now_text[:start] + replaced + now_text[end:])
     # Every record the action left goes, then each one it replaced comes back in its old
     # place (in order of place, so each lands where it was).
     ops: list = [RemoveLink(folder=r["folder"], id=r["id"], direction=r["direction"]) for r in records if r["after"]]
-    back = sorted((r for r in records if r["before"]), key=lambda r: (r["folder"], r["at"] is None, r["at"] or 0))
-    ops += [PutLink(folder=r["folder"], link=StoredLink.model_validate(r["before"]), at=r["at"]) for r in back]
+    back.sort(key=lambda pair: (pair[0]["folder"], pair[0]["at"] is None, pair[0]["at"] or 0))
+    ops += [PutLink(folder=r["folder"], link=was, at=r["at"]) for r, was in back]
     tx.link_ops(ops)

@@ -9,16 +9,72 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 TMP_SUFFIX = ".~memlink.tmp"
+WRITERS = 16  # files ``parallel_writes`` writes at once
+_batch = threading.local()  # .folders: the folders whose fsync waits for the end of a ``folder_syncs_once`` block
 
 
 def fsync_dir(path: Path) -> None:
+    folders = getattr(_batch, "folders", None)
+    if folders is not None:
+        folders.add(os.fspath(path))
+        return
+    _fsync_folder(os.fspath(path))
+
+
+@contextmanager
+def folder_syncs_once(joined: set[str] | None = None) -> Iterator[set[str]]:
+    """In the block, the folder fsync that ends each atomic write or durable removal is
+    done once per folder when the block ends (a thousand notes written in a hundred
+    folders: a hundred fsyncs, not a thousand). Until then a rename may be lost to a power
+    cut, so the block is for work a journal will replay: its operations. ``joined``: the
+    folders of a block open in another thread, which this thread writes for (that block
+    syncs them)."""
+    outer = getattr(_batch, "folders", None)
+    if outer is not None:  # nested: the outer block syncs
+        yield outer
+        return
+    _batch.folders = folders = set() if joined is None else joined
+    try:
+        yield folders
+    finally:
+        _batch.folders = None
+        if joined is None:
+            parallel_writes(_fsync_folder, sorted(folders))
+
+
+def parallel_writes(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``work(item)`` for each item, up to WRITERS at once; the results in order. For
+    writes to files independent of each other: their fsyncs then share the file
+    system's journal commits, where one after another each waits for its own (a
+    thousand notes, ten times faster on a busy disk). Folder fsyncs join this thread's
+    ``folder_syncs_once`` block."""
+    if len(items) < 2:
+        return [work(item) for item in items]
+    folders = getattr(_batch, "folders", None)
+
+    def run(item: T) -> R:
+        if folders is None:
+            return work(item)
+        with folder_syncs_once(folders):
+            return work(item)
+
+    with ThreadPoolExecutor(max_workers=min(WRITERS, len(items))) as pool:
+        return list(pool.map(run, items))
+
+
+def _fsync_folder(path: str) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:

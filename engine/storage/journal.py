@@ -25,7 +25,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from ..errors import DiskFull, MemlinkError, SidecarError, UriError
 from ..model.links import REJECTED, SIDECAR
 from ..model.uris import resolve_uri
-from .atomic import atomic_write_text, full_disk_cause, remove_file
+from .atomic import atomic_write_text, folder_syncs_once, full_disk_cause, parallel_writes, remove_file
 from .jsonl import append_jsonl
 from .sidecars import SIDECAR_LOG, PutLink, RemoveLegacy, RemoveLink, _Op, sidecar_rel
 from .store import STATE_DIR
@@ -140,74 +140,92 @@ def check_ops(root: Path, ops: list, links: LinkIndex) -> None:
     """Everything a transaction touches must be usable *before* its journal is written:
     paths inside the vault, sidecars that read with no rejected entry (from the link
     index: no sidecar is parsed here). Raises UriError / SidecarError."""
-    inside: set[str] = set()  # link ends checked already
+    folders: set[str] = set()  # checked already (a moved hub's thousand puts name
+    ends: set[str] = set()  # one folder and one note a thousand times)
     for op in ops:
         if isinstance(op, (WriteFile, DeleteFile)):
-            resolve_uri(root, op.uri)
+            links.resolve(op.uri)
         elif isinstance(op, WriteSidecar):
             sidecar_path(root, op.folder)
         elif isinstance(op, AppendRecords):
             log_path(root, op.log)
         else:
-            problem = links.folder(op.folder, records=False).problem(op.folder)
-            if problem:  # never rewrite a file around entries nobody has looked at
-                raise SidecarError(problem)
+            if op.folder not in folders:
+                problem = links.folder(op.folder, records=False).problem(op.folder)
+                if problem:  # never rewrite a file around entries nobody has looked at
+                    raise SidecarError(problem)
+                folders.add(op.folder)
             if isinstance(op, PutLink):
                 for uri in (op.link.from_uri, op.link.to_uri):
-                    if uri not in inside:  # (a moved hub names itself in a thousand puts)
-                        resolve_uri(root, uri)
-                        inside.add(uri)
+                    if uri not in ends:
+                        links.resolve(uri)
+                        ends.add(uri)
 
 
 def apply_ops(root: Path, ops: list, links: LinkIndex, tx: str | None = None) -> tuple[list[str], list[str]]:
     """Apply operations; idempotent, so a replay after a crash is always safe. ``tx``
     names the journal (a folder's link log records it, so a replay appends once). Returns
     the note files it wrote or deleted, and the paths it left alone because they changed
-    since the transaction was planned."""
+    since the transaction was planned.
+
+    Note files first, several at once (``parallel_writes``: each file is its own
+    operation). Each folder written is fsynced once, at the end: the journal, durable
+    already, replays whatever a power cut took before that."""
     skipped: list[str] = []
     touched: list[str] = []
     link_ops: list = []
-    for op in ops:
-        if isinstance(op, WriteFile):
-            path = resolve_uri(root, op.uri)
-            now = file_hash(path)
-            if now == hashlib.sha256(op.text.encode("utf-8")).hexdigest():
-                continue  # already written
-            if now != op.before:
+    files = [op for op in ops if isinstance(op, (WriteFile, DeleteFile))]
+    paths = [links.resolve(op.uri) for op in files]  # (in this thread: the resolver remembers folders)
+    with folder_syncs_once():
+        done = parallel_writes(_apply_file, list(zip(files, paths, strict=True)))
+        for op, outcome in zip(files, done, strict=True):
+            if outcome == "done":
+                touched.append(op.uri)
+            elif outcome == "skipped":
                 skipped.append(op.uri)
+        for op in ops:
+            if isinstance(op, (WriteFile, DeleteFile)):
                 continue
-            atomic_write_text(path, op.text)
-            touched.append(op.uri)
-        elif isinstance(op, DeleteFile):
-            path = resolve_uri(root, op.uri)
-            now = file_hash(path)
-            if now is None:
-                continue
-            if now != op.before:
-                skipped.append(op.uri)
-                continue
-            remove_file(path)
-            touched.append(op.uri)
-        elif isinstance(op, WriteSidecar):
-            path = sidecar_path(root, op.folder)
-            now, now_log = file_hash(path), file_hash(path.with_name(SIDECAR_LOG))
-            target = None if op.text is None else hashlib.sha256(op.text.encode("utf-8")).hexdigest()
-            if now == target and now_log is None:
-                continue
-            if now != target and (now != op.before or now_log != op.log_before):
-                skipped.append(sidecar_rel(op.folder))
-                continue
-            links.restore(op.folder, op.text)  # (text already there: a kill before its log went)
-        elif isinstance(op, AppendRecords):
-            path = log_path(root, op.log)
-            if op.records and last_record_id(path) != op.records[-1].get("id"):
-                # Every journal applies under the vault's write lock; a log's own lock file
-                # is for logs in .memlink/ only, never beside a sidecar in the user's folder.
-                append_jsonl(path, op.records, lock=op.log.startswith(f"{STATE_DIR}/"))
-        else:
-            link_ops.append(op)
-    links.apply(link_ops, tx)
+            if isinstance(op, WriteSidecar):
+                path = sidecar_path(root, op.folder)
+                now, now_log = file_hash(path), file_hash(path.with_name(SIDECAR_LOG))
+                target = None if op.text is None else hashlib.sha256(op.text.encode("utf-8")).hexdigest()
+                if now == target and now_log is None:
+                    continue
+                if now != target and (now != op.before or now_log != op.log_before):
+                    skipped.append(sidecar_rel(op.folder))
+                    continue
+                links.restore(op.folder, op.text)  # (text already there: a kill before its log went)
+            elif isinstance(op, AppendRecords):
+                path = log_path(root, op.log)
+                if op.records and last_record_id(path) != op.records[-1].get("id"):
+                    # Every journal applies under the vault's write lock; a log's own lock file
+                    # is for logs in .memlink/ only, never beside a sidecar in the user's folder.
+                    append_jsonl(path, op.records, lock=op.log.startswith(f"{STATE_DIR}/"))
+            else:
+                link_ops.append(op)
+        links.apply(link_ops, tx)
     return touched, skipped
+
+
+def _apply_file(job: tuple[WriteFile | DeleteFile, Path]) -> str | None:
+    """Write or delete one note file: "done", "skipped" (it changed since the
+    transaction was planned) or None (done already)."""
+    op, path = job
+    now = file_hash(path)
+    if isinstance(op, WriteFile):
+        if now == hashlib.sha256(op.text.encode("utf-8")).hexdigest():
+            return None
+        if now != op.before:
+            return "skipped"
+        atomic_write_text(path, op.text)
+    else:
+        if now is None:
+            return None
+        if now != op.before:
+            return "skipped"
+        remove_file(path)
+    return "done"
 
 
 class Journal:

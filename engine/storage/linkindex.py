@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 from ..errors import SidecarError
 from ..model.links import SIDECAR, Edge, LinkType, Rejected, StoredLink, legacy_links, sort_out
 from ..model.uris import PathResolver, uri_dir
-from .atomic import atomic_write_text, remove_file
+from .atomic import atomic_write_text, parallel_writes, remove_file
 from .sidecars import (
     SIDECAR_LOG,
     FolderFiles,
@@ -297,10 +297,14 @@ class LinkIndex:
     def record(self, folder: str, link_id: str, direction: str) -> StoredLink | None:
         """The record with this id and direction in a folder's sidecar (a link's other
         side, a record an operation names), as on disk."""
+        return self.records(folder, [link_id], direction).get(link_id)
+
+    def records(self, folder: str, link_ids: Iterable[str], direction: str) -> dict[str, StoredLink]:
+        """``record`` for several ids, in one read: the records found, by id."""
         self.refresh([folder])
-        row = self.store.row(f"{_SELECT} WHERE l.folder = {KEY_ID} AND l.id = ? AND l.side = ? AND l.legacy = 0 "
-                             "ORDER BY l.rowid DESC", (folder, link_id, SIDES.index(direction)))
-        return _link(row) if row else None
+        rows = self.store.rows_in(f"{_SELECT} WHERE l.id IN ({{}}) AND l.folder = {KEY_ID} AND l.side = ? "
+                                  "AND l.legacy = 0 ORDER BY l.rowid", link_ids, (folder, SIDES.index(direction)))
+        return {link.id: link for link in map(_link, rows)}  # (the last of an id, should there be two)
 
     def folders(self) -> list[str]:
         """Every folder that holds link files."""
@@ -373,57 +377,77 @@ class LinkIndex:
 
     # -- writing (the journal's link operations) ----------------------------------------------------
     def apply(self, ops: list[LinkOp], tx: str | None) -> None:
-        """Apply link operations to the sidecars, folder by folder, and bring the index
-        along in the same step. Idempotent, like every journal operation."""
+        """Apply link operations to the sidecars, each folder's at once, several folders
+        at once (``parallel_writes``), then bring the index along: the rows of the
+        folders that were in step in one store transaction, the others read again.
+        Idempotent, like every journal operation."""
         by_folder: dict[str, list[LinkOp]] = {}
         for op in ops:
             by_folder.setdefault(op.folder, []).append(op)
-        for folder, mine in by_folder.items():
-            path = self.resolve.folder(folder)
-            was = self.store.row("SELECT stamp FROM folders WHERE folder = ?", (folder,))
-            in_step = (was[0] if was else NO_FILES) == folder_stamp(path)
-            write_folder(self.resolve.root, path, folder, mine, tx)
-            if in_step and all(isinstance(op, (PutLink, RemoveLink)) for op in mine):
-                self._record(folder, mine, folder_stamp(path))
-            else:
+        if not by_folder:
+            return
+        paths = {folder: self.resolve.folder(folder) for folder in by_folder}
+        known = dict(self.store.rows_in("SELECT folder, stamp FROM folders WHERE folder IN ({})", list(by_folder)))
+        in_step = {folder for folder, mine in by_folder.items() if known.get(folder, NO_FILES) == folder_stamp(paths[folder])
+                   and all(isinstance(op, (PutLink, RemoveLink)) for op in mine)}
+        parallel_writes(lambda folder: write_folder(self.resolve.root, paths[folder], folder, by_folder[folder], tx),
+                        list(by_folder))
+        if in_step:
+            self._record({f: by_folder[f] for f in by_folder if f in in_step}, {f: folder_stamp(paths[f]) for f in in_step})
+        for folder in by_folder:
+            if folder not in in_step:
                 self._reindex(folder)
 
-    def _record(self, folder: str, ops: list[LinkOp], stamp: str) -> None:
-        """The index rows of a folder that was in step, after these operations (not read
-        again from the files: a big folder's list is megabytes)."""
-        def work(w: Writer) -> None:
-            ends: set[str] = set()  # both ends of each record written or removed: a finding about either may change
-            fid = w.ids([folder])[folder]
-            for op in ops:
+    def _record(self, ops: dict[str, list[LinkOp]], stamps: dict[str, str]) -> None:
+        """The index rows of folders that were in step, after these operations (not read
+        again from the files: a big folder's list is megabytes): each folder's operations
+        reduced to the records that go and the records put, then one statement per kind
+        for them all."""
+        gone: list[tuple[str, str, int]] = []  # (folder, id, side) of every record an operation replaces or removes
+        puts: list[tuple[str, StoredLink]] = []
+        for folder, mine in ops.items():
+            last: dict[tuple[str, int], StoredLink | None] = {}  # (id, side) -> the record left (None: removed)
+            keyed: dict[tuple, str] = {}  # (key, side) -> the id of the record put with that key
+            for op in mine:
                 if isinstance(op, PutLink):
-                    link = op.link
-                    ids = w.ids([folder, link.from_uri, link.to_uri])
-                    side = SIDES.index(link.direction)
-                    ends.update(u for pair in w.execute(f"{_ENDS} WHERE l.folder = ? AND l.id = ? AND l.side = ?",
-                                                        (fid, link.id, side)) for u in pair)
-                    # The record it replaces: the one with its id, and one of the same link under another id
-                    # (found through its owner's index: a big folder holds 200k records).
-                    w.execute("DELETE FROM links WHERE folder = ? AND id = ? AND side = ? AND legacy = 0", (fid, link.id, side))
-                    w.execute(f"DELETE FROM links WHERE {'from_id' if side == 0 else 'to_id'} = ? AND side = {side} "
+                    link, side = op.link, SIDES.index(op.link.direction)
+                    other = keyed.get((link.key, side), link.id)
+                    was = last.get((other, side)) if other != link.id else None
+                    if was is not None and was.key == link.key:
+                        last[(other, side)] = None  # (a record put earlier with its key goes)
+                    last.pop((link.id, side), None)  # (put again: its row comes last, as in the file)
+                    last[(link.id, side)] = link
+                    keyed[(link.key, side)] = link.id
+                elif isinstance(op, RemoveLink):
+                    last[(op.id, SIDES.index(op.direction))] = None
+            gone += [(folder, link_id, side) for link_id, side in last]
+            puts += [(folder, link) for link in last.values() if link is not None]
+
+        def work(w: Writer) -> None:
+            ids = w.ids([*ops, *(u for _f, link in puts for u in (link.from_uri, link.to_uri))])
+            # Both ends of each record written or removed: a finding about either may change.
+            ends = {u for _f, link in puts for u in (link.from_uri, link.to_uri)}
+            ends.update(u for pair in w.execute(
+                "SELECT f.key, t.key FROM json_each(?) g CROSS JOIN links l JOIN keys f ON f.id = l.from_id "
+                "JOIN keys t ON t.id = l.to_id WHERE l.folder = json_extract(g.value, '$[0]') "
+                "AND l.id = json_extract(g.value, '$[1]') AND l.side = json_extract(g.value, '$[2]')",
+                (json.dumps([[ids[f], i, s] for f, i, s in gone], ensure_ascii=False),)) for u in pair)
+            w.executemany("DELETE FROM links WHERE folder = ? AND id = ? AND side = ? AND legacy = 0",
+                          [(ids[f], i, s) for f, i, s in gone])
+            # The record a put replaces under another id: the same link (found through its owner's index).
+            for side in (0, 1):
+                w.executemany(f"DELETE FROM links WHERE {'from_id' if side == 0 else 'to_id'} = ? AND side = {side} "
                               "AND folder = ? AND legacy = 0 AND from_id = ? AND to_id = ? AND coalesce(t_field, ?) = ? "
                               "AND coalesce(t_line_ranges, '') = ?",
-                              (ids[owner_of(link)], fid, ids[link.from_uri], ids[link.to_uri], _FIELD, link.t_field,
-                               link.t_line_ranges or ""))
-                    w.execute(_INSERT, _row(ids, folder, _fields(link)))
-                    ends.update((link.from_uri, link.to_uri))
-                elif isinstance(op, RemoveLink):
-                    side = SIDES.index(op.direction)
-                    ends.update(u for pair in w.execute(f"{_ENDS} WHERE l.folder = ? AND l.id = ? AND l.side = ?",
-                                                        (fid, op.id, side)) for u in pair)
-                    w.execute("DELETE FROM links WHERE folder = ? AND id = ? AND side = ? AND legacy = 0",
-                              (fid, op.id, side))
-            w.execute("UPDATE folders SET stamp = ? WHERE folder = ?", (stamp, folder))
-            if w.execute("SELECT changes()").fetchone()[0] == 0:
-                w.execute("INSERT INTO folders VALUES (?, ?, NULL, ?)", (folder, stamp, "{}"))
+                              [(ids[owner_of(link)], ids[f], ids[link.from_uri], ids[link.to_uri], _FIELD, link.t_field,
+                                link.t_line_ranges or "") for f, link in puts if SIDES.index(link.direction) == side])
+            w.executemany(_INSERT, [_row(ids, f, _fields(link)) for f, link in puts])
+            w.executemany("UPDATE folders SET stamp = ? WHERE folder = ?", [(stamp, f) for f, stamp in stamps.items()])
+            w.executemany("INSERT OR IGNORE INTO folders VALUES (?, ?, NULL, '{}')", list(stamps.items()))
             w.changed("link", ends)
 
-        if not self.store.try_write(f"the link index of {sidecar_rel(folder)}", work):
-            return  # (the stamp is left as it was: the next read re-reads the folder)
+        # (Not written: the stamps are left as they were, so the next read re-reads the folders.)
+        self.store.try_write("the link index", work)
 
     def restore(self, folder: str, text: str | None) -> None:
         """Put a folder's whole sidecar back (undo, ``check --fix``): the list as ``text``

@@ -25,7 +25,18 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import SidecarError
 from ..model.files import SIDECAR_BYTES, read_bounded
-from ..model.links import SIDECAR, StoredLink, dump_rows, is_entry, is_legacy, load_rows, salvage_rows, too_deep
+from ..model.links import (
+    SIDECAR,
+    Lines,
+    StoredLink,
+    dump_rows,
+    is_entry,
+    is_legacy,
+    load_rows,
+    load_rows_with_lines,
+    salvage_rows,
+    too_deep,
+)
 from ..model.yamlio import MAX_DEPTH
 from .atomic import atomic_write_text, remove_file
 from .jsonl import append_bytes, whole_lines
@@ -173,16 +184,23 @@ class RawRows:
 
     def apply(self, op: dict) -> bool:
         kind = op.get("op")
-        if kind == "put_link" and op.get("at") is None:
-            new = op["link"]
+        if kind == "put_link":
+            new, place = op["link"], op.get("at")
+            at = place if isinstance(place, int) else None  # (a put in place: undo)
             direction = new.get("direction")
             same = self.by_id.get((direction, new.get("id")), set()) | self.by_key.get((direction, _key(new)), set())
-            if len(same) == 1 and self.slots[next(iter(same))] == new:
+            order = None if at is None else list(self.slots)  # the rows' order, when a put has a place
+            if len(same) == 1 and self.slots[slot := next(iter(same))] == new and (
+                    at is None or order is None or order.index(slot) == min(at, len(order) - 1)):
                 return False  # already there (a replay)
             for slot in same:
                 self._drop(slot)
             self.slots[self.next] = new
             self._index(self.next, new)
+            if at is not None and order is not None:
+                order = [s for s in order if s not in same] if same else order
+                order.insert(max(0, min(at, len(order))), self.next)
+                self.slots = dict(zip(order, map(self.slots.__getitem__, order), strict=True))
             self.next += 1
             return True
         if kind == "remove_link":
@@ -190,7 +208,7 @@ class RawRows:
             for slot in same:
                 self._drop(slot)
             return bool(same)
-        rows = self.rows()  # a put in place (undo) or a legacy entry: rare, done on the list
+        rows = self.rows()  # a legacy entry: rare, done on the list
         changed = apply_raw(rows, op)
         if changed:
             self._reset(rows)
@@ -228,6 +246,7 @@ class FolderFiles:
     log: FileStamp = None
     last_tx: str | None = None  # the tx of the log's last complete line
     has_log: bool = False
+    lines: Lines = field(default_factory=dict)  # the list's entries with their lines (``read_folder(lines=True)``)
 
     @property
     def stamp(self) -> str:
@@ -282,14 +301,18 @@ def _log_records(data: bytes, where: str) -> Iterator[tuple[str | None, list[dic
             raise SidecarError(f"{where}: line {n} is not a link-log record") from None
 
 
-def read_folder(root: Path, folder_path: Path, folder: str) -> FolderFiles:
+def read_folder(root: Path, folder_path: Path, folder: str, *, lines: bool = False) -> FolderFiles:
     """Read a folder's sidecar and log (stamps taken before reading, so a change made
-    while we read shows as a stale stamp later)."""
+    while we read shows as a stale stamp later). With ``lines``, each entry of the list
+    with its line, for ``dump_rows`` (when the list is in memlink's one-a-line format)."""
     base_stamp, log_stamp = _stamps(folder_path)
     out = FolderFiles(base=base_stamp, log=log_stamp, has_log=log_stamp is not None)
     try:
         if base_stamp is not None:
-            out.rows = load_rows(_base_text(root, folder_path / SIDECAR, sidecar_rel(folder)), sidecar_rel(folder))
+            out.rows, texts = load_rows_with_lines(_base_text(root, folder_path / SIDECAR, sidecar_rel(folder)),
+                                                   sidecar_rel(folder))
+            if lines and texts is not None:
+                out.lines = {id(r): (r, t) for r, t in zip(out.rows, texts, strict=True)}
         if log_stamp is not None:
             where = _log_rel(folder)
             try:
@@ -416,7 +439,7 @@ def write_folder(root: Path, folder_path: Path, folder: str, ops: list[LinkOp], 
         if size > COMPACT_RATIO * base_size:
             compact(root, folder_path, folder)
         return True
-    files = read_folder(root, folder_path, folder)
+    files = read_folder(root, folder_path, folder, lines=True)
     if files.broken:
         raise SidecarError(files.broken)
     rows = RawRows(files.rows)
@@ -425,7 +448,7 @@ def write_folder(root: Path, folder_path: Path, folder: str, ops: list[LinkOp], 
         changed = rows.apply(op_row(op)) or changed
     if changed or files.has_log:
         if rows.slots:
-            atomic_write_text(base, dump_rows(rows.rows()))
+            atomic_write_text(base, dump_rows(rows.rows(), files.lines))
         else:
             remove_file(base)
         remove_file(log)  # its lines are in the list now
@@ -436,11 +459,11 @@ def compact(root: Path, folder_path: Path, folder: str) -> None:
     """Fold the log into the list: the list is rewritten atomically from list + log, then
     the log removed. A kill between the two leaves a log whose operations are already in
     the list; applying them again changes nothing (``apply_raw`` is idempotent)."""
-    files = read_folder(root, folder_path, folder)
+    files = read_folder(root, folder_path, folder, lines=True)
     if files.broken:
         raise SidecarError(files.broken)
     if files.rows:
-        atomic_write_text(folder_path / SIDECAR, dump_rows(files.rows))
+        atomic_write_text(folder_path / SIDECAR, dump_rows(files.rows, files.lines))
     else:
         remove_file(folder_path / SIDECAR)
     remove_file(folder_path / SIDECAR_LOG)
@@ -462,10 +485,10 @@ def folder_text(root: Path, folder_path: Path, folder: str) -> str | None:
             return _base_text(root, folder_path / SIDECAR, sidecar_rel(folder))
         except FileNotFoundError:
             return None
-    files = read_folder(root, folder_path, folder)
+    files = read_folder(root, folder_path, folder, lines=True)
     if files.broken:
         raise SidecarError(files.broken)
-    return dump_rows(files.rows) if files.rows else None
+    return dump_rows(files.rows, files.lines) if files.rows else None
 
 
 def rewritten_whole(folder_path: Path) -> bool:

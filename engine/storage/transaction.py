@@ -241,10 +241,7 @@ class Transaction:
         owners = {k[1] for k, links in self._views.items()
                   if k[0] == folder and k[2] == direction and any(l.id in link_ids for l in links)}
         if folder not in self._restored:
-            for link_id in link_ids:
-                found = self.vault.links.record(folder, link_id, direction)
-                if found is not None:
-                    owners.add(owner_of(found))
+            owners |= {owner_of(found) for found in self.vault.links.records(folder, link_ids, direction).values()}
         return owners
 
     def append(self, log: str, record: dict[str, Any] | BaseModel) -> dict[str, Any]:
@@ -285,19 +282,21 @@ class Transaction:
         kept = [l for l in on_disk if (folder, owner_of(l), l.direction) not in staged]
         return kept + [l for k in sorted(staged) for l in self._views[k]]
 
-    def entry(self, folder: str, link_id: str, direction: str) -> StoredLink | None:
-        """The record with this id and direction in a folder once this transaction commits."""
-        for (f, _owner, d), links in self._views.items():
+    def entries(self, folder: str, link_ids: Iterable[str], direction: str) -> dict[str, StoredLink]:
+        """The records with these ids and this direction in a folder once this transaction
+        commits, by id (read in one query)."""
+        wanted = set(link_ids)
+        out: dict[str, StoredLink] = {}
+        staged: set[str] = set()  # owners whose records here this transaction staged
+        for (f, owner, d), links in self._views.items():
             if f == folder and d == direction:
-                for link in links:
-                    if link.id == link_id and not link.legacy:
-                        return link
-        if folder in self._restored:
-            return None
-        found = self.vault.links.record(folder, link_id, direction)
-        if found is not None and (folder, owner_of(found), direction) in self._views:
-            return None  # staged away
-        return found
+                staged.add(owner)
+                out.update((l.id, l) for l in links if l.id in wanted and not l.legacy)
+        if folder not in self._restored:
+            for link_id, found in self.vault.links.records(folder, wanted - set(out), direction).items():
+                if owner_of(found) not in staged:  # (else staged away)
+                    out[link_id] = found
+        return out
 
     def link_changes(self) -> list[LinkChange]:
         """Every link record this transaction changes, by (folder, id, direction)."""
@@ -325,6 +324,7 @@ class Transaction:
         if _is_sidecar(rel):
             folder = rel[: -len(SIDECAR)].rstrip("/")
             ops = [op for op in self._link_ops if op.folder == folder]
+            lines = None  # (the entries as read: written as they were, as a link write does)
             if folder in self._restored:
                 if not ops:
                     return self._restored[folder]
@@ -334,13 +334,13 @@ class Transaction:
                 path = self.vault.resolve.folder(folder)
                 if not ops:
                     return folder_text(self.vault.root, path, folder)
-                files = read_folder(self.vault.root, path, folder)
+                files = read_folder(self.vault.root, path, folder, lines=True)
                 if files.broken:
                     raise SidecarError(files.broken)
-                raw = files.rows
+                raw, lines = files.rows, files.lines
             for op in ops:
                 apply_raw(raw, op_row(op))
-            return dump_rows(raw) if raw else None
+            return dump_rows(raw, lines) if raw else None
         if rel in self._texts:
             return self._texts[rel]
         try:

@@ -216,8 +216,11 @@ def refresh_links_blocks(vault: Vault, tx: Transaction, uris: Iterable[str]) -> 
     does not parse is left alone. Returns the notes rewritten."""
     rewritten: list[str] = []
     on = vault.config.obsidian.links_block
-    titles: dict[str, str] = {}
-    for uri in dict.fromkeys(normalize_uri(u) for u in uris):
+    uris = list(dict.fromkeys(normalize_uri(u) for u in uris))
+    outgoing = vault.links.of_many(uris, "links") if on else {}  # (a moved hub's thousand linking notes: one read)
+    targets = {l.to_uri for links in outgoing.values() for l in links if not tx.staged(l.to_uri)}
+    titles = {u: e.title for u, e in vault.catalog.entries(targets).items()}
+    for uri in uris:
         try:
             text = tx.text(uri) if tx.staged(uri) else vault.path(uri).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError, MemlinkError):
@@ -229,7 +232,7 @@ def refresh_links_blocks(vault: Vault, tx: Transaction, uris: Iterable[str]) -> 
             continue
         # A note made here has the links staged here, if any (the link index is not asked).
         fresh = tx.created(uri) and tx.note_links(uri_dir(uri), uri, "links") is None
-        block = _links_block(vault, tx, uri, titles) if on and not fresh else None
+        block = _links_block(vault, outgoing[uri], titles) if on and not fresh else None
         new = set_links_block(body, block)
         if new == body:
             continue
@@ -244,12 +247,10 @@ def refresh_links_blocks(vault: Vault, tx: Transaction, uris: Iterable[str]) -> 
     return rewritten
 
 
-def _links_block(vault: Vault, tx: Transaction, uri: str, titles: dict[str, str]) -> str | None:
-    """The Links block of ``uri``: its outgoing links, strongest first, each with the
-    title of the note it points at (``titles`` keeps them)."""
-    links = sorted(vault.links.of(uri, "links"), key=lambda l: (-l.weight, l.to_uri, l.link_type.value, l.id))
-    unknown = [l.to_uri for l in links if l.to_uri not in titles and not tx.staged(l.to_uri)]
-    titles.update({u: e.title for u, e in vault.catalog.entries(unknown).items()})  # (a hub's block: one read)
+def _links_block(vault: Vault, links: list[StoredLink], titles: dict[str, str]) -> str | None:
+    """The Links block of a note with these outgoing links, strongest first, each with
+    the title of the note it points at (``titles`` keeps them)."""
+    links = sorted(links, key=lambda l: (-l.weight, l.to_uri, l.link_type.value, l.id))
     rows = []
     for link in links:
         if link.to_uri not in titles:
