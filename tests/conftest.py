@@ -1,6 +1,11 @@
 from __future__ import annotations
 
+import contextlib
+import gc
+import io
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,6 +28,39 @@ def sample(tmp_path: Path) -> Vault:
     target = tmp_path / "sample"
     shutil.copytree(SAMPLE, target, ignore=shutil.ignore_patterns(".memlink"))
     return Vault.open(target)
+
+
+def memlink(*args: str, vault: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The `memlink` command line run in this process, as a process of its own would run it:
+    its output captured, ``env`` set, and the process-wide state it changes (the LLM
+    provider chosen, the collector's thresholds) put back afterwards. A Python process
+    costs half a second of imports; test_cli.py runs the real entry point in a subprocess."""
+    from engine.llm.registry import REGISTRY
+    from memlink_tui.cli import main
+
+    argv = [*(["--vault", str(vault)] if vault is not None else []), *args]
+    out, err = io.StringIO(), io.StringIO()
+    chosen, checks, threshold = dict(REGISTRY._chosen), REGISTRY.checks, gc.get_threshold()
+    REGISTRY.forget()
+    saved = {name: os.environ.get(name) for name in env or {}}
+    os.environ.update(env or {})
+    try:
+        with contextlib.chdir(REPO), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as exc:  # argparse: --help, --version, a usage error
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        gc.set_threshold(*threshold)
+        REGISTRY.forget()
+        REGISTRY._chosen.update(chosen)
+        REGISTRY.checks = checks
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def make_pair(v: Vault):

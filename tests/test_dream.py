@@ -99,7 +99,7 @@ def test_reports_are_never_evidence(vault):
 
 
 def test_a_second_dream_gets_a_clear_busy_error(vault):
-    from test_cli import memlink
+    from conftest import memlink
 
     lock = FileLock(str(vault.state_dir / "dream.lock"))
     with lock:
@@ -363,7 +363,7 @@ def vault_files(root: Path) -> dict[str, str]:
 
 
 def test_a_dry_run_leaves_the_vault_byte_identical(vault):
-    from test_cli import memlink
+    from conftest import memlink
 
     from engine.retrieve.search import search
 
@@ -406,8 +406,7 @@ def every_path(root: Path) -> dict[str, str]:
 def test_a_dry_run_on_a_fresh_copy_or_after_hand_edits_writes_nothing(tmp_path):
     """No derived state yet (a vault just copied), then a note edited outside memlink:
     a dry run creates no catalog shard, no lock file, not even .memlink/."""
-    from conftest import SAMPLE
-    from test_cli import memlink
+    from conftest import SAMPLE, memlink
 
     root = tmp_path / "copy"
     shutil.copytree(SAMPLE, root)

@@ -23,6 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forkserver
 import pytest
 import yaml
 from conftest import REPO, SAMPLE, set_llm
@@ -54,7 +55,7 @@ PAGES = {f"page-{i}.md": f"# Page {i}\n\nOn {i + 3} March 2024 Dana Whitfield me
 
 
 def memlink(root: Path, *args: str, kill_at: int = 0) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(WORKER), str(kill_at), "--vault", str(root), *args],
+    return forkserver.run([sys.executable, str(WORKER), str(kill_at), "--vault", str(root), *args],
                           capture_output=True, text=True, env=ENV, cwd=REPO, timeout=600)
 
 

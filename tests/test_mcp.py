@@ -12,10 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO, SAMPLE, set_llm
+from conftest import REPO, SAMPLE, memlink, set_llm
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from test_cli import memlink
 
 from engine import Vault
 from engine.lint.memo import check

@@ -234,7 +234,7 @@ def test_processes_building_the_index_at_once_all_answer(tmp_path):
 
 
 def test_recalled_text_never_reaches_the_terminal_as_escape_sequences(vault, tmp_path):
-    from test_cli import memlink
+    from conftest import memlink
 
     chat(vault, "s", [("user", "Paint the \x1b[2Jfence \x1b]52;c;cm0gLXJmIH4=\x07green"), ("assistant", "Done \x1b[31mred\x1b[0m.")])
     vault.close()

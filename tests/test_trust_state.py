@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import forkserver
 import pytest
 from conftest import REPO, SAMPLE
 
@@ -37,7 +38,7 @@ QUESTION = "which glaze did we pick for the vase"
 
 def memlink(*args: str, vault: Path) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "memlink_tui", "--vault", str(vault), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120,
+    return forkserver.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
 
 

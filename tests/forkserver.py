@@ -1,0 +1,218 @@
+"""Python processes for the kill tests, forked from one that has already imported memlink.
+
+A new Python process spends half a second importing memlink before it does anything; the
+kill tests start hundreds. Here one server process per test process imports memlink once
+and forks a child per command: a real process of its own, with its own argv, environment,
+working folder and standard streams, that can be killed like any other. Only what a
+script may set up from its environment at import (tests/crash_worker.py) is not imported
+ahead.
+
+``run`` is ``subprocess.run(argv, capture_output=True)`` and ``Popen`` is
+``subprocess.Popen`` for argv ``[python, script, ...]``, ``[python, "-m", module, ...]``
+or ``[python, "-c", code, ...]``."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PRELOAD = ("engine", "engine.index", "engine.extract.batch", "engine.review.actions", "engine.lint.memo",
+           "memlink_tui.cli")
+
+_server: subprocess.Popen | None = None
+_path = ""
+_lock = threading.Lock()
+
+
+def _address() -> str:
+    """The server's socket, started on first use (again if it died)."""
+    global _server, _path
+    with _lock:
+        if _server is None or _server.poll() is not None:
+            _path = os.path.join(tempfile.mkdtemp(prefix="memlink-fork-"), "socket")
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), str(HERE)])}
+            _server = subprocess.Popen([sys.executable, __file__, _path], stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.PIPE, env=env, cwd=HERE.parent)
+            assert _server.stdout is not None and _server.stdout.readline() == b"ready\n"
+            atexit.register(_server.kill)
+        return _path
+
+
+class Popen:
+    """A forked child; ``stdout``/``stderr`` as subprocess.PIPE, DEVNULL, None or a file."""
+
+    def __init__(self, argv: list[str], *, stdout=None, stderr=None, env: dict | None = None,
+                 cwd: str | Path | None = None, text: bool = False) -> None:
+        ends, mine = [], []
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for target in (subprocess.DEVNULL, stdout, stderr):
+            if target == subprocess.PIPE:
+                r, w = os.pipe()
+                ends.append(w)
+                mine.append(os.fdopen(r, "r" if text else "rb"))
+            else:
+                ends.append(devnull if target in (None, subprocess.DEVNULL) else target.fileno())
+                mine.append(None)
+        self.stdout, self.stderr = mine[1], mine[2]
+        self.args, self.returncode = argv, None
+        self._conn = socket.socket(socket.AF_UNIX)
+        self._conn.connect(_address())
+        request = {"argv": argv[1:], "env": dict(os.environ if env is None else env), "cwd": str(cwd or os.getcwd())}
+        socket.send_fds(self._conn, [json.dumps(request).encode() + b"\n"], ends)
+        for fd, target in zip(ends, mine, strict=True):
+            if target is not None:
+                os.close(fd)
+        os.close(devnull)
+        self._reader = self._conn.makefile("rb")
+        self.pid = int(self._reader.readline())
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self._conn.settimeout(timeout)
+            try:
+                line = self._reader.readline()
+            except TimeoutError:
+                raise subprocess.TimeoutExpired(self.args, timeout) from None
+            self.returncode = int(line)
+            self._reader.close()
+            self._conn.close()
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def communicate(self, timeout: float | None = None):
+        out = self.stdout.read() if self.stdout else None
+        err = self.stderr.read() if self.stderr else None
+        self.wait(timeout)
+        return out, err
+
+
+def run(argv: list[str], *, env: dict | None = None, cwd: str | Path | None = None, text: bool = False,
+        timeout: float | None = None, capture_output: bool = True) -> subprocess.CompletedProcess:
+    """Run to the end with stdout and stderr captured (in files: no pipe fills up)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = Popen(argv, stdout=out, stderr=err, env=env, cwd=cwd)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+        got = []
+        for f in (out, err):
+            f.seek(0)
+            data = f.read()
+            got.append(data.decode() if text else data)
+    return subprocess.CompletedProcess(argv, proc.returncode, *got)
+
+
+# -- the server ------------------------------------------------------------------------------
+def _child(request: dict, fds: list[int]) -> None:
+    """In the forked child: become the process the request describes, run it, exit."""
+    import atexit as child_exit
+    import runpy
+
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    argv = request["argv"]
+    code = 0
+    try:
+        if argv[0] == "-m":
+            sys.argv = [argv[1], *argv[2:]]
+            sys.path[0] = request["cwd"]
+            runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        elif argv[0] == "-c":
+            sys.argv = ["-c", *argv[2:]]
+            sys.path[0] = ""
+            exec(compile(argv[1], "<string>", "exec"), {"__name__": "__main__"})
+        else:
+            sys.argv = list(argv)
+            sys.path[0] = str(Path(argv[0]).resolve().parent)
+            runpy.run_path(argv[0], run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if not isinstance(exc.code, int | None):
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    child_exit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def _waiter(conn: socket.socket) -> None:
+    """A process per request: forks the child, says its pid, then how it ended."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+    while not message.endswith(b"\n"):
+        message += conn.recv(1 << 20)
+    pid = os.fork()
+    if pid == 0:
+        conn.close()
+        _child(json.loads(message), fds)
+    for fd in fds:
+        os.close(fd)
+    conn.sendall(b"%d\n" % pid)
+    _, status = os.waitpid(pid, 0)
+    conn.sendall(b"%d\n" % os.waitstatus_to_exitcode(status))
+    os._exit(0)
+
+
+def serve(path: str) -> None:
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # waiters are reaped by the system
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(path)
+    listener.listen(64)
+    listener.settimeout(1.0)
+    parent = os.getppid()
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    while os.getppid() == parent:  # (the test process gone, e.g. killed: so is the server)
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            continue
+        conn.setblocking(True)
+        if os.fork() == 0:
+            listener.close()
+            _waiter(conn)
+        conn.close()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])
