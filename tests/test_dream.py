@@ -11,6 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
+import forkserver
 import pytest
 from filelock import FileLock
 from ollama_stub import OllamaStub
@@ -216,7 +217,7 @@ def test_dream_with_ollama_and_a_concurrent_writer(vault):
             "report": [{"page_id": 100, "question": "Which holds: A or B?", "answer": "They disagree; A is newer.",
                         "conflicts": ["yes vs no"]}],
             "links": [link(100, 1, "derived_from"), link(100, 2, "derived_from")]})))
-        proc = subprocess.Popen([sys.executable, "-m", "memlink_tui", "--vault", str(vault.root), "dream", "--json"],
+        proc = forkserver.Popen([sys.executable, "-m", "memlink_tui", "--vault", str(vault.root), "dream", "--json"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
                                 env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
         for i in range(10):  # the app keeps writing meanwhile
@@ -556,7 +557,7 @@ def test_dream_exit_codes_say_when_topics_failed_or_it_could_not_run(vault):
     from conftest import REPO
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "memlink_tui", "--vault", str(vault.root), "dream", *args],
+        return forkserver.run([sys.executable, "-m", "memlink_tui", "--vault", str(vault.root), "dream", *args],
                               capture_output=True, text=True, cwd=REPO, timeout=120,
                               env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forkserver
 import numpy as np
 import pytest
 
@@ -227,7 +228,7 @@ def test_processes_building_the_index_at_once_all_answer(tmp_path):
     vault.close()
     env = dict(os.environ, PYTHONPATH=str(REPO))
     cmd = [sys.executable, "-m", "memlink_tui", "--vault", str(vault.root), "recall", "harbour audit item 21", "--json"]
-    runs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
+    runs = [forkserver.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
     outs = [r.communicate(timeout=120) for r in runs]
     assert [r.returncode for r in runs] == [0, 0, 0], [e for _, e in outs]
     assert len({json.dumps([h["memory_id"] for h in json.loads(o)]) for o, _ in outs}) == 1
