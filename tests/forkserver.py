@@ -9,7 +9,9 @@ ahead.
 
 ``run`` is ``subprocess.run(argv, capture_output=True)`` and ``Popen`` is
 ``subprocess.Popen`` for argv ``[python, script, ...]``, ``[python, "-m", module, ...]``
-or ``[python, "-c", code, ...]``."""
+or ``[python, "-c", code, ...]``. For a process some other library starts (the MCP
+client), ``command(argv)`` is a command line that runs ``argv`` forked the same way, on
+that process's own standard streams."""
 
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PRELOAD = ("engine", "engine.index", "engine.extract.batch", "engine.review.actions", "engine.lint.memo",
-           "memlink_tui.cli")
+           "memlink_tui.cli", "memlink_mcp.server")
+SOCKET = "MEMLINK_TEST_FORK_SERVER"  # (for ``command``: the server to ask)
 
 _server: subprocess.Popen | None = None
 _path = ""
@@ -36,6 +39,8 @@ _lock = threading.Lock()
 def _address() -> str:
     """The server's socket, started on first use (again if it died)."""
     global _server, _path
+    if os.environ.get(SOCKET):
+        return os.environ[SOCKET]
     with _lock:
         if _server is None or _server.poll() is not None:
             _path = os.path.join(tempfile.mkdtemp(prefix="memlink-fork-"), "socket")
@@ -50,11 +55,11 @@ def _address() -> str:
 class Popen:
     """A forked child; ``stdout``/``stderr`` as subprocess.PIPE, DEVNULL, None or a file."""
 
-    def __init__(self, argv: list[str], *, stdout=None, stderr=None, env: dict | None = None,
+    def __init__(self, argv: list[str], *, stdin=None, stdout=None, stderr=None, env: dict | None = None,
                  cwd: str | Path | None = None, text: bool = False) -> None:
         ends, mine = [], []
         devnull = os.open(os.devnull, os.O_RDWR)
-        for target in (subprocess.DEVNULL, stdout, stderr):
+        for target in (stdin, stdout, stderr):
             if target == subprocess.PIPE:
                 r, w = os.pipe()
                 ends.append(w)
@@ -121,6 +126,22 @@ def run(argv: list[str], *, env: dict | None = None, cwd: str | Path | None = No
             data = f.read()
             got.append(data.decode() if text else data)
     return subprocess.CompletedProcess(argv, proc.returncode, *got)
+
+
+def command(argv: list[str], env: dict | None = None) -> tuple[list[str], dict]:
+    """A command line and its environment that run ``argv`` forked from the server."""
+    return [sys.executable, __file__, "exec", *argv[1:]], {**(os.environ if env is None else env), SOCKET: _address()}
+
+
+def _exec(argv: list[str]) -> None:
+    """``command``'s process: the forked child runs on this one's streams; a signal to
+    stop is passed on, and the child's exit code is this one's."""
+    env = {k: v for k, v in os.environ.items() if k != SOCKET}
+    proc = Popen([sys.executable, *argv], stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr, env=env)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda number, _frame: proc.send_signal(number))
+    code = proc.wait()
+    sys.exit(128 - code if code < 0 else code)
 
 
 # -- the server ------------------------------------------------------------------------------
@@ -215,4 +236,7 @@ def serve(path: str) -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    if sys.argv[1] == "exec":
+        _exec(sys.argv[2:])
+    else:
+        serve(sys.argv[1])

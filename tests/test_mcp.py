@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forkserver
 from conftest import REPO, SAMPLE, memlink, set_llm
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -27,8 +28,8 @@ MOCHI = "entities/mochi.md"
 def server(root: Path, *flags: str) -> Client:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OLLAMA_HOST": "http://127.0.0.1:9",
            "MEMLINK_CONFIG_HOME": str(root.parent / "config")}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "memlink_tui", "--vault", str(root), "mcp", *flags],
-                                   env=env, cwd=str(REPO))
+    argv, env = forkserver.command([sys.executable, "-m", "memlink_tui", "--vault", str(root), "mcp", *flags], env)
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=str(REPO))
     return Client(params, read_timeout_seconds=120)
 
 
