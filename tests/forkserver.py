@@ -97,7 +97,10 @@ class Popen:
 
     def send_signal(self, sig: int) -> None:
         if self.returncode is None:
-            os.kill(self.pid, sig)
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:  # it ended by itself meanwhile
+                pass
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)

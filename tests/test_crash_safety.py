@@ -472,7 +472,9 @@ def test_an_ingest_killed_at_random_moments_finishes_on_the_next_run_with_nothin
             f"# Page {i}\n\nOn {i % 28 + 1} March 2024 Dana Whitfield met Ravi Patel at Web Summit about topic {i}. "
             f"See [the next page](page-{(i + 1) % 60:02d}.md).\n", encoding="utf-8")
     clean = Vault.init(tmp_path / "clean")
+    began = time.monotonic()
     ingest_batch(clean, [pages], extractor=RulesExtractor())
+    took = time.monotonic() - began  # where the kills may fall (a bound only: nothing is timed)
     want = state_of(clean)
     clean.close()
 
@@ -485,7 +487,7 @@ def test_an_ingest_killed_at_random_moments_finishes_on_the_next_run_with_nothin
     left_pending = 0
     for i in range(kills):
         proc = forkserver.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV, cwd=REPO)
-        time.sleep(rng.uniform(0.2, 3.0))  # into the files (memlink is imported before the fork)
+        time.sleep(rng.uniform(0.0, took))  # (memlink is imported before the fork: the files from the start)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert_files_whole(root)
