@@ -32,15 +32,15 @@ def sample(tmp_path: Path) -> Vault:
 
 def memlink(*args: str, vault: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     """The `memlink` command line run in this process, as a process of its own would run it:
-    its output captured, ``env`` set, and the process-wide state it changes (the LLM
-    provider chosen, the collector's thresholds) put back afterwards. A Python process
-    costs half a second of imports; test_cli.py runs the real entry point in a subprocess."""
+    its output captured, ``env`` set, and the LLM provider it chose forgotten afterwards
+    (the collector's thresholds it raises: ``_collector``). A Python process costs half a
+    second of imports; test_cli.py runs the real entry point in a process of its own."""
     from engine.llm.registry import REGISTRY
     from memlink_tui.cli import main
 
     argv = [*(["--vault", str(vault)] if vault is not None else []), *args]
     out, err = io.StringIO(), io.StringIO()
-    chosen, checks, threshold = dict(REGISTRY._chosen), REGISTRY.checks, gc.get_threshold()
+    chosen, checks = dict(REGISTRY._chosen), REGISTRY.checks
     REGISTRY.forget()
     saved = {name: os.environ.get(name) for name in env or {}}
     os.environ.update(env or {})
@@ -56,7 +56,6 @@ def memlink(*args: str, vault: Path | None = None, env: dict | None = None) -> s
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        gc.set_threshold(*threshold)
         REGISTRY.forget()
         REGISTRY._chosen.update(chosen)
         REGISTRY.checks = checks
@@ -76,6 +75,15 @@ def _user_config(tmp_path_factory, monkeypatch):
     never the user's own ~/.config or ~/.local/share."""
     monkeypatch.setenv("MEMLINK_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
     monkeypatch.setenv("MEMLINK_HOME", str(tmp_path_factory.mktemp("data")))
+
+
+@pytest.fixture(autouse=True)
+def _collector():
+    """A one-shot command run in this process raises the collector's thresholds for the
+    rest of it (memlink_tui.cli.ONE_SHOT_GC); the next test starts from the usual ones."""
+    threshold = gc.get_threshold()
+    yield
+    gc.set_threshold(*threshold)
 
 
 def set_llm(root: Path, **llm) -> Vault:

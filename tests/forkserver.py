@@ -28,35 +28,50 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PRELOAD = ("engine", "engine.index", "engine.extract.batch", "engine.review.actions", "engine.lint.memo",
-           "memlink_tui.cli", "memlink_mcp.server")
+           "memlink_tui.cli")
 SOCKET = "MEMLINK_TEST_FORK_SERVER"  # (for ``command``: the server to ask)
 
-_server: subprocess.Popen | None = None
-_path = ""
+class Server:
+    """A server process; ``prefix`` starts it inside another command (``unshare`` and a
+    mount, say: what it forks then runs there too)."""
+
+    def __init__(self, prefix: tuple[str, ...] = (), preload: tuple[str, ...] = PRELOAD) -> None:
+        self.path = os.path.join(tempfile.mkdtemp(prefix="memlink-fork-"), "socket")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), str(HERE)])}
+        self.process = subprocess.Popen([*prefix, sys.executable, __file__, self.path, *preload], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, env=env, cwd=HERE.parent)
+        assert self.process.stdout is not None and self.process.stdout.readline() == b"ready\n"
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def run(self, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+        return run(argv, server=self.path, **kwargs)
+
+
+_server: Server | None = None
 _lock = threading.Lock()
 
 
 def _address() -> str:
     """The server's socket, started on first use (again if it died)."""
-    global _server, _path
+    global _server
     if os.environ.get(SOCKET):
         return os.environ[SOCKET]
     with _lock:
-        if _server is None or _server.poll() is not None:
-            _path = os.path.join(tempfile.mkdtemp(prefix="memlink-fork-"), "socket")
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), str(HERE)])}
-            _server = subprocess.Popen([sys.executable, __file__, _path], stdin=subprocess.DEVNULL,
-                                       stdout=subprocess.PIPE, env=env, cwd=HERE.parent)
-            assert _server.stdout is not None and _server.stdout.readline() == b"ready\n"
-            atexit.register(_server.kill)
-        return _path
+        if _server is None or _server.process.poll() is not None:
+            _server = Server(preload=(*PRELOAD, "memlink_mcp.server"))  # (the one the MCP tests use too)
+        return _server.path
 
 
 class Popen:
     """A forked child; ``stdout``/``stderr`` as subprocess.PIPE, DEVNULL, None or a file."""
 
     def __init__(self, argv: list[str], *, stdin=None, stdout=None, stderr=None, env: dict | None = None,
-                 cwd: str | Path | None = None, text: bool = False) -> None:
+                 cwd: str | Path | None = None, text: bool = False, server: str | None = None) -> None:
         ends, mine = [], []
         devnull = os.open(os.devnull, os.O_RDWR)
         for target in (stdin, stdout, stderr):
@@ -70,7 +85,7 @@ class Popen:
         self.stdout, self.stderr = mine[1], mine[2]
         self.args, self.returncode = argv, None
         self._conn = socket.socket(socket.AF_UNIX)
-        self._conn.connect(_address())
+        self._conn.connect(server or _address())
         request = {"argv": argv[1:], "env": dict(os.environ if env is None else env), "cwd": str(cwd or os.getcwd())}
         socket.send_fds(self._conn, [json.dumps(request).encode() + b"\n"], ends)
         for fd, target in zip(ends, mine, strict=True):
@@ -113,10 +128,10 @@ class Popen:
 
 
 def run(argv: list[str], *, env: dict | None = None, cwd: str | Path | None = None, text: bool = False,
-        timeout: float | None = None, capture_output: bool = True) -> subprocess.CompletedProcess:
+        timeout: float | None = None, capture_output: bool = True, server: str | None = None) -> subprocess.CompletedProcess:
     """Run to the end with stdout and stderr captured (in files: no pipe fills up)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = Popen(argv, stdout=out, stderr=err, env=env, cwd=cwd)
+        proc = Popen(argv, stdout=out, stderr=err, env=env, cwd=cwd, server=server)
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -213,10 +228,10 @@ def _waiter(conn: socket.socket) -> None:
     os._exit(0)
 
 
-def serve(path: str) -> None:
+def serve(path: str, preload: list[str]) -> None:
     import importlib
 
-    for name in PRELOAD:
+    for name in preload:
         importlib.import_module(name)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # waiters are reaped by the system
     listener = socket.socket(socket.AF_UNIX)
@@ -242,4 +257,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "exec":
         _exec(sys.argv[2:])
     else:
-        serve(sys.argv[1])
+        serve(sys.argv[1], sys.argv[2:])
