@@ -92,8 +92,19 @@ class Popen:
             if target is not None:
                 os.close(fd)
         os.close(devnull)
-        self._reader = self._conn.makefile("rb")
-        self.pid = int(self._reader.readline())
+        self._got = b""
+        self.pid = int(self._line())
+
+    def _line(self) -> bytes:
+        """The server's next line: the child's pid, then how it ended (a timeout of the
+        socket's leaves what was read for the next call)."""
+        while b"\n" not in self._got:
+            data = self._conn.recv(64)
+            if not data:
+                raise RuntimeError("the fork server went away")
+            self._got += data
+        line, self._got = self._got.split(b"\n", 1)
+        return line
 
     def poll(self) -> int | None:
         return self.returncode
@@ -102,11 +113,10 @@ class Popen:
         if self.returncode is None:
             self._conn.settimeout(timeout)
             try:
-                line = self._reader.readline()
+                line = self._line()
             except TimeoutError:
                 raise subprocess.TimeoutExpired(self.args, timeout) from None
             self.returncode = int(line)
-            self._reader.close()
             self._conn.close()
         return self.returncode
 
