@@ -1,6 +1,11 @@
 from __future__ import annotations
 
+import contextlib
+import gc
+import io
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,6 +30,38 @@ def sample(tmp_path: Path) -> Vault:
     return Vault.open(target)
 
 
+def memlink(*args: str, vault: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The `memlink` command line run in this process, as a process of its own would run it:
+    its output captured, ``env`` set, and the LLM provider it chose forgotten afterwards
+    (the collector's thresholds it raises: ``_collector``). A Python process costs half a
+    second of imports; test_cli.py runs the real entry point in a process of its own."""
+    from engine.llm.registry import REGISTRY
+    from memlink_tui.cli import main
+
+    argv = [*(["--vault", str(vault)] if vault is not None else []), *args]
+    out, err = io.StringIO(), io.StringIO()
+    chosen, checks = dict(REGISTRY._chosen), REGISTRY.checks
+    REGISTRY.forget()
+    saved = {name: os.environ.get(name) for name in env or {}}
+    os.environ.update(env or {})
+    try:
+        with contextlib.chdir(REPO), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as exc:  # argparse: --help, --version, a usage error
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        REGISTRY.forget()
+        REGISTRY._chosen.update(chosen)
+        REGISTRY.checks = checks
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
 def make_pair(v: Vault):
     """Two small notes to link in tests."""
     a = v.write_note("entity", {"name": "Caroline", "kind": "person", "content": "Caroline leads Atlas.\nShe likes tea.\nShe runs on Sundays."})
@@ -38,6 +75,15 @@ def _user_config(tmp_path_factory, monkeypatch):
     never the user's own ~/.config or ~/.local/share."""
     monkeypatch.setenv("MEMLINK_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
     monkeypatch.setenv("MEMLINK_HOME", str(tmp_path_factory.mktemp("data")))
+
+
+@pytest.fixture(autouse=True)
+def _collector():
+    """A one-shot command run in this process raises the collector's thresholds for the
+    rest of it (memlink_tui.cli.ONE_SHOT_GC); the next test starts from the usual ones."""
+    threshold = gc.get_threshold()
+    yield
+    gc.set_threshold(*threshold)
 
 
 def set_llm(root: Path, **llm) -> Vault:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_cli import memlink
+from conftest import memlink
 
 from engine import Vault
 from engine.errors import SchemaError, VaultError

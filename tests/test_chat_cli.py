@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 from commit_worker import Rewording
-from conftest import SAMPLE
+from conftest import SAMPLE, memlink
 from ollama_stub import OllamaStub
-from test_cli import memlink
 from test_hostile_text import HOSTILE, hostile_vault, unsafe
 
 from engine import Vault

@@ -11,8 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import set_llm
-from test_cli import memlink
+from conftest import memlink, set_llm
 
 from engine import Vault
 from engine.errors import MemlinkError

@@ -1,4 +1,5 @@
-"""The `memlink` CLI through its real entry point, in a subprocess."""
+"""The `memlink` CLI through its real entry point, in a process of its own (forked from one
+with memlink imported: tests/forkserver.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forkserver
 from conftest import REPO, SAMPLE, make_pair
 
 from engine import Vault
@@ -17,7 +19,7 @@ def memlink(*args: str, vault: Path | None = None, env: dict | None = None) -> s
     cmd = [sys.executable, "-m", "memlink_tui"]
     if vault is not None:
         cmd += ["--vault", str(vault)]
-    return subprocess.run(cmd + list(args), capture_output=True, text=True, cwd=REPO, timeout=60,
+    return forkserver.run(cmd + list(args), capture_output=True, text=True, cwd=REPO, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
 
 

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import forkserver
 import pytest
 from conftest import REPO
 from test_linkindex import indexed, link_folders, rebuilt, trusted
@@ -90,7 +91,7 @@ def test_sigkill_at_random_moments_never_leaves_a_one_sided_link(tmp_path):
     started = time.monotonic()
     mid_transaction = 0
     for i in range(KILLS):
-        proc = subprocess.Popen([sys.executable, str(WORKER), str(root), str(i)], stdout=subprocess.PIPE, env=ENV, cwd=REPO)
+        proc = forkserver.Popen([sys.executable, str(WORKER), str(root), str(i)], stdout=subprocess.PIPE, env=ENV, cwd=REPO)
         assert proc.stdout.readline().strip() == b"ready"
         time.sleep(rng.uniform(0.0, 0.15))
         proc.send_signal(signal.SIGKILL)
@@ -124,7 +125,7 @@ def test_sigkill_of_link_writes_in_log_mode_and_compaction_leaves_both_sides_or_
     rng = random.Random(20261202)
     compacted = logged = 0
     for i in range(max(KILLS // 2, 10)):
-        proc = subprocess.Popen([sys.executable, str(WORKER), str(root), str(1000 + i)], stdout=subprocess.PIPE, env=env, cwd=REPO)
+        proc = forkserver.Popen([sys.executable, str(WORKER), str(root), str(1000 + i)], stdout=subprocess.PIPE, env=env, cwd=REPO)
         assert proc.stdout.readline().strip() == b"ready"
         time.sleep(rng.uniform(0.0, 0.15))
         proc.send_signal(signal.SIGKILL)
@@ -154,7 +155,7 @@ def test_a_link_write_killed_at_each_step_of_append_and_compaction_lands_whole_o
     pref = sorted(e.uri for e in v.catalog.all() if e.uri.startswith("preferences/"))[0]
     v.close()
     env = {**ENV, "MEMLINK_TEST_LOG_MODE_BYTES": "300", "MEMLINK_TEST_COMPACT_RATIO": "100"}
-    seed = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'tests'); import crash_worker; from engine import Vault\n"
+    seed = forkserver.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'tests'); import crash_worker; from engine import Vault\n"
                            "v = Vault.open(sys.argv[1]); p = sys.argv[2:]\n"
                            "[v.link(p[0], x, 'related_to') for x in p[1:]]",
                            str(template), *people], env=env, cwd=REPO, capture_output=True, text=True)
@@ -171,7 +172,7 @@ def test_a_link_write_killed_at_each_step_of_append_and_compaction_lands_whole_o
         if work.exists():
             shutil.rmtree(work)
         shutil.copytree(template, work)
-        run = subprocess.run([sys.executable, str(REVIEW_WORKER), str(work), "link", people[1], pref, str(step)],
+        run = forkserver.run([sys.executable, str(REVIEW_WORKER), str(work), "link", people[1], pref, str(step)],
                              capture_output=True, env=env, cwd=REPO, timeout=120)
         if run.returncode == 0:
             steps = step
@@ -199,7 +200,7 @@ def test_two_writers_at_once_serialise(tmp_path):
     root = tmp_path / "vault"
     seed_vault(root)
     procs = [
-        subprocess.Popen([sys.executable, str(WORKER), str(root), str(seed), "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, cwd=REPO)
+        forkserver.Popen([sys.executable, str(WORKER), str(root), str(seed), "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, cwd=REPO)
         for seed in (1, 2)
     ]
     for p in procs:
@@ -368,7 +369,7 @@ def _kill_at_each_step(template: Path, work: Path, action: str, a: str, b: str):
         if work.exists():
             shutil.rmtree(work)
         shutil.copytree(template, work)
-        run = subprocess.run([sys.executable, str(REVIEW_WORKER), str(work), action, a, b, str(step)],
+        run = forkserver.run([sys.executable, str(REVIEW_WORKER), str(work), action, a, b, str(step)],
                              capture_output=True, env=ENV, cwd=REPO, timeout=120)
         if run.returncode == 0:
             assert run.stdout.strip() == b"done"
@@ -475,7 +476,9 @@ def test_an_ingest_killed_at_random_moments_finishes_on_the_next_run_with_nothin
             f"# Page {i}\n\nOn {i % 28 + 1} March 2024 Dana Whitfield met Ravi Patel at Web Summit about topic {i}. "
             f"See [the next page](page-{(i + 1) % 60:02d}.md).\n", encoding="utf-8")
     clean = Vault.init(tmp_path / "clean")
+    began = time.monotonic()
     ingest_batch(clean, [pages], extractor=RulesExtractor())
+    took = time.monotonic() - began  # where the kills may fall (a bound only: nothing is timed)
     want = state_of(clean)
     clean.close()
 
@@ -487,9 +490,11 @@ def test_an_ingest_killed_at_random_moments_finishes_on_the_next_run_with_nothin
     kills = int(os.environ.get("MEMLINK_INGEST_KILLS", "12"))
     left_pending = 0
     for i in range(kills):
-        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV, cwd=REPO)
-        time.sleep(rng.uniform(1.0, 4.0))  # past the imports, into the files
-        proc.send_signal(signal.SIGKILL)
+        proc = forkserver.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV, cwd=REPO)
+        try:  # (memlink is imported before the fork: the files from the start)
+            proc.wait(timeout=rng.uniform(0.0, took))  # a run left little to do may end first
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert_files_whole(root)
         vault = Vault.open(root)  # replays a journal left in flight
@@ -498,7 +503,7 @@ def test_an_ingest_killed_at_random_moments_finishes_on_the_next_run_with_nothin
         left_pending += bool(pending_sources(vault))
         vault.close()
     assert left_pending, "no kill landed between a source note and its memories: the test proved nothing"
-    done = subprocess.run(command, capture_output=True, text=True, env=ENV, cwd=REPO, timeout=300)
+    done = forkserver.run(command, capture_output=True, text=True, env=ENV, cwd=REPO, timeout=300)
     assert done.returncode == 0, done.stderr
     vault = Vault.open(root)
     assert pending_sources(vault) == []

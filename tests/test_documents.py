@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import set_llm
-from test_cli import memlink
+from conftest import memlink, set_llm
 
 from engine import Vault
 from engine.extract.documents import page_of, read_document

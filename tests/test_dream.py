@@ -11,6 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
+import forkserver
 import pytest
 from filelock import FileLock
 from ollama_stub import OllamaStub
@@ -99,7 +100,7 @@ def test_reports_are_never_evidence(vault):
 
 
 def test_a_second_dream_gets_a_clear_busy_error(vault):
-    from test_cli import memlink
+    from conftest import memlink
 
     lock = FileLock(str(vault.state_dir / "dream.lock"))
     with lock:
@@ -216,7 +217,7 @@ def test_dream_with_ollama_and_a_concurrent_writer(vault):
             "report": [{"page_id": 100, "question": "Which holds: A or B?", "answer": "They disagree; A is newer.",
                         "conflicts": ["yes vs no"]}],
             "links": [link(100, 1, "derived_from"), link(100, 2, "derived_from")]})))
-        proc = subprocess.Popen([sys.executable, "-m", "memlink_tui", "--vault", str(vault.root), "dream", "--json"],
+        proc = forkserver.Popen([sys.executable, "-m", "memlink_tui", "--vault", str(vault.root), "dream", "--json"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
                                 env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
         for i in range(10):  # the app keeps writing meanwhile
@@ -363,7 +364,7 @@ def vault_files(root: Path) -> dict[str, str]:
 
 
 def test_a_dry_run_leaves_the_vault_byte_identical(vault):
-    from test_cli import memlink
+    from conftest import memlink
 
     from engine.retrieve.search import search
 
@@ -406,8 +407,7 @@ def every_path(root: Path) -> dict[str, str]:
 def test_a_dry_run_on_a_fresh_copy_or_after_hand_edits_writes_nothing(tmp_path):
     """No derived state yet (a vault just copied), then a note edited outside memlink:
     a dry run creates no catalog shard, no lock file, not even .memlink/."""
-    from conftest import SAMPLE
-    from test_cli import memlink
+    from conftest import SAMPLE, memlink
 
     root = tmp_path / "copy"
     shutil.copytree(SAMPLE, root)
@@ -557,7 +557,7 @@ def test_dream_exit_codes_say_when_topics_failed_or_it_could_not_run(vault):
     from conftest import REPO
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "memlink_tui", "--vault", str(vault.root), "dream", *args],
+        return forkserver.run([sys.executable, "-m", "memlink_tui", "--vault", str(vault.root), "dream", *args],
                               capture_output=True, text=True, cwd=REPO, timeout=120,
                               env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
 

@@ -13,8 +13,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from conftest import SAMPLE, make_pair
-from test_cli import memlink
+from conftest import SAMPLE, make_pair, memlink
 
 import engine.storage.sidecars as sidecars
 from engine import Vault, VaultLocked

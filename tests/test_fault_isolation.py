@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import make_pair
-from test_cli import memlink
+from conftest import make_pair, memlink
 
 from engine import Vault
 from engine.graph import LinkGraph

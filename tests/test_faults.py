@@ -23,6 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forkserver
 import pytest
 import yaml
 from conftest import REPO, SAMPLE, set_llm
@@ -54,7 +55,7 @@ PAGES = {f"page-{i}.md": f"# Page {i}\n\nOn {i + 3} March 2024 Dana Whitfield me
 
 
 def memlink(root: Path, *args: str, kill_at: int = 0) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(WORKER), str(kill_at), "--vault", str(root), *args],
+    return forkserver.run([sys.executable, str(WORKER), str(kill_at), "--vault", str(root), *args],
                           capture_output=True, text=True, env=ENV, cwd=REPO, timeout=600)
 
 
@@ -189,11 +190,12 @@ def test_a_write_command_killed_at_a_random_step_and_run_again_ends_as_an_uninte
 
 
 # -- full disk ----------------------------------------------------------------------------
-READS = """
-import sys
+READS = [["search", "search", "mochi"], ["recall", "recall", "what did we pick for the celadon"], ["lint", "lint"]]
+RUN = """
+import json, sys
 from memlink_tui.cli import main
-for args in (["search", "mochi"], ["recall", "what did we pick for the celadon"], ["lint"]):
-    print("== " + args[0], flush=True)
+for name, *args in json.loads(sys.argv[2]):
+    print("== " + name, flush=True)
     code = main(["--vault", sys.argv[1], *args])
     print(f"== rc {code}", flush=True)
 """
@@ -234,45 +236,38 @@ def test_after_a_write_command_ran_out_of_disk_search_recall_and_lint_still_answ
     (or finishes, when it fitted); then, the disk still full, search, recall and lint
     answer; once there is room again the command runs again, the vault checks clean and
     the reads still answer."""
-    out = tmp_path / "out"
-    out.mkdir()
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    args = " ".join(f"'{a}'" for a in command(name, template))
-    py = f'PYTHONPATH="{REPO}" "{sys.executable}"'
-    script = f"""
-set -u
-mount -t tmpfs -o size=40m tmpfs "{mnt}" || exit 9
-cp -r "{prepared(name, template, tmp_path / 'vault')}" "{mnt}/v"
-dd if=/dev/zero of="{mnt}/fill" bs=64k >/dev/null 2>&1
-truncate -s -{free} "{mnt}/fill"
-cd "{REPO}"
-{py} -m memlink_tui --vault "{mnt}/v" {args} >"{out}/write.out" 2>"{out}/write.err"; echo $? >"{out}/write.rc"
-{py} -c '{READS}' "{mnt}/v" >"{out}/full.out" 2>"{out}/full.err"
-rm "{mnt}/fill"
-{py} -m memlink_tui --vault "{mnt}/v" {args} >"{out}/again.out" 2>&1
-{py} -m memlink_tui --vault "{mnt}/v" check >"{out}/check.out" 2>&1; echo $? >"{out}/check.rc"
-{py} -c '{READS}' "{mnt}/v" >"{out}/room.out" 2>"{out}/room.err"
-"""
-    r = subprocess.run(["unshare", "-m", "bash", "-c", script], capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stdout + r.stderr
+    room = [["again", *command(name, template)], ["check", "check"], *READS]  # (one process: its imports once)
+    # Every step a process forked in a private mount namespace holding the full tmpfs.
+    script = ('mount -t tmpfs -o size=40m tmpfs "$0" && cp -r "$1" "$0/v" && '
+              f'{{ dd if=/dev/zero of="$0/fill" bs=64k >/dev/null 2>&1; truncate -s -{free} "$0/fill"; }} && shift && exec "$@"')
+    server = forkserver.Server(("unshare", "-m", "sh", "-c", script, str(mnt), str(prepared(name, template, tmp_path / "vault"))))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
 
-    def text(name: str) -> str:
-        return (out / name).read_text()
+    def python(*args: str) -> subprocess.CompletedProcess:
+        return server.run([sys.executable, *args], text=True, cwd=REPO, timeout=900, env=env)
 
-    code, err = int(text("write.rc")), text("write.err")
-    assert "Traceback" not in err and code in (0, 1, 5), err  # (5: a dream that did some of its topics)
-    if code == 1:
-        assert "the disk is full" in err, err
-    for when in ("full", "room"):
-        answers = _answers(text(f"{when}.out"))
-        assert "Traceback" not in text(f"{when}.err"), (when, text(f"{when}.err"))
-        assert set(answers) == {"search", "recall", "lint"}, (when, text(f"{when}.out"), text(f"{when}.err"))
+    try:
+        write = python("-m", "memlink_tui", "--vault", f"{mnt}/v", *command(name, template))
+        full = python("-c", RUN, f"{mnt}/v", json.dumps(READS))
+        python("-c", "import os, sys; os.remove(sys.argv[1])", f"{mnt}/fill")
+        again = python("-c", RUN, f"{mnt}/v", json.dumps(room))
+    finally:
+        server.close()
+
+    assert "Traceback" not in write.stderr and write.returncode in (0, 1, 5), write.stderr  # (5: a dream that did some of its topics)
+    if write.returncode == 1:
+        assert "the disk is full" in write.stderr, write.stderr
+    for when, run, names in (("full", full, {"search", "recall", "lint"}),
+                             ("room", again, {"again", "check", "search", "recall", "lint"})):
+        answers = _answers(run.stdout)
+        assert "Traceback" not in run.stderr, (when, run.stderr)
+        assert set(answers) == names, (when, run.stdout, run.stderr)
         assert answers["search"][0] == 0 and "entities/mochi.md" in answers["search"][1], (when, answers)
         assert answers["recall"][0] == 0 and "celadon" in answers["recall"][1].lower(), (when, answers)
         assert answers["lint"][0] in (0, 3) and " errors; " in answers["lint"][1], (when, answers)
-    assert "Traceback" not in text("again.out")
-    assert text("check.rc").strip() == "0", text("again.out") + text("check.out")
+    assert answers["check"][0] == 0, again.stdout + again.stderr
 
 
 # -- full disk, injected (no root needed) ----------------------------------------------------

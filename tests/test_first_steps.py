@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import REPO, set_llm, settle
+from conftest import REPO, memlink, set_llm, settle
 from rich.text import Text
 from textual.content import Content
 from textual.widgets import Input, ListView, Static
@@ -24,7 +24,7 @@ from memlink_tui.app import MemlinkApp
 from widgets.safe import safe_markup
 
 
-def memlink(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def memlink_process(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "memlink_tui", *args], capture_output=True, text=True, cwd=REPO,
                           timeout=120, stdin=subprocess.DEVNULL,
                           env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
@@ -34,7 +34,7 @@ def memlink(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 def test_version_comes_from_the_package():
     from importlib.metadata import version
 
-    r = memlink("--version")
+    r = memlink_process("--version")
     assert r.returncode == 0 and r.stdout.strip() == f"memlink {version('memlink')}"
 
 
@@ -54,7 +54,7 @@ def test_every_command_has_a_description_and_every_option_a_help():
 def test_the_app_in_a_pipe_says_why_and_writes_no_escape_codes(tmp_path):
     assert memlink("--vault", str(tmp_path / "v"), "init").returncode == 0
     for args in (["--vault", str(tmp_path / "v")], ["--vault", str(tmp_path / "v"), "app"], ["demo"]):
-        r = memlink(*args, env={"MEMLINK_HOME": str(tmp_path / "home")})
+        r = memlink_process(*args, env={"MEMLINK_HOME": str(tmp_path / "home")})
         assert r.returncode != 0, args
         assert r.stdout == "" and "\x1b" not in r.stderr, args
         assert "memlink opens a terminal app; stdout is not a terminal" in r.stderr, args

@@ -14,8 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import SAMPLE
-from test_cli import memlink
+from conftest import SAMPLE, memlink
 
 from engine import MemlinkError, Vault
 from engine.dream import dream

@@ -9,9 +9,9 @@ from __future__ import annotations
 import html
 import json
 import os
-import subprocess
 import sys
 
+import forkserver
 from conftest import REPO, set_llm, settle
 from ollama_stub import OllamaStub
 
@@ -66,7 +66,7 @@ def hostile_vault(root) -> Vault:
 
 
 def cli(root, *args: str) -> tuple[int, str, str]:
-    run = subprocess.run([sys.executable, "-m", "memlink_tui", "--vault", str(root), *args], capture_output=True,
+    run = forkserver.run([sys.executable, "-m", "memlink_tui", "--vault", str(root), *args], capture_output=True,
                          cwd=REPO, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
     return run.returncode, run.stdout.decode("utf-8"), run.stderr.decode("utf-8")
 

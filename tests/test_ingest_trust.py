@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import set_llm
+from conftest import memlink, set_llm
 from ollama_stub import OllamaStub
-from test_cli import memlink
 from test_linked_pages import answer, cli_vault, links_of, write
 
 from engine import Vault

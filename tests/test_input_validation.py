@@ -8,8 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import make_pair
-from test_cli import memlink
+from conftest import make_pair, memlink
 
 from engine import Vault
 from engine.errors import LinkError

@@ -8,8 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE
-from test_cli import memlink
+from conftest import SAMPLE, memlink
 from test_mcp import server
 
 from engine import LinkError, Vault

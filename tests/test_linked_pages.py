@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, set_llm
+from conftest import REPO, memlink, set_llm
 from ollama_stub import OllamaStub
-from test_cli import memlink
 
 from engine import Vault
 from engine.extract.batch import ingest_batch

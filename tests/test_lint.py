@@ -127,7 +127,7 @@ def test_check_is_the_integrity_part_of_the_same_run_with_the_same_errors(vault)
 
 
 def test_check_and_lint_on_the_command_line_agree(vault):
-    from test_cli import memlink
+    from conftest import memlink
 
     a, b = make_pair(vault)
     vault.link(b.uri, a.uri, "belongs_to")
@@ -215,7 +215,7 @@ def test_past_events_and_imported_files_never_go_stale(sample):
 
 
 def test_lint_puts_the_demo_contradictions_first_and_groups_the_hygiene_checks(sample):
-    from test_cli import memlink
+    from conftest import memlink
 
     shown = memlink("lint", vault=sample.root)
     assert shown.returncode == 0, shown.stderr

@@ -108,7 +108,7 @@ def test_provider_selection_says_which_and_why(stub):
 
 def test_doctor_reports_the_provider_and_why(tmp_path, stub):
     import yaml
-    from test_cli import memlink
+    from conftest import memlink
 
     from engine import Vault
 
@@ -129,7 +129,7 @@ def test_doctor_reports_the_provider_and_why(tmp_path, stub):
 
 
 def test_doctor_without_a_vault_still_checks_the_model_and_ollama(tmp_path):
-    from test_cli import memlink
+    from conftest import memlink
 
     r = memlink("doctor", vault=tmp_path / "nowhere", env={"OLLAMA_HOST": f"http://127.0.0.1:{free_port()}"})
     assert r.returncode == 3

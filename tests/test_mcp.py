@@ -12,10 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO, SAMPLE, set_llm
+import forkserver
+from conftest import REPO, SAMPLE, memlink, set_llm
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from test_cli import memlink
 
 from engine import Vault
 from engine.lint.memo import check
@@ -28,8 +28,8 @@ MOCHI = "entities/mochi.md"
 def server(root: Path, *flags: str) -> Client:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OLLAMA_HOST": "http://127.0.0.1:9",
            "MEMLINK_CONFIG_HOME": str(root.parent / "config")}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "memlink_tui", "--vault", str(root), "mcp", *flags],
-                                   env=env, cwd=str(REPO))
+    argv, env = forkserver.command([sys.executable, "-m", "memlink_tui", "--vault", str(root), "mcp", *flags], env)
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=str(REPO))
     return Client(params, read_timeout_seconds=120)
 
 

@@ -9,9 +9,8 @@ import json
 import time
 
 import pytest
-from conftest import set_llm
+from conftest import memlink, set_llm
 from ollama_stub import OllamaStub
-from test_cli import memlink
 from test_dream import conflicts
 from test_linked_pages import cli_vault, write
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
+import forkserver
 import pytest
-from conftest import SAMPLE, open_at, settle
-from test_cli import memlink
+from conftest import SAMPLE, memlink, open_at, settle
 from test_crash_safety import ENV, REPO, REVIEW_WORKER, age_temp_files, assert_files_whole
 from test_mcp import server
 
@@ -207,7 +206,7 @@ def test_a_move_killed_at_any_step_lands_whole_with_its_undo_record_or_not_at_al
         if work.exists():
             shutil.rmtree(work)
         shutil.copytree(template, work)
-        run = subprocess.run([sys.executable, str(REVIEW_WORKER), str(work), "move", OLD, NEW, str(step)],
+        run = forkserver.run([sys.executable, str(REVIEW_WORKER), str(work), "move", OLD, NEW, str(step)],
                              capture_output=True, env=ENV, cwd=REPO, timeout=120)
         assert_files_whole(work)
         vault = Vault.open(work)  # replays the journal, if the kill left one

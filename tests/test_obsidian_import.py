@@ -16,8 +16,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from conftest import set_llm
-from test_cli import memlink
+from conftest import memlink, set_llm
 
 from engine import Vault
 from engine.extract.batch import ingest_batch

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forkserver
 import numpy as np
 import pytest
 
@@ -227,14 +228,14 @@ def test_processes_building_the_index_at_once_all_answer(tmp_path):
     vault.close()
     env = dict(os.environ, PYTHONPATH=str(REPO))
     cmd = [sys.executable, "-m", "memlink_tui", "--vault", str(vault.root), "recall", "harbour audit item 21", "--json"]
-    runs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
+    runs = [forkserver.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
     outs = [r.communicate(timeout=120) for r in runs]
     assert [r.returncode for r in runs] == [0, 0, 0], [e for _, e in outs]
     assert len({json.dumps([h["memory_id"] for h in json.loads(o)]) for o, _ in outs}) == 1
 
 
 def test_recalled_text_never_reaches_the_terminal_as_escape_sequences(vault, tmp_path):
-    from test_cli import memlink
+    from conftest import memlink
 
     chat(vault, "s", [("user", "Paint the \x1b[2Jfence \x1b]52;c;cm0gLXJmIH4=\x07green"), ("assistant", "Done \x1b[31mred\x1b[0m.")])
     vault.close()

@@ -4,15 +4,13 @@ real ones (benchmarks/locomo.py measures them on LoCoMo and REALTALK)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
+
+from conftest import memlink
 
 from engine.sessions.extract import RulesTurnExtractor
 from engine.sessions.importer import import_chat
 from engine.sessions.recall import RecallParams, TurnMemory
 
-REPO = Path(__file__).resolve().parent.parent
 FILLER = ["The meeting moved to Tuesday.", "Did you get the groceries?", "The train was late again.",
           "I repainted the hallway blue.", "My sister called about the holidays.", "The printer is out of ink."]
 
@@ -84,7 +82,7 @@ def test_a_burst_of_twelve_messages_costs_twelve(vault, tmp_path):
 def test_recall_cli_takes_a_message_budget(vault, tmp_path):
     imported(vault, tmp_path, BURST)
     vault.close()
-    out = subprocess.run([sys.executable, "-m", "memlink_tui", "--vault", str(vault.root), "recall", "ryokan in Gion",
-                          "--messages", "5", "--json"], capture_output=True, text=True, check=True, cwd=REPO)
+    out = memlink("recall", "ryokan in Gion", "--messages", "5", "--json", vault=vault.root)
+    assert out.returncode == 0, out.stderr
     hits = json.loads(out.stdout)
     assert hits and sum(len(h["sources"]) for h in hits) <= 5 and "Book the ryokan" in hits[0]["question"]

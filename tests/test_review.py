@@ -78,7 +78,7 @@ def test_undo_refuses_when_files_changed_since(pair):
 
 
 def test_cli_review_and_undo(pair):
-    from test_cli import memlink
+    from conftest import memlink
 
     v, a, b = pair
     v.close()
@@ -171,7 +171,7 @@ def test_review_refuses_when_the_notes_changed_since_the_preview(pair):
 
 
 def test_cli_dry_run_prints_the_plan_and_writes_nothing(sample):
-    from test_cli import memlink
+    from conftest import memlink
 
     v = sample
     v.close()

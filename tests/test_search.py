@@ -263,7 +263,7 @@ def test_graph_query_and_path(small):
 
 
 def test_cli_search_graph_query_reindex(small):
-    from test_cli import memlink
+    from conftest import memlink
 
     small.close()
     import shutil
@@ -304,7 +304,7 @@ def test_pending_keyword_updates_score_like_committed_ones(small):
 # -- the evidence gate: a question's frame is no match ------------------------------------
 @pytest.mark.parametrize("question", ["what about xyzzyqq", "tell me about xyzzyqq", "when did we discuss xyzzyqq"])
 def test_nonsense_inside_an_ordinary_question_is_no_confident_match(sample, question):
-    from test_cli import memlink
+    from conftest import memlink
 
     hits = search(sample, question)
     assert all(h.weak for h in hits)  # nothing, or only weak-marked hits close in meaning
@@ -315,7 +315,7 @@ def test_nonsense_inside_an_ordinary_question_is_no_confident_match(sample, ques
 
 
 def test_search_output_strips_terminal_control_sequences(vault):
-    from test_cli import memlink
+    from conftest import memlink
 
     vault.write_note("entity", {"name": "Evil \x1b]0;pwned\x07Corp", "content": "Evil Corp sells \x1b[2J zorblax widgets.\x9b31m"})
     out = memlink("search", "zorblax", vault=vault.root).stdout

@@ -8,8 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE, set_llm
-from test_cli import memlink
+from conftest import SAMPLE, memlink, set_llm
 
 from engine.errors import MemlinkError
 from engine.extract.rules import RulesExtractor

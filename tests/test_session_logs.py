@@ -18,10 +18,10 @@ import sys
 import time
 from pathlib import Path
 
+import forkserver
 import pytest
 from commit_worker import Rewording
-from conftest import REPO, SAMPLE, set_llm
-from test_cli import memlink
+from conftest import REPO, SAMPLE, memlink, set_llm
 from test_crash_safety import ENV, assert_files_whole
 
 from engine import Vault
@@ -258,7 +258,7 @@ def test_commit_killed_at_random_moments_then_run_again_gives_the_notes_and_link
     assert memlink("reindex", vault=seed).returncode == 0  # the kills fall in the commit, not the first index
 
     def start(root: Path) -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, str(WORKER), str(root), SETUP],
+        proc = forkserver.Popen([sys.executable, str(WORKER), str(root), SETUP],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV, cwd=REPO)
         assert proc.stdout.readline().strip() == b"ready"
         return proc

@@ -217,7 +217,7 @@ def test_live_extraction_reads_the_previous_turn_summaries_quoted(vault):
 
 
 def test_cli_import_chat_and_batch_recall(vault, tmp_path):
-    from test_cli import memlink
+    from conftest import memlink
 
     path = tmp_path / "chat.jsonl"
     path.write_text("".join(json.dumps({"session": "k", **e}) + "\n" for e in EVENTS[:5]))

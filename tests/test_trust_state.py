@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import forkserver
 import pytest
 from conftest import REPO, SAMPLE
 
@@ -37,7 +38,7 @@ QUESTION = "which glaze did we pick for the vase"
 
 def memlink(*args: str, vault: Path) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "memlink_tui", "--vault", str(vault), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120,
+    return forkserver.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
 
 
@@ -63,6 +64,7 @@ def read_only_run(tmp_path: Path):
     if os.geteuid() == 0 and not _can_bind_read_only(tmp_path):
         pytest.skip("running as root and cannot bind-mount read-only here")
     locked: list[Path] = []
+    servers: dict[Path, forkserver.Server] = {}
 
     def run(vault: Path, *args: str) -> subprocess.CompletedProcess:
         if os.geteuid() != 0:
@@ -71,13 +73,15 @@ def read_only_run(tmp_path: Path):
                     path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
             locked.append(vault)
             return memlink(*args, vault=vault)
-        script = 'mount --bind -o ro "$0" "$0" && exec "$@"'
-        cmd = ["unshare", "-m", "sh", "-c", script, str(vault), sys.executable, "-m", "memlink_tui", "--vault",
-               str(vault), *args]
-        return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+        if vault not in servers:  # processes forked in a namespace where the vault is mounted read-only
+            script = 'mount --bind -o ro "$0" "$0" && exec "$@"'
+            servers[vault] = forkserver.Server(("unshare", "-m", "sh", "-c", script, str(vault)))
+        return servers[vault].run([sys.executable, "-m", "memlink_tui", "--vault", str(vault), *args], text=True,
+                                  cwd=REPO, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
 
     yield run
+    for server in servers.values():
+        server.close()
     for vault in locked:  # let pytest clean up
         for path in [vault, *vault.rglob("*")]:
             path.chmod(path.stat().st_mode | stat.S_IWUSR)
@@ -321,31 +325,36 @@ def test_a_really_full_disk_reads_on_and_writes_one_sentence(tmp_path):
     checks clean with no journal set aside."""
     if not _can_mount_tmpfs(tmp_path):
         pytest.skip("cannot mount a tmpfs here")
-    mnt, out = tmp_path / "mnt", tmp_path / "out"
+    mnt = tmp_path / "mnt"
     mnt.mkdir()
-    out.mkdir()
-    script = f"""
-set -u
-mount -t tmpfs -o size=24m tmpfs "{mnt}" || exit 9
-cp -r "{SAMPLE}" "{mnt}/v" && rm -rf "{mnt}/v/.memlink"
-m() {{ "{sys.executable}" -m memlink_tui --vault "{mnt}/v" "$@"; }}
-m search mochi >/dev/null 2>&1; m check >/dev/null 2>&1
-dd if=/dev/zero of="{mnt}/fill" bs=1M count=100 2>/dev/null
-n=0
-for c in "search mochi" "show entities/mochi.md" "check" "lint" "link entities/mochi.md profile.md --type related_to" \
-         "dream --provider rules" "ask what-is-x"; do
-  n=$((n+1)); m $c >"{out}/$n.out" 2>"{out}/$n.err"; echo $? >"{out}/$n.rc"
-done
-rm "{mnt}/fill"
-m check >"{out}/after.out" 2>&1; echo $? >"{out}/after.rc"
-ls "{mnt}/v/.memlink/journal" >"{out}/journal.ls" 2>/dev/null
-"""
-    r = subprocess.run(["unshare", "-m", "bash", "-c", script], capture_output=True, text=True, cwd=REPO, timeout=600,
-                       env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert r.returncode == 0, r.stdout + r.stderr
+    # Every command a process forked in a private mount namespace holding the tmpfs.
+    script = 'mount -t tmpfs -o size=24m tmpfs "$0" && cp -r "$1" "$0/v" && rm -rf "$0/v/.memlink" && shift && exec "$@"'
+    server = forkserver.Server(("unshare", "-m", "sh", "-c", script, str(mnt), str(SAMPLE)))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def python(*args: str) -> tuple[int, str, str]:
+        r = server.run([sys.executable, *args], text=True, cwd=REPO, timeout=600, env=env)
+        return r.returncode, r.stdout, r.stderr
+
+    def m(*args: str) -> tuple[int, str, str]:
+        return python("-m", "memlink_tui", "--vault", f"{mnt}/v", *args)
+
+    try:
+        m("search", "mochi"), m("check")
+        fill = "import sys\nwith open(sys.argv[1], 'wb') as f:\n    for _ in range(100): f.write(bytes(1 << 20))"
+        assert "No space left on device" in python("-c", fill, f"{mnt}/fill")[2]
+        results = [m(*c.split()) for c in ("search mochi", "show entities/mochi.md", "check", "lint",
+                                           "link entities/mochi.md profile.md --type related_to",
+                                           "dream --provider rules", "ask what-is-x")]
+        python("-c", "import os, sys; os.remove(sys.argv[1])", f"{mnt}/fill")
+        after = m("check")
+        journal = python("-c", "import os, sys; print(*os.listdir(sys.argv[1]) if os.path.isdir(sys.argv[1]) else [])",
+                         f"{mnt}/v/.memlink/journal")[1]
+    finally:
+        server.close()
 
     def result(n: int) -> tuple[int, str, str]:
-        return (int((out / f"{n}.rc").read_text()), (out / f"{n}.out").read_text(), (out / f"{n}.err").read_text())
+        return results[n - 1]
 
     for n in range(1, 8):
         assert "Traceback" not in result(n)[2], result(n)
@@ -357,8 +366,8 @@ ls "{mnt}/v/.memlink/journal" >"{out}/journal.ls" 2>/dev/null
         code, _, err = result(n)
         lines = [line for line in err.splitlines() if line.startswith("memlink: error:")]
         assert code == 1 and len(lines) == 1 and "the disk is full" in lines[0], (n, err)
-    assert (out / "after.rc").read_text().strip() == "0", (out / "after.out").read_text()
-    assert not [name for name in (out / "journal.ls").read_text().split() if name.endswith(".failed")]
+    assert after[0] == 0, after
+    assert not [name for name in journal.split() if name.endswith(".failed")]
 
 
 async def test_a_full_disk_is_one_plain_sentence_in_the_app(sample):
