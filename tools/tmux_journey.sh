@@ -111,15 +111,22 @@ settled() {
 
 keys() { tmux send-keys -t "$session" "$@"; }
 
-# quit: q, and the app ends (y if it asks first; a bound, not a speed).
+# quit: escape (back) until the footer offers q (no text box has the keys), then q, and
+# the app ends (y if it asks first; a bound, not a speed).
 quit() {
+  settled
+  for _ in $(seq 10); do
+    screen | grep -qF " q Quit" && break
+    keys Escape; settled
+  done
+  wait_for quit-key " q Quit"
   keys q
   for _ in $(seq 600); do
     tmux has-session -t "$session" 2>/dev/null || return 0
     if screen | grep -q "Quit now?"; then keys y; fi
     sleep 0.1
   done
-  echo "FAIL quit: q did not close the app" >&2; exit 1
+  echo "FAIL quit: q did not close the app. The screen was:" >&2; screen >&2; exit 1
 }
 
 if [ -n "$first_run" ]; then
@@ -210,7 +217,6 @@ if [ -n "$journeys" ]; then
   keys C-o; wait_for save-reply "saving the reply failed"
   # The reply's citation [1] (a recalled turn of a sample session) opened from the keyboard.
   keys C-r; settled; keys Enter; wait_for cited "Chat · 2026-08-11-evening-setup"
-  keys Escape; settled  # out of the message box, where q would be typed
 fi
 # A dream, import or reply's extraction may still be finishing: q then asks first.
 quit
