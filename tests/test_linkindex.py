@@ -571,3 +571,46 @@ def test_a_sidecar_rewrite_keeps_the_line_of_every_entry_it_leaves_alone(vault):
     after = [l.rstrip(",") for l in path.read_text(encoding="utf-8").split("\n")[1:-2]]
     assert set(body) <= set(after) and len(after) == len(body) + 2  # each untouched entry byte for byte
     assert_in_step(vault)
+
+
+def test_a_link_put_then_put_again_under_another_key_or_removed_leaves_the_index_as_the_file(vault):
+    """A unit of work that puts a link under a new id over an existing one (the same key),
+    then corrects its line ranges — or removes it again: the record it replaced goes from
+    the index as from the file."""
+    from engine.storage.linkindex import home
+    from engine.storage.sidecars import RemoveLink
+
+    p = people(vault, 3)
+    vault.link(p[0], p[1], "related_to")
+    old = vault.links.of(p[0], "links")[0]
+    moved = old.model_copy(update={"id": "a" * 12})
+    with vault.transaction() as tx:
+        tx.link_ops([PutLink(folder=home(p[0]), link=moved),
+                     PutLink(folder=home(p[0]), link=moved.model_copy(update={"t_line_ranges": "1"}))])
+    assert_in_step(vault)
+    assert [(l.id, l.t_line_ranges) for l in vault.links.of(p[0], "links")] == [("a" * 12, "1")]
+    vault.link(p[0], p[2], "related_to")
+    again = next(l for l in vault.links.of(p[0], "links") if l.to_uri == p[2]).model_copy(update={"id": "b" * 12})
+    with vault.transaction() as tx:
+        tx.link_ops([PutLink(folder=home(p[0]), link=again)])
+        tx.link_ops([RemoveLink(folder=home(p[0]), id=again.id, direction="links")])
+    assert_in_step(vault)
+    assert p[2] not in {l.to_uri for l in vault.links.of(p[0], "links")}
+
+
+def test_a_hand_formatted_sidecar_is_rewritten_whole(vault):
+    """A sidecar another tool formatted (two entries on a line, an entry over two lines)
+    is valid JSON but not one entry a line: a write encodes it again rather than keep
+    lines that are not its entries."""
+    p = people(vault, 4)
+    vault.link(p[0], p[1], "related_to")
+    vault.link(p[0], p[2], "related_to")
+    side = vault.root / "entities" / SIDECAR
+    enc = [json.dumps(r, ensure_ascii=False) for r in json.loads(side.read_text(encoding="utf-8"))]
+    legacy = json.dumps({"uris": [p[3]], "from_uri": p[0], "reason": "old", "seen": [{}, {}]}).replace("[{}, {}]", "[{},\n{}]")
+    side.write_text("[\n" + enc[0] + ", " + enc[1] + ",\n" + ",\n".join(enc[2:]) + ",\n" + legacy + "\n]\n", encoding="utf-8")
+    vault.link(p[1], p[2], "related_to")
+    rows = json.loads(side.read_text(encoding="utf-8"))
+    assert {(r.get("from_uri"), r.get("to_uri")) for r in rows} >= {(p[1], p[2]), (p[0], p[1]), (p[0], p[2])}
+    assert any(r.get("reason") == "old" and r.get("seen") == [{}, {}] for r in rows)
+    assert_in_step(vault)

@@ -33,6 +33,11 @@ def fsync_dir(path: Path) -> None:
     _fsync_folder(os.fspath(path))
 
 
+def fsync_dir_now(path: Path) -> None:
+    """``fsync_dir``, at once even inside a ``folder_syncs_once`` block."""
+    _fsync_folder(os.fspath(path))
+
+
 @contextmanager
 def folder_syncs_once(joined: set[str] | None = None) -> Iterator[set[str]]:
     """In the block, the folder fsync that ends each atomic write or durable removal is

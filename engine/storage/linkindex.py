@@ -405,12 +405,14 @@ class LinkIndex:
         for them all."""
         gone: list[tuple[str, str, int]] = []  # (folder, id, side) of every record an operation replaces or removes
         puts: list[tuple[str, StoredLink]] = []
+        every: dict[tuple, tuple[str, StoredLink]] = {}  # every put, by folder and key: each replaces its key's record
         for folder, mine in ops.items():
             last: dict[tuple[str, int], StoredLink | None] = {}  # (id, side) -> the record left (None: removed)
             keyed: dict[tuple, str] = {}  # (key, side) -> the id of the record put with that key
             for op in mine:
                 if isinstance(op, PutLink):
                     link, side = op.link, SIDES.index(op.link.direction)
+                    every.setdefault((folder, side, link.key), (folder, link))
                     other = keyed.get((link.key, side), link.id)
                     was = last.get((other, side)) if other != link.id else None
                     if was is not None and was.key == link.key:
@@ -424,7 +426,7 @@ class LinkIndex:
             puts += [(folder, link) for link in last.values() if link is not None]
 
         def work(w: Writer) -> None:
-            ids = w.ids([*ops, *(u for _f, link in puts for u in (link.from_uri, link.to_uri))])
+            ids = w.ids([*ops, *(u for _f, link in every.values() for u in (link.from_uri, link.to_uri))])
             # Both ends of each record written or removed: a finding about either may change.
             ends = {u for _f, link in puts for u in (link.from_uri, link.to_uri)}
             ends.update(u for pair in w.execute(
@@ -434,13 +436,14 @@ class LinkIndex:
                 (json.dumps([[ids[f], i, s] for f, i, s in gone], ensure_ascii=False),)) for u in pair)
             w.executemany("DELETE FROM links WHERE folder = ? AND id = ? AND side = ? AND legacy = 0",
                           [(ids[f], i, s) for f, i, s in gone])
-            # The record a put replaces under another id: the same link (found through its owner's index).
+            # The record any put replaced under another id, the same link (found through its owner's
+            # index), even when a later operation of the unit put that link again or removed it.
             for side in (0, 1):
                 w.executemany(f"DELETE FROM links WHERE {'from_id' if side == 0 else 'to_id'} = ? AND side = {side} "
                               "AND folder = ? AND legacy = 0 AND from_id = ? AND to_id = ? AND coalesce(t_field, ?) = ? "
                               "AND coalesce(t_line_ranges, '') = ?",
                               [(ids[owner_of(link)], ids[f], ids[link.from_uri], ids[link.to_uri], _FIELD, link.t_field,
-                                link.t_line_ranges or "") for f, link in puts if SIDES.index(link.direction) == side])
+                                link.t_line_ranges or "") for f, link in every.values() if SIDES.index(link.direction) == side])
             w.executemany(_INSERT, [_row(ids, f, _fields(link)) for f, link in puts])
             w.executemany("UPDATE folders SET stamp = ? WHERE folder = ?", [(stamp, f) for f, stamp in stamps.items()])
             w.executemany("INSERT OR IGNORE INTO folders VALUES (?, ?, NULL, '{}')", list(stamps.items()))

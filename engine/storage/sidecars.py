@@ -38,7 +38,7 @@ from ..model.links import (
     too_deep,
 )
 from ..model.yamlio import MAX_DEPTH
-from .atomic import atomic_write_text, remove_file
+from .atomic import atomic_write_text, fsync_dir_now, remove_file
 from .jsonl import append_bytes, whole_lines
 
 SIDECAR_LOG = ".relations.log.jsonl"  # a big folder's appended link writes (see the module doc)
@@ -466,6 +466,9 @@ def compact(root: Path, folder_path: Path, folder: str) -> None:
         atomic_write_text(folder_path / SIDECAR, dump_rows(files.rows, files.lines))
     else:
         remove_file(folder_path / SIDECAR)
+    # The log holds earlier units' operations, whose journals are gone: the new list is made
+    # durable before the log goes, even inside a block that syncs its folders once at its end.
+    fsync_dir_now(folder_path)
     remove_file(folder_path / SIDECAR_LOG)
 
 
