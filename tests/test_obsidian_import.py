@@ -502,3 +502,18 @@ def test_a_frontmatter_change_is_synced(tmp_path):
     assert note.fields["title"] == "Spring garden plan"
     assert note.extra["tags"] == ["garden", "beans"] and note.extra["aliases"] == ["Beans"]
     assert ingest_batch(v, [src], extractor=RULES).files[0].skipped == "already imported as sources/notes/Plan.md"
+
+
+def test_a_changed_file_keeps_its_notes_other_names(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = tmp_path / "garden"
+    src.mkdir()
+    (src / "Page.md").write_text("# Heading A\n\nFirst text.\n", encoding="utf-8")
+    ingest_batch(v, [src], extractor=RULES)
+    uri = "sources/garden/Page.md"
+    note = v.read_note(uri)
+    with v.transaction():  # a name a person added through memlink
+        v.write_note("source", {"aliases": ["My own name"]}, uri=uri)
+    (src / "Page.md").write_text("# Heading B\n\nSecond text.\n", encoding="utf-8")
+    assert ingest_batch(v, [src], extractor=RULES).changed == [uri]
+    assert v.read_note(uri).fields["aliases"] == [*note.fields["aliases"], "My own name", "Heading B"]

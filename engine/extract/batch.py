@@ -791,9 +791,13 @@ def _write_source(vault: Vault, page: Page, result: BatchResult) -> RunReport:
 def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, result: BatchResult) -> RunReport:
     """Write (or rewrite) the page's source note, marked pending, in one transaction."""
     schema = vault.schema("source")
-    fields = {"title": page.title, "kind": page.kind, "aliases": [page.alias, *filter(None, [page.heading])], "origin": origin,
-              "in_wiki": page.wiki, "content": content}
+    names = [page.alias, *filter(None, [page.heading])]
     existed = vault.exists(uri)  # imported before but not finished, or its file changed since
+    if existed and page.state == "changed":  # (its other names stay: a person's, or headings links may name)
+        had = [a for a in vault.read_note(uri).fields.get("aliases") or [] if isinstance(a, str)]
+        names = [*had, *(a for a in names if a not in had)]
+    fields = {"title": page.title, "kind": page.kind, "aliases": names, "origin": origin, "in_wiki": page.wiki,
+              "content": content}
     keep = _file_keys(page)
     if page.document is not None:  # the original beside the note; a PDF's pages as line ranges
         fields_, kept = document_fields(vault, page.real or page.path, uri, page.document)
