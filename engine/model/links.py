@@ -276,12 +276,6 @@ def load_rows_with_lines(text: str, where: str) -> tuple[list, list[str] | None]
     """The raw entries of a sidecar text and, when the file is in memlink's own format
     (one entry per line), each entry's line: the JSON of an entry as written, so an index
     can keep it without encoding it again. SidecarError when it is not a JSON list."""
-    body = _entry_lines(text)
-    if body is not None:
-        try:  # (each line a whole entry, so line i is entry i; anything else is read as a whole below)
-            return [json.loads(line) for line in body], body
-        except (ValueError, RecursionError, MemoryError):
-            pass
     try:
         data = json.loads(text) if text.strip() else []
     except json.JSONDecodeError as exc:
@@ -290,20 +284,12 @@ def load_rows_with_lines(text: str, where: str) -> tuple[list, list[str] | None]
         raise SidecarError(f"{where}: {json_problem(text, exc)}") from None
     if not isinstance(data, list):
         raise SidecarError(f"{where}: must hold a JSON list of link entries")
-    return data, None
-
-
-def _entry_lines(text: str) -> list[str] | None:
-    """The entries' lines of a text in memlink's own format: ``[``, one object a line, each
-    but the last followed by a comma, ``]``; None for any other layout."""
     lines = text.split("\n")
-    if len(lines) < 4 or lines[0] != "[" or lines[-2] != "]" or lines[-1] != "":
-        return None
-    body = lines[1:-2]
-    if body[-1].endswith(",") or not all(line.endswith(",") for line in body[:-1]):
-        return None
-    body = [line[:-1] for line in body[:-1]] + [body[-1]]
-    return body if all(line.startswith("{") and line.endswith("}") for line in body) else None
+    if data and lines[0] == "[" and len(lines) == len(data) + 3 and lines[-2] == "]" and lines[-1] == "":
+        body = [line[:-1] if line.endswith(",") else line for line in lines[1:-2]]
+        if all(line.startswith("{") and line.endswith("}") for line in body):
+            return data, body
+    return data, None
 
 
 _LONG_NUMBER = re.compile(rf"[0-9]{{{MAX_DIGITS + 1}}}")
@@ -520,13 +506,19 @@ def dump_rows(rows: list, lines: Lines | None = None) -> str:
     links = sorted((r for r in rows if is_entry(r)), key=lambda r: -_weight(r))
     rest = [r for r in rows if is_legacy(r)] + [r for r in rows if not is_entry(r) and not is_legacy(r)]
     known = lines or {}
+    ordered = [*links, *rest]
     out = []
-    for r in [*links, *rest]:
+    for r in ordered:
         hit = known.get(id(r))
         out.append(hit[1] if hit is not None and hit[0] is r else _ENCODER.encode(r))
     if not out:
         return "[]\n"
-    return "[\n" + ",\n".join(out) + "\n]\n"
+    text = "[\n" + ",\n".join(out) + "\n]\n"
+    # A line is kept only where the text says what the entries say: a file another tool laid
+    # out (two entries on a line, one over two lines) can pass for one entry a line.
+    if known and json.loads(text) != ordered:
+        return "[\n" + ",\n".join(_ENCODER.encode(r) for r in ordered) + "\n]\n"
+    return text
 
 
 def legacy_links(raw: dict, folder: str) -> list[StoredLink]:
