@@ -18,7 +18,8 @@
 - Nothing is returned when nothing matches well enough (the evidence gate below), so an
   unrelated question recalls nothing; a strong hit on either route is always recalled.
 - Within a message budget, a long turn (a burst of messages) gives its best window of
-  messages rather than costing the whole budget.
+  messages, cut to those holding the question's words and their neighbours, rather than
+  costing the whole budget.
 - Ties break by turn id: the same store and question give the same answer in every
   process. Hits carry the exact original messages; turns whose sources are already
   visible are left out."""
@@ -78,7 +79,8 @@ class RecallParams:
     rare_turns: int = 3  # ... a word in at most this many indexed turns ("ceramics" where the history says "pottery") ...
     near_words: int = 5  # ... gives at most this many words the history holds ...
     near_cosine: float = 0.5  # ... each this close to it by the static model's word vectors (engine.sessions.expansion)
-    window: int = 6  # within a message budget, a longer turn gives its best window of this many messages
+    window: int = 6  # within a message budget, a longer turn gives its best window of this many messages ...
+    context: int = 1  # ... cut to the messages holding the question's words and this many either side
 
 
 @dataclass
@@ -294,9 +296,10 @@ class TurnMemory:
 
     def _within(self, ranked: list[str], budget: int, idf: dict[str, float]
                 ) -> list[tuple[str, tuple[list[str], str, str] | None]]:
-        """The ranked turns, best first, while their messages fit in ``budget``: a turn
-        longer than ``window`` messages, or than what is left, gives its best window
-        (``_window``); one whose messages cannot be told apart is taken whole or not at all."""
+        """The ranked turns, best first, while their messages fit in ``budget``: each gives
+        its best window (``_window``: at most ``window`` messages, or what is left, cut to
+        those holding the question's words and ``context`` either side); one whose messages
+        cannot be told apart is taken whole or not at all."""
         out: list[tuple[str, tuple[list[str], str, str] | None]] = []
         left = budget
         for m in ranked:
@@ -304,11 +307,13 @@ class TurnMemory:
                 break
             t = self.turns[m]
             size = min(len(t["sources"]), left, self.params.window)
-            part = None if size == len(t["sources"]) else _window(t, size, idf)
-            if size < len(t["sources"]) and part is None:
+            part = _window(t, size, idf, self.params.context)
+            if part is None and size < len(t["sources"]):
                 continue
+            if part is not None and len(part[0]) == len(t["sources"]):
+                part = None  # (the whole turn)
             out.append((m, part))
-            left -= size
+            left -= len(part[0]) if part is not None else size
         return out
 
     def _relevant(self, query: str, covered: dict[str, float], cos: dict[str, float]) -> bool:
@@ -337,10 +342,13 @@ class TurnMemory:
         return any(n >= floor for n in self.index.doc_freq(names).values())
 
 
-def _window(turn: dict, size: int, idf: dict[str, float]) -> tuple[list[str], str, str] | None:
+def _window(turn: dict, size: int, idf: dict[str, float], context: int) -> tuple[list[str], str, str] | None:
     """The ``size`` consecutive messages of a turn that hold most of the question's words
-    (by idf; the earliest on a tie), as (sources, question, answer); None when the turn's
-    text cannot be split into its messages (a message holding a line break)."""
+    (by idf; the earliest on a tie), cut to those of them that hold any and ``context``
+    messages either side (a burst's other messages are not what was asked about, and a
+    budget spent on them is spent on nothing; a window holding none of the words, found by
+    meaning, stays whole), as (sources, question, answer); None when the turn's text
+    cannot be split into its messages (a message holding a line break)."""
     asked = turn["question"].split("\n") if turn["question"] else []
     answered = turn["answer"].split("\n") if turn["answer"] else []
     lines = asked + answered
@@ -350,5 +358,9 @@ def _window(turn: dict, size: int, idf: dict[str, float]) -> tuple[list[str], st
     score = [sum(v for t, v in idf.items() if t in words) for words in said]
     start = max(range(len(lines) - size + 1), key=lambda i: (sum(score[i:i + size]), -i))
     end = start + size
+    held = [i for i in range(start, end) if score[i] > 0]
+    if held:  # (the neighbours may lie outside the window: then they are taken when they fit)
+        lo, hi = max(0, held[0] - context), min(len(lines), held[-1] + 1 + context)
+        start, end = (lo, hi) if hi - lo <= size else (max(start, lo), min(end, hi))
     return (turn["sources"][start:end], "\n".join(lines[start:min(end, len(asked))]),
             "\n".join(lines[max(start, len(asked)):end]))
