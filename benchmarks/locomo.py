@@ -202,15 +202,16 @@ def table(title: str, rows: list[tuple[str, Tally]], categories: dict = CATEGORI
 
 NO_GATE = dict(min_evidence=-9.0, named_evidence=-9.0)
 ABLATIONS = [
-    ("keyword route only", RecallParams(vector=False, graph=False)),
-    ("vector route only", RecallParams(keyword=False, graph=False)),
-    ("keyword + vector", RecallParams(graph=False)),
-    ("keyword + vector, no own-text BM25 term", RecallParams(graph=False, own_weight=0.0)),
-    ("keyword + vector + graph (default)", RecallParams()),
+    ("keyword route only", RecallParams(vector=False, graph=False, meaning_weight=0.0)),
+    ("vector route only", RecallParams(keyword=False, graph=False, meaning_weight=0.0)),
+    ("keyword + vector", RecallParams(graph=False, meaning_weight=0.0)),
+    ("keyword + vector, no own-text BM25 term", RecallParams(graph=False, own_weight=0.0, meaning_weight=0.0)),
+    ("every route (the default)", RecallParams()),
     ("… keyword hits not weighed by their share of the question", RecallParams(coverage_power=0.0)),
     ("… cosine counted once (vector weight 1)", RecallParams(vector_weight=1.0)),
     ("… graph weight 0.5", RecallParams(graph_weight=0.5)),
     ("… without the near-words route", RecallParams(near_weight=0.0)),
+    ("… without the words held in meaning", RecallParams(meaning_weight=0.0)),
     ("… no evidence gate", RecallParams(**NO_GATE)),
 ]
 

@@ -58,8 +58,25 @@ def test_a_strong_vector_match_outranks_weak_keyword_matches(vault, tmp_path):
     assert "theater" in hits[0].question, [h.question for h in hits]
     # BM25 relative to the best hit however little of the question it holds, the cosine
     # counted once: a turn sharing one common word ("watch") wins.
-    memory.params = RecallParams(vector_weight=1.0, coverage_power=0.0)
+    memory.params = RecallParams(vector_weight=1.0, coverage_power=0.0, meaning_weight=0.0)
     assert "theater" not in memory.recall("Which cinema film did we watch?", k=3)[0].question
+
+
+def test_a_turn_holding_the_questions_words_in_meaning_outranks_one_sharing_a_word(vault, tmp_path):
+    """"dog" is held by "beagle puppy" in meaning, in a long turn whose own vector the rest
+    of the day dilutes; the turn sharing only "adopt" no longer wins."""
+    memory = imported(vault, tmp_path, [
+        ("user", "My doctor says my blood pressure is fine now."), ("assistant", "Good news."),
+        ("user", "We adopted a new budgeting app at work."), ("assistant", "Fancy."),
+        ("user", "Long day at work, meetings all morning, then traffic, and in the evening we finally got "
+                 "a tiny beagle puppy from the shelter."), ("assistant", "Lovely!"),
+        ("user", "I bought a new car, a red hatchback."), ("assistant", "Nice."),
+        ("user", "The dog next door barks all night and I can't sleep."), ("assistant", "Ugh.")])
+    hits = memory.recall("Which dog did we adopt?", k=3)
+    assert "beagle puppy" in hits[0].question, [h.question for h in hits]
+    assert any(r.startswith("its words near the question's") for r in hits[0].routes)
+    memory.params = RecallParams(meaning_weight=0.0)
+    assert "beagle puppy" not in memory.recall("Which dog did we adopt?", k=3)[0].question
 
 
 BURST = [("user", f"Message {i} of the trip plan.") for i in range(1, 12)] + [("user", "Book the ryokan in Gion for May."),

@@ -11,6 +11,7 @@ question stays within recall's time: a first pass on each row's leading PCA dime
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -29,6 +30,8 @@ class Vocabulary:
     words: tuple[str, ...]
     rows: np.ndarray  # the words' int8 or float rows, as the model holds them
     lead: np.ndarray  # float32, the leading dimensions of each row, scaled by the row's full norm
+    norms: np.ndarray  # float32, each row's norm
+    at: dict[str, int]  # word -> its place in ``words``
 
 
 def near_words(embedder: Embedder, words: list[str], k: int, min_cosine: float) -> dict[str, list[str]]:
@@ -53,6 +56,52 @@ def near_words(embedder: Embedder, words: list[str], k: int, min_cosine: float) 
         found = [vocab.words[short[i]] for i in order if exact[i] >= min_cosine]
         out[word] = [w for w in found if w != word][:k]
     return out
+
+
+def held_in_meaning(embedder: Embedder, asked: dict[str, float], texts: dict[str, str],
+                    min_cosine: float) -> dict[str, float]:
+    """How much of the asked words' weight each text holds in meaning: Σ weight × the best
+    cosine of the word with a word of the text (none below ``min_cosine``) / Σ weight. "Which
+    cinema film" and "a movie at the theater" share no word, and hold each other's words
+    in meaning. Word vectors are the model's rows: an asked word it has no row for is
+    embedded, a text's word without one is left out (embedding a hundred chats' slang
+    and typos per question cost more than the rest). Nothing for an embedder that is not a
+    static model of word rows (``_vocabulary``)."""
+    vocab = _vocabulary(embedder)
+    total = sum(asked.values())
+    if vocab is None or not total:
+        return {}
+    found = {key: ws for key, text in texts.items() if (ws := set(_WORDS.findall(text.lower())) & vocab.at.keys())}
+    if not found:
+        return {}
+    column = {w: i for i, w in enumerate(set().union(*found.values()))}
+    flat = [column[w] for ws in found.values() for w in ws]
+    starts = np.cumsum([0, *(len(ws) for ws in found.values())])[:-1]
+    words = list(asked)
+    sims = _word_vectors(embedder, vocab, words) @ _word_vectors(embedder, vocab, list(column)).T
+    best = np.maximum.reduceat(sims[:, flat], starts, axis=1)  # (asked words, texts)
+    weights = np.array([asked[w] for w in words], dtype=np.float32)
+    held = weights @ np.where(best >= min_cosine, best, 0.0) / total
+    return dict(zip(found, held.tolist(), strict=True))
+
+
+def _word_vectors(embedder: Embedder, vocab: Vocabulary, words: list[str]) -> np.ndarray:
+    """Unit vectors of words: the model's rows, or embedded when it has none."""
+    at = np.array([vocab.at.get(w, -1) for w in words])
+    known = at >= 0
+    out = np.empty((len(words), vocab.rows.shape[1]), dtype=np.float32)
+    out[known] = vocab.rows[at[known]].astype(np.float32) / vocab.norms[at[known], None]
+    if not known.all():
+        out[~known] = _unit(embedder.encode([w for w, k in zip(words, known, strict=True) if not k]))
+    return out
+
+
+_WORDS = re.compile(r"[^\W\d_]{3,}")  # words of three letters or more (as ``_read_vocabulary`` keeps)
+
+
+def _unit(matrix: np.ndarray) -> np.ndarray:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    return matrix / (np.linalg.norm(matrix, axis=1, keepdims=True) + 1e-9)
 
 
 def _vocabulary(embedder: Embedder) -> Vocabulary | None:
@@ -84,4 +133,5 @@ def _read_vocabulary(model: object) -> Vocabulary | None:
     rows = embedding[ids[order]]
     norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float32)) + 1e-9
     lead = np.ascontiguousarray(rows[:, :LEAD].astype(np.float32) / norms[:, None])
-    return Vocabulary(tuple(words[i].lower() for i in order), rows, lead)
+    ordered = tuple(words[i].lower() for i in order)
+    return Vocabulary(ordered, rows, lead, norms, {w: i for i, w in enumerate(ordered)})

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -39,7 +39,7 @@ from ..model.text import content_tokens, has_cjk, tokenize
 from ..retrieve.fusion import RouteHits, fuse
 from ..storage.atomic import full_disk_cause
 from .communities import label_propagation
-from .expansion import near_words
+from .expansion import held_in_meaning, near_words
 from .store import lost_sessions, norm_term
 from .turnindex import TurnIndex, pagerank, question_keys
 
@@ -79,6 +79,8 @@ class RecallParams:
     rare_turns: int = 3  # ... a word in at most this many indexed turns ("ceramics" where the history says "pottery") ...
     near_words: int = 5  # ... gives at most this many words the history holds ...
     near_cosine: float = 0.5  # ... each this close to it by the static model's word vectors (engine.sessions.expansion)
+    meaning_weight: float = 1.0  # the share of the question's words a turn holds in meaning (its words' nearest), times this ...
+    meaning_cosine: float = 0.2  # ... a word nearer than this to none of the turn's counting for nothing
     window: int = 6  # within a message budget, a longer turn gives its best window of this many messages ...
     context: int = 1  # ... cut to the messages holding the question's words and this many either side
 
@@ -252,6 +254,12 @@ class TurnMemory:
             for rank, (m, s) in enumerate(near, 1):
                 routes[m].append(f"near words #{rank} ({s:.2f})")
             fusing.append(RouteHits(near, "max", p.near_weight))
+        if p.meaning_weight:  # (the best ``depth`` so far: what it can lift into the top)
+            first = fuse(fusing)
+            meant = self._held_in_meaning(query, idf, sorted(first, key=lambda m: (-first[m], m))[: p.depth])
+            for m, share in meant.items():
+                routes[m].append(f"its words near the question's ({share:.2f})")
+            fusing.append(RouteHits(list(meant.items()), "raw", p.meaning_weight))
         fused = fuse(fusing)
         ranked = sorted(fused, key=lambda m: (-fused[m], m))
         hits = []
@@ -280,6 +288,17 @@ class TurnMemory:
             return []
         held, n = self.index.keywords.doc_freq(sorted(out), ("own",))
         return [t for t in out if 0 < held[t] <= max(6, p.word_share * n)]
+
+    def _held_in_meaning(self, query: str, idf: dict[str, float], candidates: Iterable[str]) -> dict[str, float]:
+        """Each candidate's share of the question's content words (by idf) held in meaning:
+        the cosine of each with the nearest word of the turn (engine.sessions.expansion)."""
+        asked: dict[str, float] = {}
+        for word in sorted({w.lower() for w in re.findall(r"[^\W\d_]{3,}", query) if not _frame_word(w)}):
+            weight = max((idf.get(t, 0.0) for t in tokenize(word)), default=0.0)
+            if weight:
+                asked[word] = weight
+        texts = {m: f"{self.turns[m]['question']}\n{self.turns[m]['answer']}" for m in candidates}
+        return held_in_meaning(self.embedder, asked, texts, self.params.meaning_cosine)
 
     def _coverage(self, keyword: list[tuple[str, float]], idf: dict[str, float]) -> dict[str, float]:
         """Each keyword hit's share of the question's content words, by idf (rare words count
