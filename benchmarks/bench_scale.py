@@ -545,6 +545,7 @@ def write_rows(n: int, work: Path, base: Path, row: Callable[[str, str, str], No
     fresh = work / f"fresh{n}"
     shutil.rmtree(fresh, ignore_errors=True)
     shutil.copytree(base, fresh, ignore=shutil.ignore_patterns(".generated"))
+    os.sync()  # (the copy on disk first: neither side pays for writing back the copy's pages)
     scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=work))
     try:
         files = apparent(fresh, lambda name: name.endswith(".md") or name == SIDECAR, hidden=False)
