@@ -59,7 +59,7 @@ def evaluate(vault: Vault, queries: list[dict], k: int = 5, verbose: bool = Fals
     return out
 
 
-RECALL_MODES = {"keyword + vector": RecallParams(graph=False), "graph": None, "fused": RecallParams()}
+RECALL_MODES = {"keyword + vector": RecallParams(graph=False, meaning_weight=0.0), "graph": None, "fused": RecallParams()}
 
 
 def recall_at_5(memory: TurnMemory, queries: list[dict], mode: str, verbose: bool = False) -> float:

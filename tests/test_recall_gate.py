@@ -79,6 +79,19 @@ def test_a_turn_holding_the_questions_words_in_meaning_outranks_one_sharing_a_wo
     assert "beagle puppy" not in memory.recall("Which dog did we adopt?", k=3)[0].question
 
 
+def test_a_window_keeps_the_message_a_turn_was_recalled_for_by_meaning(vault, tmp_path):
+    """The cut keeps the message holding the question's words in meaning ("beagle puppy"
+    for "dog"), not only the one sharing a weak word with it ("day")."""
+    memory = imported(vault, tmp_path, [
+        ("user", "Long day at work today."), ("user", "Meetings all morning."), ("user", "Then traffic on the way home."),
+        ("user", "Cooked pasta for dinner."), ("user", "In the evening we finally got a tiny beagle puppy from the shelter!"),
+        ("assistant", "Lovely!"), ("user", "We adopted a new budgeting app at work."), ("assistant", "Fancy.")])
+    question = "Which dog did we adopt that day?"
+    burst = next(h for h in memory.recall(question, k=3) if len(h.sources) == 6)
+    hits = {h.memory_id: h for h in memory.recall(question, messages=6)}
+    assert "beagle puppy" in hits[burst.memory_id].question, hits[burst.memory_id]
+
+
 BURST = [("user", f"Message {i} of the trip plan.") for i in range(1, 12)] + [("user", "Book the ryokan in Gion for May."),
                                                                              ("assistant", "Booked.")]
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 if TYPE_CHECKING:
     from ..index.embed import Embedder
 
+K = TypeVar("K")  # what the texts are keyed by
 LEAD = 48  # leading dimensions of the first pass
 SHORTLIST = 200  # rows the first pass keeps per word
 
@@ -58,14 +59,14 @@ def near_words(embedder: Embedder, words: list[str], k: int, min_cosine: float) 
     return out
 
 
-def held_in_meaning(embedder: Embedder, asked: dict[str, float], texts: dict[str, str],
-                    min_cosine: float) -> dict[str, float]:
+def held_in_meaning(embedder: Embedder, asked: dict[str, float], texts: dict[K, str],
+                    min_cosine: float) -> dict[K, float]:
     """How much of the asked words' weight each text holds in meaning: Σ weight × the best
     cosine of the word with a word of the text (none below ``min_cosine``) / Σ weight. "Which
     cinema film" and "a movie at the theater" share no word, and hold each other's words
     in meaning. Word vectors are the model's rows: an asked word it has no row for is
-    embedded, a text's word without one is left out (embedding a hundred chats' slang
-    and typos per question cost more than the rest). Nothing for an embedder that is not a
+    embedded, a text's word without one is left out (embedding the candidates' slang and
+    typos per question cost more than the rest). Nothing for an embedder that is not a
     static model of word rows (``_vocabulary``)."""
     vocab = _vocabulary(embedder)
     total = sum(asked.values())
@@ -74,7 +75,7 @@ def held_in_meaning(embedder: Embedder, asked: dict[str, float], texts: dict[str
     found = {key: ws for key, text in texts.items() if (ws := set(_WORDS.findall(text.lower())) & vocab.at.keys())}
     if not found:
         return {}
-    column = {w: i for i, w in enumerate(set().union(*found.values()))}
+    column = {w: i for i, w in enumerate(sorted(set().union(*found.values())))}  # (sorted: alike in every process)
     flat = [column[w] for ws in found.values() for w in ws]
     starts = np.cumsum([0, *(len(ws) for ws in found.values())])[:-1]
     words = list(asked)

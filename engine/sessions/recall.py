@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -41,7 +41,7 @@ from ..storage.atomic import full_disk_cause
 from .communities import label_propagation
 from .expansion import held_in_meaning, near_words
 from .store import lost_sessions, norm_term
-from .turnindex import TurnIndex, pagerank, question_keys
+from .turnindex import TurnIndex, own_text, pagerank, question_keys
 
 if TYPE_CHECKING:
     from ..index.embed import Embedder
@@ -254,16 +254,19 @@ class TurnMemory:
             for rank, (m, s) in enumerate(near, 1):
                 routes[m].append(f"near words #{rank} ({s:.2f})")
             fusing.append(RouteHits(near, "max", p.near_weight))
-        if p.meaning_weight:  # (the best ``depth`` so far: what it can lift into the top)
+        asked = self._asked(query, idf) if p.meaning_weight else {}
+        if asked:  # (the best ``depth`` so far: what it can lift into the top)
             first = fuse(fusing)
-            meant = self._held_in_meaning(query, idf, sorted(first, key=lambda m: (-first[m], m))[: p.depth])
+            best = sorted(first, key=lambda m: (-first[m], m))[: p.depth]
+            meant = held_in_meaning(self.embedder, asked, {m: own_text(self.turns[m]) for m in best}, p.meaning_cosine)
+            meant = {m: share for m, share in meant.items() if share > 0}
             for m, share in meant.items():
                 routes[m].append(f"its words near the question's ({share:.2f})")
             fusing.append(RouteHits(list(meant.items()), "raw", p.meaning_weight))
         fused = fuse(fusing)
         ranked = sorted(fused, key=lambda m: (-fused[m], m))
         hits = []
-        for m, part in (self._within(ranked, messages, idf) if messages is not None else
+        for m, part in (self._within(ranked, messages, idf, asked) if messages is not None else
                         [(m, None) for m in ranked[:k]]):
             t = self.turns[m]
             sources, question, answer = (t["sources"], t["question"], t["answer"]) if part is None else part
@@ -289,16 +292,16 @@ class TurnMemory:
         held, n = self.index.keywords.doc_freq(sorted(out), ("own",))
         return [t for t in out if 0 < held[t] <= max(6, p.word_share * n)]
 
-    def _held_in_meaning(self, query: str, idf: dict[str, float], candidates: Iterable[str]) -> dict[str, float]:
-        """Each candidate's share of the question's content words (by idf) held in meaning:
-        the cosine of each with the nearest word of the turn (engine.sessions.expansion)."""
+    @staticmethod
+    def _asked(query: str, idf: dict[str, float]) -> dict[str, float]:
+        """The question's content words and their weight, the idf of their tokens (what the
+        words held in meaning are weighed by: engine.sessions.expansion.held_in_meaning)."""
         asked: dict[str, float] = {}
         for word in sorted({w.lower() for w in re.findall(r"[^\W\d_]{3,}", query) if not _frame_word(w)}):
             weight = max((idf.get(t, 0.0) for t in tokenize(word)), default=0.0)
             if weight:
                 asked[word] = weight
-        texts = {m: f"{self.turns[m]['question']}\n{self.turns[m]['answer']}" for m in candidates}
-        return held_in_meaning(self.embedder, asked, texts, self.params.meaning_cosine)
+        return asked
 
     def _coverage(self, keyword: list[tuple[str, float]], idf: dict[str, float]) -> dict[str, float]:
         """Each keyword hit's share of the question's content words, by idf (rare words count
@@ -313,12 +316,13 @@ class TurnMemory:
             out[m] = sum(v for t, v in idf.items() if t in have) / total
         return out
 
-    def _within(self, ranked: list[str], budget: int, idf: dict[str, float]
+    def _within(self, ranked: list[str], budget: int, idf: dict[str, float], asked: dict[str, float]
                 ) -> list[tuple[str, tuple[list[str], str, str] | None]]:
         """The ranked turns, best first, while their messages fit in ``budget``: each gives
         its best window (``_window``: at most ``window`` messages, or what is left, cut to
-        those holding the question's words and ``context`` either side); one whose messages
-        cannot be told apart is taken whole or not at all."""
+        those holding the question's words, or the message holding most of them in meaning,
+        and ``context`` either side); one whose messages cannot be told apart is taken whole
+        or not at all."""
         out: list[tuple[str, tuple[list[str], str, str] | None]] = []
         left = budget
         for m in ranked:
@@ -326,7 +330,7 @@ class TurnMemory:
                 break
             t = self.turns[m]
             size = min(len(t["sources"]), left, self.params.window)
-            part = _window(t, size, idf, self.params.context)
+            part = _window(t, size, self._message_scores(t, idf, asked), self.params.context)
             if part is None and size < len(t["sources"]):
                 continue
             if part is not None and len(part[0]) == len(t["sources"]):
@@ -334,6 +338,20 @@ class TurnMemory:
             out.append((m, part))
             left -= len(part[0]) if part is not None else size
         return out
+
+    def _message_scores(self, turn: dict, idf: dict[str, float], asked: dict[str, float]) -> list[float] | None:
+        """Each of a turn's messages' share of the question's words (by idf), the message
+        holding most of them in meaning counting as holding them all; None when the turn's
+        text cannot be split into its messages (a message holding a line break)."""
+        lines = _lines(turn)
+        if len(lines) != len(turn["sources"]):
+            return None
+        score = [float(sum(v for t, v in idf.items() if t in words)) for words in (set(tokenize(line)) for line in lines)]
+        meant = held_in_meaning(self.embedder, asked, dict(enumerate(lines)), self.params.meaning_cosine) if asked else {}
+        if meant and max(meant.values()) > 0:
+            best = min(meant, key=lambda i: (-meant[i], i))
+            score[best] += sum(asked.values())  # (a turn recalled for what a message means keeps that message)
+        return score
 
     def _relevant(self, query: str, covered: dict[str, float], cos: dict[str, float]) -> bool:
         """The evidence gate. Never closed when the best hit is strong on either route: a
@@ -361,25 +379,26 @@ class TurnMemory:
         return any(n >= floor for n in self.index.doc_freq(names).values())
 
 
-def _window(turn: dict, size: int, idf: dict[str, float], context: int) -> tuple[list[str], str, str] | None:
-    """The ``size`` consecutive messages of a turn that hold most of the question's words
-    (by idf; the earliest on a tie), cut to those of them that hold any and ``context``
-    messages either side (a burst's other messages are not what was asked about, and a
-    budget spent on them is spent on nothing; a window holding none of the words, found by
-    meaning, stays whole), as (sources, question, answer); None when the turn's text
-    cannot be split into its messages (a message holding a line break)."""
-    asked = turn["question"].split("\n") if turn["question"] else []
-    answered = turn["answer"].split("\n") if turn["answer"] else []
-    lines = asked + answered
-    if len(lines) != len(turn["sources"]):
+def _lines(turn: dict) -> list[str]:
+    """A turn's messages, one a line (its question's, then its answer's)."""
+    return (turn["question"].split("\n") if turn["question"] else []) + (turn["answer"].split("\n") if turn["answer"] else [])
+
+
+def _window(turn: dict, size: int, score: list[float] | None, context: int) -> tuple[list[str], str, str] | None:
+    """The ``size`` consecutive messages of a turn that hold most of the question (by each
+    message's ``score``; the earliest on a tie), cut to those of them that hold any and
+    ``context`` messages either side (a burst's other messages are not what was asked
+    about, and a budget spent on them is spent on nothing; a window holding nothing stays
+    whole), as (sources, question, answer); None when the turn's text cannot be split into
+    its messages (``score`` None)."""
+    if score is None:
         return None
-    said = [set(tokenize(line)) for line in lines]
-    score = [sum(v for t, v in idf.items() if t in words) for words in said]
+    lines = _lines(turn)
+    asked = len(turn["question"].split("\n")) if turn["question"] else 0
     start = max(range(len(lines) - size + 1), key=lambda i: (sum(score[i:i + size]), -i))
     end = start + size
     held = [i for i in range(start, end) if score[i] > 0]
     if held:  # (the neighbours may lie outside the window: then they are taken when they fit)
         lo, hi = max(0, held[0] - context), min(len(lines), held[-1] + 1 + context)
         start, end = (lo, hi) if hi - lo <= size else (max(start, lo), min(end, hi))
-    return (turn["sources"][start:end], "\n".join(lines[start:min(end, len(asked))]),
-            "\n".join(lines[max(start, len(asked)):end]))
+    return (turn["sources"][start:end], "\n".join(lines[start:min(end, asked)]), "\n".join(lines[max(start, asked):end]))
