@@ -72,11 +72,13 @@ def held_in_meaning(embedder: Embedder, asked: dict[str, float], texts: dict[K, 
     total = sum(asked.values())
     if vocab is None or not total:
         return {}
-    found = {key: ws for key, text in texts.items() if (ws := set(_WORDS.findall(text.lower())) & vocab.at.keys())}
+    # (Words in the order they come, not a set's: the sums then add alike in every process.)
+    at = vocab.at
+    found = {key: ws for key, text in texts.items() if (ws := [w for w in dict.fromkeys(_WORDS.findall(text.lower())) if w in at])}
     if not found:
         return {}
-    column = {w: i for i, w in enumerate(sorted(set().union(*found.values())))}  # (sorted: alike in every process)
-    flat = [column[w] for ws in found.values() for w in ws]
+    column: dict[str, int] = {}
+    flat = [column.setdefault(w, len(column)) for ws in found.values() for w in ws]
     starts = np.cumsum([0, *(len(ws) for ws in found.values())])[:-1]
     words = list(asked)
     sims = _word_vectors(embedder, vocab, words) @ _word_vectors(embedder, vocab, list(column)).T

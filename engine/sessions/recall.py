@@ -41,7 +41,7 @@ from ..storage.atomic import full_disk_cause
 from .communities import label_propagation
 from .expansion import held_in_meaning, near_words
 from .store import lost_sessions, norm_term
-from .turnindex import TurnIndex, own_text, pagerank, question_keys
+from .turnindex import TurnIndex, pagerank, question_keys
 
 if TYPE_CHECKING:
     from ..index.embed import Embedder
@@ -258,7 +258,7 @@ class TurnMemory:
         if asked:  # (the best ``depth`` so far: what it can lift into the top)
             first = fuse(fusing)
             best = sorted(first, key=lambda m: (-first[m], m))[: p.depth]
-            meant = held_in_meaning(self.embedder, asked, {m: own_text(self.turns[m]) for m in best}, p.meaning_cosine)
+            meant = held_in_meaning(self.embedder, asked, {m: f"{self.turns[m]['question']}\n{self.turns[m]['answer']}" for m in best}, p.meaning_cosine)
             meant = {m: share for m, share in meant.items() if share > 0}
             for m, share in meant.items():
                 routes[m].append(f"its words near the question's ({share:.2f})")
