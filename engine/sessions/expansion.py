@@ -74,7 +74,7 @@ def held_in_meaning(embedder: Embedder, asked: dict[str, float], texts: dict[K, 
         return {}
     # (Words in the order they come, not a set's: the sums then add alike in every process.)
     at = vocab.at
-    found = {key: ws for key, text in texts.items() if (ws := [w for w in dict.fromkeys(_WORDS.findall(text.lower())) if w in at])}
+    found = {key: ws for key, text in texts.items() if (ws := [w for w in dict.fromkeys(WORDS.findall(text.lower())) if w in at])}
     if not found:
         return {}
     column: dict[str, int] = {}
@@ -99,7 +99,7 @@ def _word_vectors(embedder: Embedder, vocab: Vocabulary, words: list[str]) -> np
     return out
 
 
-_WORDS = re.compile(r"[^\W\d_]{3,}")  # words of three letters or more (as ``_read_vocabulary`` keeps)
+WORDS = re.compile(r"[^\W\d_]{3,}")  # words of three letters or more (as ``_read_vocabulary`` keeps)
 
 
 def _unit(matrix: np.ndarray) -> np.ndarray:

@@ -39,7 +39,7 @@ from ..model.text import content_tokens, has_cjk, tokenize
 from ..retrieve.fusion import RouteHits, fuse
 from ..storage.atomic import full_disk_cause
 from .communities import label_propagation
-from .expansion import held_in_meaning, near_words
+from .expansion import WORDS, held_in_meaning, near_words
 from .store import lost_sessions, norm_term
 from .turnindex import TurnIndex, pagerank, question_keys
 
@@ -279,7 +279,7 @@ class TurnMemory:
         ``rare_turns`` indexed turns, or none), that the history holds in few enough turns
         to tell turns apart (``word_share``), and the question does not."""
         p = self.params
-        words = sorted({w.lower() for w in re.findall(r"[^\W\d_]{3,}", query) if not _frame_word(w)})
+        words = _question_words(query)
         stems = {w: tokenize(w) for w in words}
         seen, _ = self.index.keywords.doc_freq(sorted({t for ts in stems.values() for t in ts}), ("text",))
         rare = [w for w in words if stems[w] and max(seen[t] for t in stems[w]) <= p.rare_turns]
@@ -297,7 +297,7 @@ class TurnMemory:
         """The question's content words and their weight, the idf of their tokens (what the
         words held in meaning are weighed by: engine.sessions.expansion.held_in_meaning)."""
         asked: dict[str, float] = {}
-        for word in sorted({w.lower() for w in re.findall(r"[^\W\d_]{3,}", query) if not _frame_word(w)}):
+        for word in _question_words(query):
             weight = max((idf.get(t, 0.0) for t in tokenize(word)), default=0.0)
             if weight:
                 asked[word] = weight
@@ -377,6 +377,11 @@ class TurnMemory:
             return False
         floor = self.params.about_share * len(self.turns)
         return any(n >= floor for n in self.index.doc_freq(names).values())
+
+
+def _question_words(query: str) -> list[str]:
+    """A question's words of three letters or more, lowercased, its frame left out, sorted."""
+    return sorted({w.lower() for w in WORDS.findall(query) if not _frame_word(w)})
 
 
 def _lines(turn: dict) -> list[str]:
