@@ -112,19 +112,22 @@ settled() {
 keys() { tmux send-keys -t "$session" "$@"; }
 
 # quit: escape (back) until the footer offers q (no text box has the keys), then q, and
-# the app ends (y if it asks first; a bound, not a speed).
+# the app ends (y if it asks first; a bound, not a speed). A key sent while a pane is
+# still being switched lands on the pane being left (a q in its text box): then again.
 quit() {
-  settled
-  for _ in $(seq 10); do
-    screen | grep -qF " q Quit" && break
-    keys Escape; settled
-  done
-  wait_for quit-key " q Quit"
-  keys q
-  for _ in $(seq 600); do
-    tmux has-session -t "$session" 2>/dev/null || return 0
-    if screen | grep -q "Quit now?"; then keys y; fi
-    sleep 0.1
+  for _ in $(seq 5); do
+    settled
+    for _ in $(seq 10); do
+      screen | grep -qF " q Quit" && break
+      keys Escape; settled
+    done
+    wait_for quit-key " q Quit"
+    keys q
+    for _ in $(seq 150); do
+      tmux has-session -t "$session" 2>/dev/null || return 0
+      if screen | grep -q "Quit now?"; then keys y; fi
+      sleep 0.1
+    done
   done
   echo "FAIL quit: q did not close the app. The screen was:" >&2; screen >&2; exit 1
 }
