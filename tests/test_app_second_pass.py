@@ -1,4 +1,4 @@
-"""The app's second pass (issue #15): every pane on an empty vault, crashes that leave a
+"""The app on its edges: every pane on an empty vault, crashes that leave a
 log and a non-zero exit, the demo from an installed copy."""
 
 from __future__ import annotations

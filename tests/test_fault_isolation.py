@@ -1,6 +1,6 @@
 """One bad sidecar entry, or one unreadable sidecar file, never breaks the vault: readers
 skip it, `check` names its place and cause once, and `check --fix` moves it to the
-rejected file beside the sidecar (issue 13, failure 5)."""
+rejected file beside the sidecar."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A fuzzed vault never crashes memlink (issue 13, failure 5): a copy of the sample vault
+"""A fuzzed vault never crashes memlink: a copy of the sample vault
 is corrupted in many ways with a fixed seed (bad YAML, binary notes, NUL bytes, symlinks
 out of the vault, a huge file, broken and hostile sidecars, names that are not UTF-8),
 then every reader and the safe repairs run. Something refused is a MemlinkError with a

@@ -259,7 +259,7 @@ def test_a_sidecar_with_a_path_outside_the_vault_is_rejected(vault):
         {"id": "x", "from_uri": "../elsewhere/n.md", "to_uri": a.uri, "direction": "backlinks", "link_type": "related_to",
          "weight": 1.0, "created_at": "2026-01-01"}
     ]))
-    assert vault.links.of(a.uri) == []  # readers skip the bad entry (issue 13)
+    assert vault.links.of(a.uri) == []  # readers skip the bad entry
     with pytest.raises(SidecarError, match="contains '..'"):
         vault.link(b.uri, a.uri, "related_to")  # a write would rewrite that sidecar: refused
     assert not (vault.root / "preferences" / ".relations.json").exists()  # refused before it began

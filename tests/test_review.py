@@ -89,7 +89,7 @@ def test_cli_review_and_undo(pair):
     assert r.returncode == 1 and "no contradicts link" in r.stderr
 
 
-# -- issue 13: review you can trust -------------------------------------------------------------
+# -- review you can trust -------------------------------------------------------------------------
 MUM = "entities/周秀兰.md"
 DINNER = "events/2026/10/14/妈妈六十大寿.md"  # contradicts MUM's line 2 (the birthday)
 

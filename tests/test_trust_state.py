@@ -1,4 +1,4 @@
-"""Issue 13, failures 8, 9 and parts of 11: a read-only vault can be read (CLI and app),
+"""Trust in the vault's state: a read-only vault can be read (CLI and app),
 deleting `.memlink/` loses no turn memory, leftover temp files are swept on open even
 while another process holds the lock, and a full disk reads as one plain sentence."""
 
