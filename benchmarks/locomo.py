@@ -29,6 +29,7 @@ never), memlink beside the strong baseline at the same message budgets.
     .venv/bin/python benchmarks/locomo.py ../shared/data/locomo-dev/locomo-dev.json [--limit N]
     .venv/bin/python benchmarks/locomo.py ../shared/data/realtalk-dev/realtalk-dev.json --speaker
     .venv/bin/python benchmarks/locomo.py ../shared/data/locomo-dev/locomo-dev.json --paraphrases benchmarks/locomo_paraphrases.json
+    .venv/bin/python benchmarks/locomo.py benchmarks/zh_companion.json --unrelated benchmarks/zh_unrelated_questions.txt
 """
 
 from __future__ import annotations
@@ -222,12 +223,13 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=0, help="only the first N conversations")
     ap.add_argument("--speaker", action="store_true", help="pass each message's speaker name (REALTALK's method)")
     ap.add_argument("--paraphrases", type=Path, help="reworded questions (benchmarks/locomo_paraphrases.json) instead")
+    ap.add_argument("--unrelated", type=Path, default=UNRELATED, help="questions about things never discussed, one a line")
     args = ap.parse_args()
     samples = json.loads(args.data.read_text(encoding="utf-8"))[: args.limit or None]
     reworded = json.loads(args.paraphrases.read_text(encoding="utf-8")) if args.paraphrases else None
     categories = ({"tune": "tune split", "held-out": "held-out split", "held-out-2": "second held-out split"}
                   if reworded is not None else CATEGORIES)
-    unrelated = [l.strip() for l in UNRELATED.read_text(encoding="utf-8").splitlines() if l.strip() and not l.startswith("#")]
+    unrelated = [l.strip() for l in args.unrelated.read_text(encoding="utf-8").splitlines() if l.strip() and not l.startswith("#")]
     memlink_at = {5: Tally(), 10: Tally()}
     baseline_at = {5: Tally(), 10: Tally()}
     strong_matched = {5: Tally(), 10: Tally()}  # the strong baseline at memlink's own message count

@@ -39,7 +39,7 @@ from quality import evaluate as quality_evaluate  # noqa: E402
 
 from engine import Vault  # noqa: E402
 from engine.index import SearchIndex  # noqa: E402
-from engine.index.embed import BUNDLED_MODEL, bundled_model_path, bundled_name, nonzero  # noqa: E402
+from engine.index.embed import BUNDLED_MODEL, bundled_model_path, bundled_name, nonzero, query_vector  # noqa: E402
 from engine.model.text import chunk_text, tokenize  # noqa: E402
 from engine.retrieve.search import search  # noqa: E402
 from engine.sessions.importer import import_chat, turn_extractor  # noqa: E402
@@ -84,7 +84,7 @@ def turn_scores(memory: TurnMemory, q: dict, mode: str) -> tuple[float, int]:
     if mode == "keyword":
         ids = [m for m, _ in memory.index.keyword_hits(tokenize(q["query"]), 5, memory.params.own_weight)]
     elif mode == "vector":
-        ids = [m for m, _ in memory.index.vector_hits(memory.embedder.encode([q["query"]])[0], 5)]
+        ids = [m for m, _ in memory.index.vector_hits(query_vector(memory.embedder, q["query"]), 5)]
     else:
         memory.params = RecallParams(graph=False)
         ids = [h.memory_id for h in memory.recall(q["query"], k=5)]

@@ -1,4 +1,4 @@
-"""The bundled multilingual embedding model (issue 16, "Multilingual vectors"): it loads
+"""The bundled multilingual embedding model: it loads
 offline from the package folder, is chosen by `embedding.model: multilingual`, the switch
 rebuilds the note and turn indexes, Chinese questions get vector hits on the sample vault's
 Chinese notes and session turns, and the wheel's package data carries it."""
@@ -192,3 +192,92 @@ def test_a_date_asked_in_chinese_finds_the_turn_of_that_day(vault, tmp_path):
     params = RecallParams(vector=False, min_evidence=0.0)
     hits = TurnMemory(vault, params=params).recall("5月2号我们聊了什么?", k=1)
     assert hits and hits[0].sources == ["d1-0", "d1-1"]
+
+
+def test_the_english_model_does_not_embed_a_question_it_cannot_read():
+    from engine.index.embed import query_vector, reads
+
+    english, multilingual = load_embedder(None).embedder, load_embedder("multilingual").embedder
+    assert reads(english, "Where do I get my flat white?") and reads(english, "Café Čapek, naïve résumé")
+    assert reads(english, "What did 周秀兰 say about Sunday calls?")  # mostly Latin letters
+    assert not reads(english, "饭桌上舅舅劝Tom喝酒") and not reads(english, "Что я ел вчера?")
+    assert reads(multilingual, "饭桌上舅舅劝Tom喝酒")
+    assert not nonzero(query_vector(english, "饭桌上舅舅劝Tom喝酒")[None, :])[0]
+    assert nonzero(query_vector(multilingual, "饭桌上舅舅劝Tom喝酒")[None, :])[0]
+
+
+def test_a_chinese_question_to_the_english_model_is_answered_by_its_words(sample, tmp_path):
+    """The English model's vectors of Chinese text are noise: a Chinese question gets no
+    vector, near-word or meaning route, the gate judges it by its words alone, and the turn
+    its words find is recalled (with the noise, this one was silenced)."""
+    from engine.retrieve.search import search
+
+    jsonl = tmp_path / "sessions.jsonl"
+    jsonl.write_text("".join(p.read_text(encoding="utf-8") for p in sorted((sample.root / "sessions").glob("*.jsonl"))),
+                     encoding="utf-8")
+    import_chat(sample, jsonl, turn_extractor(sample))
+    assert sample.config.embedding.model is None  # (a vault with notes keeps the default)
+    memory = TurnMemory(sample)
+    hits = memory.recall("饭桌上舅舅劝Tom喝酒", k=5)
+    assert ["2026-10-15-hangzhou-evening-009", "2026-10-15-hangzhou-evening-010"] in [h.sources for h in hits]
+    assert not [r for h in hits for r in h.routes if not r.startswith(("keyword", "graph"))]
+    assert memory.recall("怎么修理汽车发动机", k=5) == []  # none of its words in the history
+    found = search(sample, "王俊以前在哪个城市工作", k=5)
+    assert found and not [r for h in found for r in h.routes if r.kind == "vector"]
+
+
+def chat_file(tmp_path: Path, lines: list[str], session: str = "s1") -> Path:
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps({"session": session, "id": f"m{i}", "role": ("user", "assistant")[i % 2],
+                                        "content": text, "ts": "2025-03-02T20:10:00"}, ensure_ascii=False) + "\n"
+                            for i, text in enumerate(lines)), encoding="utf-8")
+    return path
+
+
+CHINESE_CHAT = ["我今天终于搬完家了，从福田搬到了南山，离公司走路只要十分钟。", "恭喜搬家！新房子怎么样？",
+                "一室一厅，朝南，阳台能晒到太阳。房租一个月五千二。", "阳台可以种点东西。",
+                "我打算种薄荷和小番茄，我妈说番茄最好养。", "好主意，薄荷长得特别快。"]
+
+
+def test_the_first_chat_imported_into_an_empty_vault_chooses_a_model_that_reads_it(vault, tmp_path):
+    config = vault.root / "memlink.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + "# my note on this vault\n", encoding="utf-8")
+    before = config.read_text(encoding="utf-8")
+    report = import_chat(vault, chat_file(tmp_path, CHINESE_CHAT), turn_extractor(vault))
+    assert "multilingual" in report.model
+    after = config.read_text(encoding="utf-8")
+    assert after.startswith(before.rstrip()) and yaml.safe_load(after)["embedding"] == {"model": "multilingual"}
+    assert vault.config.embedding.model == "multilingual"
+    memory = TurnMemory(vault)
+    assert memory.embedder.name == MULTILINGUAL_MODEL
+    hits = memory.recall("她阳台上准备种什么", k=2)
+    assert hits and any(r.startswith("vector") for r in hits[0].routes)
+    reopened = Vault.open(vault.root)
+    assert SearchIndex.for_vault(reopened).embedder.name == MULTILINGUAL_MODEL
+
+
+def test_an_english_chat_a_second_chat_or_a_model_already_named_changes_no_setting(tmp_path):
+    for name, setting, chats in (("english", "", [["We moved to Utrecht today.", "Congratulations!"]]),
+                                 ("second", "", [["We moved to Utrecht today.", "Congratulations!"], CHINESE_CHAT]),
+                                 ("named", "embedding:\n  model: english\n", [CHINESE_CHAT])):
+        v = Vault.init(tmp_path / name)
+        config = v.root / "memlink.yaml"
+        config.write_text(config.read_text(encoding="utf-8") + setting, encoding="utf-8")
+        v.close()
+        v = Vault.open(tmp_path / name)
+        before = config.read_bytes()
+        for n, lines in enumerate(chats):
+            folder = tmp_path / f"{name}-{n}"
+            folder.mkdir()
+            assert import_chat(v, chat_file(folder, lines, f"s{n}"), turn_extractor(v)).model == ""
+        assert config.read_bytes() == before, name
+        v.close()
+
+
+def test_naming_the_model_keeps_the_settings_file_as_written_or_leaves_it():
+    from engine.model.config import with_embedding_model
+
+    assert with_embedding_model("name: v\n# mine\n", "multilingual", "why") == "name: v\n# mine\nembedding:\n  model: multilingual  # why\n"
+    assert with_embedding_model("", "multilingual", "why") == "embedding:\n  model: multilingual  # why\n"
+    for text in ("name: v\nembedding:\n  model: english\n", "name: v\nembedding:\n", "{name: v}\n", "name: v\n...\n"):
+        assert with_embedding_model(text, "multilingual", "why") is None, text

@@ -23,7 +23,7 @@ from ..errors import DiskFull, MemlinkError
 from ..model.text import CHUNK_WORDS, chunk_text
 from ..storage.atomic import full_disk_cause
 from ..storage.store import KEY_ID, KEY_IDS, StoreBusy, Writer
-from .embed import Embedder, load_embedder
+from .embed import Embedder, load_embedder, query_vector
 from .keywords import KeywordIndex
 from .vectors import VectorIndex
 
@@ -384,7 +384,7 @@ class SearchIndex:
         return row[0] if row else None
 
     def embed_query(self, query: str) -> np.ndarray:
-        return self.embedder.encode([query])[0]
+        return query_vector(self.embedder, query)
 
     def vector_search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:
         hits = self.vectors.query(self.embed_query(query), k * 4 if types else k)

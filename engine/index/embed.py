@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -42,6 +43,11 @@ BUNDLED_MODELS = (BUNDLED_MODEL, MULTILINGUAL_MODEL)
 # English model), and at the default gate recall answered 10 of 30 unrelated questions
 # (benchmarks/multilingual.py; docs/DESIGN.md, "Search": the embedding model).
 COSINE_SHIFT = {MULTILINGUAL_MODEL: 0.2}
+# The scripts a bundled model was trained on, where it is not all of Unicode's (the first
+# word of a letter's Unicode name). A question written mostly in another script is not
+# embedded: the English model's vectors of Chinese text are noise that outranks the
+# keyword hits (benchmarks/multilingual.py; docs/DESIGN.md, "Search": the embedding model).
+SCRIPTS = {BUNDLED_MODEL: frozenset({"LATIN"})}
 
 
 class Embedder(Protocol):
@@ -55,6 +61,38 @@ class Embedder(Protocol):
 def cosine_shift(embedder: Embedder) -> float:
     """The embedder's ``COSINE_SHIFT`` (0 for the default model and any other)."""
     return float(getattr(embedder, "cosine_shift", 0.0))
+
+
+def reads(embedder: Embedder, text: str) -> bool:
+    """Whether the model reads ``text``: at least half its letters are in a script it was
+    trained on (``SCRIPTS``; a model not listed reads every script)."""
+    return _in_scripts(text, getattr(embedder, "scripts", None))
+
+
+def _in_scripts(text: str, scripts: frozenset[str] | None) -> bool:
+    if scripts is None or text.isascii():
+        return True
+    letters = [c for c in unicodedata.normalize("NFKC", text) if c.isalpha()]  # (NFKC: fullwidth Latin is Latin)
+    return 2 * sum(c.isascii() or unicodedata.name(c, "").partition(" ")[0] in scripts for c in letters) >= len(letters)
+
+
+def model_for(texts: list[str]) -> str | None:
+    """The bundled model for a vault whose text these are (messages, say), when its
+    settings name none: the multilingual one when the default does not read most of them
+    (at most 400, evenly spaced, are looked at; one with no letter has no say), else None
+    (the default)."""
+    step = -(-len(texts) // 400) or 1
+    sample = [t for t in texts[::step] if any(c.isalpha() for c in t)]
+    unread = sum(not _in_scripts(t, SCRIPTS[BUNDLED_MODEL]) for t in sample)
+    return "multilingual" if 2 * unread > len(sample) else None
+
+
+def query_vector(embedder: Embedder, text: str) -> np.ndarray:
+    """A question's vector; all zero (no vector hit, no cosine) when the model does not
+    read it (``reads``)."""
+    if not reads(embedder, text):
+        return np.zeros(embedder.dims, dtype=np.float32)
+    return embedder.encode([text])[0]
 
 
 def normalise(matrix: np.ndarray) -> np.ndarray:
@@ -163,6 +201,7 @@ class Model2VecEmbedder:
         self.name = name or str(source)
         self.dims = int(self.model.dim)
         self.cosine_shift = COSINE_SHIFT.get(self.name, 0.0)
+        self.scripts = SCRIPTS.get(self.name)
         from model2vec import __version__ as m2v_version  # (imported by load_static_model)
 
         self._known_version = m2v_version in FAST_INIT_VERSIONS  # (_plain)

@@ -212,6 +212,20 @@ def load_config(root: Path) -> VaultConfig:
         raise VaultError(f"{CONFIG_FILE}: {loc}: {first['msg']}") from None
 
 
+def with_embedding_model(text: str, name: str, why: str) -> str | None:
+    """memlink.yaml's ``text`` with ``embedding: model: name`` added, every line already
+    there kept as written (``why`` becomes its comment), or None when it has an
+    ``embedding:`` setting already."""
+    data = safe_load(text) or {}
+    if not isinstance(data, dict) or "embedding" in data:
+        return None
+    out = f"{text.rstrip()}\nembedding:\n  model: {name}  # {why}\n".lstrip("\n")
+    try:  # (a file ending in `...`, a flow mapping, a kept trailing blank: left as it is)
+        return out if safe_load(out) == {**data, "embedding": {"model": name}} else None
+    except yaml.YAMLError:
+        return None
+
+
 def dump_config(config: VaultConfig) -> str:
     """Only what differs from the defaults (plus the name), so new defaults reach old vaults."""
     data = {"name": config.name, **config.model_dump(mode="json", exclude_defaults=True, by_alias=True)}

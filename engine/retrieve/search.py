@@ -18,13 +18,13 @@ from pydantic import BaseModel
 from ..errors import MemlinkError
 from ..graph import Adjacency, PropagationParams, Step, Walk
 from ..index import SearchIndex
-from ..index.embed import cosine_shift
+from ..index.embed import cosine_shift, reads
 from ..index.keywords import bm25_idf
 from ..model.config import SearchConfig
 from ..model.links import StoredLink
 from ..model.linktypes import LinkType, LinkTypeTable, builtin_table
 from ..model.relations import PERSON_KINDS, asked_relation, asks_who, relations_of
-from ..model.text import content_tokens, snippet, tokenize, words
+from ..model.text import content_tokens, has_cjk, snippet, tokenize, words
 from ..storage.jsonl import append_jsonl, keep_newest
 from ..storage.render import render_links
 from .fusion import RouteHits, fuse
@@ -165,8 +165,9 @@ def search(
     # Is there any real match? The question's own words (not its frame: "what about",
     # "tell me", "when did we discuss") in the notes — most of their weight, rare words
     # counting more — or a note named.
-    if question:
-        lexical = query_coverage(index, query) >= cfg.min_query_coverage
+    if question:  # (a CJK question the model does not read, no vector route: any of its words held)
+        coverage = query_coverage(index, query)
+        lexical = coverage >= cfg.min_query_coverage or (coverage > 0 and has_cjk(query) and not reads(index.embedder, query))
     else:
         lexical = bool(kw) or ("keyword" not in routes and bool(index.keyword_search(query, 1)))
     weak = not lexical and not named

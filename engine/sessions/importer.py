@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from ..errors import MemlinkError
 from ..extract.inputs import read_text_file
 from ..extract.loop import quarantine
+from ..index.embed import model_for
 from ..llm import Breaker, LLMError, LLMInvalidOutput
 from ..llm.registry import selection
 from ..model.text import counted
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
 REQUIRED = ("session", "id", "role", "content", "ts")
 
 
+MODEL_CHOSEN = "the default English model does not read most of the first chat imported"
+
+
 @dataclass
 class ImportReport:
     sessions: int = 0
@@ -47,9 +51,14 @@ class ImportReport:
     format: str = "jsonl"
     left_out: dict[str, int] = field(default_factory=dict)  # what an export held that is not chat text, by kind
     unnamed: int = 0  # export conversations without an id: named by their title and start time
+    model: str = ""  # the embedding model this import chose for the vault (``_choose_model``), or ""
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    def model_line(self) -> str:
+        """What the CLI and the app say of the model this import chose, or ""."""
+        return f"embedding model: {self.model} ({MODEL_CHOSEN}; set in memlink.yaml)" if self.model else ""
 
     def left_out_lines(self) -> list[str]:
         """Every kind of thing the export held that was not imported, with its count, and
@@ -206,10 +215,24 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
         def place(session: str, key: str, nth: int) -> str:
             return f"{path}: {labels[session]}"
     _refuse_changed_ids(vault, by_session, place)
+    report.model = _choose_model(vault, by_session)
     report.sessions = len(by_session)
     for session, events in by_session.items():
         report.events_added += append_events(vault, session, events)
     return extract_pending(vault, list(by_session), extractor, progress, report, final=True)
+
+
+def _choose_model(vault: Vault, by_session: dict[str, list[SessionEvent]]) -> str:
+    """The first chat imported into an empty vault chooses its embedding model when
+    memlink.yaml names none: the multilingual one when the default English model does not
+    read most of the chat's messages (a Chinese companion chat: engine.index.embed.model_for).
+    Set in memlink.yaml, to see and to change. Returns the model chosen, or ""."""
+    if vault.read_only or vault.config.embedding.model is not None or any((vault.root / "sessions").glob("*.jsonl")):
+        return ""
+    chosen = model_for([e.content for events in by_session.values() for e in events])
+    if chosen is None or len(vault.catalog) or vault.catalog.errors():
+        return ""
+    return chosen if vault.name_embedding_model(chosen, MODEL_CHOSEN) else ""
 
 
 def restore_turns(vault: Vault) -> int:

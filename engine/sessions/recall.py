@@ -34,7 +34,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ..errors import MemlinkError
-from ..index.embed import cosine_shift
+from ..index.embed import cosine_shift, query_vector, reads
 from ..model.text import content_tokens, has_cjk, tokenize
 from ..retrieve.fusion import RouteHits, fuse
 from ..storage.atomic import full_disk_cause
@@ -216,7 +216,8 @@ class TurnMemory:
 
         depth = p.depth + len(visible) + (len(self.turns) if session else 0)
         tokens = tokenize(query)
-        vec = self.embedder.encode([query])[0]
+        read = reads(self.embedder, query)  # (a question in a script the model was not trained on: by its words alone)
+        vec = query_vector(self.embedder, query)
         # Both routes are always asked: the evidence gate weighs both, whichever rank.
         keyword = [(m, s) for m, s in self.index.keyword_hits(tokens, depth, p.own_weight) if usable(m)][: p.depth]
         vector = [(m, s) for m, s in self.index.vector_hits(vec, depth) if usable(m)][: p.depth]
@@ -224,7 +225,7 @@ class TurnMemory:
         content = content_tokens(query)
         idf = self.index.idf(content) if content else {}
         covered = self._coverage(keyword[:5], idf)
-        if not self._relevant(query, covered, cos):
+        if not self._relevant(query, covered, cos, read):
             return []
         keyword, vector = keyword if p.keyword else [], vector if p.vector else []
         routes: dict[str, list[str]] = defaultdict(list)
@@ -248,13 +249,13 @@ class TurnMemory:
             for rank, (m, _s, why) in enumerate(graph, 1):
                 routes[m].append(f"graph (terms in the question) #{rank}")
                 explain[m] = why
-        if p.keyword and p.near_weight:
+        if p.keyword and p.near_weight and read:
             near = [(m, s) for m, s in self.index.keyword_hits(self._near_tokens(query, tokens), depth, p.own_weight)
                     if usable(m)][: p.depth]
             for rank, (m, s) in enumerate(near, 1):
                 routes[m].append(f"near words #{rank} ({s:.2f})")
             fusing.append(RouteHits(near, "max", p.near_weight))
-        asked = self._asked(query, idf) if p.meaning_weight else {}
+        asked = self._asked(query, idf) if p.meaning_weight and read else {}
         if asked:  # (the best ``depth`` so far: what it can lift into the top)
             first = fuse(fusing)
             best = sorted(first, key=lambda m: (-first[m], m))[: p.depth]
@@ -353,7 +354,7 @@ class TurnMemory:
             score[best] += sum(asked.values())  # (a turn recalled for what a message means keeps that message)
         return score
 
-    def _relevant(self, query: str, covered: dict[str, float], cos: dict[str, float]) -> bool:
+    def _relevant(self, query: str, covered: dict[str, float], cos: dict[str, float], read: bool = True) -> bool:
         """The evidence gate. Never closed when the best hit is strong on either route: a
         cosine of ``strong_cosine``, or a keyword hit holding ``strong_coverage`` of the
         question (``_coverage``). Else the best keyword hit's coverage plus the best cosine
@@ -361,9 +362,14 @@ class TurnMemory:
         someone the history is about (a speaker: "What are Paola's hobbies?" uses words a
         chat never does, and asks about it all the same). Cosines count less the model's
         ``cosine_shift`` (docs/DESIGN.md, "Search": the embedding model). Measured on real
-        and on unrelated questions in benchmarks/locomo.py."""
+        and on unrelated questions in benchmarks/locomo.py. A question the model does not
+        read (``read`` False: no cosine) in Chinese, Japanese or Korean is closed only when
+        the history holds none of its words: CJK characters are shared too widely for their
+        share to tell more."""
         p = self.params
         coverage = max(covered.values(), default=0.0)
+        if not read and has_cjk(query):
+            return coverage > 0
         best = max(cos.values(), default=0.0) - cosine_shift(self.embedder)
         if best >= p.strong_cosine or coverage >= p.strong_coverage:
             return True

@@ -21,7 +21,8 @@ from filelock import FileLock, Timeout
 from ..errors import DiskFull, LinkError, MemlinkError, NoteError, NoteNotFound, VaultError, VaultLocked
 from ..llm.linematch import ProviderLineMatcher
 from ..model.blocks import visible_text
-from ..model.config import CONFIG_FILE, VaultConfig, dump_config, load_config
+from ..model.config import CONFIG_FILE, VaultConfig, dump_config, load_config, with_embedding_model
+from ..model.files import read_settings
 from ..model.links import LinkType, StoredLink
 from ..model.notes import Note, parse_note, split_body
 from ..model.schema import MemoryTypeSchema, TypeRegistry
@@ -129,6 +130,28 @@ class Vault:
             if close is not None:
                 close()
         self.store.close()
+
+    def name_embedding_model(self, name: str, why: str) -> bool:
+        """Name the embedding model in memlink.yaml, which names none (a line added, the
+        rest as written), under the write lock, and close what ``shared`` made with the
+        one before (a part holding an ``embedder``: made again on next use). False,
+        nothing written, when the file has an ``embedding:`` setting already (or would
+        not read back as it plus the line)."""
+        path = self.root / CONFIG_FILE
+        with self.writing():
+            text = with_embedding_model(read_settings(path), name, why)
+            if text is None:
+                return False
+            atomic_write_text(path, text)
+            self.config.embedding.model = name
+        with self._shared_lock:
+            derived = [(kind, part) for kind, part in self._shared.items() if hasattr(part, "embedder")]
+        for kind, part in derived:
+            self.forget(kind)
+            close = getattr(part, "close", None)
+            if close is not None:
+                close()
+        return True
 
     def shared(self, kind: type[T], make: Callable[[Vault], T]) -> T:
         """This vault's one ``kind`` (its search index, its turn memory…), made by

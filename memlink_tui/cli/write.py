@@ -290,6 +290,8 @@ def cmd_import_chat(args: argparse.Namespace) -> int:
               f"{counted(report.turns, 'turn')}: "
               f"{report.extracted} extracted, {report.already} already known, {len(report.failed)} failed "
               f"[provider: {report.provider}]")
+        if report.model:
+            say(f"  {report.model_line()}")
         for line in report.left_out_lines():  # kinds named by the export (a role, a content type): data
             say(f"  {line}")
         for failure in report.failed:
