@@ -109,18 +109,20 @@ def test_a_burst_of_twelve_messages_costs_twelve(vault, tmp_path):
     assert memory.recall("ryokan in Gion", messages=1)[0].sources == [whole.sources[11]]
 
 
-def test_a_window_spends_the_budget_on_the_messages_asked_about_and_their_neighbours(vault, tmp_path):
-    """Only the message holding the question's words and one either side cost the budget:
-    what is left goes to another turn (a whole window of 6 would take it all)."""
-    memory = imported(vault, tmp_path, BURST + [("user", "Is the ryokan near the station?"), ("assistant", "Ten minutes.")])
-    burst = next(h for h in memory.recall("ryokan in Gion", k=2) if len(h.sources) == 13)
+def test_a_window_spends_the_budget_on_the_messages_asked_about_and_the_reply(vault, tmp_path):
+    """Only the message holding the question's words and the reply to it cost the budget
+    (not the burst's message before it): what is left goes to another turn (a whole window
+    of 6 would take it all). A message in the middle of a burst comes alone."""
+    onsen = [("user", "The onsen opens at six.")]
+    memory = imported(vault, tmp_path, BURST[:5] + onsen + BURST[5:]
+                      + [("user", "Is the ryokan near the station?"), ("assistant", "Ten minutes.")])
+    burst = next(h for h in memory.recall("ryokan in Gion", k=2) if len(h.sources) == 14)
     hits = {h.memory_id: h for h in memory.recall("ryokan in Gion", messages=6)}
-    assert hits[burst.memory_id].sources == burst.sources[10:13]  # "Message 11 …", the booking, "Booked."
+    assert hits[burst.memory_id].sources == burst.sources[12:14]  # the booking, "Booked."
     assert hits[burst.memory_id].answer == "Booked."
     assert len(hits) >= 2 and sum(len(h.sources) for h in hits.values()) <= 6
-    memory.params = RecallParams(context=6)  # the neighbours as far as the window goes
-    hits = {h.memory_id: h for h in memory.recall("ryokan in Gion", messages=6)}
-    assert len(hits[burst.memory_id].sources) > 3
+    hits = memory.recall("When does the onsen open?", messages=6)
+    assert hits[0].sources == [burst.sources[5]] and hits[0].answer == ""
 
 
 def test_recall_cli_takes_a_message_budget(vault, tmp_path):

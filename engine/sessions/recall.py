@@ -81,8 +81,7 @@ class RecallParams:
     near_cosine: float = 0.5  # ... each this close to it by the static model's word vectors (engine.sessions.expansion)
     meaning_weight: float = 1.0  # the share of the question's words a turn holds in meaning (its words' nearest), times this ...
     meaning_cosine: float = 0.2  # ... a word nearer than this to none of the turn's counting for nothing
-    window: int = 6  # within a message budget, a longer turn gives its best window of this many messages ...
-    context: int = 1  # ... cut to the messages holding the question's words and this many either side
+    window: int = 6  # within a message budget, a longer turn gives its best window of this many messages, cut (``_window``)
 
 
 @dataclass
@@ -331,7 +330,7 @@ class TurnMemory:
                 break
             t = self.turns[m]
             size = min(len(t["sources"]), left, self.params.window)
-            part = _window(t, size, self._message_scores(t, idf, asked), self.params.context)
+            part = _window(t, size, self._message_scores(t, idf, asked))
             if part is None and size < len(t["sources"]):
                 continue
             if part is not None and len(part[0]) == len(t["sources"]):
@@ -395,13 +394,14 @@ def _lines(turn: dict) -> list[str]:
     return (turn["question"].split("\n") if turn["question"] else []) + (turn["answer"].split("\n") if turn["answer"] else [])
 
 
-def _window(turn: dict, size: int, score: list[float] | None, context: int) -> tuple[list[str], str, str] | None:
+def _window(turn: dict, size: int, score: list[float] | None) -> tuple[list[str], str, str] | None:
     """The ``size`` consecutive messages of a turn that hold most of the question (by each
-    message's ``score``; the earliest on a tie), cut to those of them that hold any and
-    ``context`` messages either side (a burst's other messages are not what was asked
-    about, and a budget spent on them is spent on nothing; a window holding nothing stays
-    whole), as (sources, question, answer); None when the turn's text cannot be split into
-    its messages (``score`` None)."""
+    message's ``score``; the earliest on a tie), cut to those of them that hold any, with
+    the reply when the last of them ends the question or the message replied to when the
+    first begins the answer (the rest of a burst is not what was asked about, and a budget
+    spent on it is spent on nothing; a window holding nothing stays whole), as (sources,
+    question, answer); None when the turn's text cannot be split into its messages
+    (``score`` None)."""
     if score is None:
         return None
     lines = _lines(turn)
@@ -409,7 +409,8 @@ def _window(turn: dict, size: int, score: list[float] | None, context: int) -> t
     start = max(range(len(lines) - size + 1), key=lambda i: (sum(score[i:i + size]), -i))
     end = start + size
     held = [i for i in range(start, end) if score[i] > 0]
-    if held:  # (the neighbours may lie outside the window: then they are taken when they fit)
-        lo, hi = max(0, held[0] - context), min(len(lines), held[-1] + 1 + context)
+    if held:  # (the reply may lie outside the window: then it is taken when it fits)
+        lo = held[0] - 1 if held[0] == asked > 0 else held[0]
+        hi = held[-1] + 2 if held[-1] == asked - 1 < len(lines) - 1 else held[-1] + 1
         start, end = (lo, hi) if hi - lo <= size else (max(start, lo), min(end, hi))
     return (turn["sources"][start:end], "\n".join(lines[start:min(end, asked)]), "\n".join(lines[max(start, asked):end]))
