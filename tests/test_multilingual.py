@@ -244,7 +244,7 @@ def test_the_first_chat_imported_into_an_empty_vault_chooses_a_model_that_reads_
     config.write_text(config.read_text(encoding="utf-8") + "# my note on this vault\n", encoding="utf-8")
     before = config.read_text(encoding="utf-8")
     report = import_chat(vault, chat_file(tmp_path, CHINESE_CHAT), turn_extractor(vault))
-    assert "multilingual" in report.model
+    assert report.model == "multilingual" and report.model_set and "set in memlink.yaml" in report.model_line()
     after = config.read_text(encoding="utf-8")
     assert after.startswith(before.rstrip()) and yaml.safe_load(after)["embedding"] == {"model": "multilingual"}
     assert vault.config.embedding.model == "multilingual"
@@ -269,7 +269,11 @@ def test_an_english_chat_a_second_chat_or_a_model_already_named_changes_no_setti
         for n, lines in enumerate(chats):
             folder = tmp_path / f"{name}-{n}"
             folder.mkdir()
-            assert import_chat(v, chat_file(folder, lines, f"s{n}"), turn_extractor(v)).model == ""
+            report = import_chat(v, chat_file(folder, lines, f"s{n}"), turn_extractor(v))
+            assert not report.model_set
+            # A Chinese chat into a vault with a history: the import says what would read it.
+            assert report.model == ("multilingual" if lines is CHINESE_CHAT and name == "second" else ""), name
+            assert ("`embedding: {model: multilingual}`" in report.model_line()) == bool(report.model)
         assert config.read_bytes() == before, name
         v.close()
 

@@ -51,14 +51,20 @@ class ImportReport:
     format: str = "jsonl"
     left_out: dict[str, int] = field(default_factory=dict)  # what an export held that is not chat text, by kind
     unnamed: int = 0  # export conversations without an id: named by their title and start time
-    model: str = ""  # the embedding model this import chose for the vault (``_choose_model``), or ""
+    model: str = ""  # a model that reads this chat, where the default does not and none is named (``_choose_model``) ...
+    model_set: bool = False  # ... set in memlink.yaml by this import (an empty vault's first chat)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
     def model_line(self) -> str:
-        """What the CLI and the app say of the model this import chose, or ""."""
-        return f"embedding model: {self.model} ({MODEL_CHOSEN}; set in memlink.yaml)" if self.model else ""
+        """What the CLI and the app say of the embedding model (``model``), or ""."""
+        if self.model_set:
+            return f"embedding model: {self.model} ({MODEL_CHOSEN}; set in memlink.yaml)"
+        if self.model:
+            return (f"most of this chat is in a script the default English model does not read: `embedding: "
+                    f"{{model: {self.model}}}` in memlink.yaml reads it (the next command re-indexes)")
+        return ""
 
     def left_out_lines(self) -> list[str]:
         """Every kind of thing the export held that was not imported, with its count, and
@@ -215,24 +221,26 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
         def place(session: str, key: str, nth: int) -> str:
             return f"{path}: {labels[session]}"
     _refuse_changed_ids(vault, by_session, place)
-    report.model = _choose_model(vault, by_session)
+    report.model, report.model_set = _choose_model(vault, by_session)
     report.sessions = len(by_session)
     for session, events in by_session.items():
         report.events_added += append_events(vault, session, events)
     return extract_pending(vault, list(by_session), extractor, progress, report, final=True)
 
 
-def _choose_model(vault: Vault, by_session: dict[str, list[SessionEvent]]) -> str:
-    """The first chat imported into an empty vault chooses its embedding model when
-    memlink.yaml names none: the multilingual one when the default English model does not
-    read most of the chat's messages (a Chinese companion chat: engine.index.embed.model_for).
-    Set in memlink.yaml, to see and to change. Returns the model chosen, or ""."""
-    if vault.read_only or vault.config.embedding.model is not None or any((vault.root / "sessions").glob("*.jsonl")):
-        return ""
+def _choose_model(vault: Vault, by_session: dict[str, list[SessionEvent]]) -> tuple[str, bool]:
+    """When memlink.yaml names no embedding model and the default English one does not
+    read most of the chat's messages (a Chinese companion chat: engine.index.embed.model_for):
+    the model that does, and whether it was set in memlink.yaml — it is when this is the
+    first chat imported into an empty vault (to see and to change there); a vault with
+    notes or a history keeps what it has, and the import says what would read the chat."""
+    if vault.read_only or vault.config.embedding.model is not None:
+        return "", False
     chosen = model_for([e.content for events in by_session.values() for e in events])
-    if chosen is None or len(vault.catalog) or vault.catalog.errors():
-        return ""
-    return chosen if vault.name_embedding_model(chosen, MODEL_CHOSEN) else ""
+    if chosen is None:
+        return "", False
+    empty = not any((vault.root / "sessions").glob("*.jsonl")) and not len(vault.catalog) and not vault.catalog.errors()
+    return chosen, empty and vault.name_embedding_model(chosen, MODEL_CHOSEN)
 
 
 def restore_turns(vault: Vault) -> int:

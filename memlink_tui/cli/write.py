@@ -290,7 +290,7 @@ def cmd_import_chat(args: argparse.Namespace) -> int:
               f"{counted(report.turns, 'turn')}: "
               f"{report.extracted} extracted, {report.already} already known, {len(report.failed)} failed "
               f"[provider: {report.provider}]")
-        if report.model:
+        if report.model_line():
             say(f"  {report.model_line()}")
         for line in report.left_out_lines():  # kinds named by the export (a role, a content type): data
             say(f"  {line}")
