@@ -688,7 +688,7 @@ class MemlinkApp(App):
         except (MemlinkError, OSError) as exc:
             problems = [f"inbox: {exc}"]
         else:
-            problems = [f["error"] for f in result.failed + result.pending]
+            problems = [f["error"] for f in result.failed + result.pending] + ([result.model_line()] if result.model_line() else [])
             problems += [f"{e['path']}: {e['source']} was edited in the vault; left as it is" for e in result.edited]
             if moved:
                 news.append(f"inbox: {len(moved)} file{'s' * (len(moved) != 1)} imported")

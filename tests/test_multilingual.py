@@ -285,3 +285,20 @@ def test_naming_the_model_keeps_the_settings_file_as_written_or_leaves_it():
     assert with_embedding_model("", "multilingual", "why") == "embedding:\n  model: multilingual  # why\n"
     for text in ("name: v\nembedding:\n  model: english\n", "name: v\nembedding:\n", "{name: v}\n", "name: v\n...\n"):
         assert with_embedding_model(text, "multilingual", "why") is None, text
+
+
+def test_the_first_pages_imported_into_an_empty_vault_choose_the_model_too(vault, sample, tmp_path):
+    from engine.extract.batch import ingest_batch
+
+    folder = tmp_path / "笔记"
+    folder.mkdir()
+    for i, text in enumerate(CHINESE_CHAT):
+        (folder / f"第{i}篇.md").write_text(f"# 第{i}篇\n\n{text}\n", encoding="utf-8")
+    result = ingest_batch(vault, [folder], wiki=False)
+    assert result.model == "multilingual" and result.model_set and "set in memlink.yaml" in result.model_line()
+    assert yaml.safe_load((vault.root / "memlink.yaml").read_text(encoding="utf-8"))["embedding"] == {"model": "multilingual"}
+    # A vault with notes keeps its model, and the import says which one would read the pages.
+    before = (sample.root / "memlink.yaml").read_bytes()
+    result = ingest_batch(sample, [folder], wiki=False)
+    assert result.model == "multilingual" and not result.model_set and "`embedding: {model: multilingual}`" in result.model_line()
+    assert (sample.root / "memlink.yaml").read_bytes() == before

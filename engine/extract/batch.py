@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from ..errors import MemlinkError, UriError
+from ..index import choose_model, model_line
 from ..model.blocks import view_span
 from ..model.notes import PENDING, PENDING_KEY, Note, is_pending, render_note_body, serialize_note, split_frontmatter
 from ..model.uris import normalize_uri
@@ -142,6 +143,8 @@ class BatchResult:
     dry_run: bool = False
     problems: list[str] = field(default_factory=list)
     fallback: str = ""  # why the model was given up and the rules extracted the rest, or ""
+    model: str = ""  # an embedding model that reads the pages, where the default does not (``choose_model``) ...
+    model_set: bool = False  # ... set in memlink.yaml by this import (the first into an empty vault)
     seconds: float = 0.0
 
     def to_json(self) -> dict:
@@ -153,7 +156,8 @@ class BatchResult:
             "links_removed": self.links_removed, "by_alias": self.by_alias, "attachments": self.attachments,
             "copied": self.copied, "changed": self.changed, "edited": self.edited, "deleted": self.deleted,
             "renamed": self.renamed, "pruned": self.pruned, "dry_run": self.dry_run,
-            "problems": self.problems, "fallback": self.fallback, "seconds": round(self.seconds, 3),
+            "problems": self.problems, "fallback": self.fallback, "model": self.model, "model_set": self.model_set,
+            "seconds": round(self.seconds, 3),
         }
 
     def extend(self, other: BatchResult) -> None:
@@ -164,6 +168,10 @@ class BatchResult:
         self.attachments += other.attachments
         self.seconds += other.seconds
         self.fallback = self.fallback or other.fallback
+        self.model, self.model_set = (self.model, self.model_set) if self.model else (other.model, other.model_set)
+
+    def model_line(self) -> str:
+        return model_line(self.model, self.model_set)
 
     def page_links(self) -> list[dict]:
         """The new links between the batch's pages (source notes), not those of the notes
@@ -573,6 +581,7 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
         result.pruned = doomed  # (would be)
         result.seconds = time.perf_counter() - started
         return result
+    result.model, result.model_set = choose_model(vault, [page.body for page in ok if page.state == "new"])
     if prune:
         _move_renamed(vault, ok, result)
     # Pass 1: every file a source note, marked pending, before any reference is resolved.
@@ -886,4 +895,5 @@ def ingest(vault: Vault, path: Path, *, wiki: bool = True, extractor: Extractor 
     batch = ingest_batch(vault, [Path(path)], wiki=wiki, extractor=extractor)
     if batch.failed:
         raise InputError(batch.failed[0]["error"])
+    batch.files[0].model_line = batch.model_line()
     return batch.files[0]

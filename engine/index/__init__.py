@@ -23,7 +23,7 @@ from ..errors import DiskFull, MemlinkError
 from ..model.text import CHUNK_WORDS, chunk_text
 from ..storage.atomic import full_disk_cause
 from ..storage.store import KEY_ID, KEY_IDS, StoreBusy, Writer
-from .embed import Embedder, load_embedder, query_vector
+from .embed import Embedder, load_embedder, model_for, query_vector
 from .keywords import KeywordIndex
 from .vectors import VectorIndex
 
@@ -56,6 +56,34 @@ class SyncReport:
     def changed(self) -> int:
         return self.added + self.updated + self.removed
 
+
+MODEL_CHOSEN = "the default English model does not read most of the first import"
+
+
+def choose_model(vault: Vault, texts: list[str]) -> tuple[str, bool]:
+    """When memlink.yaml names no embedding model and the default English one does not
+    read most of ``texts`` (the messages of a Chinese companion chat, the pages of a
+    Japanese vault: engine.index.embed.model_for): the model that does, and whether it was
+    set in memlink.yaml — it is when they are the first import into an empty vault (no
+    note, no chat history), to see and to change there; a vault that has either keeps
+    what it has, and the import says what would read them (``model_line``)."""
+    if vault.read_only or vault.config.embedding.model is not None:
+        return "", False
+    chosen = model_for(texts)
+    if chosen is None:
+        return "", False
+    empty = not any((vault.root / "sessions").glob("*.jsonl")) and not len(vault.catalog) and not vault.catalog.errors()
+    return chosen, empty and vault.name_embedding_model(chosen, MODEL_CHOSEN)
+
+
+def model_line(model: str, model_set: bool) -> str:
+    """What the CLI and the app say of ``choose_model``'s answer, or ""."""
+    if model_set:
+        return f"embedding model: {model} ({MODEL_CHOSEN}; set in memlink.yaml)"
+    if model:
+        return (f"most of this import is in a script the default English model does not read: `embedding: "
+                f"{{model: {model}}}` in memlink.yaml reads it (the next command re-indexes)")
+    return ""
 
 class SearchIndex:
     def __init__(self, vault: Vault, embedder: Embedder | None = None) -> None:

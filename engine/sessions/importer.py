@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from ..errors import MemlinkError
 from ..extract.inputs import read_text_file
 from ..extract.loop import quarantine
-from ..index.embed import model_for
+from ..index import choose_model, model_line
 from ..llm import Breaker, LLMError, LLMInvalidOutput
 from ..llm.registry import selection
 from ..model.text import counted
@@ -35,9 +35,6 @@ if TYPE_CHECKING:
 REQUIRED = ("session", "id", "role", "content", "ts")
 
 
-MODEL_CHOSEN = "the default English model does not read most of the first chat imported"
-
-
 @dataclass
 class ImportReport:
     sessions: int = 0
@@ -51,20 +48,14 @@ class ImportReport:
     format: str = "jsonl"
     left_out: dict[str, int] = field(default_factory=dict)  # what an export held that is not chat text, by kind
     unnamed: int = 0  # export conversations without an id: named by their title and start time
-    model: str = ""  # a model that reads this chat, where the default does not and none is named (``_choose_model``) ...
+    model: str = ""  # a model that reads this chat, where the default does not and none is named (``choose_model``) ...
     model_set: bool = False  # ... set in memlink.yaml by this import (an empty vault's first chat)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
     def model_line(self) -> str:
-        """What the CLI and the app say of the embedding model (``model``), or ""."""
-        if self.model_set:
-            return f"embedding model: {self.model} ({MODEL_CHOSEN}; set in memlink.yaml)"
-        if self.model:
-            return (f"most of this chat is in a script the default English model does not read: `embedding: "
-                    f"{{model: {self.model}}}` in memlink.yaml reads it (the next command re-indexes)")
-        return ""
+        return model_line(self.model, self.model_set)
 
     def left_out_lines(self) -> list[str]:
         """Every kind of thing the export held that was not imported, with its count, and
@@ -221,26 +212,11 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
         def place(session: str, key: str, nth: int) -> str:
             return f"{path}: {labels[session]}"
     _refuse_changed_ids(vault, by_session, place)
-    report.model, report.model_set = _choose_model(vault, by_session)
+    report.model, report.model_set = choose_model(vault, [e.content for events in by_session.values() for e in events])
     report.sessions = len(by_session)
     for session, events in by_session.items():
         report.events_added += append_events(vault, session, events)
     return extract_pending(vault, list(by_session), extractor, progress, report, final=True)
-
-
-def _choose_model(vault: Vault, by_session: dict[str, list[SessionEvent]]) -> tuple[str, bool]:
-    """When memlink.yaml names no embedding model and the default English one does not
-    read most of the chat's messages (a Chinese companion chat: engine.index.embed.model_for):
-    the model that does, and whether it was set in memlink.yaml — it is when this is the
-    first chat imported into an empty vault (to see and to change there); a vault with
-    notes or a history keeps what it has, and the import says what would read the chat."""
-    if vault.read_only or vault.config.embedding.model is not None:
-        return "", False
-    chosen = model_for([e.content for events in by_session.values() for e in events])
-    if chosen is None:
-        return "", False
-    empty = not any((vault.root / "sessions").glob("*.jsonl")) and not len(vault.catalog) and not vault.catalog.errors()
-    return chosen, empty and vault.name_embedding_model(chosen, MODEL_CHOSEN)
 
 
 def restore_turns(vault: Vault) -> int:

@@ -220,6 +220,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     for skip in result.skipped:
         say(f"{printable_path(skip['path'])}: skipped, {skip['why']}")
     _print_sync(result, "")
+    if result.model_line():
+        say(result.model_line())
     imported = sum(1 for r in result.files if not r.skipped) - len(result.pending)
     page_links = len(result.page_links())
     others = len(result.links_added) - page_links
