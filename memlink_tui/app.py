@@ -189,7 +189,7 @@ class MemlinkApp(App):
         self.health = None
         self.panes: dict[str, Pane] = {}
         self._extracting: list[threading.Thread] = []  # chat's turn extractions, counted in the queue
-        self._inbox_told: set[str] = set()  # inbox failures said once already
+        self._inbox_told: set[str] = set()  # inbox failures and hints said once already
         self.memlink_themes, self._theme_problems = load_themes()
         for theme in self.memlink_themes:
             self.register_theme(theme)
@@ -688,7 +688,10 @@ class MemlinkApp(App):
         except (MemlinkError, OSError) as exc:
             problems = [f"inbox: {exc}"]
         else:
-            problems = [f["error"] for f in result.failed + result.pending] + ([result.model_line()] if result.model_line() else [])
+            problems = [f["error"] for f in result.failed + result.pending]
+            model = result.model_line()  # (set once by a first import: news; else a hint, said once)
+            news += [model] if model and result.model_set else []
+            problems += [model] if model and not result.model_set else []
             problems += [f"{e['path']}: {e['source']} was edited in the vault; left as it is" for e in result.edited]
             if moved:
                 news.append(f"inbox: {len(moved)} file{'s' * (len(moved) != 1)} imported")

@@ -302,3 +302,8 @@ def test_the_first_pages_imported_into_an_empty_vault_choose_the_model_too(vault
     result = ingest_batch(sample, [folder], wiki=False)
     assert result.model == "multilingual" and not result.model_set and "`embedding: {model: multilingual}`" in result.model_line()
     assert (sample.root / "memlink.yaml").read_bytes() == before
+    # One file (the app's import screen) says it too.
+    from engine.extract.batch import ingest
+
+    one = Vault.init(tmp_path / "one")
+    assert "set in memlink.yaml" in ingest(one, folder / "第0篇.md", wiki=False).model_note

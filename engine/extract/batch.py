@@ -168,7 +168,8 @@ class BatchResult:
         self.attachments += other.attachments
         self.seconds += other.seconds
         self.fallback = self.fallback or other.fallback
-        self.model, self.model_set = (self.model, self.model_set) if self.model else (other.model, other.model_set)
+        if not self.model:
+            self.model, self.model_set = other.model, other.model_set
 
     def model_line(self) -> str:
         return model_line(self.model, self.model_set)
@@ -581,6 +582,7 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
         result.pruned = doomed  # (would be)
         result.seconds = time.perf_counter() - started
         return result
+    # (not in a dry run, which writes nothing; before pass 1, while a first import's vault is still empty)
     result.model, result.model_set = choose_model(vault, [page.body for page in ok if page.state == "new"])
     if prune:
         _move_renamed(vault, ok, result)
@@ -895,5 +897,5 @@ def ingest(vault: Vault, path: Path, *, wiki: bool = True, extractor: Extractor 
     batch = ingest_batch(vault, [Path(path)], wiki=wiki, extractor=extractor)
     if batch.failed:
         raise InputError(batch.failed[0]["error"])
-    batch.files[0].model_line = batch.model_line()
+    batch.files[0].model_note = batch.model_line()
     return batch.files[0]

@@ -56,7 +56,7 @@ class IngestResult:
     source_uri: str | None
     report: RunReport | None
     skipped: str | None = None  # why nothing was done
-    model_line: str = ""  # what a one-file import says of the embedding model it chose (engine.index.model_line)
+    model_note: str = ""  # what a one-file import says of the embedding model (engine.index.model_line), or ""
 
 
 def read_text_file(path: Path, *, follow: bool = True, max_bytes: int | None = None) -> str:

@@ -66,7 +66,8 @@ def choose_model(vault: Vault, texts: list[str]) -> tuple[str, bool]:
     Japanese vault: engine.index.embed.model_for): the model that does, and whether it was
     set in memlink.yaml — it is when they are the first import into an empty vault (no
     note, no chat history), to see and to change there; a vault that has either keeps
-    what it has, and the import says what would read them (``model_line``)."""
+    what it has, and the import says what would read them (``model_line``). Called before
+    the import writes anything (an import's own notes would make the vault not empty)."""
     if vault.read_only or vault.config.embedding.model is not None:
         return "", False
     chosen = model_for(texts)

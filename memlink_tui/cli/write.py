@@ -220,8 +220,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     for skip in result.skipped:
         say(f"{printable_path(skip['path'])}: skipped, {skip['why']}")
     _print_sync(result, "")
-    if result.model_line():
-        say(result.model_line())
+    if line := result.model_line():
+        say(line)
     imported = sum(1 for r in result.files if not r.skipped) - len(result.pending)
     page_links = len(result.page_links())
     others = len(result.links_added) - page_links
@@ -292,8 +292,8 @@ def cmd_import_chat(args: argparse.Namespace) -> int:
               f"{counted(report.turns, 'turn')}: "
               f"{report.extracted} extracted, {report.already} already known, {len(report.failed)} failed "
               f"[provider: {report.provider}]")
-        if report.model_line():
-            say(f"  {report.model_line()}")
+        if line := report.model_line():
+            say(f"  {line}")
         for line in report.left_out_lines():  # kinds named by the export (a role, a content type): data
             say(f"  {line}")
         for failure in report.failed:

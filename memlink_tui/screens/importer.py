@@ -117,7 +117,7 @@ class ImportScreen(ModalScreen[str | None]):
             text = f"skipped: {safe_markup(result.skipped)}"
         else:
             assert result.report is not None  # a file imported has its run report
-            text = diff_markup(result.report) + (f"\n{safe_markup(result.model_line)}" if result.model_line else "")
+            text = diff_markup(result.report) + (f"\n{safe_markup(result.model_note)}" if result.model_note else "")
         self.app.call_from_thread(self._show, text + "\n\n[dim]esc: close and open the source note[/dim]", result.source_uri)
 
     def _import_chat(self, path: Path) -> None:
