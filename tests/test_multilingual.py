@@ -307,3 +307,19 @@ def test_the_first_pages_imported_into_an_empty_vault_choose_the_model_too(vault
 
     one = Vault.init(tmp_path / "one")
     assert "set in memlink.yaml" in ingest(one, folder / "第0篇.md", wiki=False).model_note
+
+
+def test_a_settings_file_that_cannot_be_written_does_not_stop_the_import(vault, tmp_path, monkeypatch):
+    import errno
+
+    import engine.storage.vault as vault_module
+
+    def full(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(vault_module, "atomic_write_text", full)
+    before = (vault.root / "memlink.yaml").read_bytes()
+    report = import_chat(vault, chat_file(tmp_path, CHINESE_CHAT), turn_extractor(vault))
+    assert report.turns and report.model == "multilingual" and not report.model_set
+    assert "`embedding: {model: multilingual}`" in report.model_line()
+    assert (vault.root / "memlink.yaml").read_bytes() == before and vault.config.embedding.model is None

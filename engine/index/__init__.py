@@ -74,7 +74,11 @@ def choose_model(vault: Vault, texts: list[str]) -> tuple[str, bool]:
     if chosen is None:
         return "", False
     empty = not any((vault.root / "sessions").glob("*.jsonl")) and not len(vault.catalog) and not vault.catalog.errors()
-    return chosen, empty and vault.name_embedding_model(chosen, MODEL_CHOSEN)
+    try:
+        return chosen, empty and vault.name_embedding_model(chosen, MODEL_CHOSEN)
+    except (OSError, MemlinkError) as exc:  # (memlink.yaml not writable now: the import goes on, and says what would read it)
+        log.warning("embedding model not set in memlink.yaml: %s", exc)
+        return chosen, False
 
 
 def model_line(model: str, model_set: bool) -> str:
@@ -83,8 +87,9 @@ def model_line(model: str, model_set: bool) -> str:
         return f"embedding model: {model} ({MODEL_CHOSEN}; set in memlink.yaml)"
     if model:
         return (f"most of this import is in a script the default English model does not read: `embedding: "
-                f"{{model: {model}}}` in memlink.yaml reads it (the next command re-indexes)")
+                f"{{model: {model}}}` in memlink.yaml reads it (re-indexed when memlink next opens the vault)")
     return ""
+
 
 class SearchIndex:
     def __init__(self, vault: Vault, embedder: Embedder | None = None) -> None:

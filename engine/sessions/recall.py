@@ -18,7 +18,7 @@
 - Nothing is returned when nothing matches well enough (the evidence gate below), so an
   unrelated question recalls nothing; a strong hit on either route is always recalled.
 - Within a message budget, a long turn (a burst of messages) gives its best window of
-  messages, cut to those holding the question's words and their neighbours, rather than
+  messages, cut to those holding the question's words and the reply, rather than
   costing the whole budget.
 - Ties break by turn id: the same store and question give the same answer in every
   process. Hits carry the exact original messages; turns whose sources are already
@@ -321,8 +321,8 @@ class TurnMemory:
         """The ranked turns, best first, while their messages fit in ``budget``: each gives
         its best window (``_window``: at most ``window`` messages, or what is left, cut to
         those holding the question's words, or the message holding most of them in meaning,
-        and ``context`` either side); one whose messages cannot be told apart is taken whole
-        or not at all."""
+        and the reply); one whose messages cannot be told apart is taken whole or not at
+        all."""
         out: list[tuple[str, tuple[list[str], str, str] | None]] = []
         left = budget
         for m in ranked:
