@@ -493,3 +493,24 @@ def test_a_ceo_page_answers_who_works_there_and_who_returns_only_people(vault, t
         assert {vault.catalog.get(h.uri).kind for h in hits} == {"person"}, question  # no company, index, event
     out = json.loads(memlink("search", "Who works at Cascade?", "--json", vault=vault.root).stdout)
     assert {h["uri"] for h in out} == {p("people/yara-smith"), p("people/omar-haddad")}
+
+
+def test_the_real_vault_lookups_ask_headings_only_one_page_holds(tmp_path):
+    """benchmarks/vault_lookup.py's questions: a section heading of two words or more that
+    no other page holds and that is no page's title; not one inside a code block; at most
+    PER_PAGE a page, in page order."""
+    from vault_lookup import PER_PAGE, lookups
+
+    many = "\n".join(f"## Step number {i}\ntext" for i in range(PER_PAGE + 2))
+    write(tmp_path, {
+        "Sync/Set up sync.md": "intro\n## Choose a remote vault\ntext\n## Troubleshooting\n## Daily notes\n"
+                               "```\n## Not a heading\n```\n## Shared heading\n",
+        "Other.md": "## Shared heading\n## [[Link|Pick a *device*]]\n",
+        "Daily notes.md": "text\n",
+        "Long.md": many,
+    })
+    asked = [(q.text, q.page) for q in lookups(tmp_path)]
+    assert ("Choose a remote vault", "Sync/Set up sync.md") in asked
+    assert ("Pick a device", "Other.md") in asked
+    assert not {t for t, _ in asked} & {"Troubleshooting", "Daily notes", "Not a heading", "Shared heading"}
+    assert [t for t, p in asked if p == "Long.md"] == [f"Step number {i}" for i in range(PER_PAGE)]

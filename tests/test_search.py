@@ -410,3 +410,30 @@ def test_a_hub_linking_every_page_does_not_outrank_the_pages_that_answer(vault, 
     ingest_batch(vault, [pages], extractor=RulesExtractor())
     order = [h.uri for h in search(vault, "lantern", k=10, routes=("keyword",))]
     assert order[:6] == [f"sources/pages/workshop-{n}.md" for n in range(1, 7)], order
+
+
+def test_a_page_titled_with_one_of_the_words_does_not_outrank_the_page_holding_them_all(vault, tmp_path):
+    """In a real vault one-word titles are common words ("Settings", "Search"): a title
+    counts as the note's first line, not as a field of its own that outweighs the text."""
+    from engine.extract.batch import ingest_batch
+    from engine.extract.rules import RulesExtractor
+
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    texts = {
+        "Settings": "Open the settings from the ribbon to change how the app looks and behaves. Options are grouped "
+                    "in tabs.",
+        "How the app stores data": "Notes are plain Markdown files in your vault folder. Plugins keep their own "
+                                   "configuration files.\n\n## Global settings\n\nGlobal settings apply to every vault "
+                                   "and are kept in the system configuration folder.",
+        "Themes": "A theme changes colours and fonts. Install themes from the community directory.",
+        "Hotkeys": "Assign a key combination to any command from the command palette.",
+        "Backups": "Copy the vault folder to back up every note; sync services keep versions too.",
+    }
+    for title, text in texts.items():
+        (pages / f"{title}.md").write_text(text + "\n", encoding="utf-8")
+    ingest_batch(vault, [pages], extractor=RulesExtractor())
+    answer = "sources/pages/How the app stores data.md"
+    assert [u for u, _ in SearchIndex.for_vault(vault).keyword_search("Global settings", 2)] == [
+        answer, "sources/pages/Settings.md"]
+    assert search(vault, "Global settings", k=3, snippets=False)[0].uri == answer

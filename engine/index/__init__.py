@@ -36,10 +36,18 @@ log = logging.getLogger(__name__)
 BATCH = 2048
 SPACE = "notes"
 _KEYS = "SELECT k.key FROM indexed i JOIN keys k ON k.id = i.key"  # the notes indexed (add a WHERE)
-TITLE_BOOST = 2.0
-FIELDS = ("title", "body")
+# One text field: a note's title is its text's first line, so a title word counts once, as
+# a word of the note. (A title field of its own, however weighted, let a page titled
+# "Settings" outrank the page holding every word of "Global settings": docs/DESIGN.md,
+# "Search".)
+FIELDS = ("text",)
 
 Progress = Callable[[int, int], None]
+
+
+def keyword_doc(title: str, body: str) -> dict[str, str]:
+    """What the keyword index holds of a note: its title, then its text."""
+    return {"text": f"{title}\n\n{body}"}
 
 
 @dataclass
@@ -102,8 +110,8 @@ class SearchIndex:
             choice = load_embedder(vault.config.embedding.model)
             embedder, self.notice = choice.embedder, choice.notice
         self.embedder = embedder
-        self.fingerprint = json.dumps({"model": embedder.name, "dims": embedder.dims,
-                                       "chunk_words": CHUNK_WORDS, "tokenizer": "tantivy-en_stem+cjk-bigram-2",
+        self.fingerprint = json.dumps({"model": embedder.name, "dims": embedder.dims, "chunk_words": CHUNK_WORDS,
+                                       "tokenizer": "tantivy-en_stem+cjk-bigram-2", "keyword text": "title+body",
                                        "hnsw": vault.config.search.hnsw()}, sort_keys=True)
         self.vectors = VectorIndex(SPACE, self.store, self.folder, embedder.dims, **vault.config.search.hnsw())
         try:
@@ -233,7 +241,7 @@ class SearchIndex:
                     keywords.put(uri, *doc)
                     continue
                 try:
-                    keywords.put(uri, {"title": entry.title, "body": self.vault.read_body(uri)}, entry.memory_type)
+                    keywords.put(uri, keyword_doc(entry.title, self.vault.read_body(uri)), entry.memory_type)
                 except (OSError, MemlinkError):
                     continue  # vanished since; the next sync sees it
             keywords.flush()
@@ -382,7 +390,7 @@ class SearchIndex:
                     continue  # vanished since the catalog sync; the next sync sees it
             chunks = chunk_text(body)
             notes.append((uri, entry.sha, entry.title, body, len(chunks)))
-            self.keywords.put(uri, {"title": entry.title, "body": body}, entry.memory_type)
+            self.keywords.put(uri, keyword_doc(entry.title, body), entry.memory_type)
             texts.extend(c.text for c in chunks)
         matrix = self.embedder.encode(texts) if texts else np.zeros((0, self.embedder.dims), np.float32)
         at, items = 0, []
@@ -434,8 +442,8 @@ class SearchIndex:
         return self.keywords
 
     def keyword_search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:
-        """The k best notes by BM25 (a title word weighs twice a body word)."""
-        return self._flushed().search(self.keywords.tokens(query), k, {"title": TITLE_BOOST, "body": 1.0}, types)
+        """The k best notes by BM25 over their title and text."""
+        return self._flushed().search(self.keywords.tokens(query), k, {"text": 1.0}, types)
 
     def keyword_doc_freq(self, tokens: list[str]) -> tuple[dict[str, int], int]:
         return self._flushed().doc_freq(tokens)
