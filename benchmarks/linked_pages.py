@@ -38,7 +38,7 @@ sys.path.insert(0, str(HERE))
 from linked_world import Question, World, generate  # noqa: E402
 
 from engine import Vault  # noqa: E402
-from engine.extract.batch import ingest_batch  # noqa: E402
+from engine.extract.batch import BatchResult, ingest_batch  # noqa: E402
 from engine.extract.rules import RulesExtractor  # noqa: E402
 from engine.index import SearchIndex  # noqa: E402
 from engine.index.keywords import KeywordIndex  # noqa: E402
@@ -139,17 +139,24 @@ def mrr(results: list[list[str]], questions: list[Question]) -> float:
     return total / len(questions) if questions else 0.0
 
 
+def ingest_pages(pages: Path, root: Path) -> tuple[Vault, BatchResult, float, SearchIndex]:
+    """A fresh vault at ``root`` with the folder ``pages`` ingested by the rules, as
+    `memlink ingest` does, its search index synced; and the seconds the ingest took."""
+    vault = Vault.init(root)
+    started = time.perf_counter()
+    batch = ingest_batch(vault, [pages], extractor=RulesExtractor())
+    ingest_s = time.perf_counter() - started
+    index = SearchIndex.for_vault(vault)
+    index.sync()
+    return vault, batch, ingest_s, index
+
+
 def measure(seed: int, held_out: bool, ablations: bool, verbose: bool) -> dict:
     world = generate(seed, held_out=held_out)
     with tempfile.TemporaryDirectory() as tmp:
         pages, root = Path(tmp) / "pages", Path(tmp) / "vault"
         world.write(pages)
-        vault = Vault.init(root)
-        started = time.perf_counter()
-        batch = ingest_batch(vault, [pages], extractor=RulesExtractor())
-        ingest_s = time.perf_counter() - started
-        index = SearchIndex.for_vault(vault)
-        index.sync()
+        vault, batch, ingest_s, index = ingest_pages(pages, root)
         pages_of = page_of(vault, world)
         rows = {}
         for name, kwargs in ROUTES.items() if ablations else [("memlink search", {})]:

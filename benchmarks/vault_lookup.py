@@ -26,17 +26,16 @@ import re
 import shutil
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from linked_pages import ingest_pages  # noqa: E402
 
 from engine import Vault  # noqa: E402
-from engine.extract.batch import ingest_batch  # noqa: E402
-from engine.extract.rules import RulesExtractor  # noqa: E402
-from engine.index import SearchIndex  # noqa: E402
 from engine.index.keywords import KeywordIndex  # noqa: E402
 from engine.model.text import words  # noqa: E402
 from engine.retrieve.search import search  # noqa: E402
@@ -141,12 +140,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         pages, root = Path(tmp) / "pages", Path(tmp) / "vault"
         shutil.copytree(args.folder, pages, ignore=shutil.ignore_patterns(".obsidian", ".trash", ".git"))
-        vault = Vault.init(root)
-        started = time.perf_counter()
-        batch = ingest_batch(vault, [pages], extractor=RulesExtractor())
-        ingest_s = time.perf_counter() - started
-        index = SearchIndex.for_vault(vault)
-        index.sync()
+        vault, batch, ingest_s, index = ingest_pages(pages, root)
         mapped = page_of(vault)
         rows: dict[str, dict[str, dict[str, float]]] = {}
         ranked: dict[str, list[list[str]]] = {}
