@@ -3,19 +3,22 @@
 Give it any folder of Markdown pages that link each other (an Obsidian vault, a wiki
 export). It is ingested into a fresh vault with the rules provider (no LLM), as
 `memlink ingest` does, and section headings that only one page holds ("Change the
-default attachment location", "Search operators") are asked as queries, as written, up to
-PER_PAGE of each page. The page holding one is its answer; nothing else counts (not the
-notes derived from it, not a page linking to it). Headings of fewer than two words, and
-headings that are a page's title, are not asked. Pages are split in two halves by a hash of their path,
-so a change looked at on one half can be judged on the other.
+default attachment location", "Search operators") are asked as queries, as written, up
+to PER_PAGE of each page, in page order. The page holding one is its answer; nothing
+else counts (not the notes derived from it, not a page linking to it). Headings of fewer
+than two words, and headings that are a page's file name, are not asked. Hidden files
+and folders (".trash/", ".obsidian/") are left out, as ingest leaves them. Pages are
+split in two halves by a hash of their path, so a change looked at on one half can be
+judged on the other.
 
-Reported per half and for all, memlink search beside two baselines in the same run: plain BM25 over
-the page files (tantivy, the tokenizer memlink's keyword index uses), and BM25 over the
-page files with their file name as a title field boosted ×2 (the strongest simple
-baseline here). Hit@1, hit@5 and MRR (the reciprocal rank of the answer, 0 past the top
-5), and how often a hub (a page linking at least HUB_LINKS others) sits above the answer.
+Reported per half and for all, memlink search beside two baselines in the same run:
+plain BM25 over the page files (tantivy, the tokenizer memlink's keyword index uses), and
+BM25 over the page files with their file name as a title field boosted ×2. Hit@1, hit@5
+and MRR (the reciprocal rank of the answer, 0 past the top 5), and "a hub above": the
+share of questions with a hub (a page linking at least HUB_LINKS others) ranked above the
+answer, or anywhere in the top 5 when the answer is not there.
 
-    .venv/bin/python benchmarks/vault_lookup.py VAULT_FOLDER [--verbose]
+    .venv/bin/python benchmarks/vault_lookup.py VAULT_FOLDER [--ablations] [--verbose]
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ ROUTES = {  # name -> search keyword arguments (--ablations)
 HUB_LINKS = 20  # a page linking this many others is a hub
 PER_PAGE = 5  # headings asked of each page at most: a long reference page does not outweigh the rest
 _HEADING = re.compile(r"^#{2,6}\s+(.+?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 
 
 @dataclass(frozen=True)
@@ -63,30 +66,39 @@ class Lookup:
 
 def headings(text: str) -> list[str]:
     """A page's section headings (## and deeper), outside code blocks, markup dropped."""
-    out, fenced = [], False
+    out, fence = [], ""
     for line in text.splitlines():
-        if _FENCE.match(line):
-            fenced = not fenced
+        m = _FENCE.match(line)
+        if m:  # (a block ends at a fence of its own kind, at least as long)
+            if not fence:
+                fence = m.group(1)
+            elif m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = ""
             continue
-        m = None if fenced else _HEADING.match(line)
+        m = None if fence else _HEADING.match(line)
         if m:
             plain = re.sub(r"\[\[([^\]|]*\|)?([^\]]*)\]\]", r"\2", m.group(1))  # [[a|b]] -> b
-            plain = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", lambda x: x.group(1) or "", plain).strip()
+            plain = re.sub(r"[`*]|\[([^\]]*)\]\([^)]*\)", lambda x: x.group(1) or "", plain).strip()
             if plain:
                 out.append(plain)
     return out
+
+
+def page_texts(folder: Path) -> dict[str, str]:
+    """The folder's Markdown pages (path in the folder -> text), hidden ones left out."""
+    return {f.relative_to(folder).as_posix(): f.read_text(encoding="utf-8", errors="replace")
+            for f in sorted(folder.rglob("*.md"))
+            if not any(part.startswith(".") for part in f.relative_to(folder).parts)}
 
 
 def half_of(path: str) -> str:
     return "A" if hashlib.sha1(path.encode()).digest()[0] % 2 == 0 else "B"
 
 
-def lookups(folder: Path) -> list[Lookup]:
+def lookups(pages: dict[str, str]) -> list[Lookup]:
     """Up to PER_PAGE headings of each page, in page order: those of two words or more
-    that no other page holds and that are not a page's title (a heading "Daily notes"
+    that no other page holds and that are not a page's file name (a heading "Daily notes"
     asks for the page of that name as much as for the section)."""
-    pages = {f.relative_to(folder).as_posix(): f.read_text(encoding="utf-8", errors="replace")
-             for f in sorted(folder.rglob("*.md"))}
     titles = {tuple(words(Path(page).stem)) for page in pages}
     held: dict[str, set[str]] = {}
     for page, text in pages.items():
@@ -100,14 +112,10 @@ def lookups(folder: Path) -> list[Lookup]:
     return out
 
 
-def link_counts(folder: Path) -> dict[str, int]:
+def link_counts(pages: dict[str, str]) -> dict[str, int]:
     """How many distinct targets each page's [[links]] and (links) name."""
-    out = {}
-    for file in folder.rglob("*.md"):
-        text = file.read_text(encoding="utf-8", errors="replace")
-        targets = set(re.findall(r"\[\[([^\]|#]+)", text)) | set(re.findall(r"\]\(([^)#\s]+\.md)", text))
-        out[file.relative_to(folder).as_posix()] = len(targets)
-    return out
+    return {page: len(set(re.findall(r"\[\[([^\]|#]+)", text)) | set(re.findall(r"\]\(([^)#\s]+\.md)", text)))
+            for page, text in pages.items()}
 
 
 def scores(ranked: list[list[str]], asked: list[Lookup], hubs: set[str]) -> dict[str, float]:
@@ -134,12 +142,13 @@ def main() -> None:
     ap.add_argument("--ablations", action="store_true", help="also memlink without each of its parts")
     ap.add_argument("--verbose", action="store_true", help="print each memlink miss at rank 1")
     args = ap.parse_args()
-    asked = lookups(args.folder)
-    counts = link_counts(args.folder)
+    texts = page_texts(args.folder)
+    asked = lookups(texts)
+    counts = link_counts(texts)
     hubs = {p for p, c in counts.items() if c >= HUB_LINKS}
     with tempfile.TemporaryDirectory() as tmp:
         pages, root = Path(tmp) / "pages", Path(tmp) / "vault"
-        shutil.copytree(args.folder, pages, ignore=shutil.ignore_patterns(".obsidian", ".trash", ".git"))
+        shutil.copytree(args.folder, pages)
         vault, batch, ingest_s, index = ingest_pages(pages, root)
         mapped = page_of(vault)
         rows: dict[str, dict[str, dict[str, float]]] = {}
@@ -154,11 +163,9 @@ def main() -> None:
                     print(f"  {q.text!r} -> {q.page}: {got}")
         plain = KeywordIndex(Path(tmp) / "bm25", ("body",))
         titled = KeywordIndex(Path(tmp) / "bm25t", ("title", "body"))
-        for file in sorted(args.folder.rglob("*.md")):
-            page = file.relative_to(args.folder).as_posix()
-            text = file.read_text(encoding="utf-8", errors="replace")
+        for page, text in texts.items():
             plain.put(page, {"body": text})
-            titled.put(page, {"title": file.stem, "body": text})
+            titled.put(page, {"title": Path(page).stem, "body": text})
         plain.flush()
         titled.flush()
         ranked |= {

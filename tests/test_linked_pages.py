@@ -497,20 +497,22 @@ def test_a_ceo_page_answers_who_works_there_and_who_returns_only_people(vault, t
 
 def test_the_real_vault_lookups_ask_headings_only_one_page_holds(tmp_path):
     """benchmarks/vault_lookup.py's questions: a section heading of two words or more that
-    no other page holds and that is no page's title; not one inside a code block; at most
-    PER_PAGE a page, in page order."""
-    from vault_lookup import PER_PAGE, lookups
+    no other page holds and that is no page's file name; not one inside a code block, nor
+    of a hidden page (ingest leaves those out); at most PER_PAGE a page, in page order."""
+    from vault_lookup import PER_PAGE, lookups, page_texts
 
     many = "\n".join(f"## Step number {i}\ntext" for i in range(PER_PAGE + 2))
     write(tmp_path, {
         "Sync/Set up sync.md": "intro\n## Choose a remote vault\ntext\n## Troubleshooting\n## Daily notes\n"
-                               "```\n## Not a heading\n```\n## Shared heading\n",
-        "Other.md": "## Shared heading\n## [[Link|Pick a *device*]]\n",
+                               "````\n```\n## Not a heading\n```\n## Still code\n````\n## Shared heading\n",
+        "Other.md": "## Shared heading\n## [[Link|Pick a *device*]]\n## Use snake_case names\n",
         "Daily notes.md": "text\n",
         "Long.md": many,
+        ".trash/Old.md": "## Choose a remote vault\n## Only in the trash\n",
     })
-    asked = [(q.text, q.page) for q in lookups(tmp_path)]
+    asked = [(q.text, q.page) for q in lookups(page_texts(tmp_path))]
     assert ("Choose a remote vault", "Sync/Set up sync.md") in asked
-    assert ("Pick a device", "Other.md") in asked
-    assert not {t for t, _ in asked} & {"Troubleshooting", "Daily notes", "Not a heading", "Shared heading"}
+    assert ("Pick a device", "Other.md") in asked and ("Use snake_case names", "Other.md") in asked
+    assert not {t for t, _ in asked} & {"Troubleshooting", "Daily notes", "Not a heading", "Still code",
+                                        "Shared heading", "Only in the trash"}
     assert [t for t, p in asked if p == "Long.md"] == [f"Step number {i}" for i in range(PER_PAGE)]
