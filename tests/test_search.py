@@ -101,6 +101,32 @@ def small(vault: Vault) -> Vault:
     return vault
 
 
+def test_fusion_by_score_a_clear_keyword_winner_beats_the_vector_route_near_tie(small, monkeypatch):
+    """Both routes find both notes: one holds every word of the query (BM25 far ahead),
+    the other is a hair closer in meaning. By rank they would tie (first and second on
+    each route); by score the clear keyword winner leads."""
+    index = SearchIndex.for_vault(small)
+    both = ("entities/atlas.md", "events/2026/09/01/kiln-firing.md")
+    monkeypatch.setattr(index, "vector_search", lambda q, n, types=None: [(both[1], 0.62), (both[0], 0.60)])
+    monkeypatch.setattr(index, "keyword_search", lambda q, n, types=None, tokens=None: [(both[0], 9.0), (both[1], 2.0)])
+    hits = search(small, "harbour scheduling rewrite", k=2, index=index, use_graph=False, snippets=False)
+    assert [h.uri for h in hits] == list(both)
+    assert hits[0].score == pytest.approx(1.0) and hits[1].score == pytest.approx((0.62 + 2.0 / 9.0) / 1.6)
+
+
+def test_a_question_frame_word_is_no_keyword_match(small):
+    """"How much is …?" asks about its content words: a note whose only word in common is
+    "how" is no keyword hit (by score it would rank on it)."""
+    small.write_note("entity", {"name": "How staff engineers write a promotion packet", "kind": "topic",
+                                "content": "A packet lists impact, scope and peer feedback."})
+    small.write_note("entity", {"name": "Klei en Vuur", "kind": "place",
+                                "content": "The studio's membership is 95 euros a month."})
+    hits = search(small, "How much is the membership at the studio?", k=5, snippets=False)
+    assert hits[0].uri == "entities/klei-en-vuur.md"
+    packet = [h for h in hits if h.uri == "entities/how-staff-engineers-write-a-promotion-packet.md"]
+    assert not packet or "keyword" not in {r.kind for r in packet[0].routes}
+
+
 def test_search_routes_snippets_and_graph_supplement(small):
     hits = search(small, "Caroline reviews Python code", k=5)
     top = hits[0]

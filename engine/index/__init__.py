@@ -441,9 +441,11 @@ class SearchIndex:
                 self._flush()
         return self.keywords
 
-    def keyword_search(self, query: str, k: int, types: set[str] | None = None) -> list[tuple[str, float]]:
-        """The k best notes by BM25 over their title and text."""
-        return self._flushed().search(self.keywords.tokens(query), k, {"text": 1.0}, types)
+    def keyword_search(self, query: str, k: int, types: set[str] | None = None,
+                       tokens: list[str] | None = None) -> list[tuple[str, float]]:
+        """The k best notes by BM25 over their title and text, for the query's tokens (or
+        these ``tokens``, as ``tokenize`` makes them)."""
+        return self._flushed().search(self.keywords.tokens(query) if tokens is None else tokens, k, {"text": 1.0}, types)
 
     def keyword_doc_freq(self, tokens: list[str]) -> tuple[dict[str, int], int]:
         return self._flushed().doc_freq(tokens)

@@ -34,7 +34,8 @@ class SearchConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     candidates: int = Field(30, ge=1, description="hits taken from each route before fusion")
-    rrf_k: int = Field(10, ge=1, description="RRF constant; small, because fused scores also serve as base scores in the α-merge")
+    rrf_k: int = Field(10, ge=1, description="the reciprocal-rank constant chat's memory context puts notes and turns in one "
+                                             "order by")
     seeds: int = Field(10, ge=1, description="top fused hits that seed graph propagation")
     alpha: float = Field(0.7, ge=0, le=1, description="weight of the search score for seeds")
     damping: float = Field(0.85, ge=0, le=1)

@@ -1,5 +1,5 @@
-"""Hybrid search (docs/DESIGN.md, "Search"): vector + keyword hits fused by reciprocal
-rank (engine.retrieve.fusion) → seeds → typed propagation over links and backlinks → α-merge →
+"""Hybrid search (docs/DESIGN.md, "Search"): vector + keyword hits fused by score (each
+hit's cosine plus its BM25 over the best one: engine.retrieve.fusion) → seeds → typed propagation over links and backlinks → α-merge →
 forced one-hop follow of contradicts / evolved_from → optional backlink boost (GBrain).
 Each hit says how it was found and carries a snippet with its outgoing links rendered."""
 
@@ -152,12 +152,14 @@ def search(
     vec, kw = [], []
     if "vector" in routes:
         vec = [(u, s) for u, s in index.vector_search(query, n) if s >= cfg.min_vector_similarity]
-        ranked_lists.append(RouteHits(vec, "rank", rrf_k=cfg.rrf_k))
+        ranked_lists.append(RouteHits(vec, "raw"))
         for rank, (uri, sim) in enumerate(vec, 1):
             found.setdefault(uri, []).append(Route("vector", rank, sim))
     if "keyword" in routes:
-        kw = index.keyword_search(query, n)
-        ranked_lists.append(RouteHits(kw, "rank", rrf_k=cfg.rrf_k))
+        # A question's frame ("how much", "what did we say about") is not what it asks:
+        # its keyword hits are on its content words, the words the gate weighs.
+        kw = index.keyword_search(query, n, tokens=(content_tokens(query) or None) if question else None)
+        ranked_lists.append(RouteHits(kw, "max"))
         for rank, (uri, score) in enumerate(kw, 1):
             found.setdefault(uri, []).append(Route("keyword", rank, score))
     named = _named(vault, query) if use_names else []
@@ -175,7 +177,8 @@ def search(
         if log:
             _log_query(vault, query, [], found)
         return []  # nothing in the vault says anything about it: no confident noise
-    # Reciprocal rank: cosines and BM25 scores are not on one scale, their ranks are.
+    # By score, not rank (docs/DESIGN.md, "Search"): a keyword route's clear winner is not
+    # levelled by the vector route's near ties, nor a close meaning by a hit on common words.
     fused = fuse(ranked_lists)
     top = max(fused.values(), default=0.0)
     base = {u: s / top for u, s in fused.items()} if top else {}  # best hit = 1.0, comparable with propagation
