@@ -463,3 +463,12 @@ def test_a_page_titled_with_one_of_the_words_does_not_outrank_the_page_holding_t
     assert [u for u, _ in SearchIndex.for_vault(vault).keyword_search("Global settings", 2)] == [
         answer, "sources/pages/Settings.md"]
     assert search(vault, "Global settings", k=3, snippets=False)[0].uri == answer
+
+
+def test_a_keyword_query_keeps_words_a_question_would_frame_with(small):
+    """"talk slides" is no question: "talk" is what it is about, not its frame."""
+    small.write_note("event", {"event_name": "Conference talk", "date": "2026-10-02",
+                               "content": "Gave the harbour scheduling talk at PyCon NL."})
+    hits = search(small, "talk slides", k=5, snippets=False)
+    assert hits and hits[0].uri == "events/2026/10/02/conference-talk.md"
+    assert "keyword" in {r.kind for r in hits[0].routes}

@@ -88,6 +88,16 @@ def _stemmer() -> Stemmer.Stemmer:
     return Stemmer.Stemmer("english")
 
 
+_ASKS = re.compile(r"^\W*(?:what|when|where|who|whom|whose|which|why|how|did|do|does|is|are|was|were|can|could|"
+                   r"should|would|will|have|has|tell|remind|show)\b|\?\s*$", re.IGNORECASE)
+
+
+def asks(text: str) -> bool:
+    """Whether ``text`` reads as a question (a question word first, or a question mark
+    last), so that its frame words frame it: "talk slides" is a query about a talk."""
+    return bool(_ASKS.search(text))
+
+
 def content_tokens(text: str) -> list[str]:
     """A question's tokens without its frame (QUESTION_FRAME), each once, in order."""
     frame = _frame_tokens()

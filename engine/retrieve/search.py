@@ -24,7 +24,7 @@ from ..model.config import SearchConfig
 from ..model.links import StoredLink
 from ..model.linktypes import LinkType, LinkTypeTable, builtin_table
 from ..model.relations import PERSON_KINDS, asked_relation, asks_who, relations_of
-from ..model.text import content_tokens, has_cjk, snippet, tokenize, words
+from ..model.text import asks, content_tokens, has_cjk, snippet, tokenize, words
 from ..storage.jsonl import append_jsonl, keep_newest
 from ..storage.render import render_links
 from .fusion import RouteHits, fuse
@@ -157,8 +157,9 @@ def search(
             found.setdefault(uri, []).append(Route("vector", rank, sim))
     if "keyword" in routes:
         # A question's frame ("how much", "what did we say about") is not what it asks:
-        # its keyword hits are on its content words, the words the gate weighs.
-        kw = index.keyword_search(query, n, tokens=(content_tokens(query) or None) if question else None)
+        # its keyword hits are on its content words, the words the gate weighs. (Only
+        # when it reads as a question: "talk slides" is about a talk.)
+        kw = index.keyword_search(query, n, tokens=(content_tokens(query) or None) if question and asks(query) else None)
         ranked_lists.append(RouteHits(kw, "max"))
         for rank, (uri, score) in enumerate(kw, 1):
             found.setdefault(uri, []).append(Route("keyword", rank, score))
@@ -296,10 +297,11 @@ def search(
 
 def query_coverage(index: SearchIndex, query: str, text: str | None = None) -> float:
     """The share of a question's content words' idf that some note holds: 1.0 when every
-    word occurs somewhere, 0.0 when none does. Frame words (engine.model.text.QUESTION_FRAME) do
-    not count; a question made only of them is judged on all its words. With ``text``: the
+    word occurs somewhere, 0.0 when none does. In a query that reads as a question
+    (``asks``) frame words (engine.model.text.QUESTION_FRAME) do not count; a question made
+    only of them is judged on all its words. With ``text``: the
     share that this one text holds (whether a note is evidence for the question: the dream)."""
-    tokens = content_tokens(query) or list(dict.fromkeys(tokenize(query)))
+    tokens = (content_tokens(query) if asks(query) else []) or list(dict.fromkeys(tokenize(query)))
     if not tokens:
         return 0.0
     df, n = index.keyword_doc_freq(tokens)

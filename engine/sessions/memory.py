@@ -88,7 +88,7 @@ def memory_context(vault: Vault, question: str, *, visible: set[str] | None = No
         if used + size <= budget:
             kept.append(item)
             used += size
-    rrf_k = vault.config.search.rrf_k  # (search's own reciprocal-rank constant)
+    rrf_k = vault.config.search.rrf_k  # (the reciprocal-rank constant of this merge)
     rank = {id(i): 1 / (rrf_k + r) for group in (turns, notes) for r, i in enumerate(group, 1)}
     kept.sort(key=lambda i: (-rank[id(i)], i.kind != "turn"))
     return MemoryContext(question, kept)
