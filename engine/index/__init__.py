@@ -4,8 +4,8 @@ Its files are in `.memlink/index/` (tantivy's `notes/`, the hnswlib snapshot); w
 holds is in the store: each note's content hash as indexed (``indexed``, space "notes"),
 its vectors' labels, its fingerprint. Sync compares the catalog's hashes with those in
 SQL and re-indexes only what differs; another fingerprint (embedding model, dimensions,
-chunking, tokenizer, what the keyword text holds) means a rebuild. Every step is idempotent, so a crash at any point
-is repaired by the next sync."""
+chunking, tokenizer, what the keyword text holds) means a rebuild. Every step is
+idempotent, so a crash at any point is repaired by the next sync."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """One way to fuse ranked routes into one score per candidate (docs/DESIGN.md, "Search").
 Search adds the cosine as it is and BM25 relative to its best hit; recall adds the same
-and a small graph bonus relative to its best; chat's memory context puts notes and turns
-in one order by reciprocal rank. Each
-is a ``RouteHits``: its hits best first, how their scores are normalised, and its weight."""
+and a small graph bonus relative to its best. Each is a ``RouteHits``: its hits best
+first, how their scores are normalised, and its weight."""
 
 from __future__ import annotations
 

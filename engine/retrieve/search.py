@@ -1,6 +1,7 @@
 """Hybrid search (docs/DESIGN.md, "Search"): vector + keyword hits fused by score (each
-hit's cosine plus its BM25 over the best one: engine.retrieve.fusion) → seeds → typed propagation over links and backlinks → α-merge →
-forced one-hop follow of contradicts / evolved_from → optional backlink boost (GBrain).
+hit's cosine plus its BM25 over the best one: engine.retrieve.fusion) → seeds → typed
+propagation over links and backlinks → α-merge → forced one-hop follow of contradicts /
+evolved_from → optional backlink boost (GBrain).
 Each hit says how it was found and carries a snippet with its outgoing links rendered."""
 
 from __future__ import annotations
