@@ -114,7 +114,7 @@ ix = tantivy.Index.open(os.path.join(folder, "notes"))
 searcher = ix.searcher()
 def one(q):
     vi.knn_query(m.encode([q]), k=30)
-    hits = searcher.search(ix.parse_query(q, ["title", "body"]), 30).hits
+    hits = searcher.search(ix.parse_query(q, ["text"]), 30).hits
     return [searcher.doc(a)["id"][0] for _, a in hits[:10]]
 '''
 RAW_QUERY = RAW_LOAD + r'''

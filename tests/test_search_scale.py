@@ -506,3 +506,21 @@ def test_a_walk_reads_each_links_weight_exactly(vault):
     assert [e.weight for e in walk.out_edges(a)] == [0.29999999999999993] == [e.weight for e in full.out_edges(a)]
     assert list(walk.in_edges(b)) == list(full.in_edges(b))
     assert [l.weight for l in vault.links.of(a, "links")] == [0.29999999999999993]
+
+
+def test_the_scale_benchmarks_raw_baseline_reads_memlinks_own_index(sample):
+    """benchmarks/bench_scale.py times raw hnswlib + tantivy over the files memlink wrote:
+    its program must still read them as they are laid out (field names included)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import subprocess
+
+    from bench_scale import RAW_QUERY, py
+
+    from engine.index import SearchIndex
+    from engine.index.embed import bundled_model_path
+
+    SearchIndex.for_vault(sample).sync()
+    sample.close()
+    out = subprocess.run(py(RAW_QUERY, str(sample.root), str(bundled_model_path()), "kiln glaze"),
+                         capture_output=True, text=True, check=True)
+    assert "entities/klei-vuur.md" in out.stdout
