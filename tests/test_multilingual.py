@@ -323,3 +323,18 @@ def test_a_settings_file_that_cannot_be_written_does_not_stop_the_import(vault, 
     assert report.turns and report.model == "multilingual" and not report.model_set
     assert "`embedding: {model: multilingual}`" in report.model_line()
     assert (vault.root / "memlink.yaml").read_bytes() == before and vault.config.embedding.model is None
+
+
+def test_a_change_of_model_leaves_one_vector_snapshot_of_each_index(sample):
+    """The indexes rebuilt for another model write new snapshots; the old model's go (at
+    100k notes one is over 100 MB)."""
+    def snapshots(v: Vault) -> list[str]:
+        return sorted(p.name.split("-vectors-")[0] for p in (v.state_dir / "index").glob("*-vectors-*.bin"))
+
+    SearchIndex.for_vault(sample)
+    TurnMemory.for_vault(sample).recall("kiln")
+    assert snapshots(sample) == ["notes", "turns"]
+    switched = use_model(sample, "multilingual")
+    assert SearchIndex.for_vault(switched).embedder.name == MULTILINGUAL_MODEL
+    TurnMemory.for_vault(switched).recall("kiln")
+    assert snapshots(switched) == ["notes", "turns"]

@@ -37,7 +37,6 @@ class VectorIndex:
         self.params = {"M": M, "ef_construction": ef_construction, "ef_search": ef_search}
         self.index = self._new(max(capacity, 16))
         self.next_label = 0
-        self.file: str | None = None  # the saved snapshot this index was loaded from or saved to
         # Label changes since the last save: label -> (key, part), None: deleted.
         self._pending: dict[int, tuple[str, int] | None] = {}
         self._added: dict[str, list[int]] = {}  # the live labels added since the last save, by key
@@ -72,7 +71,7 @@ class VectorIndex:
             return False
         index.set_ef(self.params["ef_search"])
         index.set_num_threads(1)
-        self.index, self.next_label, self.file = index, int(meta["next_label"]), meta["file"]
+        self.index, self.next_label = index, int(meta["next_label"])
         self._pending.clear()
         self._added.clear()
         live = self.store.row("SELECT count(*) FROM vectors WHERE space = ?", (self.space,))
@@ -111,13 +110,17 @@ class VectorIndex:
 
     def saved(self, name: str | None) -> None:
         """The transaction that recorded ``name`` (``save``) committed: it is this index's
-        snapshot now, and the one it replaces is removed."""
-        if name is None:
+        snapshot now, and every other snapshot of its space is removed: the one it
+        replaces, and one no record names any more (a rebuild after a change of model or
+        settings never loaded the old one). The caller holds the lock its saves are made
+        under, so no other snapshot of the space is being written."""
+        if name is None or self.folder is None:
             return
-        old, self.file = self.file, name
         self._pending.clear()
         self._added.clear()
-        self.drop_file(old)
+        for path in self.folder.glob(f"{self.space}-vectors-*.bin"):
+            if path.name != name:
+                self.drop_file(path.name)
 
     def discard(self, name: str | None) -> None:
         """The transaction that would have recorded ``name`` did not commit: its file goes,
