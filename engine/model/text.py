@@ -104,6 +104,13 @@ def content_tokens(text: str) -> list[str]:
     return [t for t in dict.fromkeys(tokenize(text)) if t not in frame]
 
 
+def question_tokens(text: str) -> list[str] | None:
+    """The tokens a query is matched on when it reads as a question (``asks``): its
+    content words, its frame left out; None when every word of it counts (not a
+    question, or a question made only of frame words)."""
+    return (content_tokens(text) or None) if asks(text) else None
+
+
 @lru_cache(maxsize=1)
 def _frame_tokens() -> frozenset[str]:
     return frozenset(tokenize(" ".join(QUESTION_FRAME)))

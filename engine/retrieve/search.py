@@ -25,7 +25,7 @@ from ..model.config import SearchConfig
 from ..model.links import StoredLink
 from ..model.linktypes import LinkType, LinkTypeTable, builtin_table
 from ..model.relations import PERSON_KINDS, asked_relation, asks_who, relations_of
-from ..model.text import asks, content_tokens, has_cjk, snippet, tokenize, words
+from ..model.text import has_cjk, question_tokens, snippet, tokenize, words
 from ..storage.jsonl import append_jsonl, keep_newest
 from ..storage.render import render_links
 from .fusion import RouteHits, fuse
@@ -160,7 +160,7 @@ def search(
         # A question's frame ("how much", "what did we say about") is not what it asks:
         # its keyword hits are on its content words, the words the gate weighs. (Only
         # when it reads as a question: "talk slides" is about a talk.)
-        kw = index.keyword_search(query, n, tokens=(content_tokens(query) or None) if question and asks(query) else None)
+        kw = index.keyword_search(query, n, tokens=question_tokens(query) if question else None)
         ranked_lists.append(RouteHits(kw, "max"))
         for rank, (uri, score) in enumerate(kw, 1):
             found.setdefault(uri, []).append(Route("keyword", rank, score))
@@ -302,7 +302,7 @@ def query_coverage(index: SearchIndex, query: str, text: str | None = None) -> f
     (``asks``) frame words (engine.model.text.QUESTION_FRAME) do not count; a question made
     only of them is judged on all its words. With ``text``: the
     share that this one text holds (whether a note is evidence for the question: the dream)."""
-    tokens = (content_tokens(query) if asks(query) else []) or list(dict.fromkeys(tokenize(query)))
+    tokens = question_tokens(query) or list(dict.fromkeys(tokenize(query)))
     if not tokens:
         return 0.0
     df, n = index.keyword_doc_freq(tokens)
