@@ -531,10 +531,6 @@ def ensure_vaults(work: Path, n: int, turns: int, shared: float, first_word: str
 ENV: dict[str, str] = {}
 
 
-class _SkipWrites(Exception):
-    """--search-only: the rows that write are skipped."""
-
-
 def write_rows(n: int, work: Path, base: Path, row: Callable[[str, str, str], None]) -> None:
     """The rows that write, on a fresh copy of the never-seen vault ``base``."""
     from engine import Vault

@@ -107,9 +107,6 @@ class World:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(page.text(), encoding="utf-8")
 
-    def person_paths(self) -> set[str]:
-        return {p for p, page in self.pages.items() if page.kind == "person"}
-
 
 class _Refs:
     """Every reference form a page author might use, chosen at random."""

@@ -26,9 +26,6 @@ class PageIdMap:
         self._by_id[page_id] = uri
         return page_id
 
-    def get_uri(self, page_id: int) -> str | None:
-        return self._by_id.get(page_id)
-
     def next_new_page_id(self) -> int:
         page_id = self._next_new
         self._next_new += 1

@@ -218,12 +218,6 @@ class LinkTypeTable:
         take one over, so every table answers every role."""
         return self._roles[role]
 
-    def flow(self, link_type: str, direction: Direction) -> Flow | None:
-        spec = self._specs.get(str.__str__(link_type))
-        if spec is None:
-            return None
-        return spec.forward if direction == "links" else spec.backward
-
     def propagation(self) -> dict[tuple[LinkType, Direction], Flow]:
         """(type, direction) → Flow for every type: the graph's propagation table."""
         out: dict[tuple[LinkType, Direction], Flow] = {}

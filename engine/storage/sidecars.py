@@ -244,7 +244,6 @@ class FolderFiles:
     broken: str | None = None  # why the folder cannot be read at all
     base: FileStamp = None
     log: FileStamp = None
-    last_tx: str | None = None  # the tx of the log's last complete line
     has_log: bool = False
     lines: Lines = field(default_factory=dict)  # the list's entries with their lines (``read_folder(lines=True)``)
 
@@ -278,8 +277,8 @@ def _base_text(root: Path, path: Path, where: str) -> str:
         raise SidecarError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
-def _log_record(line: bytes) -> tuple[str | None, list[dict]]:
-    """One log line as (tx, ops); ValueError when it is not a link-log record."""
+def _log_record(line: bytes) -> list[dict]:
+    """One log line's ops; ValueError when it is not a link-log record."""
     try:
         record = json.loads(line)
         ops = record["ops"]
@@ -289,11 +288,11 @@ def _log_record(line: bytes) -> tuple[str | None, list[dict]]:
             isinstance(o, dict) and o.get("op") in _KINDS and (o["op"] != "put_link" or isinstance(o.get("link"), dict))
             for o in ops):
         raise ValueError("not a link-log record")
-    return record.get("tx"), ops
+    return ops
 
 
-def _log_records(data: bytes, where: str) -> Iterator[tuple[str | None, list[dict]]]:
-    """The log's complete lines as (tx, ops); a torn last line (no newline) is left out."""
+def _log_records(data: bytes, where: str) -> Iterator[list[dict]]:
+    """Each of the log's complete lines' ops; a torn last line (no newline) is left out."""
     for n, line in whole_lines(data):
         try:
             yield _log_record(line)
@@ -320,10 +319,9 @@ def read_folder(root: Path, folder_path: Path, folder: str, *, lines: bool = Fal
             except FileNotFoundError as exc:
                 raise SidecarError(f"{where}: cannot be read ({exc.strerror or exc})") from None
             rows = RawRows(out.rows)
-            for tx, ops in _log_records(data, where):
+            for ops in _log_records(data, where):
                 for op in ops:
                     rows.apply(op)
-                out.last_tx = tx if isinstance(tx, str) else None
             out.rows = rows.rows()
     except FileNotFoundError as exc:  # gone since it was stamped
         out.rows, out.broken = [], f"{sidecar_rel(folder)}: cannot be read ({exc.strerror or exc})"
@@ -369,7 +367,7 @@ def salvage_folder(root: Path, folder_path: Path, folder: str) -> Salvaged:
     rows = RawRows(out.rows)
     for n, line in whole_lines(log):
         try:
-            _tx, ops = _log_record(line)
+            ops = _log_record(line)
             if too_deep(ops):
                 raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
             for op in ops:

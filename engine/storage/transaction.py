@@ -274,14 +274,6 @@ class Transaction:
             return list(self._views[key])
         return [] if folder in self._restored else None
 
-    def folder_links(self, folder: str, on_disk: list[StoredLink]) -> list[StoredLink]:
-        """A folder's links once this transaction commits, given those on disk."""
-        if folder in self._restored:
-            return [l for k, links in self._views.items() if k[0] == folder for l in links]
-        staged = {k for k in self._views if k[0] == folder}
-        kept = [l for l in on_disk if (folder, owner_of(l), l.direction) not in staged]
-        return kept + [l for k in sorted(staged) for l in self._views[k]]
-
     def entries(self, folder: str, link_ids: Iterable[str], direction: str) -> dict[str, StoredLink]:
         """The records with these ids and this direction in a folder once this transaction
         commits, by id (read in one query)."""
@@ -367,10 +359,6 @@ class Transaction:
         ops: list = [*self._files.values(), *self._restores.values(), *self._link_ops]
         ops += [AppendRecords(log=log, records=rows) for log, rows in self._records.items() if rows]
         return ops
-
-    @property
-    def links_changed(self) -> bool:
-        return bool(self._link_ops or self._restores)
 
     def written(self) -> list[tuple[str, Note | None]]:
         """Notes written (with their parsed note when known) and deleted (None text)."""
