@@ -399,23 +399,6 @@ def test_every_entry_memlink_writes_takes_the_fast_path(vault):
     assert len(rows) == 4 and all(plainly_valid(r) for r in rows)
 
 
-def test_decode_record_reads_what_json_reads():
-    """The index's records are decoded by orjson; the result must be json's, for every
-    record memlink writes and for what orjson refuses (json reads those)."""
-    from engine.model.links import decode_record
-
-    rows = [json.dumps({"id": f"link_{i:08x}", "from_uri": f"a/n{i}.md", "to_uri": "b/é ü.md", "direction": "links",
-                        "link_type": "supports", "weight": w, "t_field": "content", "t_line_ranges": "1-2",
-                        "match_text": "\u2028x", "description": 'says "so" \\ ✓', "created_at": "2026-01-01T00:00:00+00:00"},
-                       ensure_ascii=ascii)
-            for i, w in enumerate((0.0, 0.1, 1 / 3, 1.0, 5e-324, 1)) for ascii in (True, False)]
-    rows += ['{"weight": NaN, "a": "x"}', '{"s": "\\ud800"}', '{"a": 1, "a": 2}', '{"w": -0.0}',
-             '{"tiny": 1e-400, "f": 0.30000000000000004, "ok": 18446744073709551615}']
-    for raw in rows:
-        got, want = decode_record(raw), json.loads(raw)
-        assert repr(got) == repr(want) and [type(v) for v in got.values()] == [type(v) for v in want.values()]
-
-
 def test_a_trusted_record_is_the_record_model_construct_makes():
     """The link index makes its records without pydantic's per-field work; they are the
     same records, dump the same and copy the same."""

@@ -15,7 +15,6 @@ import uuid
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal, NamedTuple
 
-import orjson
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -249,9 +248,6 @@ class Sidecar:
         entry inside one is set aside in ``rejected`` with its index and cause."""
         return cls(*classify(load_rows(text, where)))
 
-    def copy(self) -> Sidecar:
-        return Sidecar(list(self.entries), list(self.legacy), list(self.rejected))
-
     def dump(self) -> str:
         """One entry per line: diff-friendly, and fast (the C JSON encoder, no indent).
         Rejected entries are written back as they were: only `check --fix` moves them."""
@@ -479,19 +475,6 @@ def _canonical_ranges(value: str) -> str | None:
 def _weight(raw: object) -> float:
     w = raw.get("weight") if isinstance(raw, dict) else None
     return float(w) if isinstance(w, (int, float)) else 0.0
-
-
-def decode_record(raw: str) -> dict:
-    """A link record from the link index as a plain dict, exactly as ``json.loads`` reads
-    it, about four times faster (orjson): a 100k-note vault holds 600k records, and lint,
-    the dream's graph and every search walk decode them. The index holds only records
-    that validated, so nothing orjson reads otherwise (an integer past 64 bits, which it
-    makes a float) can be in one; what it refuses (NaN, a lone surrogate escape) json
-    reads. (Not for whole sidecars: on a 57 MB one orjson is only a quarter faster.)"""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return json.loads(raw)
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False)  # (``json.dumps`` with an argument builds one per call)
