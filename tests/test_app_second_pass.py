@@ -450,6 +450,40 @@ async def test_the_lint_pane_shows_the_card_for_a_contradiction(sample):
         assert "content lines 2" in card and "late in the day" in card and "keep A" in card
 
 
+async def test_review_keys_act_only_on_the_pair_the_lint_pane_shows(sample):
+    """A preview is dropped when another row is chosen, and a list without a contradiction
+    (x on a note that has none) leaves no pair, no card and nothing to apply."""
+    from textual.widgets import DataTable, Static
+
+    def notes_text(vault) -> dict:
+        return {p: p.read_bytes() for p in vault.root.rglob("*.md") if "dashboards" not in p.parts}
+
+    before = notes_text(sample)
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_at(app, pilot, "lint")
+        await pilot.press("enter")
+        table = app.screen.query_one("#findings", DataTable)
+        rows = [i for i, key in enumerate(table.rows) if key.value.split("|")[2]]
+        table.move_cursor(row=rows[0])
+        await settle(app, pilot)
+        await pilot.press("left_square_bracket")
+        assert app.screen.pending is not None
+        table.move_cursor(row=rows[1])
+        await settle(app, pilot)
+        assert app.screen.pending is None
+        assert "preview dropped" in str(app.screen.query_one("#review-status", Static).render())
+        await pilot.press("y")
+        await settle(app, pilot)
+        app.go("lint", "preferences/coffee.md")  # x in the browser: its contradictions (none)
+        await settle(app, pilot)
+        assert "involving preferences/coffee.md" in str(table.border_title) and not table.row_count
+        assert app.screen.pair is None and not str(app.screen.query_one("#review-card", Static).render()).strip()
+        await pilot.press("left_square_bracket")
+        assert app.screen.pending is None
+    assert notes_text(sample) == before  # nothing was applied
+
+
 async def test_import_picks_a_file_in_the_folder_tree(sample, tmp_path):
     from textual.widgets import DirectoryTree, Static
 

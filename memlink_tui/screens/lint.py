@@ -167,6 +167,9 @@ class LintScreen(Pane):
     def _fill(self, check: str) -> None:
         table = self.query_one("#findings", DataTable)
         table.clear()
+        # No pair until a row of this list is highlighted: keys never act on one it does not show.
+        self._choose(None)
+        self.call_later(self._show, "", "")
         focus = self.focus_note
         assert self.report is not None  # filled only once a lint has run
         by_check = self.report.by_check()
@@ -194,12 +197,19 @@ class LintScreen(Pane):
         _i, uri, other = key.split("|", 2)
         if _i == GROUP:
             uri = other = ""
-        self.pair = (uri, other) if other else None
+        self._choose((uri, other) if other else None)
         await self._show(uri, other)
         if self.pair is not None:
             self._card(*self.pair)
-        else:
-            self.query_one("#review-card", Static).update("")
+
+    def _choose(self, pair: tuple[str, str] | None) -> None:
+        """The pair the review keys act on; a preview made for another pair is dropped
+        (y never applies what the screen no longer shows)."""
+        if pair != self.pair and self.pending is not None:
+            self.pending = None
+            self._status("preview dropped: another row is chosen")
+        self.pair = pair
+        self.query_one("#review-card", Static).update("")
 
     def _card(self, a: str, b: str) -> None:
         """Why the two notes disagree (the link's description) and the lines in dispute,
