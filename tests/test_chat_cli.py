@@ -127,7 +127,8 @@ def test_chat_prints_no_escape_sequence_from_notes_turns_or_the_model(tmp_path):
         assert r.returncode == 0, r.stderr
         assert unsafe(r.stdout) == [] and unsafe(r.stderr) == []
     assert "The crane" in with_model.stdout and "Alpha" in runs[1].stdout
-    assert HOSTILE in json.loads(runs[2].stdout)["answer"]  # JSON keeps every character, escaped
+    answer = json.loads(runs[2].stdout)["answer"]  # quoted from the turn's memory: its words, none of its escapes
+    assert "Fence painted here over" in answer and unsafe(answer) == []
 
 
 def said(session: str, *pairs: tuple[str, str], first: int = 1) -> list[dict]:

@@ -164,3 +164,25 @@ def test_a_title_with_escape_sequences_gives_a_file_name_without_their_payload()
 
     title = "Evil \x1b]52;c;SGVsbG8=\x07 notes \x1b]8;;http://x.example\x07link\x1b]8;;\x07 \x1b[2J here"
     assert slugify(title) == "evil-notes-link-here"
+
+
+def test_notes_made_from_a_chat_hold_no_escape_sequence_and_keep_its_words(tmp_path):
+    """A message carrying terminal escapes (a paste, an export) is kept in its log as it
+    arrived; the notes made from it, and what the chat logs of typed text, hold the words only."""
+    from engine.sessions.chat import ChatSession
+    from engine.sessions.commit import commit_session
+
+    vault = Vault.init(tmp_path / "v", name="v")
+    said = f"I prefer \x1b[31mOolong tea\x1b[0m in the morning {HOSTILE}"
+    append_events(vault, "s", [
+        {"session": "s", "id": "s-1", "role": "user", "content": said, "ts": "2026-11-01T10:00:00Z"},
+        {"session": "s", "id": "s-2", "role": "assistant", "content": "Noted.", "ts": "2026-11-01T10:00:01Z"},
+    ])
+    assert commit_session(vault, "s") is not None
+    made = [p for p in vault.root.rglob("*.md") if "Oolong" in p.read_text(encoding="utf-8")]
+    assert made and all(unsafe(p.read_text(encoding="utf-8")) == [] for p in made)
+    assert any("# Oolong tea in the morning" in p.read_text(encoding="utf-8") for p in made)
+    ChatSession(vault, "typed").prepare(f"I love Gouda cheese {HOSTILE} from Kaasmarkt")
+    logged = [json.loads(line) for line in (vault.root / "sessions" / "typed.jsonl").read_text(encoding="utf-8").splitlines()]
+    typed = logged[0]["content"]
+    assert typed.startswith("I love Gouda cheese") and typed.endswith("from Kaasmarkt") and unsafe(typed) == []

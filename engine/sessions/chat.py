@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from ..model.text import printable
 from .context import assemble, visible_sources
 from .events import MEMORY_ANSWER, SessionEvent
 from .importer import ImportReport, extract_pending
@@ -90,6 +91,7 @@ class ChatSession:
         """Log the user's message, recall, and build what the model will see. ``about``: a
         note URI the user is asking about; it is given to the model and seeds recall with
         its title."""
+        text = printable(text)  # (a paste can carry terminal escapes: what is typed is text)
         note = self.vault.read_note(about) if about else None  # before logging: a missing note changes nothing
         append_events(self.vault, self.session, [self._event("user", text)])
         turns = self.turns()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..errors import MemlinkError
+from ..model.text import printable
 from ..model.uris import normalize_uri
 from ..storage.jsonl import Problem, append_jsonl, heal_tail, invalid, read_numbered, read_records
 from .events import COMMIT, MEMORY_ANSWER, SESSION_ID, SessionEvent
@@ -153,11 +154,12 @@ class Turn:
 
 def message_text(event: SessionEvent) -> str:
     """A message as said: its content, and the caption of an image it carries (an optional
-    ``caption`` field) as `[image: …]`."""
+    ``caption`` field) as `[image: …]`. Terminal escapes and control characters are left
+    out (``printable``): the log keeps what arrived, but a note made from a message (its
+    title, its text) or a prompt built from it never holds them."""
     caption = event.caption
-    if caption and caption.strip():
-        return f"{event.content} [image: {caption.strip()}]".strip()
-    return event.content
+    text = f"{event.content} [image: {caption.strip()}]".strip() if caption and caption.strip() else event.content
+    return printable(text.replace("\r\n", "\n").replace("\r", "\n"))  # (a lone CR ends a line in old exports)
 
 
 def _joined(events: list[SessionEvent]) -> dict[str, str]:
