@@ -67,6 +67,19 @@ def test_a_move_retargets_every_link_on_both_sides_and_undo_restores_every_byte(
     assert errors(Vault.open(sample.root)) == []
 
 
+@pytest.mark.parametrize("old, new", [("entities/klei-vuur.md", "entities/klei.md"),
+                                      ("entities/mochi.md", "entities/mochi-cat.md")])
+def test_a_rename_in_its_own_folder_undoes_to_every_byte(sample, old, new):
+    """The note's records stay in the same sidecar under another name: undo puts each back
+    (whichever of the two names sorts first), never drops one, and is not refused."""
+    before = files(sample.root)
+    move_note(sample, old, new)
+    assert errors(Vault.open(sample.root)) == []
+    undo(Vault.open(sample.root))
+    assert files(sample.root) == before
+    assert errors(Vault.open(sample.root)) == []
+
+
 def test_a_move_into_a_folder_keeps_the_file_name(sample):
     (sample.root / "archive").mkdir()
     assert move_note(sample, OLD, "archive").new == "archive/havenlink.md"

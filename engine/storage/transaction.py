@@ -291,7 +291,9 @@ class Transaction:
         return out
 
     def link_changes(self) -> list[LinkChange]:
-        """Every link record this transaction changes, by (folder, id, direction)."""
+        """Every link record this transaction changes, by (folder, id, direction). A record
+        that moves from one note to another of the same folder (a rename) is one change:
+        the entry it was under the old note, the entry it is under the new one."""
         out: dict[tuple[str, str, str], LinkChange] = {}
         keys = set(self._views)
         for folder in self._restored:
@@ -305,8 +307,12 @@ class Transaction:
             after = {(l.id, l.to_uri if l.legacy else ""): l for l in self._views.get(key, [])}
             for ident in sorted(set(before) | set(after)):
                 was, now = before.get(ident), after.get(ident)
-                if was != now:
-                    out[(key[0], ident[0], key[2])] = LinkChange(key[0], ident[0], key[2], was, now)
+                if was == now:
+                    continue
+                seen = out.get((key[0], ident[0], key[2]))
+                if seen is not None:  # (the other owner's half of the same record)
+                    was, now = seen.before or was, seen.after or now
+                out[(key[0], ident[0], key[2])] = LinkChange(key[0], ident[0], key[2], was, now)
         return [out[k] for k in sorted(out)]
 
     def text_after(self, rel: str) -> str | None:
