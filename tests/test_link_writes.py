@@ -62,6 +62,8 @@ def test_a_new_link_needs_a_type_and_an_update_of_no_link_makes_one(sample):
     a, b = "entities/mochi.md", "preferences/coffee.md"
     with pytest.raises(LinkError, match="needs a link type"):
         write_link(sample, a, b)
+    with pytest.raises(LinkError, match="has no link to preferences/coffee.md to update"):
+        write_link(sample, a, b, update=True, weight=0.3)
     made = write_link(sample, a, b, "related_to", update=True, description="made by an update")
     assert made.weight == 1.0 and [l.id for l in sample.links.of(a, "links") if l.to_uri == b] == [made.id]
 
@@ -127,3 +129,27 @@ async def test_mcp_refuses_a_pair_linked_already_unless_update(tmp_path):
         assert again.structured_content["action"]
     assert "update-link" in undo(Vault.open(root))
     assert sidecars(root) == before
+
+
+def test_of_several_processes_linking_one_pair_at_once_exactly_one_writes(sample):
+    """The check for an existing link and the write are one unit of work under the write
+    lock: however the processes interleave, one links and the others are refused."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    a, b = "entities/mochi.md", "entities/hangzhou.md"
+    runs = [subprocess.Popen([sys.executable, "-m", "memlink_tui", "--vault", str(sample.root), "link", a, b, "--type", kind,
+                              "--description", f"by {kind}"], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for kind in ("related_to", "caused_by", "contradicts", "belongs_to")]
+    done = [(run.wait(timeout=120), run.stdout.read(), run.stderr.read()) for run in runs]  # type: ignore[union-attr]
+    linked = [out for code, out, _ in done if code == 0]
+    assert len(linked) == 1, done
+    assert all("already" in err for code, _, err in done if code != 0)
+    fresh = Vault.open(sample.root)
+    written = [l for l in fresh.links.of(a, "links") if l.to_uri == b]
+    assert len(written) == 1 and written[0].id in linked[0] and written[0].link_type.value in linked[0]
+    assert [e for e in check(fresh) if e.severity == "error"] == []

@@ -45,45 +45,48 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
     `memlink undo`. Without ``update`` a pair linked already is refused (``LinkExists``),
     nothing written. Returns the link as written."""
     from_uri, to_uri = normalize_uri(from_uri), normalize_uri(to_uri)
-    existing = [l for l in vault.links.of(from_uri, "links") if l.to_uri == to_uri and not l.legacy]
-    if link_id is not None and not any(l.id == link_id for l in existing):
-        raise LinkError(f"{from_uri} has no link {link_id} to {to_uri} (it was changed or removed since); "
-                        "nothing was written")
-    if not existing:
-        if link_type is None:
-            raise LinkError("a new link needs a link type")
-        return vault.link(from_uri, to_uri, link_type, weight=1.0 if weight is None else weight, t_field=t_field,
-                          t_line_ranges=t_line_ranges, match_text=match_text or None, description=description or "")
-    if not update:
-        listed = "; ".join(describe(l) for l in existing)
-        raise LinkExists(f"{from_uri} is linked to {to_uri} already: {listed}. Nothing was written; "
-                         "to change that link, write it again as an update (`memlink link --update`)", existing)
-    if link_id is not None:
-        chosen = [l for l in existing if l.id == link_id]
-    elif len(existing) > 1:
-        chosen = [l for l in existing if link_type is None or l.link_type == link_type]
-    else:
-        chosen = existing
-    if len(chosen) != 1:
-        raise LinkError(f"{from_uri} has {len(existing)} links to {to_uri} ({'; '.join(describe(l) for l in existing)}); "
-                        "give the link type of the one to update")
-    old = chosen[0]
-    if match_text and match_text not in vault.read_note(from_uri).text:
-        raise LinkError(f"cannot link: the anchor {match_text!r} is not in the text of {from_uri}")
-    new_field = t_field or old.t_field
-    checked = new_link(vault, from_uri, to_uri, link_type or old.link_type, weight=old.weight if weight is None else weight,
-                       t_field=new_field,
-                       t_line_ranges=t_line_ranges if t_line_ranges is not None else
-                       (old.t_line_ranges if new_field == old.t_field else None),
-                       match_text=old.match_text if match_text is None else match_text or None,
-                       description=old.description if description is None else description, created_at=old.created_at)
-    updated = checked.model_copy(update={"id": old.id})
-    if updated == old:
-        return old  # nothing to change: nothing written, nothing to undo
-    changed = sorted(k for k in ("link_type", "weight", "t_field", "t_line_ranges", "match_text", "description")
-                     if getattr(old, k) != getattr(updated, k))
+    # The check and the write in one unit of work, under the write lock: two processes
+    # linking the same pair at once cannot both find it free.
     with vault.transaction() as tx:
+        existing = [l for l in vault.links.of(from_uri, "links") if l.to_uri == to_uri and not l.legacy]
+        if link_id is not None and not any(l.id == link_id for l in existing):
+            raise LinkError(f"{from_uri} has no link {link_id} to {to_uri} (it was changed or removed since); "
+                            "nothing was written")
+        if not existing:
+            if link_type is None:
+                raise LinkError(f"{from_uri} has no link to {to_uri} to update; nothing was written (a new link needs a "
+                                "link type)" if update else "a new link needs a link type")
+            return vault.link(from_uri, to_uri, link_type, weight=1.0 if weight is None else weight, t_field=t_field,
+                              t_line_ranges=t_line_ranges, match_text=match_text or None, description=description or "")
+        if not update:
+            listed = "; ".join(describe(l) for l in existing)
+            raise LinkExists(f"{from_uri} is linked to {to_uri} already: {listed}. Nothing was written; "
+                             "to change that link, write it again as an update (`memlink link --update`)", existing)
+        if link_id is not None:
+            chosen = [l for l in existing if l.id == link_id]
+        elif len(existing) > 1:
+            chosen = [l for l in existing if link_type is None or l.link_type == link_type]
+        else:
+            chosen = existing
+        if len(chosen) != 1:
+            raise LinkError(f"{from_uri} has {len(existing)} links to {to_uri} ({'; '.join(describe(l) for l in existing)}); "
+                            "give the link type of the one to update")
+        old = chosen[0]
+        if match_text and match_text not in vault.read_note(from_uri).text:
+            raise LinkError(f"cannot link: the anchor {match_text!r} is not in the text of {from_uri}")
+        new_field = t_field or old.t_field
+        checked = new_link(vault, from_uri, to_uri, link_type or old.link_type, weight=old.weight if weight is None else weight,
+                           t_field=new_field,
+                           t_line_ranges=t_line_ranges if t_line_ranges is not None else
+                           (old.t_line_ranges if new_field == old.t_field else None),
+                           match_text=old.match_text if match_text is None else match_text or None,
+                           description=old.description if description is None else description, created_at=old.created_at)
+        updated = checked.model_copy(update={"id": old.id})
+        if updated == old:
+            return old  # nothing to change: nothing written, nothing to undo
+        changed = sorted(k for k in ("link_type", "weight", "t_field", "t_line_ranges", "match_text", "description")
+                         if getattr(old, k) != getattr(updated, k))
         tx.link_ops(remove_ops(old) + put_ops(updated))
         log_action(vault, tx, "update-link", from_uri, to_uri,
                    f"updated the link {from_uri} -> {to_uri} ({old.id}): {', '.join(changed)}")
-    return updated
+        return updated
