@@ -80,6 +80,17 @@ def test_a_rename_in_its_own_folder_undoes_to_every_byte(sample, old, new):
     assert errors(Vault.open(sample.root)) == []
 
 
+def test_a_move_out_of_or_into_a_folder_whose_sidecar_cannot_be_read_is_refused(sample):
+    sidecar = sample.root / "entities" / ".relations.json"
+    lines = sidecar.read_text(encoding="utf-8").splitlines(keepends=True)
+    sidecar.write_text("".join(lines[:4]) + lines[4].replace('{"id"', '{"id" oops', 1) + "".join(lines[5:]), encoding="utf-8")
+    before = files(sample.root)
+    for old, new in (("entities/mochi.md", "entities/mochi-cat.md"), ("preferences/coffee.md", "entities/coffee.md")):
+        with pytest.raises(MoveError, match="entities/.relations.json: not valid JSON.*nothing was moved"):
+            move_note(Vault.open(sample.root), old, new)
+    assert files(sample.root) == before
+
+
 def test_a_move_into_a_folder_keeps_the_file_name(sample):
     (sample.root / "archive").mkdir()
     assert move_note(sample, OLD, "archive").new == "archive/havenlink.md"

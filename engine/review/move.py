@@ -99,6 +99,12 @@ def move_note(vault: Vault, old: str, new: str, *, rewrite_text: bool = False) -
             raise MoveError(f"cannot move {old} to {new}: {new} exists already; nothing was moved")
         if not has_old and not has_new:
             raise NoteNotFound(f"no note at {old} (nor at {new}); nothing was moved")
+        # The note's own records are in its folder's sidecar: one that cannot be read would
+        # hide its links, and the notes linking to it would be left pointing at nothing.
+        for folder in dict.fromkeys((uri_dir(old), uri_dir(new))):
+            problem = vault.links.folder(folder, records=False).problem(folder)
+            if problem:
+                raise MoveError(f"cannot move {old}: {problem}; nothing was moved")
         if has_old:
             _move_file(vault, tx, old, new)
         elif vault.links.of(new):
