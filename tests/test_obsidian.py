@@ -296,6 +296,18 @@ def test_the_cli_regenerates(tmp_path):
     assert obsidian_edges(root) and main(["--vault", str(root), "check"]) == 0
 
 
+def test_the_notes_of_a_folder_whose_links_cannot_be_read_keep_their_blocks(tmp_path):
+    root = tmp_path / "sample"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))
+    sidecar = root / "entities" / ".relations.json"
+    sidecar.write_text(sidecar.read_text(encoding="utf-8").replace('{"id"', '{"id" oops', 1), encoding="utf-8")
+    before = {p: p.read_bytes() for p in root.rglob("*.md")}
+    done = regenerate(Vault.open(root))
+    assert done.rewritten == [] and list(done.unreadable) == ["entities"]
+    assert "the notes in entities left alone: entities/.relations.json: not valid JSON" in done.summary()
+    assert {p: p.read_bytes() for p in root.rglob("*.md")} == before
+
+
 # -- importing an Obsidian vault --------------------------------------------------------------
 def test_ingesting_an_obsidian_vault_keeps_folders_tags_aliases_and_links(vault, tmp_path):
     from engine.extract.batch import ingest_batch

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from ..errors import MemlinkError
 from ..model.blocks import view_span
 from ..model.notes import parse_note, rebuild_body, render_note_body
+from ..model.uris import uri_dir
 
 if TYPE_CHECKING:
     from .vault import Vault
@@ -35,10 +36,13 @@ class Regenerated:
     rewritten: list[str] = field(default_factory=list)  # notes whose text changed (or would, in a dry run)
     views: int = 0  # of which: the view got its markers
     skipped: list[str] = field(default_factory=list)  # notes that do not parse: left alone
+    unreadable: dict[str, str] = field(default_factory=dict)  # folder -> why its link files cannot be read: its notes left alone
 
     def summary(self) -> str:
         return (f"{self.notes} notes: {len(self.rewritten)} rewritten ({self.views} views delimited)"
-                + (f"; {len(self.skipped)} that do not parse left alone" if self.skipped else ""))
+                + (f"; {len(self.skipped)} that do not parse left alone" if self.skipped else "")
+                + "".join(f"; the notes in {folder or 'the vault folder'} left alone: {why}"
+                          for folder, why in sorted(self.unreadable.items())))
 
 
 class _DryRun(Exception):
@@ -49,6 +53,13 @@ def regenerate(vault: Vault, *, dry_run: bool = False, batch: int = BATCH) -> Re
     """Bring every note's view markers and Links block in line (see the module doc)."""
     out = Regenerated()
     entries = sorted(vault.catalog.uris())
+    # A folder whose link files cannot be read shows no links: its notes' Links blocks are
+    # left as they are, not emptied.
+    for folder in sorted({uri_dir(uri) for uri in entries}):
+        why = vault.links.folder(folder, records=False).problem(folder)
+        if why:
+            out.unreadable[folder] = why
+    entries = [uri for uri in entries if uri_dir(uri) not in out.unreadable]
     for start in range(0, len(entries), batch):
         chunk = entries[start : start + batch]
         try:
