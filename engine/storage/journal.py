@@ -12,6 +12,7 @@ folder's log line so that a replay appends it once (docs/DESIGN.md, "Units of wo
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -24,6 +25,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from ..errors import DiskFull, MemlinkError, SidecarError, UriError
 from ..model.links import REJECTED, SIDECAR
+from ..model.text import printable_path
 from ..model.uris import resolve_uri
 from .atomic import atomic_write_text, folder_syncs_once, full_disk_cause, parallel_writes, remove_file
 from .jsonl import append_jsonl
@@ -139,27 +141,48 @@ def last_record_id(path: Path) -> object:
 def check_ops(root: Path, ops: list, links: LinkIndex) -> None:
     """Everything a transaction touches must be usable *before* its journal is written:
     paths inside the vault, sidecars that read with no rejected entry (from the link
-    index: no sidecar is parsed here). Raises UriError / SidecarError."""
+    index: no sidecar is parsed here), files and folders this process may write. Raises
+    UriError / SidecarError / PermissionError."""
     folders: set[str] = set()  # checked already (a moved hub's thousand puts name
     ends: set[str] = set()  # one folder and one note a thousand times)
+    places: set[Path] = set()  # the files written, or the folders files are made in
     for op in ops:
         if isinstance(op, (WriteFile, DeleteFile)):
-            links.resolve(op.uri)
+            places.add(links.resolve(op.uri).parent)
         elif isinstance(op, WriteSidecar):
-            sidecar_path(root, op.folder)
+            places.add(sidecar_path(root, op.folder).parent)
         elif isinstance(op, AppendRecords):
-            log_path(root, op.log)
+            places.add(log_path(root, op.log))
         else:
             if op.folder not in folders:
                 problem = links.folder(op.folder, records=False).problem(op.folder)
                 if problem:  # never rewrite a file around entries nobody has looked at
                     raise SidecarError(problem)
                 folders.add(op.folder)
+                places |= {sidecar_path(root, op.folder).parent, sidecar_path(root, op.folder).with_name(SIDECAR_LOG)}
             if isinstance(op, PutLink):
                 for uri in (op.link.from_uri, op.link.to_uri):
                     if uri not in ends:
                         links.resolve(uri)
                         ends.add(uri)
+    for place in sorted(places):
+        _writable(root, place)
+
+
+def _writable(root: Path, place: Path) -> None:
+    """Raise PermissionError naming ``place`` when this process may not write it: a file
+    that exists (appended in place), else the nearest folder that exists (files are made
+    and renamed there). Checked before anything is written, so a change that cannot land
+    on every file touches none (a link refused on one side is not left on the other)."""
+    while not os.path.lexists(place) and place != root and place.parent != place:
+        place = place.parent
+    if os.path.isdir(place):
+        ok = os.access(place, os.W_OK | os.X_OK)
+    else:
+        ok = not os.path.exists(place) or os.access(place, os.W_OK)
+    if not ok:
+        raise PermissionError(errno.EACCES, f"cannot write {printable_path(os.path.relpath(place, root))}: permission "
+                              "denied; nothing was changed")
 
 
 def apply_ops(root: Path, ops: list, links: LinkIndex, tx: str | None = None) -> tuple[list[str], list[str]]:
