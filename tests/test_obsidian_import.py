@@ -21,6 +21,7 @@ from conftest import memlink, set_llm
 from engine import Vault
 from engine.extract.batch import ingest_batch
 from engine.extract.rules import RulesExtractor
+from engine.model.blocks import VIEW_OPEN
 
 MINI = Path(__file__).parent / "data" / "obsidian-mini" / "vault"
 RULES = RulesExtractor()
@@ -468,6 +469,30 @@ def test_prune_keeps_edited_notes_and_moves_renamed_files_notes(tmp_path):
     assert "sources/notes/Zeta renamed.md" in out_links(v, "sources/notes/Alpha.md")  # the link followed the move
     assert v.read_note("sources/notes/Zeta renamed.md").fields["title"] == "Zeta renamed"
     assert memlink("check", vault=root).returncode == 0
+
+
+def test_prune_keeps_a_note_with_text_or_a_key_a_person_added_beside_the_import(tmp_path):
+    """Text above or below the view and a frontmatter key of one's own are edits too: the
+    note is kept; one left as ingest wrote it goes."""
+    root = cli_vault(tmp_path)
+    src = tmp_path / "docs"
+    src.mkdir()
+    for name in "abcd":
+        (src / f"{name}.txt").write_text(f"source {name} says little.\n", encoding="utf-8")
+    assert memlink("ingest", str(src), vault=root).returncode == 0
+    notes = root / "sources" / "docs"
+    with (notes / "a.md").open("a", encoding="utf-8") as f:
+        f.write("\nMy own thoughts.\n")
+    text = (notes / "b.md").read_text(encoding="utf-8")
+    (notes / "b.md").write_text(text.replace("memory_type: source\n", "memory_type: source\nmy_rating: 5\n", 1), encoding="utf-8")
+    text = (notes / "c.md").read_text(encoding="utf-8")
+    (notes / "c.md").write_text(text.replace(VIEW_OPEN, "A line of mine above.\n\n" + VIEW_OPEN, 1), encoding="utf-8")
+    for name in "abcd":
+        (src / f"{name}.txt").unlink()
+    r = memlink("ingest", str(src), "--prune", vault=root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(p.name for p in notes.glob("*.md")) == ["a.md", "b.md", "c.md"]
+    assert all(f"sources/docs/{name}.md kept (edited)" in r.stdout for name in "abc")
 
 
 def test_a_renamed_file_is_not_imported_twice_before_prune_moves_its_note(tmp_path):

@@ -59,7 +59,7 @@ import yaml
 
 from ..errors import MemlinkError, UriError
 from ..index import choose_model, model_line
-from ..model.blocks import view_span
+from ..model.blocks import strip_links_block, view_span
 from ..model.notes import PENDING, PENDING_KEY, Note, is_pending, render_note_body, serialize_note, split_frontmatter
 from ..model.uris import normalize_uri
 from ..model.yamlio import safe_load
@@ -684,11 +684,23 @@ def _prunable(vault: Vault, result: BatchResult) -> list[str]:
     for gone in result.deleted:
         if gone["source"] in moved:
             continue
-        if _edited(vault, vault.read_note(gone["source"])):
+        note = vault.read_note(gone["source"])
+        if _edited(vault, note) or _written_beside(note):
             result.edited.append({"path": gone["path"], "source": gone["source"], "why": "kept (edited)"})
             continue
         doomed.append(gone["source"])
     return doomed
+
+
+def _written_beside(note: Note) -> bool:
+    """Whether a person added to a source note what ingest never writes: text above or
+    below its view (outside the Links block), or a frontmatter key of their own. (A
+    re-import keeps both; removing the note would lose them.)"""
+    body = strip_links_block(note.body)
+    span = view_span(body)
+    if span is not None and (body[: span[0]] + body[span[1] :]).strip():
+        return True
+    return any(key not in (IMPORTED_KEY, *OBSIDIAN_KEYS) for key in note.extra)
 
 
 def _move_renamed(vault: Vault, pages: list[Page], result: BatchResult) -> None:
