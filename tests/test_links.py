@@ -163,6 +163,17 @@ def test_rendering_rules():
     out = render_links(page, [mk("Basalt Labs", "sources/basalt-labs.md"), mk("Bluefin", "sources/bluefin.md")])
     assert out.text == ("Sara joined [Basalt Labs](sources/basalt-labs.md), then [Bluefin](sources/bluefin.md) and "
                         "[[Other]]. ![Bluefin](x.png)")
+    # A path a destination cannot hold as it is (an Obsidian page's spaces) is %-escaped;
+    # the rest stays readable, and a markdown reader gives back the path.
+    spaced = render_links("See the internal link and 杭州.", [mk("internal link", "sources/Linking notes/Internal links (100%).md"),
+                                                            mk("杭州", "entities/杭州.md")])
+    assert spaced.text == "See the [internal link](sources/Linking%20notes/Internal%20links%20%28100%25%29.md) and [杭州](entities/杭州.md)."
+    from urllib.parse import unquote
+
+    from markdown_it import MarkdownIt
+
+    hrefs = [t.attrs["href"] for tok in MarkdownIt().parseInline(spaced.text) for t in tok.children or [] if t.type == "link_open"]
+    assert [unquote(str(h)) for h in hrefs] == ["sources/Linking notes/Internal links (100%).md", "entities/杭州.md"]
 
 
 def test_render_note_uses_outgoing_links_only(vault):

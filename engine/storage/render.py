@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from ..model.links import StoredLink
 from ..model.uris import normalize_uri, uri_dir
@@ -32,8 +33,14 @@ class Rendered:
 _EXISTING = re.compile(r"(?P<img>!\[[^\]]*\]\([^)\s]*\))|\[\[(?P<wiki>[^\]|]+)(?:\|(?P<wiki_shown>[^\]]+))?\]\]|(?<!!)\[(?P<md>[^\]]+)\]\([^)\s]+\)")
 
 
+_HREF_UNSAFE = re.compile(r"[\s()<>%\[\]]")  # what ends or breaks a markdown link's destination
+
+
 def _default_href(link: StoredLink) -> str:
-    return link.to_uri
+    """The note's path as a markdown link's destination: a space, bracket or parenthesis
+    (an Obsidian vault's "Internal links.md") written as its %-escape, the rest as it is
+    (a Chinese name stays readable). Markdown readers, the app's included, decode it."""
+    return _HREF_UNSAFE.sub(lambda m: quote(m.group(0)), link.to_uri)
 
 
 def render_links(text: str, links: list[StoredLink], href: Callable[[StoredLink], str] = _default_href) -> Rendered:
