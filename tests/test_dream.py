@@ -598,3 +598,13 @@ def test_a_hub_whose_neighbours_a_report_already_covers_is_no_topic(vault):
     for uri in events:
         vault.link(report, uri, provenance)
     assert [t for t in discover(vault, {}, dry_run=True) if t.kind == "hub"] == []
+
+
+def test_a_report_two_topics_write_is_listed_once(vault):
+    """Two notes that each evolved from one note ask the same question: one report, named once."""
+    w = vault.write_note
+    old = w("preference", {"topic": "CSS snippets", "content": "Styles live in snippets."}).uri
+    for name in ("CSS snippets in HTML", "CSS snippets per theme"):
+        vault.link(w("preference", {"topic": name, "content": f"{name}, now."}).uri, old, "evolved_from")
+    done = dream(vault)
+    assert len(done.written) == len(set(done.written)) and set(done.written) <= set(reports(vault))
