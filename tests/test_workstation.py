@@ -607,3 +607,22 @@ async def test_the_report_queue_says_when_nothing_is_known_yet(sample):
         labels = [str(item.query_one(Label).render()) for item in app.screen.query_one("#queue", ListView).children]
         assert "[nothing known yet] What do I know about sourdough starter hydration?" in labels
         assert not any("nothing_known_yet" in label for label in labels)
+
+
+async def test_at_80x24_a_long_dream_outcome_leaves_the_report_list_its_rows(sample):
+    """The outcome scrolls in a few lines; the list of questions and reports keeps its room."""
+    from textual.widgets import ListView
+
+    for n in range(12):  # a dozen questions: a dozen outcome lines
+        sample.write_note("report_candidate", {"question": f"What do I know about topic number {n}?", "status": "pending"})
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await app.run_action("go('reports')")
+        await settle(app, pilot)
+        await pilot.press("D")
+        await settle(app, pilot)
+        status = app.screen.query_one("#dream-status")
+        assert "reports written" in str(status.render()) and status.region.height <= 24 * 30 // 100
+        queue = app.screen.query_one("#queue", ListView)
+        assert queue.region.height >= 8 and len(queue.children) > 12

@@ -53,7 +53,7 @@ class ReportScreen(Pane):
     ReportScreen #queue { width: 1fr; border: round $panel; }
     ReportScreen #queue:focus { border: round $accent; }
     ReportScreen #detail { width: 2fr; border: round $panel; padding: 0 1; }
-    ReportScreen #dream-status { height: auto; padding: 0 1; color: $text-muted; }
+    ReportScreen #dream-status { height: auto; max-height: 30%; overflow-y: auto; padding: 0 1; color: $text-muted; }
     """
 
     def __init__(self, vault: Vault, status: Status | None = None) -> None:
