@@ -129,6 +129,16 @@ async def test_graph_explorer_neighbours_ppr_and_path(sample):
         await pilot.press("p")
         assert "hop" in str(screen.query_one("#path", Static).render())
         target = tree.cursor_node.data
+        # → goes a hop deeper (the neighbour's own links), ← back out.
+        node = tree.cursor_node
+        await pilot.press("right")
+        assert node.is_expanded and node.children
+        await pilot.press("right")
+        assert tree.cursor_node is node.children[0]
+        await pilot.press("left", "left")  # the group closes, then back on the neighbour
+        assert tree.cursor_node is node and node.is_expanded
+        await pilot.press("left")
+        assert tree.cursor_node is node and not node.is_expanded
         await pilot.press("o")
         await settle(app, pilot)
         assert app.screen is browser

@@ -337,10 +337,17 @@ async def test_z_maximises_the_focused_panel_and_puts_it_back(sample):
         assert tree.has_focus
         await pilot.press("z")
         await pilot.pause()
-        assert app.screen.maximized is tree
+        assert app.screen.maximized is tree and tree.region.width == 80  # it fills the pane
         await pilot.press("z")
         await pilot.pause()
         assert app.screen.maximized is None
+        await pilot.press("enter")  # the note view, a scrolling panel, too
+        await settle(app, pilot)
+        note = app.screen.query_one("#note")
+        note.focus()
+        await pilot.press("z")
+        await pilot.pause()
+        assert app.screen.maximized is note and note.region.width == 80
 
 
 # -- the link editor ------------------------------------------------------------------------------------

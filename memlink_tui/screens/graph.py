@@ -24,6 +24,32 @@ from ..messages import NoteFocused
 from .pane import Pane
 
 
+class NeighbourTree(Tree):
+    """The neighbours: → goes a hop deeper into the highlighted note, ← back out (as in a
+    file tree; a bare Tree scrolls sideways)."""
+
+    BINDINGS = [
+        Binding("right", "deeper", "A hop deeper", show=False),
+        Binding("left", "out", "A hop back", show=False),
+    ]
+
+    def action_deeper(self) -> None:
+        node = self.cursor_node
+        if node is not None and node.allow_expand and not node.is_expanded:
+            node.expand()
+        elif node is not None and node.children:
+            self.move_cursor(node.children[0])
+
+    def action_out(self) -> None:
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.is_expanded and node is not self.root:
+            node.collapse()
+        elif node.parent is not None:
+            self.move_cursor(node.parent)
+
+
 class GraphScreen(Pane):
     PANE = "graph"
     BINDINGS = [
@@ -50,7 +76,7 @@ class GraphScreen(Pane):
     def compose(self) -> ComposeResult:
         yield self.pane_bar()
         with Horizontal():
-            yield Tree("neighbours", id="neighbours")
+            yield NeighbourTree("neighbours", id="neighbours")
             with Vertical(id="right"):
                 yield DataTable(id="ppr", cursor_type="row", zebra_stripes=True)
                 yield Static("m marks the highlighted note; p shows the path from the mark to it.", id="path")

@@ -50,8 +50,8 @@ class Pane(Screen):
         """z: the focused panel fills the pane; z again (or escape) puts it back."""
         if self.maximized is not None:
             self.minimize()
-        elif self.focused is not None:
-            self.maximize(self.focused)
+        elif self.focused is not None and not self.maximize(self.focused):
+            self.maximized = self.focused  # (a scrolling panel, the note view or a chat log, too)
 
     def pane_bar(self) -> PaneBar:
         return PaneBar(self.PANE, self.status)  # the vault's name and path are on the status line
