@@ -618,10 +618,15 @@ async def test_without_a_model_the_pane_answers_from_memory_with_citations_that_
         n = [i.source for i in reply.items].index("entities/klei-vuur.md") + 1
         assert [s for s in reply.visual.spans if f"@click=cite({n})" in str(s.style)]
         recall_head = str(screen.query_one("#recall-text").render())
-        assert "quoted in the answer (no model)" in recall_head and "given to the model" not in recall_head
+        assert "no model: the answer quotes those that share the question's words" in recall_head
+        assert "given to the model" not in recall_head
         reply.action_cite(n)  # what a click on [n] runs
         await settle(app, pilot)
         assert app.current_mode == "browser" and app.screen.current == "entities/klei-vuur.md"
+        screen.open_session("2026-09-03-morning-planning")  # another conversation: its recall is not this one's
+        await settle(app, pilot)
+        assert "Recall shows here" in str(screen.query_one("#recall-text").render())
+        assert screen.query_one("#recall-list").option_count == 0
 
 
 async def test_a_cited_past_turn_opens_its_session_at_that_turn(sample):

@@ -91,6 +91,9 @@ class MessageBox(Input):
             await self.run_action(action)
 
 
+RECALL_HINT = "Recall shows here what of your memory a reply was given, and why."
+
+
 class ChatScreen(Pane):
     PANE = "chat"
     BINDINGS = [
@@ -127,6 +130,7 @@ class ChatScreen(Pane):
         self.about: str | None = None  # a note the next messages ask about
         self._unanswered: tuple[list[dict[str, str]], Reply] | None = None  # a reply that failed or was stopped
         self._replying: tuple[list[dict[str, str]], Reply, list[str]] | None = None  # the reply being written
+        self._recall_targets: list[tuple[str, str, str]] = []  # (kind, source, where) of each recall row
 
     def compose(self) -> ComposeResult:
         yield self.pane_bar()
@@ -137,7 +141,7 @@ class ChatScreen(Pane):
                 yield Static("", id="status")
                 yield MessageBox(placeholder=PLACEHOLDER, id="message")
             with Vertical(id="recall"):
-                yield Static("Recall shows here what of your memory a reply was given, and why.", id="recall-text")
+                yield Static(RECALL_HINT, id="recall-text")
                 yield OptionList(id="recall-list")
         yield self.status_bar()
         yield Footer()
@@ -254,6 +258,10 @@ class ChatScreen(Pane):
         if self.is_mounted and getattr(self, "about", None):
             self._ask_about(None)  # a note asked about belongs to the conversation it was asked in
         self.chat = ChatSession(self.vault, session, self.provider, getattr(self, "_extractor", None))
+        if self.is_mounted:  # what recall showed belongs to the conversation it was for
+            self.query_one("#recall-text", Static).update(RECALL_HINT)
+            self.query_one("#recall-list", OptionList).clear_options()
+            self._recall_targets.clear()
         transcript = self.query_one("#transcript", VerticalScroll)
         transcript.remove_children()
         target = None
@@ -415,10 +423,12 @@ class ChatScreen(Pane):
         self.app.call_from_thread(self.notify, f"turn memory updated with the rules: {counted(report.extracted, 'turn')}")
 
     def _show_recall(self, reply: Reply) -> None:
-        """Exactly what the model was given for ``reply`` (or, without a model, what the
-        answer quotes), numbered as the reply cites it; enter opens the note or the turn."""
+        """Exactly what the model was given for ``reply`` (or, without a model, what memory
+        found, which the answer quotes from), numbered as the reply cites it; enter opens
+        the note or the turn."""
         items = reply.items
-        given = "given to the model" if self.provider is not None else "quoted in the answer (no model)"
+        given = ("given to the model" if self.provider is not None
+                 else "found (no model: the answer quotes those that share the question's words)")
         head = (f"{counted(len(items), 'memory item')} {given}" if items
                 else "Nothing in your memory was relevant to this message.")
         self.query_one("#recall-text", Static).update(head + "  [dim](ctrl+r, enter opens)[/dim]")
