@@ -427,8 +427,7 @@ class ChatScreen(Pane):
         found, which the answer quotes from), numbered as the reply cites it; enter opens
         the note or the turn."""
         items = reply.items
-        given = ("given to the model" if self.provider is not None
-                 else "found (no model: the answer quotes those that share the question's words)")
+        given = "given to the model" if self.provider is not None else "found (no model)"  # (the answer quotes those sharing its words)
         head = (f"{counted(len(items), 'memory item')} {given}" if items
                 else "Nothing in your memory was relevant to this message.")
         self.query_one("#recall-text", Static).update(head + "  [dim](ctrl+r, enter opens)[/dim]")
