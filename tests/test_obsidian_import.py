@@ -542,3 +542,17 @@ def test_a_changed_file_keeps_its_notes_other_names(tmp_path):
     (src / "Page.md").write_text("# Heading B\n\nSecond text.\n", encoding="utf-8")
     assert ingest_batch(v, [src], extractor=RULES).changed == [uri]
     assert v.read_note(uri).fields["aliases"] == [*note.fields["aliases"], "My own name", "Heading B"]
+
+
+def test_pointed_at_an_obsidian_vault_memlink_says_how_to_import_it_and_writes_nothing(tmp_path):
+    folder = tmp_path / "my-obsidian"
+    shutil.copytree(MINI, folder)
+    before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+    for args in (["search", "alpha"], ["init"]):
+        r = memlink(*args, vault=folder)
+        assert r.returncode != 0
+        assert f"`memlink --vault NEW ingest {folder}` keeps their folders, links and attachments" in r.stderr
+    assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "ingest" not in memlink("search", "alpha", vault=empty).stderr  # (nothing there to import)

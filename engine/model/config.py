@@ -188,12 +188,25 @@ class VaultConfig(BaseModel):
         return self._link_table
 
 
+def bring_in_hint(folder: Path) -> str:
+    """For a folder of notes that is not a vault (an Obsidian vault): how to use them,
+    as the end of an error message; "" for any other folder."""
+    try:
+        notes = folder.is_dir() and any(p.suffix == ".md" or p.name == ".obsidian" for p in folder.iterdir())
+    except OSError:
+        notes = False
+    return (f"; to use the notes in {folder} (an Obsidian vault, say), create a vault elsewhere "
+            f"(`memlink --vault NEW init`) and import them: `memlink --vault NEW ingest {folder}` keeps their "
+            "folders, links and attachments") if notes else ""
+
+
 def load_config(root: Path) -> VaultConfig:
     path = Path(root) / CONFIG_FILE
     try:
         data = safe_load(read_settings(path)) or {}
     except FileNotFoundError:
-        raise VaultError(f"{root} is not a memlink vault (no {CONFIG_FILE}); create one with `memlink init`") from None
+        raise VaultError(f"{root} is not a memlink vault (no {CONFIG_FILE}); create one with `memlink init`"
+                         + bring_in_hint(Path(root))) from None
     except yaml.YAMLError as exc:
         raise VaultError(f"{CONFIG_FILE}: not valid YAML: {exc}") from None
     except UnicodeDecodeError as exc:

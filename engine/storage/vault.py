@@ -21,7 +21,7 @@ from filelock import FileLock, Timeout
 from ..errors import DiskFull, LinkError, MemlinkError, NoteError, NoteNotFound, VaultError, VaultLocked
 from ..llm.linematch import ProviderLineMatcher
 from ..model.blocks import visible_text
-from ..model.config import CONFIG_FILE, VaultConfig, dump_config, load_config, with_embedding_model
+from ..model.config import CONFIG_FILE, VaultConfig, bring_in_hint, dump_config, load_config, with_embedding_model
 from ..model.files import read_settings
 from ..model.links import LinkType, StoredLink
 from ..model.notes import Note, parse_note, split_body
@@ -101,7 +101,7 @@ class Vault:
         if (root / CONFIG_FILE).exists():
             raise VaultError(f"{root} is already a memlink vault")
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
-            raise VaultError(f"{root} exists and is not an empty folder")
+            raise VaultError(f"{root} exists and is not an empty folder" + bring_in_hint(root))
         root.mkdir(parents=True, exist_ok=True)
         for folder in DEFAULT_FOLDERS:
             (root / folder).mkdir(exist_ok=True)
