@@ -336,3 +336,17 @@ def test_ingesting_an_obsidian_vault_keeps_folders_tags_aliases_and_links(vault,
     assert uris["Pieter de Vries"] in {l.to_uri for l in vault.links.of(uris["BPv2"], "links")}  # [[PdV]]
     assert not result.unresolved
     assert f"[[{uris['Havenlink'][:-3]}|Havenlink]]" in block_of(vault, uris["Pieter de Vries"])
+
+
+def test_a_note_with_crlf_line_ends_keeps_them_when_its_links_block_changes(tmp_path):
+    root = tmp_path / "sample"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))
+    note = root / "entities" / "mochi.md"
+    crlf = note.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    note.write_bytes(crlf)
+    v = Vault.open(root)
+    v.link("entities/mochi.md", "entities/hangzhou.md", "related_to")
+    data = note.read_bytes()
+    assert b"[[entities/hangzhou|Hangzhou]]" in data and data.count(b"\n") == data.count(b"\r\n")
+    v.unlink("entities/mochi.md", "entities/hangzhou.md")
+    assert note.read_bytes() == crlf

@@ -372,8 +372,9 @@ def _touched(tx: Transaction) -> list[str]:
 
 
 def _disk_text(vault: Vault, rel: str) -> str | None:
+    """A file's text as on disk, its line endings as they are (undo puts back every byte)."""
     try:
-        return (vault.root / rel).read_text(encoding="utf-8")
+        return (vault.root / rel).read_bytes().decode("utf-8")
     except FileNotFoundError:
         return None
 

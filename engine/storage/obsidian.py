@@ -67,7 +67,7 @@ def regenerate(vault: Vault, *, dry_run: bool = False, batch: int = BATCH) -> Re
                 before: dict[str, str] = {}
                 for uri in chunk:
                     try:
-                        text = vault.path(uri).read_text(encoding="utf-8")
+                        text = vault.read_text(uri)
                         note = parse_note(text, uri, vault.types)
                     except (OSError, UnicodeDecodeError, MemlinkError):
                         out.skipped.append(uri)

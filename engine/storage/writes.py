@@ -222,11 +222,16 @@ def refresh_links_blocks(vault: Vault, tx: Transaction, uris: Iterable[str]) -> 
     titles = {u: e.title for u, e in vault.catalog.entries(targets).items()}
     for uri in uris:
         try:
-            text = tx.text(uri) if tx.staged(uri) else vault.path(uri).read_text(encoding="utf-8")
+            text = tx.text(uri) if tx.staged(uri) else vault.read_text(uri)
         except (OSError, UnicodeDecodeError, MemlinkError):
             continue
         if text is None:
             continue
+        # A note written with CRLF line ends keeps them: the block is made in LF, as every
+        # note's, and the whole text goes back to CRLF (a file that mixes the two stays as read).
+        crlf = "\r\n" in text and text.count("\n") == text.count("\r\n")
+        if crlf:
+            text = text.replace("\r\n", "\n")
         front, body = split_frontmatter(text)
         if front is None or body is None:
             continue
@@ -238,6 +243,8 @@ def refresh_links_blocks(vault: Vault, tx: Transaction, uris: Iterable[str]) -> 
             continue
         head = text[: len(text) - len(body)]
         new_text = head + new if head.endswith("\n") else f"{head}\n{new}"
+        if crlf:
+            new_text = new_text.replace("\n", "\r\n")
         try:
             note = parse_note(new_text, uri, vault.types)
         except MemlinkError:
