@@ -13,6 +13,22 @@ import pytest
 from engine import Vault
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def run_unprivileged(*args: str) -> subprocess.CompletedProcess:
+    """`memlink ARGS…` in a process of its own that file permissions bind: as root, without
+    the capabilities that let root read and write anywhere (skipped where setpriv is missing)."""
+    import sys
+
+    drop: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv: a folder's permissions bind nobody")
+        caps = "-dac_override,-dac_read_search,-fowner"
+        drop = [setpriv, "--bounding-set", caps, "--inh-caps", caps]
+    return subprocess.run([*drop, sys.executable, "-m", "memlink_tui", *args], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
 SAMPLE = REPO / "sample_vault"
 
 

@@ -241,3 +241,41 @@ def test_one_vault_with_every_bad_file_every_command_finishes_and_check_names_ea
     for name in ("entities/deep.md", f"preferences/{SIDECAR}", "entities/fifo.md", "entities/caf\\udce9.md",
                  f"sessions/{sessions[0].name}", f"sessions/{sessions[1].name}"):
         assert name in shown, name
+
+
+def test_a_folder_that_cannot_be_read_is_reported_and_its_notes_and_links_are_kept(sample):
+    """Not being able to list a folder is not its notes being gone: check names the folder,
+    check --fix removes no link, and once it can be read again nothing is amiss."""
+    from conftest import run_unprivileged
+
+    root = str(sample.root)
+    sidecars = {p: p.read_bytes() for p in sample.root.rglob(".relations.json")}
+    assert memlink("check", vault=sample.root).returncode == 0  # indexed while readable
+    (sample.root / "preferences").chmod(0)
+    try:
+        shown = run_unprivileged("--vault", root, "check")
+        fixed = run_unprivileged("--vault", root, "check", "--fix")
+    finally:
+        (sample.root / "preferences").chmod(0o755)
+    for run in (shown, fixed):
+        assert "preferences/: a folder that cannot be read" in run.stdout, run.stdout + run.stderr
+        assert "dangling_link" not in run.stdout and "one_sided_link" not in run.stdout
+    assert {p: p.read_bytes() for p in sample.root.rglob(".relations.json")} == sidecars
+    assert memlink("check", vault=sample.root).returncode == 0
+
+
+def test_ingest_prune_leaves_the_notes_of_a_source_folder_it_cannot_read(sample, tmp_path):
+    from conftest import run_unprivileged
+
+    src = tmp_path / "docs"
+    (src / "locked").mkdir(parents=True)
+    (src / "open.txt").write_text("Alpha text.\n", encoding="utf-8")
+    (src / "locked" / "kept.txt").write_text("Beta text.\n", encoding="utf-8")
+    assert memlink("ingest", str(src), vault=sample.root).returncode == 0
+    (src / "locked").chmod(0)
+    try:
+        run = run_unprivileged("--vault", str(sample.root), "ingest", "--prune", str(src))
+    finally:
+        (src / "locked").chmod(0o755)
+    assert f"{src / 'locked'}: a folder that cannot be read" in run.stdout + run.stderr
+    assert (sample.root / "sources" / "docs" / "locked" / "kept.md").exists()

@@ -158,25 +158,13 @@ def test_of_several_processes_linking_one_pair_at_once_exactly_one_writes(sample
 def test_a_link_into_a_folder_it_may_not_write_is_refused_before_either_side_is_written(sample):
     """Checked before anything is written: one side that cannot be written leaves the other
     untouched and no journal behind (it used to land on the writable side)."""
-    import os
-    import subprocess
-    import sys
+    from conftest import run_unprivileged
 
-    from conftest import REPO
-
-    drop = []  # as root, without the capabilities that let root write anywhere
-    if os.geteuid() == 0:
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            pytest.skip("running as root without setpriv: a folder's permissions bind nobody")
-        caps = "-dac_override,-dac_read_search,-fowner"
-        drop = [setpriv, "--bounding-set", caps, "--inh-caps", caps]
     before = {p: p.read_bytes() for p in sample.root.rglob("*") if p.is_file() and ".memlink" not in p.parts}
     (sample.root / "entities").chmod(0o555)
     try:
-        run = subprocess.run([*drop, sys.executable, "-m", "memlink_tui", "--vault", str(sample.root), "link",
-                              "preferences/coffee.md", "entities/mochi.md", "--type", "related_to"],
-                             cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120)
+        run = run_unprivileged("--vault", str(sample.root), "link", "preferences/coffee.md", "entities/mochi.md",
+                               "--type", "related_to")
     finally:
         (sample.root / "entities").chmod(0o755)
     assert run.returncode != 0 and "cannot write entities: permission denied; nothing was changed" in run.stderr

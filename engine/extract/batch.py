@@ -212,15 +212,19 @@ def root_name(folder: Path) -> str:
     return Path(os.path.realpath(folder)).name.lstrip(".") or "import"
 
 
-def collect(paths: list[Path], vault_root: Path | None = None) -> tuple[list[Page], list[Attachment], list[dict], list[dict]]:
-    """(pages to read, attachments, skipped, failed). A folder is its files' root; files
-    given one by one share their common folder as root. In a folder only regular files are
-    taken: a symbolic link or a special file (FIFO, socket, device) is skipped, named, and
-    so is a file whose real path is outside the folder, or the vault when a folder holds it."""
+def collect(paths: list[Path], vault_root: Path | None = None
+            ) -> tuple[list[Page], list[Attachment], list[dict], list[dict], set[str]]:
+    """(pages to read, attachments, skipped, failed, unseen). A folder is its files' root;
+    files given one by one share their common folder as root. In a folder only regular
+    files are taken: a symbolic link or a special file (FIFO, socket, device) is skipped,
+    named, and so is a file whose real path is outside the folder, or the vault when a
+    folder holds it. A folder that cannot be listed fails, named; ``unseen`` holds where
+    its files' notes are (``sources/<folder given>/<its path>/``): not known to be gone."""
     pages: list[Page] = []
     attachments: list[Attachment] = []
     skipped: list[dict] = []
     failed: list[dict] = []
+    unseen: set[str] = set()
 
     def skip(path: Path, why: str) -> None:
         skipped.append({"path": str(path), "why": why})
@@ -231,7 +235,13 @@ def collect(paths: list[Path], vault_root: Path | None = None) -> tuple[list[Pag
         if arg.is_dir():
             top = Path(os.path.realpath(arg))
             top_name = root_name(top)
-            for dirpath, dirnames, filenames in os.walk(top):  # never follows a linked folder
+            def unlisted(exc: OSError, arg: Path = arg, top: Path = top, top_name: str = top_name) -> None:
+                rel = Path(exc.filename).relative_to(top).as_posix() if exc.filename else "."
+                failed.append({"path": str(arg / rel), "error": f"{arg / rel}: a folder that cannot be read "
+                                                                f"({exc.strerror or exc}); its files' notes are left as they are"})
+                unseen.add(f"sources/{top_name}/" + ("" if rel == "." else f"{rel}/"))
+
+            for dirpath, dirnames, filenames in os.walk(top, onerror=unlisted):  # never follows a linked folder
                 here = Path(dirpath)
                 keep = []
                 for d in sorted(dirnames):
@@ -284,7 +294,7 @@ def collect(paths: list[Path], vault_root: Path | None = None) -> tuple[list[Pag
             skip(arg, "not a regular file (a FIFO, socket or device)")
         else:
             failed.append({"path": str(arg), "error": f"{arg}: no such file or folder"})
-    return pages, attachments, skipped, failed
+    return pages, attachments, skipped, failed, unseen
 
 
 def read_page(page: Page, max_bytes: int | None = None) -> None:
@@ -541,7 +551,7 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
     the files are new ones (the inbox), never a later text of a note already there."""
     started = time.perf_counter()
     refuse_vault_paths(vault, paths)
-    found, attachments, skipped, failed = collect(paths, vault.root)
+    found, attachments, skipped, failed, unseen = collect(paths, vault.root)
     result = BatchResult(skipped=skipped, failed=failed, dry_run=dry_run)
     roots = _name_roots(vault, paths, found, attachments)
     placed = _place(found, result)
@@ -566,7 +576,8 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
             result.failed.append({"path": str(page.path), "error": str(exc)})
             continue
         ok.append(page)
-    result.deleted = _gone(vault, roots, {page.target for page in placed})
+    result.deleted = [gone for gone in _gone(vault, roots, {page.target for page in placed})
+                      if not gone["source"].startswith(tuple(unseen))]
     result.renamed = _renamed(vault, ok, result.deleted)
     if not prune:  # (a renamed file's note stays where it is until --prune moves it: never a second copy)
         waiting = {pair["to"]: pair["from"] for pair in result.renamed}

@@ -169,9 +169,13 @@ class CheckContext:
         return uri in self.catalog
 
     def note(self, uri: str) -> Note | None:
-        """A note that exists and parses (None otherwise), read once."""
+        """A note that exists and parses (None otherwise: also one that cannot be read now,
+        which the unreadable-file check reports), read once."""
         if uri not in self._notes:
-            self._notes[uri] = self.vault.read_note(uri) if uri in self.catalog else None
+            try:
+                self._notes[uri] = self.vault.read_note(uri) if uri in self.catalog else None
+            except MemlinkError:
+                self._notes[uri] = None
         return self._notes[uri]
 
 
@@ -284,10 +288,9 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
             if link.t_field not in names:
                 yield _problem("links", "error", "bad_t_field", link.from_uri,
                                f"{link.id}: {link.to_uri} has no field {link.t_field!r}")
-            elif link.t_line_ranges:
-                note = ctx.note(link.to_uri)
+            elif link.t_line_ranges and (note := ctx.note(link.to_uri)) is not None:
                 try:
-                    check_ranges(link.t_line_ranges, note.field_text(link.t_field) if note else "")
+                    check_ranges(link.t_line_ranges, note.field_text(link.t_field))
                 except LinkError as exc:
                     yield _problem("links", "warning", "bad_line_range", link.from_uri, f"{link.id}: {exc}")
         if link.match_text and ctx.exists(link.from_uri):

@@ -324,16 +324,20 @@ class LinkIndex:
         if not wanted:
             return 0
         known = dict(self.store.rows_in("SELECT folder, stamp FROM folders WHERE folder IN ({})", sorted(wanted)))
-        stale = [f for f in sorted(wanted) if known.get(f, NO_FILES) != self._stamp(f)]
+        stale = [f for f in sorted(wanted) if (stamp := self._stamp(f)) is not None and known.get(f, NO_FILES) != stamp]
         for folder in stale:
             self._reindex(folder)
         return len(stale)
 
-    def _stamp(self, folder: str) -> str:
+    def _stamp(self, folder: str) -> str | None:
+        """The folder's link files' stamp; None when it cannot be told (a folder this
+        process may not read: its links stay as last read, not dropped as gone)."""
         try:
             return folder_stamp(self.resolve.folder(folder))
-        except (OSError, ValueError):
+        except (FileNotFoundError, NotADirectoryError, ValueError):
             return NO_FILES
+        except OSError:
+            return None
 
     def _reindex(self, folder: str) -> None:
         """Read a folder's files again and replace its rows."""

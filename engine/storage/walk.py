@@ -32,21 +32,30 @@ def check_note_target(uri: str) -> str:
     return uri
 
 
-def vault_files(root: str, sidecar: str, skipped: dict[str, str] | None = None) -> Iterator[Walked]:
+def vault_files(root: str, sidecar: str, skipped: dict[str, str] | None = None,
+                unreadable: set[str] | None = None) -> Iterator[Walked]:
     """Notes (``*.md`` outside hidden and non-note folders), link sidecars (files named
     ``sidecar``) and temp files (``TMP_SUFFIX``, in the non-note folders and `.memlink/`
     too), folder by folder, in no particular order. Symlinked folders are not entered (as
     os.walk); a symlinked file is listed with its target's stat. One scandir per folder:
     names and types come with the listing. Only regular files are listed: a named pipe,
     device or socket with a note's name, and a note or folder whose name is not UTF-8
-    (docs/DESIGN.md "Vault format"), go to ``skipped`` (printable path -> why) instead."""
+    (docs/DESIGN.md "Vault format"), go to ``skipped`` (printable path -> why) instead.
+    A note folder that cannot be listed goes to ``unreadable`` (and ``skipped``): what it
+    held is not known, which is not the same as gone."""
     stack: list[tuple[str, str, bool]] = [(root, "", True)]
     while stack:
         dirpath, rel, notes = stack.pop()
         try:
             with os.scandir(dirpath) as it:
                 entries = list(it)
-        except OSError:
+        except OSError as exc:
+            if notes and rel:
+                if unreadable is not None:
+                    unreadable.add(rel)
+                if skipped is not None:
+                    skipped[printable_path(rel) + "/"] = (f"a folder that cannot be read ({exc.strerror or exc}): its "
+                                                         "notes and links are kept as last read until it can be")
             continue
         subdirs = []
         prefix = f"{rel}/" if rel else ""
