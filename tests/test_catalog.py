@@ -22,6 +22,7 @@ from conftest import make_pair
 
 import engine.storage.catalog
 from engine import Vault
+from engine.errors import UriError
 from engine.model.frontmatter import fast_load, load_frontmatter
 from engine.model.links import SIDECAR
 from engine.model.notes import Note, _NoteDumper, serialize_note
@@ -410,6 +411,22 @@ def test_a_symlinked_note_leading_outside_is_an_error_not_read(vault, tmp_path):
     assert "outside the vault" in vault.catalog.errors()["entities/escape.md"]
     assert "entities/escape.md" not in vault.catalog and "entities/escape.md" not in bodies
     assert vault.catalog.get("entities/alias.md").title == "Ana" and "entities/alias.md" not in vault.catalog.errors()
+
+
+def test_a_note_that_is_a_symlink_is_never_replaced_by_a_copy(vault):
+    """A write would replace the link by a file of its own (two notes drifting apart): it
+    is refused, naming the note the link points to, and nothing changes."""
+    inside = vault.write_note("entity", {"name": "Ana", "kind": "person"})
+    other = vault.write_note("entity", {"name": "Bo", "kind": "person"})
+    alias = vault.root / "entities" / "alias.md"
+    os.symlink(vault.path(inside.uri).name, alias)
+    vault.sync()
+    with pytest.raises(UriError, match="entities/alias.md is a symbolic link .*write the note it points to"):
+        vault.link("entities/alias.md", other.uri, "related_to")
+    assert alias.is_symlink() and vault.links.of("entities/alias.md") == []
+    with pytest.raises(UriError, match="symbolic link"):
+        vault.write_note("entity", {"name": "Ana", "kind": "person", "content": "New."}, uri="entities/alias.md")
+    assert alias.is_symlink()
 
 
 # -- what notes are called ------------------------------------------------------------------------

@@ -148,7 +148,11 @@ def check_ops(root: Path, ops: list, links: LinkIndex) -> None:
     places: set[Path] = set()  # the files written, or the folders files are made in
     for op in ops:
         if isinstance(op, (WriteFile, DeleteFile)):
-            places.add(links.resolve(op.uri).parent)
+            path = links.resolve(op.uri)
+            if isinstance(op, WriteFile) and os.path.islink(path):  # (a write would replace the link by a copy)
+                raise UriError(f"{op.uri} is a symbolic link (to {printable_path(os.readlink(path))}): memlink writes "
+                               "no note through a link; write the note it points to; nothing was changed")
+            places.add(path.parent)
         elif isinstance(op, WriteSidecar):
             places.add(sidecar_path(root, op.folder).parent)
         elif isinstance(op, AppendRecords):
