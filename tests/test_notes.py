@@ -18,6 +18,22 @@ def test_note_roundtrip_keeps_unknown_frontmatter(vault):
     assert "Ana codes in Go." in again.body and again.fields["content"] == "Ana codes in Go."
 
 
+def test_a_write_keeps_the_comments_and_key_order_a_person_gave_the_frontmatter(vault):
+    note = vault.write_note("entity", {"name": "Ana", "content": "Ana codes.\nShe runs."})
+    path = vault.path(note.uri)
+    text = path.read_text()
+    mine = "# people I work with\ntags: [work, go]  # from the offsite\n"
+    path.write_text(text.replace("---\n", "---\n" + mine, 1))
+    vault.write_note("entity", {"name": "Ana", "content": "Ana codes in Go.\nShe runs."})
+    after = path.read_text()
+    assert after.startswith("---\n" + mine + "memory_type: entity\n")
+    again = vault.read_note(note.uri)
+    assert again.extra == {"tags": ["work", "go"]} and again.fields["content"] == "Ana codes in Go.\nShe runs."
+    other = vault.write_note("entity", {"name": "Bo", "content": "Bo codes."})
+    vault.supersede(note.uri, other.uri, "2026-12-01")  # a key memlink adds: the person's lines stay
+    assert path.read_text().startswith("---\n" + mine) and vault.read_note(note.uri).extra["superseded_by"] == other.uri
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

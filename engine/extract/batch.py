@@ -781,7 +781,7 @@ def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None
         note = vault.read_note(page.note)
         if is_pending(note):
             note.extra = {k: v for k, v in note.extra.items() if k != PENDING_KEY}
-            tx.put_text(page.note, serialize_note(note, vault.schema("source")), note)
+            tx.put_text(page.note, serialize_note(note, vault.schema("source"), vault.read_text(page.note)), note)
         if gone:  # `memlink undo` puts the links back
             log_action(vault, tx, "sync", page.note, page.note, f"{len(gone)} links {page.alias} no longer states removed")
     for link, new in landed:
@@ -845,7 +845,7 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, r
                   PENDING_KEY: PENDING}
         if note.extra != wanted:
             note.extra = wanted
-            tx.put_text(note.uri, serialize_note(note, schema), note)
+            tx.put_text(note.uri, serialize_note(note, schema, vault.read_text(note.uri)), note)
     page.uri = note.uri
     report = RunReport("none")
     if not existed:

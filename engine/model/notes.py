@@ -135,7 +135,9 @@ def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _NoteDumper.add_representer(str, _str_representer)
 
 
-def serialize_note(note: Note, schema: MemoryTypeSchema) -> str:
+def serialize_note(note: Note, schema: MemoryTypeSchema, before: str | None = None) -> str:
+    """The note file's text. ``before``: the file's text now; a person's comments in its
+    frontmatter (``# …``), and the order of its keys, are kept (``_keep_comments``)."""
     ordered = {f.name: note.fields[f.name] for f in schema.fields if f.name in note.fields}
     meta: dict[str, Any] = {
         "memory_type": note.memory_type,
@@ -144,9 +146,51 @@ def serialize_note(note: Note, schema: MemoryTypeSchema) -> str:
         "fields": ordered,
     }
     meta.update(note.extra)
-    head = yaml.dump(meta, Dumper=_NoteDumper, allow_unicode=True, sort_keys=False, width=100)
+    old_head = split_frontmatter(before)[0] if before is not None else None
+    head = _keep_comments(old_head, meta) if old_head is not None and "#" in old_head else None
+    if head is None:
+        head = yaml.dump(meta, Dumper=_NoteDumper, allow_unicode=True, sort_keys=False, width=100)
     body = note.body if note.body.endswith("\n") else note.body + "\n"
     return f"{FRONT}\n{head}{FRONT}\n{body}"
+
+
+def _keep_comments(old_head: str, meta: dict[str, Any]) -> str | None:
+    """``meta`` written over the frontmatter ``old_head`` by a round-trip YAML editor: its
+    comments and key order stay, values change where ``meta`` changes them. None when the
+    result would not read back as ``meta`` (then the plain dump is written)."""
+    from io import StringIO
+
+    from ruamel.yaml import YAML  # (only for a note whose frontmatter holds a comment)
+    from ruamel.yaml.comments import CommentedMap
+
+    editor = YAML()
+    editor.width = 100
+    try:
+        doc = editor.load(old_head)
+    except Exception:  # noqa: BLE001 (any reader error: the plain dump is written)
+        return None
+    if not isinstance(doc, CommentedMap):
+        return None
+    _update(doc, meta)
+    out = StringIO()
+    editor.dump(doc, out)
+    text = out.getvalue()
+    try:
+        same = load_frontmatter(text) == meta
+    except yaml.YAMLError:
+        same = False
+    return text if same else None
+
+
+def _update(target: Any, data: dict[str, Any]) -> None:
+    """Make the round-trip mapping ``target`` hold ``data``, keeping what is unchanged."""
+    for key in [k for k in target if k not in data]:
+        del target[key]
+    for key, value in data.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _update(target[key], value)
+        elif key not in target or target[key] != value or not isinstance(target[key], type(value)):
+            target[key] = value  # (1 == True and 1 == 1.0: a value of another type is written anew)
 
 
 def render_note_body(schema: MemoryTypeSchema, fields: dict[str, Any], created_at: str, updated_at: str) -> str:

@@ -339,7 +339,7 @@ def _supersede_claim(vault: Vault, tx: Transaction, uri: str, claim: dict[str, A
     note = vault.read_note(uri)
     claims = list(note.extra.get("superseded_claims") or [])
     note.extra = {**note.extra, "superseded_claims": claims + [claim]}
-    tx.put_text(uri, serialize_note(note, vault.schema(note.memory_type)), note)
+    tx.put_text(uri, serialize_note(note, vault.schema(note.memory_type), vault.read_text(uri)), note)
 
 
 def _rewrite_keeping_links(vault: Vault, tx: Transaction, uri: str, text: str) -> None:

@@ -65,7 +65,7 @@ def write_note(vault: Vault, tx: Transaction, memory_type: str, fields: dict[str
         new = rebuild_body(base, old_view, view)
     note = Note(uri=uri, memory_type=memory_type, fields=merged, created_at=created, updated_at=updated, body=new,
                 extra=old.extra if old else {})
-    tx.put_text(uri, serialize_note(note, schema), note)
+    tx.put_text(uri, serialize_note(note, schema, vault.read_text(uri) if old is not None else None), note)
     if old is not None:
         tx.link_ops(_range_corrections(vault, old, note))
         if vault.config.obsidian.links_block and note.title(schema) != old.title(schema):
@@ -86,7 +86,7 @@ def delete_note(vault: Vault, tx: Transaction, uri: str) -> int:
 def supersede(vault: Vault, tx: Transaction, old_uri: str, new_uri: str, day: str) -> Note:
     note = vault.read_note(old_uri)
     note.extra = {**note.extra, "valid_until": day, "superseded_by": normalize_uri(new_uri)}
-    tx.put_text(old_uri, serialize_note(note, vault.schema(note.memory_type)), note)
+    tx.put_text(old_uri, serialize_note(note, vault.schema(note.memory_type), vault.read_text(old_uri)), note)
     return note
 
 
