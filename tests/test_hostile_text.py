@@ -91,6 +91,10 @@ def test_the_cli_prints_no_escape_sequence_bidi_override_or_bare_cr(tmp_path):
     assert HOSTILE in json.loads(cli(vault.root, "show", alpha, "--json")[1])["title"]
     assert "Fence painted" in cli(vault.root, "recall", "paint the fence")[1]
     assert any("why" in line and "here" in line for line in cli(vault.root, "links", alpha)[1].splitlines())
+    # The dashboards lint wrote are read with `cat` too: the titles' words, none of their escapes.
+    pages = {p.name: p.read_text(encoding="utf-8") for p in (vault.root / "dashboards").glob("*.md")}
+    assert pages and all(unsafe(text) == [] for text in pages.values())
+    assert any("Alpha" in text for text in pages.values())
 
 
 def screen_text(app) -> str:
@@ -186,3 +190,15 @@ def test_notes_made_from_a_chat_hold_no_escape_sequence_and_keep_its_words(tmp_p
     logged = [json.loads(line) for line in (vault.root / "sessions" / "typed.jsonl").read_text(encoding="utf-8").splitlines()]
     typed = logged[0]["content"]
     assert typed.startswith("I love Gouda cheese") and typed.endswith("from Kaasmarkt") and unsafe(typed) == []
+
+
+def test_an_imported_file_name_cannot_fake_a_line_of_ingest_output(tmp_path):
+    vault = Vault.init(tmp_path / "v", name="v")
+    vault.close()
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "evil\nFAKE: 99 files imported\x1b[2J.txt").write_text("Some text.\n", encoding="utf-8")
+    code, out, err = cli(vault.root, "ingest", str(src))
+    assert code == 0, err
+    assert unsafe(out) == [] and not any(line.startswith("FAKE") for line in out.splitlines())
+    assert "evil\\nFAKE: 99 files imported\\x1b[2J.txt" in out

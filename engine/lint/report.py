@@ -19,6 +19,7 @@ import orjson
 from ..errors import SidecarError
 from ..model.files import SIDECAR_BYTES, read_bounded
 from ..model.links import SIDECAR, Direction, dump_rows, sort_out
+from ..model.text import printable
 from ..model.uris import uri_dir
 from ..review.move import moved_to
 from ..sessions.log import heal_session_logs
@@ -317,13 +318,13 @@ def write_dashboards(vault: Vault, report: LintReport, today: dt.date | None = N
             lines.append(f"- **{f.severity}** {titles.get(f.uri, f.uri)} (`{f.uri}`){other} — {f.text}")
         if total > len(rows):
             lines.append(f"\n… and {total - len(rows)} more: `memlink lint --all` lists them all.")
-        atomic_write_text(folder / f"{name}.md", "\n".join(lines) + "\n")
+        atomic_write_text(folder / f"{name}.md", printable("\n".join(lines) + "\n"))  # (`cat` it: no escapes)
         written.append(f"dashboards/{name}.md")
     # Relationship summary: link types and the most linked notes.
     lines = [header, "# Relationships\n", f"{count} links.\n", "| link type | count |", "|---|---|"]
     lines += [f"| {t} | {n} |" for t, n in types.items()]
     lines += ["", "Most linked notes:", ""] + [f"- {titles.get(u, u)} (`{u}`): {n}" for u, n in degree]
-    atomic_write_text(folder / "relationships.md", "\n".join(lines) + "\n")
+    atomic_write_text(folder / "relationships.md", printable("\n".join(lines) + "\n"))
     written.append("dashboards/relationships.md")
     summary = digest(vault, report, today, stats=(count, types, degree), titles=titles, questions=questions,
                      contradictions=pages["contradictions"])

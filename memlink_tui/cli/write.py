@@ -123,7 +123,7 @@ def _retry_pending(vault: Vault, extractor: Extractor, quiet: bool) -> bool:
     finished = [r for r in result.files if r.source_uri not in {p["source"] for p in result.pending}]
     if not quiet:
         for r in finished:
-            _print_report(r.report, f"{r.path} (pending import, finished)")
+            _print_report(r.report, f"{printable_path(r.path)} (pending import, finished)")
     _print_unfinished(result)
     return not result.pending
 
@@ -216,7 +216,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         return code
     for r in result.files:
         if not r.skipped:
-            _print_report(r.report, r.path)
+            _print_report(r.report, printable_path(r.path))
     for skip in result.skipped:
         say(f"{printable_path(skip['path'])}: skipped, {skip['why']}")
     _print_sync(result, "")
