@@ -241,3 +241,23 @@ def test_a_documents_original_edited_in_the_vault_is_kept(tmp_path):
     assert result.changed == ["sources/page.md"]
     assert result.edited == [{"path": str(page), "source": "sources/page.html", "why": "kept (edited)"}]
     assert original.read_text(encoding="utf-8") == "<p>Mine.</p>"
+
+
+def test_a_damaged_pdf_is_named_in_one_line_without_the_readers_own_messages(tmp_path):
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    set_llm(root, provider="rules")
+    bad = tmp_path / "broken.pdf"
+    bad.write_bytes(b"not a pdf at all")
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    # (a process of its own: pytest captures what the PDF reader logs in this one)
+    r = subprocess.run([sys.executable, "-m", "memlink_tui", "--vault", str(root), "ingest", str(bad)], cwd=REPO,
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert r.returncode != 0
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert [line for line in lines if "broken.pdf" in line] and all(line.startswith(("memlink:", "provider:")) for line in lines), lines

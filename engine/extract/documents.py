@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +76,9 @@ def read_document(path: Path, *, follow: bool = True, max_bytes: int | None = No
 def _pdf(path: Path, data: bytes) -> Converted:
     from pypdf import PdfReader
 
+    # pypdf logs what it repairs in a damaged file ("EOF marker not found") to stderr:
+    # memlink says in one line what it could not read, the rest is noise in its output.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
     reader = PdfReader(io.BytesIO(data))
     if reader.is_encrypted:
         raise InputError(f"{path}: the PDF is encrypted; decrypt it first (nothing was imported)")
