@@ -139,3 +139,14 @@ def test_text_a_person_typed_under_the_frontmatter_survives_every_write(vault):
     vault.write_note("entity", {"content": "Ana codes in C."}, uri=note.uri)  # and it does not pile up
     again = vault.read_note(note.uri).body
     assert again.count("I checked") == 1 and again.count("call Ana on Friday") == 1 and "Ana codes in C." in again
+
+
+def test_a_note_saved_with_a_byte_order_mark_reads_and_keeps_it(vault):
+    note = vault.write_note("entity", {"name": "Ana", "content": "Ana codes."})
+    path = vault.path(note.uri)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    vault.sync()
+    assert vault.read_note(note.uri).fields["name"] == "Ana" and not [f for f in check(vault) if f.severity == "error"]
+    other = vault.write_note("entity", {"name": "Bo", "content": "Bo."})
+    vault.link(note.uri, other.uri, "related_to")  # its Links block is rewritten around the rest
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf---\n") and "[[entities/bo|Bo]]" in path.read_text(encoding="utf-8")

@@ -74,9 +74,10 @@ class Note:
 
 
 def split_frontmatter(text: str) -> tuple[str | None, str | None]:
-    """(frontmatter, body). Frontmatter is None when the file does not start with '---';
-    body is None when the frontmatter is never closed."""
-    lines = text.split("\n")
+    """(frontmatter, body). Frontmatter is None when the file does not start with '---'
+    (after a byte order mark, which some Windows editors write); body is None when the
+    frontmatter is never closed."""
+    lines = text.removeprefix("\ufeff").split("\n")
     if not lines or lines[0].strip() != FRONT:
         return None, text
     for i in range(1, len(lines)):
