@@ -51,6 +51,16 @@ def test_import_chat_refuses_bad_lines_naming_the_line_and_imports_nothing(tmp_p
     assert session_files(root) == {}
 
 
+def test_import_chat_names_the_line_that_is_not_utf8_and_imports_nothing(tmp_path):
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    path = write_lines(tmp_path / "chat.jsonl", [msg("1"), msg("2", "assistant", "cafe")])
+    path.write_bytes(path.read_bytes().replace(b"cafe", b"caf\xe9"))
+    r = memlink("import-chat", str(path), vault=root)
+    assert r.returncode != 0 and "line 2: not UTF-8 text" in r.stderr, r.stderr
+    assert session_files(root) == {}
+
+
 def test_a_reused_id_against_the_log_is_refused_but_a_replay_is_fine(tmp_path):
     root = tmp_path / "v"
     assert memlink("init", vault=root).returncode == 0

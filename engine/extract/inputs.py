@@ -66,8 +66,9 @@ def read_text_file(path: Path, *, follow: bool = True, max_bytes: int | None = N
         raise InputError(f"{path}: looks binary (NUL byte in the first 4 KiB); only text and markdown files are imported")
     try:
         return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text") from None
+    except UnicodeDecodeError as exc:  # where: the line and byte, so the file can be fixed
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"{path}: line {line}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def read_file_bytes(path: Path, *, follow: bool = True, max_bytes: int | None = None) -> bytes:
