@@ -224,6 +224,8 @@ def test_a_chinese_question_to_the_english_model_is_answered_by_its_words(sample
     assert memory.recall("怎么修理汽车发动机", k=5) == []  # none of its words in the history
     found = search(sample, "王俊以前在哪个城市工作", k=5)
     assert found and not [r for h in found for r in h.routes if r.kind == "vector"]
+    # One character in common (文 of 语文 for 文件, "file") is no match: no word of it is held.
+    assert search(sample, "如何嵌入文件", k=5) == []
 
 
 def chat_file(tmp_path: Path, lines: list[str], session: str = "s1") -> Path:

@@ -171,7 +171,8 @@ def search(
     # counting more — or a note named.
     if question:  # (a CJK question the model does not read, no vector route: any of its words held)
         coverage = query_coverage(index, query)
-        lexical = coverage >= cfg.min_query_coverage or (coverage > 0 and has_cjk(query) and not reads(index.embedder, query))
+        lexical = coverage >= cfg.min_query_coverage or (coverage > 0 and has_cjk(query) and not reads(index.embedder, query)
+                                                         and _holds_a_pair(index, query))
     else:
         lexical = bool(kw) or ("keyword" not in routes and bool(index.keyword_search(query, 1)))
     weak = not lexical and not named
@@ -310,6 +311,17 @@ def query_coverage(index: SearchIndex, query: str, text: str | None = None) -> f
     total = sum(idf.values())
     held = set(tokenize(text)) if text is not None else {t for t in tokens if df[t]}
     return sum(v for t, v in idf.items() if t in held) / total if total else 0.0
+
+
+def _holds_a_pair(index: SearchIndex, query: str) -> bool:
+    """Whether the notes hold two CJK characters of the question side by side (a word, as
+    near as characters tell): one character alone ("文" of 语文 for 文件) is shared by
+    unrelated text too widely to count as a match. A question of one character: it."""
+    pairs = [t for t in dict.fromkeys(tokenize(query)) if len(t) == 2 and has_cjk(t)]
+    if not pairs:
+        return True
+    df, _n = index.keyword_doc_freq(pairs)
+    return any(df[t] for t in pairs)
 
 
 def _named(vault: Vault, query: str) -> list[str]:
