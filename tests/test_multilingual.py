@@ -226,6 +226,7 @@ def test_a_chinese_question_to_the_english_model_is_answered_by_its_words(sample
     assert found and not [r for h in found for r in h.routes if r.kind == "vector"]
     # One character in common (文 of 语文 for 文件, "file") is no match: no word of it is held.
     assert search(sample, "如何嵌入文件", k=5) == []
+    assert search(sample, "... !!", k=5) == [] and search(sample, "？！", k=5) == []  # punctuation asks nothing
 
 
 def chat_file(tmp_path: Path, lines: list[str], session: str = "s1") -> Path:

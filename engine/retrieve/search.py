@@ -138,6 +138,8 @@ def search(
     only vector hits above ``min_confident_similarity`` are returned, marked weak. With
     ``question=False`` (the query is a whole text, e.g. a document being imported, whose
     related notes are wanted) any word of it in a note is a match."""
+    if not tokenize(query):
+        return []  # punctuation alone asks nothing (its vector is close to anything by chance)
     cfg = vault.config.search
     index = index or SearchIndex.for_vault(vault)
     catalog = vault.catalog
