@@ -273,7 +273,8 @@ def _merge(vault: Vault, tx: Transaction, link: StoredLink, keep: str, drop: str
                t_line_ranges=claim["lines"] if claim else None, match_text=anchor,
                description=f"review {day}: merged into this note")
     if types[keep] != types[drop]:
-        return f"merged into {keep}; {drop} stays current (a {types[drop]} is not superseded by a {types[keep]})"
+        return (f"merged into {keep}; {drop} stays current ({_a(types[drop])} is not superseded by "
+                f"{_a(types[keep])})")
     vault.supersede(drop, keep, day)
     return f"merged into {keep}; {drop} is superseded (valid until {day})"
 
@@ -547,3 +548,9 @@ def _restore(tx: Transaction, entry: dict[str, Any]) -> None:
     back.sort(key=lambda pair: (pair[0]["folder"], pair[0]["at"] is None, pair[0]["at"] or 0))
     ops += [PutLink(folder=r["folder"], link=was, at=r["at"]) for r, was in back]
     tx.link_ops(ops)
+
+
+def _a(noun: str | None) -> str:
+    """"a source", "an entity"."""
+    noun = noun or "note"
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"

@@ -486,7 +486,11 @@ class ChatScreen(Pane):
         except MemlinkError as exc:
             self.app.call_from_thread(self._status, f"[red]saving the reply failed: {safe_markup(str(exc))}[/red]")
             return
-        said = report.summary() if report is not None else "it was saved already"
+        if report is None:
+            self.app.call_from_thread(self._status, "this reply was saved already: nothing new to save")
+            self.app.call_from_thread(self.notify, "nothing new to save", title="Saved already")
+            return
+        said = report.summary()
         self.app.call_from_thread(self._status, f"saved one reply: {safe_markup(said)}")
         self.app.call_from_thread(self.notify, safe_markup(said), title="Saved one reply")
 
