@@ -85,7 +85,7 @@ class GraphScreen(Pane):
 
     def on_mount(self) -> None:
         table = self.query_one("#ppr", DataTable)
-        for label, width in (("#", 3), ("score", 6), ("type", 16), ("note", 48)):
+        for label, width in (("#", 3), ("score", 6), ("note", 48), ("type", 16)):  # (the note first: a narrow pane shows it)
             table.add_column(label, width=width)  # fixed: auto widths can render at the header's width
         self.query_one("#path").border_title = "Path"
         self.set_focus(self.query_one("#neighbours", Tree))
@@ -183,7 +183,7 @@ class GraphScreen(Pane):
         for i, u in enumerate(top, 1):
             entry = entries.get(u)
             title = entry.title if entry else u
-            table.add_row(str(i), f"{ranks[u]:.3f}", safe_markup(entry.memory_type if entry else ""), safe_markup(title[:48]), key=u)
+            table.add_row(str(i), f"{ranks[u]:.3f}", safe_markup(title[:48]), safe_markup(entry.memory_type if entry else ""), key=u)
         table.border_title = "Personalized PageRank from this note"
 
     # -- actions ----------------------------------------------------------------------------

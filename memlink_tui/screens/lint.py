@@ -8,6 +8,7 @@ editor holding both texts; ctrl+s previews the merged text."""
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -16,6 +17,7 @@ from textual.widgets import DataTable, Footer, Label, ListItem, ListView, Markdo
 
 from engine import MemlinkError, Vault
 from engine.lint.report import GROUPED, LintReport, lint, rank, write_dashboards
+from engine.model.text import printable_path
 from engine.review.actions import Plan
 from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
@@ -178,8 +180,10 @@ class LintScreen(Pane):
         else:
             found = by_check.get(check, [])
         rows = [(i, f) for i, f in enumerate(found) if not focus or focus in (f.uri, f.other)]
+        note_w, other_w = self._widths[1], self._widths[2]
         for i, f in rows[:MAX_ROWS]:  # a big vault can have tens of thousands of findings
-            table.add_row(safe_markup(f.severity), safe_path(f.uri), safe_path(f.other or ""), safe_markup(f.text), key=f"{i}|{f.uri}|{f.other or ''}")
+            table.add_row(safe_markup(f.severity), _tail(f.uri, note_w), _tail(f.other or "", other_w), safe_markup(f.text),
+                          key=f"{i}|{f.uri}|{f.other or ''}")
         if check == RANKED and not focus:
             for g in self.report.groups():  # enter expands a group: its check is chosen
                 table.add_row(safe_markup(g.worst), safe_markup(g.check), "", f"{g.text} · enter lists them", key=f"{GROUP}|{g.check}|")
@@ -357,3 +361,15 @@ class LintScreen(Pane):
         except MemlinkError as exc:
             self._status(f"[red]{safe_markup(str(exc))}[/red]")
         self.rerun()
+
+
+def _tail(path: str, width: int) -> str:
+    """A path cut to its end when longer than its column: notes of one folder differ by
+    their names ("…/Internal links.md"), not by the folder they share."""
+    shown = printable_path(path)
+    if cell_len(shown) <= width:
+        return safe_path(shown)
+    cut = len(shown)
+    while cut > 0 and cell_len(shown[cut - 1:]) <= width - 1:  # (a CJK character takes two cells)
+        cut -= 1
+    return safe_path("…" + shown[cut:])
