@@ -438,6 +438,25 @@ def test_a_hub_linking_every_page_does_not_outrank_the_pages_that_answer(vault, 
     assert order[:6] == [f"sources/pages/workshop-{n}.md" for n in range(1, 7)], order
 
 
+def test_a_link_counts_by_the_words_it_shows_not_the_path_it_points_at(vault, tmp_path):
+    """A page that links to "Obsidian Publish/Set up Obsidian Publish" under other words
+    is not about publishing: the keyword route reads what a reader sees."""
+    from engine.extract.batch import ingest_batch
+    from engine.extract.rules import RulesExtractor
+    from engine.model.text import shown_text
+
+    assert shown_text("See [[Publish/Set up Publish|the guide]], [[Sync#Limits]] and [notes](Publish/x.md).") == (
+        "See the guide, Sync Limits and notes.")
+    pages = tmp_path / "help"
+    (pages / "Publish").mkdir(parents=True)
+    (pages / "Publish" / "Set up Publish.md").write_text("# Set up Publish\n\nPublish your notes to a website.\n")
+    (pages / "Redirects.md").write_text("# Redirects\n\nOld notes move; see [[Publish/Set up Publish|the guide]] "
+                                         "and [[Publish/Set up Publish|setting it up]] and [the site](Publish/Set%20up%20Publish.md).\n")
+    ingest_batch(vault, [pages], extractor=RulesExtractor())
+    hits = [h.uri for h in search(vault, "publish", k=5, routes=("keyword",), use_graph=False)]
+    assert hits == ["sources/help/Publish/Set up Publish.md"], hits
+
+
 def test_a_page_titled_with_one_of_the_words_does_not_outrank_the_page_holding_them_all(vault, tmp_path):
     """In a real vault one-word titles are common words ("Settings", "Search"): a title
     counts as the note's first line, not as a field of its own that outweighs the text."""

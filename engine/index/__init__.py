@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import DiskFull, MemlinkError
-from ..model.text import CHUNK_WORDS, chunk_text
+from ..model.text import CHUNK_WORDS, chunk_text, shown_text
 from ..storage.atomic import full_disk_cause
 from ..storage.store import KEY_ID, KEY_IDS, StoreBusy, Writer
 from .embed import Embedder, load_embedder, model_for, query_vector
@@ -46,8 +46,10 @@ Progress = Callable[[int, int], None]
 
 
 def keyword_doc(title: str, body: str) -> dict[str, str]:
-    """What the keyword index holds of a note: its title, then its text."""
-    return {"text": f"{title}\n\n{body}"}
+    """What the keyword index holds of a note: its title, then its text as a reader sees
+    it (a link's words, not the path it points at: a page linking to "Obsidian Publish/…"
+    is not about publishing)."""
+    return {"text": f"{title}\n\n{shown_text(body)}"}
 
 
 @dataclass
@@ -111,7 +113,7 @@ class SearchIndex:
             embedder, self.notice = choice.embedder, choice.notice
         self.embedder = embedder
         self.fingerprint = json.dumps({"model": embedder.name, "dims": embedder.dims, "chunk_words": CHUNK_WORDS,
-                                       "tokenizer": "tantivy-en_stem+cjk-bigram-2", "keyword text": "title+body",
+                                       "tokenizer": "tantivy-en_stem+cjk-bigram-2", "keyword text": "title+shown body",
                                        "hnsw": vault.config.search.hnsw()}, sort_keys=True)
         self.vectors = VectorIndex(SPACE, self.store, self.folder, embedder.dims, **vault.config.search.hnsw())
         try:

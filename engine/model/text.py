@@ -290,3 +290,22 @@ def words(text: str) -> list[str]:
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``n`` and the noun in the number it takes: "1 note", "2 notes", "0 replies"."""
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+# A wikilink ([[target|shown]], [[target]]) or a markdown link or image ([shown](target)).
+_LINK_SYNTAX = re.compile(r"!?\[\[([^\]|\n]+)(?:\|([^\]\n]+))?\]\]|!?\[([^\]\n]*)\]\([^)\s]*\)")
+
+
+def shown_text(text: str) -> str:
+    """``text`` as a reader sees it: each link as the words it shows (a wikilink without
+    an alias as its note's name), not the path it points at."""
+    if "[" not in text:
+        return text
+
+    def shown(m: re.Match) -> str:
+        if m.group(1) is None:
+            return m.group(3)
+        return m.group(2) or m.group(1).split("#")[0].rsplit("/", 1)[-1] + (
+            " " + m.group(1).split("#", 1)[1] if "#" in m.group(1) else "")
+
+    return _LINK_SYNTAX.sub(shown, text)
