@@ -556,3 +556,18 @@ def test_pointed_at_an_obsidian_vault_memlink_says_how_to_import_it_and_writes_n
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "ingest" not in memlink("search", "alpha", vault=empty).stderr  # (nothing there to import)
+
+
+def test_a_link_with_a_folder_that_holds_no_such_page_is_unresolved_not_another_folders_page(tmp_path):
+    root = cli_vault(tmp_path)
+    src = tmp_path / "help"
+    for folder in ("Sync", "Publish"):
+        (src / folder).mkdir(parents=True)
+    (src / "Sync" / "Security and privacy.md").write_text("# Security and privacy\n\nSync encrypts.\n", encoding="utf-8")
+    (src / "Publish" / "Manage sites.md").write_text(
+        "# Manage sites\n\n[[Publish/Security and privacy#Add a site password|Set a password]] for a site.\n",
+        encoding="utf-8")
+    r = memlink("ingest", str(src), vault=root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert out_links(Vault.open(root), "sources/help/Publish/Manage sites.md") == {}
+    assert "Publish/Security and privacy" in r.stdout and "by an alias only" not in r.stdout

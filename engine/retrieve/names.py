@@ -231,7 +231,8 @@ class NameIndex:
         by_path = self.lookup_path(name, scope)
         if by_path.uri:
             return by_path
-        stem = self._pick(self.stems.get(path_key(name).rsplit("/", 1)[-1]), scope)
+        # (A target with a folder names that folder: "Publish/Security" is not Sync's "Security".)
+        stem = self._pick(self.stems.get(path_key(name)), scope) if "/" not in name.strip("/") else Lookup()
         if stem.uri and not titled.ambiguous:
             return stem
         return titled if titled.ambiguous else (by_path if by_path.ambiguous else stem)
