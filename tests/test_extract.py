@@ -278,3 +278,22 @@ def test_a_note_is_never_created_after_it_was_updated(vault):
     for uri in report.created:
         note = vault.read_note(uri)
         assert parse_timestamp(note.created_at, "c") <= parse_timestamp(note.updated_at, "u"), uri
+
+
+def test_html_in_an_imported_page_is_no_sentence_to_extract(vault, tmp_path):
+    """An embed's tags and attributes (a video's "padding:56.29% 0 0 0;position:relative")
+    and a script are not prose: nothing is made of them; the text between tags is read."""
+    from engine.extract.batch import ingest_batch
+    from engine.extract.rules import prose
+
+    assert prose('<div style="padding:56.29% 0 0 0;position:relative;"><iframe src="x"></iframe></div>\n'
+                 "I love <b>green</b> tea.<script>var a = 1;</script>").strip() == "I love green tea."
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "Video.md").write_text('# Video\n\n<div style="padding:56.29% 0 0 0;position:relative;">'
+                                    '<iframe src="https://player.example/1" style="position:absolute;top:0;left:0;width:100%;'
+                                    'height:100%;" frameborder="0"></iframe></div>\n\nWatch it on Friday 29 March 2024.\n')
+    ingest_batch(vault, [pages], extractor=RulesExtractor())
+    made = [e for e in vault.catalog.all() if e.memory_type != "source"]
+    assert not [e.title for e in made if any(w in e.title.lower() for w in ("position", "padding", "div", "iframe"))]
+

@@ -105,15 +105,19 @@ _URL = re.compile(r"\b(?:https?|ftp|file)://\S+|\bwww\.\S+|<[a-z]+:[^>\s]*>", re
 _FILE = re.compile(r"(?<![\w/.-])[\w./~-]*[\w-]\.(?:png|jpe?g|gif|svg|webp|bmp|pdf|md|markdown|txt|py|js|ts|tsx|json|"
                    r"ya?ml|toml|csv|tsv|html?|css|docx?|xlsx?|pptx?|canvas|sh|bash|zsh|rs|go|java|c|h|cpp|rb|php|"
                    r"sql|log|zip|tar|gz|mp3|mp4|mov|wav)\b", re.I)
+_HTML_CODE = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.I | re.S)  # an HTML element's code
+_HTML_TAG = re.compile(r"</?[a-zA-Z][\w:-]*(?:\s[^<>]*)?/?>")  # a tag with its attributes (the text between stays)
 _BLOCK_START = re.compile(r"^\s*(?:[-*+>|#]|\d+[.)]\s|$)")
 
 
 def prose(text: str) -> str:
-    """``text`` without what is not prose — fenced code, inline code, comments, URLs, file
-    and image names, embeds —, links kept as their shown text, and a paragraph's wrapped
+    """``text`` without what is not prose — fenced code, inline code, comments, HTML tags
+    and scripts, URLs, file and image names, embeds —, links kept as their shown text, and a paragraph's wrapped
     lines joined (a sentence broken over two lines is one sentence, not two fragments)."""
     text = _FENCE.sub("\n", text)
     text = _HTML_COMMENT.sub(" ", text)
+    text = _HTML_CODE.sub(" ", text)
+    text = _HTML_TAG.sub("", text)  # (an embed's attributes are no sentence: "padding:56.29% 0 0 0")
     text = _INLINE_CODE.sub(" ", text)
     text = _EMBED.sub(" ", text)
     text = _MD_LINK.sub(lambda m: m[1], text)
