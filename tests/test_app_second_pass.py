@@ -476,6 +476,8 @@ async def test_review_keys_act_only_on_the_pair_the_lint_pane_shows(sample):
         await settle(app, pilot)
         await pilot.press("left_square_bracket")
         assert app.screen.pending is not None
+        shown = str(app.screen.query_one("#review-status", Static).render())
+        assert shown.startswith("y applies this, escape cancels")  # the keys first: a short screen shows them
         table.move_cursor(row=rows[1])
         await settle(app, pilot)
         assert app.screen.pending is None

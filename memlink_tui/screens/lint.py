@@ -278,7 +278,8 @@ class LintScreen(Pane):
             self._status(f"[red]{safe_markup(str(exc))}[/red]")
             return
         self.pending = (plan, text)
-        self._status("\n".join(safe_markup(line) for line in plan.lines()) + "\n[b]y[/b] applies this, escape cancels")
+        # The keys first: on a short screen the end of a long preview is below the fold.
+        self._status("[b]y[/b] applies this, escape cancels:\n" + "\n".join(safe_markup(line) for line in plan.lines()))
 
     async def action_confirm(self) -> None:
         """Apply the previewed action, refused if the notes changed since the preview."""
