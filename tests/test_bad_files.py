@@ -267,6 +267,10 @@ def test_a_folder_that_cannot_be_read_is_reported_and_its_notes_and_links_are_ke
 def test_ingest_prune_leaves_the_notes_of_a_source_folder_it_cannot_read(sample, tmp_path):
     from conftest import run_unprivileged
 
+    other = tmp_path / "elsewhere" / "docs"  # a folder of the same name first: ours is imported as docs-2
+    other.mkdir(parents=True)
+    (other / "first.txt").write_text("Gamma text.\n", encoding="utf-8")
+    assert memlink("ingest", str(other), vault=sample.root).returncode == 0
     src = tmp_path / "docs"
     (src / "locked").mkdir(parents=True)
     (src / "open.txt").write_text("Alpha text.\n", encoding="utf-8")
@@ -278,4 +282,4 @@ def test_ingest_prune_leaves_the_notes_of_a_source_folder_it_cannot_read(sample,
     finally:
         (src / "locked").chmod(0o755)
     assert f"{src / 'locked'}: a folder that cannot be read" in run.stdout + run.stderr
-    assert (sample.root / "sources" / "docs" / "locked" / "kept.md").exists()
+    assert (sample.root / "sources" / "docs-2" / "locked" / "kept.md").exists(), run.stdout

@@ -12,6 +12,7 @@ import os
 import sys
 
 import forkserver
+import pytest
 from conftest import REPO, set_llm, settle
 from ollama_stub import OllamaStub
 
@@ -190,6 +191,11 @@ def test_notes_made_from_a_chat_hold_no_escape_sequence_and_keep_its_words(tmp_p
     logged = [json.loads(line) for line in (vault.root / "sessions" / "typed.jsonl").read_text(encoding="utf-8").splitlines()]
     typed = logged[0]["content"]
     assert typed.startswith("I love Gouda cheese") and typed.endswith("from Kaasmarkt") and unsafe(typed) == []
+    from engine.errors import MemlinkError
+
+    with pytest.raises(MemlinkError, match="holds no text"):  # escapes alone: nothing to ask, nothing logged
+        ChatSession(vault, "escapes").prepare("\x1b[31m\x07")
+    assert not (vault.root / "sessions" / "escapes.jsonl").exists()
 
 
 def test_an_imported_file_name_cannot_fake_a_line_of_ingest_output(tmp_path):

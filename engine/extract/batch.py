@@ -213,18 +213,18 @@ def root_name(folder: Path) -> str:
 
 
 def collect(paths: list[Path], vault_root: Path | None = None
-            ) -> tuple[list[Page], list[Attachment], list[dict], list[dict], set[str]]:
+            ) -> tuple[list[Page], list[Attachment], list[dict], list[dict], set[tuple[int, str]]]:
     """(pages to read, attachments, skipped, failed, unseen). A folder is its files' root;
     files given one by one share their common folder as root. In a folder only regular
     files are taken: a symbolic link or a special file (FIFO, socket, device) is skipped,
     named, and so is a file whose real path is outside the folder, or the vault when a
-    folder holds it. A folder that cannot be listed fails, named; ``unseen`` holds where
-    its files' notes are (``sources/<folder given>/<its path>/``): not known to be gone."""
+    folder holds it. A folder that cannot be listed fails, named; ``unseen`` holds it as
+    (which path given, its path there): its files' notes are not known to be gone."""
     pages: list[Page] = []
     attachments: list[Attachment] = []
     skipped: list[dict] = []
     failed: list[dict] = []
-    unseen: set[str] = set()
+    unseen: set[tuple[int, str]] = set()
 
     def skip(path: Path, why: str) -> None:
         skipped.append({"path": str(path), "why": why})
@@ -235,11 +235,12 @@ def collect(paths: list[Path], vault_root: Path | None = None
         if arg.is_dir():
             top = Path(os.path.realpath(arg))
             top_name = root_name(top)
-            def unlisted(exc: OSError, arg: Path = arg, top: Path = top, top_name: str = top_name) -> None:
+
+            def unlisted(exc: OSError, arg: Path = arg, top: Path = top, n: int = n) -> None:
                 rel = Path(exc.filename).relative_to(top).as_posix() if exc.filename else "."
                 failed.append({"path": str(arg / rel), "error": f"{arg / rel}: a folder that cannot be read "
                                                                 f"({exc.strerror or exc}); its files' notes are left as they are"})
-                unseen.add(f"sources/{top_name}/" + ("" if rel == "." else f"{rel}/"))
+                unseen.add((n, "" if rel == "." else f"{rel}/"))
 
             for dirpath, dirnames, filenames in os.walk(top, onerror=unlisted):  # never follows a linked folder
                 here = Path(dirpath)
@@ -576,8 +577,9 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
             result.failed.append({"path": str(page.path), "error": str(exc)})
             continue
         ok.append(page)
+    hidden = tuple(f"sources/{roots[n]}/{rel}" for n, rel in unseen if n in roots)  # (where its notes are)
     result.deleted = [gone for gone in _gone(vault, roots, {page.target for page in placed})
-                      if not gone["source"].startswith(tuple(unseen))]
+                      if not gone["source"].startswith(hidden)]
     result.renamed = _renamed(vault, ok, result.deleted)
     if not prune:  # (a renamed file's note stays where it is until --prune moves it: never a second copy)
         waiting = {pair["to"]: pair["from"] for pair in result.renamed}

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from ..errors import MemlinkError
 from ..model.text import printable
 from .context import assemble, visible_sources
 from .events import MEMORY_ANSWER, SessionEvent
@@ -92,6 +93,8 @@ class ChatSession:
         note URI the user is asking about; it is given to the model and seeds recall with
         its title."""
         text = printable(text)  # (a paste can carry terminal escapes: what is typed is text)
+        if not text.strip():
+            raise MemlinkError("the message holds no text (only control characters); nothing was sent")
         note = self.vault.read_note(about) if about else None  # before logging: a missing note changes nothing
         append_events(self.vault, self.session, [self._event("user", text)])
         turns = self.turns()

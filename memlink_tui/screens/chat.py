@@ -291,7 +291,7 @@ class ChatScreen(Pane):
     # -- talking ----------------------------------------------------------------------------------
     @on(Input.Submitted, "#message")
     def _send(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
+        text = printable(event.value).strip()  # (what a paste's escapes leave: the words)
         if not text or self.chat is None:
             return
         event.input.value = ""
