@@ -308,6 +308,20 @@ def test_the_notes_of_a_folder_whose_links_cannot_be_read_keep_their_blocks(tmp_
     assert {p: p.read_bytes() for p in root.rglob("*.md")} == before
 
 
+def test_a_note_that_is_a_symbolic_link_is_left_alone_and_the_rest_regenerated(tmp_path):
+    import os
+
+    root = tmp_path / "sample"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))
+    os.symlink("mochi.md", root / "entities" / "mochi-link.md")
+    note = root / "profile.md"
+    note.write_text(note.read_text(encoding="utf-8").replace(LINKS_PREFIX, "<!-- stale -->" + LINKS_PREFIX, 1),
+                    encoding="utf-8")  # (a note after the link whose block needs writing)
+    done = regenerate(Vault.open(root), batch=10)
+    assert done.symlinks == ["entities/mochi-link.md"] and "profile.md" in done.rewritten
+    assert (root / "entities" / "mochi-link.md").is_symlink()
+
+
 # -- importing an Obsidian vault --------------------------------------------------------------
 def test_ingesting_an_obsidian_vault_keeps_folders_tags_aliases_and_links(vault, tmp_path):
     from engine.extract.batch import ingest_batch

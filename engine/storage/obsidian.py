@@ -16,6 +16,7 @@ journal stays small and a kill loses at most one batch, which the next run redoe
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -37,10 +38,12 @@ class Regenerated:
     views: int = 0  # of which: the view got its markers
     skipped: list[str] = field(default_factory=list)  # notes that do not parse: left alone
     unreadable: dict[str, str] = field(default_factory=dict)  # folder -> why its link files cannot be read: its notes left alone
+    symlinks: list[str] = field(default_factory=list)  # notes that are symbolic links: never written through, left alone
 
     def summary(self) -> str:
         return (f"{self.notes} notes: {len(self.rewritten)} rewritten ({self.views} views delimited)"
                 + (f"; {len(self.skipped)} that do not parse left alone" if self.skipped else "")
+                + (f"; {len(self.symlinks)} that are symbolic links left alone" if self.symlinks else "")
                 + "".join(f"; the notes in {folder or 'the vault folder'} left alone: {why}"
                           for folder, why in sorted(self.unreadable.items())))
 
@@ -66,6 +69,9 @@ def regenerate(vault: Vault, *, dry_run: bool = False, batch: int = BATCH) -> Re
             with vault.transaction() as tx:
                 before: dict[str, str] = {}
                 for uri in chunk:
+                    if os.path.islink(vault.path(uri)):
+                        out.symlinks.append(uri)
+                        continue
                     try:
                         text = vault.read_text(uri)
                         note = parse_note(text, uri, vault.types)
