@@ -571,3 +571,8 @@ def test_a_link_with_a_folder_that_holds_no_such_page_is_unresolved_not_another_
     assert r.returncode == 0, r.stdout + r.stderr
     assert out_links(Vault.open(root), "sources/help/Publish/Manage sites.md") == {}
     assert "Publish/Security and privacy" in r.stdout and "by an alias only" not in r.stdout
+    from engine.retrieve.names import NameIndex
+
+    names = NameIndex.for_vault(Vault.open(root))  # the end of a real path still names its page
+    assert names.lookup_name("Sync/Security and privacy").uri == "sources/help/Sync/Security and privacy.md"
+    assert names.lookup_name("help/Sync/Security and privacy").uri == "sources/help/Sync/Security and privacy.md"

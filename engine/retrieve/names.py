@@ -231,8 +231,15 @@ class NameIndex:
         by_path = self.lookup_path(name, scope)
         if by_path.uri:
             return by_path
-        # (A target with a folder names that folder: "Publish/Security" is not Sync's "Security".)
-        stem = self._pick(self.stems.get(path_key(name)), scope) if "/" not in name.strip("/") else Lookup()
+        # A target with a folder names that folder: "Publish/Security" is the end of a path
+        # (".../Publish/Security"), never Sync's "Security" (Obsidian leaves it unresolved).
+        key = path_key(name)
+        last = key.rsplit("/", 1)[-1]
+        found = self.stems.get(last)
+        if found and "/" in key:
+            found = {u for u in found if any(p == key or p.endswith("/" + key) for p in
+                                             (path_key(u), *(f"{h}/{last}" for h in self.homes.get(u, ()))))}
+        stem = self._pick(found, scope)
         if stem.uri and not titled.ambiguous:
             return stem
         return titled if titled.ambiguous else (by_path if by_path.ambiguous else stem)
