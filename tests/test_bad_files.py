@@ -243,7 +243,8 @@ def test_one_vault_with_every_bad_file_every_command_finishes_and_check_names_ea
         assert name in shown, name
 
 
-def test_a_folder_that_cannot_be_read_is_reported_and_its_notes_and_links_are_kept(sample):
+@pytest.mark.parametrize("mode", [0o000, 0o644], ids=["no-permission", "listed-not-entered"])
+def test_a_folder_that_cannot_be_read_is_reported_and_its_notes_and_links_are_kept(sample, mode):
     """Not being able to list a folder is not its notes being gone: check names the folder,
     check --fix removes no link, and once it can be read again nothing is amiss."""
     from conftest import run_unprivileged
@@ -251,7 +252,7 @@ def test_a_folder_that_cannot_be_read_is_reported_and_its_notes_and_links_are_ke
     root = str(sample.root)
     sidecars = {p: p.read_bytes() for p in sample.root.rglob(".relations.json")}
     assert memlink("check", vault=sample.root).returncode == 0  # indexed while readable
-    (sample.root / "preferences").chmod(0)
+    (sample.root / "preferences").chmod(mode)
     try:
         shown = run_unprivileged("--vault", root, "check")
         fixed = run_unprivileged("--vault", root, "check", "--fix")

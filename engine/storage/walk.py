@@ -51,11 +51,7 @@ def vault_files(root: str, sidecar: str, skipped: dict[str, str] | None = None,
                 entries = list(it)
         except OSError as exc:
             if notes and rel:
-                if unreadable is not None:
-                    unreadable.add(rel)
-                if skipped is not None:
-                    skipped[printable_path(rel) + "/"] = (f"a folder that cannot be read ({exc.strerror or exc}): its "
-                                                         "notes and links are kept as last read until it can be")
+                _unreadable(rel, exc, skipped, unreadable)
             continue
         subdirs = []
         prefix = f"{rel}/" if rel else ""
@@ -87,6 +83,10 @@ def vault_files(root: str, sidecar: str, skipped: dict[str, str] | None = None,
             if wanted:
                 try:
                     st = entry.stat()
+                except PermissionError as exc:  # listed, but not entered (no x): what it holds is not known
+                    if notes and rel:
+                        _unreadable(rel, exc, skipped, unreadable)
+                    continue
                 except OSError:
                     continue
                 kind = kind_of(st.st_mode)
@@ -96,3 +96,12 @@ def vault_files(root: str, sidecar: str, skipped: dict[str, str] | None = None,
                     continue
                 yield prefix + name, st.st_mtime_ns, st.st_size
         stack.extend(subdirs)
+
+
+def _unreadable(rel: str, exc: OSError, skipped: dict[str, str] | None, unreadable: set[str] | None) -> None:
+    if unreadable is not None:
+        unreadable.add(rel)
+    if skipped is not None:
+        skipped[printable_path(rel) + "/"] = (f"a folder that cannot be read ({exc.strerror or exc}): its notes and "
+                                             "links are kept as last read until it can be")
+
