@@ -487,6 +487,9 @@ def test_prune_keeps_a_note_with_text_or_a_key_a_person_added_beside_the_import(
     (notes / "b.md").write_text(text.replace("memory_type: source\n", "memory_type: source\nmy_rating: 5\n", 1), encoding="utf-8")
     text = (notes / "c.md").read_text(encoding="utf-8")
     (notes / "c.md").write_text(text.replace(VIEW_OPEN, "A line of mine above.\n\n" + VIEW_OPEN, 1), encoding="utf-8")
+    text = (notes / "d.md").read_text(encoding="utf-8")  # a key a review writes is memlink's, not the person's
+    (notes / "d.md").write_text(text.replace("memory_type: source\n", "memory_type: source\nvalid_until: '2026-01-01'\n", 1),
+                                encoding="utf-8")
     for name in "abcd":
         (src / f"{name}.txt").unlink()
     r = memlink("ingest", str(src), "--prune", vault=root)

@@ -713,7 +713,8 @@ def _written_beside(note: Note) -> bool:
     span = view_span(body)
     if span is not None and (body[: span[0]] + body[span[1] :]).strip():
         return True
-    return any(key not in (IMPORTED_KEY, *OBSIDIAN_KEYS) for key in note.extra)
+    return any(key not in _INGEST_AND_REVIEW_KEYS for key in note.extra)
+
 
 
 def _move_renamed(vault: Vault, pages: list[Page], result: BatchResult) -> None:
@@ -857,6 +858,9 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, r
 
 OBSIDIAN_KEYS = ("folder", "aliases", "tags")  # a source note's top-level keys its file decides
 IMPORTED_KEY = "imported"  # the SHA-256 of the text imported: a text that differs was edited in the vault
+# The top-level keys memlink itself writes on a source note: ingest's, and a review's.
+_INGEST_AND_REVIEW_KEYS = frozenset({IMPORTED_KEY, PENDING_KEY, *OBSIDIAN_KEYS, "valid_until", "superseded_by",
+                                     "superseded_claims"})
 
 
 def _references(vault: Vault, page: Page, names: NameIndex, scope: Scope, report: RunReport, extractor: Extractor | None,
