@@ -80,6 +80,8 @@ def test_the_builtin_table_holds_the_six_types_with_their_weights():
     ("I used to drink espresso", "evolved_from"),
     ("Span and div tags can be used to apply CSS snippets", "related_to"),  # a tool's use, not a past habit
     ("You will get used to the new layout", "related_to"),
+    ("I'm used to the noise; it's used to mask the fan", "related_to"),
+    ("We are getting used to it", "related_to"),
     ("Lunch with Mia", "related_to"),
 ])
 def test_the_rules_cascade_reads_the_table_cues(sentence, expected):
