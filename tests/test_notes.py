@@ -1,4 +1,5 @@
 import os
+import re
 
 import pytest
 
@@ -150,3 +151,18 @@ def test_a_note_saved_with_a_byte_order_mark_reads_and_keeps_it(vault):
     other = vault.write_note("entity", {"name": "Bo", "content": "Bo."})
     vault.link(note.uri, other.uri, "related_to")  # its Links block is rewritten around the rest
     assert path.read_bytes().startswith(b"\xef\xbb\xbf---\n") and "[[entities/bo|Bo]]" in path.read_text(encoding="utf-8")
+
+
+def test_comments_stay_when_a_key_before_them_goes_and_on_a_list_item_that_changes(vault):
+    note = vault.write_note("entity", {"name": "Ana", "kind": "person", "aliases": ["Annie"], "content": "Ana codes."})
+    path = vault.path(note.uri)
+    text = path.read_text()
+    text = text.replace("  - Annie\n", "  - Annie  # what her team calls her\n").replace(
+        "  content:", "  # the part I keep short\n  content:")
+    path.write_text(text)
+    vault.write_note("entity", {"name": "Ana", "aliases": ["Anna"], "content": "Ana codes."}, uri=note.uri, replace=True)
+    after = path.read_text()
+    assert re.search(r"- Anna +# what her team calls her", after)
+    assert "# the part I keep short" in after and "kind:" not in after
+    again = vault.read_note(note.uri)
+    assert again.fields["aliases"] == ["Anna"] and "kind" not in again.fields

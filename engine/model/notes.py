@@ -184,14 +184,46 @@ def _keep_comments(old_head: str, meta: dict[str, Any]) -> str | None:
 
 
 def _update(target: Any, data: dict[str, Any]) -> None:
-    """Make the round-trip mapping ``target`` hold ``data``, keeping what is unchanged."""
+    """Make the round-trip mapping ``target`` hold ``data``, keeping what is unchanged and
+    the comments around it."""
     for key in [k for k in target if k not in data]:
-        del target[key]
+        _delete(target, key)
     for key, value in data.items():
-        if isinstance(value, dict) and isinstance(target.get(key), dict):
-            _update(target[key], value)
-        elif key not in target or target[key] != value or not isinstance(target[key], type(value)):
+        old = target.get(key)
+        if isinstance(value, dict) and isinstance(old, dict):
+            _update(old, value)
+        elif isinstance(value, list) and isinstance(old, list) and len(old) == len(value):
+            for i, item in enumerate(value):  # item by item: a comment on an item stays on its line
+                if old[i] != item or not isinstance(old[i], type(item)):
+                    old[i] = item
+        elif key not in target or old != value or not isinstance(old, type(value)):
             target[key] = value  # (1 == True and 1 == 1.0: a value of another type is written anew)
+
+
+def _delete(target: Any, key: Any) -> None:
+    """Remove ``key``; the comment lines the YAML editor keeps after it (a person's, about
+    what follows) go to the key before it."""
+    keys = list(target)
+    after = target.ca.items.get(key, [None] * 4)
+    del target[key]
+    at = keys.index(key)
+    if len(after) > 2 and after[2] is not None and at > 0:
+        _append_comment(target, keys[at - 1], after[2])
+
+
+def _append_comment(target: Any, key: Any, token: Any) -> None:
+    """Put the comment ``token`` after ``key``'s value (the last line it takes)."""
+    value = target[key]
+    if isinstance(value, dict) and value:
+        _append_comment(value, list(value)[-1], token)
+    elif isinstance(value, list) and value and hasattr(value, "ca"):  # (a round-trip list: its items' comments)
+        slot = value.ca.items.setdefault(len(value) - 1, [None, None, None, None])
+        if slot[0] is None:
+            slot[0] = token
+    else:
+        slot = target.ca.items.setdefault(key, [None, None, None, None])
+        if slot[2] is None:
+            slot[2] = token
 
 
 def render_note_body(schema: MemoryTypeSchema, fields: dict[str, Any], created_at: str, updated_at: str) -> str:
