@@ -604,9 +604,16 @@ async def test_the_report_queue_says_when_nothing_is_known_yet(sample):
         assert isinstance(app.screen, ReportScreen)
         status = str(app.screen.query_one("#dream-status").render())
         assert "nothing known yet (the question stays open): What do I know about sourdough starter hydration?" in status
-        labels = [str(item.query_one(Label).render()) for item in app.screen.query_one("#queue", ListView).children]
-        assert "[nothing known yet] What do I know about sourdough starter hydration?" in labels
-        assert not any("nothing_known_yet" in label for label in labels)
+        def labels() -> list[str]:  # (a refresh of the list may be mounting its rows)
+            return [str(label.render()) for item in app.screen.query_one("#queue", ListView).children
+                    for label in item.query(Label)]
+
+        for _ in range(50):
+            if "[nothing known yet] What do I know about sourdough starter hydration?" in labels():
+                break
+            await pilot.pause(0.05)
+        assert "[nothing known yet] What do I know about sourdough starter hydration?" in labels()
+        assert not any("nothing_known_yet" in label for label in labels())
 
 
 async def test_at_80x24_a_long_dream_outcome_leaves_the_report_list_its_rows(sample):
