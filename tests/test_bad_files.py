@@ -284,3 +284,19 @@ def test_ingest_prune_leaves_the_notes_of_a_source_folder_it_cannot_read(sample,
         (src / "locked").chmod(0o755)
     assert f"{src / 'locked'}: a folder that cannot be read" in run.stdout + run.stderr
     assert (sample.root / "sources" / "docs-2" / "locked" / "kept.md").exists(), run.stdout
+
+
+def test_an_entry_set_aside_keeps_what_was_written_when_json_cannot_hold_its_value(sample):
+    """check --fix moves a bad entry to the folder's rejected file; a weight of 1e999 (read
+    as infinity) is kept as the line the person wrote, and every line stays strict JSON."""
+    sidecar = sample.root / "entities" / SIDECAR
+    lines = sidecar.read_text(encoding="utf-8").split("\n")
+    lines[1] = lines[1].replace('"weight": ', '"weight": 1e999, "was": ', 1)
+    sidecar.write_text("\n".join(lines), encoding="utf-8")
+    fix(Vault.open(sample.root))
+
+    def strict(text: str) -> dict:
+        return json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in the rejected file"))
+
+    kept = [strict(line) for line in (sample.root / "entities" / REJECTED).read_text(encoding="utf-8").splitlines()]
+    assert [k["text"] for k in kept] == [lines[1].rstrip(",")]

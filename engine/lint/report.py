@@ -172,14 +172,16 @@ def set_aside(vault: Vault) -> list[str]:
                     continue
                 for name, n, line, why in salvaged.lost:
                     tx.append(log, {"sidecar": name, "at": stamp, "line": n, "cause": why, **_kept_bytes(line)})
-                rows = salvaged.rows
+                rows, written = salvaged.rows, {}
             elif problems.rejected:
-                rows = read_folder(vault.root, where, folder).rows
+                files = read_folder(vault.root, where, folder, lines=True)
+                rows, written = files.rows, files.lines
             else:
                 continue
             _good, _legacy, rejected = sort_out(rows)
             for bad in rejected:
-                tx.append(log, {"sidecar": SIDECAR, "at": stamp, "index": bad.index, "cause": bad.cause, "entry": bad.entry})
+                tx.append(log, {"sidecar": SIDECAR, "at": stamp, "index": bad.index, "cause": bad.cause,
+                                **_kept_entry(bad.entry, written.get(id(bad.entry)))})
             bad_at = {bad.index for bad in rejected}
             clean = [row for i, row in enumerate(rows) if i not in bad_at]
             tx.restore_sidecar(folder, dump_rows(clean) if clean else None)
@@ -215,6 +217,16 @@ def _move_whole(tx: Transaction, vault: Vault, folder: str, broken: str, stamp: 
     tx.append(log, {"sidecar": SIDECAR, "at": stamp, "cause": broken, **kept})
     tx.restore_sidecar(folder, None)
     return [f"moved unreadable {rel} to {log} ({broken.removeprefix(rel + ': ')})"]
+
+
+def _kept_entry(entry: object, line: tuple[object, str] | None) -> dict[str, object]:
+    """A set-aside entry as the rejected file keeps it: the entry, or, when JSON cannot
+    hold it as it was read (a weight of 1e999 read as infinity), its line as written."""
+    try:
+        json.dumps(entry, allow_nan=False)
+    except ValueError:
+        return {"text": line[1] if line is not None else json.dumps(entry, ensure_ascii=False)}
+    return {"entry": entry}
 
 
 def _kept_bytes(raw: bytes) -> dict[str, str]:
