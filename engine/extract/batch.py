@@ -716,7 +716,6 @@ def _written_beside(note: Note) -> bool:
     return any(key not in _INGEST_AND_REVIEW_KEYS for key in note.extra)
 
 
-
 def _move_renamed(vault: Vault, pages: list[Page], result: BatchResult) -> None:
     """Move the note of each renamed file to the file's new path (``move_note``: its links
     kept, one unit of work each); its fields are then rewritten from the file."""

@@ -303,9 +303,11 @@ def shown_text(text: str) -> str:
         return text
 
     def shown(m: re.Match) -> str:
-        if m.group(1) is None:
+        if m.group(1) is None:  # a markdown link: its text
             return m.group(3)
-        return m.group(2) or m.group(1).split("#")[0].rsplit("/", 1)[-1] + (
-            " " + m.group(1).split("#", 1)[1] if "#" in m.group(1) else "")
+        if m.group(2):  # a wikilink's alias
+            return m.group(2)
+        page, _, heading = m.group(1).partition("#")  # what Obsidian shows: the file name, the heading
+        return f"{page.rsplit('/', 1)[-1]} {heading}".strip()
 
     return _LINK_SYNTAX.sub(shown, text)

@@ -138,7 +138,8 @@ def search(
     only vector hits above ``min_confident_similarity`` are returned, marked weak. With
     ``question=False`` (the query is a whole text, e.g. a document being imported, whose
     related notes are wanted) any word of it in a note is a match."""
-    if not tokenize(query):
+    query_tokens = set(tokenize(query))
+    if not query_tokens:
         return []  # punctuation alone asks nothing (its vector is close to anything by chance)
     cfg = vault.config.search
     index = index or SearchIndex.for_vault(vault)
@@ -273,7 +274,6 @@ def search(
 
     if log:
         _log_query(vault, query, ranked, found)
-    query_tokens = set(tokenize(query))
 
     def hit(uri: str) -> SearchHit:
         entry = entries[uri]
