@@ -387,6 +387,27 @@ async def test_the_link_editor_never_writes_from_the_search_and_confirms_a_summa
     assert len(made) == 1 and made[0].description == "met at the roastery"
 
 
+async def test_at_80x24_the_whole_link_editor_shows(sample):
+    """Its title (which note links), every field and the keys line, inside the screen."""
+    from textual.containers import Vertical
+    from textual.widgets import Static
+
+    from memlink_tui.screens.link_editor import LinkEditor
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_at(app, pilot, "browser", "preferences/coffee.md")
+        await pilot.press("k")
+        await pilot.pause()
+        editor = app.screen
+        assert isinstance(editor, LinkEditor)
+        form = editor.query_one(Vertical)
+        assert app.screen.region.contains_region(form.region), form.region
+        assert form.scroll_y == 0 and form.max_scroll_y == 0  # nothing scrolled out of sight
+        keys = editor.query(Static).last()
+        assert "esc cancels" in str(keys.render()) and form.region.contains_region(keys.region)
+
+
 # -- one key map ---------------------------------------------------------------------------------------
 def test_no_pane_key_shadows_a_key_that_works_everywhere():
     from textual.binding import Binding

@@ -32,8 +32,9 @@ TYPE_RANK = {"entity": 0, "profile": 0, "preference": 1, "event": 1, "source": 2
 class LinkEditor(ModalScreen[str | None]):
     DEFAULT_CSS = """
     LinkEditor { align: center middle; }
-    LinkEditor > Vertical { width: 90; height: auto; border: round $accent; background: $surface; padding: 0 1; }
-    LinkEditor #link-matches { height: auto; max-height: 10; }
+    LinkEditor > Vertical { width: 90; max-width: 100%; height: auto; max-height: 100%; border: round $accent;
+                            background: $surface; padding: 0 1; }
+    LinkEditor #link-matches { height: auto; max-height: 30vh; }  /* (the whole form fits 24 rows) */
     LinkEditor Horizontal { height: auto; }
     LinkEditor Label { padding: 1 1 0 0; }
     LinkEditor #link-type { width: 24; }
