@@ -175,6 +175,17 @@ def test_a_rules_report_quotes_only_notes_holding_the_question_s_words(vault):
     assert vault.read_note(report).fields["source_uris"] == [kiln]
 
 
+def test_a_rules_report_leaves_out_a_note_sharing_only_the_question_s_place(vault):
+    kiln = vault.write_note("entity", {"name": "Kiln studio", "content": "A small electric kiln fits in a flat."}).uri
+    studio = vault.write_note("entity", {"name": "Clay studio", "content": "Its electric kiln in Rotterdam fires to cone 6."}).uri
+    vault.write_note("entity", {"name": "Coffee roaster", "content": "Roasts beans under the viaduct in Rotterdam; small batches."})
+    vault.write_note("entity", {"name": "Berth planner", "content": "Allocates berths in the port."})
+    cand = ask(vault, "Which small electric kiln could I run in a flat in Rotterdam?")
+    dream(vault)
+    report = vault.read_note(cand).fields["report_uri"]
+    assert sorted(vault.read_note(report).fields["source_uris"]) == sorted([kiln, studio])
+
+
 def test_an_evolution_question_about_an_event_reads_as_english(vault):
     old = vault.write_note("event", {"event_name": "Applied for a winter market stall", "date": "2026-09-05",
                                      "content": "Applied for a stall."}).uri

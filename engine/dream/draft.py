@@ -115,7 +115,7 @@ def rules_operations(vault: Vault, topic: Topic, ctx: ExtractContext) -> DreamOp
     sources = [pid for pid, note in sorted(ctx.notes.items())
                if note.uri in topic.notes and note.memory_type not in NOT_EVIDENCE]
     if topic.candidate:  # a question: only the notes that hold its words, as search judges them
-        sources = [pid for pid in sources if is_evidence(vault, topic.question, ctx.notes[pid])]
+        sources = evidence(vault, topic.question, {pid: ctx.notes[pid] for pid in sources})
         if not sources:
             return DreamOperations(report=[], links=[])  # nothing known yet: no report, the question stays open
     draft = rules_draft(vault, topic, [ctx.notes[pid].uri for pid in sources])
@@ -127,12 +127,20 @@ def rules_operations(vault: Vault, topic: Topic, ctx: ExtractContext) -> DreamOp
     return DreamOperations(report=[item], links=links)
 
 
-def is_evidence(vault: Vault, question: str, note: Note) -> bool:
-    """Whether ``note`` says something about ``question``: it holds enough of the
-    question's content words (search's coverage test, ``search.min_query_coverage``).
-    Found by meaning alone is not enough for the rules to quote it as what the vault knows."""
-    text = f"{vault.title(note)}\n{note.text}"
-    return query_coverage(SearchIndex.for_vault(vault), question, text) >= vault.config.search.min_query_coverage
+EVIDENCE_SHARE = 0.5  # a note quoted holds at least this share of what the note holding most of the question holds
+
+
+def evidence(vault: Vault, question: str, notes: dict[int, Note]) -> list[int]:
+    """The notes that say something about ``question``, in the order given: each holds
+    enough of its content words (search's coverage test, ``search.min_query_coverage``)
+    and at least ``EVIDENCE_SHARE`` of what the best of them holds: a note sharing only
+    the question's place ("… at home in Rotterdam?") is not quoted beside the notes about
+    its subject. Found by meaning alone is not enough for the rules to quote a note as
+    what the vault knows."""
+    index = SearchIndex.for_vault(vault)
+    held = {pid: query_coverage(index, question, f"{vault.title(note)}\n{note.text}") for pid, note in notes.items()}
+    floor = max(vault.config.search.min_query_coverage, EVIDENCE_SHARE * max(held.values(), default=0.0))
+    return [pid for pid in notes if held[pid] >= floor]
 
 
 def rules_draft(vault: Vault, topic: Topic, uris: list[str]) -> ReportDraft:
