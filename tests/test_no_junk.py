@@ -53,6 +53,15 @@ def test_a_preference_is_a_whole_clause_with_a_whole_title(vault, tmp_path):
     assert topics == ["Oolong tea over green tea", "Way the studio keeps its glazes"]
 
 
+def test_a_preference_s_title_ends_where_a_chat_runs_on_into_a_new_clause(vault, tmp_path):
+    (tmp_path / "chat.md").write_text(
+        "Me however, I love skiing it's my favorite sport\n\nI enjoy hiking, it relaxes me\n\n"
+        "I like going to concerts they are so fun\n\nI like tea, coffee and cake.\n", encoding="utf-8")
+    ingest(vault, tmp_path / "chat.md", extractor=RULES)
+    topics = sorted(vault.read_note(u).fields["topic"] for u in created(vault, "preference"))
+    assert topics == ["Going to concerts", "Hiking", "Skiing", "Tea, coffee and cake"]
+
+
 def test_an_imported_journal_page_is_dated_by_its_name_or_frontmatter_not_the_import_day(vault, tmp_path):
     (tmp_path / "2024-07-17.md").write_text("Today I wrote the importer for the garden project.\n", encoding="utf-8")
     (tmp_path / "trip.md").write_text("---\ndate: 2023-03-04\n---\nYesterday we shipped the kiln release.\n",

@@ -84,6 +84,11 @@ _LOWER_WORD = re.compile(r"(?<![\w'-])[a-z][a-z'-]+")
 _HEADING_LINE = re.compile(r"^\s*#{1,6}\s")
 _SMALL = {"a", "an", "the", "of", "in", "on", "at", "for", "to", "and", "or", "from", "with", "by"}
 _TRIM = re.compile(r"\s+(?:because|but|since|although|when|so|and then|which)\b.*$", re.I)
+# A new clause run on after the topic, as chats write them: "skiing it's my favorite
+# sport", "hiking, it relaxes me", "concerts they are so fun".
+_RUN_ON = re.compile(r"(?:\s*,\s*|\s+)(?:and\s+)?(?:it|that|this|they|i|we|he|she|you)"
+                     r"(?:['’](?:s|re|m|ve|d|ll)\b|\s+(?:is|are|was|were|am|has|have|had|will|would|can)\b)"
+                     r"|\s*,\s*(?:it|they|we|he|she|you|i)\b.*$", re.I)
 # An English past tense or a Chinese aspect marker: a sentence that says something happened
 # (a date alone, as in a heading "2024-07-17", does not).
 _DID = re.compile(r"\b\w+ed\b|\b(?:went|met|had|saw|got|made|ate|ran|took|gave|came|did|was|were|bought|left|moved|"
@@ -187,7 +192,7 @@ def link_type_for(sentence: str, link_types: LinkTypeTable | None = None) -> str
 
 
 def _topic(obj: str) -> str:
-    obj = _TRIM.sub("", obj.strip()).strip(" '\"")
+    obj = _TRIM.sub("", _RUN_ON.split(obj.strip(), maxsplit=1)[0]).strip(" '\"")
     obj = re.sub(r"^(?:to|the|a|an|my|it when|when)\s+", "", obj, flags=re.I)
     words = obj.split()
     return _whole(words[:6]) if words else ""
