@@ -230,6 +230,17 @@ def test_import_chat_and_ingest_again_after_memlink_is_deleted_add_nothing(vault
     assert snapshot(vault.root) == before
 
 
+@pytest.mark.parametrize(("ts", "day"), [("1:56 pm on 8 May, 2023", "2023-05-08"), ("2025年3月2日 晚上8:10", "2025-03-02"),
+                                        ("2024-02-29T23:10:00Z", "2024-02-29")])
+def test_memories_of_an_imported_chat_are_dated_when_it_was_said(vault, tmp_path, ts, day):
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps(dict(event(i, role, text), ts=ts)) + "\n" for i, role, text in [
+        ("1", "user", "I love mangosteen."), ("2", "assistant", "Noted.")]))
+    import_chat(vault, chat, TURNS)
+    assert commit_session(vault, "s", RULES) is not None
+    assert vault.read_note("preferences/mangosteen.md").created_at.startswith(day)
+
+
 def test_a_log_imported_from_another_vault_brings_no_commit_mark(vault, tmp_path):
     append_events(vault, "s", [event("1", "user", "I love mangosteen."), event("2", "assistant", "Noted.")])
     assert commit_session(vault, "s", RULES) is not None

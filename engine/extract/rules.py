@@ -245,6 +245,20 @@ def _same_topic(a: str, b: str) -> bool:
     return bool(ta and tb) and len(ta & tb) / len(ta | tb) >= 0.5
 
 
+_YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
+
+
+def day_of(stamp: str) -> dt.date | None:
+    """The day a message's time stamp names: ISO ("2023-05-08T13:56:00Z"), or a day, month
+    and year as chat exports write them ("1:56 pm on 8 May, 2023"); None otherwise."""
+    try:
+        return dt.datetime.fromisoformat(stamp.strip().replace("Z", "+00:00")).date()
+    except ValueError:
+        pass
+    year = _YEAR.search(stamp)
+    return _date_in(stamp, dt.date(int(year[0]), 1, 1), relative=False) if year else None
+
+
 def _date_in(sentence: str, when: dt.date, relative: bool = True) -> dt.date | None:
     """The date a sentence names; "today", "yesterday"… only when ``relative`` (the day
     the input is from is known)."""

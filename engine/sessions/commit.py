@@ -22,6 +22,7 @@ from ..errors import MemlinkError
 from ..extract.context import ExtractContext
 from ..extract.inputs import InputError, choose_extractor
 from ..extract.loop import ExtractLoop
+from ..extract.rules import day_of
 from ..extract.updater import MemoryUpdater, resolve_operations
 from .events import COMMIT
 from .log import Turn, message_text, project_turns, read_events, session_uri
@@ -161,7 +162,5 @@ def committed(vault: Vault, session_id: str, events: list[SessionEvent]) -> tupl
 
 
 def _day(ts: object) -> dt.date:
-    try:
-        return dt.datetime.fromisoformat(str(ts).replace("Z", "+00:00")).date()
-    except ValueError:
-        return dt.date.today()
+    """The day a turn was said, as its time stamp names it; today when it names none."""
+    return day_of(str(ts)) or dt.date.today()

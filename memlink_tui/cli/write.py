@@ -51,7 +51,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        help="import a chat transcript (JSONL, or a ChatGPT or Claude export) as chat sessions and turn memories")
     s.add_argument("file", type=Path, help="the transcript or export file")
     s.add_argument("--format", choices=CHAT_FORMATS, default=None, dest="fmt",
-                   help="jsonl (records {session, id, role, content, ts}), chatgpt or claude (their conversations.json); "
+                   help="jsonl (records {session, id, role, content, ts}; ts ISO or as exports write it, \"1:56 pm on 8 May, "
+                   "2023\": the day its memories are dated), chatgpt or claude (their conversations.json); "
                    "default: told by the file's shape (a JSON array is an export, anything else JSON Lines)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_import_chat)
