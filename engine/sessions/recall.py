@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import MemlinkError
 from ..index.embed import cosine_shift, query_vector, reads
-from ..model.text import content_tokens, has_cjk, tokenize
+from ..model.text import content_tokens, has_cjk, tokenize, words
 from ..retrieve.fusion import RouteHits, fuse
 from ..storage.atomic import full_disk_cause
 from .communities import label_propagation
@@ -208,6 +208,7 @@ class TurnMemory:
         if not self.turns or not query.strip():
             return []
         visible = visible or set()
+        said, query = query, self._without_owner(query)
 
         def usable(m: str) -> bool:
             t = self.turns.get(m)  # None: dropped by another process since this index was read
@@ -224,7 +225,7 @@ class TurnMemory:
         content = content_tokens(query)
         idf = self.index.idf(content) if content else {}
         covered = self._coverage(keyword[:5], idf)
-        if not self._relevant(query, covered, cos, read):
+        if not self._relevant(said, covered, cos, read):
             return []
         keyword, vector = keyword if p.keyword else [], vector if p.vector else []
         routes: dict[str, list[str]] = defaultdict(list)
@@ -376,12 +377,30 @@ class TurnMemory:
 
     def _names_someone(self, query: str) -> bool:
         """Whether the question names someone the history is about: a capitalised word (not
-        a question word) found in ``about_share`` of the indexed turns, as a speaker's name is."""
+        a question word) found in ``about_share`` of the indexed turns, as a speaker's name is,
+        or a word of the name or an alias of the vault's profile (its owner, who says "I" in
+        the chats: "What glaze is Lena testing?")."""
         names = [w for w in re.findall(r"\w+", query) if w[:1].isupper() and len(w) >= 2 and not _frame_word(w)]
         if not names:
             return False
         floor = self.params.about_share * len(self.turns)
-        return any(n >= floor for n in self.index.doc_freq(names).values())
+        owner = self._owner_words()
+        return any(n.lower() in owner for n in names) or any(n >= floor for n in self.index.doc_freq(names).values())
+
+    def _owner_words(self) -> set[str]:
+        """The words of the vault profile's name and aliases, lowercased: its owner's."""
+        return {w.lower() for e in self.vault.catalog.all("profile") for name in (e.title, *e.aliases) for w in words(name)}
+
+    def _without_owner(self, query: str) -> str:
+        """The question without the words naming the vault's owner, who says "I" in the
+        chats: her name matches only the turns that happen to use it ("Nice to meet you,
+        Lena"), not what she asks about ("What glaze is Lena testing?"). A question made
+        of nothing else is kept whole."""
+        owner = self._owner_words()
+        if not owner:
+            return query
+        left = re.sub(r"\w+(?:['’]s\b)?", lambda m: " " if re.sub(r"['’]s$", "", m[0]).lower() in owner else m[0], query)
+        return left if content_tokens(left) else query
 
 
 def _question_words(query: str) -> list[str]:
