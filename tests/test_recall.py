@@ -66,16 +66,19 @@ def test_greetings_and_speaker_names_seed_nothing(vault):
 def test_a_question_naming_the_vault_s_owner_asks_about_what_she_said(vault):
     """She says "I" in her chats: her name counts neither as missing content nor as what
     a turn is about (the one turn greeting her by name)."""
-    vault.write_note("profile", {"name": "Lena Zhou", "aliases": ["LZ"]})
+    vault.write_note("profile", {"name": "Lena Zhou", "aliases": ["LZ", "Rose"]})
     chat(vault, "s", [("user", "Hi, let's set you up. I work on berth planning in Rotterdam."),
                       ("assistant", "Nice to meet you, Lena. Welcome, Lena Zhou!"),
                       ("user", "The celadon glaze test tiles came out too glossy."), ("assistant", "Try a satin base."),
                       ("user", "Book the dentist for Tuesday"), ("assistant", "Done, 9:30 on Tuesday."),
-                      ("user", "Water the ferns on Friday"), ("assistant", "Noted.")])
+                      ("user", "Water the ferns on Friday"), ("assistant", "Noted."),
+                      ("user", "Planted the rose by the shed."), ("assistant", "Lovely."),
+                      ("user", "Planted the tulips by the gate."), ("assistant", "Lovely.")])
     memory = TurnMemory.for_vault(vault)
     for question in ("What glaze is Lena testing?", "What glaze is LZ testing?", "What is Lena's glaze test?"):
         assert [h.sources for h in memory.recall(question, k=1)] == [["s-3", "s-4"]], question
     assert [h.sources for h in memory.recall("Who is Lena Zhou?", k=1)] == [["s-1", "s-2"]]  # nothing else asked
+    assert [h.sources for h in memory.recall("When did I water the rose?", k=1)] == [["s-9", "s-10"]]  # a rose, no Rose
 
 
 def test_nonsense_recalls_nothing(vault):

@@ -399,7 +399,12 @@ class TurnMemory:
         owner = self._owner_words()
         if not owner:
             return query
-        left = re.sub(r"\w+(?:['’]s\b)?", lambda m: " " if re.sub(r"['’]s$", "", m[0]).lower() in owner else m[0], query)
+
+        def named(m: re.Match[str]) -> str:  # (written as a name: "rose" in "the rose bush" is no Rose)
+            word = re.sub(r"['’]s$", "", m[0])
+            return " " if word[:1].isupper() and word.lower() in owner else m[0]
+
+        left = re.sub(r"\w+(?:['’]s\b)?", named, query)
         return left if content_tokens(left) else query
 
 
