@@ -327,6 +327,27 @@ async def test_at_80x24_the_note_body_and_every_finding_column_show(sample):
         assert len(widths) == 4 and sum(widths) + 8 <= table.region.width and widths[3] >= 16
 
 
+@pytest.mark.parametrize(("size", "sides"), [((80, 24), False), ((120, 36), True)])
+async def test_a_short_screen_reviews_a_contradiction_from_its_quoted_lines_beside_every_finding(sample, size, sides):
+    """At 24 rows the two notes below the card would leave the findings two rows; the card
+    quotes both lines in dispute, so they give way. A note of any other finding still shows."""
+    from textual.widgets import DataTable
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=size) as pilot:
+        await app.run_action("go('lint')")
+        await settle(app, pilot)
+        assert "Why they disagree" in str(app.screen.query_one("#review-card").render())
+        table = app.screen.query_one("#findings", DataTable)
+        assert table.region.height - 3 >= 5  # every contradiction's row (border and header aside)
+        assert bool(app.screen.query_one("#sides").region.area) is sides
+        table.focus()
+        await pilot.press(*["down"] * 5)  # past the contradictions: no pair, the notes show below
+        await settle(app, pilot)
+        assert "Why they disagree" not in str(app.screen.query_one("#review-card").render())
+        assert app.screen.query_one("#sides").region.area
+
+
 async def test_z_maximises_the_focused_panel_and_puts_it_back(sample):
     from widgets import NoteTree
 

@@ -214,6 +214,7 @@ class LintScreen(Pane):
             self._status("preview dropped: another row is chosen")
         self.pair = pair
         self.query_one("#review-card", Static).update("")
+        self.remove_class("-quoted")
 
     def _card(self, a: str, b: str) -> None:
         """Why the two notes disagree (the link's description) and the lines in dispute,
@@ -236,6 +237,7 @@ class LintScreen(Pane):
                 lines.append(f"[b]{side}[/b] [dim]{safe_markup(where)}:[/dim] [reverse]{safe_markup(text.strip())}[/reverse]")
         lines.append("[dim]\\[ keep A · ] keep B · e merge · d dismiss · a research — each shows what it will write first[/dim]")
         card.update("\n".join(lines))
+        self.set_class(len(d.lines) == 2, "-quoted")  # (both lines in dispute shown: a short screen needs no notes below)
 
     async def _show(self, a: str, b: str) -> None:
         for side, uri in (("a", a), ("b", b)):
