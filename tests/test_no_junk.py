@@ -56,10 +56,14 @@ def test_a_preference_is_a_whole_clause_with_a_whole_title(vault, tmp_path):
 def test_a_preference_s_title_ends_where_a_chat_runs_on_into_a_new_clause(vault, tmp_path):
     (tmp_path / "chat.md").write_text(
         "Me however, I love skiing it's my favorite sport\n\nI enjoy hiking, it relaxes me\n\n"
-        "I like going to concerts they are so fun\n\nI like tea, coffee and cake.\n", encoding="utf-8")
+        "I like going to concerts they are so fun\n\nI like tea, coffee and cake.\n\n"
+        # one clause: a relative clause, or a "when …" topic
+        "I like movies that are scary.\n\nI don't like movies that are sad.\n\nI enjoy places where you can swim.\n\n"
+        "I like when it is sunny.\n", encoding="utf-8")
     ingest(vault, tmp_path / "chat.md", extractor=RULES)
     topics = sorted(vault.read_note(u).fields["topic"] for u in created(vault, "preference"))
-    assert topics == ["Going to concerts", "Hiking", "Skiing", "Tea, coffee and cake"]
+    assert topics == ["Going to concerts", "Hiking", "It is sunny", "Movies that are sad", "Movies that are scary",
+                      "Places where you can swim", "Skiing", "Tea, coffee and cake"]
 
 
 def test_an_imported_journal_page_is_dated_by_its_name_or_frontmatter_not_the_import_day(vault, tmp_path):

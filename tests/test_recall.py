@@ -81,6 +81,19 @@ def test_a_question_naming_the_vault_s_owner_asks_about_what_she_said(vault):
     assert [h.sources for h in memory.recall("When did I water the rose?", k=1)] == [["s-9", "s-10"]]  # a rose, no Rose
 
 
+def test_only_the_owner_s_names_as_written_count_as_naming_her(vault):
+    """Not a month her name shares, nor her surname alone (her father's too)."""
+    vault.write_note("profile", {"name": "June Park", "aliases": ["JP"]})
+    chat(vault, "s", [("user", "We travelled to Porto in March."), ("assistant", "Nice."),
+                      ("user", "We travelled to Lisbon in June."), ("assistant", "Lovely."),
+                      ("user", "My birthday party is at the lake."), ("assistant", "Fun."),
+                      ("user", "Dad's birthday: Mr Park turns 70 on 3 May."), ("assistant", "Noted.")])
+    memory = TurnMemory.for_vault(vault)
+    assert [h.sources for h in memory.recall("Where did we travel in June?", k=1)] == [["s-3", "s-4"]]
+    assert [h.sources for h in memory.recall("When is Mr Park's birthday?", k=1)] == [["s-7", "s-8"]]
+    assert [h.sources for h in memory.recall("Where is JP's birthday party?", k=1)] == [["s-5", "s-6"]]
+
+
 def test_nonsense_recalls_nothing(vault):
     chat(vault, "s", [("user", "Book the dentist for Tuesday"), ("assistant", "Done, 9:30 on Tuesday.")])
     memory = TurnMemory.for_vault(vault)

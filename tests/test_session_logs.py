@@ -231,7 +231,7 @@ def test_import_chat_and_ingest_again_after_memlink_is_deleted_add_nothing(vault
 
 
 @pytest.mark.parametrize(("ts", "day"), [("1:56 pm on 8 May, 2023", "2023-05-08"), ("2025年3月2日 晚上8:10", "2025-03-02"),
-                                        ("2024-02-29T23:10:00Z", "2024-02-29")])
+                                        ("2024-02-29T23:10:00Z", "2024-02-29"), ("1:05 May 8, 2023", "2023-05-08")])
 def test_memories_of_an_imported_chat_are_dated_when_it_was_said(vault, tmp_path, ts, day):
     chat = tmp_path / "chat.jsonl"
     chat.write_text("".join(json.dumps(dict(event(i, role, text), ts=ts)) + "\n" for i, role, text in [

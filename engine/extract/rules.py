@@ -64,7 +64,7 @@ _RELATIVE = {"today": 0, "this morning": 0, "tonight": 0, "this afternoon": 0, "
 _CAPNAME = re.compile(r"\b([A-Z][a-z]+(?:\s+(?:[A-Z][a-z]+|de|van|von|der|el|El|al)){1,3})\b")
 # Never a name, wherever they stand: months, weekdays, and words capitalised only as a
 # sentence's first word.
-_NOT_NAMES = {m.capitalize() for m in _MONTHS} | {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
+NOT_NAMES = {m.capitalize() for m in _MONTHS} | {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
                                                    "Sunday", "I", "The", "A", "An", "My", "We", "You", "It", "This", "That"}
 # Words that, capitalised, only open a sentence ("Why Mia left", "Led Series B round"):
 # closed-class words and common opening verbs. Dropped at the start of a sentence only —
@@ -86,9 +86,11 @@ _SMALL = {"a", "an", "the", "of", "in", "on", "at", "for", "to", "and", "or", "f
 _TRIM = re.compile(r"\s+(?:because|but|since|although|when|so|and then|which)\b.*$", re.I)
 # A new clause run on after the topic, as chats write them: "skiing it's my favorite
 # sport", "hiking, it relaxes me", "concerts they are so fun".
-_RUN_ON = re.compile(r"(?:\s*,\s*|\s+)(?:and\s+)?(?:it|that|this|they|i|we|he|she|you)"
+# ("movies that are scary", "places where you can swim", "when it is sunny": one clause.)
+_RUN_ON = re.compile(r"(?:\s*,\s*|\s+)(?:and\s+)?(?:it|this|they|i|we|he|she|you)"
                      r"(?:['’](?:s|re|m|ve|d|ll)\b|\s+(?:is|are|was|were|am|has|have|had|will|would|can)\b)"
-                     r"|\s*,\s*(?:it|they|we|he|she|you|i)\b.*$", re.I)
+                     r"|\s*,\s*(?:it|they|we|he|she|you|i)\b", re.I)
+_JOINED = re.compile(r"(?:^|\s)(?:when|where|what|how|why|who|whom|which|that|if|whether)$", re.I)
 # An English past tense or a Chinese aspect marker: a sentence that says something happened
 # (a date alone, as in a heading "2024-07-17", does not).
 _DID = re.compile(r"\b\w+ed\b|\b(?:went|met|had|saw|got|made|ate|ran|took|gave|came|did|was|were|bought|left|moved|"
@@ -192,7 +194,10 @@ def link_type_for(sentence: str, link_types: LinkTypeTable | None = None) -> str
 
 
 def _topic(obj: str) -> str:
-    obj = _TRIM.sub("", _RUN_ON.split(obj.strip(), maxsplit=1)[0]).strip(" '\"")
+    obj = obj.strip()
+    if (run_on := _RUN_ON.search(obj)) and not _JOINED.search(obj[: run_on.start()]):
+        obj = obj[: run_on.start()]
+    obj = _TRIM.sub("", obj).strip(" '\"")
     obj = re.sub(r"^(?:to|the|a|an|my|it when|when)\s+", "", obj, flags=re.I)
     words = obj.split()
     return _whole(words[:6]) if words else ""
@@ -221,13 +226,13 @@ def names_in(sentence: str, common: set[str] | frozenset = frozenset()) -> list[
     for m in _CAPNAME.finditer(sentence):
         words = m[1].split()
         before = re.findall(r"\w+", sentence[: m.start()])
-        opening = all(w.capitalize() in _OPENERS or w.capitalize() in _NOT_NAMES for w in before)
+        opening = all(w.capitalize() in _OPENERS or w.capitalize() in NOT_NAMES for w in before)
         first = True
-        while words and (words[0] in _NOT_NAMES or opening and (
+        while words and (words[0] in NOT_NAMES or opening and (
                 words[0] in _OPENERS or (first and words[0].lower() in common))):
             words.pop(0)
             first = False
-        if len(words) >= 2 and words[-1] not in _NOT_NAMES:
+        if len(words) >= 2 and words[-1] not in NOT_NAMES:
             out.append(" ".join(words))
     return out
 
@@ -246,6 +251,7 @@ def _same_topic(a: str, b: str) -> bool:
 
 
 _YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
+_CLOCK = re.compile(r"\b\d{1,2}:\d\d(?::\d\d)?(?:\s*[ap]\.?m\.?\b)?", re.I)
 
 
 def day_of(stamp: str) -> dt.date | None:
@@ -255,6 +261,7 @@ def day_of(stamp: str) -> dt.date | None:
         return dt.datetime.fromisoformat(stamp.strip().replace("Z", "+00:00")).date()
     except ValueError:
         pass
+    stamp = _CLOCK.sub(" ", stamp)  # ("1:05 May 8, 2023": 05 is no day)
     year = _YEAR.search(stamp)
     return _date_in(stamp, dt.date(int(year[0]), 1, 1), relative=False) if year else None
 

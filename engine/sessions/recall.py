@@ -34,8 +34,9 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ..errors import MemlinkError
+from ..extract.rules import NOT_NAMES
 from ..index.embed import cosine_shift, query_vector, reads
-from ..model.text import content_tokens, has_cjk, tokenize, words
+from ..model.text import content_tokens, has_cjk, tokenize
 from ..retrieve.fusion import RouteHits, fuse
 from ..storage.atomic import full_disk_cause
 from .communities import label_propagation
@@ -208,7 +209,8 @@ class TurnMemory:
         if not self.turns or not query.strip():
             return []
         visible = visible or set()
-        said, query = query, self._without_owner(query)
+        said, unnamed = query, self._unnamed(query)
+        query = unnamed if content_tokens(unnamed) else query  # (a question of her name alone: as asked)
 
         def usable(m: str) -> bool:
             t = self.turns.get(m)  # None: dropped by another process since this index was read
@@ -378,34 +380,28 @@ class TurnMemory:
     def _names_someone(self, query: str) -> bool:
         """Whether the question names someone the history is about: a capitalised word (not
         a question word) found in ``about_share`` of the indexed turns, as a speaker's name is,
-        or a word of the name or an alias of the vault's profile (its owner, who says "I" in
-        the chats: "What glaze is Lena testing?")."""
+        or the vault's owner (``_unnamed``: she says "I" in the chats, "What glaze is Lena
+        testing?")."""
         names = [w for w in re.findall(r"\w+", query) if w[:1].isupper() and len(w) >= 2 and not _frame_word(w)]
         if not names:
             return False
         floor = self.params.about_share * len(self.turns)
-        owner = self._owner_words()
-        return any(n.lower() in owner for n in names) or any(n >= floor for n in self.index.doc_freq(names).values())
+        return self._unnamed(query) != query or any(n >= floor for n in self.index.doc_freq(names).values())
 
-    def _owner_words(self) -> set[str]:
-        """The words of the vault profile's name and aliases, lowercased: its owner's."""
-        return {w.lower() for e in self.vault.catalog.all("profile") for name in (e.title, *e.aliases) for w in words(name)}
-
-    def _without_owner(self, query: str) -> str:
-        """The question without the words naming the vault's owner, who says "I" in the
-        chats: her name matches only the turns that happen to use it ("Nice to meet you,
-        Lena"), not what she asks about ("What glaze is Lena testing?"). A question made
-        of nothing else is kept whole."""
-        owner = self._owner_words()
-        if not owner:
-            return query
-
-        def named(m: re.Match[str]) -> str:  # (written as a name: "rose" in "the rose bush" is no Rose)
-            word = re.sub(r"['’]s$", "", m[0])
-            return " " if word[:1].isupper() and word.lower() in owner else m[0]
-
-        left = re.sub(r"\w+(?:['’]s\b)?", named, query)
-        return left if content_tokens(left) else query
+    def _unnamed(self, query: str) -> str:
+        """The question without the names of the vault's owner: her profile's name, its
+        first word and her aliases, as written there (capitalised: "the rose" is no Rose;
+        a month or weekday alone is no name here, "June" asks about June), not as the
+        question's first word. Her name matches only the turns that happen to use it
+        ("Nice to meet you, Lena"), not what she asks about."""
+        names: set[str] = set()
+        for e in self.vault.catalog.all("profile"):
+            names.update(n.strip() for n in (e.title, e.title.split()[0] if e.title.split() else "", *e.aliases))
+        left = query
+        for name in sorted((n for n in names if n and n not in NOT_NAMES), key=len, reverse=True):
+            said = re.escape(name) if has_cjk(name) else rf"\b{re.escape(name)}(?:['’]s)?\b"
+            left = re.sub(rf"(?<=.){said}", " ", left)
+        return left
 
 
 def _question_words(query: str) -> list[str]:
