@@ -306,7 +306,7 @@ class MemlinkTools:
         return {"deleted": uri, "links_removed": removed, "action": action}
 
     def undo(self, action: Annotated[Name, about(
-            "The action id a write tool returned (write_note, edit_note, delete_note, move, a link update)",
+            "The action id a write tool returned (write_note, edit_note, delete_note, move, link, unlink)",
             "Action id")],
              ) -> dict[str, Any]:
         """Undo one of this client's writes, only while it is the last action: never a
@@ -333,19 +333,22 @@ class MemlinkTools:
 
         self.writable()
         chosen = self.vault.config.link_table().require(link_type) if link_type else None
-        before = last_action(self.vault) if update else None
+        before = last_action(self.vault)
         link = write_link(self.vault, from_uri, to_uri, chosen, update=update, weight=weight, t_field=t_field,
                           t_line_ranges=t_lines, match_text=match_text, description=description)
-        logged = last_action(self.vault) if update else None  # an update is an undoable action (a new link is not)
-        fresh = logged is not None and logged != before and logged["action"] == "update-link"
-        return {**link.model_dump(mode="json"), "action": logged["id"] if fresh and logged else None}
+        return {**link.model_dump(mode="json"), "action": _new_action(self.vault, before)}
 
     def unlink(self, from_uri: Annotated[Uri, about("The note the links go from", "From note")],
                to_uri: Annotated[Uri, about("The note the links go to", "To note")],
                link_type: LinkTypeName = None) -> dict[str, Any]:
+        from engine.review.actions import last_action
+        from engine.review.linkwrite import remove_link
+
         self.writable()
         chosen = self.vault.config.link_table().require(link_type) if link_type else None
-        return {"removed": self.vault.unlink(from_uri, to_uri, chosen)}
+        before = last_action(self.vault)
+        removed = remove_link(self.vault, from_uri, to_uri, chosen)
+        return {"removed": removed, "action": _new_action(self.vault, before)}
 
     def move(self, old_uri: Uri,
              new_uri: Annotated[Short, about("The new path (ending in .md), or a folder to move the note into", "New path")],
@@ -386,6 +389,14 @@ class MemlinkTools:
             raise ResourceNotFoundError(str(exc)) from None
         except (MemlinkError, OSError) as exc:  # a note that does not parse, a file gone meanwhile
             raise ResourceError(str(exc)) from None
+
+
+def _new_action(vault: Vault, before: dict[str, Any] | None) -> str | None:
+    """The id of the undoable action a call just logged (None: it wrote nothing)."""
+    from engine.review.actions import last_action
+
+    logged = last_action(vault)
+    return logged["id"] if logged is not None and logged != before else None
 
 
 def clean(text: str) -> str:
@@ -472,14 +483,15 @@ def build_server(vault: Vault) -> MCPServer:
          "kept. Undoable (the undo tool, or `memlink undo`).")
     tool(tools.delete_note, REMOVE, "Delete a note and every link into or out of it, as one action that the undo "
          "tool (or `memlink undo`) reverses: the note and its links come back.")
-    tool(tools.undo, WRITE, "Undo a write of these tools (write_note, edit_note, delete_note, move, link with update) "
+    tool(tools.undo, WRITE, "Undo a write of these tools (write_note, edit_note, delete_note, move, link, unlink) "
          "by the action id "
          "it returned: refused unless it is still the last action in the vault and its notes are unchanged since, "
          "so a change the user made is never reversed.")
     tool(tools.link, WRITE, "Link two notes with a typed, weighted link, written on both sides or not at all. Two "
          "notes linked already are refused (the error names the link) unless update is true: then only the "
-         "fields given change, and the undo tool (with the action id returned) or `memlink undo` reverts it.")
-    tool(tools.unlink, REMOVE, "Remove the links from one note to another (of one type, or all), on both sides.")
+         "fields given change. The undo tool (with the action id returned) or `memlink undo` reverts either.")
+    tool(tools.unlink, REMOVE, "Remove the links from one note to another (of one type, or all), on both sides; the "
+         "undo tool (with the action id returned) puts them back as they were.")
     tool(tools.move, WRITE, "Move or rename a note: old_uri to new_uri (a note path ending in .md, or a folder to "
          "move it into). Every link into and out of it follows on both sides, anchors and line ranges kept, in one "
          "step `memlink undo` reverts; a new_uri that exists is refused. [[wikilinks]] in other notes' text naming "

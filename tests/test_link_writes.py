@@ -112,6 +112,44 @@ def test_the_cli_refuses_without_update_and_its_update_is_undone(sample):
     assert sidecars(root) == before
 
 
+def files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and ".memlink" not in p.parts}
+
+
+def test_a_new_link_and_a_removed_one_are_undone_to_every_byte(sample):
+    """A link removed by mistake comes back with its type, weight and description."""
+    root, a, b = sample.root, "entities/mochi.md", "entities/hangzhou.md"
+    sample.close()
+    before = files(root)
+    assert memlink("link", a, b, "--type", "caused_by", "--weight", "0.4", "--description", "named after", vault=root).returncode == 0
+    linked = files(root)
+    assert linked != before
+    assert memlink("undo", vault=root).returncode == 0 and files(root) == before
+    assert memlink("link", a, b, "--type", "caused_by", "--weight", "0.4", "--description", "named after", vault=root).returncode == 0
+    relinked = files(root)
+    removed = memlink("unlink", a, b, vault=root)
+    assert removed.returncode == 0 and "removed 1 link" in removed.stdout
+    undone = memlink("undo", vault=root)
+    assert undone.returncode == 0 and "unlink" in undone.stdout, undone.stderr
+    assert files(root) == relinked
+    link = next(l for l in Vault.open(root).links.of(a, "links") if l.to_uri == b)
+    assert (link.link_type.value, link.weight, link.description) == ("caused_by", 0.4, "named after")
+    assert [e for e in check(Vault.open(root)) if e.severity == "error"] == []
+
+
+async def test_mcp_unlink_is_undone_by_the_action_it_returns(tmp_path):
+    root = tmp_path / "vault"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))
+    before = files(root)
+    async with server(root) as client:
+        removed = await client.call_tool("unlink", {"from_uri": A, "to_uri": B})
+        assert not removed.is_error and removed.structured_content["removed"] == 1 and removed.structured_content["action"]
+        assert files(root) != before
+        undone = await client.call_tool("undo", {"action": removed.structured_content["action"]})
+        assert not undone.is_error and "unlink" in undone.structured_content["undone"]
+    assert files(root) == before
+
+
 async def test_mcp_refuses_a_pair_linked_already_unless_update(tmp_path):
     root = tmp_path / "vault"
     shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))

@@ -101,7 +101,7 @@ async def test_every_tool_answers_through_the_sdk_client(tmp_path):
         assert [l.id for l in vault.links.of(MOCHI, "links") if l.to_uri == "preferences/coffee.md"] == [link["id"]]
         assert [l.id for l in vault.links.of("preferences/coffee.md", "backlinks") if l.from_uri == MOCHI] == [link["id"]]
         removed = (await client.call_tool("unlink", {"from_uri": MOCHI, "to_uri": "preferences/coffee.md"}))
-        assert removed.structured_content == {"removed": 1}
+        assert removed.structured_content["removed"] == 1 and removed.structured_content["action"]
 
         asked = (await client.call_tool("ask", {"question": "Which vet does Mochi see?"})).structured_content
         assert asked["uri"].startswith("report_candidates/") and (root / asked["uri"]).is_file()

@@ -3,8 +3,9 @@
 
 A link between two notes that are linked already is never replaced silently: the write is
 refused with the existing link named, unless the caller asks to update it. An update
-changes only the fields given (the rest are kept), and is logged as a review action so
-`memlink undo` puts the link back as it was. (The extraction, ingest and the dream link
+changes only the fields given (the rest are kept). Every write and removal is logged as a
+review action, so `memlink undo` puts the links back as they were (a removed link with its
+type, weight and description). (The extraction, ingest and the dream link
 through ``Vault.link_many``, which merges by the link rules of docs/DESIGN.md, "Vault
 format".)"""
 
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 from ..errors import LinkError
 from ..model.links import LinkType, StoredLink
 from ..model.uris import normalize_uri
-from ..storage.writes import new_link, put_ops, remove_ops
+from ..storage.writes import new_link, put_ops, remove_ops, unlink
 from .actions import log_action
 
 if TYPE_CHECKING:
@@ -56,8 +57,10 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
             if link_type is None:
                 raise LinkError(f"{from_uri} has no link to {to_uri} to update; nothing was written (a new link needs a "
                                 "link type)" if update else "a new link needs a link type")
-            return vault.link(from_uri, to_uri, link_type, weight=1.0 if weight is None else weight, t_field=t_field,
+            made = vault.link(from_uri, to_uri, link_type, weight=1.0 if weight is None else weight, t_field=t_field,
                               t_line_ranges=t_line_ranges, match_text=match_text or None, description=description or "")
+            log_action(vault, tx, "link", from_uri, to_uri, f"linked {from_uri} -> {to_uri} ({made.id})")
+            return made
         if not update:
             listed = "; ".join(describe(l) for l in existing)
             raise LinkExists(f"{from_uri} is linked to {to_uri} already: {listed}. Nothing was written; "
@@ -90,3 +93,15 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
         log_action(vault, tx, "update-link", from_uri, to_uri,
                    f"updated the link {from_uri} -> {to_uri} ({old.id}): {', '.join(changed)}")
         return updated
+
+
+def remove_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | str | None = None, *,
+                link_id: str | None = None) -> int:
+    """Remove the links from ``from_uri`` to ``to_uri`` (of one type, or all; or the one
+    with ``link_id``) on both sides, undoable with `memlink undo`. Returns how many; none
+    found is an error, nothing written."""
+    from_uri, to_uri = normalize_uri(from_uri), normalize_uri(to_uri)
+    with vault.transaction() as tx:
+        n = unlink(vault, tx, from_uri, to_uri, link_type, link_id)
+        log_action(vault, tx, "unlink", from_uri, to_uri, f"removed {n} link{'s' if n != 1 else ''} {from_uri} -> {to_uri}")
+    return n

@@ -64,8 +64,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--dry-run", action="store_true", help="print what the action would change; write nothing")
     s.set_defaults(func=cmd_review)
 
-    s = sub.add_parser("undo", parents=[common], help="reverse the last action: a review, a link update, a move, an ingest's "
-                       "prune or sync, an MCP write")
+    s = sub.add_parser("undo", parents=[common], help="reverse the last action: a review, a link written, updated or removed, a "
+                       "move, an ingest's prune or sync, an MCP write")
     s.set_defaults(func=cmd_undo)
 
     s = sub.add_parser("check", parents=[common], help="consistency checks (exit 3 when errors are found)")

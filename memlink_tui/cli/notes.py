@@ -160,9 +160,11 @@ def link_type(vault: Vault, name: str) -> LinkType:
 
 
 def cmd_unlink(args: argparse.Namespace) -> int:
+    from engine.review.linkwrite import remove_link
+
     vault = open_vault(args)
     chosen = link_type(vault, args.link_type) if args.link_type else None
-    n = vault.unlink(args.from_uri, args.to_uri, chosen)
+    n = remove_link(vault, args.from_uri, args.to_uri, chosen)
     say(f"removed {n} link{'s' if n != 1 else ''} from {args.from_uri} to {args.to_uri}")
     return 0
 

@@ -168,6 +168,8 @@ class BrowserScreen(Pane):
         if not table.has_focus or link is None:
             self.notify("Highlight a link in the links table (l) first.", timeout=3)
             return
+        from engine.review.linkwrite import remove_link
+
         from .link_editor import Confirm
 
         source, target = (link.from_uri, link.to_uri)
@@ -176,7 +178,7 @@ class BrowserScreen(Pane):
             if not yes:
                 return
             try:
-                self.vault.unlink(source, target, link.link_type, link_id=link.id)  # just this one
+                remove_link(self.vault, source, target, link.link_type, link_id=link.id)  # just this one (undoable)
             except MemlinkError as exc:
                 self.notify(safe_markup(exc), title="Link not removed", severity="error")
                 return
