@@ -241,6 +241,27 @@ def test_memories_of_an_imported_chat_are_dated_when_it_was_said(vault, tmp_path
     assert vault.read_note("preferences/mangosteen.md").created_at.startswith(day)
 
 
+def test_yesterday_counts_from_the_day_it_was_said_in_a_chat_of_many_days(vault, tmp_path):
+    said = [("1", "user", "Yesterday I went to a pottery class with Maya.", "1:56 pm on 8 May, 2023"),
+            ("2", "assistant", "Fun!", "1:57 pm on 8 May, 2023"),
+            ("3", "user", "Yesterday I fixed the bike.", "10:05 am on 25 December, 2023"),
+            ("4", "assistant", "Nice.", "10:06 am on 25 December, 2023")]
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps(dict(event(i, role, text), ts=ts)) + "\n" for i, role, text, ts in said))
+    import_chat(vault, chat, TURNS)
+    read: list[str] = []
+
+    class Reading(RulesExtractor):  # what a model reads: each day's turns under their date
+        def extract(self, ctx, schema):
+            read.append(ctx.text)
+            return super().extract(ctx, schema)
+
+    assert commit_session(vault, "s", Reading()) is not None
+    dates = sorted(vault.read_note(e.uri).fields["date"] for e in vault.catalog.all("event"))
+    assert dates == ["2023-05-07", "2023-12-24"]
+    assert read[0].index("(2023-05-08)") < read[0].index("pottery") < read[0].index("(2023-12-25)") < read[0].index("bike")
+
+
 def test_a_log_imported_from_another_vault_brings_no_commit_mark(vault, tmp_path):
     append_events(vault, "s", [event("1", "user", "I love mangosteen."), event("2", "assistant", "Noted.")])
     assert commit_session(vault, "s", RULES) is not None

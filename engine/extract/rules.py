@@ -308,12 +308,13 @@ class RulesExtractor:
     def extract(self, ctx: ExtractContext, schema: type[BaseModel]) -> BaseModel:
         out = _Out(items={name: [] for name in schema.model_fields if name != "links"}, link_types=link_types_of(schema))
         lines = [prose(line) for line in ctx.user_lines or [ctx.text]]
+        days = ctx.line_days if len(ctx.line_days) == len(lines) else [ctx.when] * len(lines)
         profile = next((pid for pid, n in ctx.notes.items() if n.memory_type == "profile"), None)
         ctx.common_words = ctx.common_words | set(_LOWER_WORD.findall(ctx.text))
-        for line in lines:
+        for line, day in zip(lines, days, strict=True):
             for sentence in (s.strip() for s in _SENT.findall(line)):
                 if sentence:
-                    self._sentence(sentence, ctx, out, profile)
+                    self._sentence(sentence, ctx, out, profile, day)
         return schema.model_validate({**out.items, "links": out.links})
 
     # -- one sentence -------------------------------------------------------------------------
@@ -334,7 +335,8 @@ class RulesExtractor:
         out.links.append({"f": f, "t": t, "t_field": t_field, "link_type": link_type.value, "weight": weight,
                           "match_text": match_text or None, "description": why})
 
-    def _sentence(self, s: str, ctx: ExtractContext, out: _Out, profile: int | None) -> None:
+    def _sentence(self, s: str, ctx: ExtractContext, out: _Out, profile: int | None, when: dt.date) -> None:
+        """One sentence said on ``when`` (its "yesterday" counts from that day)."""
         created: list[tuple[int, str]] = []  # (page id, field holding the sentence)
         # Preferences, and opinions that changed.
         for pattern, sentiment, changed in ((_NO_LONGER, "dislike", True), (_ZH_NO_LONGER, "dislike", True),
@@ -353,7 +355,7 @@ class RulesExtractor:
                 old = note.fields.get("sentiment")
                 if (note.memory_type == "preference" and slugify(note.fields.get("topic", "")) == slugify(topic)
                         and (changed or (old and old != sentiment))):
-                    topic = f"{topic} ({ctx.when.isoformat()})"
+                    topic = f"{topic} ({when.isoformat()})"
             pid = self._new(ctx, out, "preference", {"topic": topic[:1].upper() + topic[1:], "sentiment": sentiment,
                                                        "content": s}, ("preference", topic.lower()))
             if pid is None:
@@ -394,7 +396,7 @@ class RulesExtractor:
                 if pid is not None:
                     created.append((pid, "user_requirement"))
         # Dated events.
-        day = _date_in(s, ctx.when, ctx.day_known)
+        day = _date_in(s, when, ctx.day_known)
         if day is not None and not created and _DID.search(s) and _clause(s):
             words = re.sub(r"[^\w\s'-]", " ", s).split()
             name = _whole(words[:8]) if words else s[:40]

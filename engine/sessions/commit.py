@@ -120,9 +120,17 @@ def _commit(vault: Vault, session_id: str, turns: list[Turn], mark: str | None, 
     """Extract ``turns`` and land the notes with a commit mark holding ``covers``; None
     (nothing written) when another commit of the session landed since ``mark``."""
     when = _day(turns[-1].messages[-1].ts)
-    text = "\n".join(line for t in turns for line in t.transcript())
-    user_lines = [message_text(m) for t in turns for m in t.asked]
-    ctx = ExtractContext("session", text, when, user_lines=user_lines)
+    # A session of several days (an imported chat) says which day each turn is from: its
+    # "yesterday" counts from that day, not from the session's last.
+    days = [day_of(str(t.messages[0].ts)) or when for t in turns]
+    lines: list[str] = []
+    for i, t in enumerate(turns):
+        if len(set(days)) > 1 and (i == 0 or days[i] != days[i - 1]):
+            lines.append(f"({days[i].isoformat()})")
+        lines += t.transcript()
+    asked = [m for t in turns for m in t.asked]
+    ctx = ExtractContext("session", "\n".join(lines), when, user_lines=[message_text(m) for m in asked],
+                         line_days=[day_of(str(m.ts)) or when for m in asked])
     if extractor is None:
         extractor, _health = choose_extractor(vault)
     ops = ExtractLoop(vault, extractor).run(ctx)
