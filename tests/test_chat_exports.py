@@ -225,7 +225,7 @@ def test_cli_import_chat_formats_and_recall(tmp_path):
     assert memlink("init", vault=root).returncode == 0
     r = memlink("import-chat", "--format", "chatgpt", str(CHATGPT), vault=root)
     assert r.returncode == 0, r.stderr
-    assert "2 chat sessions (chatgpt), 6 new events" in r.stdout
+    assert "2 chat sessions (chatgpt), 6 new messages" in r.stdout
     assert "  left out: messages on other branches (edited prompts, regenerated answers): 2\n" in r.stdout
     r = memlink("import-chat", str(CLAUDE), "--json", vault=root)  # no --format: told by the shape
     assert r.returncode == 0, r.stderr

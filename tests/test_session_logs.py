@@ -190,7 +190,7 @@ def test_a_malformed_line_in_the_middle_is_named_and_the_rest_of_the_vault_works
     chat = tmp_path / "more.jsonl"
     chat.write_text(json.dumps(event("y1", "user", "I like celadon glazes.", HANGZHOU)) + "\n")
     r = memlink("import-chat", str(chat), vault=root)
-    assert r.returncode == 0 and "1 new event," in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "1 new message," in r.stdout, r.stdout + r.stderr
     assert log.read_text(encoding="utf-8").splitlines()[4] == lines[4].rstrip("\n")  # left where it was
 
 
@@ -239,6 +239,19 @@ def test_memories_of_an_imported_chat_are_dated_when_it_was_said(vault, tmp_path
     import_chat(vault, chat, TURNS)
     assert commit_session(vault, "s", RULES) is not None
     assert vault.read_note("preferences/mangosteen.md").created_at.startswith(day)
+
+
+def test_an_import_names_time_stamps_that_name_no_day(tmp_path):
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps(dict(event(i, role, "Hello there."), ts=ts)) + "\n" for i, role, ts in [
+        ("1", "user", "sometime last week"), ("2", "assistant", "8/5/2023"), ("3", "user", "1:56 pm on 8 May, 2023"),
+        ("4", "assistant", "2023-05-08T13:57:00Z")]))
+    r = memlink("import-chat", str(chat), vault=root)
+    assert r.returncode == 0, r.stderr
+    assert ("2 messages with a time stamp naming no day ('sometime last week', '8/5/2023'): their memories are "
+            "dated the day they are committed") in r.stdout, r.stdout
 
 
 def test_yesterday_counts_from_the_day_it_was_said_in_a_chat_of_many_days(vault, tmp_path):

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from ..errors import MemlinkError
 from ..extract.inputs import read_text_file
 from ..extract.loop import quarantine
+from ..extract.rules import day_of
 from ..index import choose_model, model_line
 from ..llm import Breaker, LLMError, LLMInvalidOutput
 from ..llm.registry import selection
@@ -50,12 +51,22 @@ class ImportReport:
     unnamed: int = 0  # export conversations without an id: named by their title and start time
     model: str = ""  # a model that reads this chat, where the default does not and none is named (``choose_model``) ...
     model_set: bool = False  # ... set in memlink.yaml by this import (an empty vault's first chat)
+    undated: list[str] = field(default_factory=list)  # time stamps naming no day (the first few; their memories: today)
+    undated_count: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
     def model_line(self) -> str:
         return model_line(self.model, self.model_set)
+
+    def undated_line(self) -> str:
+        """What the CLI and the app say of messages whose time stamp names no day."""
+        if not self.undated_count:
+            return ""
+        seen = ", ".join(repr(ts) for ts in self.undated)
+        return (f"{counted(self.undated_count, 'message')} with a time stamp naming no day ({seen}): "
+                "their memories are dated the day they are committed")
 
     def left_out_lines(self) -> list[str]:
         """Every kind of thing the export held that was not imported, with its count, and
@@ -216,6 +227,11 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
     report.sessions = len(by_session)
     for session, events in by_session.items():
         report.events_added += append_events(vault, session, events)
+        for event in events:
+            if day_of(str(event.ts)) is None:
+                report.undated_count += 1
+                if len(report.undated) < 3 and str(event.ts) not in report.undated:
+                    report.undated.append(str(event.ts))
     return extract_pending(vault, list(by_session), extractor, progress, report, final=True)
 
 

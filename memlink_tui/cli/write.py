@@ -289,7 +289,7 @@ def cmd_import_chat(args: argparse.Namespace) -> int:
         say_json(report.to_json())
     else:
         fmt = f" ({report.format})" if report.format != "jsonl" else ""
-        print(f"{counted(report.sessions, 'chat session')}{fmt}, {counted(report.events_added, 'new event')}, "
+        print(f"{counted(report.sessions, 'chat session')}{fmt}, {counted(report.events_added, 'new message')}, "
               f"{counted(report.turns, 'turn')}: "
               f"{report.extracted} extracted, {report.already} already known, {len(report.failed)} failed "
               f"[provider: {report.provider}]")
@@ -299,6 +299,8 @@ def cmd_import_chat(args: argparse.Namespace) -> int:
             say(f"  {line}")
         for failure in report.failed:
             say(f"  ! {failure}")
+        if line := report.undated_line():  # (the time stamps are data: printable)
+            say(f"  ! {line}")
         if report.fallback:
             say(f"  ! model: {report.fallback}")
     return EXIT_PARTIAL if report.failed else 0

@@ -130,7 +130,7 @@ class ImportScreen(ModalScreen[str | None]):
             return
         lines = [f"[b]{counted(report.sessions, 'chat session')} ({safe_markup(report.format)}), "
                  f"{counted(report.events_added, 'new message')}, {counted(report.turns, 'turn')}[/b]  [dim]provider: {safe_markup(report.provider)}[/dim]"]
-        lines += [safe_markup(line) for line in [report.model_line(), *report.left_out_lines()] if line]
+        lines += [safe_markup(line) for line in [report.model_line(), report.undated_line(), *report.left_out_lines()] if line]
         lines += [f"[red]! {safe_markup(f)}[/red]" for f in report.failed]
         lines += ["", "[b]ctrl+s[/b]: commit every session with new turns, so their memories are searchable · "
                   "[dim]esc: close[/dim]"]
