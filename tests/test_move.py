@@ -113,6 +113,17 @@ def test_a_move_is_refused_with_the_reason_and_nothing_changes(sample, target, e
     assert files(sample.root) == before and last_action(sample) is None
 
 
+def test_a_note_that_does_not_parse_is_refused_naming_it_not_where_it_was_going(sample):
+    note = sample.root / "entities" / "mochi.md"
+    note.write_text(note.read_text(encoding="utf-8").replace("memory_type: entity", "memory_type: [entity", 1),
+                    encoding="utf-8")
+    before = files(sample.root)
+    with pytest.raises(MoveError) as refused:
+        move_note(sample, "entities/mochi.md", "entities/cat.md")
+    assert "cannot move entities/mochi.md: entities/mochi.md: frontmatter is not valid YAML" in str(refused.value)
+    assert "cat.md:" not in str(refused.value) and files(sample.root) == before
+
+
 def test_wikilinks_in_note_text_are_listed_and_rewritten_only_when_asked(sample):
     source = "entities/mochi.md"
     note = sample.read_note(source)

@@ -122,6 +122,7 @@ def move_note(vault: Vault, old: str, new: str, *, rewrite_text: bool = False) -
 def _move_file(vault: Vault, tx: Transaction, old: str, new: str) -> None:
     text = vault.read_text(old)
     try:
+        parse_note(text, old, vault.types)  # (what is wrong with the note is named at its own path)
         note = parse_note(text, new, vault.types)
     except MemlinkError as exc:
         raise MoveError(f"cannot move {old}: {exc}; nothing was moved") from None
