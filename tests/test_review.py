@@ -209,6 +209,8 @@ async def test_app_merge_starts_from_both_texts_and_previews_before_writing(samp
         await pilot.pause()
         box = screen.query_one("#merge-text", TextArea)
         assert box.display and box.has_focus
+        keys = str(screen.query_one("#review-status", Static).render())  # (the editor's title is cut when narrow)
+        assert "ctrl+s previews the merge" in keys and "escape cancels" in keys
         text_a = v.read_note(a).fields["content"].strip()
         text_b = v.read_note(b).fields["content"].strip()
         assert box.text == f"{text_a}\n\n{text_b}"  # both texts, several lines, not an empty input

@@ -318,6 +318,8 @@ class LintScreen(Pane):
         self._merge_title()
         box.display = True
         self.set_focus(box)
+        # (the editor's title is cut on a narrow screen, and the footer shows the editor's keys)
+        self._status("[b]ctrl+s[/b] previews the merge · [b]ctrl+f[/b] the other note keeps it · [b]escape[/b] cancels")
 
     def _merge_title(self) -> None:
         assert self.pair is not None  # the editor opens on a pair
