@@ -53,11 +53,14 @@ def test_provenance_questions_weights_freshness_orphans_contradictions(vault):
     a, b = make_pair(vault)
     vault.write_note("report", {"question": "Why?", "answer": "Because."})
     vault.write_note("report_candidate", {"question": "What next?", "status": "pending"})
+    vault.write_note("report_candidate", {"question": "Which kiln?", "status": "answered_partly"})  # no model yet: open
+    vault.write_note("report_candidate", {"question": "Why so?", "status": "done"})
     vault.write_note("entity", {"name": "Old"}, created_at="2026-01-01T00:00:00+00:00", updated_at="2026-01-01T00:00:00+00:00")
     vault.link(b.uri, a.uri, "contradicts", weight=0.2, description="they disagree")
     assert [f.message for f in findings(vault, "provenance") if f.uri == "reports/why.md"] == ["report without sources"]
     assert any(f.uri == a.uri and "no source" in f.message for f in findings(vault, "provenance"))
-    assert [f.uri for f in findings(vault, "open_questions")] == ["report_candidates/what-next.md"]
+    assert sorted(f.uri for f in findings(vault, "open_questions")) == ["report_candidates/what-next.md",
+                                                                         "report_candidates/which-kiln.md"]
     assert [(f.uri, f.other) for f in findings(vault, "low_weight")] == [(b.uri, a.uri)]
     assert [(f.uri, f.other, f.message) for f in findings(vault, "contradictions")] == [(b.uri, a.uri, "they disagree")]
     stale = {f.uri: f for f in findings(vault, "freshness")}

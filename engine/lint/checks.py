@@ -446,6 +446,9 @@ def open_questions(ctx: CheckContext) -> Iterator[Finding]:
             status = "pending"
         if status in ("pending", "nothing_known_yet"):
             yield Finding(check="open_questions", severity="info", uri=uri, message=f"open research question: {entry.title}")
+        elif status == "answered_partly":  # a report of what the vault holds, no model asked: still open
+            yield Finding(check="open_questions", severity="info", uri=uri,
+                          message=f"open research question (a report gathers what the vault holds): {entry.title}")
 
 
 def _age_days(stamp: str, today: dt.date) -> int | None:
