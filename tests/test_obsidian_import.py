@@ -5,6 +5,7 @@ move, delete, prune, undo, dry run)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import os
@@ -89,6 +90,7 @@ def test_code_attachments_and_frontmatter_are_not_references(mini):
     assert out_links(v, s("Tagged")) == {s("Alpha"): None}  # case 12: only its text's [[Alpha]]
     tagged = v.read_note(s("Tagged"))
     assert tagged.extra["tags"] == ["topics/alpha"]  # at the top of the frontmatter, where Obsidian reads them
+    assert tagged.extra["properties"] == {"permalink": "folder/tagged"}  # the rest of its frontmatter, as written
     assert "[[Inline Code Example]]" not in json.dumps(result.to_json())  # case 10
 
 
@@ -522,13 +524,14 @@ def test_a_frontmatter_change_is_synced(tmp_path):
     page = src / "Plan.md"
     page.write_text("---\ntitle: Spring plan\ntags: [garden]\n---\nSow the beans in April.\n", encoding="utf-8")
     ingest_batch(v, [src], extractor=RULES)
-    page.write_text("---\ntitle: Spring garden plan\ntags: [garden, beans]\naliases: [Beans]\n---\nSow the beans in April.\n",
-                    encoding="utf-8")
+    page.write_text("---\ntitle: Spring garden plan\ntags: [garden, beans]\naliases: [Beans]\nstatus: sowing\n"
+                    "sown: 2026-04-02\n---\nSow the beans in April.\n", encoding="utf-8")
     result = ingest_batch(v, [src], extractor=RULES)
     assert result.changed == ["sources/notes/Plan.md"] and not result.failed and not result.problems
     note = v.read_note("sources/notes/Plan.md")
     assert note.fields["title"] == "Spring garden plan"
     assert note.extra["tags"] == ["garden", "beans"] and note.extra["aliases"] == ["Beans"]
+    assert note.extra["properties"] == {"status": "sowing", "sown": dt.date(2026, 4, 2)}
     assert ingest_batch(v, [src], extractor=RULES).files[0].skipped == "already imported as sources/notes/Plan.md"
 
 

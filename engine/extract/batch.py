@@ -53,7 +53,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -107,6 +107,7 @@ class Page:
     wiki: bool = True  # extract memories (not --no-wiki)
     names: list[str] = field(default_factory=list)  # its frontmatter's `aliases` (Obsidian): other names
     tags: list[str] = field(default_factory=list)  # its frontmatter's `tags`, without '#'
+    properties: dict[str, Any] = field(default_factory=dict)  # the rest of its frontmatter (Obsidian's properties)
     heading: str = ""  # the `# ` line that opens its text, if any: a name memlink knows it by, never its title
     top: str | None = None  # the folder given it came from (its name), None for files given one by one
     target: str = ""  # the uri of its note: sources/<folder given>/<its path there>.md
@@ -319,6 +320,7 @@ def read_page(page: Page, max_bytes: int | None = None) -> None:
     if page.document is not None and page.heading and not isinstance(meta.get("title"), str):
         page.title, page.heading = page.heading, ""  # a document's own title (an HTML page's <title>)
     page.tags = [t.lstrip("#") for t in _strings(meta.get("tags") or meta.get("tag")) if t.lstrip("#")]
+    page.properties = {str(k): v for k, v in meta.items() if k not in _READ_KEYS}
     kind = meta.get("type") or meta.get("kind")
     if isinstance(kind, str) and kind.strip():
         page.kind = kind.strip().lower()
@@ -327,6 +329,9 @@ def read_page(page: Page, max_bytes: int | None = None) -> None:
         kinds = [FOLDER_KINDS.get(h.lower()) or (h.lower() if h.lower() in FOLDER_KINDS.values() else None)
                  for h in hints]
         page.kind = next((k for k in kinds if k), "document")
+
+
+_READ_KEYS = frozenset({"title", "aliases", "alias", "tags", "tag", "type", "kind"})  # a file's frontmatter read above
 
 
 def _strings(value: object) -> list[str]:
@@ -410,9 +415,11 @@ def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False) -> str
 
 def _file_keys(page: Page) -> dict[str, object]:
     """What an Obsidian vault's file says beyond its text, kept where Obsidian reads it (the
-    top of the note's frontmatter): its names and tags, and the folder it came from."""
+    top of the note's frontmatter): its names and tags, the folder it came from and the rest
+    of its frontmatter as written (``properties``: a permalink, a status, a rating)."""
     folder = posixpath.dirname(page.alias)
-    return {k: v for k, v in (("folder", folder), ("aliases", page.names), ("tags", page.tags)) if v}
+    return {k: v for k, v in (("folder", folder), ("aliases", page.names), ("tags", page.tags),
+                              ("properties", page.properties)) if v}
 
 
 def _says_the_same(note: Note, page: Page) -> bool:
@@ -855,7 +862,7 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, r
     return report
 
 
-OBSIDIAN_KEYS = ("folder", "aliases", "tags")  # a source note's top-level keys its file decides
+OBSIDIAN_KEYS = ("folder", "aliases", "tags", "properties")  # a source note's top-level keys its file decides
 IMPORTED_KEY = "imported"  # the SHA-256 of the text imported: a text that differs was edited in the vault
 # The top-level keys memlink itself writes on a source note: ingest's, and a review's.
 _INGEST_AND_REVIEW_KEYS = frozenset({IMPORTED_KEY, PENDING_KEY, *OBSIDIAN_KEYS, "valid_until", "superseded_by",
