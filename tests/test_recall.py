@@ -275,6 +275,20 @@ def test_recalled_text_never_reaches_the_terminal_as_escape_sequences(vault, tmp
     assert "\x1b" not in out.stdout and "\x07" not in out.stdout
 
 
+def test_a_recalled_turn_says_when_it_was_said(vault):
+    """("When did I…?" is answered by the day, whatever the session is called.)"""
+    from conftest import memlink
+
+    chat(vault, "imported-7", [("user", "I finally went to the Ed Sheeran concert."), ("assistant", "How was it?")],
+         ts="1:56 pm on 8 May, 2023")
+    assert [h.when for h in TurnMemory.for_vault(vault).recall("Ed Sheeran concert", k=1)] == ["1:56 pm on 8 May, 2023"]
+    vault.close()
+    out = memlink("recall", "Ed Sheeran concert", vault=vault.root)
+    assert out.returncode == 0 and "imported-7  said 2023-05-08" in out.stdout, out.stdout
+    shown = json.loads(memlink("recall", "Ed Sheeran concert", "--json", vault=vault.root).stdout)
+    assert shown[0]["when"] == "1:56 pm on 8 May, 2023"
+
+
 def test_a_bad_session_id_anywhere_in_a_transcript_imports_nothing(vault, tmp_path):
     from engine.errors import MemlinkError
 

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import MemlinkError
+from ..extract.rules import day_of
 from ..llm.fence import one_line
 from ..model.blocks import LINKS_CLOSE, LINKS_PREFIX, VIEW_CLOSE, VIEW_OPEN
 from ..model.notes import split_frontmatter
@@ -37,12 +38,16 @@ class MemoryItem:
     text: str
     route: str  # why it was chosen
     score: float
+    when: str = ""  # the day a turn was said (its time stamp as written when it names no day)
 
     @property
     def cite(self) -> str:
         """Where it comes from, as a person opens it: `entities/klei-vuur.md:18-20`, or
-        `session 2026-08-11-evening-setup, messages m1, m2`."""
-        return f"{self.source}:{self.where}" if self.kind == "note" else f"session {self.source}, messages {self.where}"
+        `session 2026-08-11-evening-setup (2026-08-11), messages m1, m2`: a model asked
+        "when did I…" reads the day."""
+        if self.kind == "note":
+            return f"{self.source}:{self.where}"
+        return f"session {self.source}{f' ({self.when})' if self.when else ''}, messages {self.where}"
 
     def to_json(self) -> dict:
         return dict(asdict(self), cite=self.cite, score=round(self.score, 4))
@@ -72,8 +77,10 @@ def memory_context(vault: Vault, question: str, *, visible: set[str] | None = No
     turns: list[MemoryItem] = []
     if turn_count:
         for hit in TurnMemory.for_vault(vault).recall(question, k=turn_count, visible=visible):
+            day = day_of(hit.when)
             turns.append(MemoryItem("turn", hit.session, ", ".join(hit.sources), one_line(hit.summary or hit.question),
-                                    f"Q: {hit.question}\nA: {hit.answer}", "; ".join(hit.routes), hit.score))
+                                    f"Q: {hit.question}\nA: {hit.answer}", "; ".join(hit.routes), hit.score,
+                                    day.isoformat() if day else one_line(hit.when)))
     notes: list[MemoryItem] = []
     if note_count:
         for found in search(vault, question, k=note_count, index=index, snippets=False, types=types)[:note_count]:

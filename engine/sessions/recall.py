@@ -96,6 +96,7 @@ class RecallHit:
     score: float
     routes: list[str] = field(default_factory=list)
     triples: list[dict] = field(default_factory=list)
+    when: str = ""  # the turn's time stamp, as written in its log
 
     def to_json(self) -> dict:
         return dict(self.__dict__, route="; ".join(self.routes), score=round(self.score, 4))
@@ -274,7 +275,7 @@ class TurnMemory:
             t = self.turns[m]
             sources, question, answer = (t["sources"], t["question"], t["answer"]) if part is None else part
             hits.append(RecallHit(m, t["session"], sources, t["summary"], question, answer, fused[m], routes[m],
-                                  explain.get(m, [])))
+                                  explain.get(m, []), t.get("ts", "")))
         return hits
 
     def _near_tokens(self, query: str, tokens: list[str]) -> list[str]:
