@@ -537,6 +537,7 @@ async def test_the_link_editor_clears_an_anchor_and_keeps_what_was_typed_before_
         await pilot.press("y")
         await settle(app, pilot)
         assert isinstance(app.screen, BrowserScreen)
+        assert f"updated the link to {old.to_uri}" in [n.message for n in app._notifications]
     (now,) = [l for l in sample.links.of(source, "links") if l.to_uri == old.to_uri]
     assert (now.id, now.weight, now.match_text, now.description) == (old.id, 0.35, None, old.description)
 
@@ -582,6 +583,7 @@ async def test_the_link_editor_updates_a_link_the_note_has_and_undo_puts_it_back
         await pilot.press("y")
         await settle(app, pilot)
         assert isinstance(app.screen, BrowserScreen)
+        assert f"updated the link to {old.to_uri}" in [n.message for n in app._notifications]
     (now,) = [l for l in sample.links.of(source, "links") if l.to_uri == old.to_uri]
     assert now.id == old.id and now.weight == 0.35
     assert (now.link_type, now.description, now.match_text) == (old.link_type, old.description, old.match_text)

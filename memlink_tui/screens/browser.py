@@ -136,9 +136,9 @@ class BrowserScreen(Pane):
         uri = self.current
         assert uri is not None  # _need_note said so
 
-        async def linked(target: str | None) -> None:
-            if target:
-                self.notify(f"linked to {safe_markup(target)}", timeout=3)
+        async def linked(said: str | None) -> None:
+            if said:  # "linked to …" or "updated the link to …"
+                self.notify(safe_markup(said), timeout=3)
                 await self.open_note(uri)
 
         self.app.push_screen(LinkEditor(self.vault, uri), linked)

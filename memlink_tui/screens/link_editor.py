@@ -189,7 +189,7 @@ class LinkEditor(ModalScreen[str | None]):
                    f"  anchor: {safe_markup(anchor) if anchor else '(none: the whole note)'}\n"
                    f"  why: {safe_markup(why) if why else '(none given)'}\n\n"
                    + (f"  was: {safe_markup(describe(old))}\n\nUpdate it (both sides; `memlink undo` reverts)?" if old
-                      else "Write this link (both sides)?"))
+                      else "Write this link (both sides; `memlink undo` reverts)?"))
 
         def answered(yes: bool | None) -> None:
             if yes:
@@ -206,7 +206,7 @@ class LinkEditor(ModalScreen[str | None]):
         except (MemlinkError, ValueError) as exc:  # bad weight, unknown note, …: nothing was written
             self._fail(str(exc).splitlines()[0])
             return
-        self.dismiss(target)
+        self.dismiss(f"{'updated the link to' if old else 'linked to'} {target}")  # (what the browser says)
 
 
 class Confirm(ModalScreen[bool]):
