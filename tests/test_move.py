@@ -113,6 +113,14 @@ def test_a_move_is_refused_with_the_reason_and_nothing_changes(sample, target, e
     assert files(sample.root) == before and last_action(sample) is None
 
 
+def test_undoing_a_move_into_new_folders_leaves_no_empty_folder_behind(sample):
+    folders = sorted(p for p in sample.root.rglob("*") if p.is_dir() and ".memlink" not in p.parts)
+    move_note(sample, "entities/mochi.md", "entities/pets/cats/mochi.md")
+    assert (sample.root / "entities/pets/cats/mochi.md").is_file()
+    undo(sample)
+    assert sorted(p for p in sample.root.rglob("*") if p.is_dir() and ".memlink" not in p.parts) == folders
+
+
 def test_a_note_that_does_not_parse_is_refused_naming_it_not_where_it_was_going(sample):
     note = sample.root / "entities" / "mochi.md"
     note.write_text(note.read_text(encoding="utf-8").replace("memory_type: entity", "memory_type: [entity", 1),

@@ -505,7 +505,21 @@ def undo(vault: Vault, action_id: str | None = None) -> str:
                               f"on {entry['a']} / {entry['b']}, {_entry_id(entry)}); nothing was changed")
         _restore(tx, entry)
         tx.append(ACTION_LOG, {"at": _now(), "undo": _entry_id(entry)})
+    _drop_emptied(vault, [rel for rel, text in entry["before"].items() if text is None])
     return f"undid {entry['action']} on {entry['a']} / {entry['b']}"
+
+
+def _drop_emptied(vault: Vault, made: list[str]) -> None:
+    """The folders the undone action made files in (a move into a new folder), removed once
+    undo left them empty, up to the vault's own: the vault is as it was."""
+    for rel in made:
+        folder = vault.path(rel).parent
+        while folder != vault.root and vault.root in folder.parents:
+            try:
+                folder.rmdir()  # (only an empty folder goes)
+            except OSError:
+                break
+            folder = folder.parent
 
 
 def _restore(tx: Transaction, entry: dict[str, Any]) -> None:
