@@ -348,6 +348,18 @@ async def test_a_short_screen_reviews_a_contradiction_from_its_quoted_lines_besi
         assert app.screen.query_one("#sides").region.area
 
 
+async def test_a_link_s_type_shows_whole_legacy_entries_too(sample):
+    from widgets.link_table import LinkTable
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_at(app, pilot, "browser", "profile.md")  # Tom: a legacy entry of the sidecar
+        table = app.screen.query_one(LinkTable)
+        types = [str(table.get_cell_at((row, 1))) for row in range(table.row_count)]
+        assert "related_to (legacy)" in types
+        assert list(table.columns.values())[1].width >= len("related_to (legacy)")
+
+
 async def test_z_maximises_the_focused_panel_and_puts_it_back(sample):
     from widgets import NoteTree
 

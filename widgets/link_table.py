@@ -35,7 +35,8 @@ class LinkTable(DataTable):
         # at the header's width (a Textual DataTable caching quirk).
         self.clear(columns=True)
         note_width = min(36, max([4] + [len(titles.get(l.to_uri if l.direction == "links" else l.from_uri, "")) for l in links]))
-        for label, width in (("", 1), ("type", 14), ("weight", 6), ("note", note_width), ("anchor", 24), ("why", 60)):
+        type_width = max([4] + [len(_type_label(l)) for l in links])  # ("related_to (legacy)" whole)
+        for label, width in (("", 1), ("type", type_width), ("weight", 6), ("note", note_width), ("anchor", 24), ("why", 60)):
             self.add_column(label, width=width)
         self._targets = []
         self._links = list(links)
@@ -50,7 +51,7 @@ class LinkTable(DataTable):
                 anchor = Text(f"{printable(link.match_text or '')} (not in text)", style="italic")
             self.add_row(
                 "→" if outgoing else "←",
-                safe_markup(link.link_type.value + (" (legacy)" if link.legacy else "")),
+                safe_markup(_type_label(link)),
                 f"{link.weight:.2f}",
                 safe_markup(titles.get(other, other)),
                 anchor,
@@ -82,3 +83,7 @@ class LinkTable(DataTable):
         uri = self.selected_uri
         if uri:
             self.post_message(self.Follow(uri))
+
+
+def _type_label(link: StoredLink) -> str:
+    return link.link_type.value + (" (legacy)" if link.legacy else "")
