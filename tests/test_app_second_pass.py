@@ -348,6 +348,16 @@ async def test_a_short_screen_reviews_a_contradiction_from_its_quoted_lines_besi
         assert app.screen.query_one("#sides").region.area
 
 
+async def test_at_80x24_search_gives_its_results_every_row(sample):
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("slash", *"celadon glaze", "enter")
+        await settle(app, pilot)
+        results = app.screen.query_one("#search-results")
+        assert results.region.height >= 24 - 7  # all but the box, the field and the status line
+
+
 async def test_a_link_s_type_shows_whole_legacy_entries_too(sample):
     from widgets.link_table import LinkTable
 
