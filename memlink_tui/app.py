@@ -637,7 +637,7 @@ class MemlinkApp(App):
             badges.append(("reports", f"{new} new"))
         if self.lint_counts is not None:
             errors, contradictions = self.lint_counts
-            lint = ", ".join(t for t in (f"{errors} errors" if errors else "",
+            lint = ", ".join(t for t in (counted(errors, "error") if errors else "",
                                          f"{contradictions} to review" if contradictions else "") if t)  # short form: "2 5"
             if lint:
                 badges.append(("lint", lint))
