@@ -39,6 +39,7 @@ from engine import MemlinkError, Vault, version
 from engine.errors import NoteNotFound, UriError
 from engine.index import SearchIndex
 from engine.model.text import counted, printable
+from engine.model.uris import normalize_uri
 from engine.storage.vault import VaultReadOnly
 from engine.storage.walk import check_note_target
 
@@ -336,7 +337,8 @@ class MemlinkTools:
         before = last_action(self.vault)
         link = write_link(self.vault, from_uri, to_uri, chosen, update=update, weight=weight, t_field=t_field,
                           t_line_ranges=t_lines, match_text=match_text, description=description)
-        return {**link.model_dump(mode="json"), "action": _new_action(self.vault, before)}
+        return {**link.model_dump(mode="json"), "action": _new_action(self.vault, before, ("link", "update-link"),
+                                                                      from_uri, to_uri)}
 
     def unlink(self, from_uri: Annotated[Uri, about("The note the links go from", "From note")],
                to_uri: Annotated[Uri, about("The note the links go to", "To note")],
@@ -348,7 +350,7 @@ class MemlinkTools:
         chosen = self.vault.config.link_table().require(link_type) if link_type else None
         before = last_action(self.vault)
         removed = remove_link(self.vault, from_uri, to_uri, chosen)
-        return {"removed": removed, "action": _new_action(self.vault, before)}
+        return {"removed": removed, "action": _new_action(self.vault, before, ("unlink",), from_uri, to_uri)}
 
     def move(self, old_uri: Uri,
              new_uri: Annotated[Short, about("The new path (ending in .md), or a folder to move the note into", "New path")],
@@ -391,12 +393,16 @@ class MemlinkTools:
             raise ResourceError(str(exc)) from None
 
 
-def _new_action(vault: Vault, before: dict[str, Any] | None) -> str | None:
-    """The id of the undoable action a call just logged (None: it wrote nothing)."""
+def _new_action(vault: Vault, before: dict[str, Any] | None, kinds: tuple[str, ...], *notes: str) -> str | None:
+    """The id of the undoable action a call just logged: the last one, when it is new, of
+    one of ``kinds`` and on these notes (None: it wrote nothing, or a change another
+    process logged since is last: an agent is never handed the user's action to undo)."""
     from engine.review.actions import last_action
 
     logged = last_action(vault)
-    return logged["id"] if logged is not None and logged != before else None
+    if logged is None or logged == before or logged["action"] not in kinds:
+        return None
+    return logged["id"] if {normalize_uri(n) for n in notes} >= {logged["a"], logged["b"]} - {""} else None
 
 
 def clean(text: str) -> str:

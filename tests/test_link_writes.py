@@ -137,6 +137,47 @@ def test_a_new_link_and_a_removed_one_are_undone_to_every_byte(sample):
     assert [e for e in check(Vault.open(root)) if e.severity == "error"] == []
 
 
+def test_removing_a_folder_s_own_legacy_entry_or_a_link_to_a_deleted_note_is_undone(sample):
+    import json
+
+    root = sample.root
+    sidecar = root / "entities" / ".relations.json"
+    entries = json.loads(sidecar.read_text(encoding="utf-8"))
+    sidecar.write_text(json.dumps([*entries, {"uris": [B], "reason": "the folder's own"}], indent=2), encoding="utf-8")
+    made = write_link(sample, "entities/mochi.md", "entities/hangzhou.md", "related_to", description="named after")
+    sample.close()
+    before = files(root)
+    removed = memlink("unlink", "entities", B, vault=root)  # (the folder's own entry: no note at its end)
+    assert removed.returncode == 0 and "removed 1 link" in removed.stdout, removed.stderr
+    assert memlink("undo", vault=root).returncode == 0 and files(root) == before
+    (root / "entities" / "hangzhou.md").unlink()  # deleted by hand: the link dangles
+    removed = memlink("unlink", "entities/mochi.md", "entities/hangzhou.md", vault=root)
+    assert removed.returncode == 0 and "removed 1 link" in removed.stdout, removed.stderr
+    assert memlink("undo", vault=root).returncode == 0
+    assert [l.id for l in Vault.open(root).links.of("entities/mochi.md", "links") if l.to_uri == "entities/hangzhou.md"] == [made.id]
+
+
+def test_an_agent_is_never_handed_the_action_of_a_change_made_after_its_own(sample, monkeypatch):
+    """Another process's change logged between an agent's write and its reply is not
+    returned as the agent's: undoing it would reverse the user's change."""
+    import engine.review.linkwrite as linkwrite
+    from memlink_mcp.server import MemlinkTools
+
+    a, b = "entities/mochi.md", "entities/hangzhou.md"
+    write = linkwrite.write_link
+
+    def and_then_the_user(vault, *args, **kwargs):
+        made = write(vault, *args, **kwargs)
+        linkwrite.remove_link(vault, A, B)  # the user, in another process, meanwhile
+        return made
+
+    monkeypatch.setattr(linkwrite, "write_link", and_then_the_user)
+    tools = MemlinkTools(sample)
+    assert tools.link(a, b, "related_to")["action"] is None
+    monkeypatch.setattr(linkwrite, "write_link", write)
+    assert tools.link(a, "entities/havenlink.md", "related_to")["action"] is not None  # its own, when it is last
+
+
 async def test_mcp_unlink_is_undone_by_the_action_it_returns(tmp_path):
     root = tmp_path / "vault"
     shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))

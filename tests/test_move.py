@@ -114,9 +114,14 @@ def test_a_move_is_refused_with_the_reason_and_nothing_changes(sample, target, e
 
 
 def test_undoing_a_move_into_new_folders_leaves_no_empty_folder_behind(sample):
+    """Only the folders the move made go: an empty folder of the person's own stays."""
+    (sample.root / "archive" / "2024").mkdir(parents=True)
     folders = sorted(p for p in sample.root.rglob("*") if p.is_dir() and ".memlink" not in p.parts)
     move_note(sample, "entities/mochi.md", "entities/pets/cats/mochi.md")
     assert (sample.root / "entities/pets/cats/mochi.md").is_file()
+    undo(sample)
+    assert sorted(p for p in sample.root.rglob("*") if p.is_dir() and ".memlink" not in p.parts) == folders
+    move_note(sample, "entities/mochi.md", "archive/2024/mochi.md")
     undo(sample)
     assert sorted(p for p in sample.root.rglob("*") if p.is_dir() and ".memlink" not in p.parts) == folders
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -175,10 +176,20 @@ def log_action(vault: Vault, tx: Transaction, action: str, a: str, b: str, messa
             before[rel] = old
         else:
             edits[rel] = _edit(old, new)
+    # The folders it makes files in that are not there yet: undo removes them, once empty.
+    made = {posixpath.dirname(rel) for rel, text in before.items() if text is None and after[rel] is not None}
+    folders = sorted({f for rel in made for f in _ancestors(rel) if not vault.path(f).exists()}, key=len, reverse=True)
     keep_newest(vault.root / ACTION_LOG, UNDO_HISTORY_MAX)  # (under the vault lock, as every write of the log)
     row = tx.append(ACTION_LOG, {"at": _now(), "action": action, "a": a, "b": b, "message": message, "before": before,
-                                 "edits": edits, "after": after, "links": _link_records(vault, tx, whole)})
+                                 "edits": edits, "after": after, "links": _link_records(vault, tx, whole),
+                                 **({"folders": folders} if folders else {})})
     return str(row["id"])
+
+
+def _ancestors(folder: str) -> list[str]:
+    """``a/b/c`` -> ``a/b/c``, ``a/b``, ``a``."""
+    parts = folder.split("/") if folder else []
+    return ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
 
 
 def _edit(old: str, new: str) -> list:
@@ -505,21 +516,12 @@ def undo(vault: Vault, action_id: str | None = None) -> str:
                               f"on {entry['a']} / {entry['b']}, {_entry_id(entry)}); nothing was changed")
         _restore(tx, entry)
         tx.append(ACTION_LOG, {"at": _now(), "undo": _entry_id(entry)})
-    _drop_emptied(vault, [rel for rel, text in entry["before"].items() if text is None])
+    for folder in entry.get("folders") or ():  # the folders it made (deepest first), once undo left them empty
+        try:
+            vault.path(folder).rmdir()  # (only an empty folder goes: one a file was put in since stays)
+        except OSError:
+            pass
     return f"undid {entry['action']} on {entry['a']} / {entry['b']}"
-
-
-def _drop_emptied(vault: Vault, made: list[str]) -> None:
-    """The folders the undone action made files in (a move into a new folder), removed once
-    undo left them empty, up to the vault's own: the vault is as it was."""
-    for rel in made:
-        folder = vault.path(rel).parent
-        while folder != vault.root and vault.root in folder.parents:
-            try:
-                folder.rmdir()  # (only an empty folder goes)
-            except OSError:
-                break
-            folder = folder.parent
 
 
 def _restore(tx: Transaction, entry: dict[str, Any]) -> None:

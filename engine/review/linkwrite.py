@@ -103,5 +103,8 @@ def remove_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | 
     from_uri, to_uri = normalize_uri(from_uri), normalize_uri(to_uri)
     with vault.transaction() as tx:
         n = unlink(vault, tx, from_uri, to_uri, link_type, link_id)
-        log_action(vault, tx, "unlink", from_uri, to_uri, f"removed {n} link{'s' if n != 1 else ''} {from_uri} -> {to_uri}")
+        # (the notes the undo record keeps: a legacy entry's folder, or a note deleted since, is none)
+        a, b = (u if vault.exists(u) else None for u in (from_uri, to_uri))
+        a, b = a or b or from_uri, b or a or to_uri
+        log_action(vault, tx, "unlink", a, b, f"removed {n} link{'s' if n != 1 else ''} {from_uri} -> {to_uri}")
     return n
