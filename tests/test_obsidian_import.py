@@ -533,6 +533,11 @@ def test_a_frontmatter_change_is_synced(tmp_path):
     assert note.extra["tags"] == ["garden", "beans"] and note.extra["aliases"] == ["Beans"]
     assert note.extra["properties"] == {"status": "sowing", "sown": dt.date(2026, 4, 2)}
     assert ingest_batch(v, [src], extractor=RULES).files[0].skipped == "already imported as sources/notes/Plan.md"
+    # Another property (or a note imported before properties were kept): taken as it is, nothing extracted again.
+    page.write_text(page.read_text(encoding="utf-8").replace("status: sowing", "status: sown"), encoding="utf-8")
+    again = ingest_batch(v, [src], extractor=RULES)
+    assert not again.changed and again.files[0].skipped == "already imported as sources/notes/Plan.md"
+    assert v.read_note("sources/notes/Plan.md").extra["properties"] == {"status": "sown", "sown": dt.date(2026, 4, 2)}
 
 
 def test_a_changed_file_keeps_its_notes_other_names(tmp_path):

@@ -423,9 +423,24 @@ def _file_keys(page: Page) -> dict[str, object]:
 
 
 def _says_the_same(note: Note, page: Page) -> bool:
-    """Whether the note holds what the file's frontmatter says: its title, names and tags."""
+    """Whether the note holds what the file's frontmatter says: its title, names and tags
+    (its other properties are no input to extraction: ``_sync_properties``)."""
+    keys = [k for k in OBSIDIAN_KEYS if k != "properties"]
     return (note.fields.get("title") == page.title
-            and {k: note.extra[k] for k in OBSIDIAN_KEYS if k in note.extra} == _file_keys(page))
+            and {k: note.extra[k] for k in keys if k in note.extra} == {k: v for k, v in _file_keys(page).items() if k in keys})
+
+
+def _sync_properties(vault: Vault, page: Page) -> None:
+    """A file whose text, title, names and tags its note holds already may still have other
+    properties than the note (changed since, or imported before they were kept): the note
+    takes the file's, in place; nothing is extracted again."""
+    note = vault.read_note(page.target)
+    if (note.extra.get("properties") or {}) == page.properties:
+        return
+    with vault.transaction() as tx:
+        extra = {k: v for k, v in note.extra.items() if k != "properties"}
+        note.extra = {**extra, "properties": page.properties} if page.properties else extra
+        tx.put_text(note.uri, serialize_note(note, vault.schema("source"), vault.read_text(note.uri)), note)
 
 
 def _other_file(note: Note, page: Page, fresh: bool) -> bool:
@@ -818,6 +833,7 @@ def _write_source(vault: Vault, page: Page, result: BatchResult) -> RunReport:
     page.uri = page.target
     if page.state == "unchanged":
         page.known = f"already imported as {page.target}"
+        _sync_properties(vault, page)
         return RunReport("none")
     if page.state == "edited":
         result.edited.append({"path": str(page.path), "source": page.target})
