@@ -250,8 +250,10 @@ def test_an_import_names_time_stamps_that_name_no_day(tmp_path):
         ("4", "assistant", "2023-05-08T13:57:00Z")]))
     r = memlink("import-chat", str(chat), vault=root)
     assert r.returncode == 0, r.stderr
-    assert ("2 messages with a time stamp naming no day ('sometime last week', '8/5/2023'): their memories are "
-            "dated the day they are committed") in r.stdout, r.stdout
+    assert ("2 messages with a time stamp naming no day ('sometime last week', '8/5/2023'): their memories take "
+            "the day of their session's last message, or of the commit") in r.stdout, r.stdout
+    again = memlink("import-chat", str(chat), vault=root)  # nothing new: nothing said twice
+    assert again.returncode == 0 and "naming no day" not in again.stdout, again.stdout
 
 
 def test_yesterday_counts_from_the_day_it_was_said_in_a_chat_of_many_days(vault, tmp_path):

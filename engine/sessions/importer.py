@@ -66,7 +66,7 @@ class ImportReport:
             return ""
         seen = ", ".join(repr(ts) for ts in self.undated)
         return (f"{counted(self.undated_count, 'message')} with a time stamp naming no day ({seen}): "
-                "their memories are dated the day they are committed")
+                "their memories take the day of their session's last message, or of the commit")
 
     def left_out_lines(self) -> list[str]:
         """Every kind of thing the export held that was not imported, with its count, and
@@ -226,12 +226,14 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
     report.model, report.model_set = choose_model(vault, [e.content for events in by_session.values() for e in events])
     report.sessions = len(by_session)
     for session, events in by_session.items():
-        report.events_added += append_events(vault, session, events)
-        for event in events:
-            if day_of(str(event.ts)) is None:
+        added = append_events(vault, session, events)
+        report.events_added += added
+        for event in events if added else ():  # (a chat imported again says nothing twice)
+            if day_of(str(event.ts or "")) is None:
                 report.undated_count += 1
-                if len(report.undated) < 3 and str(event.ts) not in report.undated:
-                    report.undated.append(str(event.ts))
+                shown = str(event.ts) if event.ts else "no time stamp"
+                if len(report.undated) < 3 and shown not in report.undated:
+                    report.undated.append(shown)
     return extract_pending(vault, list(by_session), extractor, progress, report, final=True)
 
 
