@@ -88,8 +88,14 @@ def test_changed_source_re_researches_the_report(vault):
     vault.write_note("entity", {"name": "Atlas", "content": "Go-live moved to 12 January."})
     result = dream(vault)
     assert [t["kind"] for t in result.topics] == ["re-research"] and result.written == [rep]
-    assert "12 January" in vault.read_note(rep).fields["answer"]
+    answer = vault.read_note(rep).fields["answer"]
+    assert "12 January" in answer and answer.endswith("The answer it had before:\n15 November.")  # (a model's: kept)
     assert dream(vault).written == []
+    vault.write_note("entity", {"name": "Atlas", "content": "Go-live moved to 2 February."},
+                     updated_at="2099-01-01T00:00:00+00:00")  # (after the report, whatever the clock's second)
+    answer = vault.read_note(dream(vault).written[0]).fields["answer"]
+    assert "2 February" in answer and "12 January" not in answer and answer.count("The answer it had before:") == 1
+    assert answer.endswith("15 November.")
 
 
 def test_reports_are_never_evidence(vault):

@@ -109,6 +109,9 @@ def llm_operations(vault: Vault, provider: Provider, topic: Topic, ctx: ExtractC
 
 
 # -- the rules ---------------------------------------------------------------------------------
+EARLIER = "The answer it had before:"  # under a rules re-research: a report's answer is never lost
+
+
 def rules_operations(vault: Vault, topic: Topic, ctx: ExtractContext) -> DreamOperations:
     """Today's deterministic report as operations: one report (the re-researched page, or
     a new one) deriving from every note of the topic (never from a report)."""
@@ -123,7 +126,13 @@ def rules_operations(vault: Vault, topic: Topic, ctx: ExtractContext) -> DreamOp
     links = [WikiLink(f=page, t=pid, t_field=vault.schema(ctx.notes[pid].memory_type).text_field,
                       link_type=vault.config.link_table().role("provenance"), weight=0.9, description="a source of this report")
              for pid in sources]
-    item = ReportItem(page_id=page, question=topic.question, answer=draft.answer, conflicts=draft.conflicts)
+    answer = draft.answer
+    if topic.kind == "re-research" and topic.report:  # the answer it had is kept: a model's, or the user's
+        earlier = str(vault.read_note(topic.report).fields.get("answer") or "").strip()
+        earlier = earlier.split(EARLIER, 1)[1].strip() if EARLIER in earlier else earlier  # (kept once, not nested)
+        if earlier:
+            answer = f"{answer}\n\n{EARLIER}\n{earlier}"
+    item = ReportItem(page_id=page, question=topic.question, answer=answer, conflicts=draft.conflicts)
     return DreamOperations(report=[item], links=links)
 
 
