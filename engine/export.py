@@ -33,7 +33,6 @@ import shutil
 import stat
 import tarfile
 import time
-import uuid
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -46,7 +45,7 @@ from . import version
 from .errors import MemlinkError, SidecarError
 from .model.links import SIDECAR, StoredLink
 from .model.uris import utf8_name
-from .storage.atomic import TMP_SUFFIX, atomic_writer, fsync_dir
+from .storage.atomic import TMP_SUFFIX, atomic_writer, fsync_dir, temp_beside
 from .storage.render import render_links
 from .storage.sidecars import SIDECAR_LOG, folder_text, sidecar_rel
 from .storage.store import STATE_DIR
@@ -225,7 +224,7 @@ def _new_folder(dest: Path) -> Iterator[Path]:
     """A temp folder beside ``dest``, renamed to ``dest`` when the block ends well and
     removed when it raises: a failed export or restore leaves no half-written folder."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.parent / f".{dest.name}.{uuid.uuid4().hex[:8]}{TMP_SUFFIX}"
+    tmp = temp_beside(dest)
     tmp.mkdir()
     try:
         yield tmp

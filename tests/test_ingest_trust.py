@@ -184,3 +184,17 @@ def test_a_dream_that_cannot_finish_a_pending_source_exits_with_some_failed(tmp_
     assert report["failed"] == ["sources/pages/companies/acme.md"]
     v = Vault.open(root)
     assert pending_sources(v) == ["sources/pages/companies/acme.md"]
+
+
+def test_a_file_whose_name_is_as_long_as_names_go_is_imported_with_the_rest(vault, tmp_path):
+    """Its note's temp file takes a suffix the name has no room for: the temp name is cut,
+    not the import."""
+    from engine.extract.rules import RulesExtractor
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / f"{'b' * 240}.md").write_text("# Long\n\nA page about kilns.\n", encoding="utf-8")
+    (folder / "ok.md").write_text("# OK\n\nA fine page.\n", encoding="utf-8")
+    result = ingest_batch(vault, [folder], extractor=RulesExtractor())
+    assert not result.failed and sorted(f.source_uri for f in result.files) == [f"sources/notes/{'b' * 240}.md",
+                                                                               "sources/notes/ok.md"]

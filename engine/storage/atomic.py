@@ -21,6 +21,13 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 TMP_SUFFIX = ".~memlink.tmp"
+
+
+def temp_beside(path: Path) -> Path:
+    """A fresh temp file's path in ``path``'s folder, named after it but never past a file
+    name's 255 bytes (a long name, legal on its own, cannot take a suffix too)."""
+    head = path.name.encode("utf-8")[:200].decode("utf-8", errors="ignore")
+    return path.parent / f".{head}.{uuid.uuid4().hex[:8]}{TMP_SUFFIX}"
 WRITERS = 16  # files ``parallel_writes`` writes at once
 _batch = threading.local()  # .folders: the folders whose fsync waits for the end of a ``folder_syncs_once`` block
 
@@ -102,7 +109,7 @@ def atomic_writer(path: Path, mode: int | None = None, *, durable: bool = True) 
     cut may leave anything, which the checksum catches)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}{TMP_SUFFIX}"
+    tmp = temp_beside(path)
     try:
         with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode), "wb") as fh:
             yield fh
