@@ -481,6 +481,7 @@ def test_prune_keeps_a_note_with_text_or_a_key_a_person_added_beside_the_import(
     src.mkdir()
     for name in "abcd":
         (src / f"{name}.txt").write_text(f"source {name} says little.\n", encoding="utf-8")
+    (src / "e.html").write_text("<html><body><p>A converted page says little.</p></body></html>", encoding="utf-8")
     assert memlink("ingest", str(src), vault=root).returncode == 0
     notes = root / "sources" / "docs"
     with (notes / "a.md").open("a", encoding="utf-8") as f:
@@ -494,6 +495,7 @@ def test_prune_keeps_a_note_with_text_or_a_key_a_person_added_beside_the_import(
                                 encoding="utf-8")
     for name in "abcd":
         (src / f"{name}.txt").unlink()
+    (src / "e.html").unlink()  # a converted document: its `original` key is ingest's, not a person's
     r = memlink("ingest", str(src), "--prune", vault=root)
     assert r.returncode == 0, r.stdout + r.stderr
     assert sorted(p.name for p in notes.glob("*.md")) == ["a.md", "b.md", "c.md"]

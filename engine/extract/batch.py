@@ -67,7 +67,7 @@ from ..retrieve.names import TEXT_SUFFIXES, NameIndex, Scope, file_names, path_k
 from ..review.actions import log_action
 from .autolink import find_references, reference_link
 from .context import ExtractContext
-from .documents import DOCUMENT_SUFFIXES, Converted, copy_in, document_fields, read_input
+from .documents import DOCUMENT_KEYS, DOCUMENT_SUFFIXES, Converted, copy_in, document_fields, read_input
 from .inputs import IngestResult, InputError, choose_extractor
 from .linktype import refine_links
 from .loop import ExtractLoop, LLMExtractor
@@ -881,8 +881,8 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, r
 OBSIDIAN_KEYS = ("folder", "aliases", "tags", "properties")  # a source note's top-level keys its file decides
 IMPORTED_KEY = "imported"  # the SHA-256 of the text imported: a text that differs was edited in the vault
 # The top-level keys memlink itself writes on a source note: ingest's, and a review's.
-_INGEST_AND_REVIEW_KEYS = frozenset({IMPORTED_KEY, PENDING_KEY, *OBSIDIAN_KEYS, "valid_until", "superseded_by",
-                                     "superseded_claims"})
+_INGEST_AND_REVIEW_KEYS = frozenset({IMPORTED_KEY, PENDING_KEY, *OBSIDIAN_KEYS, *DOCUMENT_KEYS, "valid_until",
+                                     "superseded_by", "superseded_claims"})
 
 
 def _references(vault: Vault, page: Page, names: NameIndex, scope: Scope, report: RunReport, extractor: Extractor | None,

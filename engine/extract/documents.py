@@ -157,6 +157,9 @@ def keep_original(vault: Vault, source: Path, note_uri: str) -> tuple[str, bool]
     return rel, copy_in(vault, source.read_bytes(), rel) == "edited"
 
 
+DOCUMENT_KEYS = ("original", "pages")  # the frontmatter keys ``document_fields`` writes
+
+
 def document_fields(vault: Vault, source: Path, note_uri: str, converted: Converted) -> tuple[dict, bool]:
     """What a source note's frontmatter says of its document: ``original`` (the copy in the
     vault) and, for a PDF, ``pages`` ({page: lines of its text}); and whether the copy was
