@@ -338,3 +338,12 @@ def test_commit_killed_at_random_moments_then_run_again_gives_the_notes_and_link
         assert [f for f in check(Vault.open(root)) if f.severity == "error"] == [], f"kill {i}"
         shutil.rmtree(root)
     print(f"\ncommit kills: {kills}, {mid_transaction} landed mid-transaction")
+
+
+def test_the_sample_vault_s_chats_are_committed_already(tmp_path):
+    """Its notes are those chats' memories: committing again would make each twice."""
+    root = tmp_path / "sample"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))
+    set_llm(root, provider="rules").close()
+    r = memlink("commit", "--all", vault=root)
+    assert r.returncode == 0 and "sessions committed: 0" in r.stdout and "with nothing new: 4" in r.stdout, r.stdout
