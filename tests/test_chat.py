@@ -131,6 +131,15 @@ def test_without_a_model_chat_answers_from_memory_and_says_no_model_wrote_it(sam
     assert nothing.startswith("No model wrote this answer") and "holds nothing" in nothing
 
 
+def test_an_answer_from_memory_quotes_the_note_the_question_names_and_says_what_it_left_out(sample):
+    chat = ChatSession(sample, "c4", None, RulesTurnExtractor())
+    answer = "".join(chat.reply(chat.prepare("What does Mochi eat?")))
+    assert "] Mochi — entities/mochi.md:" in answer and "grey British shorthair" in answer  # named, though no line says "eat"
+    cited = {int(part.split("]")[0]) for part in answer.split("\n[")[1:] if part.split("]")[0].isdigit()}
+    left = [n for n in range(1, len(chat.last_context.items) + 1) if n not in cited]
+    assert not left or f"(not quoted: {', '.join(f'[{n}]' for n in left)}," in answer
+
+
 def test_tool_traces_are_not_sent_again_and_a_failing_extractor_does_not_stop_chat(vault):
     from engine.sessions.log import append_events
 

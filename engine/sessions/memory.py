@@ -153,6 +153,7 @@ def answer_from_memory(context: MemoryContext, why: str = "no chat model is avai
         return head + "your memory holds nothing that answers it."
     words = set(content_tokens(context.question))
     out = [head + "this is what your memory holds on it:"]
+    unquoted: list[str] = []
     for n, item in enumerate(context.items, 1):
         lines = [line.strip() for line in item.text.split("\n") if line.strip() and not line.startswith("# ")]
         shared = [words & set(content_tokens(line)) for line in lines]
@@ -160,13 +161,19 @@ def answer_from_memory(context: MemoryContext, why: str = "no chat model is avai
         df = Counter(w for ws in shared for w in ws)
         score = [sum(1 / df[w] for w in ws) for ws in shared]
         best = sorted((i for i in range(len(lines)) if score[i] > 0), key=lambda i: -score[i])[:QUOTED_LINES]
-        if not best and words:
-            continue  # none of the question's words: found by meaning alone, not worth quoting
-        shown = [lines[i] for i in sorted(best or range(min(1, len(lines))))]  # in the item's own order
+        named = bool(words & set(content_tokens(item.title)))  # (the note the question names: "What does Mochi eat?")
+        if not best and words and not named:
+            unquoted.append(f"[{n}]")  # none of the question's words: found by meaning alone, not worth quoting
+            continue
+        shown = [lines[i] for i in sorted(best or range(min(QUOTED_LINES if named else 1, len(lines))))]  # in its own order
         title = item.title if len(item.title) <= 80 else item.title[:79] + "…"
         out.append(f"[{n}] {title} — {item.cite}")
         out.extend(f"    {line}" for line in shown)
-    return "\n".join(out) if len(out) > 1 else head + "your memory holds nothing that answers it."
+    if len(out) == 1:
+        return head + "your memory holds nothing that answers it."
+    if unquoted:
+        out.append(f"(not quoted: {', '.join(unquoted)}, close in meaning but holding none of the question's words)")
+    return "\n".join(out)
 
 
 QUOTED_LINES = 2  # lines quoted of each memory item in an answer without a model
