@@ -113,6 +113,14 @@ def set_llm(root: Path, **llm) -> Vault:
     return Vault.open(root)
 
 
+def uncommitted(root: Path) -> None:
+    """The sample vault's chats as if never committed (their commit marks taken out): what
+    committing them makes is what these tests look at."""
+    for log in (root / "sessions").glob("*.jsonl"):
+        lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+        log.write_text("".join(line for line in lines if '"kind": "commit"' not in line), encoding="utf-8")
+
+
 async def settle(app, pilot) -> None:
     """Let the app's navigation finish: it runs in workers (one at a time) that may start
     more workers; then the screen catches up."""

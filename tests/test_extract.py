@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 import yaml
+from conftest import uncommitted
 from ollama_stub import OllamaStub
 
 from engine import Vault
@@ -36,6 +37,7 @@ def session(v: Vault, name: str, lines: list[tuple[str, str]], day: str = "2026-
 
 
 def test_rules_on_the_sample_sessions(sample):
+    uncommitted(sample.root)
     report = commit_session(sample, "2026-08-11-evening-setup", RULES)
     assert "preferences/明前龙井.md" in report.created
     tea = sample.links.of("preferences/明前龙井.md", "links")
@@ -49,6 +51,7 @@ def test_rules_on_the_sample_sessions(sample):
 
 
 def test_replay_creates_nothing_new(sample):
+    uncommitted(sample.root)
     setup = sample.root / "sessions" / "2026-08-11-evening-setup.jsonl"
     replay = setup.with_name("replay.jsonl")
     replay.write_bytes(setup.read_bytes())  # the same turns under another session id

@@ -26,7 +26,7 @@ from pathlib import Path
 import forkserver
 import pytest
 import yaml
-from conftest import REPO, SAMPLE, set_llm
+from conftest import REPO, SAMPLE, set_llm, uncommitted
 from test_crash_safety import age_temp_files, assert_files_whole
 from test_linked_pages import state_of
 
@@ -70,6 +70,7 @@ def template(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("faults")
     root = base / "vault"
     shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))
+    uncommitted(root)  # (commit is one of the commands killed: its chats have turns to commit)
     set_llm(root, provider="rules").close()
     (base / "chat.jsonl").write_text("".join(json.dumps(e) + "\n" for e in CHAT), encoding="utf-8")
     (base / "pages").mkdir()

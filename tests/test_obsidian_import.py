@@ -589,3 +589,15 @@ def test_a_link_with_a_folder_that_holds_no_such_page_is_unresolved_not_another_
     names = NameIndex.for_vault(Vault.open(root))  # the end of a real path still names its page
     assert names.lookup_name("Sync/Security and privacy").uri == "sources/help/Sync/Security and privacy.md"
     assert names.lookup_name("help/Sync/Security and privacy").uri == "sources/help/Sync/Security and privacy.md"
+
+
+def test_a_file_imported_with_its_folder_is_not_imported_again_alone(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = tmp_path / "notes"
+    src.mkdir()
+    (src / "plan.txt").write_text("The plan: fire the kiln on Friday.\n", encoding="utf-8")
+    (src / "other.md").write_text("# Other\n\nAnother page.\n", encoding="utf-8")
+    ingest_batch(v, [src], extractor=RULES)
+    alone = ingest_batch(v, [src / "plan.txt"], extractor=RULES)
+    assert [f.skipped for f in alone.files] == ["already imported as sources/notes/plan.md"]
+    assert sorted(e.uri for e in v.catalog.all("source")) == ["sources/notes/other.md", "sources/notes/plan.md"]

@@ -395,6 +395,8 @@ def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False) -> str
     came from another file (``_other_file``) is that file's: the page goes to ``name-2.md``, …"""
     stem, n = page.target[: -len(".md")], 1
     while True:
+        if not vault.exists(page.target) and (known := _imported_as(vault, page)) is not None:
+            page.target = known  # this file, imported before with its folder (or alone): not a second note
         if not vault.exists(page.target):
             return "new"
         note = vault.read_note(page.target)
@@ -815,6 +817,12 @@ def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None
         entry = link_entry(link)
         report.links_added.append(entry)
         result.links_added.append(entry)
+
+
+def _imported_as(vault: Vault, page: Page) -> str | None:
+    """The note this very file (its path and text) was imported as, if it is still there."""
+    row = vault.store.row("SELECT uri FROM ingested WHERE sha = ? AND path = ?", (page.sha, str(page.real or page.path)))
+    return row[0] if row and vault.exists(row[0]) else None
 
 
 def _remember(vault: Vault, sha: str, uri: str, path: str) -> None:
