@@ -98,6 +98,17 @@ def test_changed_source_re_researches_the_report(vault):
     assert answer.endswith("15 November.")
 
 
+def test_a_re_researched_report_keeps_its_source_link_not_a_second_one(vault):
+    src = vault.write_note("entity", {"name": "Atlas", "content": "Atlas is a project.\nGo-live 15 November."},
+                           updated_at="2026-09-01T00:00:00+00:00").uri
+    rep = vault.write_note("report", {"question": "When is go-live?", "answer": "15 November.", "source_uris": [src]},
+                           updated_at="2026-09-02T00:00:00+00:00").uri
+    vault.link(rep, src, "derived_from", t_field="content", t_line_ranges="1")  # (as a model links: to a line)
+    vault.write_note("entity", {"name": "Atlas", "content": "Atlas is a project.\nGo-live moved to 12 January."})
+    assert dream(vault).written == [rep]
+    assert [(l.to_uri, l.t_line_ranges) for l in vault.links.of(rep, "links")] == [(src, "1")]
+
+
 def test_reports_are_never_evidence(vault):
     a = vault.write_note("report", {"question": "Q?", "answer": "A", "source_uris": []}).uri
     b = vault.write_note("entity", {"name": "B", "content": "b"}).uri

@@ -123,9 +123,12 @@ def rules_operations(vault: Vault, topic: Topic, ctx: ExtractContext) -> DreamOp
             return DreamOperations(report=[], links=[])  # nothing known yet: no report, the question stays open
     draft = rules_draft(vault, topic, [ctx.notes[pid].uri for pid in sources])
     page = (ctx.page_of(topic.report) if topic.report else None) or FIRST_NEW
+    provenance = vault.config.link_table().role("provenance")
+    # (a report re-researched keeps the source links it has: one to the same note is not a second)
+    linked = {l.to_uri for l in vault.links.of(topic.report, "links") if l.link_type is provenance} if topic.report else set()
     links = [WikiLink(f=page, t=pid, t_field=vault.schema(ctx.notes[pid].memory_type).text_field,
-                      link_type=vault.config.link_table().role("provenance"), weight=0.9, description="a source of this report")
-             for pid in sources]
+                      link_type=provenance, weight=0.9, description="a source of this report")
+             for pid in sources if ctx.notes[pid].uri not in linked]
     answer = draft.answer
     if topic.kind == "re-research" and topic.report:  # the answer it had is kept: a model's, or the user's
         earlier = str(vault.read_note(topic.report).fields.get("answer") or "").strip()
