@@ -285,11 +285,13 @@ async def test_undo_takes_back_only_the_clients_own_write_while_it_is_the_last_a
         moved = memlink("mv", MOCHI, "entities/mochi-cat.md", vault=root)
         assert moved.returncode == 0, moved.stdout + moved.stderr
         after_move = files(root)
-        for action in (made["action"], "0" * 32):
-            refused = await client.call_tool("undo", {"action": action})
-            assert refused.is_error, action
-            message = refused.structured_content["error"]["message"]
-            assert "not the last action" in message and "move" in message and "nothing was changed" in message
+        refused = await client.call_tool("undo", {"action": made["action"]})
+        assert refused.is_error
+        message = refused.structured_content["error"]["message"]
+        assert "not the last action" in message and "move" in message and "nothing was changed" in message
+        unknown = await client.call_tool("undo", {"action": "0" * 32})  # an id no action has: said so
+        message = unknown.structured_content["error"]["message"]
+        assert unknown.is_error and "no action of this vault has that id" in message and "nothing was changed" in message
         assert files(root) == after_move
         # Its own move, the last action, it may take back.
         mine = (await client.call_tool("move", {"old_uri": "entities/mochi-cat.md", "new_uri": MOCHI})).structured_content

@@ -512,6 +512,9 @@ def undo(vault: Vault, action_id: str | None = None) -> str:
         if entry is None:
             raise ReviewError("nothing to undo")
         if action_id is not None and _entry_id(entry) != action_id:
+            logged = read_jsonl(vault.root / ACTION_LOG, strict=False)
+            if not any("action" in r and _entry_id(r) == action_id for r in logged):
+                raise ReviewError(f"cannot undo action {action_id}: no action of this vault has that id; nothing was changed")
             raise ReviewError(f"cannot undo action {action_id}: it is not the last action (that is {entry['action']} "
                               f"on {entry['a']} / {entry['b']}, {_entry_id(entry)}); nothing was changed")
         _restore(tx, entry)
