@@ -246,10 +246,10 @@ async def test_escape_stops_a_reply_being_written(sample):
     from engine.sessions.log import read_events
 
     async with chatting(sample) as (stub, app, pilot, screen):
-        stub.script.append(("hang", 1.0))  # then answers "{}"
+        stub.script.append(("hang", 5.0))  # then answers "{}"
         await pilot.press(*"Slow one?", "enter")
-        await pilot.pause(0.3)
-        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: any(w.group == "chat" and not w.is_finished for w in screen.workers), 15)
+        await pilot.press("escape")  # (while the reply is being written, however slow the machine)
         await settle(app, pilot)
         assert app.current_mode == "chat"  # escape stopped the reply; it did not leave the pane
         assert "stopped; ctrl+y asks again" in str(screen.query(".assistant").last(Static).render())
