@@ -166,8 +166,7 @@ async def test_q_asks_first_while_background_work_runs(sample):
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         app.run_worker(lambda: release.wait(10), thread=True, group="dream")
-        await pilot.pause(0.8)  # the queue timer notices it
-        assert "dreaming" in app.running
+        assert await wait_for(pilot, lambda: "dreaming" in app.running, 15)  # the queue timer notices it
         await pilot.press("q")
         await pilot.pause()
         assert isinstance(app.screen, Confirm) and app.is_running
@@ -176,8 +175,7 @@ async def test_q_asks_first_while_background_work_runs(sample):
         assert not isinstance(app.screen, Confirm) and app.is_running
         release.set()
         await settle(app, pilot)
-        await pilot.pause(0.8)
-        assert app.running == ""
+        assert await wait_for(pilot, lambda: app.running == "", 15)
         await pilot.press("q")  # nothing running: quits at once
         await pilot.pause()
         assert not app.is_running
