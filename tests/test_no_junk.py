@@ -75,3 +75,14 @@ def test_an_imported_journal_page_is_dated_by_its_name_or_frontmatter_not_the_im
     days = {vault.read_note(u).fields["event_name"]: vault.read_note(u).fields["date"] for u in created(vault, "event")}
     assert days == {"Today I wrote the importer for the garden": "2024-07-17",
                     "Yesterday we shipped the kiln release": "2023-03-03"}
+
+
+def test_a_person_named_in_the_other_order_is_the_one_a_note_names(vault, tmp_path):
+    """"Jun Wang" is the Wang Jun (王俊) an entity names: no second person."""
+    jun = vault.write_note("entity", {"name": "王俊", "aliases": ["Wang Jun", "Jun"], "kind": "person",
+                                      "content": "Data engineer at Havenlink."}).uri
+    (tmp_path / "2026-11-03.md").write_text("Yesterday we fired the celadon tiles at the studio with Jun Wang.\n",
+                                     encoding="utf-8")
+    ingest(vault, tmp_path / "2026-11-03.md", extractor=RULES)
+    people = [e.uri for e in vault.catalog.all("entity")]
+    assert people == [jun]

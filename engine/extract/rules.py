@@ -422,8 +422,8 @@ class RulesExtractor:
                 self._link(out, pid, pid_known, link_type, "content" if "content" in note.fields else "name", mention,
                            f"mentions {note.fields.get('name') or mention}")
         for name in names_in(s, ctx.common_words):
-            if name.lower() in ctx.known_names:
-                continue
+            if name.lower() in ctx.known_names or " ".join(reversed(name.lower().split())) in ctx.known_names:
+                continue  # known, or known in the other order ("Jun Wang" is the Wang Jun a note names)
             pid_new = self._new(ctx, out, "entity", {"name": name, "content": s}, ("entity", name.lower()))
             if pid_new is not None:
                 for pid, _f in created:
