@@ -63,7 +63,7 @@ def test_greetings_and_speaker_names_seed_nothing(vault):
     assert hits[0].sources == ["s-3", "s-4"] and any("graph" in r for r in hits[0].routes)
 
 
-def test_a_question_naming_the_vault_s_owner_asks_about_what_she_said(vault):
+def test_a_question_naming_the_vault_s_owner_asks_about_what_she_said(vault, monkeypatch):
     """She says "I" in her chats: her name counts neither as missing content nor as what
     a turn is about (the one turn greeting her by name)."""
     vault.write_note("profile", {"name": "Lena Zhou", "aliases": ["LZ", "Rose"]})
@@ -75,6 +75,11 @@ def test_a_question_naming_the_vault_s_owner_asks_about_what_she_said(vault):
                       ("user", "Planted the rose by the shed."), ("assistant", "Lovely."),
                       ("user", "Planted the tulips by the gate."), ("assistant", "Lovely.")])
     memory = TurnMemory.for_vault(vault)
+
+    def walked(*_args, **_kwargs):  # (the catalog of 100k notes is a walk of 100k files: a recall process reads one)
+        raise AssertionError("recall read the catalog to find the owner")
+
+    monkeypatch.setattr("engine.storage.catalog.Catalog.all", walked)
     for question in ("What glaze is Lena testing?", "What glaze is LZ testing?", "What is Lena's glaze test?"):
         assert [h.sources for h in memory.recall(question, k=1)] == [["s-3", "s-4"]], question
     assert [h.sources for h in memory.recall("Who is Lena Zhou?", k=1)] == [["s-1", "s-2"]]  # nothing else asked

@@ -18,6 +18,7 @@ from ..llm import Breaker, LLMError, LLMInvalidOutput
 from ..llm.fence import RULE, data, one_line, quote
 from ..model.linktypes import builtin_table
 from ..model.templates import render_template
+from ..model.uris import PROFILE_URI
 from ..retrieve.search import search
 from ..storage.atomic import atomic_write_text
 from . import operations
@@ -44,9 +45,8 @@ def prefetch(vault: Vault, ctx: ExtractContext) -> None:
     links, the profile, and every known entity the text names."""
     table = vault.config.link_table()
     ctx.link_types = [(t.value, table.spec(t).description or table.spec(t).label) for t in table.names()]
-    profile = "profile.md"
-    if vault.exists(profile):
-        ctx.add(vault.read_note(profile))
+    if vault.exists(PROFILE_URI):
+        ctx.add(vault.read_note(PROFILE_URI))
     catalog = vault.catalog
     for entry in catalog.all("entity"):
         ctx.known_names.setdefault(entry.title.lower(), entry.uri)

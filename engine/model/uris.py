@@ -13,7 +13,9 @@ from pathlib import Path
 
 from ..errors import UriError
 
-__all__ = ["PathResolver", "normalize_uri", "resolve_uri", "uri_dir", "utf8_name"]
+__all__ = ["PROFILE_URI", "PathResolver", "normalize_uri", "resolve_uri", "uri_dir", "utf8_name"]
+
+PROFILE_URI = "profile.md"  # the vault owner's note (engine/memory_types/profile.yaml: one, at the root)
 
 
 def utf8_name(name: str) -> bool:

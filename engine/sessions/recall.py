@@ -37,6 +37,7 @@ from ..errors import MemlinkError
 from ..extract.rules import NOT_NAMES
 from ..index.embed import cosine_shift, query_vector, reads
 from ..model.text import content_tokens, has_cjk, tokenize
+from ..model.uris import PROFILE_URI
 from ..retrieve.fusion import RouteHits, fuse
 from ..storage.atomic import full_disk_cause
 from .communities import label_propagation
@@ -396,8 +397,15 @@ class TurnMemory:
         question's first word. Her name matches only the turns that happen to use it
         ("Nice to meet you, Lena"), not what she asks about."""
         names: set[str] = set()
-        for e in self.vault.catalog.all("profile"):
-            names.update(n.strip() for n in (e.title, e.title.split()[0] if e.title.split() else "", *e.aliases))
+        try:  # (the profile's own file: the catalog of a big vault is not walked for one note)
+            profile = self.vault.read_note(PROFILE_URI) if self.vault.exists(PROFILE_URI) else None
+        except MemlinkError:
+            profile = None  # (one that does not parse names no one)
+        if profile is not None and profile.memory_type == "profile":
+            title = str(profile.fields.get("name") or "")
+            aliases = profile.fields.get("aliases")
+            names.update(str(n).strip() for n in (title, title.split()[0] if title.split() else "",
+                                                  *(aliases if isinstance(aliases, list) else [])))
         left = query
         for name in sorted((n for n in names if n and n not in NOT_NAMES), key=len, reverse=True):
             said = re.escape(name) if has_cjk(name) else rf"\b{re.escape(name)}(?:['’]s)?\b"
