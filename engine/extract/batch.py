@@ -108,6 +108,7 @@ class Page:
     names: list[str] = field(default_factory=list)  # its frontmatter's `aliases` (Obsidian): other names
     tags: list[str] = field(default_factory=list)  # its frontmatter's `tags`, without '#'
     properties: dict[str, Any] = field(default_factory=dict)  # the rest of its frontmatter (Obsidian's properties)
+    properties_stale: bool = False  # an unchanged page whose note holds other properties (``_sync_properties``)
     heading: str = ""  # the `# ` line that opens its text, if any: a name memlink knows it by, never its title
     top: str | None = None  # the folder given it came from (its name), None for files given one by one
     target: str = ""  # the uri of its note: sources/<folder given>/<its path there>.md
@@ -411,6 +412,7 @@ def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False) -> str
     if is_pending(note):
         return "changed"
     if note.fields.get("content") == page.body.strip() and _says_the_same(note, page):
+        page.properties_stale = (note.extra.get("properties") or {}) != page.properties
         return "unchanged"
     return "edited" if _edited(vault, note) else "changed"
 
@@ -436,9 +438,9 @@ def _sync_properties(vault: Vault, page: Page) -> None:
     """A file whose text, title, names and tags its note holds already may still have other
     properties than the note (changed since, or imported before they were kept): the note
     takes the file's, in place; nothing is extracted again."""
-    note = vault.read_note(page.target)
-    if (note.extra.get("properties") or {}) == page.properties:
+    if not page.properties_stale:
         return
+    note = vault.read_note(page.target)
     with vault.transaction() as tx:
         extra = {k: v for k, v in note.extra.items() if k != "properties"}
         note.extra = {**extra, "properties": page.properties} if page.properties else extra

@@ -25,8 +25,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import posixpath
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
@@ -177,19 +177,14 @@ def log_action(vault: Vault, tx: Transaction, action: str, a: str, b: str, messa
         else:
             edits[rel] = _edit(old, new)
     # The folders it makes files in that are not there yet: undo removes them, once empty.
-    made = {posixpath.dirname(rel) for rel, text in before.items() if text is None and after[rel] is not None}
-    folders = sorted({f for rel in made for f in _ancestors(rel) if not vault.path(f).exists()}, key=len, reverse=True)
+    made = [rel for rel, text in before.items() if text is None and after[rel] is not None]
+    folders = sorted({str(f) for rel in made for f in PurePosixPath(rel).parents if str(f) != "." and not vault.path(str(f)).exists()},
+                     key=len, reverse=True)
     keep_newest(vault.root / ACTION_LOG, UNDO_HISTORY_MAX)  # (under the vault lock, as every write of the log)
     row = tx.append(ACTION_LOG, {"at": _now(), "action": action, "a": a, "b": b, "message": message, "before": before,
                                  "edits": edits, "after": after, "links": _link_records(vault, tx, whole),
                                  **({"folders": folders} if folders else {})})
     return str(row["id"])
-
-
-def _ancestors(folder: str) -> list[str]:
-    """``a/b/c`` -> ``a/b/c``, ``a/b``, ``a``."""
-    parts = folder.split("/") if folder else []
-    return ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
 
 
 def _edit(old: str, new: str) -> list:

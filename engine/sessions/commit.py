@@ -124,8 +124,9 @@ def _commit(vault: Vault, session_id: str, turns: list[Turn], mark: str | None, 
     # "yesterday" counts from that day, not from the session's last.
     days = [day_of(str(t.messages[0].ts)) or when for t in turns]
     lines: list[str] = []
+    several = len(set(days)) > 1
     for i, t in enumerate(turns):
-        if len(set(days)) > 1 and (i == 0 or days[i] != days[i - 1]):
+        if several and (i == 0 or days[i] != days[i - 1]):
             lines.append(f"({days[i].isoformat()})")
         lines += t.transcript()
     asked = [m for t in turns for m in t.asked]

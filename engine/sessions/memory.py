@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import MemlinkError
-from ..extract.rules import day_of
 from ..llm.fence import one_line
 from ..model.blocks import LINKS_CLOSE, LINKS_PREFIX, VIEW_CLOSE, VIEW_OPEN
 from ..model.notes import split_frontmatter
@@ -77,10 +76,9 @@ def memory_context(vault: Vault, question: str, *, visible: set[str] | None = No
     turns: list[MemoryItem] = []
     if turn_count:
         for hit in TurnMemory.for_vault(vault).recall(question, k=turn_count, visible=visible):
-            day = day_of(hit.when)
             turns.append(MemoryItem("turn", hit.session, ", ".join(hit.sources), one_line(hit.summary or hit.question),
                                     f"Q: {hit.question}\nA: {hit.answer}", "; ".join(hit.routes), hit.score,
-                                    day.isoformat() if day else one_line(hit.when)))
+                                    one_line(hit.day())))
     notes: list[MemoryItem] = []
     if note_count:
         for found in search(vault, question, k=note_count, index=index, snippets=False, types=types)[:note_count]:

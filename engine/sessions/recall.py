@@ -34,7 +34,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ..errors import MemlinkError
-from ..extract.rules import NOT_NAMES
+from ..extract.rules import NOT_NAMES, day_of
 from ..index.embed import cosine_shift, query_vector, reads
 from ..model.text import content_tokens, has_cjk, tokenize
 from ..model.uris import PROFILE_URI
@@ -98,6 +98,11 @@ class RecallHit:
     routes: list[str] = field(default_factory=list)
     triples: list[dict] = field(default_factory=list)
     when: str = ""  # the turn's time stamp, as written in its log
+
+    def day(self) -> str:
+        """The day it was said (ISO), or its time stamp as written when that names no day."""
+        said = day_of(self.when)
+        return said.isoformat() if said else self.when
 
     def to_json(self) -> dict:
         return dict(self.__dict__, route="; ".join(self.routes), score=round(self.score, 4))
@@ -229,7 +234,7 @@ class TurnMemory:
         content = content_tokens(query)
         idf = self.index.idf(content) if content else {}
         covered = self._coverage(keyword[:5], idf)
-        if not self._relevant(said, covered, cos, read):
+        if not self._relevant(said, covered, cos, read, owner=unnamed != said):
             return []
         keyword, vector = keyword if p.keyword else [], vector if p.vector else []
         routes: dict[str, list[str]] = defaultdict(list)
@@ -358,13 +363,14 @@ class TurnMemory:
             score[best] += sum(asked.values())  # (a turn recalled for what a message means keeps that message)
         return score
 
-    def _relevant(self, query: str, covered: dict[str, float], cos: dict[str, float], read: bool = True) -> bool:
+    def _relevant(self, query: str, covered: dict[str, float], cos: dict[str, float], read: bool = True,
+                  owner: bool = False) -> bool:
         """The evidence gate. Never closed when the best hit is strong on either route: a
         cosine of ``strong_cosine``, or a keyword hit holding ``strong_coverage`` of the
         question (``_coverage``). Else the best keyword hit's coverage plus the best cosine
         must reach ``min_evidence``, or only ``named_evidence`` when the question names
         someone the history is about (a speaker: "What are Paola's hobbies?" uses words a
-        chat never does, and asks about it all the same). Cosines count less the model's
+        chat never does, and asks about it all the same; or the vault's owner, ``owner``). Cosines count less the model's
         ``cosine_shift`` (docs/DESIGN.md, "Search": the embedding model). Measured on real
         and on unrelated questions in benchmarks/locomo.py. A question the model does not
         read (``read`` False: no cosine) in Chinese, Japanese or Korean is closed only when
@@ -377,18 +383,18 @@ class TurnMemory:
         best = max(cos.values(), default=0.0) - cosine_shift(self.embedder)
         if best >= p.strong_cosine or coverage >= p.strong_coverage:
             return True
-        return coverage + best >= (p.named_evidence if self._names_someone(query) else p.min_evidence)
+        return coverage + best >= (p.named_evidence if owner or self._names_someone(query) else p.min_evidence)
 
     def _names_someone(self, query: str) -> bool:
         """Whether the question names someone the history is about: a capitalised word (not
-        a question word) found in ``about_share`` of the indexed turns, as a speaker's name is,
-        or the vault's owner (``_unnamed``: she says "I" in the chats, "What glaze is Lena
-        testing?")."""
+        a question word) found in ``about_share`` of the indexed turns, as a speaker's name is.
+        (A question naming the vault's owner, ``_unnamed``, names someone too: she says "I"
+        in the chats, "What glaze is Lena testing?")"""
         names = [w for w in re.findall(r"\w+", query) if w[:1].isupper() and len(w) >= 2 and not _frame_word(w)]
         if not names:
             return False
         floor = self.params.about_share * len(self.turns)
-        return self._unnamed(query) != query or any(n >= floor for n in self.index.doc_freq(names).values())
+        return any(n >= floor for n in self.index.doc_freq(names).values())
 
     def _unnamed(self, query: str) -> str:
         """The question without the names of the vault's owner: her profile's name, its

@@ -80,7 +80,6 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    from engine.extract.rules import day_of
     from engine.sessions.recall import TurnMemory
 
     vault = open_vault(args)
@@ -102,8 +101,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     if not hits:
         print("nothing relevant recalled")
     for i, h in enumerate(hits, 1):
-        day = day_of(h.when)
-        said = f"  said {day.isoformat() if day else h.when}" if h.when else ""
+        said = f"  said {h.day()}" if h.when else ""
         say(f"{i}. {h.score:.3f}  {h.session}{said}  [{', '.join(h.sources)}]  found by: {'; '.join(h.routes)}")
         say(f"   {h.summary}")
         say(f"   Q: {h.question[:200]}")
