@@ -198,3 +198,20 @@ def test_a_file_whose_name_is_as_long_as_names_go_is_imported_with_the_rest(vaul
     result = ingest_batch(vault, [folder], extractor=RulesExtractor())
     assert not result.failed and sorted(f.source_uri for f in result.files) == [f"sources/notes/{'b' * 240}.md",
                                                                                "sources/notes/ok.md"]
+
+
+def test_a_file_whose_place_in_the_vault_cannot_be_written_fails_alone(tmp_path):
+    """A file of the vault stands where the folder of one page's note would be: that page
+    fails, named with the cause, and the rest of the folder is imported."""
+    root = cli_vault(tmp_path)
+    pages = write(tmp_path / "docs", {"a/x.md": "# Alpha\n\nAlpha is about rivers.\n",
+                                      "b/y.md": "# Beta\n\nBeta is about hills.\n"})
+    (root / "sources/docs").mkdir(parents=True)
+    (root / "sources/docs/a").write_text("a file of the user's\n", encoding="utf-8")
+    r = memlink("ingest", str(pages), vault=root)
+    assert r.returncode == 5 and "Traceback" not in r.stderr, r.stderr
+    assert "a/x.md: Not a directory" in r.stderr, r.stderr
+    assert "1 files imported" in r.stdout and "1 failed" in r.stdout, r.stdout
+    assert (root / "sources/docs/b/y.md").is_file()
+    assert (root / "sources/docs/a").read_text(encoding="utf-8") == "a file of the user's\n"
+    assert memlink("check", vault=root).returncode == 0

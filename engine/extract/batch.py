@@ -631,8 +631,8 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
     for page in ok:
         try:
             reports[id(page)] = _write_source(vault, page, result)
-        except MemlinkError as exc:
-            result.failed.append({"path": str(page.path), "error": f"{page.path}: {exc}"})
+        except (MemlinkError, OSError) as exc:  # (one file's place in the vault, not the rest of the batch)
+            result.failed.append({"path": str(page.path), "error": f"{page.path}: {_why(exc)}"})
             continue
         written.append(page)
     for page in _pending_pages(vault, {page.note for page in written}):
