@@ -87,7 +87,7 @@ class Vault:
         unwritable = _unwritable(vault.root)
         if read_only or unwritable is not None:
             vault.read_only = True
-            vault.read_only_reason = (f"{vault.root} is open read-only here (a dry run)" if read_only else
+            vault.read_only_reason = (f"{vault.root} is open read-only" if read_only else
                                       f"the vault is read-only ({unwritable} cannot be written by this user)")
             vault.store.keep_in_memory()
             vault.catalog.read_only = True
