@@ -416,7 +416,7 @@ async def test_the_link_editor_never_writes_from_the_search_and_confirms_a_summa
         await pilot.pause()
         assert isinstance(app.screen, Confirm)
         summary = str(app.screen.query_one(Static).render())
-        assert "Pieter de Vries" in summary and "related_to" in summary and "0.70" in summary and "met at the roastery" in summary
+        assert "Pieter de Vries" in summary and "related_to" in summary and "1.00" in summary and "met at the roastery" in summary
         await pilot.press("n")  # back to the form, nothing written
         await pilot.pause()
         assert app.screen is editor and sample.links.of(source, "both") == before
@@ -425,7 +425,7 @@ async def test_the_link_editor_never_writes_from_the_search_and_confirms_a_summa
         await pilot.press("y")
         await settle(app, pilot)
     made = [l for l in sample.links.of(source, "links") if l.to_uri == "entities/pieter-de-vries.md"]
-    assert len(made) == 1 and made[0].description == "met at the roastery"
+    assert len(made) == 1 and made[0].description == "met at the roastery" and made[0].weight == 1.0  # as `memlink link`
 
 
 async def test_at_80x24_the_whole_link_editor_shows(sample):

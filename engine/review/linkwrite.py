@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from ..storage.vault import Vault
 
 
+NEW_LINK_WEIGHT = 1.0  # a link a person writes by hand states what they know: full weight unless they say less
+
+
 class LinkExists(LinkError):
     """The two notes are linked already (the link is named in the message)."""
 
@@ -57,7 +60,7 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
             if link_type is None:
                 raise LinkError(f"{from_uri} has no link to {to_uri} to update; nothing was written (a new link needs a "
                                 "link type)" if update else "a new link needs a link type")
-            made = vault.link(from_uri, to_uri, link_type, weight=1.0 if weight is None else weight, t_field=t_field,
+            made = vault.link(from_uri, to_uri, link_type, weight=NEW_LINK_WEIGHT if weight is None else weight, t_field=t_field,
                               t_line_ranges=t_line_ranges, match_text=match_text or None, description=description or "")
             log_action(vault, tx, "link", from_uri, to_uri, f"linked {from_uri} -> {to_uri} ({made.id})")
             return made

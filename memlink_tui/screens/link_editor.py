@@ -21,7 +21,7 @@ from textual.widgets.option_list import Option
 
 from engine import MemlinkError, Vault
 from engine.model.links import StoredLink
-from engine.review.linkwrite import describe, write_link
+from engine.review.linkwrite import NEW_LINK_WEIGHT, describe, write_link
 from widgets.safe import safe_markup, safe_path
 
 MATCHES = 8
@@ -65,7 +65,7 @@ class LinkEditor(ModalScreen[str | None]):
                 yield Select([(t.value, t.value) for t in table.names()], value=table.role("default").value,
                              allow_blank=False, id="link-type")
                 yield Label("weight")
-                yield Input("0.7", id="link-weight")
+                yield Input(f"{NEW_LINK_WEIGHT:g}", id="link-weight")
             yield Input(placeholder="anchor: words in this note the link hangs on (optional)", id="link-anchor")
             yield Input(placeholder="why: one line on what the link means (optional)", id="link-why")
             yield Static("", id="link-error")
