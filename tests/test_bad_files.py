@@ -180,6 +180,29 @@ def test_a_note_nested_too_deep_is_one_finding(sample):
     assert "nested more than 64 levels deep" in errors["entities/keys.md"]
 
 
+def test_a_page_whose_frontmatter_its_note_could_not_hold_is_refused_and_one_that_fits_imported(vault, tmp_path):
+    """A page's other frontmatter is kept a level deeper in its note (``properties``): a
+    page nested as deep as a reader allows would make a note no reader opens."""
+    from engine.extract.batch import ingest_batch
+    from engine.extract.rules import RulesExtractor
+    from engine.model.yamlio import MAX_DEPTH
+
+    def page(levels: int) -> str:  # frontmatter nested ``levels`` mappings deep
+        return ("---\n" + "".join(" " * i + f"k{i}:\n" for i in range(levels - 1)) + " " * (levels - 1) + "v: 1\n---\n"
+                "# Deep\n\nA page about deep things.\n")
+
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    (folder / "deepest.md").write_text(page(MAX_DEPTH), encoding="utf-8")
+    (folder / "deep.md").write_text(page(MAX_DEPTH - 1), encoding="utf-8")
+    result = ingest_batch(vault, [folder], extractor=RulesExtractor())
+    assert [f["error"] for f in result.failed] == [f"{folder / 'deepest.md'}: its frontmatter nests {MAX_DEPTH} levels "
+                                                   f"deep; a note keeps at most {MAX_DEPTH - 1}"]
+    assert not result.pending and [f.source_uri for f in result.files] == ["sources/pages/deep.md"]
+    assert not vault.exists("sources/pages/deepest.md")
+    assert vault.read_note("sources/pages/deep.md").extra["properties"]["k0"]["k1"]
+
+
 def test_only_regular_files_are_read_and_odd_names_are_findings(sample):
     entities = sample.root / "entities"
     os.mkfifo(entities / "fifo.md")

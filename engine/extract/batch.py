@@ -62,7 +62,7 @@ from ..index import choose_model, model_line
 from ..model.blocks import strip_links_block, view_span
 from ..model.notes import PENDING, PENDING_KEY, Note, is_pending, render_note_body, serialize_note, split_frontmatter
 from ..model.uris import normalize_uri
-from ..model.yamlio import safe_load
+from ..model.yamlio import MAX_DEPTH, nesting, safe_load
 from ..retrieve.names import TEXT_SUFFIXES, NameIndex, Scope, file_names, path_key
 from ..review.actions import log_action
 from .autolink import find_references, reference_link
@@ -312,6 +312,9 @@ def read_page(page: Page, max_bytes: int | None = None) -> None:
             loaded = None
         if isinstance(loaded, dict):
             meta, page.body = loaded, body
+        if isinstance(loaded, dict) and nesting(loaded) >= MAX_DEPTH:  # (its note keeps them a level deeper)
+            raise InputError(f"{page.path}: its frontmatter nests {nesting(loaded)} levels deep; a note keeps at most "
+                             f"{MAX_DEPTH - 1}")
     page.title = _title(meta, page.path)
     # (an alias written as a tag, "#learning/math", is not a name Obsidian links by)
     page.names = [n for n in _strings(meta.get("aliases") or meta.get("alias")) if n != page.title and not n.startswith("#")]

@@ -48,6 +48,15 @@ def safe_load(text: str) -> Any:
         raise YAMLRefused(f"a value that cannot be read ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
 
 
+def nesting(value: Any) -> int:
+    """How many mappings and lists deep a loaded value goes (a scalar: 0)."""
+    if isinstance(value, dict):
+        return 1 + max(map(nesting, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(nesting, value), default=0)
+    return 0
+
+
 def _vet(text: str) -> None:
     """Refuse a document nested too deep, whose aliases repeat too much, or holding a
     number too long (see the module doc). Each open mapping or list counts the values
