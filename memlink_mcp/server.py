@@ -436,6 +436,14 @@ class NotesServer(MCPServer):
     async def _handle_list_resources(self, ctx: Any, params: PaginatedRequestParams | None) -> ListResourcesResult:
         return self.notes.note_page(params.cursor if params else None)
 
+    async def list_tools(self) -> list[Any]:
+        """A read-only server lists only the reading tools: a client model is not offered
+        what it cannot do (a write tool called all the same refuses, saying why)."""
+        tools = await super().list_tools()
+        if self.notes.vault.read_only:
+            return [t for t in tools if t.annotations is not None and t.annotations.read_only_hint]
+        return tools
+
 
 def build_server(vault: Vault) -> MCPServer:
     """The MCP server over ``vault`` (open it read-only for a read-only server)."""
@@ -464,8 +472,6 @@ def build_server(vault: Vault) -> MCPServer:
             MemoryTypeNames: enum_of(MemoryTypeNames, Annotated[list[kinds], many] | None)}  # type: ignore[valid-type]
 
     def tool(fn: Callable[..., Any], annotations: ToolAnnotations, description: str) -> None:
-        if vault.read_only and annotations is not READ:
-            return  # (a client is offered only what it can do; the tools refuse a write all the same)
         server.tool(description=description, annotations=annotations)(narrowed(tools.guarded(fn), swap))
 
     tool(tools.search, READ, "Hybrid search (keywords, meaning, the link graph) over the notes; each hit says which "

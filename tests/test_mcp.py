@@ -142,6 +142,8 @@ async def test_read_only_mode_offers_only_the_reading_tools_and_refuses_every_wr
                            ("undo", {"action": "0" * 32})):
             refused = await client.call_tool(tool, args)
             assert refused.is_error, tool
+            error = refused.structured_content["error"]
+            assert error["type"] == "VaultReadOnly" and "nothing was changed" in error["message"], (tool, error)
     assert files(root) == before
 
 

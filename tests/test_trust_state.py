@@ -145,7 +145,7 @@ def test_open_detects_a_vault_it_cannot_write(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert not Vault.open(root).read_only
     dry = Vault.open(root, read_only=True)
-    assert dry.read_only and "dry run" in dry.read_only_reason
+    assert dry.read_only and "is open read-only" in dry.read_only_reason
 
 
 async def test_app_shows_read_only_and_refuses_writes(tmp_path, monkeypatch):

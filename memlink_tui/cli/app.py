@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     s = sub.add_parser("mcp", parents=[common],
                        help="serve the vault to other agents and editors over MCP (stdio)")
-    s.add_argument("--read-only", action="store_true", help="offer only the reading tools (search, recall and reading notes); nothing is written")
+    s.add_argument("--read-only", action="store_true", help="list only the reading tools (search, recall and reading notes) and refuse every write")
     s.set_defaults(func=cmd_mcp)
 
     s = sub.add_parser("doctor", parents=[common],
