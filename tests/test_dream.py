@@ -98,6 +98,27 @@ def test_changed_source_re_researches_the_report(vault):
     assert answer.endswith("15 November.")
 
 
+def test_a_person_s_answer_is_kept_when_a_dream_writes_its_report_again_as_a_new_topic(sample):
+    """A vault restored from a backup (no dream state) asks its questions anew: a report's
+    answer a person wrote is kept below the new one; the dream's own is not repeated."""
+    first = dream(sample).written
+    uri = next(u for u in first if u.startswith("reports/which-holds"))
+    note = sample.read_note(uri)
+    sample.write_note("report", {**note.fields, "answer": "Pieter: 11 with Pieter is on Tuesdays now."}, uri=uri,
+                      replace=True)
+    (sample.state_dir / "dream" / "state.json").unlink()
+    again = dream(sample)
+    assert uri in again.written
+    answer = sample.read_note(uri).fields["answer"]
+    assert answer.endswith("The answer it had before:\nPieter: 11 with Pieter is on Tuesdays now.")
+    assert answer.count("The answer it had before:") == 1
+    for other in set(again.written) - {uri}:  # the dream's own answers are not kept under its new ones
+        assert "The answer it had before:" not in sample.read_note(other).fields["answer"], other
+    (sample.state_dir / "dream" / "state.json").unlink()
+    dream(sample)
+    assert sample.read_note(uri).fields["answer"] == answer  # (once more: nothing nested)
+
+
 def test_a_re_researched_report_keeps_its_source_link_not_a_second_one(vault):
     src = vault.write_note("entity", {"name": "Atlas", "content": "Atlas is a project.\nGo-live 15 November."},
                            updated_at="2026-09-01T00:00:00+00:00").uri
@@ -491,7 +512,8 @@ def test_the_model_re_researches_an_existing_report_in_place(vault, llm):
     prompt = stub.requests[-1]["body"]["messages"][0]["content"]
     assert f"[page:2] report · {rep}" in prompt and 'use\n  "page_id": 2' in prompt
     note = vault.read_note(rep)
-    assert note.fields["answer"] == "Moved to 12 January." and note.fields["question"] == "When is go-live?"
+    assert note.fields["answer"] == "Moved to 12 January.\n\nThe answer it had before:\n15 November."  # (kept)
+    assert note.fields["question"] == "When is go-live?"
     assert reports(vault) == [rep]
 
 

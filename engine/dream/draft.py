@@ -15,13 +15,16 @@ from ..errors import MemlinkError
 from ..extract.context import ExtractContext
 from ..extract.loop import ExtractionRejected, quarantine
 from ..extract.pageids import FIRST_NEW
+from ..extract.updater import Resolved, target_uri
 from ..index import SearchIndex
 from ..llm import LLMInvalidOutput
 from ..llm.fence import RULE, one_line, quote
 from ..model.lineranges import parse_ranges
 from ..model.links import StoredLink, WikiLink
+from ..model.notes import serialize_note
 from ..model.templates import render_template
 from ..retrieve.search import query_coverage
+from ..storage.transaction import Transaction, text_hash
 from .operations import DreamOperations, ReportItem, check_dream_operations
 from .topics import NOT_EVIDENCE, Topic
 
@@ -109,7 +112,39 @@ def llm_operations(vault: Vault, provider: Provider, topic: Topic, ctx: ExtractC
 
 
 # -- the rules ---------------------------------------------------------------------------------
-EARLIER = "The answer it had before:"  # under a rules re-research: a report's answer is never lost
+EARLIER = "The answer it had before:"  # under a report's new answer: the one it had is never lost
+DRAFTED_KEY = "drafted"  # the SHA-256 of the answer the dream last wrote: an answer that differs is a person's
+
+
+def keep_earlier_answers(vault: Vault, resolved: Resolved) -> None:
+    """A report the dream writes again, re-researched or asked anew (a hub topic, a vault
+    restored without its dream state), keeps the answer it has below the new one, under
+    EARLIER. An answer the dream wrote itself (``DRAFTED_KEY``) gives only what it kept."""
+    for op in resolved.notes:
+        if op.memory_type != "report" or not isinstance(op.fields.get("answer"), str):
+            continue
+        uri = target_uri(vault, op)
+        if not vault.exists(uri):
+            continue
+        note = vault.read_note(uri)
+        now = str(note.fields.get("answer") or "").strip()
+        own = note.extra.get(DRAFTED_KEY) == text_hash(now)
+        kept = (now.split(EARLIER, 1)[1].strip() if EARLIER in now else "") if own else now
+        new = op.fields["answer"].strip()
+        if kept and kept != new and not new.endswith(f"{EARLIER}\n{kept}"):
+            op.fields["answer"] = f"{new}\n\n{EARLIER}\n{kept}"
+
+
+def mark_drafted(vault: Vault, tx: Transaction, uris: list[str]) -> None:
+    """Record, in each report just written, the SHA-256 of its answer (``DRAFTED_KEY``)."""
+    for uri in uris:
+        note = vault.read_note(uri)
+        if note.memory_type != "report":
+            continue
+        digest = text_hash(str(note.fields.get("answer") or "").strip())
+        if note.extra.get(DRAFTED_KEY) != digest:
+            note.extra = {**note.extra, DRAFTED_KEY: digest}
+            tx.put_text(uri, serialize_note(note, vault.schema("report"), vault.read_text(uri)), note)
 
 
 def rules_operations(vault: Vault, topic: Topic, ctx: ExtractContext) -> DreamOperations:
@@ -130,11 +165,6 @@ def rules_operations(vault: Vault, topic: Topic, ctx: ExtractContext) -> DreamOp
                       link_type=provenance, weight=0.9, description="a source of this report")
              for pid in sources if ctx.notes[pid].uri not in linked]
     answer = draft.answer
-    if topic.kind == "re-research" and topic.report:  # the answer it had is kept: a model's, or the user's
-        earlier = str(vault.read_note(topic.report).fields.get("answer") or "").strip()
-        earlier = earlier.split(EARLIER, 1)[1].strip() if EARLIER in earlier else earlier  # (kept once, not nested)
-        if earlier:
-            answer = f"{answer}\n\n{EARLIER}\n{earlier}"
     item = ReportItem(page_id=page, question=topic.question, answer=answer, conflicts=draft.conflicts)
     return DreamOperations(report=[item], links=links)
 

@@ -23,7 +23,7 @@ from ..llm import Breaker, LLMError
 from ..model.text import counted
 from ..storage.atomic import atomic_write_text
 from ..storage.vault import Vault
-from .draft import dream_context, llm_operations, rules_operations
+from .draft import dream_context, keep_earlier_answers, llm_operations, mark_drafted, rules_operations
 from .operations import check_dream_operations, resolve_dream
 from .topics import NOTHING_YET, OPEN, PARTLY, Topic, discover
 
@@ -198,11 +198,13 @@ def handle_topic(vault: Vault, provider: Provider | None, topic: Topic, report: 
     provenance, default = vault.config.link_table().role("provenance"), vault.config.link_table().role("default")
     # The model was asked above, outside the vault lock; what it answered lands as one unit
     # of work: reports, their links, the audit record and the answered question together.
-    with vault.transaction():
-        run = MemoryUpdater(vault).apply_operations(resolve_dream(ops, ctx, provenance), ctx,
-                                                    provider.name if provider else "rules", f"dream {topic.key}",
-                                                    autolink=False)
+    with vault.transaction() as tx:
+        resolved = resolve_dream(ops, ctx, provenance)
+        keep_earlier_answers(vault, resolved)  # (a person's answer is never written over)
+        run = MemoryUpdater(vault).apply_operations(resolved, ctx, provider.name if provider else "rules",
+                                                    f"dream {topic.key}", autolink=False)
         written = run.created + [c["uri"] for c in run.changed] + run.unchanged
+        mark_drafted(vault, tx, written)
         if written and topic.candidate:
             # The rules' report gathers what the vault holds and says the question stays
             # open, so the question is not done: an LLM dream takes it up again.

@@ -99,6 +99,14 @@ def resolve_operations(ops: BaseModel, ctx: ExtractContext) -> Resolved:
     return out
 
 
+def target_uri(vault: Vault, op: NoteOp) -> str:
+    """The note an operation writes: the page it names, else the path its fields give."""
+    if op.uri is not None:
+        return op.uri
+    schema = vault.schema(op.memory_type)
+    return schema.note_uri(schema.validate_fields({k: v for k, v in op.fields.items() if not is_edit(v)}, complete=False))
+
+
 class MemoryUpdater:
     def __init__(self, vault: Vault):
         self.vault = vault
@@ -118,11 +126,7 @@ class MemoryUpdater:
             written = []
             for op in resolved.notes:
                 before = None
-                uri = op.uri
-                if uri is None:
-                    schema = v.schema(op.memory_type)
-                    plain = {k: val for k, val in op.fields.items() if not is_edit(val)}
-                    uri = schema.note_uri(schema.validate_fields(plain, complete=False))
+                uri = target_uri(v, op)
                 if v.exists(uri):
                     before = v.read_note(uri)
                 note = v.write_note(op.memory_type, op.fields, uri=uri if before is not None else None,
