@@ -219,7 +219,10 @@ class MemlinkTools:
                    day: Annotated[Day | None, about("The day it happened or was said (YYYY-MM-DD); default today",
                                                     "Day")] = None) -> dict[str, Any]:
         from engine.extract.context import ExtractContext
-        from engine.extract.inputs import choose_extractor, run_extraction
+        from engine.extract.inputs import choose_extractor
+        from engine.extract.loop import ExtractLoop
+        from engine.extract.updater import MemoryUpdater, resolve_operations
+        from engine.review.actions import log_action
 
         self.writable()
         text = clean(text)
@@ -230,9 +233,17 @@ class MemlinkTools:
             raise MemlinkError(f"the memory is {len(text.encode('utf-8'))} bytes; ingest.max_bytes allows {limit}")
         when = dt.date.fromisoformat(day) if day else dt.date.today()
         extractor, health = choose_extractor(self.vault)
-        report = run_extraction(self.vault, ExtractContext("session", text, when, user_lines=[text]), extractor,
-                                "mcp add_memory")
-        return {"provider": health.provider, **report.to_json()}
+        ctx = ExtractContext("session", text, when, user_lines=[text])
+        ops = ExtractLoop(self.vault, extractor).run(ctx)  # (the model is asked before the vault is locked)
+        action = None
+        with self.vault.transaction() as tx:  # the notes, their links and the undo record: one unit of work
+            report = MemoryUpdater(self.vault).apply_operations(resolve_operations(ops, ctx), ctx, extractor.name,
+                                                                "mcp add_memory")
+            written = report.created + [c["uri"] for c in report.changed]
+            if written:
+                action = log_action(self.vault, tx, "add_memory", written[0], written[-1],
+                                    f"added a memory: {len(written)} note{'s' if len(written) != 1 else ''}")
+        return {"provider": health.provider, **report.to_json(), "action": action}
 
     def write_note(self, memory_type: MemoryTypeName,
                    title: Annotated[Short, about("The note's title (its name, topic or question, by type)")],
@@ -489,7 +500,8 @@ def build_server(vault: Vault) -> MCPServer:
     tool(tools.lint_digest, READ, "The lint digest: notes and links per type, the most linked notes, health, "
          "contradictions and open questions.")
     tool(tools.add_memory, WRITE, "Add a memory: the text goes through memlink's extraction loop (the configured LLM, "
-         "else the zero-LLM rules) and lands as notes and links; says what was created or changed.")
+         "else the zero-LLM rules) and lands as notes and links; says what was created or changed. Undoable (the "
+         "undo tool with the action id returned, or `memlink undo`).")
     tool(tools.write_note, WRITE, "Write a new note as given (a title and its text), without extraction; a path "
          "that exists is refused. Undoable (the undo tool, or `memlink undo`).")
     tool(tools.edit_note, WRITE, "Change a note's text: append to it, or replace it when old_text matches the text "
@@ -497,7 +509,8 @@ def build_server(vault: Vault) -> MCPServer:
          "kept. Undoable (the undo tool, or `memlink undo`).")
     tool(tools.delete_note, REMOVE, "Delete a note and every link into or out of it, as one action that the undo "
          "tool (or `memlink undo`) reverses: the note and its links come back.")
-    tool(tools.undo, WRITE, "Undo a write of these tools (write_note, edit_note, delete_note, move, link, unlink) "
+    tool(tools.undo, WRITE, "Undo a write of these tools (add_memory, write_note, edit_note, delete_note, move, link, "
+         "unlink) "
          "by the action id "
          "it returned: refused unless it is still the last action in the vault and its notes are unchanged since, "
          "so a change the user made is never reversed.")

@@ -93,6 +93,11 @@ async def test_every_tool_answers_through_the_sdk_client(tmp_path):
         assert made.structured_content["provider"] == "rules" and made.structured_content["created"]
         again = (await client.call_tool("search", {"query": "oolong tea evening"})).structured_content
         assert set(made.structured_content["created"]) & {h["uri"] for h in again["hits"]}
+        undone = await client.call_tool("undo", {"action": made.structured_content["action"]})
+        assert not undone.is_error, undone.content
+        assert not any((root / uri).exists() for uri in made.structured_content["created"])
+        made = (await client.call_tool("add_memory", {"text": "I prefer oolong tea over green tea in the evening."}))
+        assert made.structured_content["created"]
 
         link = (await client.call_tool("link", {"from_uri": MOCHI, "to_uri": "preferences/coffee.md",
                                                  "link_type": "related_to", "weight": 0.4,

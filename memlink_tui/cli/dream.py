@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.set_defaults(func=cmd_review)
 
     s = sub.add_parser("undo", parents=[common], help="reverse the last action: a review, a link written, updated or removed, a "
-                       "move, an ingest's prune or sync, an MCP write")
+                       "move, the notes an ingest --prune removed or the links a sync removed, an MCP write but ask")
     s.set_defaults(func=cmd_undo)
 
     s = sub.add_parser("check", parents=[common], help="consistency checks (exit 3 when errors are found)")
