@@ -191,3 +191,29 @@ def test_a_note_gone_since_it_was_indexed_costs_one_item_not_the_context(sample)
     (sample.root / "entities" / "klei-vuur.md").write_bytes(b"\xff\xfe not utf-8")
     items = memory_context(sample, question).items
     assert items and all(i.source != "entities/klei-vuur.md" for i in items)
+
+
+def test_a_recalled_turn_longer_than_its_share_of_the_context_is_cut_to_what_answers(vault, tmp_path):
+    """A message with a pasted email is one turn: it is not left out for its length, nor
+    given whole; the lines that answer the question go to the model."""
+    import json
+
+    from conftest import memlink
+
+    from engine.sessions.memory import memory_context
+
+    email = "\n".join(f"Line {i} of the forwarded newsletter about quarterly member events and parking rules."
+                      for i in range(120))
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps({"session": "gym", "id": str(i), "role": role, "content": text,
+                                        "ts": "2026-11-01T10:00:00Z"}) + "\n"
+                            for i, (role, text) in enumerate([
+                                ("user", f"My gym locker code is 7731. Here is the email I got:\n{email}"),
+                                ("assistant", "Noted, locker code 7731.")])), encoding="utf-8")
+    assert memlink("import-chat", str(chat), vault=vault.root).returncode == 0
+    budget = vault.config.chat.context_tokens * 4
+    items = memory_context(vault, "what is my gym locker code").items
+    turns = [i for i in items if i.kind == "turn"]
+    assert turns and "locker code is 7731" in turns[0].text, items
+    assert len(turns[0].text) <= budget // vault.config.chat.turns + 2 and turns[0].text.endswith("…")
+    assert sum(len(i.text) + len(i.title) for i in items) <= budget

@@ -10,6 +10,7 @@ by reciprocal rank, so the best of each list leads."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
@@ -76,8 +77,9 @@ def memory_context(vault: Vault, question: str, *, visible: set[str] | None = No
     turns: list[MemoryItem] = []
     if turn_count:
         for hit in TurnMemory.for_vault(vault).recall(question, k=turn_count, visible=visible):
+            text = _fit(f"Q: {hit.question}\nA: {hit.answer}", question, budget // turn_count)  # (one long turn is not all)
             turns.append(MemoryItem("turn", hit.session, ", ".join(hit.sources), one_line(hit.summary or hit.question),
-                                    f"Q: {hit.question}\nA: {hit.answer}", "; ".join(hit.routes), hit.score,
+                                    text, "; ".join(hit.routes), hit.score,
                                     one_line(hit.day())))
     notes: list[MemoryItem] = []
     if note_count:
@@ -125,21 +127,44 @@ def _passage(vault: Vault, uri: str, question: str, limit: int) -> tuple[str, in
             body.append((n, line))
     if not body:
         return None
+    lo, hi = _window([line for _, line in body], question, limit)
+    chosen = body[lo:hi + 1]
+    return "\n".join(line for _, line in chosen)[:limit], chosen[0][0], chosen[-1][0]
+
+
+def _window(lines: list[str], question: str, limit: int) -> tuple[int, int]:
+    """The first and last of the lines that best answer ``question`` within ``limit``
+    characters: the line sharing most of its words, grown around while they fit."""
     words = set(content_tokens(question))
-    best = max(range(len(body)), key=lambda i: (len(words & set(content_tokens(body[i][1]))), -i))
+    best = max(range(len(lines)), key=lambda i: (len(words & set(content_tokens(lines[i]))), -i))
     lo = hi = best
-    size = len(body[best][1])
+    size = len(lines[best])
     while True:  # grow around the best line, the earlier side first (its heading, its subject)
         grew = False
         for i in (lo - 1, hi + 1):
-            if 0 <= i < len(body) and size + len(body[i][1]) + 1 <= limit:
-                size += len(body[i][1]) + 1
+            if 0 <= i < len(lines) and size + len(lines[i]) + 1 <= limit:
+                size += len(lines[i]) + 1
                 lo, hi = min(lo, i), max(hi, i)
                 grew = True
         if not grew:
             break
-    chosen = body[lo:hi + 1]
-    return "\n".join(line for _, line in chosen)[:limit], chosen[0][0], chosen[-1][0]
+    return lo, hi
+
+
+def _fit(text: str, question: str, limit: int) -> str:
+    """A recalled turn within ``limit`` characters: whole when it fits, else the lines
+    that best answer the question (a pasted email is not the memory), cut at ``limit``."""
+    if len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    lo, hi = _window(lines, question, limit)
+    window = "\n".join(lines[lo:hi + 1])
+    if len(window) > limit:  # one line longer than the limit: from its first word of the question
+        words = set(content_tokens(question))
+        at = next((m.start() for m in re.finditer(r"\w+", window) if m.group().lower() in words), 0)
+        start = window.rfind(" ", 0, max(0, at - limit // 4)) + 1 if at > limit // 4 else 0
+        window = window[start:start + limit - 2]
+    return ("" if text.startswith(window) else "…") + window + ("" if text.endswith(window) else "…")
 
 
 def answer_from_memory(context: MemoryContext, why: str = "no chat model is available") -> str:
