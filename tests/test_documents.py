@@ -127,6 +127,22 @@ REFUSED = {  # (made in the test: an encrypted PDF's bytes differ each time, and
 }
 
 
+@pytest.mark.parametrize(("data", "said"), [
+    ('<html><head><meta charset="iso-8859-1"><title>Dessert</title></head><body><p>La cr\xe8me br\xfbl\xe9e de Zo\xeb'
+     '</p></body></html>'.encode("latin-1"), "La crème brûlée de Zoë"),
+    ("<p>Caf\xe9 on the quay, no charset declared.</p>".encode("cp1252"), "Café on the quay"),
+    ("\ufeff<p>Caf\xe9 with a byte-order mark.</p>".encode("utf-8"), "Café with a byte-order mark"),
+    (b"<html><head><title>Hint sheet</title></head><body><h2>Hints</h2><nav><p>Wifi: blue sticker.</p></nav>"
+     b"<footer>Safe: 12-34-56</footer></body></html>", "# Hint sheet\n\n## Hints\n\nWifi: blue sticker.\n\nSafe: 12-34-56"),
+], ids=["declared-latin-1", "undeclared-cp1252", "utf-8-bom", "no-main-part"])
+def test_an_html_page_is_read_in_its_own_encoding_whole_when_it_has_no_main_part(tmp_path, data, said):
+    from engine.extract.documents import read_document
+
+    (tmp_path / "page.html").write_bytes(data)
+    text = read_document(tmp_path / "page.html").text
+    assert said in text and "\ufffd" not in text and "\ufeff" not in text
+
+
 @pytest.mark.parametrize("name", list(REFUSED))
 def test_a_document_without_text_is_refused_naming_the_file_and_nothing_changes(tmp_path, name):
     make, says = REFUSED[name]
@@ -261,3 +277,25 @@ def test_a_damaged_pdf_is_named_in_one_line_without_the_readers_own_messages(tmp
     assert r.returncode != 0
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert [line for line in lines if "broken.pdf" in line] and all(line.startswith(("memlink:", "provider:")) for line in lines), lines
+
+
+def test_text_files_and_chat_exports_with_a_byte_order_mark_are_read(tmp_path):
+    """UTF-16 as Windows saves "Unicode" text, and UTF-8 with a byte-order mark."""
+    root = tmp_path / "vault"
+    assert memlink("init", vault=root).returncode == 0
+    set_llm(root, provider="rules")
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "wide.txt").write_bytes("Notes on the café: the kiln fires on Fridays.\n".encode("utf-16"))
+    (folder / "marked.md").write_bytes("\ufeff# Glazes\n\nCeladon needs a reduction firing.\n".encode("utf-8"))
+    r = memlink("ingest", str(folder), vault=root)
+    assert r.returncode == 0, r.stderr
+    vault = Vault.open(root)
+    assert "the kiln fires on Fridays" in source_of(vault, "wide").fields["content"]
+    marked = source_of(vault, "marked")
+    assert not marked.fields["content"].startswith("\ufeff") and "Glazes" in marked.fields["aliases"]
+    chat = tmp_path / "chat.jsonl"
+    chat.write_bytes(("\ufeff" + json.dumps({"session": "s", "id": "1", "role": "user", "content": "I moved to Delft.",
+                                             "ts": "2026-11-01T10:00:00Z"}) + "\n").encode("utf-8"))
+    r = memlink("import-chat", str(chat), vault=root)
+    assert r.returncode == 0, r.stderr

@@ -63,7 +63,7 @@ def read_document(path: Path, *, follow: bool = True, max_bytes: int | None = No
         elif suffix == ".docx":
             converted = Converted(_docx(data))
         else:
-            converted = Converted(_html(data.decode("utf-8", errors="replace")))
+            converted = Converted(_html(data))
     except InputError:
         raise
     except Exception as exc:  # a converter's own failure on a damaged file: named, nothing written
@@ -106,15 +106,19 @@ def _clean(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
 
 
-def _html(html: str) -> str:
+def _html(html: str | bytes) -> str:
+    """A page's text as markdown: its <main> or <article> when it has one (a web page's
+    menus and footers are not what it says), else its whole body (a page of one's own:
+    every line of it is). Bytes are decoded as the page declares (<meta charset>, a
+    byte-order mark), else as UTF-8 or Windows-1252, whichever reads."""
     from bs4 import BeautifulSoup
     from markdownify import markdownify
 
     soup = BeautifulSoup(html, "html.parser")
-    for tag in soup(["script", "style", "noscript", "template", "head", "nav", "footer", "iframe", "svg", "form"]):
+    title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    for tag in soup(["script", "style", "noscript", "template", "head", "iframe", "svg"]):
         tag.decompose()
     main = soup.find("main") or soup.find("article") or soup.body or soup
-    title = soup.title.get_text(" ", strip=True) if soup.title else ""
     text = _clean(markdownify(str(main), heading_style="ATX", strip=["img"]))
     if title and title not in text.split("\n", 1)[0]:
         text = f"# {title}\n\n{text}"

@@ -5,6 +5,7 @@ is kept but not extracted."""
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import stat
@@ -60,8 +61,15 @@ class IngestResult:
 
 
 def read_text_file(path: Path, *, follow: bool = True, max_bytes: int | None = None) -> str:
-    """A regular file's text (``read_file_bytes``), UTF-8 and not binary."""
+    """A regular file's text (``read_file_bytes``), UTF-8 and not binary; a byte-order
+    mark is read as such (UTF-8's dropped, UTF-16 as Windows' "Unicode" text is saved)."""
     data = read_file_bytes(path, follow=follow, max_bytes=max_bytes)
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: not UTF-16 text after its byte-order mark ({exc.reason} at byte {exc.start})") from None
+    data = data.removeprefix(codecs.BOM_UTF8)
     if b"\x00" in data[:4096]:
         raise InputError(f"{path}: looks binary (NUL byte in the first 4 KiB); only text and markdown files are imported")
     try:

@@ -11,6 +11,7 @@ when asked (``problems``), where one bad line must not stop the rest (``strict=F
 
 from __future__ import annotations
 
+import codecs
 import errno
 import json
 import os
@@ -110,7 +111,7 @@ def _lines(path: Path, bad: Callable[[int, str, bool], None]) -> tuple[list[tupl
     except OSError as exc:
         bad(0, f"unreadable ({exc.strerror or exc})", False)
         return [], 0
-    parts = data.split(b"\n")
+    parts = data.removeprefix(codecs.BOM_UTF8).split(b"\n")  # (a byte-order mark, as some editors save: not text)
     out: list[tuple[int, str]] = []
     for n, raw in enumerate(parts, 1):
         if not raw.strip():
