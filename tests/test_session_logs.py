@@ -232,7 +232,8 @@ def test_import_chat_and_ingest_again_after_memlink_is_deleted_add_nothing(vault
 
 
 @pytest.mark.parametrize(("ts", "day"), [("1:56 pm on 8 May, 2023", "2023-05-08"), ("2025年3月2日 晚上8:10", "2025-03-02"),
-                                        ("2024-02-29T23:10:00Z", "2024-02-29"), ("1:05 May 8, 2023", "2023-05-08")])
+                                        ("2024-02-29T23:10:00Z", "2024-02-29"), ("1:05 May 8, 2023", "2023-05-08"),
+                                        (1683720000, "2023-05-10"), (1683720000123, "2023-05-10")])  # (Unix noon)
 def test_memories_of_an_imported_chat_are_dated_when_it_was_said(vault, tmp_path, ts, day):
     chat = tmp_path / "chat.jsonl"
     chat.write_text("".join(json.dumps(dict(event(i, role, text), ts=ts)) + "\n" for i, role, text in [
@@ -276,6 +277,17 @@ def test_yesterday_counts_from_the_day_it_was_said_in_a_chat_of_many_days(vault,
     dates = sorted(vault.read_note(e.uri).fields["date"] for e in vault.catalog.all("event"))
     assert dates == ["2023-05-07", "2023-12-24"]
     assert read[0].index("(2023-05-08)") < read[0].index("pottery") < read[0].index("(2023-12-25)") < read[0].index("bike")
+
+
+def test_each_memory_of_a_chat_of_many_days_is_dated_the_day_it_was_said(vault, tmp_path):
+    said = [("1", "user", "I prefer window seats.", "2023-05-10T10:00:00+00:00"), ("2", "assistant", "ok", 1683713000),
+            ("3", "user", "I love rainy days.", "2023-06-01T10:00:00+00:00"), ("4", "assistant", "ok", "2023-06-01T10:00:05Z")]
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps(dict(event(i, role, text), ts=ts)) + "\n" for i, role, text, ts in said))
+    import_chat(vault, chat, TURNS)
+    assert commit_session(vault, "s", RULES) is not None
+    assert vault.read_note("preferences/window-seats.md").created_at.startswith("2023-05-10")
+    assert vault.read_note("preferences/rainy-days.md").created_at.startswith("2023-06-01")
 
 
 def test_a_log_imported_from_another_vault_brings_no_commit_mark(vault, tmp_path):

@@ -26,6 +26,7 @@ class ExtractContext:
     source_page: int | None = None  # the imported resource's own page, when there is one
     user_lines: list[str] = field(default_factory=list)  # what the user said (sessions)
     line_days: list[dt.date] = field(default_factory=list)  # the day each of them was said (a session of many days)
+    said_on: dict[int, dt.date] = field(default_factory=dict)  # a new page's day, when not ``when`` (of its line)
     known_names: dict[str, str] = field(default_factory=dict)  # entity title/alias (lower) -> uri
     base: str | None = None  # the imported file's folder in its tree, for its relative references
     common_words: set[str] = field(default_factory=set)  # words the input writes in lower case

@@ -254,9 +254,16 @@ _YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
 _CLOCK = re.compile(r"\b\d{1,2}:\d\d(?::\d\d)?(?:\s*[ap]\.?m\.?\b)?", re.I)
 
 
+_EPOCH = re.compile(r"\d{9,13}(?:\.\d+)?")  # Unix time, 1973 to 5138 in seconds (or from 1973 in milliseconds)
+
+
 def day_of(stamp: str) -> dt.date | None:
-    """The day a message's time stamp names: ISO ("2023-05-08T13:56:00Z"), or a day, month
-    and year as chat exports write them ("1:56 pm on 8 May, 2023"); None otherwise."""
+    """The day a message's time stamp names: ISO ("2023-05-08T13:56:00Z"), Unix time in
+    seconds or milliseconds (the local day), or a day, month and year as chat exports
+    write them ("1:56 pm on 8 May, 2023"); None otherwise."""
+    if _EPOCH.fullmatch(stamp.strip()):
+        seconds = float(stamp)
+        return dt.datetime.fromtimestamp(seconds / 1000 if seconds >= 1e11 else seconds).date()
     try:
         return dt.datetime.fromisoformat(stamp.strip().replace("Z", "+00:00")).date()
     except ValueError:
@@ -298,6 +305,7 @@ class _Out:
     items: dict[str, list[dict]] = field(default_factory=dict)
     links: list[dict] = field(default_factory=list)
     seen: set = field(default_factory=set)
+    day: dt.date | None = None  # the day the line read now was said
     link_types: LinkTypeTable = field(default_factory=builtin_table)  # the vault's, from the output model
 
 
@@ -312,6 +320,7 @@ class RulesExtractor:
         profile = next((pid for pid, n in ctx.notes.items() if n.memory_type == "profile"), None)
         ctx.common_words = ctx.common_words | set(_LOWER_WORD.findall(ctx.text))
         for line, day in zip(lines, days, strict=True):
+            out.day = day
             for sentence in (s.strip() for s in _SENT.findall(line)):
                 if sentence:
                     self._sentence(sentence, ctx, out, profile, day)
@@ -324,6 +333,8 @@ class RulesExtractor:
         out.seen.add(key)
         page_id = ctx.pages.next_new_page_id()
         out.items[mtype].append({"page_id": page_id, **fields})
+        if out.day is not None and out.day != ctx.when:
+            ctx.said_on[page_id] = out.day  # (its note is dated the day it was said)
         return page_id
 
     def _link(self, out: _Out, f: int, t: int, link_type: LinkType, t_field: str, match_text: str | None, why: str,

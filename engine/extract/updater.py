@@ -130,7 +130,7 @@ class MemoryUpdater:
                 if v.exists(uri):
                     before = v.read_note(uri)
                 note = v.write_note(op.memory_type, op.fields, uri=uri if before is not None else None,
-                                    created_at=_stamp(ctx) if before is None else None)
+                                    created_at=_stamp(ctx, op.page_id) if before is None else None)
                 uris[op.page_id] = note.uri
                 written.append(note)
                 if before is None:
@@ -196,13 +196,13 @@ def link_entry(link: StoredLink) -> dict:
             "match_text": link.match_text, "relation": link.description}
 
 
-def _stamp(ctx: ExtractContext) -> str:
-    """A new note's created_at: noon of the day its source is from, but never later than
-    now (a note committed this morning was not created this afternoon, and its
-    updated_at, now, must not come before it). A dream's report is from now: it is written,
-    not remembered."""
+def _stamp(ctx: ExtractContext, page_id: int) -> str:
+    """A new note's created_at: noon of the day its source is from (the day its line was
+    said, in a session of many days), but never later than now (a note committed this
+    morning was not created this afternoon, and its updated_at, now, must not come before
+    it). A dream's report is from now: it is written, not remembered."""
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)
     if ctx.kind == "dream":
         return now.isoformat()
-    noon = dt.datetime.combine(ctx.when, dt.time(12, 0), tzinfo=dt.UTC)
+    noon = dt.datetime.combine(ctx.said_on.get(page_id, ctx.when), dt.time(12, 0), tzinfo=dt.UTC)
     return min(noon, now).isoformat()
