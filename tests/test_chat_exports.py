@@ -204,6 +204,15 @@ def test_invalid_json_and_an_unknown_array_are_refused(vault, tmp_path):
         import_chat(vault, dump(tmp_path / "odd.json", [{"session": "s", "id": 1}]))
     with pytest.raises(MemlinkError, match="looks like a ChatGPT export"):  # an explicit --format jsonl is honoured
         import_chat(vault, CHATGPT, fmt="jsonl")
+    # Formats memlink does not read are named as such, with those it reads: not "line 1: not JSON".
+    whatsapp = tmp_path / "whatsapp.txt"
+    whatsapp.write_text("12/05/2023, 14:02 - Ana: Hello\n12/05/2023, 14:03 - Bo: Hi there\n", encoding="utf-8")
+    telegram = tmp_path / "result.json"
+    telegram.write_text(json.dumps({"name": "Ana", "messages": [{"id": 1, "text": "hi"}]}, indent=1), encoding="utf-8")
+    for path, said in ((whatsapp, "not a chat file memlink reads"), (telegram, "one JSON document, not a chat file")):
+        with pytest.raises(MemlinkError, match=said) as refused:
+            import_chat(vault, path)
+        assert "it reads JSON Lines" in str(refused.value) and "ChatGPT or Claude" in str(refused.value)
     assert logs(vault.root) == {}
 
 

@@ -7,6 +7,7 @@ pending (the next run retries it); failures never stop the other turns. After
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -192,7 +193,10 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
         if shape in EXPORTS:
             raise MemlinkError(f"{path}: a JSON array, not JSON Lines: it looks like a {EXPORTS[shape]} export "
                                f"(--format {shape}); nothing was imported")
+        first = text.lstrip()[:1]
         del text
+        if first and first != "{":  # (a WhatsApp or Telegram text export, a note: not a record a line)
+            raise MemlinkError(f"{path}: not a chat file memlink reads; {READABLE}; nothing was imported")
         try:
             records = read_records(path, ImportRecord)  # parsed and checked in one step
         except JsonlError:
@@ -283,8 +287,18 @@ def _line_of(path: Path, session: str, key: str, nth: int) -> int:
     return 0
 
 
+READABLE = ("it reads JSON Lines (a record a line: session, id, role, content, ts) and the conversations.json of a "
+            "ChatGPT or Claude data export")
+
+
 def _diagnose(path: Path) -> None:
     """Raise for the first bad line of an import file, naming it and what it lacks."""
+    try:
+        whole = json.loads(read_text_file(path))
+    except (ValueError, MemlinkError):
+        whole = None
+    if isinstance(whole, dict):  # (a Telegram export's result.json, say)
+        raise MemlinkError(f"{path}: one JSON document, not a chat file memlink reads; {READABLE}; nothing was imported")
     try:
         numbered = read_numbered(path)
     except JsonlError as exc:
