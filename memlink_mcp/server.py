@@ -250,8 +250,11 @@ class MemlinkTools:
                    text: Annotated[Memory, about("The note's text (its content field)")] = "",
                    uri: Annotated[Short | None, about(
                        "Where to write it (a vault-relative path ending in .md); default: from the type's templates",
-                       "Note path")] = None) -> dict[str, Any]:
+                       "Note path")] = None,
+                   day: Annotated[Day | None, about("For a type with a date (an event): the day it happened "
+                                                    "(YYYY-MM-DD); default today", "Day")] = None) -> dict[str, Any]:
         """A new note, as given (no extraction); an existing path is refused."""
+        from engine.model.schema import FieldType
         from engine.review.actions import log_action
 
         self.writable()
@@ -260,6 +263,9 @@ class MemlinkTools:
         fields = {schema.title_field: clean(title)}
         if text.strip() and schema.text_field != schema.title_field:
             fields[schema.text_field] = clean(text)
+        for f in schema.fields:  # (an event's date: the day given, else today)
+            if f.field_type is FieldType.DATE and f.required and f.name not in fields:
+                fields[f.name] = day or dt.date.today().isoformat()
         target = uri or schema.note_uri(schema.validate_fields(fields, complete=False))
         try:
             target = check_note_target(target)

@@ -244,6 +244,12 @@ async def test_write_edit_delete_and_undo_a_note(tmp_path):
         assert again.is_error and "exists already" in again.structured_content["error"]["message"]
         assert (await call("recent", limit=3))["notes"][0]["uri"] == uri
         assert [h["uri"] for h in (await call("search", query="Ineke Bos neighbour"))["hits"]][:1] == [uri]
+        event = await call("write_note", memory_type="event", title="Key handover", text="Ineke got the spare key.",
+                           day="2026-10-03")  # (a type with a date: the day given)
+        assert event["uri"] == "events/2026/10/03/key-handover.md"
+        await call("undo", action=event["action"])
+        twice = await client.call_tool("undo", {"action": event["action"]})
+        assert twice.is_error and "was undone already" in twice.structured_content["error"]["message"]
 
         # Text a person wrote below the generated view survives every edit.
         path = root / uri

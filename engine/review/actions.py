@@ -510,6 +510,8 @@ def undo(vault: Vault, action_id: str | None = None) -> str:
             logged = read_jsonl(vault.root / ACTION_LOG, strict=False)
             if not any("action" in r and _entry_id(r) == action_id for r in logged):
                 raise ReviewError(f"cannot undo action {action_id}: no action of this vault has that id; nothing was changed")
+            if any(r.get("undo") == action_id for r in logged):
+                raise ReviewError(f"action {action_id} was undone already; nothing was changed")
             raise ReviewError(f"cannot undo action {action_id}: it is not the last action (that is {entry['action']} "
                               f"on {entry['a']} / {entry['b']}, {_entry_id(entry)}); nothing was changed")
         _restore(tx, entry)

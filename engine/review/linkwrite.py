@@ -67,7 +67,7 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
         if not update:
             listed = "; ".join(describe(l) for l in existing)
             raise LinkExists(f"{from_uri} is linked to {to_uri} already: {listed}. Nothing was written; "
-                             "to change that link, write it again as an update (`memlink link --update`)", existing)
+                             "to change that link, write it again as an update (`memlink link --update`; over MCP, update: true)", existing)
         if link_id is not None:
             chosen = [l for l in existing if l.id == link_id]
         elif len(existing) > 1:
