@@ -233,6 +233,10 @@ def test_a_newline_in_a_file_name_is_printed_escaped(sample):
     assert not any(line.startswith("yaml.md") for line in run.stdout.splitlines())
     run = memlink("search", "Two Lines", vault=sample.root)
     assert run.returncode == 0 and "entities/two\\nlines.md" in run.stdout
+    titled = sample.write_note("entity", {"name": "Kiln\nlog", "content": "The kiln log of the studio."})
+    run = memlink("search", "kiln log studio", vault=sample.root)  # a title on two lines is printed on one
+    assert "Kiln log  (entity" in run.stdout and not any(line.startswith("log") for line in run.stdout.splitlines())
+    assert titled.uri in run.stdout
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from engine import MemlinkError
+from engine.llm.fence import one_line
 from engine.model.text import counted
 
 from .wiring import notice, open_vault, positive, printable_path, say, say_json, synced_index
@@ -53,12 +54,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     elif hits[0].weak:
         print("weak matches: the notes hold too few of the question's words; these are only close in meaning")
     for i, h in enumerate(hits, 1):
-        say(f"{i:>2}. {h.score:.3f}  {h.title}  ({h.memory_type} · {printable_path(h.uri)})")
+        say(f"{i:>2}. {h.score:.3f}  {one_line(h.title)}  ({h.memory_type} · {printable_path(h.uri)})")
         say(f"      found by: {h.route}")
         if h.snippet:
             say(f"      {h.snippet}")
         for e in h.evidence:
-            say(f"      ↳ derived: {e.title}  ({e.memory_type} · {printable_path(e.uri)})")
+            say(f"      ↳ derived: {one_line(e.title)}  ({e.memory_type} · {printable_path(e.uri)})")
     return 0
 
 
@@ -103,9 +104,9 @@ def cmd_recall(args: argparse.Namespace) -> int:
     for i, h in enumerate(hits, 1):
         said = f"  said {h.day()}" if h.when else ""
         say(f"{i}. {h.score:.3f}  {h.session}{said}  [{', '.join(h.sources)}]  found by: {'; '.join(h.routes)}")
-        say(f"   {h.summary}")
-        say(f"   Q: {h.question[:200]}")
-        say(f"   A: {h.answer[:200]}")
+        say(f"   {one_line(h.summary)}")
+        say(f"   Q: {one_line(h.question[:200])}")
+        say(f"   A: {one_line(h.answer[:200])}")
         for t in h.triples[:3]:
             say(f"   ({t['subject']} — {t['predicate']} — {t['object']})")
     return 0
