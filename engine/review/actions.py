@@ -524,6 +524,9 @@ def undo(vault: Vault, action_id: str | None = None) -> str:
     return f"undid {entry['action']} on {entry['a']} / {entry['b']}"
 
 
+KEEPING = "a later change is never reversed unseen; take back that change first, or make this one by hand"
+
+
 def _restore(tx: Transaction, entry: dict[str, Any]) -> None:
     """Put back what an action changed: note texts (and, for actions logged before link
     records were kept one by one, whole sidecars), then each link record it changed."""
@@ -532,7 +535,9 @@ def _restore(tx: Transaction, entry: dict[str, Any]) -> None:
     texts = {rel: tx.text_after(rel) for rel in [*entry["before"], *edits]}
     for rel, text in texts.items():
         if text_hash(text) != after.get(rel):
-            raise ReviewError(f"cannot undo: {rel} changed since the {entry['action']} action")
+            what = "changed" if text is not None else "was removed or moved"
+            raise ReviewError(f"cannot undo: {rel} {what} since the {entry['action']} action; nothing was changed "
+                              f"(undo puts back only what is still as the action left it: {KEEPING})")
     records = entry.get("links") or []
     found: dict[tuple[str, str], dict[str, StoredLink]] = {}  # (folder, direction) -> id -> the entry now
     for key in {(r["folder"], r["direction"]) for r in records}:
@@ -547,7 +552,8 @@ def _restore(tx: Transaction, entry: dict[str, Any]) -> None:
             same = (None if now is None else now.model_dump(mode="json")) == left
         if not same:
             raise ReviewError(f"cannot undo: link {r['id']} in {sidecar_rel(r['folder'])} changed since the "
-                              f"{entry['action']} action")
+                              f"{entry['action']} action; nothing was changed (undo puts back only what is still as "
+                              f"the action left it: {KEEPING})")
         if "was" in r and now is not None:
             back.append((r, StoredLink.model_validate({**now.model_dump(mode="json"), **r["was"]})))
         elif r.get("before") is not None:
