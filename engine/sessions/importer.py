@@ -294,7 +294,8 @@ READABLE = ("it reads JSON Lines (a record a line: session, id, role, content, t
 def _diagnose(path: Path) -> None:
     """Raise for the first bad line of an import file, naming it and what it lacks."""
     try:
-        whole = json.loads(read_text_file(path))
+        text = read_text_file(path)
+        whole = json.loads(text) if len(text.strip().splitlines()) > 1 else None  # (one line is a record)
     except (ValueError, MemlinkError):
         whole = None
     if isinstance(whole, dict):  # (a Telegram export's result.json, say)
