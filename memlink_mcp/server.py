@@ -240,9 +240,11 @@ class MemlinkTools:
             report = MemoryUpdater(self.vault).apply_operations(resolve_operations(ops, ctx), ctx, extractor.name,
                                                                 "mcp add_memory")
             written = report.created + [c["uri"] for c in report.changed]
-            if written:
-                action = log_action(self.vault, tx, "add_memory", written[0], written[-1],
-                                    f"added a memory: {len(written)} note{'s' if len(written) != 1 else ''}")
+            ends = written or [end for link in report.links_added for end in (link["from"], link["to"])]
+            if ends:  # (notes, or only links between notes there already)
+                action = log_action(self.vault, tx, "add_memory", ends[0], ends[-1],
+                                    f"added a memory: {counted(len(written), 'note')}, "
+                                    f"{counted(len(report.links_added), 'link')}")
         return {"provider": health.provider, **report.to_json(), "action": action}
 
     def write_note(self, memory_type: MemoryTypeName,

@@ -217,3 +217,26 @@ def test_a_recalled_turn_longer_than_its_share_of_the_context_is_cut_to_what_ans
     assert turns and "locker code is 7731" in turns[0].text, items
     assert len(turns[0].text) <= budget // vault.config.chat.turns + 2 and turns[0].text.endswith("…")
     assert sum(len(i.text) + len(i.title) for i in items) <= budget
+
+
+def test_every_recalled_turn_fits_its_share_and_a_long_answer_is_cut_not_dropped(vault, tmp_path):
+    import json
+
+    from conftest import memlink
+
+    from engine.sessions.memory import memory_context
+
+    said = []
+    for n, (asked, answer) in enumerate([("Which small electric kiln could I run at home?", "A 230 V test kiln. " * 120),
+                                         ("Which kiln shelf suits a small electric kiln?", "Cordierite shelves. " * 120),
+                                         ("Where do I put a small electric kiln at home?", "In the shed, on tiles. " * 110)]):
+        said += [{"session": "k", "id": f"q{n}", "role": "user", "content": asked, "ts": "2026-11-01T10:00:00Z"},
+                 {"session": "k", "id": f"a{n}", "role": "assistant", "content": answer, "ts": "2026-11-01T10:00:00Z"}]
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps(e) + "\n" for e in said), encoding="utf-8")
+    assert memlink("import-chat", str(chat), vault=vault.root).returncode == 0
+    items = memory_context(vault, "Which small electric kiln could I run at home?", note_count=0).items
+    assert len(items) == 3, [len(i.text) for i in items]  # each cut to its share: none left out
+    assert sum(len(i.text) + len(i.title) for i in items) <= vault.config.chat.context_tokens * 4
+    first = next(i for i in items if "run at home" in i.text)
+    assert "\nA: A 230 V test kiln." in first.text and first.text.endswith("…")  # the answer's start, not the question alone

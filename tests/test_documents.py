@@ -134,13 +134,23 @@ REFUSED = {  # (made in the test: an encrypted PDF's bytes differ each time, and
     ("\ufeff<p>Caf\xe9 with a byte-order mark.</p>".encode("utf-8"), "Café with a byte-order mark"),
     (b"<html><head><title>Hint sheet</title></head><body><h2>Hints</h2><nav><p>Wifi: blue sticker.</p></nav>"
      b"<footer>Safe: 12-34-56</footer></body></html>", "# Hint sheet\n\n## Hints\n\nWifi: blue sticker.\n\nSafe: 12-34-56"),
-], ids=["declared-latin-1", "undeclared-cp1252", "utf-8-bom", "no-main-part"])
+    (b"<html><body><svg><title>icon</title></svg><h1>Real title</h1><p>Text.</p></body></html>", "# Real title\n\nText."),
+], ids=["declared-latin-1", "undeclared-cp1252", "utf-8-bom", "no-main-part", "an-icon-s-title"])
 def test_an_html_page_is_read_in_its_own_encoding_whole_when_it_has_no_main_part(tmp_path, data, said):
     from engine.extract.documents import read_document
 
     (tmp_path / "page.html").write_bytes(data)
     text = read_document(tmp_path / "page.html").text
-    assert said in text and "\ufffd" not in text and "\ufeff" not in text
+    assert said in text and "\ufffd" not in text and "\ufeff" not in text and "icon" not in text
+
+
+def test_an_html_page_in_utf_16_without_a_byte_order_mark_is_refused_naming_it(tmp_path):
+    from engine.extract.documents import read_document
+    from engine.extract.inputs import InputError
+
+    (tmp_path / "wide.html").write_bytes("<html><body><p>Hello there.</p></body></html>".encode("utf-16-le"))
+    with pytest.raises(InputError, match="wide.html: cannot be read as HTML .*NUL characters"):
+        read_document(tmp_path / "wide.html")
 
 
 @pytest.mark.parametrize("name", list(REFUSED))
@@ -287,11 +297,13 @@ def test_text_files_and_chat_exports_with_a_byte_order_mark_are_read(tmp_path):
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "wide.txt").write_bytes("Notes on the café: the kiln fires on Fridays.\n".encode("utf-16"))
+    (folder / "wider.txt").write_bytes("Notes on the glaze: celadon wants reduction.\n".encode("utf-32"))
     (folder / "marked.md").write_bytes("\ufeff# Glazes\n\nCeladon needs a reduction firing.\n".encode("utf-8"))
     r = memlink("ingest", str(folder), vault=root)
     assert r.returncode == 0, r.stderr
     vault = Vault.open(root)
-    assert "the kiln fires on Fridays" in source_of(vault, "wide").fields["content"]
+    assert "the kiln fires on Fridays" in source_of(vault, "wide.").fields["content"]
+    assert "celadon wants reduction" in source_of(vault, "wider").fields["content"]
     marked = source_of(vault, "marked")
     assert not marked.fields["content"].startswith("\ufeff") and "Glazes" in marked.fields["aliases"]
     chat = tmp_path / "chat.jsonl"

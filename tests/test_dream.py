@@ -517,6 +517,24 @@ def test_the_model_re_researches_an_existing_report_in_place(vault, llm):
     assert reports(vault) == [rep]
 
 
+def test_a_model_answer_that_repeats_a_person_s_leaves_it_theirs(vault, llm):
+    """The model wrote back the person's answer word for word: it is still theirs, kept
+    when a later re-research answers otherwise."""
+    stub, provider = llm
+    src = vault.write_note("entity", {"name": "Atlas", "content": "Go-live 15 November."},
+                           updated_at="2026-09-01T00:00:00+00:00").uri
+    rep = vault.write_note("report", {"question": "When is go-live?", "answer": "15 November.", "source_uris": [src]},
+                           updated_at="2026-09-02T00:00:00+00:00").uri
+    vault.link(rep, src, "derived_from")
+    for content, answer, at in (("Go-live 15 November, confirmed.", "15 November.", "2098-01-01T00:00:00+00:00"),
+                                ("Go-live moved to 12 January.", "Moved to 12 January.", "2099-01-01T00:00:00+00:00")):
+        vault.write_note("entity", {"name": "Atlas", "content": content}, updated_at=at)
+        stub.script.append(("json", json.dumps({
+            "report": [{"page_id": 2, "question": "When is go-live?", "answer": answer, "conflicts": []}], "links": []})))
+        assert dream(vault, provider=provider).written == [rep]
+    assert vault.read_note(rep).fields["answer"] == "Moved to 12 January.\n\nThe answer it had before:\n15 November."
+
+
 def test_a_rules_answer_leaves_the_question_open_until_a_model_answers(vault, llm):
     stub, provider = llm
     uri = ask(vault, "Which kiln fits a small flat?")

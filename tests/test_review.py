@@ -8,7 +8,7 @@ import pytest
 
 from engine.lint.memo import check
 from engine.retrieve.search import search
-from engine.review.actions import ACTION_LOG, ReviewError, preview, review, undo
+from engine.review.actions import ACTION_LOG, ReviewError, last_action, preview, review, undo
 
 
 def files(v):
@@ -74,6 +74,17 @@ def test_undo_refuses_when_files_changed_since(pair):
     review(v, a, b, "dismiss")
     v.write_note("preference", {"topic": "Coffee", "content": "Edited by hand afterwards."})
     with pytest.raises(ReviewError, match="changed since"):
+        undo(v)
+
+
+def test_an_action_undone_already_is_named_so_even_when_none_is_left(pair):
+    v, a, b = pair
+    review(v, a, b, "dismiss")
+    action = last_action(v)["id"]
+    undo(v, action)
+    with pytest.raises(ReviewError, match=f"action {action} was undone already"):
+        undo(v, action)
+    with pytest.raises(ReviewError, match="nothing to undo"):
         undo(v)
 
 

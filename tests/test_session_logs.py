@@ -6,6 +6,7 @@ again after `.memlink/` was deleted, extracts no turn twice."""
 
 from __future__ import annotations
 
+import datetime as dt
 import errno
 import hashlib
 import json
@@ -241,6 +242,13 @@ def test_memories_of_an_imported_chat_are_dated_when_it_was_said(vault, tmp_path
     import_chat(vault, chat, TURNS)
     assert commit_session(vault, "s", RULES) is not None
     assert vault.read_note("preferences/mangosteen.md").created_at.startswith(day)
+
+
+def test_a_number_is_a_day_only_as_unix_time_of_this_century():
+    from engine.extract.rules import day_of
+
+    assert day_of("1683720000") == day_of("1683720000123") == day_of("1683720000.5") == dt.date(2023, 5, 10)
+    assert [day_of(s) for s in ("202305081356", "2023050813", "123456789", "99999999999")] == [None] * 4
 
 
 def test_an_import_names_time_stamps_that_name_no_day(tmp_path):

@@ -116,10 +116,13 @@ EARLIER = "The answer it had before:"  # under a report's new answer: the one it
 DRAFTED_KEY = "drafted"  # the SHA-256 of the answer the dream last wrote: an answer that differs is a person's
 
 
-def keep_earlier_answers(vault: Vault, resolved: Resolved) -> None:
+def keep_earlier_answers(vault: Vault, resolved: Resolved) -> set[str]:
     """A report the dream writes again, re-researched or asked anew (a hub topic, a vault
     restored without its dream state), keeps the answer it has below the new one, under
-    EARLIER. An answer the dream wrote itself (``DRAFTED_KEY``) gives only what it kept."""
+    EARLIER. An answer the dream wrote itself (``DRAFTED_KEY``) gives only what it kept.
+    Returns the reports whose answer stays a person's (the new one is the same): never
+    marked as the dream's own."""
+    theirs: set[str] = set()
     for op in resolved.notes:
         if op.memory_type != "report" or not isinstance(op.fields.get("answer"), str):
             continue
@@ -131,8 +134,11 @@ def keep_earlier_answers(vault: Vault, resolved: Resolved) -> None:
         own = note.extra.get(DRAFTED_KEY) == text_hash(now)
         kept = (now.split(EARLIER, 1)[1].strip() if EARLIER in now else "") if own else now
         new = op.fields["answer"].strip()
-        if kept and kept != new and not new.endswith(f"{EARLIER}\n{kept}"):
+        if kept and kept == new and not own:
+            theirs.add(uri)
+        elif kept and kept != new and not new.endswith(f"{EARLIER}\n{kept}"):
             op.fields["answer"] = f"{new}\n\n{EARLIER}\n{kept}"
+    return theirs
 
 
 def mark_drafted(vault: Vault, tx: Transaction, uris: list[str]) -> None:

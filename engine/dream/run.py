@@ -200,11 +200,11 @@ def handle_topic(vault: Vault, provider: Provider | None, topic: Topic, report: 
     # of work: reports, their links, the audit record and the answered question together.
     with vault.transaction() as tx:
         resolved = resolve_dream(ops, ctx, provenance)
-        keep_earlier_answers(vault, resolved)  # (a person's answer is never written over)
+        theirs = keep_earlier_answers(vault, resolved)  # (a person's answer is never written over)
         run = MemoryUpdater(vault).apply_operations(resolved, ctx, provider.name if provider else "rules",
                                                     f"dream {topic.key}", autolink=False)
         written = run.created + [c["uri"] for c in run.changed] + run.unchanged
-        mark_drafted(vault, tx, written)
+        mark_drafted(vault, tx, [uri for uri in written if uri not in theirs])
         if written and topic.candidate:
             # The rules' report gathers what the vault holds and says the question stays
             # open, so the question is not done: an LLM dream takes it up again.

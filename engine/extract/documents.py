@@ -14,6 +14,7 @@ import hashlib
 import io
 import logging
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -110,12 +111,17 @@ def _html(html: str | bytes) -> str:
     """A page's text as markdown: its <main> or <article> when it has one (a web page's
     menus and footers are not what it says), else its whole body (a page of one's own:
     every line of it is). Bytes are decoded as the page declares (<meta charset>, a
-    byte-order mark), else as UTF-8 or Windows-1252, whichever reads."""
+    byte-order mark), else as they read best (UTF-8, Windows-1252…)."""
     from bs4 import BeautifulSoup
     from markdownify import markdownify
 
-    soup = BeautifulSoup(html, "html.parser")
-    title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    with warnings.catch_warnings():  # (a byte no encoding reads is replaced: said in the text, not on stderr)
+        warnings.simplefilter("ignore")
+        soup = BeautifulSoup(html, "html.parser")
+    if "\x00" in soup.get_text():
+        raise ValueError("NUL characters in its text: not an HTML page (UTF-16 with no byte-order mark?)")
+    named = next((t for t in soup.find_all("title") if t.find_parent("svg") is None), None)  # (not an icon's)
+    title = named.get_text(" ", strip=True) if named else ""
     for tag in soup(["script", "style", "noscript", "template", "head", "iframe", "svg"]):
         tag.decompose()
     main = soup.find("main") or soup.find("article") or soup.body or soup

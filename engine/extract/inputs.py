@@ -62,13 +62,18 @@ class IngestResult:
 
 def read_text_file(path: Path, *, follow: bool = True, max_bytes: int | None = None) -> str:
     """A regular file's text (``read_file_bytes``), UTF-8 and not binary; a byte-order
-    mark is read as such (UTF-8's dropped, UTF-16 as Windows' "Unicode" text is saved)."""
+    mark is read as such (UTF-8's dropped; UTF-16, as Windows saves "Unicode" text, and UTF-32)."""
     data = read_file_bytes(path, follow=follow, max_bytes=max_bytes)
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+    wide = next((c for bom, c in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+                                   (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")) if data.startswith(bom)), None)
+    if wide is not None:  # (UTF-32's marks first: the little-endian one begins as UTF-16's)
         try:
-            return data.decode("utf-16")
+            text = data.decode(wide)
         except UnicodeDecodeError as exc:
-            raise InputError(f"{path}: not UTF-16 text after its byte-order mark ({exc.reason} at byte {exc.start})") from None
+            raise InputError(f"{path}: not {wide.upper()} text after its byte-order mark ({exc.reason} at byte {exc.start})") from None
+        if "\x00" in text[:4096]:
+            raise InputError(f"{path}: looks binary (NUL characters in its text); only text and markdown files are imported")
+        return text
     data = data.removeprefix(codecs.BOM_UTF8)
     if b"\x00" in data[:4096]:
         raise InputError(f"{path}: looks binary (NUL byte in the first 4 KiB); only text and markdown files are imported")

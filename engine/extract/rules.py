@@ -254,16 +254,17 @@ _YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
 _CLOCK = re.compile(r"\b\d{1,2}:\d\d(?::\d\d)?(?:\s*[ap]\.?m\.?\b)?", re.I)
 
 
-_EPOCH = re.compile(r"\d{9,13}(?:\.\d+)?")  # Unix time, 1973 to 5138 in seconds (or from 1973 in milliseconds)
+_EPOCH = re.compile(r"(\d{10}|\d{13})(?:\.\d+)?")  # Unix time in seconds or milliseconds (UTC, as exports write it)
 
 
 def day_of(stamp: str) -> dt.date | None:
     """The day a message's time stamp names: ISO ("2023-05-08T13:56:00Z"), Unix time in
-    seconds or milliseconds (the local day), or a day, month and year as chat exports
+    seconds or milliseconds (its UTC day, from 2000 on), or a day, month and year as chat exports
     write them ("1:56 pm on 8 May, 2023"); None otherwise."""
-    if _EPOCH.fullmatch(stamp.strip()):
-        seconds = float(stamp)
-        return dt.datetime.fromtimestamp(seconds / 1000 if seconds >= 1e11 else seconds).date()
+    if m := _EPOCH.fullmatch(stamp.strip()):
+        said = dt.datetime.fromtimestamp(float(stamp) / (1000 if len(m[1]) == 13 else 1), dt.UTC).date()
+        # (a number of that length that is no time of this century is an id or a packed date: no day)
+        return said if dt.date(2000, 1, 1) <= said <= dt.date.today() + dt.timedelta(days=366) else None
     try:
         return dt.datetime.fromisoformat(stamp.strip().replace("Z", "+00:00")).date()
     except ValueError:

@@ -504,14 +504,15 @@ def undo(vault: Vault, action_id: str | None = None) -> str:
     last action: a caller undoing its own write never reverses someone else's."""
     with vault.transaction() as tx:
         entry = last_action(vault)
-        if entry is None:
-            raise ReviewError("nothing to undo")
-        if action_id is not None and _entry_id(entry) != action_id:
+        if action_id is not None and (entry is None or _entry_id(entry) != action_id):
             logged = read_jsonl(vault.root / ACTION_LOG, strict=False)
             if not any("action" in r and _entry_id(r) == action_id for r in logged):
                 raise ReviewError(f"cannot undo action {action_id}: no action of this vault has that id; nothing was changed")
             if any(r.get("undo") == action_id for r in logged):
                 raise ReviewError(f"action {action_id} was undone already; nothing was changed")
+        if entry is None:
+            raise ReviewError("nothing to undo")
+        if action_id is not None and _entry_id(entry) != action_id:
             raise ReviewError(f"cannot undo action {action_id}: it is not the last action (that is {entry['action']} "
                               f"on {entry['a']} / {entry['b']}, {_entry_id(entry)}); nothing was changed")
         _restore(tx, entry)

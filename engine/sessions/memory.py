@@ -10,7 +10,6 @@ by reciprocal rank, so the best of each list leads."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
@@ -77,9 +76,10 @@ def memory_context(vault: Vault, question: str, *, visible: set[str] | None = No
     turns: list[MemoryItem] = []
     if turn_count:
         for hit in TurnMemory.for_vault(vault).recall(question, k=turn_count, visible=visible):
-            text = _fit(f"Q: {hit.question}\nA: {hit.answer}", question, budget // turn_count)  # (one long turn is not all)
-            turns.append(MemoryItem("turn", hit.session, ", ".join(hit.sources), one_line(hit.summary or hit.question),
-                                    text, "; ".join(hit.routes), hit.score,
+            title = one_line(hit.summary or hit.question)
+            share = budget // turn_count - len(title) - 2  # (each turn fits beside the others, its title and cut marks)
+            turns.append(MemoryItem("turn", hit.session, ", ".join(hit.sources), title,
+                                    _fit(f"Q: {hit.question}\nA: {hit.answer}", question, share), "; ".join(hit.routes), hit.score,
                                     one_line(hit.day())))
     notes: list[MemoryItem] = []
     if note_count:
@@ -152,18 +152,24 @@ def _window(lines: list[str], question: str, limit: int) -> tuple[int, int]:
 
 
 def _fit(text: str, question: str, limit: int) -> str:
-    """A recalled turn within ``limit`` characters: whole when it fits, else the lines
-    that best answer the question (a pasted email is not the memory), cut at ``limit``."""
+    """A recalled turn within ``limit`` characters (and the "…" that mark a cut): whole
+    when it fits, else the lines that best answer the question (a pasted email is not the
+    memory) and, with room left, the start of the line after them (an answer too long to
+    fit whole); a single line too long is cut around the first of the question's words."""
     if len(text) <= limit:
         return text
     lines = text.split("\n")
     lo, hi = _window(lines, question, limit)
     window = "\n".join(lines[lo:hi + 1])
-    if len(window) > limit:  # one line longer than the limit: from its first word of the question
-        words = set(content_tokens(question))
-        at = next((m.start() for m in re.finditer(r"\w+", window) if m.group().lower() in words), 0)
-        start = window.rfind(" ", 0, max(0, at - limit // 4)) + 1 if at > limit // 4 else 0
-        window = window[start:start + limit - 2]
+    if len(window) > limit:
+        low = window.lower()  # (a stem is where its word starts; a CJK token is where it is written)
+        at = min((p for w in content_tokens(question) if (p := low.find(w)) >= 0), default=0)
+        start = max(0, at - limit // 4)
+        space = window.rfind(" ", 0, start)
+        start = space + 1 if start and 0 <= space and start - space < 40 else start  # (at a word's start)
+        window = window[start:start + limit]
+    elif hi + 1 < len(lines) and limit - len(window) > 40:
+        window += "\n" + lines[hi + 1][: limit - len(window) - 1]
     return ("" if text.startswith(window) else "…") + window + ("" if text.endswith(window) else "…")
 
 
