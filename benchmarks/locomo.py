@@ -150,6 +150,12 @@ class Tally:
         return [f"{self.overall():.3f}"] + [f"{self.found[c] / self.total[c]:.3f}" if self.total[c] else "-" for c in categories]
 
 
+def shown(message: str, text: str) -> bool:
+    """Whether a context item's text shows a message: a stretch of 30 characters of it
+    (all of a shorter one)."""
+    return any(message[i:i + 30] in text for i in range(0, max(1, len(message) - 29), 15))
+
+
 def found(hits_sources: list[list[str]], evidence: list[str]) -> bool:
     ids = {s for sources in hits_sources for s in sources}
     return any(e in ids for e in evidence)
@@ -281,13 +287,17 @@ def main() -> int:
                         part["strong 10"].add(q["category"], found([ranked[:b]], q["evidence"]))
             if reworded is None:
                 n_notes += save_sessions(vault_root, sample)
+                said = {r["id"]: r["content"] for r in transcript(sample)}
                 for k in (5, 10):
                     configure(vault_root, turns=k)
                     vault = Vault.open(vault_root)
                     try:
                         for q, line in zip(qs, recalled[k], strict=True):
                             items = memory_context(vault, q["question"]).items
-                            turns = [i.where.split(", ") for i in items if i.kind == "turn"]
+                            # A message counts where its text is shown: a turn cut to fit the budget
+                            # holds only some of its messages.
+                            turns = [[m for m in i.where.split(", ") if shown(said.get(m, ""), i.text)]
+                                     for i in items if i.kind == "turn"]
                             context_at[k].add(q["category"], found(turns, q["evidence"]))
                             context_notes[k] += any(i.kind == "note" for i in items)
                             context_short[k] += len(turns) < len(line["hits"])

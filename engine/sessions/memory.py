@@ -76,10 +76,8 @@ def memory_context(vault: Vault, question: str, *, visible: set[str] | None = No
     turns: list[MemoryItem] = []
     if turn_count:
         for hit in TurnMemory.for_vault(vault).recall(question, k=turn_count, visible=visible):
-            title = one_line(hit.summary or hit.question)
-            share = budget // turn_count - len(title) - 2  # (each turn fits beside the others, its title and cut marks)
-            turns.append(MemoryItem("turn", hit.session, ", ".join(hit.sources), title,
-                                    _fit(f"Q: {hit.question}\nA: {hit.answer}", question, share), "; ".join(hit.routes), hit.score,
+            turns.append(MemoryItem("turn", hit.session, ", ".join(hit.sources), one_line(hit.summary or hit.question),
+                                    f"Q: {hit.question}\nA: {hit.answer}", "; ".join(hit.routes), hit.score,
                                     one_line(hit.day())))
     notes: list[MemoryItem] = []
     if note_count:
@@ -90,11 +88,21 @@ def memory_context(vault: Vault, question: str, *, visible: set[str] | None = No
                 notes.append(MemoryItem("note", found.uri, f"{first}-{last}", one_line(found.title), text, found.route,
                                         found.score))
     kept, used = [], 0
-    for item in turns + notes:  # turns first: notes never push a recalled turn out
-        size = len(item.text) + len(item.title)
-        if used + size <= budget:
+    for item in turns:  # turns first, whole, best first: notes never push a recalled turn out
+        if used + len(item.text) + len(item.title) <= budget:
             kept.append(item)
-            used += size
+            used += len(item.text) + len(item.title)
+    for item in turns:  # a turn too long for what is left (a pasted email) is cut to its share, not left out
+        share = budget // turn_count
+        room = min(share, budget - used) - len(item.title) - 2  # (its title and the cut marks)
+        if item not in kept and room >= share // 2:
+            item.text = _fit(item.text, question, room)
+            kept.append(item)
+            used += len(item.text) + len(item.title)
+    for item in notes:
+        if used + len(item.text) + len(item.title) <= budget:
+            kept.append(item)
+            used += len(item.text) + len(item.title)
     rrf_k = vault.config.search.rrf_k  # (the reciprocal-rank constant of this merge)
     rank = {id(i): 1 / (rrf_k + r) for group in (turns, notes) for r, i in enumerate(group, 1)}
     kept.sort(key=lambda i: (-rank[id(i)], i.kind != "turn"))
