@@ -46,6 +46,16 @@ def reports(v):
     return sorted(e.uri for e in v.catalog.all("report"))
 
 
+def go_live_report(v) -> tuple[str, str]:
+    """A source and a report answered from it ("15 November."), both older than now."""
+    src = v.write_note("entity", {"name": "Atlas", "content": "Go-live 15 November."},
+                       updated_at="2026-09-01T00:00:00+00:00").uri
+    rep = v.write_note("report", {"question": "When is go-live?", "answer": "15 November.", "source_uris": [src]},
+                       updated_at="2026-09-02T00:00:00+00:00").uri
+    v.link(rep, src, "derived_from")
+    return src, rep
+
+
 def test_signals_each_give_a_report_and_a_second_run_writes_nothing(vault):
     w = vault.write_note
     veg = w("preference", {"topic": "Vegetarian diet", "sentiment": "like", "content": "Eats no meat.\nNo fish either."}).uri
@@ -497,11 +507,7 @@ def test_ask_files_a_question_once(vault):
 
 def test_the_model_re_researches_an_existing_report_in_place(vault, llm):
     stub, provider = llm
-    src = vault.write_note("entity", {"name": "Atlas", "content": "Go-live 15 November."},
-                           updated_at="2026-09-01T00:00:00+00:00").uri
-    rep = vault.write_note("report", {"question": "When is go-live?", "answer": "15 November.", "source_uris": [src]},
-                           updated_at="2026-09-02T00:00:00+00:00").uri
-    vault.link(rep, src, "derived_from")
+    src, rep = go_live_report(vault)
     vault.write_note("entity", {"name": "Atlas", "content": "Go-live moved to 12 January."})
     # page 1: the changed source; page 2: the report being re-researched
     stub.script.append(("json", json.dumps({
@@ -521,11 +527,7 @@ def test_a_model_answer_that_repeats_a_person_s_leaves_it_theirs(vault, llm):
     """The model wrote back the person's answer word for word: it is still theirs, kept
     when a later re-research answers otherwise."""
     stub, provider = llm
-    src = vault.write_note("entity", {"name": "Atlas", "content": "Go-live 15 November."},
-                           updated_at="2026-09-01T00:00:00+00:00").uri
-    rep = vault.write_note("report", {"question": "When is go-live?", "answer": "15 November.", "source_uris": [src]},
-                           updated_at="2026-09-02T00:00:00+00:00").uri
-    vault.link(rep, src, "derived_from")
+    src, rep = go_live_report(vault)
     for content, answer, at in (("Go-live 15 November, confirmed.", "15 November.", "2098-01-01T00:00:00+00:00"),
                                 ("Go-live moved to 12 January.", "Moved to 12 January.", "2099-01-01T00:00:00+00:00")):
         vault.write_note("entity", {"name": "Atlas", "content": content}, updated_at=at)
