@@ -225,6 +225,8 @@ def test_a_message_id_changed_against_the_log_is_refused_naming_the_conversation
         import_chat(vault, dump(tmp_path / "c.json", data), RulesTurnExtractor())
     assert "conversation [0]" in str(caught.value) and "'m-cat-1'" in str(caught.value)
     assert "session's log" in str(caught.value)
+    assert "here: user: 'My cat Miso loves chicken.'" in str(caught.value)  # what differs, both sides shown
+    assert "(there: user: '" in str(caught.value)
     assert logs(vault.root) == before
 
 

@@ -271,8 +271,16 @@ def _refuse_changed_ids(vault: Vault, by_session: dict[str, list[SessionEvent]],
             old = seen.setdefault(event.key, (event.role, event.content))
             if old != (event.role, event.content):
                 where = "the session's log" if event.key in in_log else "an earlier message of the file"
-                raise MemlinkError(f"{place(session, event.key, occurrences[event.key])}: message id {event.id!r} of session {session!r} is already "
-                                   f"used with a different role or content in {where}; nothing was imported")
+                was, now = (f"{role}: {_short(text)}" for role, text in (old, (event.role, event.content)))
+                raise MemlinkError(f"{place(session, event.key, occurrences[event.key])}: message id {event.id!r} of session "
+                                   f"{session!r} is already used with a different role or content in {where} (there: "
+                                   f"{was}; here: {now}); nothing was imported")
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """A message's text on one line in an error, cut to ``limit`` characters."""
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")
 
 
 def _line_of(path: Path, session: str, key: str, nth: int) -> int:
