@@ -18,7 +18,7 @@ from engine.errors import MemlinkError
 from engine.sessions.chat_exports import sniff
 from engine.sessions.extract import RulesTurnExtractor
 from engine.sessions.importer import import_chat
-from engine.sessions.log import read_events
+from engine.sessions.log import project_turns, read_events
 from engine.sessions.recall import TurnMemory
 from engine.sessions.store import TurnStore
 
@@ -95,6 +95,32 @@ def test_a_continued_conversation_appends_only_its_new_messages(vault, tmp_path)
     report = import_chat(vault, dump(tmp_path / "later.json", data), RulesTurnExtractor(), fmt="chatgpt")
     assert report.events_added == 1
     assert [e.key for e in read_events(vault, session_named(vault.root, "sourdough"))] == ["b1", "b2", "b3"]
+
+
+def test_a_regenerated_answer_replaces_the_one_imported_before(vault, tmp_path):
+    """The conversation was exported again after its answer was regenerated: the new answer
+    is the turn's, the old one (off the current branch now) is left out of recall and of
+    what a commit extracts; importing again marks nothing twice."""
+    import_chat(vault, CHATGPT, RulesTurnExtractor(), fmt="chatgpt")
+    data = json.loads(CHATGPT.read_text(encoding="utf-8"))
+    bread = data[0]
+    bread["mapping"]["b1"]["children"].append("b2r")
+    bread["mapping"]["b2r"] = {"id": "b2r", "parent": "b1", "children": [], "message": {
+        "id": "b2r", "author": {"role": "assistant"}, "create_time": 1733400000.0,
+        "content": {"content_type": "text", "parts": ["Feed the starter twice a day with rye flour."]}, "metadata": {},
+        "recipient": "all"}}
+    bread["current_node"] = "b2r"
+    later = dump(tmp_path / "later.json", data)
+    report = import_chat(vault, later, RulesTurnExtractor(), fmt="chatgpt")
+    assert report.replaced == 1 and report.events_added == 2  # the new answer and the mark
+    assert any("replaced since the last import" in line and "1 message" in line for line in report.left_out_lines())
+    session = session_named(vault.root, "sourdough")
+    (turn,) = project_turns(session, read_events(vault, session), final=True)
+    assert [e.key for e in turn.asked + turn.answered] == ["b1", "b2r"]
+    recalled = TurnMemory.for_vault(vault).recall("sourdough starter rye flour", k=3)
+    assert ["b1", "b2r"] in [h.sources for h in recalled] and not any("b2" in h.sources for h in recalled)
+    again = import_chat(vault, later, RulesTurnExtractor(), fmt="chatgpt")
+    assert again.replaced == 0 and again.events_added == 0
 
 
 # -- Claude -------------------------------------------------------------------------------

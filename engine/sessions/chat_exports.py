@@ -124,6 +124,7 @@ class Conversation:
     records: list[ImportRecord] = field(default_factory=list)
     left_out: Counter[str] = field(default_factory=Counter)  # what was not imported, by kind: "system messages": 2
     unnamed: bool = False  # no id in the export: its session is named by its title and start time
+    off_branch: list[str] = field(default_factory=list)  # ids of its messages not on the current branch
 
 
 @dataclass
@@ -250,9 +251,9 @@ def _chatgpt(conv: GPTConversation, out: Conversation) -> None:
         branch.append(node)
         child, node_id = node_id, node.parent
     branch.reverse()
-    off = sum(1 for k, node in mapping.items() if k not in seen and node.message is not None)
-    if off:
-        out.left_out[OFF_BRANCH] += off
+    out.off_branch = [node.message.id for k, node in mapping.items() if k not in seen and node.message is not None]
+    if out.off_branch:
+        out.left_out[OFF_BRANCH] += len(out.off_branch)
     last = _epoch(conv.create_time) or _epoch(conv.update_time)
     for node in branch:
         message = node.message

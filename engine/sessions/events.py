@@ -18,6 +18,10 @@ COMMIT = "commit"
 # shows when the session is reopened, but it only repeats the vault, so extraction and
 # recall leave its text out (``Turn.answer``, ``Turn.transcript``).
 MEMORY_ANSWER = "memory"
+# The kind of a mark an export's import appends when a message it imported before is no
+# longer on the conversation's current branch (an answer regenerated, a prompt edited
+# since): its content is that message's id, which turns leave out from then on.
+REPLACED = "replaced"
 
 
 class SessionEvent(BaseModel):

@@ -26,9 +26,9 @@ from ..llm.registry import selection
 from ..model.text import counted
 from ..storage.jsonl import JsonlError, invalid, read_numbered, read_records
 from .chat_exports import EXPORTS, FORMATS, read_export, sniff
-from .events import COMMIT, ImportRecord, SessionEvent, TurnMemoryRecord
+from .events import COMMIT, REPLACED, ImportRecord, SessionEvent, TurnMemoryRecord
 from .extract import LLMTurnExtractor, RulesTurnExtractor
-from .log import Turn, append_events, project_turns, read_events
+from .log import Turn, append_events, project_turns, read_events, session_uri
 from .store import TurnStore, lost_sessions, memory_id
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ class ImportReport:
     model_set: bool = False  # ... set in memlink.yaml by this import (an empty vault's first chat)
     undated: list[str] = field(default_factory=list)  # time stamps naming no day (the first few; their memories: today)
     undated_count: int = 0
+    replaced: int = 0  # messages imported before, no longer on their conversation's current branch
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -75,6 +76,9 @@ class ImportReport:
         lines = [f"left out: {why}: {n}" for why, n in sorted(self.left_out.items(), key=lambda kv: (-kv[1], kv[0]))]
         if self.unnamed:
             lines.append(f"conversations without an id (named by their title and start time): {self.unnamed}")
+        if self.replaced:
+            lines.append(f"replaced since the last import (an answer regenerated, a prompt edited): "
+                         f"{counted(self.replaced, 'message')}, left out of recall and memory from now on")
         return lines
 
 
@@ -221,6 +225,10 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
             if conversation.records:
                 by_session[conversation.session].extend(conversation.records)
                 labels.setdefault(conversation.session, conversation.label)
+            marks = _replaced(vault, conversation)
+            if marks:
+                by_session[conversation.session].extend(marks)
+                report.replaced += len(marks)
 
         report.left_out = dict(left_out)
 
@@ -275,6 +283,18 @@ def _refuse_changed_ids(vault: Vault, by_session: dict[str, list[SessionEvent]],
                 raise MemlinkError(f"{place(session, event.key, occurrences[event.key])}: message id {event.id!r} of session "
                                    f"{session!r} is already used with a different role or content in {where} (there: "
                                    f"{was}; here: {now}); nothing was imported")
+
+
+def _replaced(vault: Vault, conversation: Any) -> list[SessionEvent]:
+    """A mark for each message of the conversation's log that the export now holds off its
+    current branch, and no mark says so yet (``REPLACED``)."""
+    if not conversation.off_branch or not vault.path(session_uri(conversation.session)).is_file():
+        return []
+    events = read_events(vault, conversation.session)
+    logged = {e.key: e for e in events if e.kind != REPLACED}
+    marked = {e.content for e in events if e.kind == REPLACED}
+    return [SessionEvent(session=conversation.session, id=f"{mid}~replaced", role="system", kind=REPLACED, content=mid,
+                         ts=logged[mid].ts) for mid in conversation.off_branch if mid in logged and mid not in marked]
 
 
 def _short(text: str, limit: int = 60) -> str:

@@ -16,7 +16,7 @@ from ..errors import MemlinkError
 from ..model.text import printable
 from ..model.uris import normalize_uri
 from ..storage.jsonl import Problem, append_jsonl, heal_tail, invalid, read_numbered, read_records
-from .events import COMMIT, MEMORY_ANSWER, SESSION_ID, SessionEvent
+from .events import COMMIT, MEMORY_ANSWER, REPLACED, SESSION_ID, SessionEvent
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -187,9 +187,11 @@ def project_turns(session: str, events: Iterable[SessionEvent], *, final: bool =
             stamps = [str(e.ts) for e in answered + asked if e.ts]
             turns.append(Turn(session, list(asked), list(answered), stamps[0] if stamps else "", len(turns), list(between)))
 
+    events = list(events)
+    replaced = {e.content for e in events if e.kind == REPLACED}  # (off the current branch since: not said)
     for event in events:
         role, kind = event.role, event.kind
-        if kind == COMMIT:
+        if kind in (COMMIT, REPLACED) or event.key in replaced:
             continue
         if role in QUESTION_ROLES and kind not in ("recall", "tool") and _visible(event):
             if answered:
