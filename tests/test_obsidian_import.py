@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import memlink, set_llm
+from test_linked_pages import write
 
 from engine import Vault
 from engine.extract.batch import ingest_batch
@@ -436,11 +437,8 @@ def test_a_sync_removes_only_the_links_ingest_made(tmp_path):
 
 def test_an_attachment_edited_in_the_vault_is_kept(tmp_path):
     v = Vault.init(tmp_path / "vault", name="test")
-    src = tmp_path / "notes"
-    src.mkdir()
-    (src / "Page.md").write_text("See ![[board.canvas]] and ![[pic.svg]].\n", encoding="utf-8")
-    (src / "board.canvas").write_text('{"nodes": []}', encoding="utf-8")
-    (src / "pic.svg").write_text("<svg/>", encoding="utf-8")
+    src = write(tmp_path / "notes", {"Page.md": "See ![[board.canvas]] and ![[pic.svg]].\n",
+                                     "board.canvas": '{"nodes": []}', "pic.svg": "<svg/>"})
     assert sorted(ingest_batch(v, [src], extractor=RULES).copied) == ["sources/notes/board.canvas", "sources/notes/pic.svg"]
     (v.root / "sources/notes/board.canvas").write_text('{"nodes": ["mine"]}', encoding="utf-8")  # in Obsidian
     (src / "board.canvas").write_text('{"nodes": ["theirs"]}', encoding="utf-8")
@@ -593,10 +591,8 @@ def test_a_link_with_a_folder_that_holds_no_such_page_is_unresolved_not_another_
 
 def test_a_file_imported_with_its_folder_is_not_imported_again_alone(tmp_path):
     v = Vault.init(tmp_path / "vault", name="test")
-    src = tmp_path / "notes"
-    src.mkdir()
-    (src / "plan.txt").write_text("The plan: fire the kiln on Friday.\n", encoding="utf-8")
-    (src / "other.md").write_text("# Other\n\nAnother page.\n", encoding="utf-8")
+    src = write(tmp_path / "notes", {"plan.txt": "The plan: fire the kiln on Friday.\n",
+                                     "other.md": "# Other\n\nAnother page.\n"})
     ingest_batch(v, [src], extractor=RULES)
     alone = ingest_batch(v, [src / "plan.txt"], extractor=RULES)
     assert [f.skipped for f in alone.files] == ["already imported as sources/notes/plan.md"]

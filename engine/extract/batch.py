@@ -312,9 +312,8 @@ def read_page(page: Page, max_bytes: int | None = None) -> None:
             loaded = None
         if isinstance(loaded, dict):
             meta, page.body = loaded, body
-        if isinstance(loaded, dict) and nesting(loaded) >= MAX_DEPTH:  # (its note keeps them a level deeper)
-            raise InputError(f"{page.path}: its frontmatter nests {nesting(loaded)} levels deep; a note keeps at most "
-                             f"{MAX_DEPTH - 1}")
+        if isinstance(loaded, dict) and (deep := nesting(loaded)) >= MAX_DEPTH:  # (its note keeps them a level deeper)
+            raise InputError(f"{page.path}: its frontmatter nests {deep} levels deep; a note keeps at most {MAX_DEPTH - 1}")
     page.title = _title(meta, page.path)
     # (an alias written as a tag, "#learning/math", is not a name Obsidian links by)
     page.names = [n for n in _strings(meta.get("aliases") or meta.get("alias")) if n != page.title and not n.startswith("#")]

@@ -87,22 +87,26 @@ def memory_context(vault: Vault, question: str, *, visible: set[str] | None = No
                 text, first, last = passage
                 notes.append(MemoryItem("note", found.uri, f"{first}-{last}", one_line(found.title), text, found.route,
                                         found.score))
-    kept, used = [], 0
+    kept: list[MemoryItem] = []
+    used = 0
+
+    def take(item: MemoryItem) -> None:
+        nonlocal used
+        kept.append(item)
+        used += len(item.text) + len(item.title)
+
     for item in turns:  # turns first, whole, best first: notes never push a recalled turn out
         if used + len(item.text) + len(item.title) <= budget:
-            kept.append(item)
-            used += len(item.text) + len(item.title)
-    for item in turns:  # a turn too long for what is left (a pasted email) is cut to its share, not left out
-        share = budget // turn_count
+            take(item)
+    share = budget // turn_count if turn_count else budget
+    for item in turns:  # a turn too long for what is left (a pasted email): cut to its share, if half of it is left
         room = min(share, budget - used) - len(item.title) - 2  # (its title and the cut marks)
-        if item not in kept and room >= share // 2:
+        if all(k is not item for k in kept) and room >= share // 2:
             item.text = _fit(item.text, question, room)
-            kept.append(item)
-            used += len(item.text) + len(item.title)
+            take(item)
     for item in notes:
         if used + len(item.text) + len(item.title) <= budget:
-            kept.append(item)
-            used += len(item.text) + len(item.title)
+            take(item)
     rrf_k = vault.config.search.rrf_k  # (the reciprocal-rank constant of this merge)
     rank = {id(i): 1 / (rrf_k + r) for group in (turns, notes) for r, i in enumerate(group, 1)}
     kept.sort(key=lambda i: (-rank[id(i)], i.kind != "turn"))
