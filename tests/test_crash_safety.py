@@ -324,6 +324,28 @@ def test_rewriting_a_note_keeps_its_permissions(tmp_path):
     assert (os.stat(path).st_mode & 0o777) == 0o600
 
 
+def test_a_keyword_commit_killed_after_writing_its_deletes_does_not_stop_the_next(tmp_path):
+    """A kill between tantivy writing a segment's deletes and its meta.json leaves a file no
+    commit names; the next edit of the same note wants that very file name."""
+    from engine.retrieve.search import search
+
+    v = seed_vault(tmp_path / "vault")
+    search(v, "Person")  # (builds the index)
+    v.close()
+    meta = tmp_path / "vault" / ".memlink" / "index" / "notes" / "meta.json"
+    before = meta.read_bytes()
+    v = Vault.open(tmp_path / "vault")
+    v.write_note("entity", {"name": "Person 0", "content": "moved to Lisbon"})
+    search(v, "Lisbon")
+    v.close()
+    meta.write_bytes(before)  # (the commit that wrote the deletes never landed)
+    v = Vault.open(tmp_path / "vault")
+    v.write_note("entity", {"name": "Person 0", "content": "moved to Porto"})
+    assert [hit.uri for hit in search(v, "Porto")] == ["entities/person-0.md"]
+    assert search(v, "Lisbon") == []
+    v.close()
+
+
 def test_swapping_a_folder_for_a_symlink_is_noticed(tmp_path):
     from engine import UriError
 

@@ -78,6 +78,10 @@ class KeywordIndex:
         if not self.pending:
             return
         writer = self.index.writer(heap_size=50_000_000, num_threads=1)
+        # A commit killed part-way leaves files no commit names; the next one may want the
+        # same file name (a segment's deletes at the same opstamp) and tantivy will not
+        # overwrite a file. Tantivy collects them only after a commit, so collect first.
+        writer.garbage_collect_files()
         for key, doc in self.pending.items():
             writer.delete_documents_by_term("id", key)
             if doc is not None:
