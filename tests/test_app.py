@@ -326,6 +326,31 @@ async def test_a_note_saved_in_the_editor_refreshes_the_browser(sample, tmp_path
         assert "Renamed Roastery" in str(browser.query_one(NoteView).query_one("#note-meta").render())
 
 
+async def test_a_note_moved_elsewhere_while_open_is_said_gone_and_e_does_not_stop_the_app(sample, tmp_path, monkeypatch):
+    import sys
+
+    from engine.review.move import move_note
+
+    ran = tmp_path / "editor-ran"
+    monkeypatch.setenv("VISUAL", f"{sys.executable} -c \"import pathlib; pathlib.Path({str(ran)!r}).touch()\"")
+    uri = "entities/man-met-bril-koffie.md"
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await settle(app, pilot)
+        app.go("browser", uri)
+        await settle(app, pilot)
+        move_note(sample, uri, "entities/roastery.md")  # (another process, as the app sees it)
+        await pilot.press("r")
+        await settle(app, pilot)
+        browser = app.screen
+        assert "is no longer in the vault" in str(browser.query_one(NoteView).query_one("#note-meta").render())
+        assert browser.query_one(LinkTable).row_count == 0
+        await pilot.press("e")
+        await settle(app, pilot)
+        assert app.is_running and not ran.exists()
+        assert [n.message for n in app._notifications][-1] == "Open a note first."
+
+
 async def test_graph_key_asks_the_app_to_navigate_and_the_graph_reports_its_centre(sample):
     from memlink_tui.messages import Navigate, NoteFocused
     from memlink_tui.screens.graph import GraphScreen

@@ -38,3 +38,8 @@ class NoteView(VerticalScroll, can_focus=True):
         # Markdown is not Rich markup: the body only loses what a terminal would act on.
         await self.query_one("#note-body", Markdown).update(printable(rendered_body))
         self.scroll_home(animate=False)
+
+    async def clear(self, message: str) -> None:
+        """No note: ``message`` (markup) where its header was."""
+        self.query_one("#note-meta", Static).update(message)
+        await self.query_one("#note-body", Markdown).update("")

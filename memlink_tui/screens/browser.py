@@ -55,6 +55,7 @@ class BrowserScreen(Pane):
     def __init__(self, vault: Vault, status: Status | None = None) -> None:
         super().__init__(vault, status)
         self.current: str | None = None
+        self._vacant = "Select a note in the tree."  # what the note view says with no note open
 
     def compose(self) -> ComposeResult:
         yield self.pane_bar()
@@ -89,7 +90,10 @@ class BrowserScreen(Pane):
             rendered = self.vault.render_note(uri)
             links = self.vault.links.of(note.uri, "both")
         except MemlinkError as exc:
-            self.notify(safe_markup(exc), title="Cannot open note", severity="error")
+            if uri == self.current and not self.vault.path(uri).exists():
+                await self._gone(uri)  # moved or deleted outside this pane: the keys must not act on it
+            else:
+                self.notify(safe_markup(exc), title="Cannot open note", severity="error")
             return
         self.current = note.uri
         titles = {u: e.title for u, e in self.vault.catalog.entries(l.other(note.uri) for l in links).items()}
@@ -97,6 +101,13 @@ class BrowserScreen(Pane):
         self.query_one(LinkTable).show(links, titles, {l.id for l in rendered.missing})
         self.query_one(NoteTree).reveal(note.uri)
         self.query_one(NoteView).border_title = f"Note · {safe_path(note.uri)}"
+
+    async def _gone(self, uri: str) -> None:
+        self.current = None
+        self._vacant = f"{safe_path(uri)} is no longer in the vault (moved or deleted). Select a note in the tree."
+        await self.query_one(NoteView).clear(self._vacant)
+        self.query_one(LinkTable).show([], {}, set())
+        self.query_one(NoteView).border_title = "Note"
 
     def _need_note(self) -> bool:
         if not self.current:
@@ -204,7 +215,11 @@ class BrowserScreen(Pane):
             return
         uri = self.current
         assert uri is not None  # _need_note said so
-        original = self.vault.path(uri).read_text(encoding="utf-8")
+        try:
+            original = self.vault.path(uri).read_text(encoding="utf-8")
+        except (OSError, MemlinkError) as exc:  # (gone since it was opened: the refresh follows)
+            self.notify(safe_markup(f"cannot edit {uri}: {exc}"), title="Editor", severity="error")
+            return
         draft = Path(tempfile.mkdtemp(prefix="memlink-edit-")) / Path(uri).name
         draft.write_text(original, encoding="utf-8")
         editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
@@ -295,7 +310,7 @@ class BrowserScreen(Pane):
         if self.current:
             self.run_worker(self.open_note(self.current))
         else:
-            self.query_one("#note-meta", Static).update(FIRST_STEPS if not entries else "Select a note in the tree.")
+            self.query_one("#note-meta", Static).update(FIRST_STEPS if not entries else self._vacant)
         self.post_message(CatalogSynced())
 
     # -- events ------------------------------------------------------------------------------
