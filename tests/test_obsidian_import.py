@@ -419,6 +419,61 @@ def test_an_edit_made_through_memlink_survives_a_sync_of_the_unchanged_file(tmp_
     assert "what I added" in v.read_note("sources/notes/Beta.md").fields["content"]
 
 
+def test_names_tags_and_properties_edited_in_the_vault_survive_a_sync(tmp_path):
+    """What Obsidian's properties panel changes in the vault's copy is a person's edit, as
+    the text is: kept and reported while the file says otherwise; a file whose keys alone
+    changed (dates and lists among them) still comes in when nobody edited the copy."""
+    from engine.model.notes import serialize_note
+
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = write(tmp_path / "notes", {
+        "Finance.md": "---\ntags: [area]\naliases: [Money]\nreviewed: 2024-02-03\nrating: 3\n---\nMortgage rate.\n",
+        "Garden.md": "---\ntags: [home]\nrating: 1\nplanted: 2024-04-01\n---\nTomatoes.\n"})
+    ingest_batch(v, [src], extractor=RULES)
+    uri = "sources/notes/Finance.md"
+    note = v.read_note(uri)
+    note.extra = {**note.extra, "tags": ["area", "important"], "properties": {**note.extra["properties"], "rating": 5}}
+    with v.transaction() as tx:
+        tx.put_text(uri, serialize_note(note, v.schema("source"), v.read_text(uri)), note)
+    mine = v.read_text(uri)
+    result = ingest_batch(v, [src], extractor=RULES)  # the file unchanged
+    assert result.edited == [{"path": str(src / "Finance.md"), "source": uri}] and not result.changed
+    assert v.read_text(uri) == mine
+    (src / "Finance.md").write_text("---\ntags: [area, budget]\n---\nMortgage rate.\n", encoding="utf-8")
+    assert ingest_batch(v, [src], extractor=RULES).edited[0]["source"] == uri
+    assert v.read_text(uri) == mine
+    (src / "Garden.md").write_text("---\ntags: [home, summer]\nrating: 2\nplanted: 2024-04-02\n---\nTomatoes.\n",
+                                   encoding="utf-8")
+    again = ingest_batch(v, [src], extractor=RULES)
+    assert again.changed == ["sources/notes/Garden.md"]
+    garden = v.read_note("sources/notes/Garden.md")
+    assert garden.extra["tags"] == ["home", "summer"] and garden.extra["properties"]["rating"] == 2
+    # A note whose hash is of its text alone (imported before the keys were counted) takes the file's keys.
+    garden.extra = {**garden.extra, "imported": hashlib.sha256(b"Tomatoes.").hexdigest(), "tags": ["home"]}
+    with v.transaction() as tx:
+        tx.put_text(garden.uri, serialize_note(garden, v.schema("source"), v.read_text(garden.uri)), garden)
+    assert ingest_batch(v, [src], extractor=RULES).changed == [garden.uri]
+    assert v.read_note(garden.uri).extra["tags"] == ["home", "summer"]
+
+
+def test_a_link_a_person_made_is_neither_rewritten_nor_removed_by_a_sync(tmp_path):
+    from engine.review.linkwrite import write_link
+
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = write(tmp_path / "notes", {"A.md": "Alpha text.\n", "B.md": "Beta text.\n"})
+    ingest_batch(v, [src], extractor=RULES)
+    a, b = "sources/notes/A.md", "sources/notes/B.md"
+    write_link(v, a, b, "caused_by", weight=0.9, description="my own link")
+    mine = [(l.link_type.value, l.weight, l.description) for l in v.links.of(a, "links")]
+    (src / "A.md").write_text("Alpha text. See [[B]].\n", encoding="utf-8")
+    ingest_batch(v, [src], extractor=RULES)
+    assert [(l.link_type.value, l.weight, l.description) for l in v.links.of(a, "links")] == mine
+    (src / "A.md").write_text("Alpha text.\n", encoding="utf-8")
+    result = ingest_batch(v, [src], extractor=RULES)
+    assert not result.links_removed
+    assert [(l.link_type.value, l.weight, l.description) for l in v.links.of(a, "links")] == mine
+
+
 def test_a_sync_removes_only_the_links_ingest_made(tmp_path):
     from engine.review.linkwrite import write_link
 

@@ -11,8 +11,9 @@
    `tags` at the top of its frontmatter and its kind (frontmatter `type`, else a tag or
    its folder: people/ → person). That path is the file's identity (a note there from
    another file still there goes to ``name-2.md``): ingesting the folder again syncs it —
-   a changed file's note is rewritten (unless its text is no longer the one imported,
-   ``imported`` in its frontmatter, or its view was edited: then it is reported and left),
+   a changed file's note is rewritten (unless its text, title, names, tags or properties
+   are no longer those imported, ``imported`` in its frontmatter, or its view was edited:
+   then it is reported and left),
    an unchanged one left, a deleted or renamed one reported (``prune`` moves a renamed
    file's note and removes the notes of files gone but edited ones), from wherever the
    folder now is.
@@ -25,7 +26,7 @@
    two-sided links carrying the relation the text states and the heading or block they
    point to (as line ranges of the target). A changed file's links its earlier text
    stated and its text no longer does are removed in the same unit of work (a link a
-   person made stays). References that resolve to nothing, or to
+   person made stays as they made it). References that resolve to nothing, or to
    several pages nothing tells apart, are reported with file and line.
    With an LLM provider the link types are then refined by the model
    (engine.extract.linktype). After ``llm.max_failures`` failed model answers in a row
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import os
 import posixpath
 import re
@@ -378,12 +380,23 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _imported_sha(content: str, title: object, keys: dict[str, Any]) -> str:
+    """The ``imported`` hash: what the import wrote that a person may edit in the vault (in
+    Obsidian's properties panel too): the text, the title, and the keys its file decides."""
+    said = {"content": content, "title": title, **{k: keys.get(k) for k in OBSIDIAN_KEYS}}
+    return _sha(json.dumps(said, sort_keys=True, ensure_ascii=False, default=str))
+
+
 def _edited(vault: Vault, note: Note) -> bool:
-    """Whether a person changed the imported text of a source note in the vault: its text
-    is no longer the one imported (its ``imported`` hash; an edit through memlink, the app
-    or MCP), or its view no longer reads as its fields render (an edit in Obsidian)."""
+    """Whether a person changed what was imported into a source note in the vault: its
+    text, title, names, tags or properties are no longer those imported (its ``imported``
+    hash; an edit through memlink, the app, MCP or Obsidian's properties), or its view no
+    longer reads as its fields render (an edit in Obsidian)."""
     imported = note.extra.get(IMPORTED_KEY)
-    if isinstance(imported, str) and _sha(str(note.fields.get("content") or "")) != imported:
+    content = str(note.fields.get("content") or "")
+    # (A hash of the text alone: a note imported before the keys were counted.)
+    if isinstance(imported, str) and imported not in (_imported_sha(content, note.fields.get("title"), note.extra),
+                                                      _sha(content)):
         return True
     span = view_span(note.body)
     if span is None:
@@ -413,10 +426,13 @@ def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False) -> str
     taken.add(page.target.lower())
     if is_pending(note):
         return "changed"
-    if note.fields.get("content") == page.body.strip() and _says_the_same(note, page):
+    same = note.fields.get("content") == page.body.strip() and _says_the_same(note, page)
+    if _edited(vault, note):  # (left as it is, unless the file says just what it says now)
+        return "unchanged" if same and (note.extra.get("properties") or {}) == page.properties else "edited"
+    if same:
         page.properties_stale = (note.extra.get("properties") or {}) != page.properties
         return "unchanged"
-    return "edited" if _edited(vault, note) else "changed"
+    return "changed"
 
 
 def _file_keys(page: Page) -> dict[str, object]:
@@ -800,6 +816,7 @@ def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None
             report.changed += run.changed
             report.problems += run.problems
         if page.state in ("changed", "moved"):  # (only the links its earlier text stated: never a person's)
+            links = _theirs_kept(vault, page, links)
             stated = {(to, spec.get("t_line_ranges") or "") for frm, to, _t, spec in links if frm == page.note}
             gone += [old for old in vault.links.of(page.note, "links")
                      if (old.to_uri, old.match_text) in page.stated_before
@@ -821,6 +838,24 @@ def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None
         entry = link_entry(link)
         report.links_added.append(entry)
         result.links_added.append(entry)
+
+
+def _theirs_kept(vault: Vault, page: Page, specs: list[tuple]) -> list[tuple]:
+    """The specs without those that would rewrite a link of the note its earlier text did
+    not state (a person's, made by hand): the text naming the same note leaves it as it is."""
+    theirs = {(l.to_uri, l.t_field, l.t_line_ranges or "") for l in vault.links.of(page.note, "links")
+              if (l.to_uri, l.match_text) not in page.stated_before}
+    if not theirs:
+        return specs
+    kept = []
+    for spec in specs:
+        frm, to, _type, fields = spec
+        if frm == page.note and any(t == to for t, _f, _r in theirs):
+            t_field = fields.get("t_field") or vault.schema(vault.read_note(to).memory_type).text_field
+            if (to, t_field, fields.get("t_line_ranges") or "") in theirs:
+                continue
+        kept.append(spec)
+    return kept
 
 
 def _imported_as(vault: Vault, page: Page) -> str | None:
@@ -878,8 +913,8 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, r
     with vault.transaction() as tx:
         # (A file renamed, or its frontmatter changed: its title may be another; the file decides.)
         note = vault.write_note("source", fields, uri=uri, replace=page.state in ("moved", "changed"))
-        wanted = {**{k: v for k, v in note.extra.items() if k not in OBSIDIAN_KEYS}, **keep, IMPORTED_KEY: _sha(content),
-                  PENDING_KEY: PENDING}
+        wanted = {**{k: v for k, v in note.extra.items() if k not in OBSIDIAN_KEYS}, **keep,
+                  IMPORTED_KEY: _imported_sha(content, note.fields.get("title"), keep), PENDING_KEY: PENDING}
         if note.extra != wanted:
             note.extra = wanted
             tx.put_text(note.uri, serialize_note(note, schema, vault.read_text(note.uri)), note)
@@ -891,7 +926,7 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, r
 
 
 OBSIDIAN_KEYS = ("folder", "aliases", "tags", "properties")  # a source note's top-level keys its file decides
-IMPORTED_KEY = "imported"  # the SHA-256 of the text imported: a text that differs was edited in the vault
+IMPORTED_KEY = "imported"  # the SHA-256 of what was imported (``_imported_sha``): a note that differs was edited
 # The top-level keys memlink itself writes on a source note: ingest's, and a review's.
 _INGEST_AND_REVIEW_KEYS = frozenset({IMPORTED_KEY, PENDING_KEY, *OBSIDIAN_KEYS, *DOCUMENT_KEYS, "valid_until",
                                      "superseded_by", "superseded_claims"})
