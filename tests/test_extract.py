@@ -269,6 +269,37 @@ def test_line_ranges_follow_a_patch_that_moves_lines_and_the_llm_matcher(ollama_
     assert "Find where these passages are now" in stub.requests[-1]["body"]["messages"][0]["content"]
 
 
+def test_a_long_page_of_unpunctuated_lines_is_joined_reading_each_line_a_few_times(monkeypatch):
+    """A log of lines with no end punctuation is one paragraph, joined by reading each line a
+    bounded number of times — not the paragraph so far once per line, which makes a large
+    page's import take minutes. (What the patterns read is counted, not time.)"""
+    import re
+
+    from engine.extract import rules
+
+    read = 0
+
+    class Counted:
+        def __init__(self, target):
+            self.target = target
+
+        def __getattr__(self, name):
+            def call(*args, **kwargs):
+                nonlocal read
+                read += sum(len(a) for a in args if isinstance(a, str))
+                return getattr(self.target, name)(*args, **kwargs)
+            return call
+
+    monkeypatch.setattr(rules, "re", Counted(re))
+    for name, value in list(vars(rules).items()):
+        if isinstance(value, re.Pattern):
+            monkeypatch.setattr(rules, name, Counted(value))
+    lines = [f"entry {i} sensor reading nominal" for i in range(2000)]
+    page = "# Log\n" + "\n".join(lines) + "\n"
+    assert rules.prose(page) == "# Log\n" + " ".join(lines) + "\n"
+    assert read < 30 * len(page)
+
+
 def test_a_note_is_never_created_after_it_was_updated(vault):
     import datetime as dt
 

@@ -115,6 +115,7 @@ _FILE = re.compile(r"(?<![\w/.-])[\w./~-]*[\w-]\.(?:png|jpe?g|gif|svg|webp|bmp|p
 _HTML_CODE = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.I | re.S)  # an HTML element's code
 _HTML_TAG = re.compile(r"</?[a-zA-Z][\w:-]*(?:\s[^<>]*)?/?>")  # a tag with its attributes (the text between stays)
 _BLOCK_START = re.compile(r"^\s*(?:[-*+>|#]|\d+[.)]\s|$)")
+_LINE_END = re.compile(r"[.!?:;。！？|]\s*$")  # a line that ends a sentence or a table row
 
 
 def prose(text: str) -> str:
@@ -131,14 +132,24 @@ def prose(text: str) -> str:
     text = _WIKI.sub(lambda m: m[1].split("#")[0], text)
     text = _URL.sub(" ", text)
     text = _FILE.sub(" ", text)
+    # A line's parts are joined once it is complete: growing one string, or reading it
+    # again for each line added, takes time quadratic in a paragraph's length.
     lines: list[str] = []
+    parts: list[str] = []  # the line being joined: its first line, then the stripped lines run on to it
+    heading = False
     for line in text.split("\n"):
-        prev = lines[-1] if lines else ""
-        if (prev.strip() and not _BLOCK_START.match(line) and not _HEADING_LINE.match(prev)
-                and not re.search(r"[.!?:;。！？|]\s*$", prev)):
-            lines[-1] = f"{prev.rstrip()} {line.strip()}"
+        if (parts and parts[-1].strip() and not _BLOCK_START.match(line) and not heading
+                and not _LINE_END.search(parts[-1])):
+            if len(parts) == 1:
+                parts[0] = parts[0].rstrip()
+            parts.append(line.strip())
         else:
-            lines.append(line)
+            if parts:
+                lines.append(" ".join(parts))
+            parts = [line]
+        if len(parts) <= 2:  # (a heading is told by its first characters: more run-on text does not change it)
+            heading = bool(_HEADING_LINE.match(" ".join(parts)))
+    lines.append(" ".join(parts))
     return "\n".join(lines)
 
 
