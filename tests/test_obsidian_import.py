@@ -456,6 +456,20 @@ def test_names_tags_and_properties_edited_in_the_vault_survive_a_sync(tmp_path):
     assert v.read_note(garden.uri).extra["tags"] == ["home", "summer"]
 
 
+def test_a_frontmatter_that_cannot_be_read_is_said_with_its_file(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = write(tmp_path / "notes", {"Leap.md": "---\naliases: [Leap Page]\ndate: 2024-02-30\n---\nBody.\n",
+                                     "List.md": "---\n- a\n- b\n---\nList page.\n", "Plain.md": "---\ntags: [x]\n---\nFine.\n"})
+    result = ingest_batch(v, [src], extractor=RULES)
+    assert not result.failed and len(result.files) == 3
+    assert result.problems == [
+        f"{src / 'Leap.md'}: its frontmatter cannot be read: a value that cannot be read (day is out of range for "
+        "month); imported as text, without a title, aliases, tags or properties from it",
+        f"{src / 'List.md'}: its frontmatter is a list, not properties; imported as text, without a title, aliases, "
+        "tags or properties from it"]
+    assert "aliases: [Leap Page]" in v.read_note("sources/notes/Leap.md").fields["content"]  # (kept, as text)
+
+
 def test_a_link_a_person_made_is_neither_rewritten_nor_removed_by_a_sync(tmp_path):
     from engine.review.linkwrite import write_link
 

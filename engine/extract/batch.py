@@ -110,6 +110,7 @@ class Page:
     names: list[str] = field(default_factory=list)  # its frontmatter's `aliases` (Obsidian): other names
     tags: list[str] = field(default_factory=list)  # its frontmatter's `tags`, without '#'
     properties: dict[str, Any] = field(default_factory=dict)  # the rest of its frontmatter (Obsidian's properties)
+    warning: str = ""  # what the import could not read of the file, said with its report
     properties_stale: bool = False  # an unchanged page whose note holds other properties (``_sync_properties``)
     heading: str = ""  # the `# ` line that opens its text, if any: a name memlink knows it by, never its title
     top: str | None = None  # the folder given it came from (its name), None for files given one by one
@@ -308,12 +309,18 @@ def read_page(page: Page, max_bytes: int | None = None) -> None:
     page.body, meta = page.text, {}
     front, body = split_frontmatter(page.text)
     if front is not None and body is not None:
+        why = ""
         try:
             loaded = safe_load(front)
-        except yaml.YAMLError:
-            loaded = None
+        except yaml.YAMLError as exc:
+            loaded, why = None, f"cannot be read: {' '.join(str(exc).split())}"
         if isinstance(loaded, dict):
             meta, page.body = loaded, body
+        elif loaded is not None:  # (None: empty, or comments only)
+            why = f"is a {type(loaded).__name__}, not properties"
+        if why:
+            page.warning = (f"{page.path}: its frontmatter {why}; imported as text, without a title, aliases, tags "
+                            f"or properties from it")
         if isinstance(loaded, dict) and (deep := nesting(loaded)) >= MAX_DEPTH:  # (its note keeps them a level deeper)
             raise InputError(f"{page.path}: its frontmatter nests {deep} levels deep; a note keeps at most {MAX_DEPTH - 1}")
     page.title = _title(meta, page.path)
@@ -710,6 +717,8 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
             _remember(vault, page.sha, page.uri, str(page.real or page.path))
     for page in written:
         report = reports[id(page)]
+        if page.warning:
+            report.problems.insert(0, page.warning)
         if id(page) in unfinished:
             why = unfinished[id(page)]
             result.pending.append({"path": str(page.path), "source": page.note, "error": why})
