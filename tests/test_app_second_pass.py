@@ -555,6 +555,34 @@ async def test_review_keys_act_only_on_the_pair_the_lint_pane_shows(sample):
     assert notes_text(sample) == before  # nothing was applied
 
 
+async def test_a_review_preview_survives_a_resize(sample):
+    """A resize draws the findings again at the new width: the row stays highlighted and
+    its preview pending, and y applies it."""
+    from textual.widgets import DataTable, Static
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_at(app, pilot, "lint")
+        await pilot.press("enter")
+        table = app.screen.query_one("#findings", DataTable)
+        row = [i for i, key in enumerate(table.rows) if key.value.split("|")[2]][1]  # not the first row: a redraw starts there
+        table.move_cursor(row=row)
+        await settle(app, pilot)
+        pair = app.screen.pair
+        await pilot.press("left_square_bracket")
+        assert app.screen.pending is not None
+        await pilot.resize_terminal(150, 40)
+        await settle(app, pilot)
+        assert table.cursor_row == row and app.screen.pair == pair and app.screen.pending is not None
+        assert str(app.screen.query_one("#review-status", Static).render()).startswith("y applies this")
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert "u undoes" in str(app.screen.query_one("#review-status", Static).render())
+    a, b = pair  # keep A applied to the pair shown: B (or its claim) is superseded by A
+    dropped = sample.read_note(b).extra
+    assert dropped.get("superseded_by") == a or [c["superseded_by"] for c in dropped["superseded_claims"]] == [a]
+
+
 async def test_import_picks_a_file_in_the_folder_tree(sample, tmp_path):
     from textual.widgets import DirectoryTree, Static
 

@@ -80,7 +80,11 @@ async def test_review_a_contradiction_keep_a_then_undo(sample):
         assert "superseded" in str(screen.query_one("#review-status", Static).render())
         dropped = sample.read_note(b).extra  # the disputed claim, or the whole note when that is the claim
         assert dropped.get("superseded_by") == a or [c["superseded_by"] for c in dropped["superseded_claims"]] == [a]
-        await pilot.press("u")
+        await pilot.press("u")  # first what it undoes
+        await pilot.pause()
+        assert "y applies" in str(screen.query_one("#review-status", Static).render())
+        assert sample.read_note(b).extra == dropped
+        await pilot.press("y")
         await pilot.pause()
         assert "undid keep-a" in str(screen.query_one("#review-status", Static).render())
         assert "superseded_by" not in sample.read_note(b).extra and "superseded_claims" not in sample.read_note(b).extra

@@ -221,7 +221,7 @@ async def test_app_merge_starts_from_both_texts_and_previews_before_writing(samp
         box = screen.query_one("#merge-text", TextArea)
         assert box.display and box.has_focus
         keys = str(screen.query_one("#review-status", Static).render())  # (the editor's title is cut when narrow)
-        assert "ctrl+s previews the merge" in keys and "escape cancels" in keys
+        assert "ctrl+s previews the merge" in keys and "escape closes" in keys
         text_a = v.read_note(a).fields["content"].strip()
         text_b = v.read_note(b).fields["content"].strip()
         assert box.text == f"{text_a}\n\n{text_b}"  # both texts, several lines, not an empty input
@@ -242,6 +242,7 @@ async def test_app_merge_starts_from_both_texts_and_previews_before_writing(samp
         assert "stays current" in str(screen.query_one("#review-status", Static).render())  # an event and a person
         assert {i for i, _d, _e in links_before} - {l.id for l in v.links.all()} == disputed  # only it is gone
         await pilot.press("u")
+        await pilot.press("y")
         await settle(app, pilot)
     assert link_sides(v) == links_before
     assert {k: h for k, h in files(v).items() if not k.startswith("dashboards/")} == {
@@ -320,3 +321,86 @@ async def test_app_merge_can_keep_the_other_note(sample):
         await pilot.press("y")
         await settle(app, pilot)
     assert sample.read_note(b).fields["content"] == box.text.strip()
+
+
+async def test_app_merge_text_survives_escape(sample):
+    """Escape never throws typed merge text away: from the preview it goes back to the
+    editor, from the editor it keeps the text for e to open again; the editor's keys
+    leave the screen with it."""
+    from conftest import open_at, settle
+    from textual.widgets import Static, TextArea
+
+    from memlink_tui.app import MemlinkApp
+
+    v = sample
+    app = MemlinkApp(v)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await open_at(app, pilot, "browser", MUM)
+        await pilot.press("x")
+        await settle(app, pilot)
+        screen = app.screen
+        before = files(v)
+
+        def status() -> str:
+            return str(screen.query_one("#review-status", Static).render())
+
+        await pilot.press("e")
+        await pilot.pause()
+        box = screen.query_one("#merge-text", TextArea)
+        await pilot.press(*"Merged. ")
+        typed = box.text
+        assert typed.startswith("Merged. ")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert "y applies" in status() and not box.display
+        await pilot.press("escape")  # back from the preview: into the editor, the text as typed
+        await pilot.pause()
+        assert box.display and box.has_focus and box.text == typed
+        assert "ctrl+s previews the merge" in status()
+        await pilot.press("escape")  # out of the editor: the text is kept
+        await pilot.pause()
+        assert not box.display and "ctrl+s" not in status() and "e opens it again" in status()
+        await pilot.press("e")
+        await pilot.pause()
+        assert box.display and box.text == typed
+        await pilot.press("escape")
+        await pilot.pause()
+    assert files(v) == before  # nothing was written
+
+
+async def test_app_undo_shows_what_it_undoes_and_waits_for_y(sample):
+    """u undoes the vault's last action whichever pane or command made it: a link edited
+    in the memory pane too. It first says which action that is; escape keeps it."""
+    from conftest import open_at, settle
+    from textual.widgets import Static
+
+    from engine.review.linkwrite import write_link
+    from memlink_tui.app import MemlinkApp
+
+    v = sample
+    link = next(l for l in v.links.all() if l.link_type.value == "related_to" and l.direction == "links")
+    write_link(v, link.from_uri, link.to_uri, "related_to", update=True, description="edited elsewhere")
+    app = MemlinkApp(v)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await open_at(app, pilot, "lint")
+        screen = app.screen
+
+        def status() -> str:
+            return str(screen.query_one("#review-status", Static).render())
+
+        def description() -> str | None:
+            return next(l for l in v.links.of(link.from_uri, "links") if l.id == link.id).description
+
+        await pilot.press("u")
+        await settle(app, pilot)
+        assert status().startswith("y applies this, escape cancels")
+        assert "update-link" in status() and f"updated the link {link.from_uri} -> {link.to_uri}" in status()
+        assert description() == "edited elsewhere"
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert "cancelled" in status() and description() == "edited elsewhere"
+        await pilot.press("u")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert "undid update-link" in status() and description() == link.description

@@ -480,7 +480,7 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def _entry_id(entry: dict[str, Any]) -> str:
+def entry_id(entry: dict[str, Any]) -> str:
     """An action's id; entries written before actions had ids are named by their content."""
     if isinstance(entry.get("id"), str):
         return entry["id"]
@@ -493,7 +493,7 @@ def last_action(vault: Vault) -> dict[str, Any] | None:
     records = read_jsonl(vault.root / ACTION_LOG, strict=False)  # a torn line is a lost hint, not a stop
     undone = {r["undo"] for r in records if isinstance(r.get("undo"), str)}
     for entry in reversed(records):
-        if "action" in entry and isinstance(entry.get("before"), dict) and _entry_id(entry) not in undone:
+        if "action" in entry and isinstance(entry.get("before"), dict) and entry_id(entry) not in undone:
             return entry
     return None
 
@@ -504,19 +504,19 @@ def undo(vault: Vault, action_id: str | None = None) -> str:
     last action: a caller undoing its own write never reverses someone else's."""
     with vault.transaction() as tx:
         entry = last_action(vault)
-        if action_id is not None and (entry is None or _entry_id(entry) != action_id):
+        if action_id is not None and (entry is None or entry_id(entry) != action_id):
             logged = read_jsonl(vault.root / ACTION_LOG, strict=False)
-            if not any("action" in r and _entry_id(r) == action_id for r in logged):
+            if not any("action" in r and entry_id(r) == action_id for r in logged):
                 raise ReviewError(f"cannot undo action {action_id}: no action of this vault has that id; nothing was changed")
             if any(r.get("undo") == action_id for r in logged):
                 raise ReviewError(f"action {action_id} was undone already; nothing was changed")
         if entry is None:
             raise ReviewError("nothing to undo")
-        if action_id is not None and _entry_id(entry) != action_id:
+        if action_id is not None and entry_id(entry) != action_id:
             raise ReviewError(f"cannot undo action {action_id}: it is not the last action (that is {entry['action']} "
-                              f"on {entry['a']} / {entry['b']}, {_entry_id(entry)}); nothing was changed")
+                              f"on {entry['a']} / {entry['b']}, {entry_id(entry)}); nothing was changed")
         _restore(tx, entry)
-        tx.append(ACTION_LOG, {"at": _now(), "undo": _entry_id(entry)})
+        tx.append(ACTION_LOG, {"at": _now(), "undo": entry_id(entry)})
     for folder in entry.get("folders") or ():  # the folders it made (deepest first), once undo left them empty
         try:
             vault.path(folder).rmdir()  # (only an empty folder goes: one a file was put in since stays)

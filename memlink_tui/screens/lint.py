@@ -2,11 +2,16 @@
 note) — first "worst first": errors, contradictions and other warnings one by one, then a
 row per grouped check (freshness, provenance…) that enter expands —, and review mode for contradictions: both sides shown, single keys act —
 [ keep A (left), ] keep B (right), e edit both into one (merge), d dismiss, a ask (research),
-u undo. An action first shows what it
+u undo the vault's last action. An action first shows what it
 will change (engine.review.actions.preview); y applies exactly that, escape cancels. Merge opens an
-editor holding both texts; ctrl+s previews the merged text."""
+editor holding both texts; ctrl+s previews the merged text, escape from that preview goes back
+to the editor, and text edited there is kept (per pair) until the merge or another review of
+the pair is applied."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
 
 from rich.cells import cell_len
 from textual import on, work
@@ -18,7 +23,6 @@ from textual.widgets import DataTable, Footer, Label, ListItem, ListView, Markdo
 from engine import MemlinkError, Vault
 from engine.lint.report import GROUPED, LintReport, lint, rank, write_dashboards
 from engine.model.text import printable_path
-from engine.review.actions import Plan
 from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
 
@@ -28,6 +32,14 @@ from .pane import Pane
 MAX_ROWS = 1000
 GROUP = "group"  # the key of a grouped check's row: group|check|
 RANKED = "worst first"  # the checks list's first entry: every check, ranked, grouped ones one row each
+
+
+class Pending(NamedTuple):
+    """An action previewed and waiting for y."""
+
+    pair: tuple[str, str] | None  # the pair it was previewed on; None: undo, which is about the vault, not the row
+    action: str
+    apply: Callable[[], str]  # writes it; returns what to tell
 
 
 class LintScreen(Pane):
@@ -65,8 +77,10 @@ class LintScreen(Pane):
         self.report: LintReport | None = None
         self.pair: tuple[str, str] | None = None
         self.focus_note: str | None = None  # findings shown only for this note (x in the browser)
-        self.pending: tuple[Plan, str | None] | None = None  # a previewed action and its text, until y or escape
+        self.pending: Pending | None = None  # until y or escape
         self.merge_into = 0  # which note of the pair keeps the merged text (0: A, 1: B); ctrl+f swaps
+        self.merge_start = ""  # the editor's text as it opened: both notes' texts
+        self.drafts: dict[tuple[str, str], tuple[str, int]] = {}  # merge text edited and not applied, per pair
 
     def compose(self) -> ComposeResult:
         yield self.pane_bar()
@@ -89,10 +103,11 @@ class LintScreen(Pane):
         self.set_focus(self.query_one("#checks"))
 
     def on_resize(self, event) -> None:
+        row = self.query_one("#findings", DataTable).cursor_row  # (new columns clear the table)
         if self._columns(event.size.width) and self.report is not None:
             view = self.query_one("#checks", ListView)
             if view.highlighted_child is not None and view.highlighted_child.name:
-                self._fill(view.highlighted_child.name)
+                self._fill(view.highlighted_child.name, row)
 
     _widths: tuple[int, ...] = ()
 
@@ -166,12 +181,15 @@ class LintScreen(Pane):
             return
         self._fill(event.item.name)
 
-    def _fill(self, check: str) -> None:
+    def _fill(self, check: str, row: int | None = None) -> None:
+        """List the findings of ``check``; ``row``: the one to stay on when the same list
+        is drawn again (a resize), its pair and preview kept."""
         table = self.query_one("#findings", DataTable)
         table.clear()
-        # No pair until a row of this list is highlighted: keys never act on one it does not show.
-        self._choose(None)
-        self.call_later(self._show, "", "")
+        if row is None:
+            # No pair until a row of this list is highlighted: keys never act on one it does not show.
+            self._choose(None)
+            self.call_later(self._show, "", "")
         focus = self.focus_note
         assert self.report is not None  # filled only once a lint has run
         by_check = self.report.by_check()
@@ -189,6 +207,8 @@ class LintScreen(Pane):
                 table.add_row(safe_markup(g.worst), safe_markup(g.check), "", f"{g.text} · enter lists them", key=f"{GROUP}|{g.check}|")
         more = f" · first {MAX_ROWS} of {len(rows)} (all in dashboards/)" if len(rows) > MAX_ROWS else ""
         table.border_title = check + (f" · involving {focus}" if focus else "") + more
+        if row is not None:
+            table.move_cursor(row=row)
 
     @on(ListView.Selected, "#checks")
     def _enter_check(self, event: ListView.Selected) -> None:
@@ -196,6 +216,8 @@ class LintScreen(Pane):
 
     @on(DataTable.RowHighlighted, "#findings")
     async def _row(self, event: DataTable.RowHighlighted) -> None:
+        if event.cursor_row != event.data_table.cursor_row:
+            return  # the cursor has moved on (a redraw passes the first row on its way back)
         key = event.row_key.value
         assert key is not None  # every row is added with its key
         _i, uri, other = key.split("|", 2)
@@ -208,8 +230,11 @@ class LintScreen(Pane):
 
     def _choose(self, pair: tuple[str, str] | None) -> None:
         """The pair the review keys act on; a preview made for another pair is dropped
-        (y never applies what the screen no longer shows)."""
-        if pair != self.pair and self.pending is not None:
+        (y never applies what the screen no longer shows), and the merge editor closes, its
+        text kept with the pair it was written for."""
+        if pair != self.pair and self.query_one("#merge-text", TextArea).display:
+            self._status(self._close_editor())
+        if self.pending is not None and self.pending.pair not in (None, pair):
             self.pending = None
             self._status("preview dropped: another row is chosen")
         self.pair = pair
@@ -267,7 +292,7 @@ class LintScreen(Pane):
     async def action_review(self, action: str, text: str | None = None, swap: bool = False) -> None:
         """Show what the action will change; nothing is written until y. ``swap``: B is the
         review's A (a merge kept in B)."""
-        from engine.review.actions import preview
+        from engine.review.actions import preview, review
 
         if self.pair is None:
             self._status("choose a contradiction (two notes) first")
@@ -279,24 +304,41 @@ class LintScreen(Pane):
             self.pending = None
             self._status(f"[red]{safe_markup(str(exc))}[/red]")
             return
-        self.pending = (plan, text)
+
+        def apply() -> str:  # refused if the notes changed since the preview
+            return review(self.vault, a, b, action, text=text, expect=plan).message + "   (u undoes)"
+
+        self._propose(Pending(self.pair, action, apply), plan.lines())
+
+    def action_undo(self) -> None:
+        """Undo the vault's last action, whichever pane or command made it: shown first."""
+        from engine.review.actions import entry_id, last_action, undo
+
+        entry = last_action(self.vault)
+        if entry is None:
+            self._status("nothing to undo")
+            return
+        self._propose(Pending(None, "undo", lambda: undo(self.vault, entry_id(entry))),
+                      [f"undo {entry['action']} on {entry['a']} / {entry['b']} ({entry['at']}):", f"  {entry['message']}"])
+
+    def _propose(self, pending: Pending, lines: list[str]) -> None:
+        """Show what y will do; nothing is written until then."""
+        self.pending = pending
         # The keys first: on a short screen the end of a long preview is below the fold.
-        self._status("[b]y[/b] applies this, escape cancels:\n" + "\n".join(safe_markup(line) for line in plan.lines()))
+        self._status("[b]y[/b] applies this, escape cancels:\n" + "\n".join(safe_markup(line) for line in lines))
 
     async def action_confirm(self) -> None:
-        """Apply the previewed action, refused if the notes changed since the preview."""
-        from engine.review.actions import review
-
         if self.pending is None:
             return
-        plan, text = self.pending
-        self.pending = None
+        pending, self.pending = self.pending, None
         try:
-            result = review(self.vault, plan.a, plan.b, plan.action, text=text, expect=plan)
+            message = pending.apply()
         except MemlinkError as exc:
             self._status(f"[red]{safe_markup(str(exc))}[/red]")
             return
-        self._status(safe_markup(result.message) + "   (u undoes)")
+        if pending.pair is not None:
+            self.drafts.pop(pending.pair, None)  # the pair is reviewed: its merge text has served
+        self._status(safe_markup(message))
         self.rerun()
 
     def action_merge(self) -> None:
@@ -312,20 +354,40 @@ class LintScreen(Pane):
                 self._status(f"[red]{safe_markup(str(exc))}[/red]")
                 return
             texts.append(note.field_text(self.vault.schema(note.memory_type).text_field).strip())
+        self.merge_start = "\n\n".join(texts)
         box = self.query_one("#merge-text", TextArea)
-        box.text = "\n\n".join(texts)
-        self.merge_into = 0
+        box.text, self.merge_into = self.drafts.get(self.pair, (self.merge_start, 0))
+        self._open_editor()
+
+    def _open_editor(self) -> None:
+        """Show the merge editor with its text as left, and its keys."""
+        self.pending = None  # the editor hides a preview: y no longer applies it
+        box = self.query_one("#merge-text", TextArea)
         self._merge_title()
         box.display = True
         self.set_focus(box)
         # (the editor's title is cut on a narrow screen, and the footer shows the editor's keys)
-        self._status("[b]ctrl+s[/b] previews the merge · [b]ctrl+f[/b] the other note keeps it · [b]escape[/b] cancels")
+        self._status("[b]ctrl+s[/b] previews the merge · [b]ctrl+f[/b] the other note keeps it · "
+                     "[b]escape[/b] closes it, keeping the text")
+
+    def _close_editor(self) -> str:
+        """Hide the merge editor; text edited there is kept for e to open again. Returns
+        what to tell."""
+        assert self.pair is not None  # the editor opens on a pair
+        box = self.query_one("#merge-text", TextArea)
+        box.display = False
+        self.set_focus(self.query_one("#findings", DataTable))
+        if (box.text, self.merge_into) == (self.merge_start, 0):
+            self.drafts.pop(self.pair, None)
+            return "merge cancelled: nothing was changed"
+        self.drafts[self.pair] = (box.text, self.merge_into)
+        return "nothing was changed; the merge text is kept: e opens it again"
 
     def _merge_title(self) -> None:
         assert self.pair is not None  # the editor opens on a pair
         side, uri = "AB"[self.merge_into], self.pair[self.merge_into]
         self.query_one("#merge-text", TextArea).border_title = (
-            f"merged text kept in {side} ({safe_markup(uri)}) · ctrl+f keeps the other · ctrl+s previews · escape cancels")
+            f"merged text kept in {side} ({safe_markup(uri)}) · ctrl+f keeps the other · ctrl+s previews · escape keeps it for later")
 
     def action_merge_swap(self) -> None:
         """The other note of the pair keeps the merged text (the one merged into survives)."""
@@ -337,35 +399,28 @@ class LintScreen(Pane):
         box = self.query_one("#merge-text", TextArea)
         if not box.display or self.pair is None:
             return
-        box.display = False
-        self.set_focus(self.query_one("#findings", DataTable))
         await self.action_review("merge", box.text, swap=bool(self.merge_into))
+        if self.pending is not None:  # (a text refused stays in the editor, the reason above it)
+            self._close_editor()
 
     async def action_back(self) -> None:
         if not self.cancel_review():
             await self.run_action("app.back")
 
     def cancel_review(self) -> bool:
-        """Escape: close the merge editor or drop a preview; False when there was none."""
-        box = self.query_one("#merge-text", TextArea)
-        if box.display:
-            box.display = False
-            self.set_focus(self.query_one("#findings", DataTable))
+        """Escape: close the merge editor, or drop a preview (a merge's goes back to its
+        editor); False when there was neither."""
+        if self.query_one("#merge-text", TextArea).display:
+            self._status(self._close_editor())
             return True
         if self.pending is not None:
-            self.pending = None
-            self._status("cancelled: nothing was changed")
+            if self.pending.action == "merge":
+                self._open_editor()
+            else:
+                self.pending = None
+                self._status("cancelled: nothing was changed")
             return True
         return False
-
-    async def action_undo(self) -> None:
-        from engine.review.actions import undo
-
-        try:
-            self._status(safe_markup(undo(self.vault)))
-        except MemlinkError as exc:
-            self._status(f"[red]{safe_markup(str(exc))}[/red]")
-        self.rerun()
 
 
 def _tail(path: str, width: int) -> str:
