@@ -456,6 +456,18 @@ def test_names_tags_and_properties_edited_in_the_vault_survive_a_sync(tmp_path):
     assert v.read_note(garden.uri).extra["tags"] == ["home", "summer"]
 
 
+def test_a_search_for_nothing_but_a_one_word_alias_finds_its_page(tmp_path):
+    from engine.retrieve.search import search
+
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = write(tmp_path / "notes", {"Finance.md": "---\naliases: [Money]\n---\nMortgage rate.\n",
+                                     "Garden.md": "Tomatoes and beans.\n"})
+    ingest_batch(v, [src], extractor=RULES)
+    for query in ("Money", "money"):
+        assert [h.uri for h in search(v, query)][:1] == ["sources/notes/Finance.md"], query
+    assert "sources/notes/Finance.md" not in [h.uri for h in search(v, "money for beans")]  # (a word, there)
+
+
 def test_a_frontmatter_that_cannot_be_read_is_said_with_its_file(tmp_path):
     v = Vault.init(tmp_path / "vault", name="test")
     src = write(tmp_path / "notes", {"Leap.md": "---\naliases: [Leap Page]\ndate: 2024-02-30\n---\nBody.\n",

@@ -272,7 +272,8 @@ class NameIndex:
     def named_in(self, question: str, min_words: int = 2) -> list[Named]:
         """The notes a question names by title or alias: the longest spans first, exactly or
         nearly (one typo, a missing plural). A one-word name counts only when the question
-        writes it capitalised, as a name ("Atlas", not "atlas" the word)."""
+        writes it capitalised, as a name ("Atlas", not "atlas" the word), or is nothing but
+        the name (a search for "money" asks for the note called Money)."""
         raw = _WORD.findall(re.sub(r"['’]s\b", "", question))
         qw = [w.lower() for w in raw]
         spans = {" ".join(qw[i : i + n]) for n in range(1, min(8, len(qw)) + 1) for i in range(len(qw) - n + 1)}
@@ -294,7 +295,7 @@ class NameIndex:
             for i in range(len(qw) - n + 1):
                 if any(taken[i : i + n]):
                     continue
-                if n < min_words and not (raw[i][:1].isupper() and i > 0 and len(raw[i]) > 2):
+                if n < min_words and n < len(qw) and not (raw[i][:1].isupper() and i > 0 and len(raw[i]) > 2):
                     continue
                 span = " ".join(qw[i : i + n])
                 uris, exact = named(span), True
