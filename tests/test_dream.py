@@ -223,6 +223,14 @@ def test_a_rules_report_quotes_only_notes_holding_the_question_s_words(vault):
     assert vault.read_note(report).fields["source_uris"] == [kiln]
 
 
+def test_notes_sharing_one_word_each_with_a_question_are_not_what_the_vault_knows_of_it(sample):
+    """In the sample vault, "teacher" and "near" are each in a note about something else."""
+    cand = ask(sample, "Which cello teachers are near Delfshaven?")
+    result = dream(sample)
+    assert result.nothing_yet == ["Which cello teachers are near Delfshaven?"]
+    assert not sample.read_note(cand).fields.get("report_uri")
+
+
 def test_a_rules_report_leaves_out_a_note_sharing_only_the_question_s_place(vault):
     kiln = vault.write_note("entity", {"name": "Kiln studio", "content": "A small electric kiln fits in a flat."}).uri
     studio = vault.write_note("entity", {"name": "Clay studio", "content": "Its electric kiln in Rotterdam fires to cone 6."}).uri

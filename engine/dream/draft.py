@@ -23,6 +23,7 @@ from ..model.lineranges import parse_ranges
 from ..model.links import StoredLink, WikiLink
 from ..model.notes import serialize_note
 from ..model.templates import render_template
+from ..model.text import question_tokens, tokenize
 from ..retrieve.search import query_coverage
 from ..storage.transaction import Transaction, text_hash
 from .operations import DreamOperations, ReportItem, check_dream_operations
@@ -180,15 +181,20 @@ EVIDENCE_SHARE = 0.5  # a note quoted holds at least this share of what the note
 
 def evidence(vault: Vault, question: str, notes: dict[int, Note]) -> list[int]:
     """The notes that say something about ``question``, in the order given: each holds
-    enough of its content words (search's coverage test, ``search.min_query_coverage``)
-    and at least ``EVIDENCE_SHARE`` of what the best of them holds: a note sharing only
-    the question's place ("… at home in Rotterdam?") is not quoted beside the notes about
-    its subject. Found by meaning alone is not enough for the rules to quote a note as
-    what the vault knows."""
+    two of its content words at least (all, when it has fewer: one word shared, "near" or
+    "teacher" of "Which cello teachers are near Delfshaven?", is a coincidence), enough
+    of their weight (search's coverage test, ``search.min_query_coverage``) and at least
+    ``EVIDENCE_SHARE`` of what the best of them holds: a note sharing only the question's
+    place ("… at home in Rotterdam?") is not quoted beside the notes about its subject.
+    Found by meaning alone is not enough for the rules to quote a note as what the vault
+    knows."""
     index = SearchIndex.for_vault(vault)
-    held = {pid: query_coverage(index, question, f"{vault.title(note)}\n{note.text}") for pid, note in notes.items()}
+    asked = set(question_tokens(question) or tokenize(question))
+    texts = {pid: f"{vault.title(note)}\n{note.text}" for pid, note in notes.items()}
+    sharing = [pid for pid in notes if len(asked & set(tokenize(texts[pid]))) >= min(2, len(asked))]
+    held = {pid: query_coverage(index, question, texts[pid]) for pid in sharing}
     floor = max(vault.config.search.min_query_coverage, EVIDENCE_SHARE * max(held.values(), default=0.0))
-    return [pid for pid in notes if held[pid] >= floor]
+    return [pid for pid in sharing if held[pid] >= floor]
 
 
 def rules_draft(vault: Vault, topic: Topic, uris: list[str]) -> ReportDraft:

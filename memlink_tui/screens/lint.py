@@ -319,7 +319,8 @@ class LintScreen(Pane):
             self._status("nothing to undo")
             return
         self._propose(Pending(None, "undo", lambda: undo(self.vault, entry_id(entry))),
-                      [f"undo {entry['action']} on {entry['a']} / {entry['b']} ({entry['at']}):", f"  {entry['message']}"])
+                      [f"undo {entry['action']} on {entry.get('a')} / {entry.get('b')} ({entry.get('at')}):",
+                       f"  {entry.get('message') or ''}"])
 
     def _propose(self, pending: Pending, lines: list[str]) -> None:
         """Show what y will do; nothing is written until then."""
