@@ -163,6 +163,9 @@ def test_rendering_rules():
     out = render_links(page, [mk("Basalt Labs", "sources/basalt-labs.md"), mk("Bluefin", "sources/bluefin.md")])
     assert out.text == ("Sara joined [Basalt Labs](sources/basalt-labs.md), then [Bluefin](sources/bluefin.md) and "
                         "[[Other]]. ![Bluefin](x.png)")
+    # Where the page writes the anchor as a link, only there: the same word elsewhere stays a word.
+    out = render_links("Beta is late. See [[Beta]].", [mk("Beta", "sources/Beta.md")])
+    assert out.text == "Beta is late. See [Beta](sources/Beta.md)." and out.rendered and not out.missing
     # A path a destination cannot hold as it is (an Obsidian page's spaces) is %-escaped;
     # the rest stays readable, and a markdown reader gives back the path.
     spaced = render_links("See the internal link and 杭州.", [mk("internal link", "sources/Linking notes/Internal links (100%).md"),

@@ -1,6 +1,7 @@
 """Render outgoing links into text by match_text, at read time only (docs/DESIGN.md, "Vault format").
 
-Rules: only direction "links" renders; every occurrence is replaced; longer match texts
+Rules: only direction "links" renders; every occurrence is replaced (but where the text
+writes the anchor as a link itself: then only there); longer match texts
 win over shorter ones they contain; a match_text absent from the text leaves the text
 alone and is reported (the link itself stays). Link syntax already in the text (an
 imported page's `[[page|Shown]]` or `[Shown](path)`) is never nested into: when its shown
@@ -61,10 +62,14 @@ def render_links(text: str, links: list[StoredLink], href: Callable[[StoredLink]
     texts = "|".join(re.escape(t) for t in sorted(present, key=len, reverse=True))
     pattern = re.compile(rf"{_EXISTING.pattern}|(?P<plain>{texts})")
     used: dict[str, StoredLink] = {}
+    # An anchor the text writes as a link already ("See [[Beta]]") is that link: the same
+    # word elsewhere ("Beta is late") is the word, as the text's author left it.
+    written = {shown for m in _EXISTING.finditer(text)
+               if (shown := m.group("wiki_shown") or m.group("wiki") or m.group("md")) in present}
 
     def repl(m: re.Match) -> str:
         shown = m.group("plain")
-        if m.group("img"):
+        if m.group("img") or shown in written:
             return m.group(0)  # an image's alt text stays as written
         if shown is None:  # link syntax already there
             shown = m.group("wiki_shown") or m.group("wiki") or m.group("md")
