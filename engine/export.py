@@ -11,8 +11,9 @@ vault's write lock, after any journal was replayed, so no half-written change is
 
 - ``export_vault``: the same content as a new vault folder.
 - ``export_markdown``: every note as plain markdown (one title, the body as a reader sees
-  it with its links inline and wikilinks made relative markdown links, Links and
-  Backlinks lists with relative links), plus a `README.md` index.
+  it with its links inline and wikilinks made relative markdown links, embeds shown as
+  images or links, Links and Backlinks lists with relative links), the files they embed
+  or link (images, PDFs) at their paths, plus a `README.md` index.
 - ``backup_vault``: a dated `.tar.gz` with a manifest (path, size, sha256 of each file),
   written atomically.
 - ``restore_archive``: checks every member (regular files under one folder only: no
@@ -43,12 +44,14 @@ from urllib.parse import quote
 
 from . import version
 from .errors import MemlinkError, SidecarError
+from .model.config import CONFIG_FILE
 from .model.links import SIDECAR, StoredLink
 from .model.uris import utf8_name
 from .storage.atomic import TMP_SUFFIX, atomic_writer, fsync_dir, temp_beside
 from .storage.render import render_links
 from .storage.sidecars import SIDECAR_LOG, folder_text, sidecar_rel
 from .storage.store import STATE_DIR
+from .storage.walk import NON_NOTE_DIRS
 
 if TYPE_CHECKING:
     from .storage.vault import Vault
@@ -314,16 +317,20 @@ def _link_line(vault: Vault, link: StoredLink, here: str, titles: dict[str, str]
 
 
 class _Names:
-    """What a wikilink's target may name among the exported notes: a path (from the vault
-    root or the note's folder, ``.md`` optional), else a unique file name, else a unique title."""
+    """What a wikilink's target may name among the exported notes and files (an image,
+    a PDF): a path (from the vault root or the note's folder, ``.md`` optional), else a
+    unique file name, else a unique title."""
 
-    def __init__(self, titles: dict[str, str]) -> None:
-        self.uris = set(titles)
+    def __init__(self, titles: dict[str, str], files: list[str] | None = None) -> None:
+        files = files or []
+        self.uris = set(titles) | set(files)
         self.stems: dict[str, list[str]] = {}
         self.titles: dict[str, list[str]] = {}
         for uri, title in titles.items():
             self.stems.setdefault(PurePosixPath(uri).stem.lower(), []).append(uri)
             self.titles.setdefault(_flat(title).lower(), []).append(uri)
+        for rel in files:
+            self.stems.setdefault(PurePosixPath(rel).name.lower(), []).append(rel)
 
     def find(self, target: str, here: str) -> str | None:
         target = target.strip()
@@ -348,8 +355,10 @@ def _plain_wikilinks(text: str, here: str, names: _Names) -> str:
 
     def repl(m: re.Match) -> str:
         target, shown = m.group(2), m.group(3)
-        label = _label(shown or target.strip() or m.group(0))
         uri = names.find(target, here) if target.strip() else None
+        if uri and m.group(1) and not uri.endswith(".md"):  # an embedded file: shown where it was
+            return f"![{_label(PurePosixPath(uri).name)}]({_href(here, uri)})"  # (its "|200" is a size)
+        label = _label(shown or target.strip() or m.group(0))
         return f"[{label}]({_href(here, uri)})" if uri else label
 
     return _WIKILINK.sub(repl, text) if "[[" in text else text
@@ -389,8 +398,9 @@ def render_markdown(vault: Vault, uri: str, titles: dict[str, str],
 
 def export_markdown(vault: Vault, dest: Path) -> ExportReport:
     """Every note as plain markdown at its own path in the new folder ``dest``, plus
-    `README.md` listing them by type: readable anywhere, no frontmatter, no sidecars.
-    Not a vault (session logs and settings are not included)."""
+    `README.md` listing them by type, and the files they may embed or link (``_attachment``):
+    readable anywhere, no frontmatter, no sidecars. Not a vault (session logs and settings
+    are not included)."""
     real = _check_outside(vault, dest, "the export folder")
     _check_new_folder(real)
     report = ExportReport(str(real))
@@ -405,7 +415,13 @@ def export_markdown(vault: Vault, dest: Path) -> ExportReport:
         for link in vault.links.all():
             if link.legacy:
                 legacy_in.setdefault(link.to_uri, []).append(link)
-        names = _Names(titles)
+        files = [item for item in snap.items if _attachment(item.rel)]
+        for item in files:  # (what the notes embed and link: images, PDFs, a canvas)
+            data = item.read()
+            _write_file(tmp, item.rel, data, item.mode, item.mtime)
+            report.files += 1
+            report.bytes += len(data)
+        names = _Names(titles, [item.rel for item in files])
         for entry in good:
             text, n = render_markdown(vault, entry.uri, titles, legacy_in, names)
             data = text.encode("utf-8")
@@ -419,6 +435,14 @@ def export_markdown(vault: Vault, dest: Path) -> ExportReport:
         report.files += 1
         report.bytes += len(index)
     return report
+
+
+def _attachment(rel: str) -> bool:
+    """A file of the vault's content the exported notes may show or link: not a note,
+    not memlink's own (sidecars, session logs, settings, memory types, dashboards)."""
+    path = PurePosixPath(rel)
+    return (path.suffix.lower() != ".md" and path.name not in (SIDECAR, SIDECAR_LOG) and rel != CONFIG_FILE
+            and path.parts[0] not in NON_NOTE_DIRS)
 
 
 def _markdown_index(vault: Vault, entries: list, titles: dict[str, str]) -> str:

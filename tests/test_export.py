@@ -256,6 +256,26 @@ def test_markdown_pages_have_one_title_no_markers_and_only_links_that_resolve(tm
     assert "See [Havenlink](havenlink.md), [our cat](mochi.md), [profile](../profile.md), [Hangzhou](hangzhou.md) and Nowhere." in page
 
 
+def test_markdown_export_carries_the_files_pages_embed_and_shows_them(tmp_path):
+    from engine.extract.batch import ingest_batch
+    from engine.extract.rules import RulesExtractor
+
+    src = tmp_path / "notes"
+    (src / "att").mkdir(parents=True)
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
+    (src / "att" / "pic.png").write_bytes(png)
+    (src / "Page.md").write_text("Image: ![[pic.png|200]] and ![alt](att/pic.png) and [[pic.png]].\n", encoding="utf-8")
+    vault = Vault.init(tmp_path / "vault", name="test")
+    ingest_batch(vault, [src], extractor=RulesExtractor())
+    vault.close()
+    assert memlink("export", str(tmp_path / "md"), "--markdown", vault=tmp_path / "vault").returncode == 0
+    out = tmp_path / "md"
+    assert (out / "sources/notes/att/pic.png").read_bytes() == png
+    page = (out / "sources/notes/Page.md").read_text(encoding="utf-8")
+    assert "Image: ![pic.png](att/pic.png) and ![alt](att/pic.png) and [pic.png](att/pic.png)." in page
+    assert not (out / "memlink.yaml").exists() and not list(out.rglob(SIDECAR))
+
+
 # -- backup and restore -----------------------------------------------------------------------------
 def test_backup_then_restore_gives_the_same_vault(tmp_path):
     root = _copy_sample(tmp_path)
