@@ -194,7 +194,8 @@ if [ -n "$journeys" ]; then
   keys Enter; wait_for card "Why they disagree"
   keys d; wait_for preview "applies this"
   keys y; wait_for applied "(u undoes)"
-  keys u; wait_for undone "undid dismiss"
+  keys u; wait_for undo-preview "undo dismiss on"
+  keys y; wait_for undone "undid dismiss"
   settled  # (the undo reloads the checks: a key sent meanwhile may land on the card being replaced)
   # One-key dream: its reports show in the tree without a key.
   keys 4; wait_for reports-again "Questions and reports"
