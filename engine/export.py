@@ -346,6 +346,7 @@ class _Names:
         return None
 
 
+_IMAGES = frozenset((".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif"))  # what a viewer shows inline
 _WIKILINK = re.compile(r"(!?)\[\[([^\]|#^]*)(?:[#^][^\]|]*)?(?:\|([^\]]*))?\]\]")
 
 
@@ -356,7 +357,7 @@ def _plain_wikilinks(text: str, here: str, names: _Names) -> str:
     def repl(m: re.Match) -> str:
         target, shown = m.group(2), m.group(3)
         uri = names.find(target, here) if target.strip() else None
-        if uri and m.group(1) and not uri.endswith(".md"):  # an embedded file: shown where it was
+        if uri and m.group(1) and PurePosixPath(uri).suffix.lower() in _IMAGES:  # shown where it was embedded
             return f"![{_label(PurePosixPath(uri).name)}]({_href(here, uri)})"  # (its "|200" is a size)
         label = _label(shown or target.strip() or m.group(0))
         return f"[{label}]({_href(here, uri)})" if uri else label
@@ -439,10 +440,11 @@ def export_markdown(vault: Vault, dest: Path) -> ExportReport:
 
 def _attachment(rel: str) -> bool:
     """A file of the vault's content the exported notes may show or link: not a note,
-    not memlink's own (sidecars, session logs, settings, memory types, dashboards)."""
+    not memlink's own (sidecars, session logs, settings, memory types, dashboards), not a
+    hidden one (``.DS_Store``, an editor's swap file)."""
     path = PurePosixPath(rel)
     return (path.suffix.lower() != ".md" and path.name not in (SIDECAR, SIDECAR_LOG) and rel != CONFIG_FILE
-            and path.parts[0] not in NON_NOTE_DIRS)
+            and path.parts[0] not in NON_NOTE_DIRS and not path.name.startswith("."))
 
 
 def _markdown_index(vault: Vault, entries: list, titles: dict[str, str]) -> str:

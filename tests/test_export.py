@@ -264,16 +264,19 @@ def test_markdown_export_carries_the_files_pages_embed_and_shows_them(tmp_path):
     (src / "att").mkdir(parents=True)
     png = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
     (src / "att" / "pic.png").write_bytes(png)
-    (src / "Page.md").write_text("Image: ![[pic.png|200]] and ![alt](att/pic.png) and [[pic.png]].\n", encoding="utf-8")
+    (src / "att" / "song.mp3").write_bytes(b"ID3")
+    (src / "Page.md").write_text("Image: ![[pic.png|200]] and ![alt](att/pic.png) and [[pic.png]]; ![[song.mp3]].\n",
+                                 encoding="utf-8")
     vault = Vault.init(tmp_path / "vault", name="test")
     ingest_batch(vault, [src], extractor=RulesExtractor())
     vault.close()
+    (tmp_path / "vault" / "sources" / ".DS_Store").write_bytes(b"\0")
     assert memlink("export", str(tmp_path / "md"), "--markdown", vault=tmp_path / "vault").returncode == 0
     out = tmp_path / "md"
     assert (out / "sources/notes/att/pic.png").read_bytes() == png
     page = (out / "sources/notes/Page.md").read_text(encoding="utf-8")
-    assert "Image: ![pic.png](att/pic.png) and ![alt](att/pic.png) and [pic.png](att/pic.png)." in page
-    assert not (out / "memlink.yaml").exists() and not list(out.rglob(SIDECAR))
+    assert "Image: ![pic.png](att/pic.png) and ![alt](att/pic.png) and [pic.png](att/pic.png); [song.mp3](att/song.mp3)." in page
+    assert not (out / "memlink.yaml").exists() and not list(out.rglob(SIDECAR)) and not list(out.rglob(".DS_Store"))
 
 
 # -- backup and restore -----------------------------------------------------------------------------

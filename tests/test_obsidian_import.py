@@ -456,6 +456,21 @@ def test_names_tags_and_properties_edited_in_the_vault_survive_a_sync(tmp_path):
     assert v.read_note(garden.uri).extra["tags"] == ["home", "summer"]
 
 
+def test_a_file_whose_properties_alone_changed_still_brings_its_next_text(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = write(tmp_path / "notes", {"P.md": "---\nstatus: draft\nscores: {1: low, top: high, 2024-01-01: a}\n---\nFirst text.\n"})
+    ingest_batch(v, [src], extractor=RULES)
+    again = ingest_batch(v, [src], extractor=RULES)  # (keys of every kind hash the same way again)
+    assert not again.edited and not again.changed and not again.failed
+    (src / "P.md").write_text("---\nstatus: done\n---\nFirst text.\n", encoding="utf-8")
+    ingest_batch(v, [src], extractor=RULES)
+    assert v.read_note("sources/notes/P.md").extra["properties"] == {"status": "done"}
+    (src / "P.md").write_text("---\nstatus: done\n---\nSecond text.\n", encoding="utf-8")
+    result = ingest_batch(v, [src], extractor=RULES)
+    assert result.changed == ["sources/notes/P.md"] and not result.edited
+    assert v.read_note("sources/notes/P.md").fields["content"] == "Second text."
+
+
 def test_a_search_for_nothing_but_a_one_word_alias_finds_its_page(tmp_path):
     from engine.retrieve.search import search
 

@@ -111,7 +111,7 @@ class Page:
     tags: list[str] = field(default_factory=list)  # its frontmatter's `tags`, without '#'
     properties: dict[str, Any] = field(default_factory=dict)  # the rest of its frontmatter (Obsidian's properties)
     warning: str = ""  # what the import could not read of the file, said with its report
-    properties_stale: bool = False  # an unchanged page whose note holds other properties (``_sync_properties``)
+    restamp: bool = False  # an unchanged page whose note holds other properties or an older hash (``_restamp``)
     heading: str = ""  # the `# ` line that opens its text, if any: a name memlink knows it by, never its title
     top: str | None = None  # the folder given it came from (its name), None for files given one by one
     target: str = ""  # the uri of its note: sources/<folder given>/<its path there>.md
@@ -391,7 +391,19 @@ def _imported_sha(content: str, title: object, keys: dict[str, Any]) -> str:
     """The ``imported`` hash: what the import wrote that a person may edit in the vault (in
     Obsidian's properties panel too): the text, the title, and the keys its file decides."""
     said = {"content": content, "title": title, **{k: keys.get(k) for k in OBSIDIAN_KEYS}}
-    return _sha(json.dumps(said, sort_keys=True, ensure_ascii=False, default=str))
+    return _sha(json.dumps(_plain(said), ensure_ascii=False))
+
+
+def _plain(value: Any) -> Any:
+    """A frontmatter value as JSON holds it, the same in every process: a mapping as its
+    pairs sorted by key (keys of any type), a set sorted, a date as its text."""
+    if isinstance(value, dict):
+        return sorted(([str(k), _plain(v)] for k, v in value.items()), key=lambda kv: kv[0])
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_plain(v) for v in value), key=repr)
+    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
 
 
 def _edited(vault: Vault, note: Note) -> bool:
@@ -434,12 +446,19 @@ def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False) -> str
     if is_pending(note):
         return "changed"
     same = note.fields.get("content") == page.body.strip() and _says_the_same(note, page)
-    if _edited(vault, note):  # (left as it is, unless the file says just what it says now)
-        return "unchanged" if same and (note.extra.get("properties") or {}) == page.properties else "edited"
-    if same:
-        page.properties_stale = (note.extra.get("properties") or {}) != page.properties
-        return "unchanged"
-    return "changed"
+    properties = (note.extra.get("properties") or {}) == page.properties
+    if _edited(vault, note) and not (same and properties):
+        return "edited"  # (left as it is, unless the file says just what it says now)
+    if not same:
+        return "changed"
+    content = str(note.fields.get("content") or "")
+    page.restamp = not properties or note.extra.get(IMPORTED_KEY) not in (_agreed(page), _sha(content))
+    return "unchanged"
+
+
+def _agreed(page: Page) -> str:
+    """The ``imported`` hash of a note that holds what the page's file says."""
+    return _imported_sha(page.body.strip(), page.title, _file_keys(page))
 
 
 def _file_keys(page: Page) -> dict[str, object]:
@@ -453,22 +472,26 @@ def _file_keys(page: Page) -> dict[str, object]:
 
 def _says_the_same(note: Note, page: Page) -> bool:
     """Whether the note holds what the file's frontmatter says: its title, names and tags
-    (its other properties are no input to extraction: ``_sync_properties``)."""
+    (its other properties are no input to extraction: ``_restamp``)."""
     keys = [k for k in OBSIDIAN_KEYS if k != "properties"]
     return (note.fields.get("title") == page.title
             and {k: note.extra[k] for k in keys if k in note.extra} == {k: v for k, v in _file_keys(page).items() if k in keys})
 
 
-def _sync_properties(vault: Vault, page: Page) -> None:
+def _restamp(vault: Vault, page: Page) -> None:
     """A file whose text, title, names and tags its note holds already may still have other
     properties than the note (changed since, or imported before they were kept): the note
-    takes the file's, in place; nothing is extracted again."""
-    if not page.properties_stale:
+    takes the file's, in place; nothing is extracted again. Its ``imported`` hash becomes
+    the file's, so a later change of the file is not taken for an edit in the vault (nor a
+    person's edit that made the note say what the file says)."""
+    if not page.restamp:
         return
     note = vault.read_note(page.target)
     with vault.transaction() as tx:
-        extra = {k: v for k, v in note.extra.items() if k != "properties"}
-        note.extra = {**extra, "properties": page.properties} if page.properties else extra
+        note.extra = {**note.extra, IMPORTED_KEY: _agreed(page)}
+        if (note.extra.get("properties") or {}) != page.properties:
+            extra = {k: v for k, v in note.extra.items() if k != "properties"}
+            note.extra = {**extra, "properties": page.properties} if page.properties else extra
         tx.put_text(note.uri, serialize_note(note, vault.schema("source"), vault.read_text(note.uri)), note)
 
 
@@ -889,7 +912,7 @@ def _write_source(vault: Vault, page: Page, result: BatchResult) -> RunReport:
     page.uri = page.target
     if page.state == "unchanged":
         page.known = f"already imported as {page.target}"
-        _sync_properties(vault, page)
+        _restamp(vault, page)
         return RunReport("none")
     if page.state == "edited":
         result.edited.append({"path": str(page.path), "source": page.target})
