@@ -269,6 +269,24 @@ def test_a_documents_original_edited_in_the_vault_is_kept(tmp_path):
     assert original.read_text(encoding="utf-8") == "<p>Mine.</p>"
 
 
+def test_a_page_that_embeds_or_links_an_imported_pdf_links_to_its_note(tmp_path):
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    set_llm(root, provider="rules")
+    src = tmp_path / "src"
+    (src / "attachments").mkdir(parents=True)
+    (src / "attachments" / "quarterly report.pdf").write_bytes(make_pdf([["Quarterly revenue grew."]]))
+    (src / "Home.md").write_text("Embedded: ![[quarterly report.pdf]]\n", encoding="utf-8")
+    (src / "Finance.md").write_text("Budget: ![the report](attachments/quarterly%20report.pdf)\n", encoding="utf-8")
+    (src / "Plan.md").write_text("See [[quarterly report.pdf#page=1|the report]].\n", encoding="utf-8")
+    out = json.loads(memlink("ingest", str(src), "--json", vault=root).stdout)
+    assert out["attachments"] == 0 and not out["unresolved"]
+    pdf = "sources/src/attachments/quarterly report.md"
+    backlinks = {l.from_uri for l in Vault.open(root).links.of(pdf, "backlinks")}
+    assert backlinks == {"sources/src/Home.md", "sources/src/Finance.md", "sources/src/Plan.md"}
+    assert pdf not in memlink("lint", "--check", "orphans", vault=root).stdout
+
+
 def test_a_damaged_pdf_is_named_in_one_line_without_the_readers_own_messages(tmp_path):
     root = tmp_path / "v"
     assert memlink("init", vault=root).returncode == 0

@@ -124,10 +124,11 @@ def find_references(vault: Vault, from_uri: str, text: str, base: str | None = N
         if attachment(m[2]):
             files.append((m.start(), m.end()))
             continue
-        if m[0].startswith("!"):
-            continue  # an image that is not one of the import's files
+        found = by_path(m[2])
+        if m[0].startswith("!") and found.uri is None:
+            continue  # an image that is not one of the import's files (an embedded note or document is a link)
         anchor = m[2].split("#", 1)[1] if "#" in m[2] else ""
-        spans.append((m.start(), m.end(), by_path(m[2]), m[1], m[0], urllib.parse.unquote(anchor)))
+        spans.append((m.start(), m.end(), found, m[1], m[0], urllib.parse.unquote(anchor)))
     for m in _WIKI.finditer(clean):
         name = m[1].rstrip("\\").strip()  # (``[[a\|b]]`` in a table escapes its bar)
         if attachment(name):

@@ -22,9 +22,9 @@
    entity) and the references of each file are resolved as Obsidian resolves them
    (engine.retrieve.names.NameIndex.lookup_file: relative path, path, file name; an
    alias or title only when nothing else matches, and reported) — markdown links,
-   wikilinks, embeds and bare slugs; not code, frontmatter or attachments — into typed
-   two-sided links carrying the relation the text states and the heading or block they
-   point to (as line ranges of the target). A changed file's links its earlier text
+   wikilinks, embeds (of a page, or of a document imported as one) and bare slugs; not
+   code, frontmatter or attachments — into typed two-sided links carrying the relation
+   the text states and the heading or block they point to (as line ranges of the target). A changed file's links its earlier text
    stated and its text no longer does are removed in the same unit of work (a link a
    person made stays as they made it). References that resolve to nothing, or to
    several pages nothing tells apart, are reported with file and line.
@@ -703,9 +703,6 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
     files: dict[int, set[str]] = {}
     for att in attachments:
         files.setdefault(att.root, set()).update((att.rel.lower(), att.rel.rsplit("/", 1)[-1].lower()))
-    for page in written:  # a document's original is kept beside its note: a link to the file is one to a file there
-        if page.document is not None:
-            files.setdefault(page.root, set()).update((page.alias.lower(), page.alias.rsplit("/", 1)[-1].lower()))
     contents = {page.note: page.body.strip() for page in written}
     batch = {page.note for page in written}
     unfinished: dict[int, str] = {}  # id(page) -> why its memories and links did not land
