@@ -636,6 +636,16 @@ def test_a_frontmatter_change_is_synced(tmp_path):
     assert v.read_note("sources/notes/Plan.md").extra["properties"] == {"status": "sown", "sown": dt.date(2026, 4, 2)}
 
 
+def test_tags_in_one_string_are_split_and_a_number_alias_is_a_name(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = write(tmp_path / "notes", {"Plan.md": '---\ntags: "#alpha #beta/gamma"\naliases: 42\n---\nSow the beans.\n',
+                                     "Other.md": "---\ntags: alpha, beta\n---\nReap.\n"})
+    ingest_batch(v, [src], extractor=RULES)
+    note = v.read_note("sources/notes/Plan.md")
+    assert note.extra["tags"] == ["alpha", "beta/gamma"] and note.extra["aliases"] == ["42"]
+    assert v.read_note("sources/notes/Other.md").extra["tags"] == ["alpha", "beta"]
+
+
 def test_a_changed_file_keeps_its_notes_other_names(tmp_path):
     v = Vault.init(tmp_path / "vault", name="test")
     src = tmp_path / "garden"

@@ -331,7 +331,8 @@ def read_page(page: Page, max_bytes: int | None = None) -> None:
         page.heading = first[2:].strip()  # ("# Mia Brown" over mia.md: what a question calls it)
     if page.document is not None and page.heading and not isinstance(meta.get("title"), str):
         page.title, page.heading = page.heading, ""  # a document's own title (an HTML page's <title>)
-    page.tags = [t.lstrip("#") for t in _strings(meta.get("tags") or meta.get("tag")) if t.lstrip("#")]
+    # (a tag holds no space: "#alpha #beta/gamma" is two)
+    page.tags = [t.lstrip("#") for t in _strings(meta.get("tags") or meta.get("tag"), r"[,\s]+") if t.lstrip("#")]
     page.properties = {str(k): v for k, v in meta.items() if k not in _READ_KEYS}
     kind = meta.get("type") or meta.get("kind")
     if isinstance(kind, str) and kind.strip():
@@ -346,9 +347,10 @@ def read_page(page: Page, max_bytes: int | None = None) -> None:
 _READ_KEYS = frozenset({"title", "aliases", "alias", "tags", "tag", "type", "kind"})  # a file's frontmatter read above
 
 
-def _strings(value: object) -> list[str]:
-    """A frontmatter list or comma-separated string, as clean strings (Obsidian accepts both)."""
-    items = value if isinstance(value, list) else str(value).split(",") if isinstance(value, str) else []
+def _strings(value: object, sep: str = ",") -> list[str]:
+    """A frontmatter list, a string of items split at ``sep`` (a regex), or one number, as
+    clean strings (Obsidian accepts each: ``aliases: 42`` is the name "42")."""
+    items = value if isinstance(value, list) else re.split(sep, value) if isinstance(value, str) else [value]
     return list(dict.fromkeys(str(v).strip() for v in items if isinstance(v, (str, int, float)) and str(v).strip()))
 
 
