@@ -323,7 +323,7 @@ def test_the_reingest_journey_edit_revert_move_delete_prune_undo(tmp_path):
     (moved / "Eta.md").unlink()
     (moved / "Zeta.md").rename(moved / "Zeta renamed.md")
     out = json.loads(memlink("ingest", str(moved), "--dry-run", "--json", vault=root).stdout)
-    assert [d["source"] for d in out["deleted"]] == ["sources/notes/Eta.md", "sources/notes/Zeta.md"]
+    assert [d["source"] for d in out["deleted"]] == ["sources/notes/Eta.md"]
     assert out["renamed"] == [{"from": "sources/notes/Zeta.md", "to": "sources/notes/Zeta renamed.md",
                                "path": str(moved / "Zeta renamed.md")}]
     r = memlink("ingest", str(moved), vault=root)
@@ -341,6 +341,31 @@ def test_the_reingest_journey_edit_revert_move_delete_prune_undo(tmp_path):
     assert v.exists("sources/notes/Eta.md") and "sources/notes/Eta.md" in out_links(v, alpha)
     assert v.exists("sources/notes/Zeta renamed.md")  # (the move stays: its note was synced from the file since)
     assert memlink("check", vault=root).returncode == 0
+
+
+def test_each_count_of_a_sync_counts_only_what_it_names(tmp_path):
+    root = cli_vault(tmp_path)
+    src = write(tmp_path / "notes", {**{f"{n}.md": f"page {n} says little.\n" for n in "abcd"},
+                                     "home.md": "see [[ghost]] and [[index]].\n", "x/index.md": "one.\n",
+                                     "y/index.md": "two.\n"})
+    r = memlink("ingest", str(src), vault=root)
+    assert f"{src / 'home.md'}: 1 note created, 0 changed, 0 links added, 1 reference to missing notes, 1 ambiguous" in r.stdout
+    (src / "a.md").rename(src / "a2.md")
+    (src / "b.md").rename(src / "b2.md")
+    (src / "c.md").unlink()
+    (src / "d.md").unlink()
+    r = memlink("ingest", str(src), "--dry-run", vault=root)
+    assert "0 new, 0 changed, 3 unchanged or skipped, 0 edited in the vault, 2 deleted, 2 renamed" in r.stdout
+    out = json.loads(memlink("ingest", str(src), "--dry-run", "--json", vault=root).stdout)
+    assert (len(out["files"]), len(out["skipped"]), len(out["deleted"]), len(out["renamed"])) == (0, 3, 2, 2)
+    (src / "home.md").write_text("see [[ghost]], [[phantom]] and [[index]].\n", encoding="utf-8")
+    r = memlink("ingest", str(src), vault=root)
+    assert f"{src / 'home.md'}: 0 notes created, 1 changed, 0 links added, 2 references to missing notes, 1 ambiguous" in r.stdout
+    (src / "home.md").write_text("see [[ghost]], [[phantom]] and [[index]] again.\n", encoding="utf-8")
+    out = json.loads(memlink("ingest", str(src), "--json", vault=root).stdout)
+    report = next(f["report"] for f in out["files"] if f["source"] == "sources/notes/home.md")
+    assert [len(report[k]) for k in ("created", "changed", "unresolved", "ambiguous")] == [0, 1, 2, 1]
+    assert (len(out["unresolved"]), len(out["ambiguous"])) == (2, 1)
 
 
 def test_a_note_edited_in_the_vault_is_reported_and_left(tmp_path):

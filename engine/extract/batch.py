@@ -654,10 +654,11 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
             continue
         ok.append(page)
     hidden = tuple(f"sources/{roots[n]}/{rel}" for n, rel in unseen if n in roots)  # (where its notes are)
-    result.deleted = [gone for gone in _gone(vault, roots, {page.target for page in placed})
-                      if not gone["source"].startswith(hidden)]
-    result.renamed = _renamed(vault, ok, result.deleted)
-    if not prune:  # (a renamed file's note stays where it is until --prune moves it: never a second copy)
+    gone = [g for g in _gone(vault, roots, {page.target for page in placed}) if not g["source"].startswith(hidden)]
+    result.renamed = _renamed(vault, ok, gone)
+    moved = {pair["from"] for pair in result.renamed}
+    result.deleted = [g for g in gone if g["source"] not in moved]  # (a renamed file is not also a deleted one)
+    if not prune or dry_run:  # (a renamed file's note stays where it is until --prune moves it: never a second copy)
         waiting = {pair["to"]: pair["from"] for pair in result.renamed}
         for page in ok:
             if page.state == "new" and page.target in waiting:
@@ -765,13 +766,10 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
 
 
 def _prunable(vault: Vault, result: BatchResult) -> list[str]:
-    """The notes of gone files ``prune`` removes: not a renamed file's (moved instead), not
-    one edited in the vault (kept, and reported as edited)."""
-    moved = {r["from"] for r in result.renamed}
+    """The notes of gone files ``prune`` removes: not one edited in the vault (kept, and
+    reported as edited)."""
     doomed = []
     for gone in result.deleted:
-        if gone["source"] in moved:
-            continue
         note = vault.read_note(gone["source"])
         if _edited(vault, note) or _written_beside(note):
             result.edited.append({"path": gone["path"], "source": gone["source"], "why": "kept (edited)"})
@@ -808,18 +806,16 @@ def _move_renamed(vault: Vault, pages: list[Page], result: BatchResult) -> None:
             continue
         page.state = "moved"
         pair["moved"] = True
-        result.deleted = [gone for gone in result.deleted if gone["source"] != pair["from"]]
 
 
 def _dry(page: Page, result: BatchResult) -> None:
-    """What a real run would do with the page, in the result, nothing written."""
+    """What a real run would do with the page, in the result, nothing written (a renamed
+    file is said in ``result.renamed`` alone)."""
     if page.state == "unchanged":
         result.skipped.append({"path": str(page.path), "why": f"already imported as {page.target}"})
-    elif page.state == "renamed":
-        result.skipped.append({"path": str(page.path), "why": page.known})
     elif page.state == "edited":
         result.edited.append({"path": str(page.path), "source": page.target})
-    else:
+    elif page.state != "renamed":
         if page.state == "changed":
             result.changed.append(page.target)
         result.files.append(IngestResult(str(page.path), page.target, None))
@@ -929,9 +925,9 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, r
     """Write (or rewrite) the page's source note, marked pending, in one transaction."""
     schema = vault.schema("source")
     names = [page.alias, *filter(None, [page.heading])]
-    existed = vault.exists(uri)  # imported before but not finished, or its file changed since
-    if existed and page.state == "changed":  # (its other names stay: a person's, or headings links may name)
-        had = [a for a in vault.read_note(uri).fields.get("aliases") or [] if isinstance(a, str)]
+    old = vault.read_note(uri) if vault.exists(uri) else None  # imported before but not finished, or changed since
+    if old is not None and page.state == "changed":  # (its other names stay: a person's, or headings links may name)
+        had = [a for a in old.fields.get("aliases") or [] if isinstance(a, str)]
         names = [*had, *(a for a in names if a not in had)]
     fields = {"title": page.title, "kind": page.kind, "aliases": names, "origin": origin, "in_wiki": page.wiki,
               "content": content}
@@ -951,8 +947,10 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, r
             tx.put_text(note.uri, serialize_note(note, schema, vault.read_text(note.uri)), note)
     page.uri = note.uri
     report = RunReport("none")
-    if not existed:
+    if old is None:
         report.created.append(note.uri)
+    elif old.fields != note.fields or old.extra.get(IMPORTED_KEY) != note.extra.get(IMPORTED_KEY):
+        report.changed.append({"uri": note.uri, "before": old.fields, "after": note.fields})
     return report
 
 
@@ -979,7 +977,7 @@ def _references(vault: Vault, page: Page, names: NameIndex, scope: Scope, report
         if miss.candidates:
             result.ambiguous.append({"file": str(page.path), "line": miss.line, "ref": miss.raw,
                                      "candidates": list(miss.candidates)})
-            report.unresolved.append(f"{page.path}:{miss.line}: {miss.raw} (ambiguous: {', '.join(miss.candidates)})")
+            report.ambiguous.append(f"{page.path}:{miss.line}: {miss.raw} (ambiguous: {', '.join(miss.candidates)})")
         else:
             result.unresolved.append({"file": str(page.path), "line": miss.line, "ref": miss.raw})
             report.unresolved.append(f"{page.path}:{miss.line}: {miss.raw}")

@@ -51,12 +51,14 @@ class RunReport:
     links_added: list[dict] = field(default_factory=list)
     links_kept: int = 0
     unresolved: list[str] = field(default_factory=list)  # "file:line: reference" to notes that do not exist
+    ambiguous: list[str] = field(default_factory=list)  # "file:line: reference (ambiguous: …)": to several notes
     problems: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         return (f"{counted(len(self.created), 'note')} created, {len(self.changed)} changed, "
                 f"{counted(len(self.links_added), 'link')} added"
-                + (f", {counted(len(self.unresolved), 'reference')} to missing notes" if self.unresolved else ""))
+                + (f", {counted(len(self.unresolved), 'reference')} to missing notes" if self.unresolved else "")
+                + (f", {len(self.ambiguous)} ambiguous" if self.ambiguous else ""))
 
     def to_json(self) -> dict[str, Any]:
         """The report as JSON data (a copy: the caller may keep or change it)."""
@@ -81,6 +83,7 @@ class AuditEntry(BaseModel):
     links_added: list[dict[str, Any]]
     links_kept: int
     unresolved: list[str]
+    ambiguous: list[str] = []  # (lines written before it was kept have none)
     problems: list[str]
 
 

@@ -89,14 +89,16 @@ def _print_report(report: RunReport, heading: str) -> None:
         say(f"  + {printable_path(uri)}")
     for change in report.changed:
         fields = ", ".join(k for k in change["after"] if change["before"].get(k) != change["after"].get(k))
-        say(f"  ~ {printable_path(change['uri'])}  ({fields})")
+        say(f"  ~ {printable_path(change['uri'])}" + (f"  ({fields})" if fields else ""))
     for link in report.links_added:
         relation = link.get("relation") or ""
         named = relation and relation != "referenced in the text"
         shown = f"{link['type']} · {relation}" if named else link["type"]
         say(f"  -> {printable_path(link['from'])} -[{shown}]-> {printable_path(link['to'])}")
     for ref in report.unresolved:
-        say(f"  ! ambiguous reference: {ref}" if "(ambiguous:" in ref else f"  ! reference to a missing note: {ref}")
+        say(f"  ! reference to a missing note: {ref}")
+    for ref in report.ambiguous:
+        say(f"  ! ambiguous reference: {ref}")
     for problem in report.problems:
         say(f"  ! {problem}")
 
@@ -256,8 +258,6 @@ def _print_sync(result: BatchResult, would: str) -> None:
             + ("; its note moved, links kept" if item.get("moved") else ""))
     pruned, kept = set(result.pruned), {item["source"] for item in result.edited}
     for item in result.deleted:
-        if item["source"] in {r["from"] for r in result.renamed}:
-            continue  # (said above: --prune moves it)
         what = (f"{would}removed" if item["source"] in pruned else f"{would}kept (edited)" if item["source"] in kept
                 else f"{would}kept (--prune removes it)")
         say(f"  - {printable_path(item['path'])}: no longer in the folder; {printable_path(item['source'])} {what}")
