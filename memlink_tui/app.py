@@ -76,8 +76,8 @@ def _digest_counts(path: Path) -> tuple[int, int] | None:
 
 
 def _vault_file(root: Path, _change: object, path: str) -> bool:
-    """Files whose change the panes show: notes, link sidecars and logs; not derived state
-    (`.memlink/`), hidden folders, temp files, sessions or generated dashboards."""
+    """Files whose change the panes show: notes, link sidecars and logs, chat session logs;
+    not derived state (`.memlink/`), hidden folders, temp files or generated dashboards."""
     from engine.model.links import SIDECAR
     from engine.storage.atomic import TMP_SUFFIX
     from engine.storage.sidecars import SIDECAR_LOG
@@ -87,12 +87,20 @@ def _vault_file(root: Path, _change: object, path: str) -> bool:
         parts = Path(path).relative_to(root).parts
     except ValueError:
         return False
+    if _session_log(root, path):
+        return True
     if not parts or parts[0] in NON_NOTE_DIRS or any(p.startswith(".") for p in parts[:-1]):
         return False
     name = parts[-1]
     if name.endswith(TMP_SUFFIX):
         return False
     return name in (SIDECAR, SIDECAR_LOG) or (name.endswith(".md") and not name.startswith("."))
+
+
+def _session_log(root: Path, path: str) -> bool:
+    """A chat session's log (`sessions/<id>.jsonl`): the chat pane lists them."""
+    file = Path(path)
+    return file.parent == root / "sessions" and file.suffix == ".jsonl" and not file.name.startswith(".")
 
 
 def save_crash(error: BaseException) -> Path | None:
@@ -574,8 +582,8 @@ class MemlinkApp(App):
 
     def watch_vault(self) -> None:
         """Watch the vault's files (watchfiles: inotify and its kin, polling where there is
-        none): notes, sidecars and link logs written by anything — another memlink in a
-        terminal, an editor — refresh the panes within about a second. A daemon thread,
+        none): notes, sidecars, link logs and chat session logs written by anything —
+        another memlink in a terminal, an editor — refresh the panes within about a second. A daemon thread,
         not a worker: it runs for the app's life (stopped on unmount), and waiting for the
         workers to finish must not wait for it."""
         self._stop_watching = threading.Event()
@@ -586,12 +594,21 @@ class MemlinkApp(App):
         from watchfiles import watch
 
         try:
-            for _changes in watch(root, watch_filter=partial(_vault_file, root), debounce=700, stop_event=stop,
-                                  ignore_permission_denied=True, raise_interrupt=False):
-                self._from_watcher(self.vault_changed)
+            for changes in watch(root, watch_filter=partial(_vault_file, root), debounce=700, stop_event=stop,
+                                 ignore_permission_denied=True, raise_interrupt=False):
+                self._from_watcher(self.files_changed, {path for _change, path in changes})
         except (OSError, RuntimeError) as exc:  # no watcher here (limits, odd filesystems): r still reloads
             self._from_watcher(self.notify, f"live refresh is off: {safe_markup(exc)}; r in the browser re-reads "
                                "the vault", severity="warning", timeout=8)
+
+    def files_changed(self, paths: set[str]) -> None:
+        """What the watcher saw: a chat session log written elsewhere (`memlink import-chat`)
+        refreshes the chat pane's list; notes and links refresh the panes that list notes."""
+        logs = {p for p in paths if _session_log(self.opened.root, p)}
+        if logs:
+            self._tell("chat", VaultChanged(None))
+        if paths - logs:
+            self.vault_changed()
 
     def _from_watcher(self, fn, *args, **kwargs) -> None:
         try:

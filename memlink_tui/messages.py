@@ -85,7 +85,8 @@ class StatusChanged(Message):
 
 @dataclass
 class VaultChanged(Message):
-    """Notes changed under the pane (an edit, an import): re-read the vault."""
+    """Notes changed under the pane (an edit, an import), or chat session logs under the
+    chat pane: re-read them."""
 
     bubble = False
     uri: str | None = None

@@ -284,11 +284,39 @@ def test_the_watch_filter_keeps_to_notes_and_links(tmp_path):
     from memlink_tui.app import _vault_file
 
     root = tmp_path
-    keep = ["entities/ada.md", "entities/.relations.json", "events/2026/01/02/x.md", "entities/.relations.log.jsonl"]
-    drop = [".memlink/catalog.sqlite", "entities/.ada.md.1234.~memlink.tmp", "dashboards/lint.md", "sessions/s.jsonl",
-            ".obsidian/workspace.md", "entities/notes.txt"]
+    keep = ["entities/ada.md", "entities/.relations.json", "events/2026/01/02/x.md", "entities/.relations.log.jsonl",
+            "sessions/s.jsonl"]
+    drop = [".memlink/catalog.sqlite", "entities/.ada.md.1234.~memlink.tmp", "dashboards/lint.md", "sessions/s.memories.json",
+            "sessions/.s.jsonl.1234.~memlink.tmp", ".obsidian/workspace.md", "entities/notes.txt"]
     assert [p for p in keep if _vault_file(root, None, str(root / p))] == keep
     assert [p for p in drop if _vault_file(root, None, str(root / p))] == []
+
+
+async def test_a_chat_session_imported_elsewhere_joins_the_sessions_list(sample):
+    """`memlink import-chat` in another terminal writes a session log; what the watcher
+    hands the app then lists it in the chat pane, the list's cursor staying on its session."""
+    import json
+
+    from textual.widgets import ListView
+
+    from engine import Vault
+    from engine.sessions.importer import RulesTurnExtractor, import_chat
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_at(app, pilot, "chat")
+        sessions = app.screen.query_one("#sessions", ListView)
+        sessions.index = 1
+        before = [item.name for item in sessions.children]
+        chat = sample.root.parent / "chat.jsonl"
+        chat.write_text(json.dumps({"session": "2027-01-05-from-a-shell", "id": "m1", "role": "user",
+                                    "content": "I moved the kiln to the garage.", "ts": "2027-01-05T09:00:00"}) + "\n")
+        import_chat(Vault.open(sample.root), chat, RulesTurnExtractor())  # (another process, as far as the app knows)
+        log = sample.root / "sessions" / "2027-01-05-from-a-shell.jsonl"
+        app.files_changed({str(log)})  # what the watcher passes on for it
+        await settle(app, pilot)
+        assert [item.name for item in sessions.children] == [*before, "2027-01-05-from-a-shell"]
+        assert sessions.highlighted_child is not None and sessions.highlighted_child.name == before[1]
 
 
 # -- small terminals ------------------------------------------------------------------------------------

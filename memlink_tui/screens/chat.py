@@ -30,7 +30,7 @@ from widgets.pane_bar import PANE_NAMES
 from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
 
-from ..messages import ExtractionStarted, ProviderChanged
+from ..messages import ExtractionStarted, ProviderChanged, VaultChanged
 from .pane import Pane
 
 if TYPE_CHECKING:
@@ -131,6 +131,7 @@ class ChatScreen(Pane):
         self._unanswered: tuple[list[dict[str, str]], Reply] | None = None  # a reply that failed or was stopped
         self._replying: tuple[list[dict[str, str]], Reply, list[str]] | None = None  # the reply being written
         self._recall_targets: list[tuple[str, str, str]] = []  # (kind, source, where) of each recall row
+        self._sessions: list[str] = []  # the names in the sessions list
 
     def compose(self) -> ComposeResult:
         yield self.pane_bar()
@@ -150,7 +151,7 @@ class ChatScreen(Pane):
         self.query_one("#sessions").border_title = "Sessions"
         self.query_one("#transcript").border_title = "Chat"
         self.query_one("#recall").border_title = "Recall"
-        self.load_sessions()
+        self.call_later(self.load_sessions)
         self.open_session(new_session_id())  # a message starts a new session unless one is picked in the list
         self.set_focus(self.query_one("#message", Input))
 
@@ -230,13 +231,26 @@ class ChatScreen(Pane):
         self.query_one("#status", Static).update(text)
 
     # -- sessions -------------------------------------------------------------------------------
-    def load_sessions(self) -> None:
+    async def load_sessions(self) -> None:
+        """The session logs in the vault (and the one begun here, its log not written yet),
+        the list's cursor kept on its session."""
         folder = self.vault.root / "sessions"
-        self._sessions = sorted(p.stem for p in folder.glob("*.jsonl")) if folder.is_dir() else []
+        names = {p.stem for p in folder.glob("*.jsonl")} if folder.is_dir() else set()
+        if self.chat is not None and self.chat.session in self._sessions:
+            names.add(self.chat.session)
+        if sorted(names) == self._sessions:
+            return
+        self._sessions = sorted(names)
         view = self.query_one("#sessions", ListView)
-        view.clear()
-        for name in self._sessions:
-            view.append(ListItem(Label(safe_markup(name)), name=name))
+        item = view.highlighted_child
+        await view.clear()
+        await view.extend(ListItem(Label(safe_markup(name)), name=name) for name in self._sessions)
+        if item is not None and item.name in self._sessions:
+            view.index = self._sessions.index(item.name)
+
+    async def on_vault_changed(self, _message: VaultChanged) -> None:
+        """A session log was written (here, or elsewhere: `memlink import-chat`)."""
+        await self.load_sessions()
 
     def _list_session(self, name: str) -> None:
         """A session just begun, in the list at once (its log is being written)."""
@@ -360,7 +374,7 @@ class ChatScreen(Pane):
         thread = chat.extract_in_background(lambda report: self.app.call_from_thread(self._extracted, report))
         self.post_message(ExtractionStarted(thread))  # the app counts it in the status line's queue
         if chat.session not in self._sessions:
-            self.app.call_from_thread(self.load_sessions)
+            self.app.call_from_thread(self.load_sessions)  # type: ignore[arg-type]  # textual's typing infers Never for an async callback
 
     async def action_stop_or_back(self) -> None:
         """Escape: stop the reply being written, or (none) go back."""
