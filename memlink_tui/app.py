@@ -353,7 +353,8 @@ class MemlinkApp(App):
         if self.current_mode != target.pane:
             await self.switch_mode(target.pane)
             if target.pane == "reports":
-                self.count_badges()  # the new reports are seen now
+                self._seen_reports = None  # the new reports are seen now
+                self.count_badges()
         screen = cast("Pane", self.screen_stack[0])  # a mode's base screen is its pane
         await screen.show_location(target.uri)
         if target.uri and target.pane in ("browser", "graph"):
@@ -634,7 +635,7 @@ class MemlinkApp(App):
     badges: reactive[tuple[tuple[str, str], ...]] = reactive(())
     running: reactive[str] = reactive("")
     lint_counts: tuple[int, int] | None = None  # (errors, contradictions) of the last lint seen
-    _seen_reports: set[str] | None = None  # reports there when the reports pane was last shown
+    _seen_reports: set[str] | None = None  # reports there when the reports pane was last shown (None: count them)
 
     def count_badges(self) -> None:
         """What waits in each pane: notes, reports new since the reports pane was last
@@ -644,9 +645,9 @@ class MemlinkApp(App):
             return
         notes = self.vault.catalog.all()
         reports = {e.uri for e in notes if e.memory_type == "report"}
-        if self._seen_reports is None or self.current_mode == "reports":
-            self._seen_reports = set(reports)
-        new = len(reports - self._seen_reports)
+        if self._seen_reports is None:
+            self._seen_reports = reports
+        new = len(reports - self._seen_reports)  # (written while the pane is up, by its D too: new until shown again)
         if self.lint_counts is None:
             self.lint_counts = _digest_counts(self.vault.root / "dashboards" / "digest.json")
         badges = [("browser", f"{len(notes)}")]

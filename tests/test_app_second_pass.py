@@ -126,6 +126,26 @@ async def test_the_bar_shows_new_reports_and_what_lint_found(sample):
         assert "1 new" not in bar_text(app)  # seen
 
 
+async def test_reports_a_dream_writes_while_the_reports_pane_is_up_stay_new_until_it_is_shown_again(sample):
+    from conftest import set_llm
+
+    vault = set_llm(sample.root, provider="rules")
+    before = len(vault.catalog.all("report"))
+    app = MemlinkApp(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_at(app, pilot, "reports")
+        await pilot.press("D")
+        await settle(app, pilot)
+        written = len(vault.catalog.all("report")) - before
+        assert written > 1 and f"4 Reports {written} new" in bar_text(app)
+        await app.run_action("go('browser')")
+        await settle(app, pilot)
+        assert f"4 Reports {written} new" in bar_text(app)
+        await app.run_action("go('reports')")
+        await settle(app, pilot)
+        assert "new" not in bar_text(app)
+
+
 async def test_the_footer_lists_the_keys_that_work_everywhere_first(sample):
     app = MemlinkApp(sample)
     async with app.run_test(size=(80, 24)) as pilot:
