@@ -603,6 +603,38 @@ async def test_review_keys_act_only_on_the_pair_the_lint_pane_shows(sample):
     assert notes_text(sample) == before  # nothing was applied
 
 
+async def test_escape_in_the_lint_pane_goes_back_to_worst_first_before_leaving(sample):
+    """A check chosen in the list: escape goes back to worst first in the list. A group
+    expanded from worst first: escape goes back to its row. Then escape leaves the pane."""
+    from textual.widgets import DataTable, ListView
+
+    from memlink_tui.screens.lint import GROUP, RANKED
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_at(app, pilot, "lint")
+        screen = app.screen
+        checks, table = screen.query_one("#checks", ListView), screen.query_one("#findings", DataTable)
+        await pilot.press("down", "enter")  # a check, then into its findings
+        await settle(app, pilot)
+        assert checks.highlighted_child.name != RANKED and screen.focused is table
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert app.current_mode == "lint" and checks.highlighted_child.name == RANKED and screen.focused is checks
+        await pilot.press("enter")
+        group = next(i for i, key in enumerate(table.rows) if key.value.startswith(GROUP))
+        table.move_cursor(row=group)
+        await pilot.press("enter")  # expand the group
+        await settle(app, pilot)
+        assert checks.highlighted_child.name != RANKED
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert checks.highlighted_child.name == RANKED and table.cursor_row == group and screen.focused is table
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert app.current_mode == "browser"
+
+
 async def test_a_review_preview_survives_a_resize(sample):
     """A resize draws the findings again at the new width: the row stays highlighted and
     its preview pending, and y applies it."""

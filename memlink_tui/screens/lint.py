@@ -179,7 +179,19 @@ class LintScreen(Pane):
     def _check(self, event: ListView.Highlighted) -> None:
         if event.item is None or not event.item.name or self.report is None:
             return
+        self._expanded = None  # chosen in the list: escape goes back there
         self._fill(event.item.name)
+
+    _expanded: int | None = None  # the worst-first row the shown check was expanded from
+
+    def _pick(self, check: str, row: int | None = None) -> None:
+        """Show ``check`` in the checks list and its findings, at ``row`` when given."""
+        view = self.query_one("#checks", ListView)
+        with self.prevent(ListView.Highlighted):  # (filled here)
+            view.index = [item.name for item in view.children].index(check)
+        self._fill(check)
+        if row is not None:
+            self.query_one("#findings", DataTable).move_cursor(row=row)
 
     def _fill(self, check: str, row: int | None = None) -> None:
         """List the findings of ``check``; ``row``: the one to stay on when the same list
@@ -280,9 +292,8 @@ class LintScreen(Pane):
         assert key is not None  # every row is added with its key
         kind, uri, _other = key.split("|", 2)
         if kind == GROUP:  # expand: the group's check, its findings one by one
-            view = self.query_one("#checks", ListView)
-            view.index = [item.name for item in view.children].index(uri)
-            self._fill(uri)
+            self._pick(uri)
+            self._expanded = event.cursor_row
             return
         self.go("browser", uri)
 
@@ -405,8 +416,26 @@ class LintScreen(Pane):
             self._close_editor()
 
     async def action_back(self) -> None:
-        if not self.cancel_review():
+        """Escape steps back: out of a review, then from a check to the list the pane
+        opened on, then out of the pane."""
+        if not self.cancel_review() and not self._step_back():
             await self.run_action("app.back")
+
+    def _step_back(self) -> bool:
+        """From a check's findings to worst first (a note's contradictions, for a note): on
+        the row it was expanded from, or in the checks list it was chosen in. False when
+        that list is shown already."""
+        view = self.query_one("#checks", ListView)
+        names = [item.name for item in view.children]
+        home = "contradictions" if self.focus_note and "contradictions" in names else RANKED
+        shown = view.highlighted_child.name if view.highlighted_child is not None else None
+        if self.report is None or shown in (None, home):
+            return False
+        row, self._expanded = self._expanded, None
+        self._pick(home, row)
+        if row is None:
+            self.set_focus(view)
+        return True
 
     def cancel_review(self) -> bool:
         """Escape: close the merge editor, or drop a preview (a merge's goes back to its
