@@ -773,6 +773,45 @@ async def test_a_reply_shows_its_citations_and_ctrl_r_enter_opens_the_cited_note
             assert app.screen.current == first.source
 
 
+async def test_a_save_says_what_it_saved_and_asking_about_a_note_without_a_model_says_so(sample, monkeypatch):
+    from conftest import set_llm
+    from textual.widgets import Static
+
+    from engine.extract.inputs import RulesExtractor
+
+    monkeypatch.setattr("engine.sessions.commit.choose_extractor", lambda v: (RulesExtractor(), None))
+    app = MemlinkApp(set_llm(sample.root, provider="rules"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_at(app, pilot, "chat", "entities/klei-vuur.md")  # a on a note in the browser
+        screen = app.screen
+        status = screen.query_one("#status", Static)
+        said = str(status.render())
+        assert "asking about" in said and "no chat model" in said and "goes to the model" not in said
+        await pilot.press(*"Hello there.", "enter")
+        await settle(app, pilot)
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        assert str(status.render()) == "nothing new to save: no memories found in it"
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        assert str(status.render()) == "nothing new to save: no turns since the last save"
+
+
+async def test_a_dismiss_preview_says_what_it_does_once(sample):
+    from textual.widgets import DataTable, Static
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_at(app, pilot, "lint")
+        await pilot.press("enter")
+        table = app.screen.query_one("#findings", DataTable)
+        table.move_cursor(row=[i for i, key in enumerate(table.rows) if key.value.split("|")[2]][0])
+        await settle(app, pilot)
+        await pilot.press("d")
+        shown = str(app.screen.query_one("#review-status", Static).render())
+        assert "dismiss: not a contradiction, now related_to" in shown and "dismissed" not in shown
+
+
 async def test_without_a_model_the_pane_answers_from_memory_with_citations_that_open(sample):
     from conftest import set_llm
 

@@ -249,7 +249,7 @@ def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str
         vault.link(link.from_uri, link.to_uri, default, weight=link.weight, match_text=anchor,
                    t_field=link.t_field, t_line_ranges=link.t_line_ranges,
                    description=f"review {day}: not a contradiction — {link.description}".strip(" —"))
-        message = "dismissed: the link is now related_to"
+        message = "not a contradiction, now related_to"
     else:
         title_a, title_b = vault.title(vault.read_note(a)), vault.title(vault.read_note(b))
         question = f"How do {title_a} and {title_b} fit together?"

@@ -34,6 +34,7 @@ from ..messages import ExtractionStarted, ProviderChanged, VaultChanged
 from .pane import Pane
 
 if TYPE_CHECKING:
+    from engine.extract.updater import RunReport
     from engine.llm import Health, Provider
     from engine.sessions.memory import MemoryItem
 
@@ -128,6 +129,7 @@ class ChatScreen(Pane):
         self.health = None
         self.chat: ChatSession | None = None
         self.about: str | None = None  # a note the next messages ask about
+        self._about_title = ""
         self._unanswered: tuple[list[dict[str, str]], Reply] | None = None  # a reply that failed or was stopped
         self._replying: tuple[list[dict[str, str]], Reply, list[str]] | None = None  # the reply being written
         self._recall_targets: list[tuple[str, str, str]] = []  # (kind, source, where) of each recall row
@@ -176,15 +178,25 @@ class ChatScreen(Pane):
         self.set_focus(self.query_one("#message", Input))
 
     def _ask_about(self, uri: str | None, title: str = "") -> None:
-        self.about = uri
+        self.about, self._about_title = uri, title
         box = self.query_one("#message", Input)
         if uri:
             box.placeholder = f"Ask about “{printable(title)}”…  (enter sends)"
-            self._status(f"asking about [b]{safe_markup(title)}[/b] — the note goes to the model and seeds recall")
+            self._say_about()
         else:
             box.placeholder = PLACEHOLDER
             if self.health is not None:
                 self._provider_ready(self.provider, self.health, getattr(self, "_extractor", None))
+
+    def _say_about(self) -> None:
+        """What asking about the note does, with the model there or not."""
+        if self.provider is not None:
+            given = "the note goes to the model and seeds recall"
+        elif self.health is not None:
+            given = "no chat model: the answer quotes what your memory holds on it"
+        else:  # (the provider is still being checked)
+            given = "the note seeds recall"
+        self._status(f"asking about [b]{safe_markup(self._about_title)}[/b] — {given}")
 
     def action_focus_recall(self) -> None:
         """The recall list with the chosen reply's memory (the last reply's when none is
@@ -221,7 +233,9 @@ class ChatScreen(Pane):
         if self.chat is not None:
             self.chat.provider, self.chat.turn_extractor = provider, extractor
         self._extractor = extractor
-        if provider is None:
+        if self.about:
+            self._say_about()
+        elif provider is None:
             self._status(f"[b]No chat model:[/b] {safe_markup(health.summary)}. Answers quote your memory with "
                          f"citations; browsing, search, import and extraction keep working.")
         else:
@@ -500,13 +514,7 @@ class ChatScreen(Pane):
         except MemlinkError as exc:
             self.app.call_from_thread(self._status, f"[red]saving the reply failed: {safe_markup(str(exc))}[/red]")
             return
-        if report is None:
-            self.app.call_from_thread(self._status, "this reply was saved already: nothing new to save")
-            self.app.call_from_thread(self.notify, "nothing new to save", title="Saved already")
-            return
-        said = report.summary()
-        self.app.call_from_thread(self._status, f"saved one reply: {safe_markup(said)}")
-        self.app.call_from_thread(self.notify, safe_markup(said), title="Saved one reply")
+        self._say_saved(report, "saved one reply", "Saved one reply", "this reply was saved already")
 
     @work(thread=True, exclusive=True, group="commit")
     def commit(self, session: str) -> None:
@@ -517,6 +525,16 @@ class ChatScreen(Pane):
         except MemlinkError as exc:
             self.app.call_from_thread(self._status, f"[red]commit failed: {safe_markup(str(exc))}[/red]")
             return
-        text = "nothing new to commit" if report is None else report.summary()
-        self.app.call_from_thread(self._status, f"commit: {safe_markup(text)}")
-        self.app.call_from_thread(self.notify, safe_markup(text), title=f"Committed {safe_markup(session)}")
+        self._say_saved(report, "committed", f"Committed {session}", "no turns since the last save")
+
+    def _say_saved(self, report: RunReport | None, done: str, title: str, none: str) -> None:
+        """Say what a save wrote (from its worker): the counts, or why nothing was new."""
+        if report is None:
+            said, title = f"nothing new to save: {none}", "Nothing new to save"
+        elif not (report.created or report.changed or report.links_added):
+            found = "what it says is in memory already" if report.unchanged else "no memories found in it"
+            said, title = f"nothing new to save: {found}", "Nothing new to save"
+        else:
+            said = f"{done}: {report.summary()}"
+        self.app.call_from_thread(self._status, safe_markup(said))
+        self.app.call_from_thread(self.notify, safe_markup(said), title=safe_markup(title))
