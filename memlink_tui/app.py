@@ -429,10 +429,12 @@ class MemlinkApp(App):
         self.go("reports", then=lambda reports: reports.action_dream())
 
     async def action_quit(self) -> None:
-        """Quit; while background work runs (a dream, an import, an extraction), ask first."""
+        """Quit; while background work runs (a dream, an import, an extraction) or a chat
+        message is typed and not sent, ask first."""
         from .screens.link_editor import Confirm
 
-        if not self.running or isinstance(self.screen, Confirm):
+        unsent = any(pane.unsent for pane in self.panes.values() if pane.is_mounted)
+        if not (self.running or unsent) or isinstance(self.screen, Confirm):
             self.exit()
             return
 
@@ -440,8 +442,12 @@ class MemlinkApp(App):
             if yes:
                 self.exit()
 
-        self.push_screen(Confirm(f"Still {self.running}. Quit now? What is written stays; "
-                                 "work not finished is picked up the next time."), answered)
+        why = []
+        if self.running:
+            why.append(f"Still {self.running}: what is written stays; work not finished is picked up the next time.")
+        if unsent:
+            why.append("The message typed in the chat is not sent: quitting loses it.")
+        self.push_screen(Confirm(" ".join(why) + " Quit now?"), answered)
 
     def action_help(self) -> None:
         from .screens.help import HelpScreen

@@ -797,6 +797,27 @@ async def test_a_save_says_what_it_saved_and_asking_about_a_note_without_a_model
         assert str(status.render()) == "nothing new to save: no turns since the last save"
 
 
+async def test_quitting_with_a_chat_message_not_sent_asks_first(sample):
+    from textual.widgets import Input
+
+    from memlink_tui.screens.link_editor import Confirm
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_at(app, pilot, "chat")
+        box = app.screen.query_one("#message", Input)
+        await pilot.press(*"Half a thought", "ctrl+q")
+        await pilot.pause()
+        assert isinstance(app.screen, Confirm) and "not sent" in app.screen.question
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.return_code is None and box.value == "Half a thought"
+        box.value = ""
+        await pilot.press("ctrl+q")  # nothing typed: quits at once
+        await pilot.pause()
+        assert app.return_code == 0
+
+
 async def test_a_dismiss_preview_says_what_it_does_once(sample):
     from textual.widgets import DataTable, Static
 

@@ -162,6 +162,10 @@ class ChatScreen(Pane):
     def location_uri(self) -> str | None:
         return self.about
 
+    @property
+    def unsent(self) -> bool:
+        return bool(self.query_one("#message", Input).value.strip())
+
     async def show_location(self, uri: str | None) -> None:
         """With a note: the next messages ask about it; without: plain chat again."""
         if not uri:

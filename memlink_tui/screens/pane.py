@@ -1,5 +1,6 @@
 """What the five panes share: the vault they show, the status line the app sends them,
-and where they are (``location_uri``, for the app's back/forward history)."""
+where they are (``location_uri``, for the app's back/forward history) and whether they
+hold text not sent yet (``unsent``, for quitting)."""
 
 from __future__ import annotations
 
@@ -82,6 +83,11 @@ class Pane(Screen):
     @property
     def location_uri(self) -> str | None:
         return None
+
+    @property
+    def unsent(self) -> bool:
+        """Text typed here and not sent yet: quitting asks first."""
+        return False
 
     async def show_location(self, uri: str | None) -> None:
         """Show ``uri`` here (each pane decides what that means)."""
