@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from contextlib import asynccontextmanager
 
 import pytest
 
@@ -198,20 +199,29 @@ def test_cli_dry_run_prints_the_plan_and_writes_nothing(sample):
     assert files(v) == before
 
 
-async def test_app_merge_starts_from_both_texts_and_previews_before_writing(sample):
+@asynccontextmanager
+async def mum_s_contradiction(vault):
+    """The app at 160×50 in the Lint pane on the contradiction of Mum's note (x in the browser)."""
     from conftest import open_at, settle
-    from textual.widgets import Static, TextArea
 
     from memlink_tui.app import MemlinkApp
-    from memlink_tui.screens.lint import LintScreen
 
-    v = sample
-    app = MemlinkApp(v)
+    app = MemlinkApp(vault)
     async with app.run_test(size=(160, 50)) as pilot:
         await open_at(app, pilot, "browser", MUM)
         await pilot.press("x")
         await settle(app, pilot)
-        screen = app.screen
+        yield app, pilot, app.screen
+
+
+async def test_app_merge_starts_from_both_texts_and_previews_before_writing(sample):
+    from conftest import settle
+    from textual.widgets import Static, TextArea
+
+    from memlink_tui.screens.lint import LintScreen
+
+    v = sample
+    async with mum_s_contradiction(v) as (app, pilot, screen):
         assert isinstance(screen, LintScreen) and set(screen.pair) == {MUM, DINNER}
         a, b = screen.pair
         before, links_before = files(v), link_sides(v)  # once lint has written the dashboards
@@ -296,17 +306,11 @@ def test_merging_an_event_into_a_person_leaves_the_person_current(sample):
 
 
 async def test_app_merge_can_keep_the_other_note(sample):
-    from conftest import open_at, settle
+    from conftest import settle
     from textual.widgets import Static, TextArea
 
-    from memlink_tui.app import MemlinkApp
 
-    app = MemlinkApp(sample)
-    async with app.run_test(size=(160, 50)) as pilot:
-        await open_at(app, pilot, "browser", MUM)
-        await pilot.press("x")
-        await settle(app, pilot)
-        screen = app.screen
+    async with mum_s_contradiction(sample) as (app, pilot, screen):
         a, b = screen.pair
         await pilot.press("e")
         await pilot.pause()
@@ -327,18 +331,11 @@ async def test_app_merge_text_survives_escape(sample):
     """Escape never throws typed merge text away: from the preview it goes back to the
     editor, from the editor it keeps the text for e to open again; the editor's keys
     leave the screen with it."""
-    from conftest import open_at, settle
     from textual.widgets import Static, TextArea
 
-    from memlink_tui.app import MemlinkApp
 
     v = sample
-    app = MemlinkApp(v)
-    async with app.run_test(size=(160, 50)) as pilot:
-        await open_at(app, pilot, "browser", MUM)
-        await pilot.press("x")
-        await settle(app, pilot)
-        screen = app.screen
+    async with mum_s_contradiction(v) as (app, pilot, screen):
         before = files(v)
 
         def status() -> str:
