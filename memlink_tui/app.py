@@ -18,7 +18,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 
 from engine import MemlinkError, Vault
 from engine.model.text import counted, printable
@@ -434,7 +434,7 @@ class MemlinkApp(App):
         from .screens.link_editor import Confirm
 
         unsent = any(pane.unsent for pane in self.panes.values() if pane.is_mounted)
-        if not (self.running or unsent) or isinstance(self.screen, Confirm):
+        if not (self.running or unsent) or self.screen is self._asking_to_quit:  # (quit twice: quit)
             self.exit()
             return
 
@@ -447,7 +447,10 @@ class MemlinkApp(App):
             why.append(f"Still {self.running}: what is written stays; work not finished is picked up the next time.")
         if unsent:
             why.append("The message typed in the chat is not sent: quitting loses it.")
-        self.push_screen(Confirm(" ".join(why) + " Quit now?"), answered)
+        self._asking_to_quit = Confirm(" ".join(why) + " Quit now?")
+        self.push_screen(self._asking_to_quit, answered)
+
+    _asking_to_quit: Screen | None = None  # the confirm quitting asked, while it is up
 
     def action_help(self) -> None:
         from .screens.help import HelpScreen

@@ -630,8 +630,12 @@ def test_a_renamed_file_is_not_imported_twice_before_prune_moves_its_note(tmp_pa
     result = ingest_batch(v, [src], extractor=RULES)
     assert [r["to"] for r in result.renamed] == ["sources/notes/Zeta renamed.md"]
     assert not v.exists("sources/notes/Zeta renamed.md") and v.exists("sources/notes/Zeta.md")
-    why = {s["path"]: s["why"] for s in result.skipped}[str(src / "Zeta renamed.md")]
-    assert why == "the file of sources/notes/Zeta.md, renamed: its note stays there until --prune moves it"
+    assert str(src / "Zeta renamed.md") not in [s["path"] for s in result.skipped] and not result.deleted  # (once: renamed)
+    assert {f.path: f.skipped for f in result.files}[str(src / "Zeta renamed.md")] == (
+        "the file of sources/notes/Zeta.md, renamed: its note stays there until --prune moves it")
+    printed = memlink("ingest", str(src), vault=v.root)
+    assert "its note stays where it is until --prune moves it" in printed.stdout
+    assert "Zeta renamed.md: skipped" not in printed.stdout
     result = ingest_batch(v, [src], extractor=RULES, prune=True)  # a later run: still a rename, moved
     assert result.renamed[0].get("moved") and not result.pruned
     assert not v.exists("sources/notes/Zeta.md") and v.exists("sources/notes/Zeta renamed.md")
@@ -664,11 +668,12 @@ def test_a_frontmatter_change_is_synced(tmp_path):
 def test_tags_in_one_string_are_split_and_a_number_alias_is_a_name(tmp_path):
     v = Vault.init(tmp_path / "vault", name="test")
     src = write(tmp_path / "notes", {"Plan.md": '---\ntags: "#alpha #beta/gamma"\naliases: 42\n---\nSow the beans.\n',
-                                     "Other.md": "---\ntags: alpha, beta\n---\nReap.\n"})
+                                     "Other.md": "---\ntags: alpha, beta\naliases: yes\n---\nReap.\n"})
     ingest_batch(v, [src], extractor=RULES)
     note = v.read_note("sources/notes/Plan.md")
     assert note.extra["tags"] == ["alpha", "beta/gamma"] and note.extra["aliases"] == ["42"]
-    assert v.read_note("sources/notes/Other.md").extra["tags"] == ["alpha", "beta"]
+    other = v.read_note("sources/notes/Other.md")
+    assert other.extra["tags"] == ["alpha", "beta"] and "aliases" not in other.extra  # (YAML's yes is no name)
 
 
 def test_a_changed_file_keeps_its_notes_other_names(tmp_path):

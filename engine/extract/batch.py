@@ -351,7 +351,8 @@ def _strings(value: object, sep: str = ",") -> list[str]:
     """A frontmatter list, a string of items split at ``sep`` (a regex), or one number, as
     clean strings (Obsidian accepts each: ``aliases: 42`` is the name "42")."""
     items = value if isinstance(value, list) else re.split(sep, value) if isinstance(value, str) else [value]
-    return list(dict.fromkeys(str(v).strip() for v in items if isinstance(v, (str, int, float)) and str(v).strip()))
+    return list(dict.fromkeys(str(v).strip() for v in items
+                              if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v).strip()))
 
 
 def _title(meta: dict, path: Path) -> str:
@@ -393,14 +394,14 @@ def _imported_sha(content: str, title: object, keys: dict[str, Any]) -> str:
     """The ``imported`` hash: what the import wrote that a person may edit in the vault (in
     Obsidian's properties panel too): the text, the title, and the keys its file decides."""
     said = {"content": content, "title": title, **{k: keys.get(k) for k in OBSIDIAN_KEYS}}
-    return _sha(json.dumps(_plain(said), ensure_ascii=False))
+    return _sha(json.dumps(_plain(said), sort_keys=True, ensure_ascii=False))
 
 
 def _plain(value: Any) -> Any:
-    """A frontmatter value as JSON holds it, the same in every process: a mapping as its
-    pairs sorted by key (keys of any type), a set sorted, a date as its text."""
+    """A frontmatter value as JSON holds it, the same in every process: a mapping's keys as
+    text (YAML's may be numbers or dates), a set sorted, a date as its text."""
     if isinstance(value, dict):
-        return sorted(([str(k), _plain(v)] for k, v in value.items()), key=lambda kv: kv[0])
+        return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, (set, frozenset)):
@@ -748,7 +749,7 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
             report.problems.append(f"{page.path}: {why}. Written: the source note {page.note}, marked pending "
                                    f"(`memlink check` lists it); the next ingest, commit or dream retries it")
         result.files.append(IngestResult(str(page.path), page.uri, None if page.known else report, skipped=page.known))
-        if page.known:
+        if page.known and page.state not in ("renamed", "edited"):  # (said in result.renamed and .edited)
             result.skipped.append({"path": str(page.path), "why": page.known})
         result.problems += report.problems
     uris = [uri for uri in doomed if vault.exists(uri)]  # (a renamed file's note was moved)

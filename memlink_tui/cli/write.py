@@ -255,7 +255,8 @@ def _print_sync(result: BatchResult, would: str) -> None:
                 f"its import; {would or ''}left as it is")
     for item in result.renamed:
         say(f"  > {printable_path(item['from'])} -> {printable_path(item['to'])}: the same text under a new path"
-            + ("; its note moved, links kept" if item.get("moved") else ""))
+            + ("; its note moved, links kept" if item.get("moved") else "" if would else
+               "; its note stays where it is until --prune moves it"))
     pruned, kept = set(result.pruned), {item["source"] for item in result.edited}
     for item in result.deleted:
         what = (f"{would}removed" if item["source"] in pruned else f"{would}kept (edited)" if item["source"] in kept
