@@ -676,6 +676,16 @@ def test_tags_in_one_string_are_split_and_a_number_alias_is_a_name(tmp_path):
     assert other.extra["tags"] == ["alpha", "beta"] and "aliases" not in other.extra  # (YAML's yes is no name)
 
 
+def test_show_gives_a_page_s_own_aliases_tags_and_properties(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = write(tmp_path / "notes", {"Finance.md": "---\naliases: [Money]\ntags: [area]\nreviewed: 2024-02-03\n---\nRates.\n"})
+    ingest_batch(v, [src], extractor=RULES)
+    shown = memlink("show", "sources/notes/Finance.md", vault=v.root).stdout
+    assert "  frontmatter:\n" in shown and "    aliases: ['Money']\n" in shown and "    tags: ['area']\n" in shown
+    data = json.loads(memlink("show", "sources/notes/Finance.md", "--json", vault=v.root).stdout)
+    assert data["frontmatter"]["properties"] == {"reviewed": "2024-02-03"} and data["frontmatter"]["tags"] == ["area"]
+
+
 def test_a_changed_file_keeps_its_notes_other_names(tmp_path):
     v = Vault.init(tmp_path / "vault", name="test")
     src = tmp_path / "garden"

@@ -64,7 +64,7 @@ from ..index import choose_model, model_line
 from ..model.blocks import strip_links_block, view_span
 from ..model.notes import PENDING, PENDING_KEY, Note, is_pending, render_note_body, serialize_note, split_frontmatter
 from ..model.uris import normalize_uri
-from ..model.yamlio import MAX_DEPTH, nesting, safe_load
+from ..model.yamlio import MAX_DEPTH, nesting, plain, safe_load
 from ..retrieve.names import TEXT_SUFFIXES, NameIndex, Scope, file_names, path_key
 from ..review.actions import log_action
 from .autolink import find_references, reference_link
@@ -394,19 +394,7 @@ def _imported_sha(content: str, title: object, keys: dict[str, Any]) -> str:
     """The ``imported`` hash: what the import wrote that a person may edit in the vault (in
     Obsidian's properties panel too): the text, the title, and the keys its file decides."""
     said = {"content": content, "title": title, **{k: keys.get(k) for k in OBSIDIAN_KEYS}}
-    return _sha(json.dumps(_plain(said), sort_keys=True, ensure_ascii=False))
-
-
-def _plain(value: Any) -> Any:
-    """A frontmatter value as JSON holds it, the same in every process: a mapping's keys as
-    text (YAML's may be numbers or dates), a set sorted, a date as its text."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted((_plain(v) for v in value), key=repr)
-    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
+    return _sha(json.dumps(plain(said), sort_keys=True, ensure_ascii=False))
 
 
 def _edited(vault: Vault, note: Note) -> bool:

@@ -57,6 +57,18 @@ def nesting(value: Any) -> int:
     return 0
 
 
+def plain(value: Any) -> Any:
+    """A loaded value as JSON holds it, the same in every process: a mapping's keys as text
+    (YAML's may be numbers or dates), a set sorted, a date as its text."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((plain(v) for v in value), key=repr)
+    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
+
+
 def _vet(text: str) -> None:
     """Refuse a document nested too deep, whose aliases repeat too much, or holding a
     number too long (see the module doc). Each open mapping or list counts the values

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from ..model.links import StoredLink
 from ..model.uris import normalize_uri, uri_dir
+from ..model.yamlio import plain
 from .sidecars import sidecar_rel
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def render_links(text: str, links: list[StoredLink], href: Callable[[StoredLink]
 
 def note_data(vault: Vault, uri: str) -> dict[str, Any]:
     """A note as JSON data for other programs (`memlink show --json`, the MCP server): its
-    fields and body, the body with its links rendered, links and backlinks, and why its
+    fields, its other frontmatter keys and body, the body with its links rendered, links and backlinks, and why its
     links may be incomplete (None when whole)."""
     note = vault.read_note(uri)
     rendered = vault.render_note(note.uri)
@@ -100,6 +101,7 @@ def note_data(vault: Vault, uri: str) -> dict[str, Any]:
         "created_at": note.created_at,
         "updated_at": note.updated_at,
         "fields": note.fields,
+        "frontmatter": plain(note.extra),  # its other keys: an imported page's aliases, tags, properties
         "body": note.body,
         "rendered": rendered.text,
         "missing_match_text": [link.id for link in rendered.missing],

@@ -106,6 +106,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     for k, v in note.fields.items():
         if k != "content":
             say(f"  {k}: {v}")
+    if note.extra:  # its other keys: an imported page's aliases, tags and properties as Obsidian reads them
+        say("  frontmatter:")
+        for k, v in note.extra.items():
+            say(f"    {k}: {v}")
     print()
     say(rendered.text.rstrip())
     print()
