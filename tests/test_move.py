@@ -242,6 +242,24 @@ async def test_shift_m_in_the_browser_moves_the_open_note(sample):
     assert sample.exists(NEW) and not sample.exists(OLD)
 
 
+async def test_at_80_columns_the_move_dialog_and_a_question_fit_the_screen(sample):
+    from memlink_tui.app import MemlinkApp
+    from memlink_tui.screens.link_editor import Confirm
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_at(app, pilot, "browser", OLD)
+        await pilot.press("M")
+        await pilot.pause()
+        box = app.screen.query_one("Vertical").region
+        assert box.x >= 0 and box.right <= 80, box
+        await pilot.press("escape")
+        app.push_screen(Confirm("Remove the link?"))
+        await pilot.pause()
+        box = app.screen.query_one("Static").region
+        assert box.x >= 0 and box.right <= 80, box
+
+
 @pytest.mark.slow
 def test_a_move_killed_at_any_step_lands_whole_with_its_undo_record_or_not_at_all(tmp_path):
     template = tmp_path / "template"

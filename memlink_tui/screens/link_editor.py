@@ -214,7 +214,7 @@ class Confirm(ModalScreen[bool]):
 
     DEFAULT_CSS = """
     Confirm { align: center middle; }
-    Confirm > Static { width: 80; height: auto; border: round $warning; background: $surface; padding: 1 2; }
+    Confirm > Static { width: 80; max-width: 100%; height: auto; border: round $warning; background: $surface; padding: 1 2; }
     """
     BINDINGS = [
         Binding("y,enter", "dismiss(True)", "Yes"),

@@ -19,7 +19,7 @@ from widgets.safe import safe_markup
 class MoveDialog(ModalScreen[MoveResult | None]):
     DEFAULT_CSS = """
     MoveDialog { align: center middle; }
-    MoveDialog > Vertical { width: 90; height: auto; border: round $accent; background: $surface; padding: 0 1; }
+    MoveDialog > Vertical { width: 90; max-width: 100%; height: auto; border: round $accent; background: $surface; padding: 0 1; }
     MoveDialog #move-error { color: $error; height: auto; }
     """
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel")]
