@@ -438,12 +438,14 @@ def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False) -> str
         return "changed"
     same = note.fields.get("content") == page.body.strip() and _says_the_same(note, page)
     properties = (note.extra.get("properties") or {}) == page.properties
-    if _edited(vault, note) and not (same and properties):
-        return "edited"  # (left as it is, unless the file says just what it says now)
+    if same and properties:  # (the note says what the file says, whoever wrote it: most files of a sync)
+        page.restamp = note.extra.get(IMPORTED_KEY) not in (_agreed(page), _sha(page.body.strip()))
+        return "unchanged"
+    if _edited(vault, note):
+        return "edited"  # left as it is
     if not same:
         return "changed"
-    content = str(note.fields.get("content") or "")
-    page.restamp = not properties or note.extra.get(IMPORTED_KEY) not in (_agreed(page), _sha(content))
+    page.restamp = True  # (only its properties changed in the file: taken in place)
     return "unchanged"
 
 
