@@ -45,6 +45,7 @@ from urllib.parse import quote
 from . import version
 from .errors import MemlinkError, SidecarError
 from .model.config import CONFIG_FILE
+from .model.files import IMAGE_SUFFIXES
 from .model.links import SIDECAR, StoredLink
 from .model.uris import utf8_name
 from .storage.atomic import TMP_SUFFIX, atomic_writer, fsync_dir, temp_beside
@@ -346,7 +347,6 @@ class _Names:
         return None
 
 
-_IMAGES = frozenset((".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif"))  # what a viewer shows inline
 _WIKILINK = re.compile(r"(!?)\[\[([^\]|#^]*)(?:[#^][^\]|]*)?(?:\|([^\]]*))?\]\]")
 
 
@@ -357,7 +357,7 @@ def _plain_wikilinks(text: str, here: str, names: _Names) -> str:
     def repl(m: re.Match) -> str:
         target, shown = m.group(2), m.group(3)
         uri = names.find(target, here) if target.strip() else None
-        if uri and m.group(1) and PurePosixPath(uri).suffix.lower() in _IMAGES:  # shown where it was embedded
+        if uri and m.group(1) and PurePosixPath(uri).suffix.lower() in IMAGE_SUFFIXES:  # shown where it was embedded
             return f"![{_label(PurePosixPath(uri).name)}]({_href(here, uri)})"  # (its "|200" is a size)
         label = _label(shown or target.strip() or m.group(0))
         return f"[{label}]({_href(here, uri)})" if uri else label

@@ -62,6 +62,7 @@ import yaml
 from ..errors import MemlinkError, UriError
 from ..index import choose_model, model_line
 from ..model.blocks import strip_links_block, view_span
+from ..model.files import IMAGE_SUFFIXES
 from ..model.notes import PENDING, PENDING_KEY, Note, is_pending, render_note_body, serialize_note, split_frontmatter
 from ..model.uris import normalize_uri
 from ..model.yamlio import MAX_DEPTH, nesting, plain, safe_load
@@ -82,8 +83,8 @@ if TYPE_CHECKING:
     from .inputs import Extractor
 
 # Files of a folder given that pages link to or embed (Obsidian's attachments): copied.
-ATTACHMENT_SUFFIXES = frozenset((".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif", ".canvas",
-                                 ".excalidraw", ".mp3", ".wav", ".m4a", ".ogg", ".flac", ".mp4", ".webm", ".mov"))
+ATTACHMENT_SUFFIXES = IMAGE_SUFFIXES | {".canvas", ".excalidraw", ".mp3", ".wav", ".m4a", ".ogg", ".flac", ".mp4",
+                                        ".webm", ".mov"}
 
 # Folder names that say what the pages in them are (GBrain's brain layout and the like).
 FOLDER_KINDS = {
