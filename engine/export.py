@@ -3,7 +3,8 @@
 What leaves the vault is its content, never its derived state: notes, link sidecars (a
 big folder's link log folded into its `.relations.json`, read through the link store;
 the source vault is not changed), session logs, `memlink.yaml`, memory types, and any
-other plain file a person keeps there. Left out: `.memlink/` (rebuilt by the next open),
+other plain file a person keeps there. Left out: `.memlink/` (rebuilt by the next open;
+a backup carries what of it a person made and no file says: ``STATE_FILES``, ``HINTS``),
 temp files (`*.~memlink.tmp`), lock files (`*.lock`), hidden folders (memlink never reads
 them) and symlinks leading out of the vault or to folders. The files are read under the
 vault's write lock, after any journal was replayed, so no half-written change is copied
@@ -38,6 +39,7 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -51,7 +53,7 @@ from .model.uris import utf8_name
 from .storage.atomic import TMP_SUFFIX, atomic_writer, fsync_dir, temp_beside
 from .storage.render import render_links
 from .storage.sidecars import SIDECAR_LOG, folder_text, sidecar_rel
-from .storage.store import STATE_DIR
+from .storage.store import DB_FILE, STATE_DIR, Store
 from .storage.walk import NON_NOTE_DIRS
 
 if TYPE_CHECKING:
@@ -64,6 +66,16 @@ SUMS = "SHA256SUMS"  # the same hashes for `sha256sum -c`
 VAULT_DIR = "vault"  # the vault's files sit under <top>/vault/ in the archive
 LOCK_SUFFIX = ".lock"
 MARKDOWN_INDEX = "README.md"  # never a note at the vault root (engine.storage.vault.NON_NOTE_FILES)
+# What of `.memlink/` a backup carries: made by a person's actions and derived from no file
+# (docs/DESIGN.md, "Export and backup"). The dream's handled topics, review actions with
+# their undo records, the searches the dream reads, what each extraction run made (the
+# provenance check reads it), changes set aside as failed. The rest is derived or
+# bookkeeping of this copy.
+STATE_FILES = ("dream/state.json", "review/actions.jsonl", "search-log.jsonl", "audit/*.jsonl", "journal/*.failed")
+# The store's hint tables (what ingest imported, by SHA-256; legacy commit marks), carried
+# as one JSON file that restore writes into the new vault's database, never to disk.
+HINTS = "hints.json"
+HINT_TABLES = {"ingested": 3, "commits": 2}  # table: columns
 
 
 class ExportError(MemlinkError):
@@ -98,10 +110,11 @@ class Snapshot:
 
 
 @contextmanager
-def snapshot(vault: Vault) -> Iterator[Snapshot]:
+def snapshot(vault: Vault, *, state: bool = False) -> Iterator[Snapshot]:
     """The vault's content, listed (and read, inside the block) under its write lock, so
     no other memlink writer changes a file while it is copied; entering the lock replays
-    any pending journal first. A read-only vault is read as it is, without a lock."""
+    any pending journal first. A read-only vault is read as it is, without a lock.
+    ``state``: with the files of `.memlink/` a person made (``STATE_FILES``, ``HINTS``)."""
     if vault.read_only and vault.journal.pending():
         warning = ("a change in flight is recorded in .memlink/journal/ and cannot be finished on a read-only vault; "
                    "the copy holds the files as they are (run `memlink check` on it)")
@@ -109,6 +122,8 @@ def snapshot(vault: Vault) -> Iterator[Snapshot]:
         warning = ""
     with nullcontext() if vault.read_only else vault.writing():
         snap = _collect(vault)
+        if state:
+            _collect_state(vault, snap)
         if warning:
             snap.warnings.insert(0, warning)
         yield snap
@@ -179,6 +194,56 @@ def _collect(vault: Vault) -> Snapshot:
         stack.extend(reversed(subdirs))
     snap.items.sort(key=lambda i: i.rel)
     return snap
+
+
+def _collect_state(vault: Vault, snap: Snapshot) -> None:
+    """The files of `.memlink/` a person made (``STATE_FILES``) and the hint tables."""
+    for pattern in STATE_FILES:
+        for path in sorted(vault.state_dir.glob(pattern)):
+            try:
+                st = path.lstat()
+            except OSError as exc:
+                snap.skipped.append((f"{STATE_DIR}/{path.name}", f"cannot be read ({exc.strerror or exc})"))
+                continue
+            if stat.S_ISREG(st.st_mode):
+                snap.items.append(Item(f"{STATE_DIR}/{path.relative_to(vault.state_dir).as_posix()}", path, None,
+                                       st.st_mode & 0o777, st.st_mtime))
+    hints = {table: [list(row) for row in vault.store.rows(f"SELECT * FROM {table} ORDER BY 1")] for table in HINT_TABLES}
+    if any(hints.values()):
+        snap.items.append(Item(f"{STATE_DIR}/{HINTS}", None, json.dumps(hints, ensure_ascii=False).encode(), 0o600,
+                               time.time()))
+    snap.items.sort(key=lambda i: i.rel)
+
+
+def _state_problem(rel: str) -> str | None:
+    """Why a backup's file cannot be restored into `.memlink/` (derived state is made
+    afresh, never restored), or None."""
+    if not rel.startswith(f"{STATE_DIR}/"):
+        return None
+    inner = rel[len(STATE_DIR) + 1:]
+    if inner == HINTS or any(fnmatchcase(inner, p) and inner.count("/") == p.count("/") for p in STATE_FILES):
+        return None
+    return f"in {STATE_DIR}/ but not a file a backup carries (derived state is made afresh)"
+
+
+def _restore_hints(archive: Path, folder: Path, data: bytes) -> None:
+    """The hint tables of a backup, written into the new vault's database."""
+    try:
+        hints = json.loads(data.decode("utf-8"))
+        rows = {t: [tuple(r) for r in hints.get(t, [])] for t in HINT_TABLES}
+        if not all(isinstance(v, str) and len(r) == HINT_TABLES[t] for t, table in rows.items() for r in table for v in r):
+            raise ValueError("rows of the wrong shape")
+    except (ValueError, TypeError, AttributeError, UnicodeDecodeError) as exc:
+        raise ExportError(f"{archive}: {STATE_DIR}/{HINTS} cannot be read ({exc}); nothing was restored") from None
+    (folder / STATE_DIR).mkdir(exist_ok=True)
+    store = Store(folder / STATE_DIR / DB_FILE)
+    try:
+        with store.write() as w:
+            for table, table_rows in rows.items():
+                marks = ", ".join("?" * HINT_TABLES[table])
+                w.executemany(f"INSERT OR REPLACE INTO {table} VALUES ({marks})", table_rows)
+    finally:
+        store.close()
 
 
 def _fold(vault: Vault, snap: Snapshot, folder: str, dirpath: str) -> None:
@@ -517,7 +582,7 @@ def backup_vault(vault: Vault, to_dir: Path, now: dt.datetime | None = None) -> 
         final = real / f"{stem}-{n}.tar.gz"
     files: list[dict[str, Any]] = []
     total = 0
-    with snapshot(vault) as snap:
+    with snapshot(vault, state=True) as snap:
         with atomic_writer(final, mode=0o600) as fh:  # readable by its owner only
             with tarfile.open(fileobj=fh, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
                 for item in snap.items:
@@ -659,7 +724,7 @@ def restore_archive(archive: Path, dest: Path) -> RestoreReport:
         prefix = f"{top}/{VAULT_DIR}/"
         expected: dict[str, dict[str, Any]] = {}
         for f in manifest["files"]:
-            why = _path_problem(f["path"])
+            why = _path_problem(f["path"]) or _state_problem(f["path"])
             if why is not None:
                 raise ExportError(f"{archive}: {top}/{MANIFEST} lists {f['path']!r}, {why}; refused, nothing was restored")
             expected[prefix + f["path"]] = f
@@ -677,8 +742,11 @@ def restore_archive(archive: Path, dest: Path) -> RestoreReport:
         with _new_folder(dest) as tmp:
             for name in order:
                 data = _verified(archive, tar, by_name[name], expected[name])
-                _write_file(tmp, expected[name]["path"], data, _mode(expected[name]), by_name[name].mtime)
                 total += len(data)
+                if expected[name]["path"] == f"{STATE_DIR}/{HINTS}":
+                    _restore_hints(archive, tmp, data)
+                    continue
+                _write_file(tmp, expected[name]["path"], data, _mode(expected[name]), by_name[name].mtime)
     return RestoreReport(str(dest), len(order), total, str(manifest.get("vault", "")), str(manifest.get("created_at", "")))
 
 

@@ -408,3 +408,85 @@ def test_backup_refuses_a_folder_inside_the_vault_and_never_overwrites_an_archiv
     assert first != second and Path(first).is_file() and second.endswith("-20261201-093000-2.tar.gz")
     vault.config.name = "周琳娜的记忆"  # no letters a file name keeps: the folder's name
     assert Path(backup_vault(vault, tmp_path / "b", now=now).path).name == "memlink-backup-sample-20261201-093000.tar.gz"
+
+
+# -- what a person made besides notes ---------------------------------------------------------------
+def _state(root: Path) -> dict[str, bytes]:
+    """The files of ``.memlink/`` nothing derives from the notes: the dream's handled
+    topics, review actions and their undo records, the searches, the extraction audit."""
+    state = root / ".memlink"
+    out = {}
+    for pattern in ("dream/state.json", "review/actions.jsonl", "search-log.jsonl", "audit/*.jsonl"):
+        out |= {p.relative_to(state).as_posix(): p.read_bytes() for p in state.glob(pattern)}
+    return out
+
+
+def _topics(root: Path) -> list[str]:
+    r = memlink("dream", "--dry-run", "--json", vault=root)
+    assert r.returncode == 0, r.stderr
+    return [t["question"] for t in json.loads(r.stdout)["topics"]]
+
+
+def test_a_restored_vault_keeps_the_dream_state_review_history_searches_and_ingest_registry(tmp_path):
+    root = _copy_sample(tmp_path)
+    src = tmp_path / "kiln-folder"
+    (src / "img").mkdir(parents=True)
+    (src / "kiln.md").write_text("# Kiln\n\nThe kiln fires at 1240 C.\n![[img/kiln.png]]\n", encoding="utf-8")
+    (src / "img" / "kiln.png").write_bytes(b"\x89PNG first")
+    assert memlink("ingest", str(src), "--no-wiki", vault=root).returncode == 0
+    for _ in range(3):  # searched often, found nothing: a question for the dream
+        assert memlink("search", "harpsichord tuning", vault=root).returncode == 0
+    assert memlink("dream", "--provider", "rules", vault=root).returncode == 0
+    r = memlink("review", "events/2026/10/29/11-with-pieter.md", "entities/pieter-de-vries.md", "--action", "dismiss",
+                vault=root)
+    assert r.returncode == 0, r.stderr
+    state, topics = _state(root), _topics(root)
+    assert {"dream/state.json", "review/actions.jsonl", "search-log.jsonl"} <= set(state)
+
+    r = memlink("backup", "--to", str(tmp_path / "b"), vault=root)
+    assert r.returncode == 0, r.stderr
+    dest = tmp_path / "restored"
+    r = memlink("restore", r.stdout.strip(), str(dest))
+    assert r.returncode == 0, r.stderr
+    assert _state(dest) == state
+    assert _topics(dest) == topics  # the dream does not answer again what it answered
+    # the dismissal is still the last action, so undo takes it back on the restored vault
+    r = memlink("undo", vault=dest)
+    assert r.returncode == 0 and "dismiss" in r.stdout, r.stderr
+    # the attachment changed at its source: a re-import updates the copy ingest put there
+    (src / "img" / "kiln.png").write_bytes(b"\x89PNG second")
+    r = memlink("ingest", str(src), "--no-wiki", vault=dest)
+    assert r.returncode == 0 and "edited in the vault" not in r.stdout + r.stderr, r.stdout + r.stderr
+    assert (dest / "sources" / "kiln-folder" / "img" / "kiln.png").read_bytes() == b"\x89PNG second"
+    # and the restored vault answers at once
+    r = memlink("search", "kiln fires", "--json", vault=dest)
+    assert r.returncode == 0 and json.loads(r.stdout), r.stderr
+    assert memlink("lint", vault=dest).returncode == 0
+    r = memlink("recall", "advisory lock", "--json", vault=dest)
+    assert r.returncode == 0 and json.loads(r.stdout), r.stderr
+
+
+def test_restore_refuses_derived_state_and_a_damaged_ingest_registry_naming_them(tmp_path):
+    root = _copy_sample(tmp_path)
+    archive = Path(backup_vault(Vault.open(root), tmp_path / "b").path)
+    top = archive.name.removesuffix(".tar.gz")
+
+    def listing(rel: str, data: bytes):
+        def change(info, old):
+            if info.name != f"{top}/manifest.json":
+                return [(info, old)]
+            manifest = json.loads(old)
+            manifest["files"].append({"path": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+            return [(info, json.dumps(manifest).encode()), _member(f"{top}/vault/{rel}", data)]
+        return change
+
+    cases = {"derived": (".memlink/index.sqlite", b"SQLite format 3\x00", "derived state is made afresh"),
+             "registry": (".memlink/hints.json", b'{"ingested": [["x"]]}', "cannot be read")}
+    for label, (rel, data, words) in cases.items():
+        bad = _tampered(archive, tmp_path / f"{label}.tar.gz", listing(rel, data))
+        dest = tmp_path / "dest" / label
+        with pytest.raises(ExportError) as caught:
+            restore_archive(bad, dest)
+        message = str(caught.value)
+        assert rel in message and words in message and "nothing was restored" in message, (label, message)
+        assert not dest.exists() and not any(dest.parent.iterdir() if dest.parent.exists() else ()), label
