@@ -466,6 +466,20 @@ def test_a_restored_vault_keeps_the_dream_state_review_history_searches_and_inge
     assert r.returncode == 0 and json.loads(r.stdout), r.stderr
 
 
+def test_restore_over_a_vault_refuses_naming_what_is_there_and_leaves_it_as_it_was(tmp_path):
+    root = _copy_sample(tmp_path)
+    archive = backup_vault(Vault.open(root), tmp_path / "b").path
+    other = _copy_sample(tmp_path, "other")
+    (other / "profile.md").write_text("Mine, written since the backup.\n", encoding="utf-8")
+    before = _content(other)
+    r = memlink("restore", archive, str(other))
+    assert r.returncode == 1 and r.stderr.startswith("memlink: error: "), r.stderr
+    assert str(other) in r.stderr and "a memlink vault" in r.stderr and "memlink.yaml" in r.stderr, r.stderr
+    assert "nothing in it was replaced" in r.stderr, r.stderr
+    assert _content(other) == before and not (other / ".memlink").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp folder left
+
+
 def test_restore_refuses_derived_state_and_a_damaged_ingest_registry_naming_them(tmp_path):
     root = _copy_sample(tmp_path)
     archive = Path(backup_vault(Vault.open(root), tmp_path / "b").path)
