@@ -743,3 +743,114 @@ def test_a_file_imported_with_its_folder_is_not_imported_again_alone(tmp_path):
     alone = ingest_batch(v, [src / "plan.txt"], extractor=RULES)
     assert [f.skipped for f in alone.files] == ["already imported as sources/notes/plan.md"]
     assert sorted(e.uri for e in v.catalog.all("source")) == ["sources/notes/other.md", "sources/notes/plan.md"]
+
+
+# -- links in properties ----------------------------------------------------------------------
+MEETING = """---
+date: 2026-03-02
+attendees:
+  - "[[Jane Doe]]"
+  - "[[Bob]]"
+  - "[[Nobody]]"
+related: "[[Beta]]"
+team: "[[Core]]"
+host: "[[Sam]]"
+cover: "[[photo.png]]"
+permalink: "[[Gamma]]"
+cssclasses: ["[[Gamma]]"]
+source: "[Gamma](Gamma.md)"
+note: "see [[Gamma]] too"
+unquoted: [[Gamma]]
+---
+We met about [[Beta]].
+"""
+
+
+def meeting_folder(root: Path) -> Path:
+    return write(root, {"Standup.md": MEETING, "People/Jane Doe.md": "Jane.\n", "People/Bob.md": "Bob.\n",
+                        "Beta.md": "Beta.\n", "Core.md": "The core team.\n", "Gamma.md": "Gamma.\n",
+                        "x/Sam.md": "One Sam.\n", "y/Sam.md": "Another Sam.\n", "photo.png": b"\x89PNG\r\n"})
+
+
+def test_wikilinks_in_properties_are_links_as_obsidian_reads_them(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = meeting_folder(tmp_path / "notes")
+    result = ingest_batch(v, [src], extractor=RULES)
+    links = {l.to_uri: (l.link_type.value, l.description, l.match_text)
+             for l in v.links.of("sources/notes/Standup.md", "links")}
+    assert links == {
+        "sources/notes/Beta.md": ("related_to", "referenced in the text", "Beta"),  # the text's link: one per note
+        "sources/notes/People/Jane Doe.md": ("related_to", "referenced in the attendees property", None),
+        "sources/notes/People/Bob.md": ("related_to", "referenced in the attendees property", None),
+        "sources/notes/Core.md": ("belongs_to", "referenced in the team property", None),  # the table's cue "team"
+    }
+    # A missing or ambiguous one is said with the line of the file that holds it; a file is an attachment link.
+    assert result.unresolved == [{"file": str(src / "Standup.md"), "line": 6, "ref": "[[Nobody]]"}]
+    assert [(a["line"], a["ref"]) for a in result.ambiguous] == [(9, "[[Sam]]")]
+    assert result.attachments == 1
+    assert {"from": "sources/notes/Standup.md", "to": "sources/notes/People/Jane Doe.md"}.items() <= \
+        next(l for l in result.links_added if l["to"].endswith("Jane Doe.md")).items()
+
+
+def test_show_and_the_markdown_export_say_a_property_s_link_for_what_it_is(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    ingest_batch(v, [meeting_folder(tmp_path / "notes")], extractor=RULES)
+    shown = memlink("show", "sources/notes/Standup.md", vault=v.root).stdout
+    assert "sources/notes/People/Bob.md\n       referenced in the attendees property\n" in shown
+    data = json.loads(memlink("show", "sources/notes/Standup.md", "--json", vault=v.root).stdout)
+    assert data["missing_match_text"] == [] and data["frontmatter"]["properties"]["attendees"][1] == "[[Bob]]"
+    assert memlink("export", "--markdown", str(tmp_path / "out"), vault=v.root).returncode == 0
+    page = (tmp_path / "out" / "sources/notes/Standup.md").read_text(encoding="utf-8")
+    assert "[Bob](People/Bob.md) (related_to, weight 0.60): referenced in the attendees property" in page
+    backs = (tmp_path / "out" / "sources/notes/People/Bob.md").read_text(encoding="utf-8")
+    assert "[Standup](../Standup.md) (related_to, weight 0.60): referenced in the attendees property" in backs
+
+
+def test_a_sync_follows_a_page_s_properties_and_keeps_a_person_s_links(tmp_path):
+    from engine.review.linkwrite import write_link
+
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = meeting_folder(tmp_path / "notes")
+    ingest_batch(v, [src], extractor=RULES)
+    page, standup = src / "Standup.md", "sources/notes/Standup.md"
+    before = snapshot(v.root)
+    again = ingest_batch(v, [src], extractor=RULES)
+    assert snapshot(v.root) == before and not again.links_added and not again.links_removed  # unchanged: nothing
+    write_link(v, standup, "sources/notes/Gamma.md", "caused_by", weight=0.9, description="my own link")
+    mine = [(l.link_type.value, l.weight, l.description) for l in v.links.of(standup, "links") if "Gamma" in l.to_uri]
+    # Only a property changed: the link it no longer states goes, the note's text is not extracted again.
+    page.write_text(MEETING.replace('  - "[[Bob]]"\n', "").replace("unquoted: [[Gamma]]", 'also: "[[Gamma]]"'),
+                    encoding="utf-8")
+    result = ingest_batch(v, [src], extractor=RULES)
+    assert result.links_removed == [{"from": standup, "to": "sources/notes/People/Bob.md"}] and not result.changed
+    assert "sources/notes/People/Jane Doe.md" in out_links(v, standup)
+    gamma = [(l.link_type.value, l.weight, l.description) for l in v.links.of(standup, "links") if "Gamma" in l.to_uri]
+    assert gamma == mine  # a person's link to the note a property now names: as they made it
+    # The text and the properties changed: the same rule.
+    page.write_text(MEETING.replace("We met", "We met again").replace('team: "[[Core]]"\n', ""), encoding="utf-8")
+    result = ingest_batch(v, [src], extractor=RULES)
+    assert result.changed == [standup]
+    assert {l["to"] for l in result.links_removed} == {"sources/notes/Core.md"}
+    assert set(out_links(v, standup)) == {"sources/notes/Beta.md", "sources/notes/People/Jane Doe.md",
+                                          "sources/notes/People/Bob.md", "sources/notes/Gamma.md"}
+    gamma = [(l.link_type.value, l.weight, l.description) for l in v.links.of(standup, "links") if "Gamma" in l.to_uri]
+    assert gamma == mine
+
+
+def test_an_embedded_file_that_is_not_there_is_a_missing_file_not_a_missing_note(tmp_path):
+    from memlink_tui.screens.importer import diff_markup
+
+    root = cli_vault(tmp_path)
+    src = write(tmp_path / "notes", {"Trip.md": "Photos:\n![[missing.png]]\nSee [[Nowhere]].\n"})
+    r = memlink("ingest", str(src), vault=root)
+    assert f"  ! reference to a missing file: {src / 'Trip.md'}:2: ![[missing.png]]\n" in r.stdout
+    assert f"  ! reference to a missing note: {src / 'Trip.md'}:3: [[Nowhere]]\n" in r.stdout
+    assert "1 reference to missing notes, 1 reference to missing files" in r.stdout
+    assert "1 unresolved references, 1 to missing files" in r.stdout
+    (src / "Trip.md").write_text("Photos:\n![[missing.png]]\nSee [[Nowhere]] again.\n", encoding="utf-8")
+    out = json.loads(memlink("ingest", str(src), "--json", vault=root).stdout)
+    assert out["missing_files"] == [{"file": str(src / "Trip.md"), "line": 2, "ref": "![[missing.png]]"}]
+    assert out["unresolved"] == [{"file": str(src / "Trip.md"), "line": 3, "ref": "[[Nowhere]]"}]
+    report = ingest_batch(Vault.open(root), [write(tmp_path / "more", {"Day.md": "![[gone.jpg]]\n"})],
+                          extractor=RULES).files[0].report
+    assert "missing file referenced" in diff_markup(report) and "missing note" not in diff_markup(report)

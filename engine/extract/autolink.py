@@ -6,7 +6,13 @@ slug references (``people/mia-brown``). Paths resolve against the batch being im
 Code fences are ignored; one link per target per note; match_text is the visible text. A
 reference to a note that does not exist, or to several notes nothing tells apart (two
 imports with a page at the same path, two pages with the same title in other folders),
-is reported with its line, never linked.
+is reported with its line, never linked; one naming a file that is not a page (an image,
+a PDF) as a missing file.
+
+An imported page's properties hold links as Obsidian reads them there
+(``find_property_references``): a text property, or an item of a list property, that is
+one ``[[wikilink]]`` (quoted in the YAML). Such a link has no anchor in the text; its
+description names the property.
 
 Each link is typed by the relation its sentence states (engine.model.relations: works at,
 invested in, advises, attended …, kept in the description), else by the sentence cascade
@@ -20,6 +26,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..model.files import ATTACHMENT_SUFFIXES, DOCUMENT_SUFFIXES
 from ..model.relations import RELATIONS, describe, relation_in
 from ..model.uris import uri_dir
 from ..retrieve.names import TEXT_SUFFIXES, Lookup, NameIndex, Scope, path_key
@@ -50,6 +57,7 @@ class Reference:
     at: int = 0  # where the reference starts in ``sentence``
     anchor: str = ""  # the heading or block (``^id``) it points to in the target, as written
     more: list[tuple[str, int]] = field(default_factory=list)  # (sentence, at) of later references to the same note
+    property: str = ""  # the page's property it is written in (then ``text`` is "": nothing in the text shows it)
 
 
 @dataclass
@@ -57,6 +65,7 @@ class Missing:
     raw: str
     line: int
     candidates: tuple[str, ...] = ()  # several notes answer to it: ambiguous
+    file: bool = False  # it names a file that is not a page (``x.png``, ``x.pdf``): a missing file, not a note
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.raw}" + (f" (ambiguous: {', '.join(self.candidates)})" if self.candidates else "")
@@ -83,6 +92,7 @@ def find_references(vault: Vault, from_uri: str, text: str, base: str | None = N
     # (start, end, what it resolved to, shown, raw, anchor)
     spans: list[tuple[int, int, Lookup, str, str, str]] = []
     aliased: set[int] = set()  # starts of the spans resolved through an alias
+    named_files: set[int] = set()  # starts of the spans that name a file that is not a page
 
     def attachment(raw: str) -> bool:
         """A link to one of the import's files that is not a page (``diagram.png``)."""
@@ -129,6 +139,8 @@ def find_references(vault: Vault, from_uri: str, text: str, base: str | None = N
             continue  # an image that is not one of the import's files (an embedded note or document is a link)
         anchor = m[2].split("#", 1)[1] if "#" in m[2] else ""
         spans.append((m.start(), m.end(), found, m[1], m[0], urllib.parse.unquote(anchor)))
+        if _names_file(urllib.parse.unquote(m[2].split("#", 1)[0].split("?", 1)[0])):
+            named_files.add(m.start())
     for m in _WIKI.finditer(clean):
         name = m[1].rstrip("\\").strip()  # (``[[a\|b]]`` in a table escapes its bar)
         if attachment(name):
@@ -144,6 +156,8 @@ def find_references(vault: Vault, from_uri: str, text: str, base: str | None = N
         if found.uri is None and not found.ambiguous:
             found = by_path(name)
         spans.append((m.start(), m.end(), found, (m[3] or name).strip(), m[0], (m[2] or "").strip()))
+        if _names_file(name):
+            named_files.add(m.start())
     out.attachments = len(files)
     masked = _mask(clean, [*spans, *files])
     for m in _SLUG.finditer(masked):
@@ -157,7 +171,7 @@ def find_references(vault: Vault, from_uri: str, text: str, base: str | None = N
         line = text.count("\n", 0, start) + 1
         target = found.uri
         if target is None:
-            out.missing.append(Missing(raw, line, found.candidates if found.ambiguous else ()))
+            out.missing.append(Missing(raw, line, found.candidates if found.ambiguous else (), start in named_files))
             continue
         if target == from_uri:
             continue
@@ -176,6 +190,55 @@ def _file_suffix(name: str) -> bool:
     """Whether a link names a file that is not a page (``x.png``, ``x.pdf``, ``x.canvas``)."""
     suffix = posixpath.splitext(name)[1].lower()
     return bool(suffix) and " " not in suffix and suffix not in TEXT_SUFFIXES
+
+
+def _names_file(name: str) -> bool:
+    """Whether a link names one of the files an import copies or converts (an image, a
+    canvas, a PDF), not a page: a missing one is a missing file."""
+    suffix = posixpath.splitext(name.strip())[1].lower()
+    return suffix in ATTACHMENT_SUFFIXES or suffix in DOCUMENT_SUFFIXES
+
+
+def property_links(properties: dict) -> list[tuple[str, str]]:
+    """(property, link) for each internal link a page's properties hold as Obsidian reads
+    them: a text value, or an item of a list, that is one ``[[wikilink]]`` (a markdown link,
+    or a link inside other text, is no link there)."""
+    out = []
+    for key, value in properties.items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and _WIKI.fullmatch(item.strip()) and not item.strip().startswith("!"):
+                out.append((str(key), item.strip()))
+    return out
+
+
+def find_property_references(vault: Vault, from_uri: str, properties: dict, front: str = "", base: str | None = None,
+                             names: NameIndex | None = None, scope: Scope | None = None) -> AutoLinks:
+    """The references of a page's properties (``property_links``), resolved as its text's
+    are (``find_references``); each found one names its property, and each a line of
+    ``front`` (the file's frontmatter as written) where it is, else line 1."""
+    links = property_links(properties)
+    out = find_references(vault, from_uri, "\n".join(raw for _key, raw in links), base=base, names=names, scope=scope)
+
+    def line(n: int) -> int:
+        at = front.find(links[n - 1][1])
+        return front.count("\n", 0, at) + 1 if at >= 0 else 1
+
+    for ref in out.found:
+        ref.property, ref.text, ref.line = links[ref.line - 1][0], "", line(ref.line)
+    for miss in [*out.missing, *out.by_alias]:
+        miss.line = line(miss.line)
+    return out
+
+
+def stated(ref: Reference) -> str:
+    """What the link of a reference is told apart by among its note's links (as
+    ``StoredLink.match_text or description``): its text, or, written in a property, its
+    description."""
+    return ref.text or property_description(ref.property)
+
+
+def property_description(key: str) -> str:
+    return f"referenced in the {key} property"
 
 
 def _mask(text: str, spans: list) -> str:
@@ -201,7 +264,12 @@ def reference_link(ref: Reference, from_kind: str = "", to_kind: str = "",
     """(link type, link spec) for a reference: the relations its sentences state between
     the two pages (all in the description, the strongest one's type: GBrain keeps one
     edge per pair), else the sentence cascade of the vault's link types (``link_types``;
-    the built-ins when not given)."""
+    the built-ins when not given). A reference written in a property states no relation:
+    the property's name is the cascade's sentence (``team``, ``part_of``), and the
+    description names it."""
+    if ref.property:
+        cue = re.sub(r"[_-]+", " ", ref.property)
+        return link_type_for(cue, link_types), {"weight": PLAIN_WEIGHT, "description": property_description(ref.property)}
     stated: dict[str, tuple] = {}
     for sentence, at in [(ref.sentence, ref.at), *ref.more]:
         rel, from_is_subject = relation_in(sentence, from_kind, to_kind, at)

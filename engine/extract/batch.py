@@ -22,12 +22,14 @@
    entity) and the references of each file are resolved as Obsidian resolves them
    (engine.retrieve.names.NameIndex.lookup_file: relative path, path, file name; an
    alias or title only when nothing else matches, and reported) — markdown links,
-   wikilinks, embeds (of a page, or of a document imported as one) and bare slugs; not
-   code, frontmatter or attachments — into typed two-sided links carrying the relation
+   wikilinks, embeds (of a page, or of a document imported as one) and bare slugs, and
+   the wikilinks of its properties (``related: "[[Beta]]"``: the link's description names
+   the property); not code, other frontmatter or attachments — into typed two-sided links carrying the relation
    the text states and the heading or block they point to (as line ranges of the target). A changed file's links its earlier text
    stated and its text no longer does are removed in the same unit of work (a link a
-   person made stays as they made it). References that resolve to nothing, or to
-   several pages nothing tells apart, are reported with file and line.
+   person made stays as they made it). References that resolve to nothing (a note, or a
+   file that is not a page), or to several pages nothing tells apart, are reported with
+   file and line.
    With an LLM provider the link types are then refined by the model
    (engine.extract.linktype). After ``llm.max_failures`` failed model answers in a row
    (a hung or broken model) the rest of the batch goes to the rules, and the batch says so
@@ -62,15 +64,15 @@ import yaml
 from ..errors import MemlinkError, UriError
 from ..index import choose_model, model_line
 from ..model.blocks import strip_links_block, view_span
-from ..model.files import IMAGE_SUFFIXES
-from ..model.notes import PENDING, PENDING_KEY, Note, is_pending, render_note_body, serialize_note, split_frontmatter
+from ..model.files import ATTACHMENT_SUFFIXES, DOCUMENT_SUFFIXES
+from ..model.notes import PENDING, PENDING_KEY, TOP_KEYS, Note, is_pending, render_note_body, serialize_note, split_frontmatter
 from ..model.uris import normalize_uri
 from ..model.yamlio import MAX_DEPTH, nesting, plain, safe_load
 from ..retrieve.names import TEXT_SUFFIXES, NameIndex, Scope, file_names, path_key
 from ..review.actions import log_action
-from .autolink import find_references, reference_link
+from .autolink import Reference, find_property_references, find_references, reference_link, stated
 from .context import ExtractContext
-from .documents import DOCUMENT_KEYS, DOCUMENT_SUFFIXES, Converted, copy_in, document_fields, read_input
+from .documents import DOCUMENT_KEYS, Converted, copy_in, document_fields, read_input
 from .inputs import IngestResult, InputError, choose_extractor
 from .linktype import refine_links
 from .loop import ExtractLoop, LLMExtractor
@@ -81,10 +83,6 @@ if TYPE_CHECKING:
 
     from ..storage.vault import Vault
     from .inputs import Extractor
-
-# Files of a folder given that pages link to or embed (Obsidian's attachments): copied.
-ATTACHMENT_SUFFIXES = IMAGE_SUFFIXES | {".canvas", ".excalidraw", ".mp3", ".wav", ".m4a", ".ogg", ".flac", ".mp4",
-                                        ".webm", ".mov"}
 
 # Folder names that say what the pages in them are (GBrain's brain layout and the like).
 FOLDER_KINDS = {
@@ -118,7 +116,8 @@ class Page:
     target: str = ""  # the uri of its note: sources/<folder given>/<its path there>.md
     state: str = ""  # new | changed | unchanged | edited (``_plan``) | renamed (left) or moved (``prune``)
     before: str | None = None  # a changed note's text as it was: the links it stated are ingest's own
-    stated_before: set[tuple[str, str | None]] = field(default_factory=set)  # (to, match_text) of those links
+    before_properties: dict[str, Any] = field(default_factory=dict)  # ... and its properties as they were
+    stated_before: set[tuple[str, str]] = field(default_factory=set)  # (to, match_text or description) of those links
     document: Converted | None = None  # a PDF, HTML page or DOCX converted (engine.extract.documents)
 
     @property
@@ -134,7 +133,8 @@ class BatchResult:
     skipped: list[dict] = field(default_factory=list)  # {path, why}: not text, already imported
     failed: list[dict] = field(default_factory=list)  # {path, error}: nothing written
     pending: list[dict] = field(default_factory=list)  # {path, source, error}: source note written, not its memories
-    unresolved: list[dict] = field(default_factory=list)  # {file, line, ref}
+    unresolved: list[dict] = field(default_factory=list)  # {file, line, ref}: to notes that do not exist
+    missing_files: list[dict] = field(default_factory=list)  # {file, line, ref}: to files (images, PDFs…) not there
     ambiguous: list[dict] = field(default_factory=list)  # {file, line, ref, candidates}
     links_added: list[dict] = field(default_factory=list)  # every new link: page-to-page and derived notes'
     links_removed: list[dict] = field(default_factory=list)  # {from, to}: links a changed file no longer states
@@ -158,6 +158,7 @@ class BatchResult:
             "files": [{"path": r.path, "source": r.source_uri, "skipped": r.skipped,
                        "report": r.report.to_json() if r.report else None} for r in self.files],
             "skipped": self.skipped, "failed": self.failed, "pending": self.pending, "unresolved": self.unresolved,
+            "missing_files": self.missing_files,
             "ambiguous": self.ambiguous, "links_added": self.links_added, "page_links": len(self.page_links()),
             "links_removed": self.links_removed, "by_alias": self.by_alias, "attachments": self.attachments,
             "copied": self.copied, "changed": self.changed, "edited": self.edited, "deleted": self.deleted,
@@ -606,7 +607,7 @@ def _pending_pages(vault: Vault, taken: set[str]) -> list[Page]:
         body = str(note.fields.get("content") or "")
         pages.append(Page(Path(alias), alias, None, root=-2, text=body, body=body, title=str(note.fields.get("title") or uri),
                           kind=str(note.fields.get("kind") or "document"), uri=uri,
-                          wiki=note.fields.get("in_wiki") is not False))
+                          wiki=note.fields.get("in_wiki") is not False, properties=_properties(note)))
     return pages
 
 
@@ -834,12 +835,12 @@ def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None
             report.created += [u for u in run.created if u not in report.created]
             report.changed += run.changed
             report.problems += run.problems
-        if page.state in ("changed", "moved"):  # (only the links its earlier text stated: never a person's)
+        if page.before is not None:  # (only the links its earlier text and properties stated: never a person's)
             links = _theirs_kept(vault, page, links)
-            stated = {(to, spec.get("t_line_ranges") or "") for frm, to, _t, spec in links if frm == page.note}
+            now = {(to, spec.get("t_line_ranges") or "") for frm, to, _t, spec in links if frm == page.note}
             gone += [old for old in vault.links.of(page.note, "links")
-                     if (old.to_uri, old.match_text) in page.stated_before
-                     and (old.to_uri, old.t_line_ranges or "") not in stated]
+                     if (old.to_uri, old.match_text or old.description) in page.stated_before
+                     and (old.to_uri, old.t_line_ranges or "") not in now]
             for old in gone:
                 vault.unlink(old.from_uri, old.to_uri, link_id=old.id)
                 result.links_removed.append({"from": old.from_uri, "to": old.to_uri})
@@ -863,7 +864,7 @@ def _theirs_kept(vault: Vault, page: Page, specs: list[tuple]) -> list[tuple]:
     """The specs without those that would rewrite a link of the note its earlier text did
     not state (a person's, made by hand): the text naming the same note leaves it as it is."""
     theirs = {(l.to_uri, l.t_field, l.t_line_ranges or "") for l in vault.links.of(page.note, "links")
-              if (l.to_uri, l.match_text) not in page.stated_before}
+              if (l.to_uri, l.match_text or l.description) not in page.stated_before}
     if not theirs:
         return specs
     kept = []
@@ -899,6 +900,8 @@ def _write_source(vault: Vault, page: Page, result: BatchResult) -> RunReport:
     page.uri = page.target
     if page.state == "unchanged":
         page.known = f"already imported as {page.target}"
+        if page.restamp:  # (its properties may have changed: the links they stated are ingest's own)
+            _read_before(vault, page)
         _restamp(vault, page)
         return RunReport("none")
     if page.state == "edited":
@@ -909,8 +912,20 @@ def _write_source(vault: Vault, page: Page, result: BatchResult) -> RunReport:
     if page.state == "changed":
         result.changed.append(page.target)
     if page.state in ("changed", "moved"):
-        page.before = str(vault.read_note(page.target).fields.get("content") or "")
+        _read_before(vault, page)
     return _new_source(vault, page, page.target, str(page.real or page.path.resolve()), page.body.strip(), result)
+
+
+def _read_before(vault: Vault, page: Page) -> None:
+    """The text and properties the page's note holds before this import rewrites it."""
+    note = vault.read_note(page.target)
+    page.before, page.before_properties = str(note.fields.get("content") or ""), _properties(note)
+
+
+def _properties(note: Note) -> dict[str, Any]:
+    """A source note's properties (the rest of its file's frontmatter, as imported)."""
+    kept = note.extra.get("properties")
+    return kept if isinstance(kept, dict) else {}
 
 
 def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, result: BatchResult) -> RunReport:
@@ -951,41 +966,60 @@ IMPORTED_KEY = "imported"  # the SHA-256 of what was imported (``_imported_sha``
 # The top-level keys memlink itself writes on a source note: ingest's, and a review's.
 _INGEST_AND_REVIEW_KEYS = frozenset({IMPORTED_KEY, PENDING_KEY, *OBSIDIAN_KEYS, *DOCUMENT_KEYS, "valid_until",
                                      "superseded_by", "superseded_claims"})
+# A file's properties that hold no links: Obsidian's own (a permalink, CSS classes; its
+# names and tags are read apart) and memlink's (a note of a memlink vault, imported).
+_NOT_LINKS = frozenset({"permalink", "cssclasses", "cssclass", *TOP_KEYS, *_INGEST_AND_REVIEW_KEYS})
+
+
+def _link_properties(properties: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in properties.items() if k not in _NOT_LINKS}
 
 
 def _references(vault: Vault, page: Page, names: NameIndex, scope: Scope, report: RunReport, extractor: Extractor | None,
                 result: BatchResult, contents: dict[str, str]) -> list[tuple]:
-    """The link specs of a file's references; the unresolved and ambiguous ones are
-    reported, and those found only through an alias. Its frontmatter (tags, permalinks…)
-    holds no reference."""
+    """The link specs of a file's references — its text's, then its properties' to the
+    notes its text does not link (one link per target) —; the unresolved and ambiguous ones
+    are reported, and those found only through an alias. The rest of its frontmatter
+    (tags, permalinks…) holds no reference."""
     head = len(page.text) - len(page.body)
     text = re.sub(r"[^\n]", " ", page.text[:head]) + page.body
-    refs = find_references(vault, page.note, text, base=posixpath.dirname(page.alias), names=names, scope=scope)
-    result.attachments += refs.attachments
+    base = posixpath.dirname(page.alias)
+    refs = find_references(vault, page.note, text, base=base, names=names, scope=scope)
+    props = find_property_references(vault, page.note, _link_properties(page.properties), page.text[:head], base,
+                                     names, scope)
+    result.attachments += refs.attachments + props.attachments
     if page.before is not None:
-        before = find_references(vault, page.note, page.before, base=posixpath.dirname(page.alias), names=names, scope=scope)
-        page.stated_before = {(ref.target, ref.text) for ref in before.found}
-    for miss in refs.missing:
+        before = [*find_references(vault, page.note, page.before, base=base, names=names, scope=scope).found,
+                  *find_property_references(vault, page.note, _link_properties(page.before_properties), "", base,
+                                            names, scope).found]
+        page.stated_before = {(ref.target, stated(ref)) for ref in before}
+    for miss in sorted([*props.missing, *refs.missing], key=lambda m: m.line):
+        where = {"file": str(page.path), "line": miss.line, "ref": miss.raw}
         if miss.candidates:
-            result.ambiguous.append({"file": str(page.path), "line": miss.line, "ref": miss.raw,
-                                     "candidates": list(miss.candidates)})
+            result.ambiguous.append({**where, "candidates": list(miss.candidates)})
             report.ambiguous.append(f"{page.path}:{miss.line}: {miss.raw} (ambiguous: {', '.join(miss.candidates)})")
+        elif miss.file:
+            result.missing_files.append(where)
+            report.missing_files.append(f"{page.path}:{miss.line}: {miss.raw}")
         else:
-            result.unresolved.append({"file": str(page.path), "line": miss.line, "ref": miss.raw})
+            result.unresolved.append(where)
             report.unresolved.append(f"{page.path}:{miss.line}: {miss.raw}")
-    for hit in refs.by_alias:
+    for hit in [*props.by_alias, *refs.by_alias]:
         result.by_alias.append({"file": str(page.path), "line": hit.line, "ref": hit.raw, "to": hit.candidates[0]})
-    specs = []
-    for ref in refs.found:
+
+    def spec_of(ref: Reference) -> tuple:
         link_type, spec = reference_link(ref, page.kind, names.kind(ref.target), vault.config.link_table())
         if ref.anchor:
             if ref.target not in contents:
                 contents[ref.target] = str(vault.read_note(ref.target).fields.get("content") or "")
             spec["t_line_ranges"] = anchor_lines(contents[ref.target], ref.anchor)
-        specs.append((page.uri, ref.target, link_type, spec))
+        return (page.uri, ref.target, link_type, spec)
+
+    specs = [spec_of(ref) for ref in refs.found]
     if isinstance(extractor, LLMExtractor) and not extractor.breaker.tripped and specs:
         specs = refine_links(vault, extractor.provider, page, specs, report, extractor.breaker)
-    return specs
+    linked = {ref.target for ref in refs.found}  # (a property's link keeps its description: no sentence to refine)
+    return specs + [spec_of(ref) for ref in props.found if ref.target not in linked]
 
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..model.files import DOCUMENT_SUFFIXES
 from ..model.lineranges import format_ranges
 from ..storage.atomic import atomic_write_bytes
 from .inputs import InputError, read_file_bytes, read_text_file
@@ -26,7 +27,6 @@ from .inputs import InputError, read_file_bytes, read_text_file
 if TYPE_CHECKING:
     from ..storage.vault import Vault
 
-DOCUMENT_SUFFIXES = (".pdf", ".html", ".htm", ".docx", ".csv")
 # A PDF page with fewer letters than this is taken as having no text layer.
 MIN_PAGE_LETTERS = 1
 

@@ -51,6 +51,7 @@ class RunReport:
     links_added: list[dict] = field(default_factory=list)
     links_kept: int = 0
     unresolved: list[str] = field(default_factory=list)  # "file:line: reference" to notes that do not exist
+    missing_files: list[str] = field(default_factory=list)  # "file:line: reference" to files (an image, a PDF) not there
     ambiguous: list[str] = field(default_factory=list)  # "file:line: reference (ambiguous: …)": to several notes
     problems: list[str] = field(default_factory=list)
 
@@ -58,6 +59,7 @@ class RunReport:
         return (f"{counted(len(self.created), 'note')} created, {len(self.changed)} changed, "
                 f"{counted(len(self.links_added), 'link')} added"
                 + (f", {counted(len(self.unresolved), 'reference')} to missing notes" if self.unresolved else "")
+                + (f", {counted(len(self.missing_files), 'reference')} to missing files" if self.missing_files else "")
                 + (f", {len(self.ambiguous)} ambiguous" if self.ambiguous else ""))
 
     def to_json(self) -> dict[str, Any]:
@@ -83,6 +85,7 @@ class AuditEntry(BaseModel):
     links_added: list[dict[str, Any]]
     links_kept: int
     unresolved: list[str]
+    missing_files: list[str] = []  # (lines written before it was kept have none)
     ambiguous: list[str] = []  # (lines written before it was kept have none)
     problems: list[str]
 
@@ -154,7 +157,8 @@ class MemoryUpdater:
                 text = "\n".join(note.field_text(name) for name in note.fields)
                 refs = find_references(v, note.uri, text, base=ctx.base, names=names)
                 if ctx.source_page is None:  # an imported file's own references are reported by the import
-                    report.unresolved += [f"{note.uri}:{m.line}: {m.raw}" for m in refs.missing]
+                    for m in refs.missing:
+                        (report.missing_files if m.file else report.unresolved).append(f"{note.uri}:{m.line}: {m.raw}")
                 for ref in refs.found:
                     link_type, spec = reference_link(ref, note.fields.get("kind") or "", names.kind(ref.target), v.config.link_table())
                     specs.append((note.uri, ref.target, link_type, spec))

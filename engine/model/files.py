@@ -13,6 +13,10 @@ NOTE_BYTES = 64 << 20  # a note (ingest refuses files past ingest.max_bytes, 2 M
 SIDECAR_BYTES = 1 << 30  # a folder's links: ~570 bytes a link, a 100k-note vault's largest is 57 MB
 SETTINGS_BYTES = 1 << 20  # memlink.yaml, memory_types/*.yaml, the app's settings.yaml
 IMAGE_SUFFIXES = frozenset((".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".avif"))  # shown inline
+# Files of an imported folder that pages link to or embed (Obsidian's attachments): copied beside them.
+ATTACHMENT_SUFFIXES = IMAGE_SUFFIXES | {".canvas", ".excalidraw", ".mp3", ".wav", ".m4a", ".ogg", ".flac", ".mp4",
+                                        ".webm", ".mov"}
+DOCUMENT_SUFFIXES = (".pdf", ".html", ".htm", ".docx", ".csv")  # documents an import converts into notes
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)  # (no wait on a pipe's writer)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

@@ -97,6 +97,8 @@ def _print_report(report: RunReport, heading: str) -> None:
         say(f"  -> {printable_path(link['from'])} -[{shown}]-> {printable_path(link['to'])}")
     for ref in report.unresolved:
         say(f"  ! reference to a missing note: {ref}")
+    for ref in report.missing_files:
+        say(f"  ! reference to a missing file: {ref}")
     for ref in report.ambiguous:
         say(f"  ! ambiguous reference: {ref}")
     for problem in report.problems:
@@ -233,6 +235,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
           f"{page_links} links between pages" + (f" (+{others} from extracted notes)" if others else "") +
           (f", {len(result.links_removed)} removed" if result.links_removed else "") +
           f", {len(result.unresolved)} unresolved references"
+          + (f", {len(result.missing_files)} to missing files" if result.missing_files else "")
           + (f", {len(result.ambiguous)} ambiguous" if result.ambiguous else "")
           + (f", {len(result.by_alias)} matched by an alias only" if result.by_alias else "")
           + f", {result.attachments} attachment links ({len(result.copied)} files copied)" + f" ({result.seconds:.1f}s)")

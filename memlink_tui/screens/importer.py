@@ -35,6 +35,7 @@ def diff_markup(report: RunReport) -> str:
                 lines.append(f"    {safe_markup(key)}: [red]{safe_markup(before)[:80]}[/red] → [green]{safe_markup(after)[:80]}[/green]")
     lines += [f"[cyan]→ {safe_markup(l['from'])} -[{safe_markup(l['type'])}]-> {safe_markup(l['to'])}[/cyan]" for l in report.links_added]
     lines += [f"[red]! missing note referenced: {safe_markup(r)}[/red]" for r in report.unresolved]
+    lines += [f"[red]! missing file referenced: {safe_markup(r)}[/red]" for r in report.missing_files]
     lines += [f"[red]! ambiguous reference: {safe_markup(r)}[/red]" for r in report.ambiguous]
     lines += [f"[red]! {safe_markup(p)}[/red]" for p in report.problems]
     return "\n".join(lines)
