@@ -681,7 +681,8 @@ def test_show_gives_a_page_s_own_aliases_tags_and_properties(tmp_path):
     src = write(tmp_path / "notes", {"Finance.md": "---\naliases: [Money]\ntags: [area]\nreviewed: 2024-02-03\n---\nRates.\n"})
     ingest_batch(v, [src], extractor=RULES)
     shown = memlink("show", "sources/notes/Finance.md", vault=v.root).stdout
-    assert "  frontmatter:\n" in shown and "    aliases: ['Money']\n" in shown and "    tags: ['area']\n" in shown
+    assert "  frontmatter:\n" in shown and '    aliases: ["Money"]\n' in shown and '    tags: ["area"]\n' in shown
+    assert '    properties: {"reviewed": "2024-02-03"}\n' in shown  # (a date as its text, as in the file)
     data = json.loads(memlink("show", "sources/notes/Finance.md", "--json", vault=v.root).stdout)
     assert data["frontmatter"]["properties"] == {"reviewed": "2024-02-03"} and data["frontmatter"]["tags"] == ["area"]
 

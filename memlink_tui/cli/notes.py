@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import TYPE_CHECKING, Any
 
 from engine import LinkError, LinkType, Vault
 from engine.model.linktypes import builtin_table
+from engine.model.yamlio import plain
 from engine.storage.render import link_problems
 
 from .wiring import UsageError, notice, open_vault, positive, printable_path, say, say_json
@@ -105,17 +107,23 @@ def cmd_show(args: argparse.Namespace) -> int:
     say(f"{printable_path(note.uri)}  ({note.memory_type})  created {note.created_at}  updated {note.updated_at}")
     for k, v in note.fields.items():
         if k != "content":
-            say(f"  {k}: {v}")
+            say(f"  {k}: {_value(v)}")
     if note.extra:  # its other keys: an imported page's aliases, tags and properties as Obsidian reads them
         say("  frontmatter:")
         for k, v in note.extra.items():
-            say(f"    {k}: {v}")
+            say(f"    {k}: {_value(v)}")
     print()
     say(rendered.text.rstrip())
     print()
     _print_links(links, "links")
     _print_links(backlinks, "backlinks")
     return 0
+
+
+def _value(value: object) -> str:
+    """A field's value as a person reads it: text as it is, anything else as JSON (a date
+    as its text, as `show --json` gives it)."""
+    return value if isinstance(value, str) else json.dumps(plain(value), ensure_ascii=False)
 
 
 def _say_link_problems(why: str | None) -> None:
