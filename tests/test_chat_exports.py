@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import memlink, set_llm
+from conftest import REPO, memlink, set_llm
 
 from engine import Vault
 from engine.errors import MemlinkError
@@ -230,15 +231,16 @@ def test_invalid_json_and_an_unknown_array_are_refused(vault, tmp_path):
         import_chat(vault, dump(tmp_path / "odd.json", [{"session": "s", "id": 1}]))
     with pytest.raises(MemlinkError, match="looks like a ChatGPT export"):  # an explicit --format jsonl is honoured
         import_chat(vault, CHATGPT, fmt="jsonl")
-    # Formats memlink does not read are named as such, with those it reads: not "line 1: not JSON".
-    whatsapp = tmp_path / "whatsapp.txt"
-    whatsapp.write_text("12/05/2023, 14:02 - Ana: Hello\n12/05/2023, 14:03 - Bo: Hi there\n", encoding="utf-8")
-    telegram = tmp_path / "result.json"
-    telegram.write_text(json.dumps({"name": "Ana", "messages": [{"id": 1, "text": "hi"}]}, indent=1), encoding="utf-8")
-    for path, said in ((whatsapp, "not a chat file memlink reads"), (telegram, "one JSON document, not a chat file")):
+    # Files memlink does not read are named as such, with those it reads: not "line 1: not JSON".
+    note = tmp_path / "note.txt"
+    note.write_text("Shopping: rye bread, oat milk\nCall the plumber on Monday\n", encoding="utf-8")
+    document = tmp_path / "contacts.json"
+    document.write_text(json.dumps({"name": "Ana", "contacts": [{"id": 1, "phone": "+31"}]}, indent=1), encoding="utf-8")
+    for path, said in ((note, "not a chat file memlink reads"), (document, "one JSON document, not a chat file")):
         with pytest.raises(MemlinkError, match=said) as refused:
             import_chat(vault, path)
         assert "it reads JSON Lines" in str(refused.value) and "ChatGPT or Claude" in str(refused.value)
+        assert "a WhatsApp chat export (.txt) and a Telegram Desktop export (result.json)" in str(refused.value)
     assert logs(vault.root) == {}
 
 
@@ -456,3 +458,200 @@ async def test_the_app_imports_a_chat_export_names_what_was_left_out_and_commits
         assert "sessions committed: 3" in shown, shown
     hits = search(Vault.open(vault.root), "rye loaf Bakkerij Vink", k=3)
     assert hits and "vink" in (hits[0].title + hits[0].uri).lower()
+
+
+# -- messaging apps: WhatsApp and Telegram ----------------------------------------------------------
+LRM, NNBSP = "\u200e", "\u202f"
+ANDROID = (  # WhatsApp for Android in the US: month first, a 12-hour clock with U+202F before PM
+    f"12/30/23, 9:40{NNBSP}PM - Messages and calls are end-to-end encrypted. No one outside of this chat, not even "
+    "WhatsApp, can read or listen to them. Tap to learn more.\n"
+    f"12/30/23, 9:41{NNBSP}PM - Ana: We signed the lease for the flat on Oudegracht!\n"
+    "The keys come on Friday.\n"
+    f"12/30/23, 9:41{NNBSP}PM - Ana: <Media omitted>\n"
+    f"12/30/23, 9:42{NNBSP}PM - Bo: Congrats! Is it the one with the canal view?\n"
+    f"12/30/23, 9:42{NNBSP}PM - Bo: This message was deleted\n"
+    f"12/31/23, 10:05{NNBSP}AM - Ana: IMG-20231231-WA0001.jpg (file attached)\n"
+    "The canal view from the kitchen\n"
+    f"12/31/23, 10:06{NNBSP}AM - Bo: Gorgeous. Dinner there tonight? <This message was edited>\n")
+IOS = (  # WhatsApp for iPhone, a group: day first, seconds, U+200E before what no one typed
+    f"{LRM}[02/01/2024, 18:00:01] Climbing: {LRM}Messages and calls are end-to-end encrypted.\n"
+    f"{LRM}[02/01/2024, 18:00:02] Climbing: {LRM}Ana created group “Climbing”\n"
+    "[02/01/2024, 18:03:10] Ana: The bouldering gym Monk reopens on Saturday\n"
+    f"{LRM}[02/01/2024, 18:03:40] Bo: {LRM}image omitted\n"
+    "[02/01/2024, 18:04:00] Cas: I tore a finger pulley, no climbing for six weeks\n"
+    f"{LRM}[03/01/2024, 09:00:00] Cas: {LRM}Missed voice call\n"
+    "[13/01/2024, 09:15:00] Bo: Monk was packed today\n")
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def events_of(root: Path) -> list:
+    vault = Vault.open(root)
+    try:
+        return [e for s in logs(root) for e in read_events(vault, s)]
+    finally:
+        vault.close()
+
+
+def test_whatsapp_android_export_is_a_session_a_day_each_message_with_its_speaker(vault, tmp_path):
+    chat = write(tmp_path / "WhatsApp Chat with Ana.txt", ANDROID)
+    assert sniff(ANDROID) == "whatsapp"
+    report = import_chat(vault, chat, RulesTurnExtractor())
+    assert (report.format, report.sessions, report.events_added) == ("whatsapp", 2, 4)
+    assert report.left_out == {"system messages (security notices, joins, group changes, calls)": 1,
+                               "media (photos, videos, voice messages, stickers, files; a caption is kept as the "
+                               "message)": 2, "deleted messages": 1}
+    assert report.me == ["Ana"]  # the first sender, and the report says so
+    assert any("you (user): 'Ana' (the first sender)" in line and "--me NAME" in line for line in report.left_out_lines())
+    first, second = sorted(logs(vault.root))
+    assert re.fullmatch(r"2023-12-30-ana-[0-9a-f]{10}", first) and second.startswith("2023-12-31-ana-")
+    said = read_events(vault, first)
+    assert [(e.role, e.speaker, e.content, e.ts) for e in said] == [
+        ("user", "Ana", "We signed the lease for the flat on Oudegracht!\nThe keys come on Friday.", "2023-12-30T21:41:00"),
+        ("assistant", "Bo", "Congrats! Is it the one with the canal view?", "2023-12-30T21:42:00")]
+    assert said[0].title == "Ana"
+    assert [(e.speaker, e.content) for e in read_events(vault, second)] == [
+        ("Ana", "The canal view from the kitchen"), ("Bo", "Gorgeous. Dinner there tonight?")]
+    hits = TurnMemory.for_vault(vault).recall("When do the keys of the flat on Oudegracht come?", k=3)
+    assert hits and hits[0].session == first
+
+
+def test_whatsapp_ios_group_export_with_me_and_the_date_order_settled_by_the_whole_file(vault, tmp_path):
+    chat = tmp_path / "WhatsApp Chat - Climbing" / "_chat.txt"
+    chat.parent.mkdir()
+    write(chat, IOS)
+    report = import_chat(vault, chat, RulesTurnExtractor(), me="Cas")
+    assert report.format == "whatsapp" and report.left_out["system messages (security notices, joins, group "
+                                                           "changes, calls)"] == 3
+    assert not any("dates read" in line for line in report.left_out_lines())  # 13/01 settles day first
+    got = events_of(vault.root)
+    assert [(e.ts, e.speaker, e.role) for e in got] == [("2024-01-02T18:03:10", "Ana", "assistant"),
+                                                        ("2024-01-02T18:04:00", "Cas", "user"),
+                                                        ("2024-01-13T09:15:00", "Bo", "assistant")]
+    assert sorted(logs(vault.root))[0].startswith("2024-01-02-climbing-")
+    # Nothing settles the order (no first or second field above 12): said, and assumed for every line.
+    ambiguous = write(tmp_path / "WhatsApp Chat with Dee.txt", "05.01.24, 21:41 - Dee: Bring the rope\n"
+                      "06.01.24, 08:00 - Eli: Done\n")
+    report = import_chat(vault, ambiguous, RulesTurnExtractor())
+    assert "dates read day/month (a 24-hour clock): no day in the file is above 12 to say which comes first" in \
+        report.left_out_lines()
+    assert [e.ts for e in events_of(vault.root) if e.speaker in ("Dee", "Eli")] == ["2024-01-05T21:41:00",
+                                                                                    "2024-01-06T08:00:00"]
+
+
+def test_whatsapp_import_again_adds_nothing_and_a_newer_export_adds_only_its_new_messages(vault, tmp_path):
+    same_minute = "12/31/23, 10:07\u202fAM - Ana: Yes!\n12/31/23, 10:07\u202fAM - Ana: Yes!\n"
+    import_chat(vault, write(tmp_path / "WhatsApp Chat with Ana.txt", ANDROID + same_minute), RulesTurnExtractor())
+    before = logs(vault.root)
+    again = import_chat(vault, tmp_path / "WhatsApp Chat with Ana.txt", RulesTurnExtractor())
+    assert (again.events_added, again.extracted) == (0, 0) and logs(vault.root) == before
+    (tmp_path / "later").mkdir()
+    newer = write(tmp_path / "later" / "WhatsApp Chat with Ana.txt", ANDROID + same_minute + "12/31/23, 10:07\u202fAM - Ana: Yes!\n1/2/24, 8:00\u202fAM - Bo: Morning\n")
+    report = import_chat(vault, newer, RulesTurnExtractor())
+    assert (report.events_added, report.sessions) == (2, 3)  # a third "Yes!" that minute, and a new day
+    for session, text in before.items():
+        assert logs(vault.root)[session].startswith(text)
+    assert [e.content for e in events_of(vault.root)][-4:] == ["Yes!", "Yes!", "Yes!", "Morning"]
+
+
+@pytest.mark.parametrize("text, fmt, words", [
+    ("Chat with Ana\n12/30/23, 9:41 PM - Ana: hi\n", None, ["line 1: not the start of a WhatsApp message", "'Chat with Ana'"]),
+    ("\n\nhello there\n", "whatsapp", ["line 3: not the start of a WhatsApp message"]),
+    ("12/30/23, 9:41 PM - Ana: hi\n30/12/23, 9:42 PM - Bo: hi\n", None, ["line 2: its date is written month first"]),
+    ("2/30/24, 9:41 PM - Ana: hi\n", None, ["line 1: '2/30/24, 9:41 PM' is not a date and time"]),
+])
+def test_an_unreadable_whatsapp_export_names_the_file_and_line_and_imports_nothing(vault, tmp_path, text, fmt, words):
+    import_chat(vault, write(tmp_path / "WhatsApp Chat with Ana.txt", ANDROID), RulesTurnExtractor())
+    before = logs(vault.root)
+    bad = write(tmp_path / "bad.txt", text)
+    with pytest.raises(MemlinkError) as caught:
+        import_chat(vault, bad, RulesTurnExtractor(), fmt=fmt)
+    message = str(caught.value)
+    assert message.startswith(str(bad)) and message.endswith("nothing was imported"), message
+    for word in words:
+        assert word in message, message
+    assert logs(vault.root) == before
+
+
+def _telegram_chat(name: str, cid: int) -> dict:
+    return {"name": name, "type": "personal_chat", "id": cid, "messages": [
+        {"id": 1, "type": "service", "date": "2024-03-01T09:00:00", "actor": "Ana", "action": "phone_call", "text": ""},
+        {"id": 2, "type": "message", "date": "2024-03-01T09:05:00", "from": "Ana", "from_id": "user11",
+         "text": ["The choir meets at ", {"type": "bold", "text": "Stadsschouwburg"}, " on Tuesdays"]},
+        {"id": 3, "type": "message", "date": "2024-03-01T09:06:00", "from": "Bo", "from_id": "user22",
+         "photo": "photos/photo_1.jpg", "text": "Our score for the Brahms Requiem"},
+        {"id": 4, "type": "message", "date": "2024-03-02T10:00:00", "from": "Bo", "from_id": "user22",
+         "media_type": "sticker", "sticker_emoji": "🎵", "file": "stickers/s.webp", "text": ""},
+        {"id": 5, "type": "message", "date": "2024-03-02T10:01:00", "from": "Ana", "from_id": "user11",
+         "text": "Rehearsal moved to Wednesday"}]}
+
+
+def test_telegram_chat_export_is_a_session_a_day_with_speakers_and_captions(vault, tmp_path):
+    export = write(tmp_path / "result.json", json.dumps(_telegram_chat("Bo", 4242), indent=1))  # as Telegram writes it
+    assert sniff(export.read_text(encoding="utf-8")) == "telegram"
+    report = import_chat(vault, export, RulesTurnExtractor(), me="Bo")
+    assert (report.format, report.sessions, report.events_added, report.me) == ("telegram", 2, 3, ["Bo"])
+    assert report.left_out == {"system messages (security notices, joins, group changes, calls)": 1,
+                               "media (photos, videos, voice messages, stickers, files; a caption is kept as the "
+                               "message)": 2}
+    got = events_of(vault.root)
+    assert [(e.id, e.role, e.speaker, e.content) for e in got] == [
+        (2, "assistant", "Ana", "The choir meets at Stadsschouwburg on Tuesdays"),
+        (3, "user", "Bo", "Our score for the Brahms Requiem"), (5, "assistant", "Ana", "Rehearsal moved to Wednesday")]
+    assert sorted(logs(vault.root))[0].startswith("2024-03-01-bo-")
+    # Renamed in Telegram since: the chat's id keeps its sessions; nothing is added.
+    before = logs(vault.root)
+    again = import_chat(vault, dump(tmp_path / "renamed.json", _telegram_chat("Bo (choir)", 4242)), RulesTurnExtractor(),
+                        me="Bo")
+    assert again.events_added == 0 and logs(vault.root) == before
+    # --me must name a sender; another --me than before would change the roles of imported messages: refused.
+    with pytest.raises(MemlinkError, match=r"--me 'Cy' sent no message in this export \(its senders: 'Ana', 'Bo'\)"):
+        import_chat(vault, export, RulesTurnExtractor(), me="Cy")
+    with pytest.raises(MemlinkError, match="already used with a different role"):
+        import_chat(vault, export, RulesTurnExtractor(), me="Ana")
+    assert logs(vault.root) == before
+
+
+def test_a_whole_telegram_account_export_takes_its_owner_as_the_user(vault, tmp_path):
+    account = {"personal_information": {"user_id": 11, "first_name": "Ana"},
+               "chats": {"about": "", "list": [_telegram_chat("Bo", 4242), _telegram_chat("Choir", 777)]}}
+    report = import_chat(vault, dump(tmp_path / "result.json", account), RulesTurnExtractor())
+    assert (report.format, report.sessions, report.events_added, report.me) == ("telegram", 4, 6, ["Ana"])
+    assert any("(the account's owner)" in line for line in report.left_out_lines())
+    assert {(e.speaker, e.role) for e in events_of(vault.root)} == {("Ana", "user"), ("Bo", "assistant")}
+    broken = {"chats": {"list": [_telegram_chat("Bo", 1), {"name": "Odd", "id": 9, "messages": [{"id": "x"}]}]}}
+    with pytest.raises(MemlinkError, match=r'chat \[1\] \(id 9, "Odd"\): messages.0.id'):
+        import_chat(vault, dump(tmp_path / "broken.json", broken), RulesTurnExtractor())
+
+
+def test_a_chat_exported_from_a_messaging_app_recalls_as_its_json_lines_import(tmp_path):
+    """A small LoCoMo-shaped conversation imported three ways (JSON Lines as
+    benchmarks/locomo.py --speaker makes it, a WhatsApp export, a Telegram export): every
+    question recalls the same messages."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import messaging_fidelity
+
+    turns = [("Mia", "I adopted a greyhound called Pip from the shelter in Haarlem."),
+             ("Noor", "Greyhounds are so calm. How old is Pip?"), ("Mia", "Pip is four and loves the beach at Zandvoort."),
+             ("Noor", "My sister runs a bakery in Leiden, she sells rye sourdough."),
+             ("Mia", "I will visit the bakery in Leiden on Sunday."), ("Noor", "Try the cardamom buns too.")]
+    later = [("Noor", "I signed up for the Dam tot Damloop, ten miles."), ("Mia", "Good luck! I will cheer at the finish"),
+             ("Noor", "My knee hurts after the long run on the dunes."), ("Mia", "Ice it and rest for a week.")]
+    conversation = {"speaker_a": "Mia", "speaker_b": "Noor",
+                    "session_1_date_time": "1:56 pm on 8 May, 2023", "session_2_date_time": "7:10 pm on 21 May, 2023"}
+    for n, said in ((1, turns), (2, later)):
+        conversation[f"session_{n}"] = [{"speaker": who, "dia_id": f"D{n}:{i}", "text": text}
+                                        for i, (who, text) in enumerate(said, 1)]
+    questions = ["What is the name of Mia's dog?", "Where does Noor's sister have her bakery?",
+                 "Which race did Noor sign up for?", "What happened to Noor's knee?", "Where does Pip like to go?"]
+    sample = {"sample_id": "mia-noor", "conversation": conversation,
+              "qa": [{"question": q, "evidence": [], "category": 1} for q in questions]}
+    qfile = write(tmp_path / "q.txt", "".join(q + "\n" for q in questions))
+    recalled = {fmt: messaging_fidelity.recall(*messaging_fidelity.build(sample, tmp_path, fmt),
+                                               [{"question": q} for q in questions], qfile)
+                for fmt in ("jsonl", "whatsapp", "telegram")}
+    assert all(recalled["jsonl"]) and recalled["whatsapp"] == recalled["jsonl"] == recalled["telegram"]
+    assert recalled["jsonl"][0][0][0] == "D1:1"

@@ -1,7 +1,9 @@
 """Real chat exports as import records (docs/DESIGN.md, "Session logs and events"):
 ChatGPT's `conversations.json` (a message tree per conversation; only the current branch
-is taken) and Claude's `conversations.json` (a list of messages per conversation). Each
-conversation becomes one session with its original timestamps and message ids. What is
+is taken) and Claude's `conversations.json` (a list of messages per conversation), each
+conversation one session with its original timestamps and message ids; and the chats of
+messaging apps, WhatsApp's "Export chat" text and Telegram Desktop's `result.json`, each
+chat one session a calendar day, every message carrying its sender (``_people``). What is
 not chat text is left out and counted by kind (``Conversation.left_out``): nothing said
 is dropped without a count, and an unknown role or a missing conversation id never stops
 the rest of the export. The export's shape is a pydantic model (extra keys are allowed, and not kept: real exports
@@ -18,17 +20,19 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from ..errors import MemlinkError
 from ..llm.fence import one_line
 from ..model.templates import slugify
 from .events import ImportRecord
 
-FORMATS = ("jsonl", "chatgpt", "claude")
-EXPORTS = {"chatgpt": "ChatGPT", "claude": "Claude"}
+FORMATS = ("jsonl", "chatgpt", "claude", "whatsapp", "telegram")
+EXPORTS = {"chatgpt": "ChatGPT", "claude": "Claude", "whatsapp": "WhatsApp", "telegram": "Telegram"}
+MESSENGERS = ("whatsapp", "telegram")  # chats between people: one session a day, a speaker on every message
 SLUG_LEN = 40
 HASH_LEN = 10
 
@@ -131,15 +135,32 @@ class Conversation:
 class Export:
     format: str
     conversations: list[Conversation] = field(default_factory=list)
+    me: list[str] = field(default_factory=list)  # a messaging chat: the senders imported as the user
+    assumed: list[str] = field(default_factory=list)  # what the reader assumed, for the report to say
 
 
 def sniff(text: str) -> str:
     """The format a file's shape says: "chatgpt" or "claude" for a JSON array whose
-    conversations carry `mapping` or `chat_messages` (whichever key comes first), else
-    "jsonl" (one record per line, today's format)."""
+    conversations carry `mapping` or `chat_messages` (whichever key comes first);
+    "telegram" for one JSON document (not a record a line) with `messages` or `chats`;
+    "whatsapp" for text whose first lines hold a WhatsApp message's start (a date, a time
+    and a sender); else "jsonl" (one record per line)."""
     start = _skip(text, 0)
-    if not text.startswith("[", start):
+    if text.startswith("{", start):
+        end = text.find("\n", start)
+        first = text[start:] if end < 0 else text[start:end]
+        try:
+            record = json.loads(first)
+        except ValueError:
+            record = None  # (an indented document's first line is not a whole value)
+        if isinstance(record, dict) and "session" not in record and ("messages" in record or "chats" in record):
+            return "telegram"
+        if record is None and re.search(r'^\s{0,2}"(messages|chats)"\s*:\s*[\[{]', text, re.M):
+            return "telegram"
         return "jsonl"
+    if not text.startswith("[", start):
+        lines = (line for line in text.splitlines() if line.strip())
+        return "whatsapp" if any(_header(line) for _, line in zip(range(SNIFFED), lines, strict=False)) else "jsonl"
     # A key, not text inside a message: a quote in message text is escaped (\").
     found = re.search(r'(?<!\\)"(mapping|chat_messages)"\s*:', text)
     if found is None:
@@ -148,13 +169,17 @@ def sniff(text: str) -> str:
     return "chatgpt" if found.group(1) == "mapping" else "claude"
 
 
-def read_export(text: str, fmt: str, source: str, known: Iterable[str] = ()) -> Export:
+def read_export(text: str, fmt: str, source: str, known: Iterable[str] = (), me: str | None = None) -> Export:
     """The export's conversations as import records, every one checked (``source`` names
     the file in errors; ``known`` are the vault's session ids, so a conversation renamed
-    since an earlier import keeps its session). The array is read one conversation at a
+    since an earlier import keeps its session; ``me``: a messaging chat's sender whose
+    messages are the user's). The array is read one conversation at a
     time: only the text and the records are held, never the whole export as objects."""
-    model: type[GPTConversation | ClaudeConversation] = GPTConversation if fmt == "chatgpt" else ClaudeConversation
     by_hash = {s.rsplit("-", 1)[-1]: s for s in known if re.search(rf"-[0-9a-f]{{{HASH_LEN}}}$", s)}
+    if fmt in MESSENGERS:
+        chats = _whatsapp(text, source) if fmt == "whatsapp" else _telegram(text, source)
+        return _people(fmt, chats, source, by_hash, me)
+    model: type[GPTConversation | ClaudeConversation] = GPTConversation if fmt == "chatgpt" else ClaudeConversation
     out = Export(fmt)
     for n, raw in _items(text, source, EXPORTS[fmt]):
         label = _label(n, *_names(raw))
@@ -348,12 +373,266 @@ def _attachment(name: str, content: str) -> str:
     return f"Attachment: {one_line(name)}\n" + "\n".join(f"> {line}".rstrip() for line in lines)
 
 
+# -- messaging apps: WhatsApp and Telegram ---------------------------------------------------
+SYSTEM = "system messages (security notices, joins, group changes, calls)"
+MEDIA = "media (photos, videos, voice messages, stickers, files; a caption is kept as the message)"
+DELETED = "deleted messages"
+
+
+@dataclass
+class _Said:
+    mid: str | int
+    sender: str  # the name shown
+    sender_id: str  # what names the sender for --me besides the name (Telegram's `from_id`)
+    text: str
+    ts: str  # ISO, the local time the export shows
+
+
+@dataclass
+class _Chat:
+    """A messaging app's chat as read, before its days and its user are known."""
+
+    name: str
+    key: str  # what names it in every export of it: Telegram's chat id, WhatsApp's chat name
+    label: str  # how an error names it
+    said: list[_Said] = field(default_factory=list)
+    left_out: Counter[str] = field(default_factory=Counter)
+    owner: str | None = None  # the exporting account's sender id (Telegram's whole-account export)
+    assumed: list[str] = field(default_factory=list)  # what reading it assumed (WhatsApp's date order)
+
+
+def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], me: str | None) -> Export:
+    """A chat between people as import records: one session a calendar day (as the time
+    the export shows), `<day>-<slug of the chat's name>-<hash of the chat and the day>`;
+    every message carries its ``speaker``; the user's are those of ``me`` (a name, or a
+    Telegram `from_id`), else of the account's owner (a whole-account Telegram export),
+    else of the chat's first sender; every other sender answers (assistant)."""
+    out = Export(fmt)
+    senders = list(dict.fromkeys(s.sender for chat in chats for s in chat.said))
+    if me is not None and not any(me in (s.sender, s.sender_id) for chat in chats for s in chat.said):
+        raise ExportError(f"{source}: --me {me!r} sent no message in this export (its senders: {_some(senders)}); "
+                          "nothing was imported")
+    rule = "--me"
+    for chat in chats:
+        out.assumed += chat.assumed
+        user = me if me is not None else chat.owner
+        if me is None and chat.owner is not None:
+            rule = "the account's owner"
+        elif user is None and chat.said:
+            user, rule = chat.said[0].sender_id, "the first sender" + (" of each chat" if len(chats) > 1 else "")
+        days: dict[str, Conversation] = {}
+        for said in chat.said:
+            day = dt.datetime.fromisoformat(said.ts).date().isoformat()
+            conversation = days.get(day)
+            if conversation is None:
+                digest = hashlib.sha256(f"{fmt}:{chat.key}:{day}".encode()).hexdigest()[:HASH_LEN]
+                session = by_hash.get(digest) or f"{day}-{slugify(chat.name, SLUG_LEN)}-{digest}"
+                conversation = days[day] = Conversation(session, f"{chat.label} on {day}")
+            mine = user in (said.sender, said.sender_id)
+            if mine and said.sender not in out.me:
+                out.me.append(said.sender)
+            try:
+                _add(conversation, said.mid, "user" if mine else "assistant", said.text, said.ts, chat.name,
+                     speaker=said.sender)
+            except ValidationError as exc:
+                raise ExportError(f"{source}: {conversation.label}: message {said.mid!r}: {_why(exc)}; "
+                                  "nothing was imported") from None
+        carrier = next(iter(days.values()), None) or Conversation("", chat.label)
+        carrier.left_out.update(chat.left_out)
+        out.conversations += days.values() if days else [carrier]
+    if out.me or senders:
+        again = "" if rule == "--me" else f"; to be another sender ({_some(senders)}), import with --me NAME"
+        out.assumed.append(f"you (user): {_some(out.me) or 'none of the senders'} ({rule}); the others answer "
+                           f"(assistant){again}")
+    return out
+
+
+def _some(names: list[str], most: int = 5) -> str:
+    return ", ".join(repr(n) for n in names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+# WhatsApp's "Export chat" text: a message starts a line with its date, time and sender,
+# Android `12/31/23, 9:41 PM - Alice: text` (or `31.12.23, 21:41 - …`), iOS
+# `[31/12/2023, 21:41:05] Alice: text`; the lines after it, up to the next start, are its
+# own. iOS marks what no one typed (a notice, an omitted photo) with U+200E before it.
+_MARKS = "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufeff"
+_WA_STAMP = r"(\d{1,4})[./-](\d{1,2})[./-](\d{1,4})\.?,?\s(\d{1,2})[:.](\d{2})(?:[:.](\d{2}))?(?:\s?([AaPp])\.?\s?[Mm]\.?)?"
+_WA_ANDROID = re.compile(rf"{_WA_STAMP}\s[-–]\s(.*)", re.S)
+_WA_IOS = re.compile(rf"\[{_WA_STAMP}\]\s(.*)", re.S)
+SNIFFED = 20  # the lines a WhatsApp export's first message must be among, for its shape to say so
+_WA_MEDIA = re.compile(r"<[^<>]*\bomitted>|<attached: [^<>]*>|.+ \(file attached\)|.*\b(?:image|video|audio|sticker|GIF|"
+                       r"document|Contact card) omitted", re.I)
+_WA_DELETED = re.compile(r"(?:This message was deleted|You deleted this message)\.?")
+_WA_EDITED = "<This message was edited>"
+_WA_SHAPES = "'12/31/23, 9:41 PM - Alice: …' or '[31/12/2023, 21:41:05] Alice: …'"
+
+
+def _header(line: str) -> re.Match[str] | None:
+    """The start of a WhatsApp message on this line, if it is one."""
+    line = line.lstrip(_MARKS)
+    return _WA_ANDROID.match(line) or _WA_IOS.match(line)
+
+
+def _whatsapp(text: str, source: str) -> list[_Chat]:
+    """The chat's messages. Whether a date is day or month first is settled by the whole
+    file (a first field above 12 is a day, a second one a month); when nothing settles it,
+    a 12-hour clock says month first (as the US writes dates), else day first, and the
+    import says which was assumed. A message's id is made of its time, its sender and its
+    place among that sender's messages of that minute (WhatsApp gives none), so a newer
+    export of the chat makes the same ids."""
+    starts: list[tuple[int, re.Match[str], list[str]]] = []
+    for n, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")
+        if found := _header(line):
+            starts.append((n, found, []))
+        elif starts:
+            starts[-1][2].append(line)
+        elif line.strip(_MARKS + " \t"):
+            raise ExportError(f"{source} line {n}: not the start of a WhatsApp message (a date, a time and a sender: "
+                              f"{_WA_SHAPES}): {one_line(line)[:60]!r}; nothing was imported")
+    name = _wa_name(source)
+    chat = _Chat(name, name, f"chat {name!r}")
+    ambiguous = [(int(m[1]), int(m[2]), n) for n, m, _ in starts if len(m[1]) < 4]
+    day_first = next((n for a, _, n in ambiguous if a > 12), None)
+    month_first = next((n for _, b, n in ambiguous if b > 12), None)
+    if day_first and month_first:
+        raise ExportError(f"{source} line {max(day_first, month_first)}: its date is written month first, and line "
+                          f"{min(day_first, month_first)}'s day first: not one WhatsApp export; nothing was imported")
+    months_first = month_first is not None
+    if ambiguous and day_first is None and month_first is None:
+        months_first = any(m[7] for _, m, _ in starts)
+        order = "month/day (a 12-hour clock, as in the US)" if months_first else "day/month (a 24-hour clock)"
+        chat.assumed.append(f"dates read {order}: no day in the file is above 12 to say which comes first")
+    seen: Counter[tuple[str, str]] = Counter()
+    for n, m, more in starts:
+        a, b, c = m[1], m[2], m[3]
+        year, month, day = (a, b, c) if len(a) == 4 else (c, a, b) if months_first else (c, b, a)
+        hour = int(m[4]) % 12 + (12 if m[7] in ("p", "P") else 0) if m[7] else int(m[4])
+        try:
+            when = dt.datetime(int(year) + (2000 if len(year) <= 2 else 0), int(month), int(day), hour, int(m[5]),
+                               int(m[6] or 0))
+        except ValueError:
+            raise ExportError(f"{source} line {n}: {m[0][: m.start(8)].strip(' -–[]')!r} is not a date and time; "
+                              "nothing was imported") from None
+        head, colon, body = m[8].partition(": ")
+        if not colon:  # (Android: a notice has no sender)
+            chat.left_out[SYSTEM] += 1
+            continue
+        sender, ts = head.strip(_MARKS + " "), when.isoformat()
+        seen[ts, sender] += 1
+        mid = "wa-" + hashlib.sha256(f"{ts}\0{sender}\0{seen[ts, sender]}".encode()).hexdigest()[:16]
+        marked = body[:1] in _MARKS
+        first, _, rest = "\n".join([body, *more]).lstrip(_MARKS).partition("\n")
+        if _WA_DELETED.fullmatch(first.strip()) and not rest.strip():
+            chat.left_out[DELETED] += 1
+            continue
+        media = bool(_WA_MEDIA.fullmatch(first.strip(_MARKS + " ")))
+        if media:
+            chat.left_out[MEDIA] += 1
+            first = ""
+        elif marked:  # (iOS: a notice, named after the chat or a person)
+            chat.left_out[SYSTEM] += 1
+            continue
+        words = f"{first}\n{rest}".replace(_WA_EDITED, "").strip()
+        if words:
+            chat.said.append(_Said(mid, sender, sender, words, ts))
+        elif not media:
+            chat.left_out[NO_TEXT] += 1
+    return [chat]
+
+
+def _wa_name(source: str) -> str:
+    """The chat's name, from the export's file name ("WhatsApp Chat with Alice.txt"; iOS
+    names it `_chat.txt` inside a folder "WhatsApp Chat - Alice"): what names the chat's
+    sessions, in every export of it."""
+    path = Path(source)
+    stem = path.parent.name if path.stem == "_chat" and path.parent.name.lower().startswith("whatsapp chat") else path.stem
+    return re.sub(r"^WhatsApp Chat(?: with| -)?\s*", "", stem, flags=re.I).strip() or "WhatsApp chat"
+
+
+# Telegram Desktop's "Export chat history" (JSON): one chat, or the whole account's
+# (`chats.list`, with `personal_information` naming its owner).
+class TGEntity(_Part):
+    text: str = ""
+
+
+class TGMessage(_Part):
+    id: StrictInt
+    type: StrictStr  # "message", or "service" (a join, a pin, a call): left out and counted
+    date: IsoStamp
+    sender: str | None = Field(None, alias="from")
+    from_id: str | None = None
+    text: StrictStr | list[StrictStr | TGEntity] = ""
+    photo: Any = None
+    file: Any = None
+    media_type: Any = None
+    poll: Any = None
+    location_information: Any = None
+    contact_information: Any = None
+
+    def words(self) -> str:
+        """The text: a string, or a list of strings and entities (a link, bold text) each with its own."""
+        parts = [self.text] if isinstance(self.text, str) else self.text
+        return "".join(p if isinstance(p, str) else p.text for p in parts)
+
+    def media(self) -> bool:
+        return any(x is not None for x in (self.photo, self.file, self.media_type, self.poll,
+                                           self.location_information, self.contact_information))
+
+
+class TGChat(_Part):
+    id: StrictInt | None = None
+    name: str | None = None
+    type: str | None = None
+    messages: list[TGMessage]
+
+
+def _telegram(text: str, source: str) -> list[_Chat]:
+    """Each chat's messages: typed text, and a photo's or file's caption (the media itself
+    is counted, and left out); service messages are left out and counted."""
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ExportError(f"{source}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg}); "
+                          "nothing was imported") from None
+    account = isinstance(whole, dict) and isinstance(whole.get("chats"), dict)
+    raws = whole["chats"].get("list") if account else [whole]
+    if not isinstance(whole, dict) or not isinstance(raws, list):
+        raise ExportError(f"{source}: a Telegram export is a JSON object, one chat's `messages` or the account's "
+                          "`chats.list`; nothing was imported")
+    me = (whole.get("personal_information") or {}).get("user_id") if account else None
+    chats = []
+    for n, raw in enumerate(raws):
+        label = _label(n, *_names(raw), noun="chat")
+        try:
+            tg = TGChat.model_validate(raw)
+        except ValidationError as exc:
+            raise ExportError(f"{source}: {label}: {_why(exc)}; nothing was imported") from None
+        name = (tg.name or ("Saved Messages" if tg.type == "saved_messages" else "")).strip() or "Telegram chat"
+        chat = _Chat(name, str(tg.id) if tg.id is not None else name, label, owner=f"user{me}" if me else None)
+        for message in tg.messages:
+            if message.type != "message":
+                chat.left_out[SYSTEM] += 1
+                continue
+            if message.media():
+                chat.left_out[MEDIA] += 1
+            words = message.words().strip()
+            if words:
+                sender = message.sender or message.from_id or "unknown sender"
+                chat.said.append(_Said(message.id, sender, message.from_id or sender, words, message.date))
+            elif not message.media():
+                chat.left_out[NO_TEXT] += 1
+        chats.append(chat)
+    return chats
+
+
 # -- shared ---------------------------------------------------------------------------------
-def _add(out: Conversation, mid: str, role: str, text: str, ts: str | None, title: str | None) -> None:
+def _add(out: Conversation, mid: str | int, role: str, text: str, ts: str | None, title: str | None,
+         **more: str) -> None:
     """One message as an import record (checked as every import line is); the
     conversation's title rides on its first event (a log has no header line)."""
     extra = {"title": title.strip()} if not out.records and title and title.strip() else {}
-    out.records.append(ImportRecord(session=out.session, id=mid, role=role, content=text, ts=ts, **extra))
+    out.records.append(ImportRecord(session=out.session, id=mid, role=role, content=text, ts=ts, **extra, **more))
 
 
 def _conversation_id(conv: Any) -> str:
@@ -366,11 +645,11 @@ def _title(conv: Any) -> str:
     return (conv.title if isinstance(conv, GPTConversation) else conv.name) or ""
 
 
-def _label(n: int, cid: object, title: object) -> str:
+def _label(n: int, cid: object, title: object, noun: str = "conversation") -> str:
     named = [f"id {cid!r}"] if cid else []
     if title:
         named.append(json.dumps(str(title), ensure_ascii=False))
-    return f"conversation [{n}]" + (f" ({', '.join(named)})" if named else "")
+    return f"{noun} [{n}]" + (f" ({', '.join(named)})" if named else "")
 
 
 def _session_id(fmt: str, conv: Any, by_hash: dict[str, str], out: Conversation) -> str:
@@ -394,13 +673,13 @@ def _session_id(fmt: str, conv: Any, by_hash: dict[str, str], out: Conversation)
     return f"{day}-{slugify(_title(conv), SLUG_LEN)}-{digest}"
 
 
-def _names(raw: Any) -> tuple[str, str]:
+def _names(raw: Any) -> tuple[str | int, str]:
     """A raw conversation's id and title, to name it in an error (before it is checked)."""
     if not isinstance(raw, dict):
         return "", ""
     cid = raw.get("conversation_id") or raw.get("id") or raw.get("uuid") or ""
     title = raw.get("title") or raw.get("name") or ""
-    return (str(cid) if isinstance(cid, str | int) else ""), (title if isinstance(title, str) else "")
+    return (cid if isinstance(cid, str | int) else ""), (title if isinstance(title, str) else "")
 
 
 def _why(exc: ValidationError) -> str:

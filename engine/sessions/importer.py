@@ -1,5 +1,5 @@
-"""Turning session logs into turn memories: `memlink import-chat FILE` (JSON Lines, or a
-ChatGPT or Claude export) and the per-session extraction queue. Turns are processed in
+"""Turning session logs into turn memories: `memlink import-chat FILE` (JSON Lines, a
+ChatGPT or Claude export, or a WhatsApp or Telegram chat) and the per-session extraction queue. Turns are processed in
 order, one extraction each; a turn whose extraction fails is quarantined and stays
 pending (the next run retries it); failures never stop the other turns. After
 ``llm.max_failures`` failed model answers in a row the rules extract the rest
@@ -25,7 +25,7 @@ from ..llm import Breaker, LLMError, LLMInvalidOutput
 from ..llm.registry import selection
 from ..model.text import counted
 from ..storage.jsonl import JsonlError, invalid, read_numbered, read_records
-from .chat_exports import EXPORTS, FORMATS, read_export, sniff
+from .chat_exports import EXPORTS, FORMATS, MESSENGERS, read_export, sniff
 from .events import COMMIT, REPLACED, ImportRecord, SessionEvent, TurnMemoryRecord
 from .extract import LLMTurnExtractor, RulesTurnExtractor
 from .log import Turn, append_events, project_turns, read_events, session_uri
@@ -55,6 +55,8 @@ class ImportReport:
     undated: list[str] = field(default_factory=list)  # time stamps naming no day (the first few; their memories: today)
     undated_count: int = 0
     replaced: int = 0  # messages imported before, no longer on their conversation's current branch
+    me: list[str] = field(default_factory=list)  # a WhatsApp or Telegram chat: the senders imported as the user
+    assumed: list[str] = field(default_factory=list)  # what the reader assumed (who is the user, a date order)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -71,9 +73,11 @@ class ImportReport:
                 "their memories take the day of their session's last message, or of the commit")
 
     def left_out_lines(self) -> list[str]:
-        """Every kind of thing the export held that was not imported, with its count, and
-        the conversations named by title and time: what the CLI and the app show."""
+        """Every kind of thing the export held that was not imported, with its count, the
+        conversations named by title and time, and what reading a WhatsApp or Telegram chat
+        assumed (who is the user, a date order): what the CLI and the app show."""
         lines = [f"left out: {why}: {n}" for why, n in sorted(self.left_out.items(), key=lambda kv: (-kv[1], kv[0]))]
+        lines += self.assumed
         if self.unnamed:
             lines.append(f"conversations without an id (named by their title and start time): {self.unnamed}")
         if self.replaced:
@@ -176,12 +180,15 @@ def _previous(ids: list[str], at: int, summaries: dict[str, str], how_many: int)
 
 
 def import_chat(vault: Vault, path: Path, extractor: Any = None,
-                progress: Callable[[int, int], None] | None = None, *, fmt: str | None = None) -> ImportReport:
+                progress: Callable[[int, int], None] | None = None, *, fmt: str | None = None,
+                me: str | None = None) -> ImportReport:
     """A chat file → session logs (appended, never rewritten) → turns → turn memories.
     ``fmt``: "jsonl" (records {session, id, role, content, ts}, other keys kept as given),
     "chatgpt" or "claude" (their `conversations.json` exports: one session per
-    conversation, ``engine.sessions.chat_exports``); None: told by the file's shape. Message
-    ids are kept as source ids. Everything is checked before anything is appended."""
+    conversation, ``engine.sessions.chat_exports``), "whatsapp" or "telegram" (a chat
+    between people: one session a day, the sender ``me`` as the user); None: told by the
+    file's shape. Message ids are kept as source ids. Everything is checked before
+    anything is appended."""
     path = Path(path)
     text = read_text_file(path)  # refuses a FIFO, a device or a binary file before a parser opens it
     shape = sniff(text)
@@ -191,15 +198,18 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
             raise MemlinkError(f"{path}: a JSON array, but neither a ChatGPT nor a Claude export (no conversation has "
                                "`mapping` or `chat_messages`); nothing was imported")
         raise MemlinkError(f"unknown chat format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if me is not None and fmt not in MESSENGERS:
+        raise MemlinkError(f"{path}: --me names the user of a WhatsApp or Telegram chat, and this is a {fmt} file; "
+                           "nothing was imported")
     report = ImportReport(format=fmt)
     by_session: dict[str, list[SessionEvent]] = defaultdict(list)
     if fmt == "jsonl":
         if shape in EXPORTS:
-            raise MemlinkError(f"{path}: a JSON array, not JSON Lines: it looks like a {EXPORTS[shape]} export "
+            raise MemlinkError(f"{path}: not JSON Lines: it looks like a {EXPORTS[shape]} export "
                                f"(--format {shape}); nothing was imported")
         first = text.lstrip()[:1]
         del text
-        if first and first != "{":  # (a WhatsApp or Telegram text export, a note: not a record a line)
+        if first and first != "{":  # (a note, a CSV file: not a record a line)
             raise MemlinkError(f"{path}: not a chat file memlink reads; {READABLE}; nothing was imported")
         try:
             records = read_records(path, ImportRecord)  # parsed and checked in one step
@@ -215,8 +225,9 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
     else:
         folder = vault.root / "sessions"
         known = [p.stem for p in folder.glob("*.jsonl")] if folder.is_dir() else []
-        export = read_export(text, fmt, str(path), known)
+        export = read_export(text, fmt, str(path), known, me)
         del text
+        report.me, report.assumed = export.me, export.assumed
         labels: dict[str, str] = {}
         left_out: Counter[str] = Counter()
         for conversation in export.conversations:
@@ -315,8 +326,8 @@ def _line_of(path: Path, session: str, key: str, nth: int) -> int:
     return 0
 
 
-READABLE = ("it reads JSON Lines (a record a line: session, id, role, content, ts) and the conversations.json of a "
-            "ChatGPT or Claude data export")
+READABLE = ("it reads JSON Lines (a record a line: session, id, role, content, ts), the conversations.json of a "
+            "ChatGPT or Claude data export, a WhatsApp chat export (.txt) and a Telegram Desktop export (result.json)")
 
 
 def _diagnose(path: Path) -> None:
@@ -326,7 +337,7 @@ def _diagnose(path: Path) -> None:
         whole = json.loads(text) if len(text.strip().splitlines()) > 1 else None  # (one line is a record)
     except (ValueError, MemlinkError):
         whole = None
-    if isinstance(whole, dict):  # (a Telegram export's result.json, say)
+    if isinstance(whole, dict):  # (an export memlink does not read)
         raise MemlinkError(f"{path}: one JSON document, not a chat file memlink reads; {READABLE}; nothing was imported")
     try:
         numbered = read_numbered(path)

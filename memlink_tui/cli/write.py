@@ -14,7 +14,7 @@ from engine.model.text import counted
 from .wiring import EXIT_PARTIAL, UsageError, notice, open_vault, printable_path, progress, say, say_json
 
 # engine.sessions.chat_exports.FORMATS, spelled out: the CLI starts without loading the importer.
-CHAT_FORMATS = ("jsonl", "chatgpt", "claude")
+CHAT_FORMATS = ("jsonl", "chatgpt", "claude", "whatsapp", "telegram")
 
 if TYPE_CHECKING:
     from engine import Vault
@@ -48,12 +48,16 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.set_defaults(func=cmd_ingest)
 
     s = sub.add_parser("import-chat", parents=[common],
-                       help="import a chat transcript (JSONL, or a ChatGPT or Claude export) as chat sessions and turn memories")
+                       help="import a chat transcript (JSONL, a ChatGPT or Claude export, a WhatsApp or Telegram chat) as "
+                            "chat sessions and turn memories")
     s.add_argument("file", type=Path, help="the transcript or export file")
     s.add_argument("--format", choices=CHAT_FORMATS, default=None, dest="fmt",
                    help="jsonl (records {session, id, role, content, ts}; ts ISO or as exports write it, \"1:56 pm on 8 May, "
-                   "2023\": the day its memories are dated), chatgpt or claude (their conversations.json); "
-                   "default: told by the file's shape (a JSON array is an export, anything else JSON Lines)")
+                   "2023\": the day its memories are dated), chatgpt or claude (their conversations.json), whatsapp "
+                   "(\"Export chat\" .txt) or telegram (Telegram Desktop's result.json): a chat session a day; "
+                   "default: told by the file's shape")
+    s.add_argument("--me", metavar="NAME", help="WhatsApp or Telegram: the sender whose memory this is (the user; the "
+                   "others answer); default: the first sender (the account's owner in a whole Telegram export)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_import_chat)
 
@@ -286,7 +290,7 @@ def cmd_import_chat(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     extractor = turn_extractor(vault)
     report = import_chat(vault, args.file, extractor, progress=None if args.json else progress("extracting turns"),
-                         fmt=args.fmt)
+                         fmt=args.fmt, me=args.me)
     for line in vault.warnings:  # e.g. a bad line of a session's log, left out
         notice(line)
     if args.json:
