@@ -655,3 +655,45 @@ def test_a_chat_exported_from_a_messaging_app_recalls_as_its_json_lines_import(t
                 for fmt in ("jsonl", "whatsapp", "telegram")}
     assert all(recalled["jsonl"]) and recalled["whatsapp"] == recalled["jsonl"] == recalled["telegram"]
     assert recalled["jsonl"][0][0][0] == "D1:1"
+
+
+def test_cli_imports_a_whatsapp_chat_as_the_sender_me_names(tmp_path):
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    set_llm(root, provider="rules").close()
+    chat = write(tmp_path / "WhatsApp Chat with Ana.txt", ANDROID)
+    r = memlink("import-chat", str(chat), "--me", "Bo", vault=root)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("2 chat sessions (whatsapp), 4 new messages, ")
+    assert "  you (user): 'Bo' (--me); the others answer (assistant)\n" in r.stdout
+    assert "  left out: deleted messages: 1\n" in r.stdout
+    r = memlink("import-chat", str(chat), "--me", "Bo", "--json", vault=root)
+    assert r.returncode == 0 and json.loads(r.stdout)["events_added"] == 0 and json.loads(r.stdout)["me"] == ["Bo"]
+    r = memlink("import-chat", str(CHATGPT), "--me", "Bo", vault=root)
+    assert r.returncode == 1 and "--me names the user of a WhatsApp or Telegram chat" in r.stderr, r.stderr
+    r = memlink("recall", "lease for the flat on Oudegracht", "--json", vault=root)
+    assert r.returncode == 0 and json.loads(r.stdout)[0]["session"].startswith("2023-12-30-ana-"), r.stdout
+
+
+async def test_the_app_imports_a_whatsapp_text_export_as_a_chat_not_a_note(tmp_path):
+    from conftest import settle
+    from textual.widgets import Static
+
+    from memlink_tui.app import MemlinkApp
+    from memlink_tui.screens.importer import ImportScreen
+
+    vault = Vault.init(tmp_path / "vault", name="test")
+    vault.close()
+    vault = set_llm(vault.root, provider="rules")
+    chat = write(tmp_path / "WhatsApp Chat with Ana.txt", ANDROID)
+    app = MemlinkApp(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        app.push_screen(ImportScreen(vault))
+        await pilot.pause()
+        await pilot.press(*str(chat), "enter")
+        await settle(app, pilot)
+        shown = str(app.screen.query_one("#import-result", Static).render())
+        assert "2 chat sessions (whatsapp), 4 new messages" in shown, shown
+        assert "you (user): 'Ana' (the first sender)" in shown
+    assert len(logs(vault.root)) == 2 and not list(vault.root.rglob("*Ana*.md"))  # chat sessions, no source note

@@ -1,7 +1,8 @@
 """Import a file from the browser (`i`): type its path, or ctrl+o to pick it in a folder
 tree (enter on a file); the import runs in a worker, then the result is shown as a diff —
-notes created and changed, links added — before moving on. A chat export (`.json`, or
-JSON Lines) is imported as chat sessions (`memlink import-chat`); its summary names what
+notes created and changed, links added — before moving on. A chat export (`.json`, JSON
+Lines, or a `.txt` shaped as a WhatsApp chat export) is imported as chat sessions
+(`memlink import-chat`); its summary names what
 was left out, and ctrl+s then commits every session with new turns (`memlink commit
 --all`), which makes them searchable."""
 
@@ -20,6 +21,19 @@ from engine import MemlinkError, Vault
 from engine.extract.updater import RunReport
 from engine.model.text import counted
 from widgets.safe import safe_markup, safe_path
+
+
+def _whatsapp(path: Path) -> bool:
+    """A `.txt` file whose first lines are a WhatsApp chat export's: a chat, not a note."""
+    from engine.sessions.chat_exports import sniff
+
+    if path.suffix.lower() != ".txt" or not path.is_file():
+        return False
+    try:
+        with path.open(encoding="utf-8", errors="replace") as file:
+            return sniff(file.read(8192)) == "whatsapp"
+    except OSError:
+        return False
 
 
 def diff_markup(report: RunReport) -> str:
@@ -106,7 +120,7 @@ class ImportScreen(ModalScreen[str | None]):
         from engine.extract.batch import ingest
         from engine.extract.inputs import choose_extractor
 
-        if path.suffix.lower() in self.CHAT_SUFFIXES:
+        if path.suffix.lower() in self.CHAT_SUFFIXES or _whatsapp(path):
             self._import_chat(path)
             return
         try:
