@@ -5,7 +5,9 @@ imported with `memlink import-chat --me <speaker_a>`, beside the JSON Lines impo
 benchmarks/locomo.py makes with --speaker. For each question, `memlink recall --k 5`'s
 hits in each vault (their messages named by dia_id again: the exports' ids are their own);
 any-evidence@5 for each, every message an import left out, and every question whose hits
-differ from the JSON Lines import's.
+differ from the JSON Lines import's. A control, "jsonl by day": the JSON Lines import with
+the exports' chat sessions (a calendar day) and time stamps (ISO), which the exports'
+imports should match but for ties in rank.
 
     .venv/bin/python benchmarks/messaging_fidelity.py ../shared/data/realtalk-dev/realtalk-dev.json [--limit N]
 """
@@ -60,6 +62,16 @@ def build(sample: dict, root: Path, fmt: str) -> tuple[Path, dict[str, str]]:
     if fmt == "jsonl":
         vault_root, _ = locomo.build(sample, where, speaker=True)
         return vault_root, {}
+    if fmt == "jsonl by day":
+        by_day = dict(sample, sample_id=f"{sample['sample_id']}-by-day")
+        records = [dict(r, session=f"{sample['sample_id']}-{when(r['ts']).date()}", ts=when(r["ts"]).isoformat())
+                   for r in locomo.transcript(sample, speaker=True)]
+        original, locomo.transcript = locomo.transcript, lambda _sample, speaker=False: records
+        try:
+            vault_root, _ = locomo.build(by_day, where, speaker=True)
+        finally:
+            locomo.transcript = original
+        return vault_root, {}
     vault = Vault.init(where / "vault", name=sample["sample_id"])
     cfg = yaml.safe_load((vault.root / "memlink.yaml").read_text())
     cfg["llm"] = {"provider": "rules"}  # as locomo.build: the zero-LLM rules provider
@@ -104,9 +116,11 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=0, help="only the first N conversations")
     args = ap.parse_args()
     samples = json.loads(args.data.read_text(encoding="utf-8"))[: args.limit or None]
-    formats = ("jsonl", "whatsapp", "telegram")
+    formats = ("jsonl", "jsonl by day", "whatsapp", "telegram")
     found = {fmt: 0 for fmt in formats}
     same = {fmt: 0 for fmt in formats}
+    as_by_day = {fmt: 0 for fmt in formats}  # the same hits as the control
+    reordered = {fmt: 0 for fmt in formats}  # ... or the same turns in another order
     total = 0
     with tempfile.TemporaryDirectory() as tmp:
         for sample in samples:
@@ -121,13 +135,17 @@ def main() -> int:
                 for fmt in formats:
                     found[fmt] += locomo.found(hits[fmt][n], q["evidence"])
                     same[fmt] += hits[fmt][n] == hits["jsonl"][n]
+                    as_by_day[fmt] += hits[fmt][n] == hits["jsonl by day"][n]
+                    reordered[fmt] += hits[fmt][n] != hits["jsonl by day"][n] and sorted(hits[fmt][n]) == sorted(
+                        hits["jsonl by day"][n])
                     if hits[fmt][n] != hits["jsonl"][n]:
                         print(f"{sample['sample_id']} {fmt}: {q['question']!r}\n  jsonl: {hits['jsonl'][n]}\n"
                               f"  {fmt}: {hits[fmt][n]}")
     print(f"\n{args.data.name}: {len(samples)} conversations, {total} questions; zero-LLM rules provider")
     for fmt in formats:
         print(f"- {fmt}: any-evidence@5 {found[fmt] / max(1, total):.3f}; the same hits as the JSON Lines import "
-              f"for {same[fmt]}/{total} questions")
+              f"for {same[fmt]}/{total} questions, as the control (jsonl by day) for {as_by_day[fmt]}/{total} "
+              f"(+{reordered[fmt]} the same turns in another order)")
     return 0
 
 
