@@ -165,6 +165,8 @@ def test_the_format_is_told_by_the_shape():
     assert sniff(CLAUDE.read_text(encoding="utf-8")) == "claude"
     assert sniff('{"session": "s", "id": 1, "role": "user", "content": "[x]", "ts": null}\n') == "jsonl"
     assert sniff("[]") == "chatgpt"  # nothing to import either way
+    # A note that quotes a WhatsApp line is a note: an export begins with a message.
+    assert sniff("Minutes\n\n12/31/23, 9:41 PM - Alice: see you\n") == "jsonl"
     assert sniff('[{"text": "say \\"mapping\\": here"}]') == "unknown"  # a key, not words in a message
 
 
@@ -558,7 +560,7 @@ def test_whatsapp_import_again_adds_nothing_and_a_newer_export_adds_only_its_new
 
 
 @pytest.mark.parametrize("text, fmt, words", [
-    ("Chat with Ana\n12/30/23, 9:41 PM - Ana: hi\n", None, ["line 1: not the start of a WhatsApp message", "'Chat with Ana'"]),
+    ("Chat with Ana\n12/30/23, 9:41 PM - Ana: hi\n", "whatsapp", ["line 1: not the start of a WhatsApp message", "'Chat with Ana'"]),
     ("\n\nhello there\n", "whatsapp", ["line 3: not the start of a WhatsApp message"]),
     ("12/30/23, 9:41 PM - Ana: hi\n30/12/23, 9:42 PM - Bo: hi\n", None, ["line 2: its date is written month first"]),
     ("2/30/24, 9:41 PM - Ana: hi\n", None, ["line 1: '2/30/24, 9:41 PM' is not a date and time"]),

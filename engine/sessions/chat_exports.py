@@ -143,8 +143,8 @@ def sniff(text: str) -> str:
     """The format a file's shape says: "chatgpt" or "claude" for a JSON array whose
     conversations carry `mapping` or `chat_messages` (whichever key comes first);
     "telegram" for one JSON document (not a record a line) with `messages` or `chats`;
-    "whatsapp" for text whose first lines hold a WhatsApp message's start (a date, a time
-    and a sender); else "jsonl" (one record per line)."""
+    "whatsapp" for text that begins with a WhatsApp message's start (a date and a time);
+    else "jsonl" (one record per line)."""
     start = _skip(text, 0)
     if text.startswith("{", start):
         end = text.find("\n", start)
@@ -159,8 +159,8 @@ def sniff(text: str) -> str:
             return "telegram"
         return "jsonl"
     if not text.startswith("[", start):
-        lines = (line for line in text.splitlines() if line.strip())
-        return "whatsapp" if any(_header(line) for _, line in zip(range(SNIFFED), lines, strict=False)) else "jsonl"
+        first_line = next((line for line in text.splitlines() if line.strip(_MARKS + " \t")), "")
+        return "whatsapp" if _header(first_line) else "jsonl"  # (an export begins with a message or a notice)
     # A key, not text inside a message: a quote in message text is escaped (\").
     found = re.search(r'(?<!\\)"(mapping|chat_messages)"\s*:', text)
     if found is None:
@@ -459,7 +459,6 @@ _MARKS = "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufe
 _WA_STAMP = r"(\d{1,4})[./-](\d{1,2})[./-](\d{1,4})\.?,?\s(\d{1,2})[:.](\d{2})(?:[:.](\d{2}))?(?:\s?([AaPp])\.?\s?[Mm]\.?)?"
 _WA_ANDROID = re.compile(rf"{_WA_STAMP}\s[-–]\s(.*)", re.S)
 _WA_IOS = re.compile(rf"\[{_WA_STAMP}\]\s(.*)", re.S)
-SNIFFED = 20  # the lines a WhatsApp export's first message must be among, for its shape to say so
 _WA_MEDIA = re.compile(r"<[^<>]*\bomitted>|<attached: [^<>]*>|.+ \(file attached\)|.*\b(?:image|video|audio|sticker|GIF|"
                        r"document|Contact card) omitted", re.I)
 _WA_DELETED = re.compile(r"(?:This message was deleted|You deleted this message)\.?")
