@@ -356,6 +356,34 @@ async def test_below_the_smallest_size_a_pane_says_so_and_comes_back(sample):
         assert not notice.display and app.screen.query_one(NoteTree).region.area
 
 
+def drawn(app, widget) -> list[str]:
+    """The lines the screen shows inside ``widget``'s box, its border left out."""
+    box = widget.region.shrink(widget.styles.gutter)
+    rows = app.screen._compositor.render_strips()[box.y:box.bottom]
+    return [strip.crop(box.x, box.right).text.rstrip() for strip in rows]
+
+
+async def test_at_80x24_the_sessions_list_shows_each_chat_session_s_whole_name(sample):
+    """Sessions of one day differ only after the date: the narrow list wraps a name at
+    its hyphens rather than cutting every one of them to the same first characters."""
+    import json
+
+    from textual.widgets import ListView
+
+    names = ["2026-12-05-planning-the-lisbon-cello-masterclass-weekend", "2026-12-05-planning-the-lisbon-flat-rental"]
+    for n, name in enumerate(names):
+        (sample.root / "sessions" / f"{name}.jsonl").write_text(json.dumps(
+            {"session": name, "id": f"m{n}", "role": "user", "content": "Lisbon.", "ts": "2026-12-05T10:00:00"}) + "\n")
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_at(app, pilot, "chat")
+        sessions = app.screen.query_one("#sessions", ListView)
+        sessions.scroll_end(animate=False)  # (the two are the last in the list)
+        await pilot.pause()
+        shown = "".join(drawn(app, sessions))
+        assert all(name in shown for name in names), drawn(app, sessions)
+
+
 async def test_at_80x24_the_note_body_and_every_finding_column_show(sample):
     from textual.widgets import DataTable
 

@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, Input, Label, ListItem, ListView, OptionList, Static
+from textual.widgets import Footer, Input, ListItem, ListView, OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine import MemlinkError, Vault
@@ -26,6 +26,7 @@ from engine.llm import LLMError
 from engine.model.text import counted, printable
 from engine.sessions.chat import ChatSession, new_session_id, session_locks
 from engine.sessions.log import message_text, project_turns, read_events
+from widgets.hyphen_wrap import HyphenWrapped
 from widgets.pane_bar import PANE_NAMES
 from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
@@ -93,6 +94,12 @@ class MessageBox(Input):
 
 
 RECALL_HINT = "Recall shows here what of your memory a reply was given, and why."
+
+
+def _session_row(name: str) -> ListItem:
+    """A chat session in the list: its whole name, wrapped at its hyphens (the list is
+    narrow, and sessions of one day differ only after the date)."""
+    return ListItem(HyphenWrapped(name), name=name)
 
 
 class ChatScreen(Pane):
@@ -262,7 +269,7 @@ class ChatScreen(Pane):
         view = self.query_one("#sessions", ListView)
         item = view.highlighted_child
         await view.clear()
-        await view.extend(ListItem(Label(safe_markup(name)), name=name) for name in self._sessions)
+        await view.extend(_session_row(name) for name in self._sessions)
         if item is not None and item.name in self._sessions:
             view.index = self._sessions.index(item.name)
 
@@ -274,7 +281,7 @@ class ChatScreen(Pane):
         """A session just begun, in the list at once (its log is being written)."""
         if name not in self._sessions:
             self._sessions.append(name)
-            self.query_one("#sessions", ListView).append(ListItem(Label(safe_markup(name)), name=name))
+            self.query_one("#sessions", ListView).append(_session_row(name))
 
     def action_focus_sessions(self) -> None:
         self.set_focus(self.query_one("#sessions", ListView))
