@@ -39,6 +39,7 @@ from .messages import (
     StatusChanged,
     VaultChanged,
 )
+from .seen import SeenReports
 from .settings import SettingsFile
 from .theming import DEFAULT_THEME, load_themes
 
@@ -353,7 +354,7 @@ class MemlinkApp(App):
         if self.current_mode != target.pane:
             await self.switch_mode(target.pane)
             if target.pane == "reports":
-                self._seen_reports = None  # the new reports are seen now
+                self._seen().mark({e.uri for e in self.opened.catalog.all("report")})  # the new reports are seen now
                 self.count_badges()
         screen = cast("Pane", self.screen_stack[0])  # a mode's base screen is its pane
         await screen.show_location(target.uri)
@@ -644,19 +645,23 @@ class MemlinkApp(App):
     badges: reactive[tuple[tuple[str, str], ...]] = reactive(())
     running: reactive[str] = reactive("")
     lint_counts: tuple[int, int] | None = None  # (errors, contradictions) of the last lint seen
-    _seen_reports: set[str] | None = None  # reports there when the reports pane was last shown (None: count them)
+    _seen_reports: SeenReports | None = None  # the reports there when the reports pane was last shown
+
+    def _seen(self) -> SeenReports:
+        if self._seen_reports is None:
+            self._seen_reports = SeenReports(self.opened)
+        return self._seen_reports
 
     def count_badges(self) -> None:
         """What waits in each pane: notes, reports new since the reports pane was last
-        shown, lint errors and open contradictions (the last lint run, or the digest it
-        left). From the catalog as the app holds it: no walk of the vault."""
+        shown (in this run or an earlier one: memlink_tui/seen.py), lint errors and open
+        contradictions (the last lint run, or the digest it left). From the catalog as
+        the app holds it: no walk of the vault."""
         if self.vault is None:
             return
         notes = self.vault.catalog.all()
         reports = {e.uri for e in notes if e.memory_type == "report"}
-        if self._seen_reports is None:
-            self._seen_reports = reports
-        new = len(reports - self._seen_reports)  # (written while the pane is up, by its D too: new until shown again)
+        new = self._seen().new(reports)  # (written while the pane is up, by its D too: new until shown again)
         if self.lint_counts is None:
             self.lint_counts = _digest_counts(self.vault.root / "dashboards" / "digest.json")
         badges = [("browser", f"{len(notes)}")]

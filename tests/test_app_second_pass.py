@@ -146,6 +146,32 @@ async def test_reports_a_dream_writes_while_the_reports_pane_is_up_stay_new_unti
         assert "new" not in bar_text(app)
 
 
+async def test_which_reports_were_seen_outlives_a_restart(sample):
+    """A report not yet looked at is still new after the app restarts, one seen stays
+    seen, and one a dream wrote while the app was closed is new when it opens."""
+    from engine import Vault
+
+    async def bar_after_start(vault, then: str | None = None) -> str:
+        app = MemlinkApp(vault)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(app, pilot)
+            if then == "write":
+                vault.write_note("report", {"question": "What changed in October?", "answer": "Things."})
+                app.post_message(NoteChanged(None))
+                await settle(app, pilot)
+            shown = bar_text(app)
+            if then == "look":
+                await app.run_action("go('reports')")
+                await settle(app, pilot)
+        return shown
+
+    assert "4 Reports 1 new" in await bar_after_start(sample, then="write")
+    assert "4 Reports 1 new" in await bar_after_start(Vault.open(sample.root), then="look")
+    assert "new" not in await bar_after_start(Vault.open(sample.root))
+    Vault.open(sample.root).write_note("report", {"question": "What changed in November?", "answer": "Less."})
+    assert "4 Reports 1 new" in await bar_after_start(Vault.open(sample.root))
+
+
 async def test_the_footer_lists_the_keys_that_work_everywhere_first(sample):
     app = MemlinkApp(sample)
     async with app.run_test(size=(80, 24)) as pilot:
