@@ -655,8 +655,8 @@ class MemlinkApp(App):
     def count_badges(self) -> None:
         """What waits in each pane: notes, reports new since the reports pane was last
         shown (in this run or an earlier one: memlink_tui/seen.py), lint errors and open
-        contradictions (the last lint run, or the digest it left). From the catalog as
-        the app holds it: no walk of the vault."""
+        contradictions (the last lint run, or the digest it left; "not checked" before
+        any). From the catalog as the app holds it: no walk of the vault."""
         if self.vault is None:
             return
         notes = self.vault.catalog.all()
@@ -667,7 +667,9 @@ class MemlinkApp(App):
         badges = [("browser", f"{len(notes)}")]
         if new:
             badges.append(("reports", f"{new} new"))
-        if self.lint_counts is not None:
+        if self.lint_counts is None:
+            badges.append(("lint", "not checked"))  # (no badge would read as nothing to fix)
+        else:
             errors, contradictions = self.lint_counts
             lint = ", ".join(t for t in (counted(errors, "error") if errors else "",
                                          f"{contradictions} to review" if contradictions else "") if t)  # short form: "2 5"

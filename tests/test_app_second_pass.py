@@ -114,6 +114,7 @@ async def test_the_bar_shows_new_reports_and_what_lint_found(sample):
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(app, pilot)
         assert "new" not in bar_text(app)
+        assert "5 Lint not checked" in bar_text(app)  # (the sample has never been linted)
         await app.run_action("go('lint')")
         await settle(app, pilot)
         assert "5 Lint 5 to review" in bar_text(app)  # the sample's five contradictions
