@@ -699,3 +699,16 @@ async def test_the_app_imports_a_whatsapp_text_export_as_a_chat_not_a_note(tmp_p
         assert "2 chat sessions (whatsapp), 4 new messages" in shown, shown
         assert "you (user): 'Ana' (the first sender)" in shown
     assert len(logs(vault.root)) == 2 and not list(vault.root.rglob("*Ana*.md"))  # chat sessions, no source note
+
+
+def test_an_iphone_export_that_begins_with_a_bracket_is_told_a_whatsapp_chat(vault, tmp_path):
+    """iOS writes every message start as "[date, time] Name: …"; a chat whose first line
+    carries no mark begins with "[", as a JSON array does."""
+    text = ("[14/04/2024, 18:03:40] Lukas: Shall we hike on 8 June?\n"
+            "[14/04/2024, 18:05:02] Mia: 8 June works for me\n")
+    assert sniff(text) == "whatsapp" and sniff("\ufeff" + text) == "whatsapp"
+    chat = tmp_path / "WhatsApp Chat - Hiking" / "_chat.txt"
+    chat.parent.mkdir()
+    report = import_chat(vault, write(chat, text), RulesTurnExtractor())
+    assert (report.format, report.events_added) == ("whatsapp", 2)
+    assert sniff('[{"mapping": {}, "current_node": "a"}]') == "chatgpt"  # (a JSON array is still one)

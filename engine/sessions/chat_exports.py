@@ -158,15 +158,27 @@ def sniff(text: str) -> str:
         if record is None and re.search(r'^\s{0,2}"(messages|chats)"\s*:\s*[\[{]', text, re.M):
             return "telegram"
         return "jsonl"
+    if _header(_first_line(text, start)):  # (an export begins with a message or a notice; iOS's with "[")
+        return "whatsapp"
     if not text.startswith("[", start):
-        first_line = next((line for line in text.splitlines() if line.strip(_MARKS + " \t")), "")
-        return "whatsapp" if _header(first_line) else "jsonl"  # (an export begins with a message or a notice)
+        return "jsonl"
     # A key, not text inside a message: a quote in message text is escaped (\").
     found = re.search(r'(?<!\\)"(mapping|chat_messages)"\s*:', text)
     if found is None:
         empty = text.startswith("]", _skip(text, start + 1)) and _skip(text, _skip(text, start + 1) + 1) == len(text)
         return "chatgpt" if empty else "unknown"
     return "chatgpt" if found.group(1) == "mapping" else "claude"
+
+
+def _first_line(text: str, i: int) -> str:
+    """The first line from offset ``i`` with more than spaces and marks (no copy of the rest)."""
+    while i < len(text):
+        end = text.find("\n", i)
+        end = len(text) if end < 0 else end
+        if text[i:end].strip(_MARKS + " \t\r"):
+            return text[i:end]
+        i = end + 1
+    return ""
 
 
 def read_export(text: str, fmt: str, source: str, known: Iterable[str] = (), me: str | None = None) -> Export:
