@@ -712,3 +712,29 @@ def test_an_iphone_export_that_begins_with_a_bracket_is_told_a_whatsapp_chat(vau
     report = import_chat(vault, write(chat, text), RulesTurnExtractor())
     assert (report.format, report.events_added) == ("whatsapp", 2)
     assert sniff('[{"mapping": {}, "current_node": "a"}]') == "chatgpt"  # (a JSON array is still one)
+
+
+LOCALIZED_ANDROID = (  # WhatsApp for Android in German: day first, a 24-hour clock
+    "14.04.24, 18:03 - Lukas: Wann wollen wir wandern gehen?\n"
+    "14.04.24, 18:05 - Mia: <Medien ausgeschlossen>\n"
+    "14.04.24, 18:06 - Mia: IMG-20240414-WA0003.jpg (Datei angehängt)\n"
+    "14.04.24, 18:09 - Mia: Diese Nachricht wurde gelöscht\n"
+    "14.04.24, 18:10 - Sam: Du hast diese Nachricht gelöscht\n"
+    "15.04.24, 09:14 - Lukas: Abgemacht: am 8. Juni auf die Zugspitze <Diese Nachricht wurde bearbeitet>\n")
+LOCALIZED_IOS = (  # WhatsApp for iPhone in Spanish
+    "[10/05/2024, 20:17:01] Bo: Empiezo un trabajo nuevo en Cabify\n"
+    f"{LRM}[10/05/2024, 20:18:00] Sam: {LRM}imagen omitida\n"
+    f"{LRM}[10/05/2024, 20:18:30] Carla: {LRM}audio omitido\n"
+    "[10/05/2024, 20:19:00] Carla: Se eliminó este mensaje.\n"
+    f"[10/05/2024, 20:21:00] Bo: El 3 de junio {LRM}<Se editó este mensaje.>\n")
+
+
+@pytest.mark.parametrize("text, said, media, deleted", [
+    (LOCALIZED_ANDROID, ["Wann wollen wir wandern gehen?", "Abgemacht: am 8. Juni auf die Zugspitze"], 2, 2),
+    (LOCALIZED_IOS, ["Empiezo un trabajo nuevo en Cabify", "El 3 de junio"], 2, 1),
+])
+def test_whatsapp_markers_in_the_phones_language_are_not_taken_for_messages(vault, tmp_path, text, said, media, deleted):
+    report = import_chat(vault, write(tmp_path / "WhatsApp Chat with Friends.txt", text), RulesTurnExtractor())
+    assert [e.content for e in events_of(vault.root)] == said
+    assert report.left_out == {"media (photos, videos, voice messages, stickers, files; a caption is kept as the "
+                               "message)": media, "deleted messages": deleted}

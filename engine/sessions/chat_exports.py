@@ -471,10 +471,56 @@ _MARKS = "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufe
 _WA_STAMP = r"(\d{1,4})[./-](\d{1,2})[./-](\d{1,4})\.?,?\s(\d{1,2})[:.](\d{2})(?:[:.](\d{2}))?(?:\s?([AaPp])\.?\s?[Mm]\.?)?"
 _WA_ANDROID = re.compile(rf"{_WA_STAMP}\s[-–]\s(.*)", re.S)
 _WA_IOS = re.compile(rf"\[{_WA_STAMP}\]\s(.*)", re.S)
-_WA_MEDIA = re.compile(r"<[^<>]*\bomitted>|<attached: [^<>]*>|.+ \(file attached\)|.*\b(?:image|video|audio|sticker|GIF|"
-                       r"document|Contact card) omitted", re.I)
-_WA_DELETED = re.compile(r"(?:This message was deleted|You deleted this message)\.?")
-_WA_EDITED = "<This message was edited>"
+# What WhatsApp writes in place of a message, in the exporting phone's language (the
+# export's language is not said anywhere, so every language's markers are tried): media
+# left out of the export (Android `<Media omitted>`, a file's name and "(file attached)";
+# iOS "image omitted"), a deleted message, and the mark an edited message ends with.
+_WA_MARKERS: dict[str, dict[str, tuple[str, ...]]] = {
+    "media": {  # a whole message, Android's form
+        "en": ("<Media omitted>",), "de": ("<Medien ausgeschlossen>", "<Medien weggelassen>"),
+        "es": ("<Multimedia omitido>", "<Archivo multimedia omitido>"), "fr": ("<Médias omis>", "<Fichier omis>"),
+        "pt": ("<Mídia oculta>", "<Arquivo de mídia oculto>", "<Multimédia omitido>"), "it": ("<Media omessi>",),
+        "nl": ("<Media weggelaten>",), "tr": ("<Medya dahil edilmedi>",), "id": ("<Media tidak disertakan>",),
+    },
+    "attached": {  # after a file's name ("IMG-20240101-WA0001.jpg (file attached)")
+        "en": ("file attached",), "de": ("Datei angehängt",), "es": ("archivo adjunto",), "fr": ("fichier joint",),
+        "pt": ("arquivo anexado", "ficheiro anexado"), "it": ("file allegato",), "nl": ("bestand bijgevoegd",),
+        "tr": ("dosya ekli",), "id": ("file terlampir",),
+    },
+    "omitted": {  # iOS: "<kind> omitted" ("image omitted", "Bild weggelassen", "imagen omitida")
+        "en": ("omitted",), "de": ("weggelassen", "ausgelassen"), "es": ("omitido", "omitida"),
+        "fr": ("omis", "omise", "absent", "absente", "retiré"), "pt": ("ocultado", "ocultada", "omitido", "omitida"),
+        "it": ("omesso", "omessa"), "nl": ("weggelaten",), "tr": ("dahil edilmedi",), "id": ("tidak disertakan",),
+    },
+    "deleted": {
+        "en": ("This message was deleted", "You deleted this message"),
+        "de": ("Diese Nachricht wurde gelöscht", "Du hast diese Nachricht gelöscht"),
+        "es": ("Se eliminó este mensaje", "Eliminaste este mensaje", "Este mensaje fue eliminado"),
+        "fr": ("Ce message a été supprimé", "Vous avez supprimé ce message"),
+        "pt": ("Esta mensagem foi apagada", "Você apagou esta mensagem", "Mensagem apagada",
+               "Apagou esta mensagem"),
+        "it": ("Questo messaggio è stato eliminato", "Hai eliminato questo messaggio"),
+        "nl": ("Dit bericht is verwijderd", "Je hebt dit bericht verwijderd"),
+        "tr": ("Bu mesaj silindi", "Bu mesajı sildiniz"), "id": ("Pesan ini dihapus", "Anda menghapus pesan ini"),
+    },
+    "edited": {
+        "en": ("This message was edited",), "de": ("Diese Nachricht wurde bearbeitet",),
+        "es": ("Se editó este mensaje",), "fr": ("Ce message a été modifié",),
+        "pt": ("Mensagem editada", "Esta mensagem foi editada"), "it": ("Questo messaggio è stato modificato",),
+        "nl": ("Dit bericht is bewerkt",), "tr": ("Bu mesaj düzenlendi",), "id": ("Pesan ini telah diedit",),
+    },
+}
+
+
+def _any(kind: str) -> str:
+    return "|".join(re.escape(m) for ms in _WA_MARKERS[kind].values() for m in ms)
+
+
+_WA_MEDIA = re.compile(rf"{_any('media')}|<[^<>]*\bomitted>|<attached: [^<>]*>|.+ \((?:{_any('attached')})\)|"
+                       rf".*\b(?:image|video|audio|sticker|GIF|document|Contact card) omitted", re.I)
+_WA_OMITTED = re.compile(rf"\w+(?: \w+)? (?:{_any('omitted')})", re.I)  # (iOS marks it: only a marked message)
+_WA_DELETED = re.compile(rf"(?:{_any('deleted')})\.?", re.I)
+_WA_EDITED = re.compile(rf"\s*[{_MARKS}]*<(?:{_any('edited')})\.?>", re.I)
 _WA_SHAPES = "'12/31/23, 9:41 PM - Alice: …' or '[31/12/2023, 21:41:05] Alice: …'"
 
 
@@ -534,17 +580,18 @@ def _whatsapp(text: str, source: str) -> list[_Chat]:
         mid = "wa-" + hashlib.sha256(f"{ts}\0{sender}\0{seen[ts, sender]}".encode()).hexdigest()[:16]
         marked = body[:1] in _MARKS
         first, _, rest = "\n".join([body, *more]).lstrip(_MARKS).partition("\n")
-        if _WA_DELETED.fullmatch(first.strip()) and not rest.strip():
+        if _WA_DELETED.fullmatch(first.strip(_MARKS + " ")) and not rest.strip():
             chat.left_out[DELETED] += 1
             continue
-        media = bool(_WA_MEDIA.fullmatch(first.strip(_MARKS + " ")))
+        shown = first.strip(_MARKS + " ")
+        media = bool(_WA_MEDIA.fullmatch(shown) or marked and _WA_OMITTED.fullmatch(shown))
         if media:
             chat.left_out[MEDIA] += 1
             first = ""
         elif marked:  # (iOS: a notice, named after the chat or a person)
             chat.left_out[SYSTEM] += 1
             continue
-        words = f"{first}\n{rest}".replace(_WA_EDITED, "").strip()
+        words = _WA_EDITED.sub("", f"{first}\n{rest}").strip()
         if words:
             chat.said.append(_Said(mid, sender, sender, words, ts))
         elif not media:
