@@ -738,3 +738,23 @@ def test_whatsapp_markers_in_the_phones_language_are_not_taken_for_messages(vaul
     assert [e.content for e in events_of(vault.root)] == said
     assert report.left_out == {"media (photos, videos, voice messages, stickers, files; a caption is kept as the "
                                "message)": media, "deleted messages": deleted}
+
+
+def test_a_notice_quoting_a_name_with_a_colon_is_no_message(vault, tmp_path):
+    """Android writes a notice without a sender, and a group's name may hold ": "; iOS
+    writes the group's name as a notice's sender."""
+    android = ('10/05/2024, 20:15 - Bo created group "Trip: Asturias"\n'
+               '10/05/2024, 20:16 - Bo changed the subject from "Trip: Asturias" to "Trip: Asturias 2024"\n'
+               "10/05/2024, 20:16 - Lukas hat den Betreff zu „Zugspitze: 8. Juni“ geändert\n"
+               '10/05/2024, 20:17 - Robert "Bob" Lee: We rent a house in Cangas de Onís: 12 to 15 July\n')
+    report = import_chat(vault, write(tmp_path / "WhatsApp Chat with Trip.txt", android), RulesTurnExtractor())
+    assert [(e.speaker, e.content) for e in events_of(vault.root)] == [
+        ('Robert "Bob" Lee', "We rent a house in Cangas de Onís: 12 to 15 July")]
+    assert report.left_out == {"system messages (security notices, joins, group changes, calls)": 3}
+    ios = (f"[14/04/2024, 18:02:11] Zugspitze: 8. Juni: {LRM}Lukas created this group\n"
+           "[14/04/2024, 18:03:40] Lukas: Treffpunkt: 6 Uhr am Bahnhof\n")
+    chat = tmp_path / "WhatsApp Chat - Zugspitze" / "_chat.txt"
+    chat.parent.mkdir()
+    import_chat(vault, write(chat, ios), RulesTurnExtractor())
+    assert [(e.speaker, e.content) for e in read_events(vault, session_named(vault.root, "zugspitze"))] == [
+        ("Lukas", "Treffpunkt: 6 Uhr am Bahnhof")]

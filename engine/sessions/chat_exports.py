@@ -571,7 +571,7 @@ def _whatsapp(text: str, source: str) -> list[_Chat]:
         except ValueError:
             raise ExportError(f"{source} line {n}: {m[0][: m.start(8)].strip(' -–[]')!r} is not a date and time; "
                               "nothing was imported") from None
-        head, colon, body = m[8].partition(": ")
+        head, colon, body = _sender_and_text(m[8])
         if not colon:  # (Android: a notice has no sender)
             chat.left_out[SYSTEM] += 1
             continue
@@ -597,6 +597,23 @@ def _whatsapp(text: str, source: str) -> list[_Chat]:
         elif not media:
             chat.left_out[NO_TEXT] += 1
     return [chat]
+
+
+_QUOTES = "\"“”„«»"
+
+
+def _sender_and_text(line: str) -> tuple[str, str, str]:
+    """A message line's sender, ": " and text; no ": " for a notice without a sender
+    (Android). A ": " inside a quoted name is not the sender's ("Ana changed the subject to
+    “Trip: Lisbon”": the quote is still open before it), and iOS marks a notice's text,
+    so a group named "Trip: Lisbon" ends its name where the mark begins."""
+    cut = line.find(": \u200e")
+    if cut >= 0:
+        return line[:cut], ": ", line[cut + 2:]
+    head, colon, body = line.partition(": ")
+    if colon and sum(head.count(q) for q in _QUOTES) % 2:
+        return line, "", ""
+    return head, colon, body
 
 
 def _wa_name(source: str) -> str:
