@@ -758,3 +758,14 @@ def test_a_notice_quoting_a_name_with_a_colon_is_no_message(vault, tmp_path):
     import_chat(vault, write(chat, ios), RulesTurnExtractor())
     assert [(e.speaker, e.content) for e in read_events(vault, session_named(vault.root, "zugspitze"))] == [
         ("Lukas", "Treffpunkt: 6 Uhr am Bahnhof")]
+
+
+def test_me_names_a_sender_whatever_its_case_and_refuses_a_name_that_fits_two(vault, tmp_path):
+    chat = write(tmp_path / "WhatsApp Chat with Ana.txt", ANDROID)
+    report = import_chat(vault, chat, RulesTurnExtractor(), me="  bo ")
+    assert report.me == ["Bo"] and any("you (user): 'Bo' (--me)" in line for line in report.left_out_lines())
+    two = write(tmp_path / "WhatsApp Chat with Cas.txt", "05.01.24, 21:41 - Cas: Bring the rope\n"
+                "05.01.24, 21:42 - CAS: Which rope?\n")
+    with pytest.raises(MemlinkError, match=r"--me 'cas' fits more than one sender \('Cas', 'CAS'\)"):
+        import_chat(vault, two, RulesTurnExtractor(), me="cas")
+    assert import_chat(vault, two, RulesTurnExtractor(), me="CAS").me == ["CAS"]  # (as written: that one)

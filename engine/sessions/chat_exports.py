@@ -421,9 +421,8 @@ def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], 
     else of the chat's first sender; every other sender answers (assistant)."""
     out = Export(fmt)
     senders = list(dict.fromkeys(s.sender for chat in chats for s in chat.said))
-    if me is not None and not any(me in (s.sender, s.sender_id) for chat in chats for s in chat.said):
-        raise ExportError(f"{source}: --me {me!r} sent no message in this export (its senders: {_some(senders)}); "
-                          "nothing was imported")
+    if me is not None:
+        me = _sender_named(me, chats, senders, source)
     rule = "--me"
     for chat in chats:
         out.assumed += chat.assumed
@@ -457,6 +456,24 @@ def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], 
         out.assumed.append(f"you (user): {_some(out.me) or 'none of the senders'} ({rule}); the others answer "
                            f"(assistant){again}")
     return out
+
+
+def _sender_named(me: str, chats: list[_Chat], senders: list[str], source: str) -> str:
+    """The sender ``me`` names: a sender's name or id as written, else the one sender whose
+    name or id it is without regard to case and surrounding spaces ("ana" for "Ana"); a
+    name that fits none, or several, is refused, naming the senders."""
+    ids = {s.sender: s.sender_id for chat in chats for s in chat.said}
+    if any(me in (name, sid) for name, sid in ids.items()):
+        return me
+    wanted = " ".join(me.split()).casefold()
+    fits = [name for name, sid in ids.items() if wanted in (" ".join(name.split()).casefold(), sid.casefold())]
+    if len(fits) == 1:
+        return ids[fits[0]]
+    if fits:
+        raise ExportError(f"{source}: --me {me!r} fits more than one sender ({_some(fits)}); name one as it is "
+                          "written; nothing was imported")
+    raise ExportError(f"{source}: --me {me!r} sent no message in this export (its senders: {_some(senders)}); "
+                      "nothing was imported")
 
 
 def _some(names: list[str], most: int = 5) -> str:
