@@ -612,7 +612,8 @@ def test_telegram_chat_export_is_a_session_a_day_with_speakers_and_captions(vaul
     # --me must name a sender; another --me than before would change the roles of imported messages: refused.
     with pytest.raises(MemlinkError, match=r"--me 'Cy' sent no message in this export \(its senders: 'Ana', 'Bo'\)"):
         import_chat(vault, export, RulesTurnExtractor(), me="Cy")
-    with pytest.raises(MemlinkError, match="already used with a different role"):
+    with pytest.raises(MemlinkError, match=r"imported before with 'Bo' as you \(user\), and --me names 'Ana'.*"
+                       r"import it with --me 'Bo'.*delete its chat sessions"):
         import_chat(vault, export, RulesTurnExtractor(), me="Ana")
     assert logs(vault.root) == before
 
@@ -769,3 +770,26 @@ def test_me_names_a_sender_whatever_its_case_and_refuses_a_name_that_fits_two(va
     with pytest.raises(MemlinkError, match=r"--me 'cas' fits more than one sender \('Cas', 'CAS'\)"):
         import_chat(vault, two, RulesTurnExtractor(), me="cas")
     assert import_chat(vault, two, RulesTurnExtractor(), me="CAS").me == ["CAS"]  # (as written: that one)
+
+
+def test_a_newer_export_without_me_keeps_who_was_you_and_another_me_says_what_to_do(vault, tmp_path):
+    import_chat(vault, write(tmp_path / "WhatsApp Chat with Ana.txt", ANDROID), RulesTurnExtractor(), me="Bo")
+    before = logs(vault.root)
+    (tmp_path / "later").mkdir()
+    newer = write(tmp_path / "later" / "WhatsApp Chat with Ana.txt", ANDROID + "1/2/24, 8:00\u202fAM - Ana: Morning\n")
+    report = import_chat(vault, newer, RulesTurnExtractor())  # no --me: Bo, as before (not the first sender)
+    assert (report.events_added, report.me) == (1, ["Bo"])
+    assert "you (user): 'Bo' (as when this chat was imported before); the others answer (assistant)" in \
+        report.left_out_lines()
+    assert [(e.speaker, e.role) for e in events_of(vault.root)][-1] == ("Ana", "assistant")
+    after = logs(vault.root)
+    with pytest.raises(MemlinkError) as caught:
+        import_chat(vault, newer, RulesTurnExtractor(), me="ana")
+    assert "import it with --me 'Bo' (or without --me), or first delete its chat sessions from sessions/" in \
+        str(caught.value)
+    assert logs(vault.root) == after and all(after[s].startswith(text) for s, text in before.items())
+    for session in after:  # what it says to do works: the chat's sessions deleted, imported with Ana as you
+        for path in (vault.root / "sessions").glob(f"{session}.*"):
+            path.unlink()
+    assert import_chat(vault, newer, RulesTurnExtractor(), me="ana").me == ["Ana"]
+    assert {(e.speaker, e.role) for e in events_of(vault.root)} == {("Ana", "user"), ("Bo", "assistant")}

@@ -181,16 +181,18 @@ def _first_line(text: str, i: int) -> str:
     return ""
 
 
-def read_export(text: str, fmt: str, source: str, known: Iterable[str] = (), me: str | None = None) -> Export:
+def read_export(text: str, fmt: str, source: str, known: Iterable[str] = (), me: str | None = None,
+                me_rule: str = "--me") -> Export:
     """The export's conversations as import records, every one checked (``source`` names
     the file in errors; ``known`` are the vault's session ids, so a conversation renamed
     since an earlier import keeps its session; ``me``: a messaging chat's sender whose
-    messages are the user's). The array is read one conversation at a
-    time: only the text and the records are held, never the whole export as objects."""
+    messages are the user's; ``me_rule``: how ``me`` was chosen, for the report). The
+    array is read one conversation at a time: only the text and the records are held,
+    never the whole export as objects."""
     by_hash = {s.rsplit("-", 1)[-1]: s for s in known if re.search(rf"-[0-9a-f]{{{HASH_LEN}}}$", s)}
     if fmt in MESSENGERS:
         chats = _whatsapp(text, source) if fmt == "whatsapp" else _telegram(text, source)
-        return _people(fmt, chats, source, by_hash, me)
+        return _people(fmt, chats, source, by_hash, me, me_rule)
     model: type[GPTConversation | ClaudeConversation] = GPTConversation if fmt == "chatgpt" else ClaudeConversation
     out = Export(fmt)
     for n, raw in _items(text, source, EXPORTS[fmt]):
@@ -413,7 +415,8 @@ class _Chat:
     assumed: list[str] = field(default_factory=list)  # what reading it assumed (WhatsApp's date order)
 
 
-def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], me: str | None) -> Export:
+def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], me: str | None,
+            me_rule: str = "--me") -> Export:
     """A chat between people as import records: one session a calendar day (as the time
     the export shows), `<day>-<slug of the chat's name>-<hash of the chat and the day>`;
     every message carries its ``speaker``; the user's are those of ``me`` (a name, or a
@@ -423,7 +426,7 @@ def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], 
     senders = list(dict.fromkeys(s.sender for chat in chats for s in chat.said))
     if me is not None:
         me = _sender_named(me, chats, senders, source)
-    rule = "--me"
+    rule = me_rule
     for chat in chats:
         out.assumed += chat.assumed
         user = me if me is not None else chat.owner
@@ -452,7 +455,7 @@ def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], 
         carrier.left_out.update(chat.left_out)
         out.conversations += days.values() if days else [carrier]
     if out.me or senders:
-        again = "" if rule == "--me" else f"; to be another sender ({_some(senders)}), import with --me NAME"
+        again = "" if rule == me_rule else f"; to be another sender ({_some(senders)}), import with --me NAME"
         out.assumed.append(f"you (user): {_some(out.me) or 'none of the senders'} ({rule}); the others answer "
                            f"(assistant){again}")
     return out
