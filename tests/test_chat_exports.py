@@ -793,3 +793,23 @@ def test_a_newer_export_without_me_keeps_who_was_you_and_another_me_says_what_to
             path.unlink()
     assert import_chat(vault, newer, RulesTurnExtractor(), me="ana").me == ["Ana"]
     assert {(e.speaker, e.role) for e in events_of(vault.root)} == {("Ana", "user"), ("Bo", "assistant")}
+
+
+async def test_the_chat_pane_names_who_said_each_message_of_a_group_chat(tmp_path):
+    from conftest import open_at, settle
+
+    from memlink_tui.app import MemlinkApp
+
+    vault = Vault.init(tmp_path / "vault", name="test")
+    chat = tmp_path / "WhatsApp Chat - Climbing" / "_chat.txt"
+    chat.parent.mkdir()
+    import_chat(vault, write(chat, IOS), RulesTurnExtractor(), me="Cas")
+    vault.close()
+    app = MemlinkApp(set_llm(tmp_path / "vault", provider="rules"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_at(app, pilot, "chat")
+        app.screen.open_session(sorted(logs(tmp_path / "vault"))[0])
+        await settle(app, pilot)
+        shown = [str(w.render()) for w in app.screen.query("#transcript Static")]
+        assert shown == ["Ana  The bouldering gym Monk reopens on Saturday",
+                         "Cas (you)  I tore a finger pulley, no climbing for six weeks"], shown

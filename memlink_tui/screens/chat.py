@@ -308,12 +308,14 @@ class ChatScreen(Pane):
         if not turns:
             transcript.mount(Static(NEW_SESSION, classes="hint"))
         for turn in turns:
-            for message in turn.asked:
-                shown: Static = Static(f"[b]you[/b]  {safe_markup(message_text(message))}", classes="user")
+            for message in turn.asked:  # (a chat between people: each message names its sender)
+                you = f"[b]{safe_markup(message.speaker)}[/b] (you)" if message.speaker else "[b]you[/b]"
+                shown: Static = Static(f"{you}  {safe_markup(message_text(message))}", classes="user")
                 transcript.mount(shown)
                 target = shown if message.key == at else target
             for message in turn.answered:
-                shown = Reply(safe_markup(message_text(message)), turn=turn.source_ids[0])
+                who = f"[b]{safe_markup(message.speaker)}[/b]  " if message.speaker else ""
+                shown = Reply(who + safe_markup(message_text(message)), turn=turn.source_ids[0])
                 transcript.mount(shown)
                 target = shown if message.key == at else target
         transcript.border_title = f"Chat · {safe_markup(session)}"
