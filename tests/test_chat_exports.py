@@ -564,6 +564,7 @@ def test_whatsapp_import_again_adds_nothing_and_a_newer_export_adds_only_its_new
     ("\n\nhello there\n", "whatsapp", ["line 3: not the start of a WhatsApp message"]),
     ("12/30/23, 9:41 PM - Ana: hi\n30/12/23, 9:42 PM - Bo: hi\n", None, ["line 2: its date is written month first"]),
     ("2/30/24, 9:41 PM - Ana: hi\n", None, ["line 1: '2/30/24, 9:41 PM' is not a date and time"]),
+    ("12/30/23, 9:41 PM - Ana: hi\n12/31/23, 25:10 PM - Bo: hi\n", None, ["line 2: '12/31/23, 25:10 PM' is not a date"]),
 ])
 def test_an_unreadable_whatsapp_export_names_the_file_and_line_and_imports_nothing(vault, tmp_path, text, fmt, words):
     import_chat(vault, write(tmp_path / "WhatsApp Chat with Ana.txt", ANDROID), RulesTurnExtractor())

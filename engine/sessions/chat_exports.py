@@ -584,7 +584,9 @@ def _whatsapp(text: str, source: str) -> list[_Chat]:
     for n, m, more in starts:
         a, b, c = m[1], m[2], m[3]
         year, month, day = (a, b, c) if len(a) == 4 else (c, a, b) if months_first else (c, b, a)
-        hour = int(m[4]) % 12 + (12 if m[7] in ("p", "P") else 0) if m[7] else int(m[4])
+        hour = int(m[4])
+        if m[7]:  # a 12-hour clock runs 1 to 12; another hour ("25:10 PM") is no time (24 is refused below)
+            hour = hour % 12 + (12 if m[7] in ("p", "P") else 0) if 1 <= hour <= 12 else 24
         try:
             when = dt.datetime(int(year) + (2000 if len(year) <= 2 else 0), int(month), int(day), hour, int(m[5]),
                                int(m[6] or 0))
