@@ -631,6 +631,13 @@ def test_a_whole_telegram_account_export_takes_its_owner_as_the_user(vault, tmp_
         import_chat(vault, dump(tmp_path / "broken.json", broken), RulesTurnExtractor())
 
 
+@pytest.mark.parametrize("about", ["Ana", ["Ana"], 11])
+def test_an_account_export_whose_owner_is_not_an_object_imports_with_the_first_sender(vault, tmp_path, about):
+    account = {"personal_information": about, "chats": {"list": [_telegram_chat("Bo", 4242)]}}
+    report = import_chat(vault, dump(tmp_path / "result.json", account), RulesTurnExtractor())
+    assert report.events_added and any("(the first sender)" in line for line in report.left_out_lines())
+
+
 def test_a_chat_exported_from_a_messaging_app_recalls_as_its_json_lines_import(tmp_path):
     """A small LoCoMo-shaped conversation imported three ways (JSON Lines as
     benchmarks/locomo.py --speaker makes it, a WhatsApp export, a Telegram export): every

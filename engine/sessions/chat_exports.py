@@ -697,7 +697,8 @@ def _telegram(text: str, source: str) -> list[_Chat]:
     if not isinstance(whole, dict) or not isinstance(raws, list):
         raise ExportError(f"{source}: a Telegram export is a JSON object, one chat's `messages` or the account's "
                           "`chats.list`; nothing was imported")
-    me = (whole.get("personal_information") or {}).get("user_id") if account else None
+    about = whole.get("personal_information") if account else None
+    me = about.get("user_id") if isinstance(about, dict) else None
     chats = []
     for n, raw in enumerate(raws):
         label = _label(n, *_names(raw), noun="chat")
