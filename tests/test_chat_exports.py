@@ -557,6 +557,9 @@ def test_whatsapp_import_again_adds_nothing_and_a_newer_export_adds_only_its_new
     for session, text in before.items():
         assert logs(vault.root)[session].startswith(text)
     assert [e.content for e in events_of(vault.root)][-4:] == ["Yes!", "Yes!", "Yes!", "Morning"]
+    # A newer export saved beside the first one is named "… (1).txt": the same chat, nothing twice.
+    beside = write(tmp_path / "WhatsApp Chat with Ana (1).txt", newer.read_text(encoding="utf-8"))
+    assert import_chat(vault, beside, RulesTurnExtractor()).events_added == 0 and len(logs(vault.root)) == 3
 
 
 @pytest.mark.parametrize("text, fmt, words", [

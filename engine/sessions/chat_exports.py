@@ -641,9 +641,10 @@ def _sender_and_text(line: str) -> tuple[str, str, str]:
 def _wa_name(source: str) -> str:
     """The chat's name, from the export's file name ("WhatsApp Chat with Alice.txt"; iOS
     names it `_chat.txt` inside a folder "WhatsApp Chat - Alice"): what names the chat's
-    sessions, in every export of it."""
+    sessions, in every export of it (a newer one saved beside it as "… (1).txt" too)."""
     path = Path(source)
     stem = path.parent.name if path.stem == "_chat" and path.parent.name.lower().startswith("whatsapp chat") else path.stem
+    stem = re.sub(r"\s\(\d+\)$", "", stem)
     return re.sub(r"^WhatsApp Chat(?: with| -)?\s*", "", stem, flags=re.I).strip() or "WhatsApp chat"
 
 
