@@ -521,6 +521,28 @@ def test_whatsapp_android_export_is_a_session_a_day_each_message_with_its_speake
     assert hits and hits[0].session == first
 
 
+def test_a_group_notice_quoting_a_name_with_a_colon_is_a_notice_not_the_first_sender(vault, tmp_path):
+    """Android writes a group's notices without a sender: a group named "Trip: Lisbon"
+    puts ": " inside the quotes, which names no sender (and must not become the user)."""
+    chat = write(tmp_path / "WhatsApp Chat with Trip.txt", (
+        '12/31/23, 9:40 PM - Ana created group "Trip: Lisbon"\n'
+        '12/31/23, 9:40 PM - Bo changed the subject from "Trip: Lisbon" to "Trip: Porto"\n'
+        '12/31/23, 9:41 PM - Ana: Who books the flat?\n'
+        '12/31/23, 9:42 PM - Robert "Bob" Smith: I do: tonight\n'))
+    report = import_chat(vault, chat, RulesTurnExtractor())
+    assert report.me == ["Ana"] and report.left_out == {"system messages (security notices, joins, group changes, calls)": 2}
+    assert [(e.role, e.speaker, e.content) for e in events_of(vault.root)] == [
+        ("user", "Ana", "Who books the flat?"), ("assistant", 'Robert "Bob" Smith', "I do: tonight")]
+
+
+def test_a_message_whose_words_start_on_the_next_line_is_kept(vault, tmp_path):
+    chat = write(tmp_path / "WhatsApp Chat with Ana.txt",
+                 "[30/12/2023, 21:41:05] Ana: \nThe list:\n- bread\n[30/12/2023, 21:42:00] Bo: ok\n")
+    report = import_chat(vault, chat, RulesTurnExtractor())
+    assert not report.left_out
+    assert [(e.speaker, e.content) for e in events_of(vault.root)] == [("Ana", "The list:\n- bread"), ("Bo", "ok")]
+
+
 def test_whatsapp_ios_group_export_with_me_and_the_date_order_settled_by_the_whole_file(vault, tmp_path):
     chat = tmp_path / "WhatsApp Chat - Climbing" / "_chat.txt"
     chat.parent.mkdir()

@@ -600,7 +600,7 @@ def _whatsapp(text: str, source: str) -> list[_Chat]:
         sender, ts = head.strip(_MARKS + " "), when.isoformat()
         seen[ts, sender] += 1
         mid = "wa-" + hashlib.sha256(f"{ts}\0{sender}\0{seen[ts, sender]}".encode()).hexdigest()[:16]
-        marked = body[:1] in _MARKS
+        marked = body != "" and body[0] in _MARKS  # ("" is in every string: a message that starts on its next line)
         first, _, rest = "\n".join([body, *more]).lstrip(_MARKS).partition("\n")
         if _WA_DELETED.fullmatch(first.strip(_MARKS + " ")) and not rest.strip():
             chat.left_out[DELETED] += 1
