@@ -642,6 +642,33 @@ def test_a_renamed_file_is_not_imported_twice_before_prune_moves_its_note(tmp_pa
     assert "sources/notes/Zeta renamed.md" in out_links(v, "sources/notes/Alpha.md")
 
 
+def test_a_note_moved_in_the_vault_stays_its_files_note_through_a_sync_and_prune(tmp_path):
+    """`memlink mv` of an imported note: the next sync finds the note where the person put
+    it (no second copy at the file's path), takes the file's change there, and neither
+    reports the file as gone nor lets --prune remove the note."""
+    root = cli_vault(tmp_path)
+    src = tmp_path / "notes"
+    shutil.copytree(MINI, src)
+    assert memlink("ingest", str(src), vault=root).returncode == 0
+    r = memlink("mv", "sources/notes/Beta.md", "sources/notes/Folder/Beta kept here.md", vault=root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = memlink("ingest", str(src), "--prune", vault=root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no longer in the folder" not in r.stdout and "Beta kept here.md removed" not in r.stdout
+    v = Vault.open(root)
+    assert not v.exists("sources/notes/Beta.md") and v.exists("sources/notes/Folder/Beta kept here.md")
+    with (src / "Beta.md").open("a", encoding="utf-8") as f:
+        f.write("\nA line added in Obsidian.\n")
+    r = memlink("ingest", str(src), "--prune", vault=root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no longer in the folder" not in r.stdout
+    v = Vault.open(root)
+    assert not v.exists("sources/notes/Beta.md")
+    assert "A line added in Obsidian." in v.read_note("sources/notes/Folder/Beta kept here.md").fields["content"]
+    assert "sources/notes/Folder/Beta kept here.md" in out_links(v, "sources/notes/Alpha.md")
+    assert memlink("check", vault=root).returncode == 0
+
+
 def test_a_frontmatter_change_is_synced(tmp_path):
     v = Vault.init(tmp_path / "vault", name="test")
     src = tmp_path / "notes"
