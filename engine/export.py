@@ -49,7 +49,7 @@ from .errors import MemlinkError, SidecarError
 from .model.config import CONFIG_FILE
 from .model.files import IMAGE_SUFFIXES
 from .model.links import SIDECAR, StoredLink
-from .model.text import printable_path
+from .model.text import mask_code, printable_path
 from .model.uris import utf8_name
 from .storage.atomic import TMP_SUFFIX, atomic_writer, fsync_dir, temp_beside
 from .storage.render import render_links
@@ -423,9 +423,15 @@ _WIKILINK = re.compile(r"(!?)\[\[([^\]|#^]*)(?:[#^][^\]|]*)?(?:\|([^\]]*))?\]\]"
 
 def _plain_wikilinks(text: str, here: str, names: _Names) -> str:
     """Obsidian's ``[[target|shown]]`` (and embeds ``![[…]]``) as a relative markdown link
-    when the target is an exported note, else as its text: any viewer reads the page."""
+    when the target is an exported note, else as its text: any viewer reads the page. A
+    wikilink in code is code: left as written."""
+    if "[[" not in text:
+        return text
+    clean = mask_code(text)
 
     def repl(m: re.Match) -> str:
+        if clean[m.start():m.end()] != m.group(0):
+            return m.group(0)
         target, shown = m.group(2), m.group(3)
         uri = names.find(target, here) if target.strip() else None
         if uri and m.group(1) and PurePosixPath(uri).suffix.lower() in IMAGE_SUFFIXES:  # shown where it was embedded
@@ -433,7 +439,7 @@ def _plain_wikilinks(text: str, here: str, names: _Names) -> str:
         label = _label(shown or target.strip() or m.group(0))
         return f"[{label}]({_href(here, uri)})" if uri else label
 
-    return _WIKILINK.sub(repl, text) if "[[" in text else text
+    return _WIKILINK.sub(repl, text)
 
 
 def render_markdown(vault: Vault, uri: str, titles: dict[str, str],

@@ -279,6 +279,29 @@ def test_markdown_export_carries_the_files_pages_embed_and_shows_them(tmp_path):
     assert not (out / "memlink.yaml").exists() and not list(out.rglob(SIDECAR)) and not list(out.rglob(".DS_Store"))
 
 
+def test_markdown_export_keeps_code_as_written(tmp_path):
+    """A wikilink inside a code block or inline code is code, not a link (as in Obsidian):
+    the exported page shows the code byte for byte; the link beside it becomes a link."""
+    from engine.extract.batch import ingest_batch
+    from engine.extract.rules import RulesExtractor
+
+    src = tmp_path / "notes"
+    src.mkdir()
+    (src / "Jane.md").write_text("Jane leads the team.\n", encoding="utf-8")
+    code = 'print("[[Jane]]")  # [[not a link]]'
+    (src / "Page.md").write_text(f"Owner: [[Jane]].\n\n```python\n{code}\n```\n\n```dataview\nLIST WHERE x = [[Jane]]\n```\n\n"
+                                 "Inline `[[Jane|code]]` too.\n", encoding="utf-8")
+    vault = Vault.init(tmp_path / "vault", name="test")
+    ingest_batch(vault, [src], extractor=RulesExtractor())
+    vault.close()
+    assert memlink("export", str(tmp_path / "md"), "--markdown", vault=tmp_path / "vault").returncode == 0
+    page = (tmp_path / "md" / "sources/notes/Page.md").read_text(encoding="utf-8")
+    assert "Owner: [Jane](Jane.md)." in page
+    assert f"```python\n{code}\n```" in page
+    assert "```dataview\nLIST WHERE x = [[Jane]]\n```" in page
+    assert "Inline `[[Jane|code]]` too." in page
+
+
 # -- backup and restore -----------------------------------------------------------------------------
 def test_backup_then_restore_gives_the_same_vault(tmp_path):
     root = _copy_sample(tmp_path)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from ..model.files import ATTACHMENT_SUFFIXES, DOCUMENT_SUFFIXES
 from ..model.relations import RELATIONS, describe, relation_in
+from ..model.text import mask_code
 from ..model.uris import uri_dir
 from ..retrieve.names import TEXT_SUFFIXES, Lookup, NameIndex, Scope, path_key
 from .rules import link_type_for
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
     from ..model.linktypes import LinkTypeTable
     from ..storage.vault import Vault
 
-_FENCE = re.compile(r"```.*?```|~~~.*?~~~", re.S)
-_INLINE_CODE = re.compile(r"`[^`\n]+`")
 _MD_LINK = re.compile(r"!?\[([^\]\n]+)\]\(<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\)")
 _WIKI = re.compile(r"!?\[\[([^\]|#\n]+)(?:#([^\]|\n]*))?(?:\|([^\]\n]+))?\]\]")
 _SLUG = re.compile(r"(?<![\w/.:@#~-])((?:[\w-]+/)+[\w-]+)(?:\.md)?(?![\w/])")
@@ -87,8 +86,7 @@ def find_references(vault: Vault, from_uri: str, text: str, base: str | None = N
     names = names or NameIndex.for_vault(vault)
     catalog = vault.catalog
     out = AutoLinks()
-    blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))  # noqa: E731
-    clean = _INLINE_CODE.sub(blank, _FENCE.sub(blank, text))  # code is not a reference
+    clean = mask_code(text)  # code is not a reference
     # (start, end, what it resolved to, shown, raw, anchor)
     spans: list[tuple[int, int, Lookup, str, str, str]] = []
     aliased: set[int] = set()  # starts of the spans resolved through an alias

@@ -311,3 +311,14 @@ def shown_text(text: str) -> str:
         return f"{page.rsplit('/', 1)[-1]} {heading}".strip()
 
     return _LINK_SYNTAX.sub(shown, text)
+
+
+_FENCE = re.compile(r"```.*?```|~~~.*?~~~", re.S)
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
+
+
+def mask_code(text: str) -> str:
+    """The text with its code (fenced blocks, inline spans) blanked, each character but a
+    line end a space, at the same offsets: what is left are the places a link can be."""
+    blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))  # noqa: E731
+    return _INLINE_CODE.sub(blank, _FENCE.sub(blank, text))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..model.links import StoredLink
+from ..model.text import mask_code
 from ..model.uris import normalize_uri, uri_dir
 from ..model.yamlio import plain
 from .sidecars import sidecar_rel
@@ -68,9 +69,11 @@ def render_links(text: str, links: list[StoredLink], href: Callable[[StoredLink]
     written = {shown for m in _EXISTING.finditer(text)
                if (shown := m.group("wiki_shown") or m.group("wiki") or m.group("md")) in present}
 
+    clean = mask_code(text)  # (a link's words or syntax inside code are code: left as written)
+
     def repl(m: re.Match) -> str:
         shown = m.group("plain")
-        if m.group("img") or shown in written:
+        if m.group("img") or shown in written or clean[m.start():m.end()] != m.group(0):
             return m.group(0)  # an image's alt text stays as written
         if shown is None:  # link syntax already there
             shown = m.group("wiki_shown") or m.group("wiki") or m.group("md")
