@@ -552,6 +552,43 @@ async def test_at_80x24_the_whole_link_editor_shows(sample):
         assert "esc cancels" in str(keys.render()) and form.region.contains_region(keys.region)
 
 
+async def typed_at_once(app, pilot, *keys: str) -> None:
+    """``keys`` as a terminal sends what is typed fast or pasted: all of them reach the app
+    before any is handled (Pilot's press waits for each key to be handled)."""
+    from textual import events
+
+    for key in keys:
+        app.post_message(events.Key(key, key if len(key) == 1 else None))
+    await settle(app, pilot)
+
+
+async def test_the_link_editor_keeps_what_was_typed_just_before_tab_and_ctrl_s(sample):
+    """Tab moves to the next field at once, so what follows it goes there; the summary is
+    made from what the fields hold once they have taken every key, and y writes that."""
+    from textual.widgets import Input, Static
+
+    from memlink_tui.screens.link_editor import Confirm, LinkEditor
+
+    source = "preferences/coffee.md"
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_at(app, pilot, "browser", source)
+        await pilot.press("k")
+        await pilot.pause()
+        editor = app.screen
+        assert isinstance(editor, LinkEditor)
+        await typed_at_once(app, pilot, *"pieter de", "enter", "tab", "tab", *"coffee", "tab", *"met at the roastery", "ctrl+s")
+        assert isinstance(app.screen, Confirm)
+        assert editor.query_one("#link-anchor", Input).value == "coffee"
+        assert editor.query_one("#link-why", Input).value == "met at the roastery"
+        summary = str(app.screen.query_one(Static).render())
+        assert "Pieter de Vries" in summary and "anchor: coffee" in summary and "why: met at the roastery" in summary
+        await pilot.press("y")
+        await settle(app, pilot)
+    made = [l for l in sample.links.of(source, "links") if l.to_uri == "entities/pieter-de-vries.md"]
+    assert len(made) == 1 and made[0].description == "met at the roastery" and made[0].match_text == "coffee"
+
+
 # -- one key map ---------------------------------------------------------------------------------------
 def test_no_pane_key_shadows_a_key_that_works_everywhere():
     from textual.binding import Binding

@@ -22,6 +22,7 @@ from textual.widgets.option_list import Option
 from engine import MemlinkError, Vault
 from engine.model.links import StoredLink
 from engine.review.linkwrite import NEW_LINK_WEIGHT, describe, write_link
+from widgets.keys import keys_taken
 from widgets.safe import safe_markup, safe_path
 
 MATCHES = 8
@@ -44,6 +45,10 @@ class LinkEditor(ModalScreen[str | None]):
     BINDINGS = [
         Binding("escape", "dismiss(None)", "Cancel"),
         Binding("ctrl+s", "save", "Write the link", priority=True),
+        # Priority: the field changes as the key comes in, so what is typed next goes there.
+        Binding("enter", "next_field", "Next field", show=False, priority=True),
+        Binding("tab", "app.focus_next", "Next field", show=False, priority=True),
+        Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True),
     ]
 
     def __init__(self, vault: Vault, source: str):
@@ -54,6 +59,7 @@ class LinkEditor(ModalScreen[str | None]):
         self.target: str | None = None
         self.existing: StoredLink | None = None  # the link to the target the form was filled from
         self.shown: dict[str, str] = {}  # what the form last showed of its own (its defaults, or a link)
+        self.matched: str | None = None  # the target text the matches were found for
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -79,9 +85,17 @@ class LinkEditor(ModalScreen[str | None]):
 
     @on(Input.Changed, "#link-target")
     def _typed(self, event: Input.Changed) -> None:
-        self._match(event.value)
+        self._caught_up()  # (the field's text now: a change arriving late is one already matched)
+
+    def _caught_up(self) -> None:
+        """The matches for what the target field holds now, unless they are shown already
+        (then the one picked with ↓/↑ stays picked)."""
+        text = self.query_one("#link-target", Input).value
+        if text != self.matched:
+            self._match(text)
 
     def _match(self, text: str) -> None:
+        self.matched = text
         words, whole = text.lower().split(), text.strip().lower()
 
         def rank(e) -> tuple[int, int]:  # the exact title first, then titles starting with it, then the rest
@@ -112,14 +126,19 @@ class LinkEditor(ModalScreen[str | None]):
                 matches.action_cursor_up()
             event.stop()
 
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        """Enter moves to the next field; on the last one it shows the summary."""
-        if event.input.id == "link-why":
-            self.action_save()
-        elif event.input.id == "link-target":
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return isinstance(self.focused, Input) if action == "next_field" else True  # (a list's enter picks)
+
+    async def action_next_field(self) -> None:
+        """Enter in a field moves to the next one; on the last one it shows the summary."""
+        field = self.focused
+        await keys_taken(*self.query(Input))
+        if field is self.query_one("#link-why"):
+            await self.action_save()
+        elif field is self.query_one("#link-target"):
+            self._caught_up()
             self._fill_from_existing()
-            self.query_one("#link-type", Select).focus()
+            self.set_focus(self.query_one("#link-type", Select))  # (now: focus() waits its turn)
         else:
             self.focus_next()
 
@@ -155,7 +174,9 @@ class LinkEditor(ModalScreen[str | None]):
         self._fail(f"already linked: {describe(link)} — change the fields and ctrl+s to update that link")
         return True
 
-    def action_save(self) -> None:
+    async def action_save(self) -> None:
+        await keys_taken(*self.query(Input))  # what was typed just before ctrl+s is in the summary
+        self._caught_up()
         if not self.target:
             self._fail("no note matches the target; type part of its title")
             return
