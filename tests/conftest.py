@@ -134,6 +134,16 @@ async def settle(app, pilot) -> None:
         await pilot.pause()
 
 
+async def typed_at_once(app, pilot, *keys: str) -> None:
+    """``keys`` as a terminal sends what is typed fast or pasted: all of them reach the app
+    before any is handled (Pilot's press waits for each key to be handled)."""
+    from textual import events
+
+    for key in keys:
+        app.post_message(events.Key(key, key if len(key) == 1 else None))
+    await settle(app, pilot)
+
+
 async def open_at(app, pilot, pane: str, uri: str | None = None) -> None:
     """The app settled after start, then on ``pane`` (at note ``uri``), settled again."""
     await settle(app, pilot)

@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from conftest import open_at, settle
+from conftest import open_at, settle, typed_at_once
 
 from memlink_tui.app import MemlinkApp
 from memlink_tui.messages import NoteChanged
@@ -550,16 +550,6 @@ async def test_at_80x24_the_whole_link_editor_shows(sample):
         assert form.scroll_y == 0 and form.max_scroll_y == 0  # nothing scrolled out of sight
         keys = editor.query(Static).last()
         assert "esc cancels" in str(keys.render()) and form.region.contains_region(keys.region)
-
-
-async def typed_at_once(app, pilot, *keys: str) -> None:
-    """``keys`` as a terminal sends what is typed fast or pasted: all of them reach the app
-    before any is handled (Pilot's press waits for each key to be handled)."""
-    from textual import events
-
-    for key in keys:
-        app.post_message(events.Key(key, key if len(key) == 1 else None))
-    await settle(app, pilot)
 
 
 async def test_the_link_editor_keeps_what_was_typed_just_before_tab_and_ctrl_s(sample):

@@ -365,6 +365,24 @@ async def test_app_merge_text_survives_escape(sample):
     assert files(v) == before  # nothing was written
 
 
+async def test_app_merge_keeps_what_was_typed_just_before_ctrl_s(sample):
+    """Typed fast (or pasted) and ctrl+s at once: the preview is of the text with those
+    words, and y writes them."""
+    from conftest import settle, typed_at_once
+    from textual.widgets import TextArea
+
+    async with mum_s_contradiction(sample) as (app, pilot, screen):
+        a, _b = screen.pair
+        await pilot.press("e")
+        await pilot.pause()
+        box = screen.query_one("#merge-text", TextArea)
+        await typed_at_once(app, pilot, *"Merged. ", "ctrl+s")
+        assert box.text.startswith("Merged. ") and screen.pending is not None
+        await pilot.press("y")
+        await settle(app, pilot)
+    assert sample.read_note(a).fields["content"].startswith("Merged. ")
+
+
 async def test_app_undo_shows_what_it_undoes_and_waits_for_y(sample):
     """u undoes the vault's last action whichever pane or command made it: a link edited
     in the memory pane too. It first says which action that is; escape keeps it."""

@@ -23,6 +23,7 @@ from textual.widgets import DataTable, Footer, Label, ListItem, ListView, Markdo
 from engine import MemlinkError, Vault
 from engine.lint.report import GROUPED, LintReport, lint, rank, write_dashboards
 from engine.model.text import printable_path
+from widgets.keys import keys_taken
 from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
 
@@ -411,6 +412,7 @@ class LintScreen(Pane):
         box = self.query_one("#merge-text", TextArea)
         if not box.display or self.pair is None:
             return
+        await keys_taken(box)  # what was typed just before ctrl+s is in the preview
         await self.action_review("merge", box.text, swap=bool(self.merge_into))
         if self.pending is not None:  # (a text refused stays in the editor, the reason above it)
             self._close_editor()
