@@ -449,6 +449,35 @@ async def test_a_short_screen_reviews_a_contradiction_from_its_quoted_lines_besi
         assert app.screen.query_one("#sides").region.area
 
 
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_a_review_preview_and_the_merge_editor_leave_the_findings_several_rows(sample, size):
+    """What an action will change, or the merge text, shows beside several findings, the
+    one acted on among them; the preview's first line (its keys) is in sight."""
+    from textual.widgets import DataTable, TextArea
+
+    def findings_shown(table) -> int:
+        return table.region.height - 3  # (its border and header aside)
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=size) as pilot:
+        await app.run_action("go('lint')")
+        await settle(app, pilot)
+        table = app.screen.query_one("#findings", DataTable)
+        table.focus()
+        await pilot.press("down")  # the second contradiction
+        await settle(app, pilot)
+        await pilot.press("left_square_bracket")
+        await settle(app, pilot)
+        assert app.screen.pending is not None
+        assert findings_shown(table) >= 5 and table.scroll_y <= table.cursor_row < table.scroll_y + findings_shown(table)
+        assert any(line.lstrip("│ ").startswith("y applies this") for line in drawn(app, app.screen))
+        await pilot.press("escape", "e")  # the merge editor
+        await settle(app, pilot)
+        box = app.screen.query_one("#merge-text", TextArea)
+        assert box.has_focus and box.region.height - 2 >= 5 and findings_shown(table) >= 5
+        assert app.screen.region.contains_region(box.region)
+
+
 async def test_at_80x24_search_gives_its_results_every_row(sample):
     app = MemlinkApp(sample)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -64,13 +64,19 @@ class LintScreen(Pane):
     DEFAULT_CSS = """
     LintScreen #checks { width: 28; border: round $panel; }
     LintScreen #checks:focus { border: round $accent; }
-    LintScreen #findings { height: 1fr; border: round $panel; }
+    LintScreen #findings { height: 1fr; min-height: 8; border: round $panel; }  /* (five findings at least) */
     LintScreen #findings:focus { border: round $accent; }
     LintScreen #sides { height: 1fr; }
     LintScreen .side { width: 1fr; border: round $panel; padding: 0 1; }
+    LintScreen #review { height: auto; max-height: 50%; }  /* the card and what an action will change */
     LintScreen #review-status { height: auto; padding: 0 1; }
     LintScreen #review-card { height: auto; padding: 0 1; }
     LintScreen #merge-text { display: none; height: 12; }
+    /* A short screen: a preview or the merge editor takes the notes' place, and the editor,
+       which holds both texts, the card's. */
+    LintScreen.-short.-acting #sides { display: none; }
+    LintScreen.-short.-merging #review-card { display: none; }
+    LintScreen.-short #merge-text { height: 1fr; }
     """
 
     def __init__(self, vault: Vault, status: Status | None = None) -> None:
@@ -89,8 +95,9 @@ class LintScreen(Pane):
             yield ListView(id="checks")
             with Vertical():
                 yield DataTable(id="findings", cursor_type="row", zebra_stripes=True)
-                yield Static("", id="review-card")
-                yield Static("", id="review-status")
+                with VerticalScroll(id="review"):
+                    yield Static("", id="review-card")
+                    yield Static("", id="review-status")
                 yield TextArea(id="merge-text")
                 with Horizontal(id="sides"):
                     yield VerticalScroll(Markdown("", open_links=False, id="side-a"), classes="side", id="box-a")
@@ -299,7 +306,20 @@ class LintScreen(Pane):
         self.go("browser", uri)
 
     def _status(self, text: str) -> None:
-        self.query_one("#review-status", Static).update(text)
+        status = self.query_one("#review-status", Static)
+        status.update(text)
+        self._make_room()
+        review = self.query_one("#review", VerticalScroll)
+        if self.pending is not None:  # its first line, the keys, in sight (the card scrolls above it)
+            self.call_after_refresh(review.scroll_to_widget, status, top=True, animate=False)
+        else:
+            review.scroll_home(animate=False)
+
+    def _make_room(self) -> None:
+        """Which of the notes and the card give way on a short screen (the CSS above)."""
+        editing = self.query_one("#merge-text", TextArea).display
+        self.set_class(editing, "-merging")
+        self.set_class(editing or self.pending is not None, "-acting")
 
     async def action_review(self, action: str, text: str | None = None, swap: bool = False) -> None:
         """Show what the action will change; nothing is written until y. ``swap``: B is the
@@ -389,6 +409,7 @@ class LintScreen(Pane):
         assert self.pair is not None  # the editor opens on a pair
         box = self.query_one("#merge-text", TextArea)
         box.display = False
+        self._make_room()
         self.set_focus(self.query_one("#findings", DataTable))
         if (box.text, self.merge_into) == (self.merge_start, 0):
             self.drafts.pop(self.pair, None)
