@@ -411,6 +411,20 @@ async def test_at_80x24_the_sessions_list_shows_each_chat_session_s_whole_name(s
         assert all(name in shown for name in names), drawn(app, sessions)
 
 
+async def test_at_80x24_the_reports_list_shows_each_title_whole(sample):
+    """A question's title is longer than the narrow list: it wraps, as the chat sessions
+    list wraps names, rather than being cut at the list's edge."""
+    from textual.widgets import ListView
+
+    titles = [e.title for kind in ("report_candidate", "report") for e in sample.catalog.all(kind)]
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_at(app, pilot, "reports")
+        queue = app.screen.query_one("#queue", ListView)
+        shown = " ".join(" ".join(drawn(app, queue)).split())
+        assert titles and all(title in shown for title in titles), drawn(app, queue)
+
+
 async def test_at_80x24_the_note_body_and_every_finding_column_show(sample):
     from textual.widgets import DataTable
 

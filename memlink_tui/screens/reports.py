@@ -52,6 +52,7 @@ class ReportScreen(Pane):
     DEFAULT_CSS = """
     ReportScreen #queue { width: 1fr; border: round $panel; }
     ReportScreen #queue:focus { border: round $accent; }
+    ReportScreen #queue Label { width: 1fr; }  /* a title longer than the list wraps */
     ReportScreen #detail { width: 2fr; border: round $panel; padding: 0 1; }
     ReportScreen #dream-status { height: auto; max-height: 30%; overflow-y: auto; padding: 0 1; color: $text-muted; }
     """
