@@ -425,6 +425,30 @@ async def test_at_80x24_the_reports_list_shows_each_title_whole(sample):
         assert titles and all(title in shown for title in titles), drawn(app, queue)
 
 
+async def test_the_sessions_list_marks_the_open_chat_session_after_focus_leaves_it(sample):
+    """Picked with enter, the session stays marked (a bar beside its name) while the
+    message box has the focus, and the cursor moving in the list does not move the mark."""
+    from textual.widgets import Input, ListView
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_at(app, pilot, "chat")
+        await pilot.press("ctrl+l", "down", "down", "enter")
+        await settle(app, pilot)
+        screen = app.screen
+        sessions = screen.query_one("#sessions", ListView)
+        assert isinstance(screen.focused, Input)
+        name = screen.chat.session
+
+        def marked() -> str:
+            return "".join(line[1:].strip() for line in drawn(app, sessions) if line.startswith("▊"))
+
+        assert marked() == name and name in sorted(p.stem for p in (sample.root / "sessions").glob("*.jsonl"))
+        await pilot.press("ctrl+l", "down", "tab")  # the cursor on another session, then away: not opened
+        await settle(app, pilot)
+        assert screen.chat.session == name and marked() == name
+
+
 async def test_at_80x24_the_note_body_and_every_finding_column_show(sample):
     from textual.widgets import DataTable
 

@@ -117,6 +117,7 @@ class ChatScreen(Pane):
     DEFAULT_CSS = """
     ChatScreen #sessions { width: 30; border: round $panel; }
     ChatScreen #sessions:focus-within { border: round $accent; }
+    ChatScreen #sessions > .-open { border-left: tall $accent; text-style: bold; }  /* the session shown */
     ChatScreen #conversation { width: 2fr; }
     ChatScreen #transcript { height: 1fr; border: round $panel; padding: 0 1; }
     ChatScreen #recall { width: 1fr; border: round $panel; }
@@ -272,6 +273,7 @@ class ChatScreen(Pane):
         await view.extend(_session_row(name) for name in self._sessions)
         if item is not None and item.name in self._sessions:
             view.index = self._sessions.index(item.name)
+        self._mark_open()
 
     async def on_vault_changed(self, _message: VaultChanged) -> None:
         """A session log was written (here, or elsewhere: `memlink import-chat`)."""
@@ -282,6 +284,12 @@ class ChatScreen(Pane):
         if name not in self._sessions:
             self._sessions.append(name)
             self.query_one("#sessions", ListView).append(_session_row(name))
+        self._mark_open()
+
+    def _mark_open(self) -> None:
+        """Mark the session shown in the list: the cursor there is only where the list is."""
+        for item in self.query_one("#sessions", ListView).children:
+            item.set_class(self.chat is not None and item.name == self.chat.session, "-open")
 
     def action_focus_sessions(self) -> None:
         self.set_focus(self.query_one("#sessions", ListView))
@@ -319,6 +327,7 @@ class ChatScreen(Pane):
                 transcript.mount(shown)
                 target = shown if message.key == at else target
         transcript.border_title = f"Chat · {safe_markup(session)}"
+        self._mark_open()
         # After the refresh: the new messages must be laid out before the end (or the turn) is known.
         if target is None:
             transcript.call_after_refresh(transcript.scroll_end, animate=False)
