@@ -946,6 +946,17 @@ async def test_a_save_says_what_it_saved_and_asking_about_a_note_without_a_model
         assert str(status.render()) == "nothing new to save: no turns since the last save"
 
 
+async def test_saving_a_chat_session_with_no_message_says_there_is_nothing_yet(sample):
+    from textual.widgets import Static
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_at(app, pilot, "chat")
+        await pilot.press("ctrl+n", "ctrl+s")
+        await settle(app, pilot)
+        assert str(app.screen.query_one("#status", Static).render()) == "nothing to save yet: this session has no message"
+
+
 async def test_quitting_with_a_chat_message_not_sent_asks_first(sample):
     from textual.widgets import Input
 

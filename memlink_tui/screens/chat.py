@@ -25,8 +25,9 @@ from engine import MemlinkError, Vault
 from engine.llm import LLMError
 from engine.model.text import counted, printable
 from engine.sessions.chat import ChatSession, new_session_id, session_locks
-from engine.sessions.log import message_text, project_turns, read_events
+from engine.sessions.log import message_text, project_turns, read_events, session_uri
 from widgets.hyphen_wrap import HyphenWrapped
+from widgets.keys import keys_taken
 from widgets.pane_bar import PANE_NAMES
 from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
@@ -512,10 +513,18 @@ class ChatScreen(Pane):
             self.set_focus(self.query_one("#message", Input))
 
     # -- commit -----------------------------------------------------------------------------------
-    def action_commit(self) -> None:
-        if self.chat is not None:
-            self._status("committing the session to memory…")
-            self.commit(self.chat.session)
+    async def action_commit(self) -> None:
+        if self.chat is None:
+            return
+        await keys_taken(self.query_one("#message", Input))  # (a message typed and sent just before: sent first)
+        if any(w.group in ("chat", "chat-retry") and not w.is_finished for w in self.workers):
+            self._status("an answer is still being written: ctrl+s saves the session once it is there")
+            return
+        if not self.vault.exists(session_uri(self.chat.session)):
+            self._status("nothing to save yet: this session has no message")
+            return
+        self._status("committing the session to memory…")
+        self.commit(self.chat.session)
 
     def action_save_reply(self) -> None:
         """ctrl+o: the memories of the chosen reply's turn alone (the last reply's when none
