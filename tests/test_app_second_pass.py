@@ -562,20 +562,27 @@ async def test_z_maximises_the_focused_panel_and_puts_it_back(sample):
 
 
 # -- the link editor ------------------------------------------------------------------------------------
+async def link_editor_on(app, pilot, source: str):
+    """The link editor (k) opened in the browser on ``source``."""
+    from memlink_tui.screens.link_editor import LinkEditor
+
+    await open_at(app, pilot, "browser", source)
+    await pilot.press("k")
+    await pilot.pause()
+    assert isinstance(app.screen, LinkEditor)
+    return app.screen
+
+
 async def test_the_link_editor_never_writes_from_the_search_and_confirms_a_summary(sample):
     from textual.widgets import Input, Select, Static
 
-    from memlink_tui.screens.link_editor import Confirm, LinkEditor
+    from memlink_tui.screens.link_editor import Confirm
 
     source = "preferences/coffee.md"
     before = sample.links.of(source, "both")
     app = MemlinkApp(sample)
     async with app.run_test(size=(120, 36)) as pilot:
-        await open_at(app, pilot, "browser", source)
-        await pilot.press("k")
-        await pilot.pause()
-        editor = app.screen
-        assert isinstance(editor, LinkEditor)
+        editor = await link_editor_on(app, pilot, source)
         await pilot.press(*"pieter de", "enter")  # enter on the search row: on to the type, nothing written
         await pilot.pause()
         assert editor.target == "entities/pieter-de-vries.md"  # the person, before any report naming him
@@ -624,16 +631,12 @@ async def test_the_link_editor_keeps_what_was_typed_just_before_tab_and_ctrl_s(s
     made from what the fields hold once they have taken every key, and y writes that."""
     from textual.widgets import Input, Static
 
-    from memlink_tui.screens.link_editor import Confirm, LinkEditor
+    from memlink_tui.screens.link_editor import Confirm
 
     source = "preferences/coffee.md"
     app = MemlinkApp(sample)
     async with app.run_test(size=(80, 24)) as pilot:
-        await open_at(app, pilot, "browser", source)
-        await pilot.press("k")
-        await pilot.pause()
-        editor = app.screen
-        assert isinstance(editor, LinkEditor)
+        editor = await link_editor_on(app, pilot, source)
         await typed_at_once(app, pilot, *"pieter de", "enter", "tab", "tab", *"coffee", "tab", *"met at the roastery", "ctrl+s")
         assert isinstance(app.screen, Confirm)
         assert editor.query_one("#link-anchor", Input).value == "coffee"
