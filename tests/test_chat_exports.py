@@ -846,3 +846,26 @@ async def test_the_chat_pane_names_who_said_each_message_of_a_group_chat(tmp_pat
         shown = [str(w.render()) for w in app.screen.query("#transcript Static")]
         assert shown == ["Ana  The bouldering gym Monk reopens on Saturday",
                          "Cas (you)  I tore a finger pulley, no climbing for six weeks"], shown
+
+
+def test_recall_and_the_memory_context_say_who_said_each_message_of_a_chat_between_people(vault, tmp_path):
+    from engine.sessions.memory import memory_context
+
+    import_chat(vault, write(tmp_path / "WhatsApp Chat with Ana.txt", ANDROID), RulesTurnExtractor())
+    question = "Which flat did Ana sign the lease for?"
+    context = memory_context(vault, question, note_count=0)
+    said = next(i.text for i in context.items if i.kind == "turn")
+    assert said.startswith("Ana: We signed the lease for the flat on Oudegracht!") and "\nBo: Congrats!" in said
+    vault.close()
+    shown = memlink("recall", question, vault=vault.root).stdout
+    assert "   Ana: We signed the lease" in shown and "   Bo: Congrats!" in shown and "   Q: " not in shown
+
+
+def test_a_chat_with_no_speaker_names_is_recalled_as_question_and_answer(vault, tmp_path):
+    chat = write(tmp_path / "chat.jsonl", "".join(json.dumps(r) + "\n" for r in [
+        {"session": "s1", "id": 1, "role": "user", "content": "We signed the lease on Oudegracht.", "ts": None},
+        {"session": "s1", "id": 2, "role": "assistant", "content": "Congratulations on the flat!", "ts": None}]))
+    import_chat(vault, chat, RulesTurnExtractor())
+    vault.close()
+    shown = memlink("recall", "Which lease did we sign?", vault=vault.root).stdout
+    assert "   Q: We signed the lease on Oudegracht." in shown and "   A: Congratulations on the flat!" in shown

@@ -20,7 +20,7 @@ from ..model.blocks import LINKS_CLOSE, LINKS_PREFIX, VIEW_CLOSE, VIEW_OPEN
 from ..model.notes import split_frontmatter
 from ..model.text import content_tokens
 from ..retrieve.search import search
-from .recall import TurnMemory
+from .recall import TurnMemory, said
 
 if TYPE_CHECKING:
     from ..index import SearchIndex
@@ -77,7 +77,7 @@ def memory_context(vault: Vault, question: str, *, visible: set[str] | None = No
     if turn_count:
         for hit in TurnMemory.for_vault(vault).recall(question, k=turn_count, visible=visible):
             turns.append(MemoryItem("turn", hit.session, ", ".join(hit.sources), one_line(hit.summary or hit.question),
-                                    f"Q: {hit.question}\nA: {hit.answer}", "; ".join(hit.routes), hit.score,
+                                    "\n".join(f"{who}: {text}" for who, text in said(vault, hit)), "; ".join(hit.routes), hit.score,
                                     one_line(hit.day())))
     notes: list[MemoryItem] = []
     if note_count:

@@ -41,7 +41,9 @@ from ..model.uris import PROFILE_URI
 from ..retrieve.fusion import RouteHits, fuse
 from ..storage.atomic import full_disk_cause
 from .communities import label_propagation
+from .events import MEMORY_ANSWER
 from .expansion import WORDS, held_in_meaning, near_words
+from .log import message_text, read_events
 from .store import lost_sessions, norm_term
 from .turnindex import TurnIndex, pagerank, question_keys
 
@@ -98,6 +100,7 @@ class RecallHit:
     routes: list[str] = field(default_factory=list)
     triples: list[dict] = field(default_factory=list)
     when: str = ""  # the turn's time stamp, as written in its log
+    speakers: list[str] = field(default_factory=list)  # who spoke in it, where the chat names them
 
     def day(self) -> str:
         """The day it was said (ISO), or its time stamp as written when that names no day."""
@@ -106,6 +109,18 @@ class RecallHit:
 
     def to_json(self) -> dict:
         return dict(self.__dict__, route="; ".join(self.routes), score=round(self.score, 4))
+
+
+def said(vault: Vault, hit: RecallHit) -> list[tuple[str, str]]:
+    """A recalled turn's words as (who, text): each of its messages with its speaker's
+    name where the chat names who spoke (a WhatsApp, Telegram or group chat: read from its
+    session log), else the question (Q) and the answer (A)."""
+    if hit.speakers:
+        wanted = set(hit.sources)
+        messages = [e for e in read_events(vault, hit.session) if e.key in wanted and e.kind != MEMORY_ANSWER]
+        if messages:
+            return [(e.speaker or e.role, message_text(e)) for e in messages]
+    return [("Q", hit.question), ("A", hit.answer)]
 
 
 class TurnMemory:
@@ -281,7 +296,7 @@ class TurnMemory:
             t = self.turns[m]
             sources, question, answer = (t["sources"], t["question"], t["answer"]) if part is None else part
             hits.append(RecallHit(m, t["session"], sources, t["summary"], question, answer, fused[m], routes[m],
-                                  explain.get(m, []), t.get("ts", "")))
+                                  explain.get(m, []), t.get("ts", ""), list(t.get("speakers") or [])))
         return hits
 
     def _near_tokens(self, query: str, tokens: list[str]) -> list[str]:

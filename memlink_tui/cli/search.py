@@ -81,7 +81,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    from engine.sessions.recall import TurnMemory
+    from engine.sessions.recall import TurnMemory, said
 
     vault = open_vault(args)
     memory = TurnMemory.for_vault(vault)
@@ -102,11 +102,11 @@ def cmd_recall(args: argparse.Namespace) -> int:
     if not hits:
         print("nothing relevant recalled")
     for i, h in enumerate(hits, 1):
-        said = f"  said {h.day()}" if h.when else ""
-        say(f"{i}. {h.score:.3f}  {h.session}{said}  [{', '.join(h.sources)}]  found by: {'; '.join(h.routes)}")
+        day = f"  said {h.day()}" if h.when else ""
+        say(f"{i}. {h.score:.3f}  {h.session}{day}  [{', '.join(h.sources)}]  found by: {'; '.join(h.routes)}")
         say(f"   {one_line(h.summary)}")
-        say(f"   Q: {one_line(h.question[:200])}")
-        say(f"   A: {one_line(h.answer[:200])}")
+        for who, text in said(vault, h):
+            say(f"   {one_line(who)}: {one_line(text[:200])}")
         for t in h.triples[:3]:
             say(f"   ({t['subject']} — {t['predicate']} — {t['object']})")
     return 0
