@@ -425,7 +425,7 @@ def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False,
     ``by_path``: the source notes by the file paths they name (``_by_path``)."""
     stem, n = page.target[: -len(".md")], 1
     while True:
-        if not vault.exists(page.target) and (known := _imported_as(vault, page) or _moved(vault, page, by_path)):
+        if n == 1 and not vault.exists(page.target) and (known := _imported_as(vault, page) or _moved(vault, page, by_path)):
             page.target = known  # this file, imported before with its folder (or alone), or its note moved: not a second note
         if not vault.exists(page.target):
             return "new"
