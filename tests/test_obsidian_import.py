@@ -882,3 +882,22 @@ def test_an_embedded_file_that_is_not_there_is_a_missing_file_not_a_missing_note
     report = ingest_batch(Vault.open(root), [write(tmp_path / "more", {"Day.md": "![[gone.jpg]]\n"})],
                           extractor=RULES).files[0].report
     assert "missing file referenced" in diff_markup(report) and "missing note" not in diff_markup(report)
+
+
+def test_prune_names_the_links_it_removes_with_a_note_a_person_s_among_them(tmp_path):
+    root = tmp_path / "vault"
+    assert memlink("init", vault=root).returncode == 0
+    src = write(tmp_path / "notes", {"Alpha.md": "Alpha text.\n", "Beta.md": "Beta text.\n"})
+    assert memlink("ingest", str(src), vault=root).returncode == 0
+    r = memlink("link", "sources/notes/Alpha.md", "sources/notes/Beta.md", "--type", "related_to",
+                "--description", "my own reason", vault=root)
+    assert r.returncode == 0, r.stderr
+    (src / "Beta.md").unlink()
+    said = "removed with those notes: their 1 link to notes that stay"
+    r = memlink("ingest", str(src), "--prune", "--dry-run", vault=root)
+    assert f"would be {said}\n" in r.stdout and "sources/notes/Alpha.md -[related_to]-> sources/notes/Beta.md" in r.stdout
+    r = memlink("ingest", str(src), "--prune", vault=root)
+    assert f"{said} (`memlink undo` puts them back)" in r.stdout, r.stdout
+    assert "sources/notes/Alpha.md -[related_to]-> sources/notes/Beta.md" in r.stdout
+    data = json.loads(memlink("ingest", str(src), "--prune", "--json", vault=root).stdout)
+    assert data["pruned_links"] == []  # (nothing left to prune)

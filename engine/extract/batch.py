@@ -146,6 +146,7 @@ class BatchResult:
     deleted: list[dict] = field(default_factory=list)  # {source, path}: notes of files no longer in the folder given
     renamed: list[dict] = field(default_factory=list)  # {from, to}: a note's text found again under another path
     pruned: list[str] = field(default_factory=list)  # notes of deleted files removed (``prune``)
+    pruned_links: list[dict] = field(default_factory=list)  # {from, to, type}: their links to notes that stay, removed too
     dry_run: bool = False
     problems: list[str] = field(default_factory=list)
     fallback: str = ""  # why the model was given up and the rules extracted the rest, or ""
@@ -162,7 +163,7 @@ class BatchResult:
             "ambiguous": self.ambiguous, "links_added": self.links_added, "page_links": len(self.page_links()),
             "links_removed": self.links_removed, "by_alias": self.by_alias, "attachments": self.attachments,
             "copied": self.copied, "changed": self.changed, "edited": self.edited, "deleted": self.deleted,
-            "renamed": self.renamed, "pruned": self.pruned, "dry_run": self.dry_run,
+            "renamed": self.renamed, "pruned": self.pruned, "pruned_links": self.pruned_links, "dry_run": self.dry_run,
             "problems": self.problems, "fallback": self.fallback, "model": self.model, "model_set": self.model_set,
             "seconds": round(self.seconds, 3),
         }
@@ -665,7 +666,7 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
     if dry_run:
         for page in ok:
             _dry(page, result)
-        result.pruned = doomed  # (would be)
+        result.pruned, result.pruned_links = doomed, _links_of(vault, doomed)  # (would be)
         result.seconds = time.perf_counter() - started
         return result
     # (not in a dry run, which writes nothing; before pass 1, while a first import's vault is still empty)
@@ -749,6 +750,7 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
         result.problems += report.problems
     uris = [uri for uri in doomed if vault.exists(uri)]  # (a renamed file's note was moved)
     if uris:
+        result.pruned_links = _links_of(vault, uris)
         with vault.transaction() as tx:  # one unit of work, recorded so that `memlink undo` puts them back
             for uri in uris:
                 vault.delete_note(uri)
@@ -772,6 +774,17 @@ def _prunable(vault: Vault, result: BatchResult) -> list[str]:
             continue
         doomed.append(gone["source"])
     return doomed
+
+
+def _links_of(vault: Vault, doomed: list[str]) -> list[dict]:
+    """The links between the notes ``prune`` removes and notes that stay (a person's among
+    them): they go with the notes, and the output names them."""
+    gone, out = set(doomed), []
+    for links in vault.links.of_many(doomed).values():
+        for link in links:
+            if (link.to_uri if link.direction == "links" else link.from_uri) not in gone:
+                out.append({"from": link.from_uri, "to": link.to_uri, "type": link.link_type.value})
+    return out
 
 
 def _written_beside(note: Note) -> bool:

@@ -270,6 +270,11 @@ def _print_sync(result: BatchResult, would: str) -> None:
         what = (f"{would}removed" if item["source"] in pruned else f"{would}kept (edited)" if item["source"] in kept
                 else f"{would}kept (--prune removes it)")
         say(f"  - {printable_path(item['path'])}: no longer in the folder; {printable_path(item['source'])} {what}")
+    if result.pruned_links:
+        undo = "" if would else " (`memlink undo` puts them back)"
+        say(f"  - {would}removed with those notes: their {counted(len(result.pruned_links), 'link')} to notes that stay{undo}")
+        for link in result.pruned_links:
+            say(f"      {printable_path(link['from'])} -[{link['type']}]-> {printable_path(link['to'])}")
 
 
 def _print_dry_run(result: BatchResult) -> None:
