@@ -506,14 +506,15 @@ def test_whatsapp_android_export_is_a_session_a_day_each_message_with_its_speake
     assert report.left_out == {"system messages (security notices, joins, group changes, calls)": 1,
                                "media (photos, videos, voice messages, stickers, files; a caption is kept as the "
                                "message)": 2, "deleted messages": 1}
-    assert report.me == ["Ana"]  # the first sender, and the report says so
-    assert any("you (user): 'Ana' (the first sender)" in line and "--me NAME" in line for line in report.left_out_lines())
+    assert report.me == ["Bo"]  # "WhatsApp Chat with Ana": Ana's friend exported it, and the report says so
+    assert any("you (user): 'Bo' (the chat is named after 'Ana', the other person)" in line and "--me NAME" in line
+               for line in report.left_out_lines())
     first, second = sorted(logs(vault.root))
     assert re.fullmatch(r"2023-12-30-ana-[0-9a-f]{10}", first) and second.startswith("2023-12-31-ana-")
     said = read_events(vault, first)
     assert [(e.role, e.speaker, e.content, e.ts) for e in said] == [
-        ("user", "Ana", "We signed the lease for the flat on Oudegracht!\nThe keys come on Friday.", "2023-12-30T21:41:00"),
-        ("assistant", "Bo", "Congrats! Is it the one with the canal view?", "2023-12-30T21:42:00")]
+        ("assistant", "Ana", "We signed the lease for the flat on Oudegracht!\nThe keys come on Friday.", "2023-12-30T21:41:00"),
+        ("user", "Bo", "Congrats! Is it the one with the canal view?", "2023-12-30T21:42:00")]
     assert said[0].title == "Ana"
     assert [(e.speaker, e.content) for e in read_events(vault, second)] == [
         ("Ana", "The canal view from the kitchen"), ("Bo", "Gorgeous. Dinner there tonight?")]
@@ -657,10 +658,10 @@ def test_a_whole_telegram_account_export_takes_its_owner_as_the_user(vault, tmp_
 
 
 @pytest.mark.parametrize("about", ["Ana", ["Ana"], 11])
-def test_an_account_export_whose_owner_is_not_an_object_imports_with_the_first_sender(vault, tmp_path, about):
+def test_an_account_export_whose_owner_is_not_an_object_imports_as_a_chat_without_an_owner(vault, tmp_path, about):
     account = {"personal_information": about, "chats": {"list": [_telegram_chat("Bo", 4242)]}}
     report = import_chat(vault, dump(tmp_path / "result.json", account), RulesTurnExtractor())
-    assert report.events_added and any("(the first sender)" in line for line in report.left_out_lines())
+    assert report.events_added and report.me == ["Ana"]  # (the chat is Bo's: its other person is you)
 
 
 def test_a_chat_exported_from_a_messaging_app_recalls_as_its_json_lines_import(tmp_path):
@@ -731,7 +732,7 @@ async def test_the_app_imports_a_whatsapp_text_export_as_a_chat_not_a_note(tmp_p
         await settle(app, pilot)
         shown = str(app.screen.query_one("#import-result", Static).render())
         assert "2 chat sessions (whatsapp), 4 new messages" in shown, shown
-        assert "you (user): 'Ana' (the first sender)" in shown
+        assert "you (user): 'Bo' (the chat is named after 'Ana'" in shown
     assert len(logs(vault.root)) == 2 and not list(vault.root.rglob("*Ana*.md"))  # chat sessions, no source note
 
 
@@ -806,26 +807,26 @@ def test_me_names_a_sender_whatever_its_case_and_refuses_a_name_that_fits_two(va
 
 
 def test_a_newer_export_without_me_keeps_who_was_you_and_another_me_says_what_to_do(vault, tmp_path):
-    import_chat(vault, write(tmp_path / "WhatsApp Chat with Ana.txt", ANDROID), RulesTurnExtractor(), me="Bo")
+    import_chat(vault, write(tmp_path / "WhatsApp Chat with Ana.txt", ANDROID), RulesTurnExtractor(), me="Ana")
     before = logs(vault.root)
     (tmp_path / "later").mkdir()
     newer = write(tmp_path / "later" / "WhatsApp Chat with Ana.txt", ANDROID + "1/2/24, 8:00\u202fAM - Ana: Morning\n")
-    report = import_chat(vault, newer, RulesTurnExtractor())  # no --me: Bo, as before (not the first sender)
-    assert (report.events_added, report.me) == (1, ["Bo"])
-    assert "you (user): 'Bo' (as when this chat was imported before); the others answer (assistant)" in \
+    report = import_chat(vault, newer, RulesTurnExtractor())  # no --me: Ana, as before (not the chat's other person)
+    assert (report.events_added, report.me) == (1, ["Ana"])
+    assert "you (user): 'Ana' (as when this chat was imported before); the others answer (assistant)" in \
         report.left_out_lines()
-    assert [(e.speaker, e.role) for e in events_of(vault.root)][-1] == ("Ana", "assistant")
+    assert [(e.speaker, e.role) for e in events_of(vault.root)][-1] == ("Ana", "user")
     after = logs(vault.root)
     with pytest.raises(MemlinkError) as caught:
-        import_chat(vault, newer, RulesTurnExtractor(), me="ana")
-    assert "import it with --me 'Bo' (or without --me), or first delete its chat sessions from sessions/" in \
+        import_chat(vault, newer, RulesTurnExtractor(), me="bo")
+    assert "import it with --me 'Ana' (or without --me), or first delete its chat sessions from sessions/" in \
         str(caught.value)
     assert logs(vault.root) == after and all(after[s].startswith(text) for s, text in before.items())
     for session in after:  # what it says to do works: the chat's sessions deleted, imported with Ana as you
         for path in (vault.root / "sessions").glob(f"{session}.*"):
             path.unlink()
-    assert import_chat(vault, newer, RulesTurnExtractor(), me="ana").me == ["Ana"]
-    assert {(e.speaker, e.role) for e in events_of(vault.root)} == {("Ana", "user"), ("Bo", "assistant")}
+    assert import_chat(vault, newer, RulesTurnExtractor(), me="bo").me == ["Bo"]
+    assert {(e.speaker, e.role) for e in events_of(vault.root)} == {("Bo", "user"), ("Ana", "assistant")}
 
 
 async def test_the_chat_pane_names_who_said_each_message_of_a_group_chat(tmp_path):
@@ -851,7 +852,7 @@ async def test_the_chat_pane_names_who_said_each_message_of_a_group_chat(tmp_pat
 def test_recall_and_the_memory_context_say_who_said_each_message_of_a_chat_between_people(vault, tmp_path):
     from engine.sessions.memory import memory_context
 
-    import_chat(vault, write(tmp_path / "WhatsApp Chat with Ana.txt", ANDROID), RulesTurnExtractor())
+    import_chat(vault, write(tmp_path / "WhatsApp Chat with Ana.txt", ANDROID), RulesTurnExtractor(), me="Ana")
     question = "Which flat did Ana sign the lease for?"
     context = memory_context(vault, question, note_count=0)
     said = next(i.text for i in context.items if i.kind == "turn")

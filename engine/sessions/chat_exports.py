@@ -421,7 +421,8 @@ def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], 
     the export shows), `<day>-<slug of the chat's name>-<hash of the chat and the day>`;
     every message carries its ``speaker``; the user's are those of ``me`` (a name, or a
     Telegram `from_id`), else of the account's owner (a whole-account Telegram export),
-    else of the chat's first sender; every other sender answers (assistant)."""
+    else, of a chat between two named after one of them ("WhatsApp Chat with Ana"), of the
+    other, else of the chat's first sender; every other sender answers (assistant)."""
     out = Export(fmt)
     senders = list(dict.fromkeys(s.sender for chat in chats for s in chat.said))
     if me is not None:
@@ -430,8 +431,12 @@ def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], 
     for chat in chats:
         out.assumed += chat.assumed
         user = me if me is not None else chat.owner
+        named = {s.sender_id for s in chat.said if s.sender.casefold() == chat.name.casefold()}
+        others = list(dict.fromkeys(s.sender_id for s in chat.said if s.sender_id not in named))
         if me is None and chat.owner is not None:
             rule = "the account's owner"
+        elif user is None and len(named) == 1 and len(others) == 1:  # ("WhatsApp Chat with Ana": the export of Ana's friend)
+            user, rule = others[0], f"the chat is named after {chat.name!r}, the other person"
         elif user is None and chat.said:
             user, rule = chat.said[0].sender_id, "the first sender" + (" of each chat" if len(chats) > 1 else "")
         days: dict[str, Conversation] = {}
