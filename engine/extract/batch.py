@@ -66,6 +66,7 @@ from ..index import choose_model, model_line
 from ..model.blocks import strip_links_block, view_span
 from ..model.files import ATTACHMENT_SUFFIXES, DOCUMENT_SUFFIXES
 from ..model.notes import PENDING, PENDING_KEY, TOP_KEYS, Note, is_pending, render_note_body, serialize_note, split_frontmatter
+from ..model.text import words
 from ..model.uris import normalize_uri
 from ..model.yamlio import MAX_DEPTH, nesting, plain, safe_load
 from ..retrieve.names import TEXT_SUFFIXES, NameIndex, Scope, file_names, path_key
@@ -418,15 +419,13 @@ def _edited(vault: Vault, note: Note) -> bool:
     return span[2].strip("\n") != view.strip("\n")
 
 
-def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False,
-          by_path: dict[str, list[str]] | None = None) -> str:
+def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False) -> str:
     """What the page's file is to its note: new, changed, unchanged, or changed while its
     note was edited in the vault (then the note is left as it is). A note at its path that
-    came from another file (``_other_file``) is that file's: the page goes to ``name-2.md``, …
-    ``by_path``: the source notes by the file paths they name (``_by_path``)."""
+    came from another file (``_other_file``) is that file's: the page goes to ``name-2.md``, …"""
     stem, n = page.target[: -len(".md")], 1
     while True:
-        if n == 1 and not vault.exists(page.target) and (known := _imported_as(vault, page) or _moved(vault, page, by_path)):
+        if n == 1 and not vault.exists(page.target) and (known := _imported_as(vault, page) or _moved(vault, page)):
             page.target = known  # this file, imported before with its folder (or alone), or its note moved: not a second note
         if not vault.exists(page.target):
             return "new"
@@ -630,12 +629,11 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
     placed = _place(found, result)
     ok: list[Page] = []
     taken = {page.target.lower() for page in placed}
-    by_path = _by_path(vault)
     for page in placed:
         page.wiki = wiki
         try:
             read_page(page, vault.config.ingest.max_bytes)
-            page.state = _plan(vault, page, taken, fresh, by_path)
+            page.state = _plan(vault, page, taken, fresh)
         except InputError as exc:
             if page.top is not None and page.path.suffix.lower() == ".pdf":
                 # A PDF in a folder whose text cannot be read (scanned, encrypted) is still
@@ -900,23 +898,15 @@ def _imported_as(vault: Vault, page: Page) -> str | None:
     return row[0] if row and vault.exists(row[0]) else None
 
 
-def _by_path(vault: Vault) -> dict[str, list[str]]:
-    """The source notes by each name they hold (the path of the file imported among them)."""
-    found: dict[str, list[str]] = {}
-    for entry in vault.catalog.all("source"):
-        for name in entry.aliases:
-            if isinstance(name, str):
-                found.setdefault(name, []).append(entry.uri)
-    return found
-
-
-def _moved(vault: Vault, page: Page, by_path: dict[str, list[str]] | None) -> str | None:
+def _moved(vault: Vault, page: Page) -> str | None:
     """The note of this very file that a person moved elsewhere in the vault (``memlink
-    mv``): a source note naming the file's path in its folder that came from this file (its
-    ``origin``)."""
+    mv``): a source note named by the file's path in its folder (its names keep it) that
+    came from this file (its ``origin``)."""
     real = str(page.real or page.path)
-    for uri in (by_path or {}).get(page.alias, []):
-        if vault.exists(uri) and str(vault.read_note(uri).fields.get("origin") or "") == real:
+    key = " ".join(words(page.alias))
+    for uri in sorted(vault.catalog.named([key]).get(key, ())):
+        note = vault.read_note(uri)
+        if note.memory_type == "source" and str(note.fields.get("origin") or "") == real:
             return uri
     return None
 
