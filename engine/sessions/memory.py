@@ -75,9 +75,10 @@ def memory_context(vault: Vault, question: str, *, visible: set[str] | None = No
     note_count = cfg.notes if note_count is None else note_count
     turns: list[MemoryItem] = []
     if turn_count:
-        for hit in TurnMemory.for_vault(vault).recall(question, k=turn_count, visible=visible):
+        hits = TurnMemory.for_vault(vault).recall(question, k=turn_count, visible=visible)
+        for hit, words in zip(hits, said(vault, hits), strict=True):
             turns.append(MemoryItem("turn", hit.session, ", ".join(hit.sources), one_line(hit.summary or hit.question),
-                                    "\n".join(f"{who}: {text}" for who, text in said(vault, hit)), "; ".join(hit.routes), hit.score,
+                                    "\n".join(f"{who}: {text}" for who, text in words), "; ".join(hit.routes), hit.score,
                                     one_line(hit.day())))
     notes: list[MemoryItem] = []
     if note_count:

@@ -111,16 +111,21 @@ class RecallHit:
         return dict(self.__dict__, route="; ".join(self.routes), score=round(self.score, 4))
 
 
-def said(vault: Vault, hit: RecallHit) -> list[tuple[str, str]]:
-    """A recalled turn's words as (who, text): each of its messages with its speaker's
+def said(vault: Vault, hits: list[RecallHit]) -> list[list[tuple[str, str]]]:
+    """Each recalled turn's words as (who, text): each of its messages with its speaker's
     name where the chat names who spoke (a WhatsApp, Telegram or group chat: read from its
-    session log), else the question (Q) and the answer (A)."""
-    if hit.speakers:
-        wanted = set(hit.sources)
-        messages = [e for e in read_events(vault, hit.session) if e.key in wanted and e.kind != MEMORY_ANSWER]
-        if messages:
-            return [(e.speaker or e.role, message_text(e)) for e in messages]
-    return [("Q", hit.question), ("A", hit.answer)]
+    session log, once a session), else the question (Q) and the answer (A)."""
+    logs: dict[str, list] = {}
+    out = []
+    for hit in hits:
+        messages = []
+        if hit.speakers:
+            if hit.session not in logs:
+                logs[hit.session] = read_events(vault, hit.session)
+            wanted = set(hit.sources)
+            messages = [e for e in logs[hit.session] if e.key in wanted and e.kind != MEMORY_ANSWER]
+        out.append([(e.speaker or e.role, message_text(e)) for e in messages] or [("Q", hit.question), ("A", hit.answer)])
+    return out
 
 
 class TurnMemory:

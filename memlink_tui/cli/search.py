@@ -101,11 +101,11 @@ def cmd_recall(args: argparse.Namespace) -> int:
         return 0
     if not hits:
         print("nothing relevant recalled")
-    for i, h in enumerate(hits, 1):
+    for i, (h, words) in enumerate(zip(hits, said(vault, hits), strict=True), 1):
         day = f"  said {h.day()}" if h.when else ""
         say(f"{i}. {h.score:.3f}  {h.session}{day}  [{', '.join(h.sources)}]  found by: {'; '.join(h.routes)}")
         say(f"   {one_line(h.summary)}")
-        for who, text in said(vault, h):
+        for who, text in words:
             say(f"   {one_line(who)}: {one_line(text[:200])}")
         for t in h.triples[:3]:
             say(f"   ({t['subject']} — {t['predicate']} — {t['object']})")
