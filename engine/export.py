@@ -49,7 +49,7 @@ from .errors import MemlinkError, SidecarError
 from .model.config import CONFIG_FILE
 from .model.files import IMAGE_SUFFIXES
 from .model.links import SIDECAR, StoredLink
-from .model.text import mask_code, printable_path
+from .model.text import first_few, mask_code, printable_path
 from .model.uris import utf8_name
 from .storage.atomic import TMP_SUFFIX, atomic_writer, fsync_dir, temp_beside
 from .storage.render import render_links
@@ -289,7 +289,7 @@ def _check_new_folder(dest: Path) -> None:
         if names:  # named, so nobody wonders what a restore or export did to it: nothing
             held = "a memlink vault" if CONFIG_FILE in names else "files"
             names.sort(key=lambda n: n != CONFIG_FILE)  # a vault's settings named first
-            shown = ", ".join(printable_path(n) for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            shown = first_few([printable_path(n) for n in names], 3)
             raise ExportError(f"{dest} exists and is not empty (it holds {held}: {shown}); nothing in it was replaced: "
                               "choose a new or empty folder")
 

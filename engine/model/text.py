@@ -292,6 +292,11 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
+def first_few(shown: list[str], most: int) -> str:
+    """The first ``most`` of a list, and how many more: "a, b, c and 4 more"."""
+    return ", ".join(shown[:most]) + (f" and {len(shown) - most} more" if len(shown) > most else "")
+
+
 # A wikilink ([[target|shown]], [[target]]) or a markdown link or image ([shown](target)).
 _LINK_SYNTAX = re.compile(r"!?\[\[([^\]|\n]+)(?:\|([^\]\n]+))?\]\]|!?\[([^\]\n]*)\]\([^)\s]*\)")
 

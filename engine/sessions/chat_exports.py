@@ -28,6 +28,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, St
 from ..errors import MemlinkError
 from ..llm.fence import one_line
 from ..model.templates import slugify
+from ..model.text import first_few
 from .events import ImportRecord
 
 FORMATS = ("jsonl", "chatgpt", "claude", "whatsapp", "telegram")
@@ -460,8 +461,8 @@ def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], 
         carrier.left_out.update(chat.left_out)
         out.conversations += days.values() if days else [carrier]
     if out.me or senders:
-        again = "" if rule == me_rule else f"; to be another sender ({_some(senders)}), import with --me NAME"
-        out.assumed.append(f"you (user): {_some(out.me) or 'none of the senders'} ({rule}); the others answer "
+        again = "" if rule == me_rule else f"; to be another sender ({some(senders)}), import with --me NAME"
+        out.assumed.append(f"you (user): {some(out.me) or 'none of the senders'} ({rule}); the others answer "
                            f"(assistant){again}")
     return out
 
@@ -478,14 +479,15 @@ def _sender_named(me: str, chats: list[_Chat], senders: list[str], source: str) 
     if len(fits) == 1:
         return ids[fits[0]]
     if fits:
-        raise ExportError(f"{source}: --me {me!r} fits more than one sender ({_some(fits)}); name one as it is "
+        raise ExportError(f"{source}: --me {me!r} fits more than one sender ({some(fits)}); name one as it is "
                           "written; nothing was imported")
-    raise ExportError(f"{source}: --me {me!r} sent no message in this export (its senders: {_some(senders)}); "
+    raise ExportError(f"{source}: --me {me!r} sent no message in this export (its senders: {some(senders)}); "
                       "nothing was imported")
 
 
-def _some(names: list[str], most: int = 5) -> str:
-    return ", ".join(repr(n) for n in names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+def some(names: list[str]) -> str:
+    """Names as a report quotes them: the first five, and how many more."""
+    return first_few([repr(n) for n in names], 5)
 
 
 # WhatsApp's "Export chat" text: a message starts a line with its date, time and sender,

@@ -25,7 +25,7 @@ from ..llm import Breaker, LLMError, LLMInvalidOutput
 from ..llm.registry import selection
 from ..model.text import counted
 from ..storage.jsonl import JsonlError, invalid, read_numbered, read_records
-from .chat_exports import EXPORTS, FORMATS, MESSENGERS, _some, read_export, sniff
+from .chat_exports import EXPORTS, FORMATS, MESSENGERS, read_export, sniff, some
 from .events import COMMIT, REPLACED, ImportRecord, SessionEvent, TurnMemoryRecord
 from .extract import LLMTurnExtractor, RulesTurnExtractor
 from .log import Turn, append_events, project_turns, read_events, session_uri
@@ -230,10 +230,10 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
         if me is None and earlier and set(earlier) != set(export.me):  # (a newer export of a chat: "you" as before)
             export = read_export(text, fmt, str(path), known, earlier[0], "as when this chat was imported before")
         elif me is not None and earlier and set(earlier) != set(export.me):
-            raise MemlinkError(f"{path}: this chat was imported before with {_some(earlier)} as you (user), and --me "
-                               f"names {_some(export.me)}; a chat's log is never rewritten, so import it with --me "
+            raise MemlinkError(f"{path}: this chat was imported before with {some(earlier)} as you (user), and --me "
+                               f"names {some(export.me)}; a chat's log is never rewritten, so import it with --me "
                                f"{earlier[0]!r} (or without --me), or first delete its chat sessions from sessions/ "
-                               f"({_some(_sessions_of(vault, export))}: each .jsonl and .memories.json) and import "
+                               f"({some(_sessions_of(vault, export))}: each .jsonl and .memories.json) and import "
                                "it again (notes committed from them stay); nothing was imported")
         del text
         report.me, report.assumed = export.me, export.assumed
@@ -324,10 +324,13 @@ def _sessions_of(vault: Vault, export: Any) -> list[str]:
 
 def _earlier_me(vault: Vault, export: Any) -> list[str]:
     """Who was the user (the speakers of user messages) when the chat sessions of a
-    WhatsApp or Telegram export were imported before; empty when none was."""
-    found = {e.speaker for s in _sessions_of(vault, export) for e in read_events(vault, s)
-             if e.role == "user" and e.speaker and e.kind is None}
-    return sorted(found)
+    WhatsApp or Telegram export were imported before, as the first of them that has a user
+    message says (a chat has one user: its other sessions are not read); empty when none."""
+    for session in _sessions_of(vault, export):
+        found = {e.speaker for e in read_events(vault, session) if e.role == "user" and e.speaker and e.kind is None}
+        if found:
+            return sorted(found)
+    return []
 
 
 def _short(text: str, limit: int = 60) -> str:
