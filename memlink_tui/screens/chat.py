@@ -413,9 +413,13 @@ class ChatScreen(Pane):
         if chat.session not in self._sessions:
             self.app.call_from_thread(self.load_sessions)  # type: ignore[arg-type]  # textual's typing infers Never for an async callback
 
+    def _replying_workers(self) -> list:
+        """The workers writing a reply now (a question, or one asked again)."""
+        return [w for w in self.workers if w.group in ("chat", "chat-retry") and not w.is_finished]
+
     async def action_stop_or_back(self) -> None:
         """Escape: stop the reply being written, or (none) go back."""
-        replying = [w for w in self.workers if w.group in ("chat", "chat-retry") and not w.is_finished]
+        replying = self._replying_workers()
         if replying:
             for w in replying:
                 w.cancel()
@@ -517,7 +521,7 @@ class ChatScreen(Pane):
         if self.chat is None:
             return
         await keys_taken(self.query_one("#message", Input))  # (a message typed and sent just before: sent first)
-        if any(w.group in ("chat", "chat-retry") and not w.is_finished for w in self.workers):
+        if self._replying_workers():
             self._status("an answer is still being written: ctrl+s saves the session once it is there")
             return
         if not self.vault.exists(session_uri(self.chat.session)):
