@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from ..model.linktypes import LinkType, LinkTypeTable, builtin_table
 from ..model.notes import split_frontmatter
 from ..model.templates import slugify
-from ..model.text import tokenize
+from ..model.text import CODE_FENCE, INLINE_CODE, tokenize
 from ..model.yamlio import safe_load
 from .context import ExtractContext
 from .operations import link_types_of
@@ -102,8 +102,6 @@ _DANGLING = _SMALL | {"over", "than", "into", "about", "as", "like", "without", 
                       "really", "so", "that", "this", "is", "are", "was", "were", "be", "not"}
 
 # What is not prose, left out before sentences are read: code, links' targets, file names.
-_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[^\n]*$|\Z)", re.M | re.S)
-_INLINE_CODE = re.compile(r"(`+)[^`\n]*?\1")
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _EMBED = re.compile(r"!\[\[[^\]\n]*\]\]|!\[[^\]\n]*\]\([^)\n]*\)")
 _MD_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)")
@@ -122,11 +120,11 @@ def prose(text: str) -> str:
     """``text`` without what is not prose — fenced code, inline code, comments, HTML tags
     and scripts, URLs, file and image names, embeds —, links kept as their shown text, and a paragraph's wrapped
     lines joined (a sentence broken over two lines is one sentence, not two fragments)."""
-    text = _FENCE.sub("\n", text)
+    text = CODE_FENCE.sub("\n", text)
     text = _HTML_COMMENT.sub(" ", text)
     text = _HTML_CODE.sub(" ", text)
     text = _HTML_TAG.sub("", text)  # (an embed's attributes are no sentence: "padding:56.29% 0 0 0")
-    text = _INLINE_CODE.sub(" ", text)
+    text = INLINE_CODE.sub(" ", text)
     text = _EMBED.sub(" ", text)
     text = _MD_LINK.sub(lambda m: m[1], text)
     text = _WIKI.sub(lambda m: m[1].split("#")[0], text)

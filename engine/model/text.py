@@ -318,12 +318,14 @@ def shown_text(text: str) -> str:
     return _LINK_SYNTAX.sub(shown, text)
 
 
-_FENCE = re.compile(r"```.*?```|~~~.*?~~~", re.S)
-_INLINE_CODE = re.compile(r"`[^`\n]+`")
+# Code in markdown: a fenced block (from a fence line to its closing one, or the end) and an
+# inline span (between runs of as many backticks).
+CODE_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[^\n]*$|\Z)", re.M | re.S)
+INLINE_CODE = re.compile(r"(`+)[^`\n]*?\1")
 
 
 def mask_code(text: str) -> str:
     """The text with its code (fenced blocks, inline spans) blanked, each character but a
     line end a space, at the same offsets: what is left are the places a link can be."""
     blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))  # noqa: E731
-    return _INLINE_CODE.sub(blank, _FENCE.sub(blank, text))
+    return INLINE_CODE.sub(blank, CODE_FENCE.sub(blank, text))
