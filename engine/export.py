@@ -69,10 +69,11 @@ LOCK_SUFFIX = ".lock"
 MARKDOWN_INDEX = "README.md"  # never a note at the vault root (engine.storage.vault.NON_NOTE_FILES)
 # What of `.memlink/` a backup carries: made by a person's actions and derived from no file
 # (docs/DESIGN.md, "Export and backup"). The dream's handled topics, review actions with
-# their undo records, the searches the dream reads, what each extraction run made (the
-# provenance check reads it), changes set aside as failed. The rest is derived or
-# bookkeeping of this copy.
-STATE_FILES = ("dream/state.json", "review/actions.jsonl", "search-log.jsonl", "audit/*.jsonl", "journal/*.failed")
+# their undo records, which links a person wrote or changed, the searches the dream reads,
+# what each extraction run made (the provenance check reads it), changes set aside as
+# failed. The rest is derived or bookkeeping of this copy.
+STATE_FILES = ("dream/state.json", "review/actions.jsonl", "review/person-links.jsonl", "search-log.jsonl",
+               "audit/*.jsonl", "journal/*.failed")
 # The store's hint tables (what ingest imported, by SHA-256; legacy commit marks), carried
 # as one JSON file that restore writes into the new vault's database, never to disk.
 HINTS = "hints.json"

@@ -436,10 +436,11 @@ def test_backup_refuses_a_folder_inside_the_vault_and_never_overwrites_an_archiv
 # -- what a person made besides notes ---------------------------------------------------------------
 def _state(root: Path) -> dict[str, bytes]:
     """The files of ``.memlink/`` nothing derives from the notes: the dream's handled
-    topics, review actions and their undo records, the searches, the extraction audit."""
+    topics, review actions and their undo records, the links a person wrote, the searches,
+    the extraction audit."""
     state = root / ".memlink"
     out = {}
-    for pattern in ("dream/state.json", "review/actions.jsonl", "search-log.jsonl", "audit/*.jsonl"):
+    for pattern in ("dream/state.json", "review/*.jsonl", "search-log.jsonl", "audit/*.jsonl"):
         out |= {p.relative_to(state).as_posix(): p.read_bytes() for p in state.glob(pattern)}
     return out
 
@@ -463,8 +464,12 @@ def test_a_restored_vault_keeps_the_dream_state_review_history_searches_and_inge
     r = memlink("review", "events/2026/10/29/11-with-pieter.md", "entities/pieter-de-vries.md", "--action", "dismiss",
                 vault=root)
     assert r.returncode == 0, r.stderr
+    r = memlink("link", "entities/hangzhou.md", "entities/havenlink.md", "--type", "related_to", vault=root)
+    assert r.returncode == 0, r.stderr
+    r = memlink("undo", vault=root)  # (the link's undo; the review stays the last action)
+    assert r.returncode == 0, r.stderr
     state, topics = _state(root), _topics(root)
-    assert {"dream/state.json", "review/actions.jsonl", "search-log.jsonl"} <= set(state)
+    assert {"dream/state.json", "review/actions.jsonl", "review/person-links.jsonl", "search-log.jsonl"} <= set(state)
 
     r = memlink("backup", "--to", str(tmp_path / "b"), vault=root)
     assert r.returncode == 0, r.stderr

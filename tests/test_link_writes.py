@@ -251,3 +251,18 @@ def test_a_link_into_a_folder_it_may_not_write_is_refused_before_either_side_is_
     journal = sample.root / ".memlink" / "journal"
     assert not journal.exists() or not any(journal.iterdir())
     assert [e for e in check(Vault.open(sample.root)) if e.severity == "error"] == []
+
+
+def test_the_machine_s_link_writes_leave_a_link_a_person_changed_as_they_left_it(sample):
+    old = the_link(sample)
+    # (what extraction and ingest write: the merge rule, "description latest")
+    same = {"t_field": old.t_field, "t_line_ranges": old.t_line_ranges, "weight": 0.5}  # (the same link: its key)
+    sample.link_many([(A, B, old.link_type.value, {**same, "description": "the machine's words"})], by_machine=True)
+    assert the_link(sample).description == "the machine's words"
+    mine = write_link(sample, A, B, update=True, description="what I know of them")
+    sample.link_many([(A, B, "related_to", {**same, "description": "the machine's words again"})], by_machine=True)
+    assert the_link(Vault.open(sample.root)) == mine
+    made = write_link(sample, B, "entities/hangzhou.md", "related_to", description="mine from the start")
+    sample.link_many([(B, "entities/hangzhou.md", "related_to", {"description": "the machine's"})], by_machine=True)
+    assert next(l for l in sample.links.of(B, "links") if l.to_uri == "entities/hangzhou.md") == made
+    assert sample.link(B, "entities/hangzhou.md", "caused_by").link_type.value == "caused_by"  # (a review action may)

@@ -285,6 +285,39 @@ def snapshot(root: Path) -> str:
     return h.hexdigest()
 
 
+def test_a_link_a_person_changed_is_neither_rewritten_nor_removed_by_a_reimport(tmp_path):
+    root = cli_vault(tmp_path)
+    src = write(tmp_path / "docs", {"Apollo.md": "# Apollo\n\nApollo is run by [[Jane Doe]].\n",
+                                    "Jane Doe.md": "# Jane Doe\n\nAn engineer.\n"})
+    apollo, jane = "sources/docs/Apollo.md", "sources/docs/Jane Doe.md"
+    assert memlink("ingest", str(src), vault=root).returncode == 0
+    r = memlink("link", apollo, jane, "--update", "--description", "Jane leads Apollo since 2024", vault=root)
+    assert r.returncode == 0, r.stderr
+
+    def the_link() -> tuple[str, float]:
+        link = next(l for l in Vault.open(root).links.of(apollo, "links") if l.to_uri == jane)
+        return link.description, link.weight
+
+    # The file changes around the reference: the description the person wrote stays.
+    (src / "Apollo.md").write_text("# Apollo\n\nApollo is run by [[Jane Doe]]. Budget: 2M.\n", encoding="utf-8")
+    r = memlink("ingest", str(src), "--json", vault=root)
+    assert r.returncode == 0 and json.loads(r.stdout)["changed"] == [apollo]
+    assert the_link() == ("Jane leads Apollo since 2024", 0.6)
+    # The file no longer names her: the link stays, and the import says so.
+    (src / "Apollo.md").write_text("# Apollo\n\nApollo is run by Jane. Budget: 3M.\n", encoding="utf-8")
+    r = memlink("ingest", str(src), vault=root)
+    assert r.returncode == 0, r.stderr
+    assert (f"{apollo} -> {jane}: its file no longer states it; kept, as a person changed it (`memlink unlink` "
+            "removes it)") in r.stdout and " removed," not in r.stdout
+    assert the_link() == ("Jane leads Apollo since 2024", 0.6)
+    # A link the import made and no one changed still goes with its reference.
+    (src / "Jane Doe.md").write_text("# Jane Doe\n\nAn engineer on [[Apollo]].\n", encoding="utf-8")
+    assert memlink("ingest", str(src), vault=root).returncode == 0
+    (src / "Jane Doe.md").write_text("# Jane Doe\n\nAn engineer.\n", encoding="utf-8")
+    out = json.loads(memlink("ingest", str(src), "--json", vault=root).stdout)
+    assert out["links_removed"] == [{"from": jane, "to": apollo}] and out["links_kept_for_you"] == []
+
+
 def test_the_reingest_journey_edit_revert_move_delete_prune_undo(tmp_path):
     root = cli_vault(tmp_path)
     src = tmp_path / "a" / "notes"

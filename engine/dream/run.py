@@ -211,7 +211,7 @@ def handle_topic(vault: Vault, provider: Provider | None, topic: Topic, report: 
             status = "done" if provider else PARTLY
             vault.write_note("report_candidate", {"status": status, "report_uri": written[0]}, uri=topic.candidate)
             vault.link_many([(topic.candidate, uri, default, {"description": "answered by this report"})
-                             for uri in written])
+                             for uri in written], by_machine=True)
     report.written += [uri for uri in written if uri not in report.written]  # (two topics may write one report)
     report.links_added += len(run.links_added)
     report.skipped += [f"{topic.question}: {p}" for p in run.problems]

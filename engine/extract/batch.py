@@ -71,6 +71,7 @@ from ..model.uris import normalize_uri
 from ..model.yamlio import MAX_DEPTH, nesting, plain, safe_load
 from ..retrieve.names import TEXT_SUFFIXES, NameIndex, Scope, file_names, path_key
 from ..review.actions import log_action
+from ..storage.writes import person_links
 from .autolink import Reference, find_property_references, find_references, reference_link, stated
 from .context import ExtractContext
 from .documents import DOCUMENT_KEYS, Converted, copy_in, document_fields, read_input
@@ -139,6 +140,7 @@ class BatchResult:
     ambiguous: list[dict] = field(default_factory=list)  # {file, line, ref, candidates}
     links_added: list[dict] = field(default_factory=list)  # every new link: page-to-page and derived notes'
     links_removed: list[dict] = field(default_factory=list)  # {from, to}: links a changed file no longer states
+    links_kept_for_you: list[dict] = field(default_factory=list)  # {from, to}: … a person changed since: kept
     by_alias: list[dict] = field(default_factory=list)  # {file, line, ref, to}: resolved only through an alias
     attachments: int = 0  # links to the import's files that are not pages (images, PDFs…)
     copied: list[str] = field(default_factory=list)  # attachments copied (or, in a dry run, to copy) into the vault
@@ -162,7 +164,7 @@ class BatchResult:
             "skipped": self.skipped, "failed": self.failed, "pending": self.pending, "unresolved": self.unresolved,
             "missing_files": self.missing_files,
             "ambiguous": self.ambiguous, "links_added": self.links_added, "page_links": len(self.page_links()),
-            "links_removed": self.links_removed, "by_alias": self.by_alias, "attachments": self.attachments,
+            "links_removed": self.links_removed, "links_kept_for_you": self.links_kept_for_you, "by_alias": self.by_alias, "attachments": self.attachments,
             "copied": self.copied, "changed": self.changed, "edited": self.edited, "deleted": self.deleted,
             "renamed": self.renamed, "pruned": self.pruned, "pruned_links": self.pruned_links, "dry_run": self.dry_run,
             "problems": self.problems, "fallback": self.fallback, "model": self.model, "model_set": self.model_set,
@@ -852,12 +854,15 @@ def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None
         if page.before is not None:  # (only the links its earlier text and properties stated: never a person's)
             links = _theirs_kept(vault, page, links)
             now = {(to, spec.get("t_line_ranges") or "") for frm, to, _t, spec in links if frm == page.note}
-            gone += [old for old in vault.links.of(page.note, "links")
-                     if (old.to_uri, old.match_text or old.description) in page.stated_before
-                     and (old.to_uri, old.t_line_ranges or "") not in now]
+            unstated = [old for old in vault.links.of(page.note, "links")
+                        if (old.to_uri, old.match_text or old.description) in page.stated_before
+                        and (old.to_uri, old.t_line_ranges or "") not in now]
+            persons = person_links(vault) if unstated else set()
+            gone += [old for old in unstated if old.id not in persons]
             for old in gone:
                 vault.unlink(old.from_uri, old.to_uri, link_id=old.id)
                 result.links_removed.append({"from": old.from_uri, "to": old.to_uri})
+            result.links_kept_for_you += [{"from": old.from_uri, "to": old.to_uri} for old in unstated if old.id in persons]
         landed = write_links(vault, links) if links else []
         note = vault.read_note(page.note)
         if is_pending(note):

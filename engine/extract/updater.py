@@ -187,11 +187,12 @@ class MemoryUpdater:
 
 
 def write_links(vault: Vault, specs: list[tuple]) -> list[tuple]:
-    """Write link specs on both sides in one transaction; (link, whether it is new) each."""
+    """Write link specs on both sides in one transaction, a person's links left as they are;
+    (link, whether it is new) each."""
     existing = {(l.from_uri, l.to_uri, l.link_type.value) for f in {s[0] for s in specs}
                 for l in vault.links.of(f, "links")}
     out = []
-    for link in vault.link_many(specs):
+    for link in vault.link_many(specs, by_machine=True):
         key = (link.from_uri, link.to_uri, link.link_type.value)
         out.append((link, key not in existing))
         existing.add(key)

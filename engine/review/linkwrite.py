@@ -5,7 +5,8 @@ A link between two notes that are linked already is never replaced silently: the
 refused with the existing link named, unless the caller asks to update it. An update
 changes only the fields given (the rest are kept). Every write and removal is logged as a
 review action, so `memlink undo` puts the links back as they were (a removed link with its
-type, weight and description). (The extraction, ingest and the dream link
+type, weight and description). A link written or changed here is the person's
+(``PERSON_LINKS``): the machine's link writes and an import's sync leave it as it is. (The extraction, ingest and the dream link
 through ``Vault.link_many``, which merges by the link rules of docs/DESIGN.md, "Vault
 format".)"""
 
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 from ..errors import LinkError
 from ..model.links import LinkType, StoredLink
 from ..model.uris import normalize_uri
-from ..storage.writes import new_link, put_ops, remove_ops, unlink
+from ..storage.writes import PERSON_LINKS, new_link, put_ops, remove_ops, unlink
 from .actions import log_action
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
                                 "link type)" if update else "a new link needs a link type")
             made = vault.link(from_uri, to_uri, link_type, weight=NEW_LINK_WEIGHT if weight is None else weight, t_field=t_field,
                               t_line_ranges=t_line_ranges, match_text=match_text or None, description=description or "")
+            tx.append(PERSON_LINKS, {"link": made.id})
             log_action(vault, tx, "link", from_uri, to_uri, f"linked {from_uri} -> {to_uri} ({made.id})")
             return made
         if not update:
@@ -93,6 +95,7 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
         changed = sorted(k for k in ("link_type", "weight", "t_field", "t_line_ranges", "match_text", "description")
                          if getattr(old, k) != getattr(updated, k))
         tx.link_ops(remove_ops(old) + put_ops(updated))
+        tx.append(PERSON_LINKS, {"link": old.id})
         log_action(vault, tx, "update-link", from_uri, to_uri,
                    f"updated the link {from_uri} -> {to_uri} ({old.id}): {', '.join(changed)}")
         return updated

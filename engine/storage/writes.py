@@ -27,6 +27,7 @@ from ..model.notes import (
     split_frontmatter,
 )
 from ..model.uris import normalize_uri, uri_dir
+from .jsonl import read_jsonl
 from .linkindex import home
 from .sidecars import LinkOp, PutLink, RemoveLegacy, RemoveLink
 
@@ -35,6 +36,16 @@ if TYPE_CHECKING:
     from .vault import Vault
 
 LinkSpec = tuple[str, str, "LinkType | str", dict]  # (from_uri, to_uri, link_type, {weight, t_field, …})
+# The ids of the links a person wrote or changed (engine.review.linkwrite: `memlink link`,
+# the app's k, the MCP link tool), one a line: what extraction, ingest and the dream
+# write never changes them, and a sync never removes them (docs/DESIGN.md, "Units of
+# work"). No file says who wrote a link, so this one does.
+PERSON_LINKS = ".memlink/review/person-links.jsonl"
+
+
+def person_links(vault: Vault) -> set[str]:
+    """The ids ``PERSON_LINKS`` lists (a line that cannot be read is left out)."""
+    return {r["link"] for r in read_jsonl(vault.root / PERSON_LINKS, strict=False) if isinstance(r.get("link"), str)}
 
 
 # -- notes -----------------------------------------------------------------------------------
@@ -121,17 +132,24 @@ def remove_ops(link: StoredLink) -> list[LinkOp]:
             RemoveLink(folder=uri_dir(link.to_uri), id=link.id, direction="backlinks")]
 
 
-def link_many(vault: Vault, tx: Transaction, specs: list[LinkSpec]) -> list[StoredLink]:
+def link_many(vault: Vault, tx: Transaction, specs: list[LinkSpec], *, by_machine: bool = False) -> list[StoredLink]:
     """Each link merged with an existing one of the same key (engine.model.links.merge_link),
-    written on both sides; a legacy entry for the same pair gives way to it."""
+    written on both sides; a legacy entry for the same pair gives way to it. ``by_machine``
+    (extraction, ingest, the dream): a person's link (``PERSON_LINKS``) is left as it is."""
     ops: list[LinkOp] = []
     planned: dict[tuple, StoredLink] = {}
     order: list[tuple] = []
+    persons: set[str] | None = None  # (read when a link exists already)
     for from_uri, to_uri, link_type, spec in specs:
         candidate = new_link(vault, from_uri, to_uri, link_type, **spec)
         existing = planned.get(candidate.key) or existing_link(vault, candidate.key)
-        merged = merge_link(existing, candidate.model_copy(update={"id": existing.id, "created_at": existing.created_at})
-                            if existing else candidate)
+        if existing is not None and by_machine and persons is None:
+            persons = person_links(vault)
+        if existing is not None and persons is not None and existing.id in persons:
+            merged = existing  # a person's link stays as they left it
+        else:
+            merged = merge_link(existing, candidate.model_copy(update={"id": existing.id, "created_at": existing.created_at})
+                                if existing else candidate)
         planned[merged.key] = merged
         order.append(merged.key)
         for old in vault.links.of(merged.from_uri, "links"):
