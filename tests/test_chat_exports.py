@@ -655,6 +655,18 @@ def test_a_whole_telegram_account_export_takes_its_owner_as_the_user(vault, tmp_
     broken = {"chats": {"list": [_telegram_chat("Bo", 1), {"name": "Odd", "id": 9, "messages": [{"id": "x"}]}]}}
     with pytest.raises(MemlinkError, match=r'chat \[1\] \(id 9, "Odd"\): messages.0.id'):
         import_chat(vault, dump(tmp_path / "broken.json", broken), RulesTurnExtractor())
+    for odd in ({"chats": 5}, {"chats": {"list": 5}}, {"chats": {"list": []}, "left_chats": []}):
+        with pytest.raises(MemlinkError, match=r"a Telegram export is a JSON object, one chat's `messages` or the "
+                                               r"account's `chats.list`; nothing was imported"):
+            import_chat(vault, dump(tmp_path / "odd.json", odd), RulesTurnExtractor(), fmt="telegram")
+
+
+def test_a_telegram_account_export_imports_the_chats_it_has_left_too(vault, tmp_path):
+    account = {"personal_information": {"user_id": 11}, "chats": {"list": [_telegram_chat("Bo", 4242)]},
+               "left_chats": {"about": "", "list": [_telegram_chat("Old choir", 777)]}}
+    report = import_chat(vault, dump(tmp_path / "result.json", account), RulesTurnExtractor())
+    assert (report.sessions, report.events_added) == (4, 6)
+    assert sum(1 for name in logs(vault.root) if "old-choir" in name) == 2
 
 
 @pytest.mark.parametrize("about", ["Ana", ["Ana"], 11])

@@ -700,11 +700,15 @@ def _telegram(text: str, source: str) -> list[_Chat]:
     except json.JSONDecodeError as exc:
         raise ExportError(f"{source}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg}); "
                           "nothing was imported") from None
-    account = isinstance(whole, dict) and isinstance(whole.get("chats"), dict)
-    raws = whole["chats"].get("list") if account else [whole]
-    if not isinstance(whole, dict) or not isinstance(raws, list):
+    account = isinstance(whole, dict) and "chats" in whole
+    # (the account's chats, then those it has left: what was said there is its history too)
+    lists = [whole.get(part, {}) for part in ("chats", "left_chats")] if account else []
+    raws = [raw for part in lists for raw in part.get("list", ())] if all(
+        isinstance(part, dict) and isinstance(part.get("list", []), list) for part in lists) else None
+    if not isinstance(whole, dict) or (account and raws is None):
         raise ExportError(f"{source}: a Telegram export is a JSON object, one chat's `messages` or the account's "
                           "`chats.list`; nothing was imported")
+    raws = raws if account else [whole]
     about = whole.get("personal_information") if account else None
     me = about.get("user_id") if isinstance(about, dict) else None
     chats = []
