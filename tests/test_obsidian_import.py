@@ -318,6 +318,28 @@ def test_a_link_a_person_changed_is_neither_rewritten_nor_removed_by_a_reimport(
     assert out["links_removed"] == [{"from": jane, "to": apollo}] and out["links_kept_for_you"] == []
 
 
+def test_a_pair_a_person_unlinked_is_not_linked_again_by_a_reimport_until_they_link_it(tmp_path):
+    root = cli_vault(tmp_path)
+    src = write(tmp_path / "g", {"Kickoff.md": '---\nattendees: ["[[Ann]]"]\n---\nKickoff with [[Bob]].\n',
+                                 "Ann.md": "Ann.\n", "Bob.md": "Bob.\n"})
+    kickoff, ann, bob = "sources/g/Kickoff.md", "sources/g/Ann.md", "sources/g/Bob.md"
+    assert memlink("ingest", str(src), vault=root).returncode == 0
+    for target in (ann, bob):
+        assert memlink("unlink", kickoff, target, vault=root).returncode == 0
+    # A property added in Obsidian, then the text changed around the reference: neither link comes back.
+    (src / "Kickoff.md").write_text('---\nattendees: ["[[Ann]]"]\ndate: 2024-03-05\n---\nKickoff with [[Bob]].\n',
+                                    encoding="utf-8")
+    assert memlink("ingest", str(src), vault=root).returncode == 0
+    (src / "Kickoff.md").write_text('---\nattendees: ["[[Ann]]"]\ndate: 2024-03-05\n---\nKickoff with [[Bob]], late.\n',
+                                    encoding="utf-8")
+    out = json.loads(memlink("ingest", str(src), "--json", vault=root).stdout)
+    assert out["changed"] == [kickoff] and out["links_added"] == []
+    assert out_links(Vault.open(root), kickoff) == {}
+    # The person links the pair again: it is linked.
+    assert memlink("link", kickoff, bob, "--type", "related_to", vault=root).returncode == 0
+    assert set(out_links(Vault.open(root), kickoff)) == {bob}
+
+
 def test_the_reingest_journey_edit_revert_move_delete_prune_undo(tmp_path):
     root = cli_vault(tmp_path)
     src = tmp_path / "a" / "notes"

@@ -857,7 +857,7 @@ def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None
             unstated = [old for old in vault.links.of(page.note, "links")
                         if (old.to_uri, old.match_text or old.description) in page.stated_before
                         and (old.to_uri, old.t_line_ranges or "") not in now]
-            persons = person_links(vault) if unstated else set()
+            persons = person_links(vault).ids if unstated else set()
             gone += [old for old in unstated if old.id not in persons]
             for old in gone:
                 vault.unlink(old.from_uri, old.to_uri, link_id=old.id)

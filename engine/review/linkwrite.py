@@ -5,8 +5,9 @@ A link between two notes that are linked already is never replaced silently: the
 refused with the existing link named, unless the caller asks to update it. An update
 changes only the fields given (the rest are kept). Every write and removal is logged as a
 review action, so `memlink undo` puts the links back as they were (a removed link with its
-type, weight and description). A link written or changed here is the person's
-(``PERSON_LINKS``): the machine's link writes and an import's sync leave it as it is. (The extraction, ingest and the dream link
+type, weight and description). A link written or changed here is the person's, and a pair
+unlinked here stays unlinked (``PERSON_LINKS``): the machine's link writes and an import's
+sync leave them as they are. (The extraction, ingest and the dream link
 through ``Vault.link_many``, which merges by the link rules of docs/DESIGN.md, "Vault
 format".)"""
 
@@ -63,7 +64,7 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
                                 "link type)" if update else "a new link needs a link type")
             made = vault.link(from_uri, to_uri, link_type, weight=NEW_LINK_WEIGHT if weight is None else weight, t_field=t_field,
                               t_line_ranges=t_line_ranges, match_text=match_text or None, description=description or "")
-            tx.append(PERSON_LINKS, {"link": made.id})
+            tx.append(PERSON_LINKS, {"link": made.id, "from": from_uri, "to": to_uri})
             log_action(vault, tx, "link", from_uri, to_uri, f"linked {from_uri} -> {to_uri} ({made.id})")
             return made
         if not update:
@@ -95,7 +96,7 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
         changed = sorted(k for k in ("link_type", "weight", "t_field", "t_line_ranges", "match_text", "description")
                          if getattr(old, k) != getattr(updated, k))
         tx.link_ops(remove_ops(old) + put_ops(updated))
-        tx.append(PERSON_LINKS, {"link": old.id})
+        tx.append(PERSON_LINKS, {"link": old.id, "from": from_uri, "to": to_uri})
         log_action(vault, tx, "update-link", from_uri, to_uri,
                    f"updated the link {from_uri} -> {to_uri} ({old.id}): {', '.join(changed)}")
         return updated
@@ -109,6 +110,7 @@ def remove_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | 
     from_uri, to_uri = normalize_uri(from_uri), normalize_uri(to_uri)
     with vault.transaction() as tx:
         n = unlink(vault, tx, from_uri, to_uri, link_type, link_id)
+        tx.append(PERSON_LINKS, {"removed": True, "from": from_uri, "to": to_uri})
         # (the notes the undo record keeps: a legacy entry's folder, or a note deleted since, is none)
         a, b = (u if vault.exists(u) else None for u in (from_uri, to_uri))
         a, b = a or b or from_uri, b or a or to_uri

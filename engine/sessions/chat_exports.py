@@ -702,13 +702,12 @@ def _telegram(text: str, source: str) -> list[_Chat]:
                           "nothing was imported") from None
     account = isinstance(whole, dict) and "chats" in whole
     # (the account's chats, then those it has left: what was said there is its history too)
-    lists = [whole.get(part, {}) for part in ("chats", "left_chats")] if account else []
-    raws = [raw for part in lists for raw in part.get("list", ())] if all(
-        isinstance(part, dict) and isinstance(part.get("list", []), list) for part in lists) else None
-    if not isinstance(whole, dict) or (account and raws is None):
+    lists = [whole.get(part, {}) for part in ("chats", "left_chats")] if account else [{"list": [whole]}]
+    if not isinstance(whole, dict) or not all(isinstance(part, dict) and isinstance(part.get("list", []), list)
+                                              for part in lists):
         raise ExportError(f"{source}: a Telegram export is a JSON object, one chat's `messages` or the account's "
                           "`chats.list`; nothing was imported")
-    raws = raws if account else [whole]
+    raws = [raw for part in lists for raw in part.get("list", [])]
     about = whole.get("personal_information") if account else None
     me = about.get("user_id") if isinstance(about, dict) else None
     chats = []

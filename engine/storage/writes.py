@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -36,16 +36,30 @@ if TYPE_CHECKING:
     from .vault import Vault
 
 LinkSpec = tuple[str, str, "LinkType | str", dict]  # (from_uri, to_uri, link_type, {weight, t_field, …})
-# The ids of the links a person wrote or changed (engine.review.linkwrite: `memlink link`,
-# the app's k, the MCP link tool), one a line: what extraction, ingest and the dream
-# write never changes them, and a sync never removes them (docs/DESIGN.md, "Units of
-# work"). No file says who wrote a link, so this one does.
+# The links a person wrote, changed or removed (engine.review.linkwrite: `memlink link` and
+# `unlink`, the app, the MCP link tools), a record a line: what extraction, ingest and the
+# dream write never changes a person's link nor links again a pair the person unlinked,
+# and a sync never removes a person's link (docs/DESIGN.md, "Units of work"). No file
+# says who wrote a link, so this one does.
 PERSON_LINKS = ".memlink/review/person-links.jsonl"
 
 
-def person_links(vault: Vault) -> set[str]:
-    """The ids ``PERSON_LINKS`` lists (a line that cannot be read is left out)."""
-    return {r["link"] for r in read_jsonl(vault.root / PERSON_LINKS, strict=False) if isinstance(r.get("link"), str)}
+class PersonLinks(NamedTuple):
+    ids: set[str]  # the links a person wrote or changed
+    removed: set[tuple[str, str]]  # (from, to): pairs a person unlinked and has not linked since
+
+
+def person_links(vault: Vault) -> PersonLinks:
+    """What ``PERSON_LINKS`` says, in order (a line that cannot be read is left out)."""
+    out = PersonLinks(set(), set())
+    for record in read_jsonl(vault.root / PERSON_LINKS, strict=False):
+        pair = (str(record.get("from")), str(record.get("to")))
+        if isinstance(record.get("link"), str):
+            out.ids.add(record["link"])
+            out.removed.discard(pair)
+        elif record.get("removed") is True:
+            out.removed.add(pair)
+    return out
 
 
 # -- notes -----------------------------------------------------------------------------------
@@ -135,17 +149,18 @@ def remove_ops(link: StoredLink) -> list[LinkOp]:
 def link_many(vault: Vault, tx: Transaction, specs: list[LinkSpec], *, by_machine: bool = False) -> list[StoredLink]:
     """Each link merged with an existing one of the same key (engine.model.links.merge_link),
     written on both sides; a legacy entry for the same pair gives way to it. ``by_machine``
-    (extraction, ingest, the dream): a person's link (``PERSON_LINKS``) is left as it is."""
+    (extraction, ingest, the dream): a person's link (``PERSON_LINKS``) is left as it is, and
+    a pair the person unlinked is not linked again."""
     ops: list[LinkOp] = []
     planned: dict[tuple, StoredLink] = {}
     order: list[tuple] = []
-    persons: set[str] | None = None  # (read when a link exists already)
+    persons = person_links(vault) if by_machine else None
     for from_uri, to_uri, link_type, spec in specs:
+        if persons is not None and (normalize_uri(from_uri), normalize_uri(to_uri)) in persons.removed:
+            continue  # a pair the person unlinked stays unlinked
         candidate = new_link(vault, from_uri, to_uri, link_type, **spec)
         existing = planned.get(candidate.key) or existing_link(vault, candidate.key)
-        if existing is not None and by_machine and persons is None:
-            persons = person_links(vault)
-        if existing is not None and persons is not None and existing.id in persons:
+        if existing is not None and persons is not None and existing.id in persons.ids:
             merged = existing  # a person's link stays as they left it
         else:
             merged = merge_link(existing, candidate.model_copy(update={"id": existing.id, "created_at": existing.created_at})
