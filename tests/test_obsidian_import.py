@@ -340,6 +340,23 @@ def test_a_pair_a_person_unlinked_is_not_linked_again_by_a_reimport_until_they_l
     assert set(out_links(Vault.open(root), kickoff)) == {bob}
 
 
+def test_a_file_whose_properties_alone_changed_is_reported_changed_with_the_links_it_gained_and_lost(tmp_path):
+    root = cli_vault(tmp_path)
+    src = write(tmp_path / "g", {"Kickoff.md": '---\nproject: "[[Apollo]]"\n---\nKickoff.\n',
+                                 "Apollo.md": "Apollo.\n", "Hermes.md": "Hermes.\n"})
+    kickoff = "sources/g/Kickoff.md"
+    assert memlink("ingest", str(src), vault=root).returncode == 0
+    (src / "Kickoff.md").write_text('---\nproject: "[[Hermes]]"\n---\nKickoff.\n', encoding="utf-8")
+    dry = json.loads(memlink("ingest", str(src), "--dry-run", "--json", vault=root).stdout)
+    assert dry["changed"] == [kickoff] and all(s["path"] != str(src / "Kickoff.md") for s in dry["skipped"])
+    r = memlink("ingest", str(src), vault=root)
+    assert r.returncode == 0 and "Kickoff.md: skipped" not in r.stdout
+    assert f"  ~ {kickoff}: its file changed since the last import; updated" in r.stdout
+    assert f"  - {kickoff} -> sources/g/Apollo.md: its file no longer states it; removed" in r.stdout
+    assert f"-> {kickoff} -[related_to · referenced in the project property]-> sources/g/Hermes.md" in r.stdout
+    assert set(out_links(Vault.open(root), kickoff)) == {"sources/g/Hermes.md"}
+
+
 def test_the_reingest_journey_edit_revert_move_delete_prune_undo(tmp_path):
     root = cli_vault(tmp_path)
     src = tmp_path / "a" / "notes"
@@ -740,10 +757,11 @@ def test_a_frontmatter_change_is_synced(tmp_path):
     assert note.extra["tags"] == ["garden", "beans"] and note.extra["aliases"] == ["Beans"]
     assert note.extra["properties"] == {"status": "sowing", "sown": dt.date(2026, 4, 2)}
     assert ingest_batch(v, [src], extractor=RULES).files[0].skipped == "already imported as sources/notes/Plan.md"
-    # Another property (or a note imported before properties were kept): taken as it is, nothing extracted again.
+    # Another property: taken as it is, nothing extracted again, and said as a change.
     page.write_text(page.read_text(encoding="utf-8").replace("status: sowing", "status: sown"), encoding="utf-8")
     again = ingest_batch(v, [src], extractor=RULES)
-    assert not again.changed and again.files[0].skipped == "already imported as sources/notes/Plan.md"
+    assert again.changed == ["sources/notes/Plan.md"] and not again.files[0].skipped and not again.skipped
+    assert again.files[0].report.created == [] and again.files[0].report.changed == []
     assert v.read_note("sources/notes/Plan.md").extra["properties"] == {"status": "sown", "sown": dt.date(2026, 4, 2)}
 
 
@@ -905,7 +923,7 @@ def test_a_sync_follows_a_page_s_properties_and_keeps_a_person_s_links(tmp_path)
     page.write_text(MEETING.replace('  - "[[Bob]]"\n', "").replace("unquoted: [[Gamma]]", 'also: "[[Gamma]]"'),
                     encoding="utf-8")
     result = ingest_batch(v, [src], extractor=RULES)
-    assert result.links_removed == [{"from": standup, "to": "sources/notes/People/Bob.md"}] and not result.changed
+    assert result.links_removed == [{"from": standup, "to": "sources/notes/People/Bob.md"}] and result.changed == [standup]
     assert "sources/notes/People/Jane Doe.md" in out_links(v, standup)
     gamma = [(l.link_type.value, l.weight, l.description) for l in v.links.of(standup, "links") if "Gamma" in l.to_uri]
     assert gamma == mine  # a person's link to the note a property now names: as they made it

@@ -113,6 +113,7 @@ class Page:
     properties: dict[str, Any] = field(default_factory=dict)  # the rest of its frontmatter (Obsidian's properties)
     warning: str = ""  # what the import could not read of the file, said with its report
     restamp: bool = False  # an unchanged page whose note holds other properties or an older hash (``_restamp``)
+    new_properties: bool = False  # … its file's properties changed since the import (its text did not): taken in place
     heading: str = ""  # the `# ` line that opens its text, if any: a name memlink knows it by, never its title
     top: str | None = None  # the folder given it came from (its name), None for files given one by one
     target: str = ""  # the uri of its note: sources/<folder given>/<its path there>.md
@@ -451,7 +452,7 @@ def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False) -> str
         return "edited"  # left as it is
     if not same:
         return "changed"
-    page.restamp = True  # (only its properties changed in the file: taken in place)
+    page.restamp = page.new_properties = True  # (only its properties changed in the file: taken in place)
     return "unchanged"
 
 
@@ -744,8 +745,9 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
             result.pending.append({"path": str(page.path), "source": page.note, "error": why})
             report.problems.append(f"{page.path}: {why}. Written: the source note {page.note}, marked pending "
                                    f"(`memlink check` lists it); the next ingest, commit or dream retries it")
-        result.files.append(IngestResult(str(page.path), page.uri, None if page.known else report, skipped=page.known))
-        if page.known and page.state not in ("renamed", "edited"):  # (said in result.renamed and .edited)
+        said = page.known if not page.new_properties else None  # (taken in: not skipped)
+        result.files.append(IngestResult(str(page.path), page.uri, None if said else report, skipped=said))
+        if page.known and page.state not in ("renamed", "edited") and not page.new_properties:  # (said in result.renamed, .edited, .changed)
             result.skipped.append({"path": str(page.path), "why": page.known})
         result.problems += report.problems
     uris = [uri for uri in doomed if vault.exists(uri)]  # (a renamed file's note was moved)
@@ -820,12 +822,12 @@ def _move_renamed(vault: Vault, pages: list[Page], result: BatchResult) -> None:
 def _dry(page: Page, result: BatchResult) -> None:
     """What a real run would do with the page, in the result, nothing written (a renamed
     file is said in ``result.renamed`` alone)."""
-    if page.state == "unchanged":
+    if page.state == "unchanged" and not page.new_properties:
         result.skipped.append({"path": str(page.path), "why": f"already imported as {page.target}"})
     elif page.state == "edited":
         result.edited.append({"path": str(page.path), "source": page.target})
     elif page.state != "renamed":
-        if page.state == "changed":
+        if page.state == "changed" or page.new_properties:
             result.changed.append(page.target)
         result.files.append(IngestResult(str(page.path), page.target, None))
 
@@ -932,6 +934,8 @@ def _write_source(vault: Vault, page: Page, result: BatchResult) -> RunReport:
     page.uri = page.target
     if page.state == "unchanged":
         page.known = f"already imported as {page.target}"
+        if page.new_properties:  # (its text was imported already: nothing is extracted again)
+            result.changed.append(page.target)
         if page.restamp:  # (its properties may have changed: the links they stated are ingest's own)
             _read_before(vault, page)
         _restamp(vault, page)

@@ -257,6 +257,9 @@ def _print_sync(result: BatchResult, would: str) -> None:
     for hit in result.by_alias:
         say(f"  ~ {printable_path(hit['file'])}:{hit['line']}: {hit['ref']} matched {printable_path(hit['to'])} by an "
             f"alias only (Obsidian does not resolve it)")
+    for link in result.links_removed:
+        say(f"  - {printable_path(link['from'])} -> {printable_path(link['to'])}: its file no longer states it; removed "
+            "(`memlink undo` puts it back)")
     for link in result.links_kept_for_you:
         say(f"  ~ {printable_path(link['from'])} -> {printable_path(link['to'])}: its file no longer states it; kept, "
             "as a person changed it (`memlink unlink` removes it)")
