@@ -636,10 +636,12 @@ def test_an_attachment_edited_in_the_vault_is_kept(tmp_path):
     (v.root / "sources/notes/board.canvas").write_text('{"nodes": ["mine"]}', encoding="utf-8")  # in Obsidian
     (src / "board.canvas").write_text('{"nodes": ["theirs"]}', encoding="utf-8")
     (src / "pic.svg").write_text("<svg></svg>", encoding="utf-8")  # changed at the source only: copied again
+    dry = ingest_batch(v, [src], extractor=RULES, dry_run=True)  # (says what the run does)
     result = ingest_batch(v, [src], extractor=RULES)
-    assert result.edited == [{"path": str(src / "board.canvas"), "source": "sources/notes/board.canvas",
-                              "why": "kept (edited)"}]
-    assert result.copied == ["sources/notes/pic.svg"]
+    for said in (dry, result):
+        assert said.edited == [{"path": str(src / "board.canvas"), "source": "sources/notes/board.canvas",
+                                "why": "kept (edited)"}]
+        assert said.copied == ["sources/notes/pic.svg"]
     assert (v.root / "sources/notes/board.canvas").read_text(encoding="utf-8") == '{"nodes": ["mine"]}'
     assert (v.root / "sources/notes/pic.svg").read_text(encoding="utf-8") == "<svg></svg>"
 

@@ -74,7 +74,7 @@ from ..review.actions import log_action
 from ..storage.writes import person_links
 from .autolink import Reference, find_property_references, find_references, reference_link, stated
 from .context import ExtractContext
-from .documents import DOCUMENT_KEYS, Converted, copy_in, document_fields, read_input
+from .documents import DOCUMENT_KEYS, Converted, copy_in, copy_state, document_fields, read_input
 from .inputs import IngestResult, InputError, choose_extractor
 from .linktype import refine_links
 from .loop import ExtractLoop, LLMExtractor
@@ -567,19 +567,14 @@ def _copy_attachments(vault: Vault, attachments: list[Attachment], result: Batch
     limit = vault.config.ingest.max_bytes
     for att in attachments:
         try:
-            dest = vault.root / normalize_uri(att.target)
             data = att.real.read_bytes() if limit is None or att.real.stat().st_size <= limit else None
             if data is None:
                 result.skipped.append({"path": str(att.path), "why": f"too large to copy (ingest.max_bytes is {limit:,})"})
                 continue
-            if dry_run:
-                if not (dest.is_file() and dest.read_bytes() == data):
-                    result.copied.append(att.target)
-                continue
-            done = copy_in(vault, data, att.target)
+            done = copy_state(vault, data, att.target) if dry_run else copy_in(vault, data, att.target)
             if done == "edited":
                 result.edited.append({"path": str(att.path), "source": att.target, "why": "kept (edited)"})
-            elif done == "copied":
+            elif done in ("copied", "copy"):  # (done, or in a dry run to do)
                 result.copied.append(att.target)
         except (OSError, UriError) as exc:
             result.failed.append({"path": str(att.path), "error": f"{att.path}: not copied ({_why(exc)})"})

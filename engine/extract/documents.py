@@ -137,6 +137,19 @@ def _docx(data: bytes) -> str:
     return _html(mammoth.convert_to_html(io.BytesIO(data)).value)
 
 
+def copy_state(vault: Vault, data: bytes, rel: str) -> str:
+    """What ``copy_in`` finds at ``rel``: "same", "edited", or "copy" (nothing there, or
+    bytes ingest put there)."""
+    target = vault.path(rel)
+    if not target.is_file():
+        return "copy"
+    there = target.read_bytes()
+    if there == data:
+        return "same"
+    known = vault.store.row("SELECT 1 FROM ingested WHERE sha = ?", (hashlib.sha256(there).hexdigest(),))
+    return "copy" if known is not None else "edited"
+
+
 def copy_in(vault: Vault, data: bytes, rel: str) -> str:
     """Put a file's bytes at ``rel`` in the vault, written atomically (outside the journal:
     a copy is never half a file): "same" when they are there already, "copied", or
@@ -144,13 +157,10 @@ def copy_in(vault: Vault, data: bytes, rel: str) -> str:
     Obsidian), so it is left as it is. What was copied is recorded by its SHA-256 (the
     store's ``ingested`` table); without that record (``.memlink/`` deleted) a copy that
     differs is taken as edited: never overwritten."""
+    state = copy_state(vault, data, rel)
+    if state != "copy":
+        return state
     target = vault.path(rel)
-    if target.is_file():
-        there = target.read_bytes()
-        if there == data:
-            return "same"
-        if vault.store.row("SELECT 1 FROM ingested WHERE sha = ?", (hashlib.sha256(there).hexdigest(),)) is None:
-            return "edited"
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(target, data)
     sha = hashlib.sha256(data).hexdigest()
