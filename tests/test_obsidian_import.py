@@ -376,6 +376,23 @@ def test_wikilinks_mv_rewrites_in_an_imported_page_do_not_stop_its_file_s_later_
     assert set(out_links(Vault.open(root), plan)) == {"entities/ann.md"}
 
 
+def test_a_folder_inside_one_imported_before_syncs_the_same_notes(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = write(tmp_path / "g7", {"People/Ann.md": "Ann. Knows [[Bob]].\n", "People/Bob.md": "Bob.\n",
+                                  "Projects/X.md": "X. See [[Ann]].\n"})
+    ingest_batch(v, [src], extractor=RULES)
+    ann = v.read_note("sources/g7/People/Ann.md")
+    (src / "People" / "Bob.md").write_text("Bob moved to Berlin.\n", encoding="utf-8")
+    write(src, {"People/Cy.md": "Cy works with [[Ann]].\n"})
+    result = ingest_batch(v, [src / "People"], extractor=RULES, prune=True)
+    assert result.changed == ["sources/g7/People/Bob.md"] and not result.deleted and not result.pruned
+    assert [f.source_uri for f in result.files if not f.skipped] == ["sources/g7/People/Bob.md", "sources/g7/People/Cy.md"]
+    assert sorted(p.relative_to(v.root / "sources").as_posix() for p in (v.root / "sources").rglob("*.md")) == [
+        "g7/People/Ann.md", "g7/People/Bob.md", "g7/People/Cy.md", "g7/Projects/X.md"]
+    assert v.read_note("sources/g7/People/Ann.md") == ann  # its kind and folder as the first import said
+    assert "sources/g7/People/Ann.md" in out_links(v, "sources/g7/People/Cy.md")
+
+
 def test_the_reingest_journey_edit_revert_move_delete_prune_undo(tmp_path):
     root = cli_vault(tmp_path)
     src = tmp_path / "a" / "notes"

@@ -515,17 +515,43 @@ def _claim(vault: Vault, folder: Path, name: str, taken: set[str]) -> str:
 
 
 def _name_roots(vault: Vault, paths: list[Path], pages: list[Page], attachments: list[Attachment]) -> dict[int, str]:
-    """Each folder given's name in ``sources/`` (``_claim``), set on its pages and attachments."""
+    """Each folder given's place in ``sources/`` (``_claim``; a folder inside one imported
+    before, ``_within_import``: that import's place for it), set on its pages and
+    attachments."""
     names: dict[int, str] = {}
+    inner: dict[int, tuple[str, str]] = {}  # root -> (the earlier import's name, the folder's path in it)
     for n, path in enumerate(map(Path, paths)):
         if path.is_dir():
-            names[n] = _claim(vault, path, root_name(path), set(names.values()))
+            within = _within_import(vault, path)
+            if within is not None:
+                inner[n] = within
+                names[n] = f"{within[0]}/{within[1]}"
+            else:
+                names[n] = _claim(vault, path, root_name(path), set(names.values()))
     for page in pages:
-        if page.root in names:
+        if page.root in inner:  # (its path as the earlier import has it: its folders tell its kind, as they did)
+            page.top, page.alias = inner[page.root][0], f"{inner[page.root][1]}/{page.alias}"
+        elif page.root in names:
             page.top = names[page.root]
     for att in attachments:
         att.target = f"sources/{names[att.root]}/{att.rel}"
     return names
+
+
+def _within_import(vault: Vault, folder: Path) -> tuple[str, str] | None:
+    """(name, path) when ``folder`` is a folder inside a folder imported before: the earlier
+    import's name in ``sources/`` and the folder's path under it (``People`` of ``notes``,
+    imported as ``sources/notes/``), read from the files imported from it. Then its files
+    are the notes they were, not a second copy under ``sources/People/``."""
+    real = os.path.realpath(folder)
+    for uri, path in vault.store.rows("SELECT uri, path FROM ingested WHERE substr(path, 1, ?) = ? ORDER BY path",
+                                      (len(real) + 1, real + os.sep)):
+        rel = Path(path).relative_to(real).with_suffix(".md").as_posix()
+        if not uri.startswith("sources/") or not uri.lower().endswith(f"/{rel}".lower()):
+            continue  # (a note moved since, or a file given alone)
+        name, _, inside = uri[len("sources/"): -len(rel) - 1].partition("/")
+        return (name, inside) if name and inside else None
+    return None
 
 
 def _gone(vault: Vault, names: dict[int, str], targets: set[str]) -> list[dict]:
