@@ -393,6 +393,24 @@ def test_a_folder_inside_one_imported_before_syncs_the_same_notes(tmp_path):
     assert "sources/g7/People/Ann.md" in out_links(v, "sources/g7/People/Cy.md")
 
 
+def test_notes_a_person_moved_stay_where_they_put_them_when_the_imported_folder_moves(tmp_path):
+    root = cli_vault(tmp_path)
+    src = write(tmp_path / "old" / "garden", {"Ann.md": "Ann is here.\n", "Ideas.md": "Ideas: ask [[Ann]].\n"})
+    assert memlink("ingest", str(src), vault=root).returncode == 0
+    for old, new in (("sources/garden/Ideas.md", "sources/garden/Archive/Ideas 2024.md"),
+                     ("sources/garden/Ann.md", "entities/ann.md")):
+        assert memlink("mv", old, new, vault=root).returncode == 0
+    moved = tmp_path / "new" / "garden"  # (a new machine, a restored backup)
+    moved.parent.mkdir()
+    src.rename(moved)
+    (moved / "Ann.md").write_text("Ann is here. She moved to Berlin.\n", encoding="utf-8")
+    out = json.loads(memlink("ingest", str(moved), "--prune", "--json", vault=root).stdout)
+    assert out["changed"] == ["entities/ann.md"] and not out["renamed"] and not out["deleted"] and not out["pruned"]
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md") if ".memlink" not in p.parts) == [
+        "entities/ann.md", "sources/garden/Archive/Ideas 2024.md"]
+    assert "Berlin" in Vault.open(root).read_note("entities/ann.md").fields["content"]
+
+
 def test_the_reingest_journey_edit_revert_move_delete_prune_undo(tmp_path):
     root = cli_vault(tmp_path)
     src = tmp_path / "a" / "notes"

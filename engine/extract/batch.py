@@ -55,7 +55,7 @@ import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -914,12 +914,16 @@ def _imported_as(vault: Vault, page: Page) -> str | None:
 def _moved(vault: Vault, page: Page) -> str | None:
     """The note of this very file that a person moved elsewhere in the vault (``memlink
     mv``): a source note named by the file's path in its folder (its names keep it) that
-    came from this file (its ``origin``)."""
+    came from this file (its ``origin``; or from the file at the same path in the folder
+    where it was, when that one is gone: the folder moved)."""
     real = str(page.real or page.path)
     key = " ".join(words(page.alias))
+    depth = len(PurePosixPath(page.alias).parts) + 1  # (the file's path in its folder, and the folder's name)
     for uri in sorted(vault.catalog.named([key]).get(key, ())):
         note = vault.read_note(uri)
-        if note.memory_type == "source" and str(note.fields.get("origin") or "") == real:
+        origin = str(note.fields.get("origin") or "")
+        if note.memory_type == "source" and (origin == real or origin and Path(origin).parts[-depth:] == Path(
+                real).parts[-depth:] and not os.path.exists(origin)):
             return uri
     return None
 
