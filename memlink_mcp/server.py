@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import inspect
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -39,7 +40,6 @@ from engine import MemlinkError, Vault, version
 from engine.errors import NoteNotFound, UriError
 from engine.index import SearchIndex
 from engine.model.text import counted, printable
-from engine.model.uris import normalize_uri
 from engine.storage.vault import VaultReadOnly
 from engine.storage.walk import check_note_target
 
@@ -64,7 +64,7 @@ Name = Annotated[str, Field(max_length=100)]
 Names = Annotated[list[Name], Field(max_length=50)]
 Day = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$")]
 Depth = Annotated[int, Field(ge=1, le=5)]
-Weight = Annotated[float, Field(ge=0, le=1)]
+Weight = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 
 
 def about(description: str, title: str | None = None) -> Any:
@@ -98,6 +98,12 @@ class MemlinkTools:
         self.vault = vault
         self.lock = threading.Lock()
         self.synced = 0.0
+        self.issued: set[str] = set()  # the action ids this server's writes returned: the only ones its undo takes
+
+    def issue(self, action: str | None) -> str | None:
+        if action is not None:
+            self.issued.add(action)
+        return action
 
     def fresh(self) -> None:
         """Pick up edits made outside this process (at most every FRESH_EVERY seconds)."""
@@ -137,8 +143,11 @@ class MemlinkTools:
     def recall(self, question: Annotated[Query, about("The question to find past chat turns for")], k: K = 5,
                session: Annotated[Short | None, about("Only turns of this chat session (sessions/<id>.jsonl)",
                                                       "Chat session")] = None) -> dict[str, Any]:
+        from engine.sessions.log import session_uri
         from engine.sessions.recall import TurnMemory
 
+        if session is not None:
+            session_uri(session)  # (a bad session id is an error, as in context)
         hits = TurnMemory.for_vault(self.vault).recall(question, k=k, session=session)
         return {"question": question, "turns": [h.to_json() for h in hits]}
 
@@ -231,7 +240,10 @@ class MemlinkTools:
         limit = self.vault.config.ingest.max_bytes
         if len(text.encode("utf-8")) > limit:
             raise MemlinkError(f"the memory is {len(text.encode('utf-8'))} bytes; ingest.max_bytes allows {limit}")
-        when = dt.date.fromisoformat(day) if day else dt.date.today()
+        try:
+            when = dt.date.fromisoformat(day) if day else dt.date.today()
+        except ValueError as exc:
+            raise MemlinkError(f"day {day!r} is not a day ({exc}); nothing was changed") from None
         extractor, health = choose_extractor(self.vault)
         ctx = ExtractContext("session", text, when, user_lines=[text])
         ops = ExtractLoop(self.vault, extractor).run(ctx)  # (the model is asked before the vault is locked)
@@ -245,7 +257,11 @@ class MemlinkTools:
                 action = log_action(self.vault, tx, "add_memory", ends[0], ends[-1],
                                     f"added a memory: {counted(len(written), 'note')}, "
                                     f"{counted(len(report.links_added), 'link')}")
-        return {"provider": health.provider, **report.to_json(), "action": action}
+        out = {"provider": health.provider, **report.to_json(), "action": self.issue(action)}
+        if action is None:
+            out["problems"] = [*out.get("problems", []), f"{extractor.name} found nothing to remember in the text: "
+                                                         "nothing was written (write_note keeps a text as it is)"]
+        return out
 
     def write_note(self, memory_type: MemoryTypeName,
                    title: Annotated[Short, about("The note's title (its name, topic or question, by type)")],
@@ -273,12 +289,12 @@ class MemlinkTools:
             target = check_note_target(target)
         except UriError as exc:
             raise MemlinkError(f"cannot write {exc}; nothing was changed") from None
-        if vault.exists(target):
-            raise MemlinkError(f"{target} exists already: edit_note changes its text; nothing was changed")
-        with vault.transaction() as tx:
+        with vault.transaction() as tx:  # (the check under the write lock: a file made meanwhile is never replaced)
+            if vault.exists(target) or vault.path(target).exists():
+                raise MemlinkError(f"{target} exists already: edit_note changes its text; nothing was changed")
             note = vault.write_note(memory_type, fields, uri=target)
             action = log_action(vault, tx, "write_note", note.uri, note.uri, f"wrote {note.uri}")
-        return {"uri": note.uri, "title": note.title(schema), "memory_type": memory_type, "action": action}
+        return {"uri": note.uri, "title": note.title(schema), "memory_type": memory_type, "action": self.issue(action)}
 
     def edit_note(self, uri: Uri, text: Annotated[Memory, about("The text to append, or the note's new text")],
                   mode: Annotated[Literal["append", "replace"], about(
@@ -292,26 +308,29 @@ class MemlinkTools:
 
         self.writable()
         vault = self.vault
-        note = vault.read_note(uri)
-        schema = vault.schema(note.memory_type)
-        name = schema.text_field
-        current = str(note.fields.get(name) or "")
+        if mode == "append" and old_text is not None:
+            raise MemlinkError("old_text is for mode replace (append adds to whatever the text is); nothing was changed")
         added = clean(text)
-        if mode == "append" and not added:
-            raise MemlinkError(f"{note.uri}: nothing to append; nothing was changed")
-        if mode == "append":
-            new = f"{current.rstrip()}\n\n{added}" if current.strip() else added
-        elif old_text is None or old_text != current:
-            raise MemlinkError(f"{note.uri}: old_text does not match the note's {name} as it is now (read it again "
-                               "with show_note); nothing was changed")
-        else:
-            new = added
-        if not new.strip() and name == schema.title_field:
-            raise MemlinkError(f"{note.uri}: the {name} cannot be empty; nothing was changed")
+        # The note read, compared and written under the write lock: an edit made meanwhile is never lost unseen.
         with vault.transaction() as tx:
+            note = vault.read_note(uri)
+            schema = vault.schema(note.memory_type)
+            name = schema.text_field
+            current = str(note.fields.get(name) or "")
+            if mode == "append" and not added:
+                raise MemlinkError(f"{note.uri}: nothing to append; nothing was changed")
+            if mode == "append":
+                new = f"{current.rstrip()}\n\n{added}" if current.strip() else added
+            elif old_text is None or old_text != current:
+                raise MemlinkError(f"{note.uri}: old_text does not match the note's {name} as it is now (read it again "
+                                   "with show_note); nothing was changed")
+            else:
+                new = added
+            if not new.strip() and name == schema.title_field:
+                raise MemlinkError(f"{note.uri}: the {name} cannot be empty; nothing was changed")
             vault.write_note(note.memory_type, {**note.fields, name: new}, uri=note.uri, replace=True)
             action = log_action(vault, tx, "edit_note", note.uri, note.uri, f"{mode} the {name} of {note.uri}")
-        return {"uri": note.uri, "field": name, "mode": mode, "text": new, "action": action}
+        return {"uri": note.uri, "field": name, "mode": mode, "text": new, "action": self.issue(action)}
 
     def delete_note(self, uri: Uri) -> dict[str, Any]:
         """Delete a note and its links, as one undoable action."""
@@ -319,11 +338,11 @@ class MemlinkTools:
 
         self.writable()
         vault = self.vault
-        uri = vault.read_note(uri).uri  # (a missing note or a bad path: the engine's own error)
         with vault.transaction() as tx:
+            uri = vault.read_note(uri).uri  # (a missing note or a bad path: the engine's own error)
             removed = vault.delete_note(uri)
             action = log_action(vault, tx, "delete_note", uri, uri, f"deleted {uri} and its {counted(removed, 'link')}")
-        return {"deleted": uri, "links_removed": removed, "action": action}
+        return {"deleted": uri, "links_removed": removed, "action": self.issue(action)}
 
     def undo(self, action: Annotated[Name, about(
             "The action id a write tool returned (write_note, edit_note, delete_note, move, link, unlink)",
@@ -334,7 +353,14 @@ class MemlinkTools:
         from engine.review.actions import undo
 
         self.writable()
-        return {"undone": undo(self.vault, action)}
+        if action not in self.issued:
+            raise MemlinkError(f"{action!r} is not an action a write of this session returned; nothing was changed "
+                               "(`memlink undo` takes back the vault's last action, whoever made it)")
+        try:
+            return {"undone": undo(self.vault, action)}
+        except MemlinkError as exc:  # (said without the ids of others' actions)
+            raise MemlinkError(_without_ids(str(exc)).replace("cannot undo action:", f"cannot undo action {action}:", 1)
+                               ) from None
 
     def link(self, from_uri: Annotated[Uri, about("The note the link goes from", "From note")],
              to_uri: Annotated[Uri, about("The note the link goes to", "To note")],
@@ -348,28 +374,25 @@ class MemlinkTools:
                                                    "Target lines")] = None,
              update: Annotated[bool, about("Change the link that exists already (only the fields given)")] = False,
              ) -> dict[str, Any]:
-        from engine.review.actions import last_action
         from engine.review.linkwrite import write_link
 
         self.writable()
         chosen = self.vault.config.link_table().require(link_type) if link_type else None
-        before = last_action(self.vault)
+        logged: list[str] = []
         link = write_link(self.vault, from_uri, to_uri, chosen, update=update, weight=weight, t_field=t_field,
-                          t_line_ranges=t_lines, match_text=match_text, description=description)
-        return {**link.model_dump(mode="json"), "action": _new_action(self.vault, before, ("link", "update-link"),
-                                                                      from_uri, to_uri)}
+                          t_line_ranges=t_lines, match_text=match_text, description=description, actions=logged)
+        return {**link.model_dump(mode="json"), "action": self.issue(logged[0] if logged else None)}
 
     def unlink(self, from_uri: Annotated[Uri, about("The note the links go from", "From note")],
                to_uri: Annotated[Uri, about("The note the links go to", "To note")],
                link_type: LinkTypeName = None) -> dict[str, Any]:
-        from engine.review.actions import last_action
         from engine.review.linkwrite import remove_link
 
         self.writable()
         chosen = self.vault.config.link_table().require(link_type) if link_type else None
-        before = last_action(self.vault)
-        removed = remove_link(self.vault, from_uri, to_uri, chosen)
-        return {"removed": removed, "action": _new_action(self.vault, before, ("unlink",), from_uri, to_uri)}
+        logged: list[str] = []
+        removed = remove_link(self.vault, from_uri, to_uri, chosen, actions=logged)
+        return {"removed": removed, "action": self.issue(logged[0] if logged else None)}
 
     def move(self, old_uri: Uri,
              new_uri: Annotated[Short, about("The new path (ending in .md), or a folder to move the note into", "New path")],
@@ -380,7 +403,8 @@ class MemlinkTools:
         self.writable()
         result = move_note(self.vault, old_uri, new_uri, rewrite_text=rewrite_wikilinks)
         return {"old": result.old, "new": result.new, "links": result.links, "moved_file": result.moved_file,
-                "mentions": [vars(m) for m in result.mentions], "rewritten": result.rewritten, "action": result.action}
+                "mentions": [vars(m) for m in result.mentions], "rewritten": result.rewritten,
+                "action": self.issue(result.action)}
 
     def ask(self, question: Annotated[Query, about("The research question for the next dream")],
             requirement: Annotated[Query | None, about("What a good answer must cover")] = None) -> dict[str, Any]:
@@ -412,16 +436,10 @@ class MemlinkTools:
             raise ResourceError(str(exc)) from None
 
 
-def _new_action(vault: Vault, before: dict[str, Any] | None, kinds: tuple[str, ...], *notes: str) -> str | None:
-    """The id of the undoable action a call just logged: the last one, when it is new, of
-    one of ``kinds`` and on these notes (None: it wrote nothing, or a change another
-    process logged since is last: an agent is never handed the user's action to undo)."""
-    from engine.review.actions import last_action
-
-    logged = last_action(vault)
-    if logged is None or logged == before or logged["action"] not in kinds:
-        return None
-    return logged["id"] if {normalize_uri(n) for n in notes} >= {logged["a"], logged["b"]} - {""} else None
+def _without_ids(message: str) -> str:
+    """An engine message with the action ids in it left out (an agent is never handed the
+    id of a change it did not make)."""
+    return re.sub(r",?\s*\b[0-9a-f]{32}\b", "", message)
 
 
 def clean(text: str) -> str:

@@ -13,8 +13,9 @@ from test_mcp import server
 
 from engine import LinkError, Vault
 from engine.lint.memo import check
-from engine.review.actions import undo
+from engine.review.actions import ACTION_LOG, undo
 from engine.review.linkwrite import LinkExists, write_link
+from engine.storage.jsonl import read_jsonl
 
 A, B = "entities/berth-planner-v2.md", "entities/havenlink.md"  # linked in the sample vault: belongs_to 0.90
 
@@ -159,7 +160,8 @@ def test_removing_a_folder_s_own_legacy_entry_or_a_link_to_a_deleted_note_is_und
 
 def test_an_agent_is_never_handed_the_action_of_a_change_made_after_its_own(sample, monkeypatch):
     """Another process's change logged between an agent's write and its reply is not
-    returned as the agent's: undoing it would reverse the user's change."""
+    returned as the agent's (undoing it would reverse the user's change): the agent gets
+    the id of its own write, which it may not undo while the user's change is last."""
     import engine.review.linkwrite as linkwrite
     from memlink_mcp.server import MemlinkTools
 
@@ -173,7 +175,12 @@ def test_an_agent_is_never_handed_the_action_of_a_change_made_after_its_own(samp
 
     monkeypatch.setattr(linkwrite, "write_link", and_then_the_user)
     tools = MemlinkTools(sample)
-    assert tools.link(a, b, "related_to")["action"] is None
+    mine = tools.link(a, b, "related_to")["action"]
+    logged = {r["id"]: r.get("action") for r in read_jsonl(sample.root / ACTION_LOG)}
+    assert logged[mine] == "link" and list(logged.values())[-1] == "unlink"
+    refused = tools.guarded(tools.undo)(mine)
+    assert refused.is_error and "not the last action" in refused.structured_content["error"]["message"]
+    assert not any(i in refused.structured_content["error"]["message"] for i in logged if i != mine)
     monkeypatch.setattr(linkwrite, "write_link", write)
     assert tools.link(a, "entities/havenlink.md", "related_to")["action"] is not None  # its own, when it is last
 

@@ -19,6 +19,8 @@ from mcp.client.stdio import StdioServerParameters
 
 from engine import Vault
 from engine.lint.memo import check
+from engine.review.actions import ACTION_LOG
+from engine.storage.jsonl import read_jsonl
 
 TOOLS = {"search", "recall", "context", "show_note", "graph_query", "recent", "list_reports", "lint_digest", "add_memory",
          "write_note", "edit_note", "delete_note", "undo", "link", "unlink", "ask", "move"}
@@ -305,9 +307,15 @@ async def test_undo_takes_back_only_the_clients_own_write_while_it_is_the_last_a
         assert refused.is_error
         message = refused.structured_content["error"]["message"]
         assert "not the last action" in message and "move" in message and "nothing was changed" in message
-        unknown = await client.call_tool("undo", {"action": "0" * 32})  # an id no action has: said so
+        users = next(r["id"] for r in reversed(read_jsonl(root / ACTION_LOG)) if r.get("action") == "move")
+        assert users not in message  # (the user's action is not named by its id)
+        unknown = await client.call_tool("undo", {"action": "0" * 32})  # an id none of its writes returned: refused
         message = unknown.structured_content["error"]["message"]
-        assert unknown.is_error and "no action of this vault has that id" in message and "nothing was changed" in message
+        assert unknown.is_error and "not an action a write of this session returned" in message
+        assert "nothing was changed" in message
+        # The user's own action, whatever its id: never the client's to undo.
+        theirs = await client.call_tool("undo", {"action": users})
+        assert theirs.is_error and "not an action a write of this session returned" in theirs.structured_content["error"]["message"]
         assert files(root) == after_move
         # Its own move, the last action, it may take back.
         mine = (await client.call_tool("move", {"old_uri": "entities/mochi-cat.md", "new_uri": MOCHI})).structured_content
@@ -329,3 +337,61 @@ async def test_write_note_is_refused_where_memlink_keeps_no_notes(tmp_path):
         made = await client.call_tool("write_note", {"memory_type": "entity", "title": "Ineke", "uri": "people/./ineke.md"})
         assert not made.is_error and made.structured_content["uri"] == "people/ineke.md"
     assert {k: v for k, v in files(root).items() if not k.startswith("people/")} == before
+
+
+def test_an_edit_or_a_new_note_is_checked_under_the_write_lock_so_a_change_made_meanwhile_is_kept(tmp_path, monkeypatch):
+    """What another writer (a person's editor, the app) changes while an agent's call
+    waits for the vault's lock is read by that call, never written over."""
+    from memlink_mcp.server import MemlinkTools
+
+    root = a_vault(tmp_path)
+    vault = Vault.open(root)
+    tools = MemlinkTools(vault)
+    opened = type(vault).transaction
+
+    def meanwhile(change):
+        def transaction(self, *args, **kwargs):
+            change()  # (made while the call waited for the lock)
+            monkeypatch.setattr(type(vault), "transaction", opened)
+            return opened(self, *args, **kwargs)
+        monkeypatch.setattr(type(vault), "transaction", transaction)
+
+    def persons_line():
+        note = root / MOCHI
+        note.write_text(note.read_text(encoding="utf-8").replace("content: ", "content: The person's line. ", 1),
+                        encoding="utf-8")
+
+    meanwhile(persons_line)
+    tools.edit_note(MOCHI, "The agent's line.")
+    content = Vault.open(root).read_note(MOCHI).fields["content"]
+    assert "The person's line." in content and "The agent's line." in content
+    meanwhile(lambda: (root / "entities/garden.md").write_text("my garden\n", encoding="utf-8"))
+    refused = tools.guarded(tools.write_note)("entity", "Garden", uri="entities/garden.md")
+    assert refused.is_error and "exists already" in refused.structured_content["error"]["message"]
+    assert (root / "entities/garden.md").read_text(encoding="utf-8") == "my garden\n"
+
+
+def test_writes_refuse_what_they_would_ignore_and_keep_text_out_of_paths_and_links(tmp_path):
+    from memlink_mcp.server import MemlinkTools
+
+    root = a_vault(tmp_path)
+    tools = MemlinkTools(Vault.open(root))
+    before = files(root)
+    for call, says in ((lambda: tools.edit_note(MOCHI, "x", mode="append", old_text="wrong"), "old_text is for mode replace"),
+                       (lambda: tools.recall("tea", session="../../etc/passwd"), "bad session id"),
+                       (lambda: tools.add_memory("I like tea.", day="2026-13-45"), "day '2026-13-45' is not a day"),
+                       (lambda: tools.write_note("entity", "Odd", uri="entities/haven\x1b[31mlink\u202eexe.md"),
+                        "no control or direction characters"),
+                       (lambda: tools.write_note("entity", "Odd", uri="entities/ spaced .md"), "no space at the start"),
+                       (lambda: tools.move(MOCHI, "entities/mo\nchi.md"), "no control or direction characters")):
+        refused = tools.guarded(call)()
+        assert refused.is_error and says in refused.structured_content["error"]["message"], refused.content
+        assert "\x1b" not in refused.structured_content["error"]["message"]
+    assert files(root) == before
+    linked = tools.link(MOCHI, "entities/hangzhou.md", "related_to", description="from\nthe \x1b]0;owned\x07cat\u202e")
+    assert linked["description"] == "from the cat"
+    asked = tools.ask("Where \x1b[2Jis\u202e Mochi?", requirement="\x07")
+    text = (root / asked["uri"]).read_text(encoding="utf-8")
+    assert "Where is Mochi?" in text and not any(c in text for c in "\x1b\x07\u202e")
+    quiet = tools.add_memory("Ok.")  # (nothing the rules take as a memory)
+    assert quiet["action"] is None and any("found nothing to remember" in p for p in quiet["problems"])

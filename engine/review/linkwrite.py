@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import LinkError
 from ..model.links import LinkType, StoredLink
+from ..model.text import printable
 from ..model.uris import normalize_uri
 from ..storage.writes import PERSON_LINKS, new_link, put_ops, remove_ops, unlink
 from .actions import log_action
@@ -44,13 +45,19 @@ def describe(link: StoredLink) -> str:
 def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | str | None = None, *,
                update: bool = False, weight: float | None = None, t_field: str | None = None,
                t_line_ranges: str | None = None, match_text: str | None = None,
-               description: str | None = None, link_id: str | None = None) -> StoredLink:
+               description: str | None = None, link_id: str | None = None,
+               actions: list[str] | None = None) -> StoredLink:
     """Link ``from_uri`` to ``to_uri`` on both sides, or, with ``update``, change the link
     they have (the one with ``link_id``, else the one of ``link_type``): only the fields
     given, the rest as they are (``match_text=""`` removes the anchor), undoable with
     `memlink undo`. Without ``update`` a pair linked already is refused (``LinkExists``),
-    nothing written. Returns the link as written."""
+    nothing written. The description is kept as one line of text (terminal escapes and
+    controls left out). Returns the link as written; the id of the action logged, if any,
+    goes to ``actions``."""
     from_uri, to_uri = normalize_uri(from_uri), normalize_uri(to_uri)
+    if description is not None:
+        description = " ".join(printable(description).split())
+    logged = actions if actions is not None else []
     # The check and the write in one unit of work, under the write lock: two processes
     # linking the same pair at once cannot both find it free.
     with vault.transaction() as tx:
@@ -65,7 +72,7 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
             made = vault.link(from_uri, to_uri, link_type, weight=NEW_LINK_WEIGHT if weight is None else weight, t_field=t_field,
                               t_line_ranges=t_line_ranges, match_text=match_text or None, description=description or "")
             tx.append(PERSON_LINKS, {"link": made.id, "from": from_uri, "to": to_uri})
-            log_action(vault, tx, "link", from_uri, to_uri, f"linked {from_uri} -> {to_uri} ({made.id})")
+            logged.append(log_action(vault, tx, "link", from_uri, to_uri, f"linked {from_uri} -> {to_uri} ({made.id})"))
             return made
         if not update:
             listed = "; ".join(describe(l) for l in existing)
@@ -97,16 +104,16 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
                          if getattr(old, k) != getattr(updated, k))
         tx.link_ops(remove_ops(old) + put_ops(updated))
         tx.append(PERSON_LINKS, {"link": old.id, "from": from_uri, "to": to_uri})
-        log_action(vault, tx, "update-link", from_uri, to_uri,
-                   f"updated the link {from_uri} -> {to_uri} ({old.id}): {', '.join(changed)}")
+        logged.append(log_action(vault, tx, "update-link", from_uri, to_uri,
+                                 f"updated the link {from_uri} -> {to_uri} ({old.id}): {', '.join(changed)}"))
         return updated
 
 
 def remove_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | str | None = None, *,
-                link_id: str | None = None) -> int:
+                link_id: str | None = None, actions: list[str] | None = None) -> int:
     """Remove the links from ``from_uri`` to ``to_uri`` (of one type, or all; or the one
     with ``link_id``) on both sides, undoable with `memlink undo`. Returns how many; none
-    found is an error, nothing written."""
+    found is an error, nothing written. The id of the action logged goes to ``actions``."""
     from_uri, to_uri = normalize_uri(from_uri), normalize_uri(to_uri)
     with vault.transaction() as tx:
         n = unlink(vault, tx, from_uri, to_uri, link_type, link_id)
@@ -114,5 +121,7 @@ def remove_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | 
         # (the notes the undo record keeps: a legacy entry's folder, or a note deleted since, is none)
         a, b = (u if vault.exists(u) else None for u in (from_uri, to_uri))
         a, b = a or b or from_uri, b or a or to_uri
-        log_action(vault, tx, "unlink", a, b, f"removed {n} link{'s' if n != 1 else ''} {from_uri} -> {to_uri}")
+        done = log_action(vault, tx, "unlink", a, b, f"removed {n} link{'s' if n != 1 else ''} {from_uri} -> {to_uri}")
+    if actions is not None:
+        actions.append(done)
     return n

@@ -25,6 +25,9 @@ def check_note_target(uri: str) -> str:
     the folders and files memlink keeps for itself (which the walk never reads as notes).
     UriError names the path and why otherwise."""
     uri = normalize_uri(uri)
+    if uri != printable_path(uri) or any(part != part.strip() for part in uri.split("/")):
+        raise UriError(f"{printable_path(uri)}: a note's path holds no control or direction characters, and no space at "
+                       "the start or end of a name")
     if not uri.endswith(".md"):
         raise UriError(f"{uri}: a note's path ends in .md")
     if uri.split("/")[0] in NON_NOTE_DIRS or uri in NON_NOTE_FILES:
