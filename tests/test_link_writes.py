@@ -273,3 +273,14 @@ def test_the_machine_s_link_writes_leave_a_link_a_person_changed_as_they_left_it
     sample.link_many([(B, "entities/hangzhou.md", "related_to", {"description": "the machine's"})], by_machine=True)
     assert next(l for l in sample.links.of(B, "links") if l.to_uri == "entities/hangzhou.md") == made
     assert sample.link(B, "entities/hangzhou.md", "caused_by").link_type.value == "caused_by"  # (a review action may)
+
+
+def test_a_person_s_link_into_lines_that_are_gone_points_at_the_whole_text_instead_of_going(sample):
+    target = "entities/mochi.md"
+    mine = write_link(sample, "entities/hangzhou.md", target, "related_to", t_line_ranges="1", description="mine")
+    note = sample.read_note(target)
+    field = sample.schema(note.memory_type).text_field
+    sample.write_note(note.memory_type, {**note.fields, field: "Something else entirely."}, uri=target, replace=True)
+    kept = next(l for l in sample.links.of(target, "backlinks") if l.id == mine.id)
+    assert kept.t_line_ranges is None and kept.description == "mine"
+    assert [f for f in check(Vault.open(sample.root)) if f.severity == "error"] == []

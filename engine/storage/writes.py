@@ -117,14 +117,22 @@ def supersede(vault: Vault, tx: Transaction, old_uri: str, new_uri: str, day: st
 
 def _range_corrections(vault: Vault, old: Note, new: Note) -> list[LinkOp]:
     """Links pointing into ``new`` follow their passage or are removed (docs/DESIGN.md,
-    "Vault format": `t_line_ranges`)."""
+    "Vault format": `t_line_ranges`); a person's link whose passage is gone points at the
+    whole field instead (unless the pair has such a link already)."""
     ops: list[LinkOp] = []
-    for link in vault.links.of(new.uri, "backlinks"):
+    into = vault.links.of(new.uri, "backlinks")
+    persons: set[str] | None = None
+    for link in into:
         if not link.t_line_ranges:
             continue
         fixed = correct_ranges(link.t_line_ranges, old.field_text(link.t_field), new.field_text(link.t_field), vault.matcher)
         if fixed is None:
-            ops += remove_ops(link)
+            persons = person_links(vault).ids if persons is None else persons
+            whole = (link.from_uri, link.to_uri, link.t_field, "")
+            if link.id in persons and not any(other.key == whole for other in into):
+                ops += put_ops(link.model_copy(update={"t_line_ranges": None}))
+            else:
+                ops += remove_ops(link)
         elif fixed != link.t_line_ranges:
             ops += put_ops(link.model_copy(update={"t_line_ranges": fixed}))
     return ops
