@@ -76,6 +76,7 @@ def test_check_exits_3_on_errors(tmp_path):
     (root / "entities" / "bad.md").write_text("nope\n")
     r = memlink("check", vault=root)
     assert r.returncode == 3 and "malformed_note" in r.stdout
+    assert "entities/bad.md: no YAML frontmatter" in r.stdout and "bad.md: entities/bad.md" not in r.stdout  # (named once)
 
 
 def test_vault_from_environment(tmp_path):

@@ -215,8 +215,8 @@ def failed_journals(ctx: CheckContext) -> Iterator[Finding]:
 
 @register(integrity=True)
 def malformed_notes(ctx: CheckContext) -> Iterator[Finding]:
-    for uri, error in ctx.malformed.items():
-        yield _problem("structure", "error", "malformed_note", uri, error)
+    for uri, error in ctx.malformed.items():  # (the finding names the note: its error does too, first)
+        yield _problem("structure", "error", "malformed_note", uri, error.removeprefix(f"{uri}: "))
 
 
 @register(integrity=True)
