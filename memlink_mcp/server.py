@@ -291,6 +291,11 @@ class MemlinkTools:
             raise MemlinkError(f"cannot write {exc}; nothing was changed") from None
         with vault.transaction() as tx:  # (the check under the write lock: a file made meanwhile is never replaced)
             if vault.exists(target) or vault.path(target).exists():
+                try:
+                    vault.read_note(target)
+                except MemlinkError as exc:
+                    raise MemlinkError(f"{target} is there already, a file that is not a note ({exc}); nothing was "
+                                       "changed") from None
                 raise MemlinkError(f"{target} exists already: edit_note changes its text; nothing was changed")
             note = vault.write_note(memory_type, fields, uri=target)
             action = log_action(vault, tx, "write_note", note.uri, note.uri, f"wrote {note.uri}")

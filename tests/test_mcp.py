@@ -367,7 +367,8 @@ def test_an_edit_or_a_new_note_is_checked_under_the_write_lock_so_a_change_made_
     assert "The person's line." in content and "The agent's line." in content
     meanwhile(lambda: (root / "entities/garden.md").write_text("my garden\n", encoding="utf-8"))
     refused = tools.guarded(tools.write_note)("entity", "Garden", uri="entities/garden.md")
-    assert refused.is_error and "exists already" in refused.structured_content["error"]["message"]
+    message = refused.structured_content["error"]["message"]
+    assert refused.is_error and "is there already, a file that is not a note" in message and "no YAML frontmatter" in message
     assert (root / "entities/garden.md").read_text(encoding="utf-8") == "my garden\n"
 
 
