@@ -41,6 +41,18 @@ def test_link_checks(vault):
         assert code in codes
 
 
+def test_two_sides_that_differ_are_reported_with_what_differs_and_where(vault):
+    a, b = make_pair(vault)
+    vault.link(b.uri, a.uri, "belongs_to", description="one")
+    car = vault.root / "entities" / ".relations.json"  # (the side in a's folder)
+    entries = json.loads(car.read_text())
+    entries[0].update(weight=0.2, description="edited by hand")
+    car.write_text(json.dumps(entries))
+    found = [f for f in findings(vault, "links") if f.code == "mismatched_link"]
+    assert len(found) == 1 and "differ in weight, description" in found[0].message
+    assert "entities/.relations.json" in found[0].message and "preferences/.relations.json" in found[0].message
+
+
 def test_self_link_is_reported(vault):
     a, _ = make_pair(vault)
     link = {"id": "self", "from_uri": a.uri, "to_uri": a.uri, "link_type": "related_to", "weight": 1.0,

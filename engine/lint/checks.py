@@ -274,7 +274,11 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
             yield _problem("links", "error", "one_sided_link", where,
                            f"{link.id} {link.from_uri} -> {link.to_uri} has no {other_dir} entry{why}")
         elif direction == "links" and not twin.same_record(link):
-            yield _problem("links", "error", "mismatched_link", where, f"{link.id}: the two sides differ")
+            differ = [k for k in ("from_uri", "to_uri", "link_type", "weight", "t_field", "t_line_ranges", "match_text",
+                                  "description", "created_at") if getattr(twin, k) != getattr(link, k)]
+            yield _problem("links", "error", "mismatched_link", where,
+                           f"{link.id}: the two sides differ in {', '.join(differ) or 'their records'} "
+                           f"({sidecar_rel(folder)} and {sidecar_rel(other_folder)}: edit one to match the other)")
         if direction != "links":
             continue
         for end, uri in (("from", link.from_uri), ("to", link.to_uri)):
