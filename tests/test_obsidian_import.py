@@ -357,25 +357,6 @@ def test_a_file_whose_properties_alone_changed_is_reported_changed_with_the_link
     assert set(out_links(Vault.open(root), kickoff)) == {"sources/g/Hermes.md"}
 
 
-def test_wikilinks_mv_rewrites_in_an_imported_page_do_not_stop_its_file_s_later_changes(tmp_path):
-    root = cli_vault(tmp_path)
-    src = write(tmp_path / "n", {"Ann.md": "Ann is here.\n", "Plan.md": "Plan: ask [[Ann]].\n",
-                                 "Mine.md": "Mine: ask [[Ann]].\n"})
-    plan, mine = "sources/n/Plan.md", "sources/n/Mine.md"
-    assert memlink("ingest", str(src), vault=root).returncode == 0
-    edited = (root / mine).read_text(encoding="utf-8").replace("Mine: ask", "Mine, edited: ask")
-    (root / mine).write_text(edited, encoding="utf-8")  # a person's edit in the vault
-    r = memlink("mv", "sources/n/Ann.md", "entities/ann.md", "--rewrite-wikilinks", vault=root)
-    assert r.returncode == 0 and "wikilinks rewritten in 2 notes" in r.stdout, r.stdout
-    for name in ("Plan", "Mine"):
-        (src / f"{name}.md").write_text((src / f"{name}.md").read_text(encoding="utf-8") + "Budget approved.\n",
-                                        encoding="utf-8")
-    out = json.loads(memlink("ingest", str(src), "--json", vault=root).stdout)
-    assert out["changed"] == [plan] and [e["source"] for e in out["edited"]] == [mine]
-    assert "Budget approved." in Vault.open(root).read_note(plan).fields["content"]
-    assert set(out_links(Vault.open(root), plan)) == {"entities/ann.md"}
-
-
 def test_a_folder_inside_one_imported_before_syncs_the_same_notes(tmp_path):
     v = Vault.init(tmp_path / "vault", name="test")
     src = write(tmp_path / "g7", {"People/Ann.md": "Ann. Knows [[Bob]].\n", "People/Bob.md": "Bob.\n",

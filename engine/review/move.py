@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import MemlinkError, NoteNotFound, UriError
 from ..model.blocks import links_span
-from ..model.imported import IMPORTED_KEY, as_imported, note_sha
 from ..model.links import Direction, StoredLink
-from ..model.notes import parse_note, serialize_note
+from ..model.notes import parse_note
 from ..model.uris import normalize_uri, uri_dir
 from ..storage.sidecars import LinkOp, PutLink, RemoveLink, owner_of
 from ..storage.walk import check_note_target
@@ -210,11 +209,7 @@ def _rewrite(vault: Vault, tx: Transaction, uris: list[str], old: str, new: str)
         for start, end, piece in reversed(parts):
             new_text = new_text[:start] + piece + new_text[end:]
         if new_text != text:
-            note = parse_note(new_text, uri, vault.types)
-            if as_imported(parse_note(text, uri, vault.types)):  # (an imported page: the rewrite is no edit of a person's)
-                note.extra = {**note.extra, IMPORTED_KEY: note_sha(note)}
-                new_text = serialize_note(note, vault.schema(note.memory_type), new_text)
-            tx.put_text(uri, new_text, note)
+            tx.put_text(uri, new_text, parse_note(new_text, uri, vault.types))
             done.append(uri)
     return done
 
