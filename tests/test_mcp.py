@@ -389,6 +389,8 @@ def test_writes_refuse_what_they_would_ignore_and_keep_text_out_of_paths_and_lin
         assert refused.is_error and says in refused.structured_content["error"]["message"], refused.content
         assert "\x1b" not in refused.structured_content["error"]["message"]
     assert files(root) == before
+    for name in ("entities/👩\u200d💻 dev.md", "entities/می\u200cخواهم.md", "entities/a\u00a0b.md"):  # (joiners, a no-break space)
+        assert tools.guarded(tools.write_note)("entity", "Fine", uri=name)["uri"] == name
     linked = tools.link(MOCHI, "entities/hangzhou.md", "related_to", description="from\nthe \x1b]0;owned\x07cat\u202e")
     assert linked["description"] == "from the cat"
     asked = tools.ask("Where \x1b[2Jis\u202e Mochi?", requirement="\x07")

@@ -372,6 +372,10 @@ def test_a_folder_inside_one_imported_before_syncs_the_same_notes(tmp_path):
         "g7/People/Ann.md", "g7/People/Bob.md", "g7/People/Cy.md", "g7/Projects/X.md"]
     assert v.read_note("sources/g7/People/Ann.md") == ann  # its kind and folder as the first import said
     assert "sources/g7/People/Ann.md" in out_links(v, "sources/g7/People/Cy.md")
+    ingest_batch(v, [src / "People" / "Aaron.md" if (src / "People" / "Aaron.md").exists() else
+                     write(src, {"People/Aaron.md": "Aaron.\n"}) / "People" / "Aaron.md"], extractor=RULES)
+    ingest_batch(v, [src / "People"], extractor=RULES)  # (a file of it imported alone since: still that import's folder)
+    assert not (v.root / "sources" / "People").exists()
 
 
 def test_notes_a_person_moved_stay_where_they_put_them_when_the_imported_folder_moves(tmp_path):
@@ -390,6 +394,21 @@ def test_notes_a_person_moved_stay_where_they_put_them_when_the_imported_folder_
     assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md") if ".memlink" not in p.parts) == [
         "entities/ann.md", "sources/garden/Archive/Ideas 2024.md"]
     assert "Berlin" in Vault.open(root).read_note("entities/ann.md").fields["content"]
+
+
+def test_a_folder_of_the_same_name_never_takes_the_note_of_another_import_s_file(tmp_path):
+    root = cli_vault(tmp_path)
+    a = write(tmp_path / "a" / "garden", {"Ann.md": "Ann from A.\n"})
+    b = write(tmp_path / "b" / "garden", {"Other.md": "Other from B.\n"})
+    for folder in (a, b):
+        assert memlink("ingest", str(folder), vault=root).returncode == 0
+    assert memlink("mv", "sources/garden/Ann.md", "entities/ann.md", vault=root).returncode == 0
+    shutil.rmtree(a)
+    write(b, {"Ann.md": "Ann from B.\n"})
+    assert memlink("ingest", str(b), vault=root).returncode == 0
+    v = Vault.open(root)
+    assert v.read_note("entities/ann.md").fields["content"] == "Ann from A."
+    assert v.read_note("sources/garden-2/Ann.md").fields["content"] == "Ann from B."
 
 
 def test_the_reingest_journey_edit_revert_move_delete_prune_undo(tmp_path):

@@ -530,19 +530,17 @@ def _claim(vault: Vault, folder: Path, name: str, taken: set[str]) -> str:
 
 
 def _name_roots(vault: Vault, paths: list[Path], pages: list[Page], attachments: list[Attachment]) -> dict[int, str]:
-    """Each folder given's place in ``sources/`` (``_claim``; a folder inside one imported
-    before, ``_within_import``: that import's place for it), set on its pages and
-    attachments."""
+    """Each folder given's place in ``sources/`` (where it went before, ``_earlier_place``,
+    else ``_claim``), set on its pages and attachments."""
     names: dict[int, str] = {}
     inner: dict[int, tuple[str, str]] = {}  # root -> (the earlier import's name, the folder's path in it)
     for n, path in enumerate(map(Path, paths)):
         if path.is_dir():
-            within = _within_import(vault, path)
-            if within is not None:
-                inner[n] = within
-                names[n] = f"{within[0]}/{within[1]}"
-            else:
-                names[n] = _claim(vault, path, root_name(path), set(names.values()))
+            place = _earlier_place(vault, path)
+            if place is not None and "/" in place:
+                name, _, inside = place.partition("/")
+                inner[n] = (name, inside)
+            names[n] = place or _claim(vault, path, root_name(path), set(names.values()))
     for page in pages:
         if page.root in inner:  # (its path as the earlier import has it: its folders tell its kind, as they did)
             page.top, page.alias = inner[page.root][0], f"{inner[page.root][1]}/{page.alias}"
@@ -553,19 +551,21 @@ def _name_roots(vault: Vault, paths: list[Path], pages: list[Page], attachments:
     return names
 
 
-def _within_import(vault: Vault, folder: Path) -> tuple[str, str] | None:
-    """(name, path) when ``folder`` is a folder inside a folder imported before: the earlier
-    import's name in ``sources/`` and the folder's path under it (``People`` of ``notes``,
-    imported as ``sources/notes/``), read from the files imported from it. Then its files
-    are the notes they were, not a second copy under ``sources/People/``."""
+def _earlier_place(vault: Vault, folder: Path) -> str | None:
+    """Where in ``sources/`` the files of ``folder`` went when it was imported before, read
+    from the ingest registry: its own name there (``notes-2``), or, for a folder inside a
+    folder imported before, that import's name and the folder's path under it
+    (``notes/People``). Then its files are the notes they were: not a second copy under
+    ``sources/People/``, and not the notes of another folder of the same name."""
     real = os.path.realpath(folder)
     for uri, path in vault.store.rows("SELECT uri, path FROM ingested WHERE substr(path, 1, ?) = ? ORDER BY path",
                                       (len(real) + 1, real + os.sep)):
         rel = Path(path).relative_to(real).with_suffix(".md").as_posix()
         if not uri.startswith("sources/") or not uri.lower().endswith(f"/{rel}".lower()):
             continue  # (a note moved since, or a file given alone)
-        name, _, inside = uri[len("sources/"): -len(rel) - 1].partition("/")
-        return (name, inside) if name and inside else None
+        place = uri[len("sources/"): -len(rel) - 1]
+        if place:
+            return place
     return None
 
 
@@ -938,9 +938,17 @@ def _moved(vault: Vault, page: Page) -> str | None:
         note = vault.read_note(uri)
         origin = str(note.fields.get("origin") or "")
         if note.memory_type == "source" and (origin == real or origin and Path(origin).parts[-depth:] == Path(
-                real).parts[-depth:] and not os.path.exists(origin)):
+                real).parts[-depth:] and not os.path.exists(origin) and _imported_under(vault, origin, page.top)):
             return uri
     return None
+
+
+def _imported_under(vault: Vault, path: str, top: str | None) -> bool:
+    """Whether the file at ``path`` was imported into ``sources/<top>/`` (the ingest
+    registry: where its note was put), so a folder of the same name elsewhere, another
+    import, does not take its note."""
+    row = vault.store.row("SELECT uri FROM ingested WHERE path = ? LIMIT 1", (path,))
+    return row is not None and row[0].startswith(f"sources/{top}/" if top is not None else "sources/")
 
 
 def _remember(vault: Vault, sha: str, uri: str, path: str) -> None:

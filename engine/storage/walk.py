@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from ..errors import UriError
 from ..model.files import kind_of
-from ..model.text import printable_path
+from ..model.text import printable, printable_path
 from ..model.uris import normalize_uri, utf8_name
 from .atomic import TMP_SUFFIX
 from .store import STATE_DIR
@@ -25,7 +25,7 @@ def check_note_target(uri: str) -> str:
     the folders and files memlink keeps for itself (which the walk never reads as notes).
     UriError names the path and why otherwise."""
     uri = normalize_uri(uri)
-    if uri != printable_path(uri) or any(part != part.strip() for part in uri.split("/")):
+    if printable(uri) != uri or "\n" in uri or "\t" in uri or any(part != part.strip() for part in uri.split("/")):
         raise UriError(f"{printable_path(uri)}: a note's path holds no control or direction characters, and no space at "
                        "the start or end of a name")
     if not uri.endswith(".md"):
