@@ -14,8 +14,10 @@ from test_mcp import server
 from engine import LinkError, Vault
 from engine.lint.memo import check
 from engine.review.actions import ACTION_LOG, undo
-from engine.review.linkwrite import LinkExists, write_link
+from engine.review.linkwrite import LinkExists, remove_link, write_link
+from engine.review.move import move_note
 from engine.storage.jsonl import read_jsonl
+from engine.storage.writes import person_links
 
 A, B = "entities/berth-planner-v2.md", "entities/havenlink.md"  # linked in the sample vault: belongs_to 0.90
 
@@ -264,13 +266,13 @@ def test_the_machine_s_link_writes_leave_a_link_a_person_changed_as_they_left_it
     old = the_link(sample)
     # (what extraction and ingest write: the merge rule, "description latest")
     same = {"t_field": old.t_field, "t_line_ranges": old.t_line_ranges, "weight": 0.5}  # (the same link: its key)
-    sample.link_many([(A, B, old.link_type.value, {**same, "description": "the machine's words"})], by_machine=True)
+    sample.link_many([(A, B, old.link_type.value, {**same, "description": "the machine's words"})], persons=person_links(sample))
     assert the_link(sample).description == "the machine's words"
     mine = write_link(sample, A, B, update=True, description="what I know of them")
-    sample.link_many([(A, B, "related_to", {**same, "description": "the machine's words again"})], by_machine=True)
+    sample.link_many([(A, B, "related_to", {**same, "description": "the machine's words again"})], persons=person_links(sample))
     assert the_link(Vault.open(sample.root)) == mine
     made = write_link(sample, B, "entities/hangzhou.md", "related_to", description="mine from the start")
-    sample.link_many([(B, "entities/hangzhou.md", "related_to", {"description": "the machine's"})], by_machine=True)
+    sample.link_many([(B, "entities/hangzhou.md", "related_to", {"description": "the machine's"})], persons=person_links(sample))
     assert next(l for l in sample.links.of(B, "links") if l.to_uri == "entities/hangzhou.md") == made
     assert sample.link(B, "entities/hangzhou.md", "caused_by").link_type.value == "caused_by"  # (a review action may)
 
@@ -284,3 +286,28 @@ def test_a_person_s_link_into_lines_that_are_gone_points_at_the_whole_text_inste
     kept = next(l for l in sample.links.of(target, "backlinks") if l.id == mine.id)
     assert kept.t_line_ranges is None and kept.description == "mine"
     assert [f for f in check(Vault.open(sample.root)) if f.severity == "error"] == []
+
+
+def test_what_a_person_s_link_writes_say_is_taken_back_by_undo_and_follows_a_move(sample):
+    h, m = "entities/hangzhou.md", "entities/mochi.md"
+    remove_link(sample, A, B)
+    assert (A, B) in person_links(sample).removed
+    undo(sample)  # the unlink taken back: the machine may write that pair again
+    assert (A, B) not in person_links(sample).removed
+    old = the_link(sample)
+    write_link(sample, A, B, update=True, description="mine")
+    assert old.id in person_links(sample).ids
+    undo(sample)
+    assert old.id not in person_links(sample).ids
+    write_link(sample, h, m, "related_to")
+    remove_link(sample, h, m)
+    move_note(sample, m, "entities/mochi-cat.md")  # the unlinked pair goes with the note
+    assert sample.link_many([(h, "entities/mochi-cat.md", "related_to", {})], persons=person_links(sample)) == []
+    assert not [l for l in sample.links.of(h, "links") if l.to_uri == "entities/mochi-cat.md"]
+
+
+def test_the_machine_leaves_a_pair_alone_whatever_field_or_lines_the_person_s_link_points_into(sample):
+    h, m = "entities/hangzhou.md", "entities/mochi.md"
+    mine = write_link(sample, h, m, "related_to", t_line_ranges="1")
+    assert sample.link_many([(h, m, "related_to", {"description": "the machine's"})], persons=person_links(sample)) == []
+    assert [l.id for l in sample.links.of(h, "links") if l.to_uri == m] == [mine.id]

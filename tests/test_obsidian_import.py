@@ -310,6 +310,12 @@ def test_a_link_a_person_changed_is_neither_rewritten_nor_removed_by_a_reimport(
     assert (f"{apollo} -> {jane}: its file no longer states it; kept, as a person changed it (`memlink unlink` "
             "removes it)") in r.stdout and " removed," not in r.stdout
     assert the_link() == ("Jane leads Apollo since 2024", 0.6)
+    # Narrowed by the person to lines of her note: the file still names her, so nothing is said, nor linked twice.
+    assert memlink("link", apollo, jane, "--update", "--t-lines", "1", vault=root).returncode == 0
+    (src / "Apollo.md").write_text("# Apollo\n\nApollo is run by [[Jane Doe]]. Budget: 4M.\n", encoding="utf-8")
+    r = memlink("ingest", str(src), vault=root)
+    assert r.returncode == 0 and "kept, as a person changed it" not in r.stdout
+    assert [l.t_line_ranges for l in Vault.open(root).links.of(apollo, "links")] == ["1"]
     # A link the import made and no one changed still goes with its reference.
     (src / "Jane Doe.md").write_text("# Jane Doe\n\nAn engineer on [[Apollo]].\n", encoding="utf-8")
     assert memlink("ingest", str(src), vault=root).returncode == 0

@@ -23,6 +23,7 @@ from ..llm import Breaker, LLMError
 from ..model.text import counted
 from ..storage.atomic import atomic_write_text
 from ..storage.vault import Vault
+from ..storage.writes import person_links
 from .draft import dream_context, keep_earlier_answers, llm_operations, mark_drafted, rules_operations
 from .operations import check_dream_operations, resolve_dream
 from .topics import NOTHING_YET, OPEN, PARTLY, Topic, discover
@@ -211,7 +212,7 @@ def handle_topic(vault: Vault, provider: Provider | None, topic: Topic, report: 
             status = "done" if provider else PARTLY
             vault.write_note("report_candidate", {"status": status, "report_uri": written[0]}, uri=topic.candidate)
             vault.link_many([(topic.candidate, uri, default, {"description": "answered by this report"})
-                             for uri in written], by_machine=True)
+                             for uri in written], persons=person_links(vault))
     report.written += [uri for uri in written if uri not in report.written]  # (two topics may write one report)
     report.links_added += len(run.links_added)
     report.skipped += [f"{topic.question}: {p}" for p in run.problems]

@@ -71,7 +71,7 @@ from ..model.uris import normalize_uri
 from ..model.yamlio import MAX_DEPTH, nesting, plain, safe_load
 from ..retrieve.names import TEXT_SUFFIXES, NameIndex, Scope, file_names, path_key
 from ..review.actions import log_action
-from ..storage.writes import person_links
+from ..storage.writes import PersonLinks, person_links
 from .autolink import Reference, find_property_references, find_references, reference_link, stated
 from .context import ExtractContext
 from .documents import DOCUMENT_KEYS, Converted, copy_in, copy_state, document_fields, read_input
@@ -728,6 +728,7 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
     contents = {page.note: page.body.strip() for page in written}
     batch = {page.note for page in written}
     unfinished: dict[int, str] = {}  # id(page) -> why its memories and links did not land
+    persons = person_links(vault)  # (read once: a person's say on links, which the import's writes leave alone)
     for i, page in enumerate(written):
         if progress:
             progress(i, len(written))
@@ -750,7 +751,7 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
             refs = _references(vault, page, NameIndex.for_vault(vault), scope, reports[id(page)], extractor, result,
                                contents)
             step = "nothing of its memories and links was written"
-            _land(vault, page, plan, refs, reports[id(page)], result)
+            _land(vault, page, plan, refs, reports[id(page)], result, persons)
         except (MemlinkError, OSError) as exc:
             unfinished[id(page)] = f"{step}: {_why(exc)}"
     # Only now is a file done: its SHA-256 is recorded.
@@ -860,11 +861,12 @@ def _why(exc: BaseException) -> str:
 
 
 def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None, refs: list[tuple],
-          report: RunReport, result: BatchResult) -> None:
+          report: RunReport, result: BatchResult, persons: PersonLinks) -> None:
     """One file's memories (``plan``), its references' links and its memories' links, the
     audit record and the end of its pending mark, in one transaction. A file that changed
-    loses the links to pages its text no longer references."""
+    loses the links to pages its text no longer references, but a person's (``persons``)."""
     links = list(refs)
+    named = {to for frm, to, _t, _spec in refs if frm == page.note}  # (the notes the file names now)
     gone: list = []
     with vault.transaction() as tx:
         if plan is not None:
@@ -880,13 +882,13 @@ def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None
             unstated = [old for old in vault.links.of(page.note, "links")
                         if (old.to_uri, old.match_text or old.description) in page.stated_before
                         and (old.to_uri, old.t_line_ranges or "") not in now]
-            persons = person_links(vault).ids if unstated else set()
-            gone += [old for old in unstated if old.id not in persons]
+            gone += [old for old in unstated if old.id not in persons.ids]
             for old in gone:
                 vault.unlink(old.from_uri, old.to_uri, link_id=old.id)
                 result.links_removed.append({"from": old.from_uri, "to": old.to_uri})
-            result.links_kept_for_you += [{"from": old.from_uri, "to": old.to_uri} for old in unstated if old.id in persons]
-        landed = write_links(vault, links) if links else []
+            result.links_kept_for_you += [{"from": old.from_uri, "to": old.to_uri} for old in unstated
+                                          if old.id in persons.ids and old.to_uri not in named]
+        landed = write_links(vault, links, persons) if links else []
         note = vault.read_note(page.note)
         if is_pending(note):
             note.extra = {k: v for k, v in note.extra.items() if k != PENDING_KEY}

@@ -18,6 +18,7 @@ from ..errors import MemlinkError
 from ..model.merge import is_edit
 from ..model.text import counted
 from ..retrieve.names import NameIndex
+from ..storage.writes import PersonLinks, person_links
 from .autolink import find_references, reference_link
 from .context import ExtractContext
 from .operations import item_fields, links_of
@@ -186,13 +187,14 @@ class MemoryUpdater:
         tx.append(f".memlink/audit/{dt.date.today().isoformat()}.jsonl", entry)
 
 
-def write_links(vault: Vault, specs: list[tuple]) -> list[tuple]:
-    """Write link specs on both sides in one transaction, a person's links left as they are;
-    (link, whether it is new) each."""
+def write_links(vault: Vault, specs: list[tuple], persons: PersonLinks | None = None) -> list[tuple]:
+    """Write link specs on both sides in one transaction, where the person has not had
+    their say on the pair (``persons``, read here when not given); (link, whether it is
+    new) each."""
     existing = {(l.from_uri, l.to_uri, l.link_type.value) for f in {s[0] for s in specs}
                 for l in vault.links.of(f, "links")}
     out = []
-    for link in vault.link_many(specs, by_machine=True):
+    for link in vault.link_many(specs, persons=persons if persons is not None else person_links(vault)):
         key = (link.from_uri, link.to_uri, link.link_type.value)
         out.append((link, key not in existing))
         existing.add(key)

@@ -40,12 +40,14 @@ from ..storage.journal import DeleteFile, WriteFile, WriteSidecar
 from ..storage.jsonl import keep_newest, read_jsonl
 from ..storage.sidecars import PutLink, RemoveLegacy, RemoveLink, folder_text, read_folder, rewritten_whole
 from ..storage.transaction import sidecar_rel, text_hash
+from ..storage.writes import PERSON_LINKS
 
 if TYPE_CHECKING:
     from ..storage.transaction import Transaction
     from ..storage.vault import Vault
 
 ACTIONS = ("keep-a", "keep-b", "merge", "dismiss", "research")
+PERSONS_ACTIONS = ("link", "update-link", "unlink", "move")  # the actions that record a person's links (PERSON_LINKS)
 ACTION_LOG = ".memlink/review/actions.jsonl"  # vault-relative: a journal op appends to it
 # Bytes of undo history (~900 actions, each with the texts it replaced); past it the log
 # keeps its newer half.
@@ -517,6 +519,8 @@ def undo(vault: Vault, action_id: str | None = None) -> str:
                               f"on {entry['a']} / {entry['b']}, {entry_id(entry)}); nothing was changed")
         _restore(tx, entry)
         tx.append(ACTION_LOG, {"at": _now(), "undo": entry_id(entry)})
+        if entry["action"] in PERSONS_ACTIONS:  # (what it said of a person's links no longer holds)
+            tx.append(PERSON_LINKS, {"undone": entry_id(entry)})
     for folder in entry.get("folders") or ():  # the folders it made (deepest first), once undo left them empty
         try:
             vault.path(folder).rmdir()  # (only an empty folder goes: one a file was put in since stays)

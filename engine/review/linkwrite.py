@@ -71,8 +71,8 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
                                 "link type)" if update else "a new link needs a link type")
             made = vault.link(from_uri, to_uri, link_type, weight=NEW_LINK_WEIGHT if weight is None else weight, t_field=t_field,
                               t_line_ranges=t_line_ranges, match_text=match_text or None, description=description or "")
-            tx.append(PERSON_LINKS, {"link": made.id, "from": from_uri, "to": to_uri})
             logged.append(log_action(vault, tx, "link", from_uri, to_uri, f"linked {from_uri} -> {to_uri} ({made.id})"))
+            tx.append(PERSON_LINKS, {"link": made.id, "from": from_uri, "to": to_uri, "action": logged[-1]})
             return made
         if not update:
             listed = "; ".join(describe(l) for l in existing)
@@ -103,9 +103,9 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
         changed = sorted(k for k in ("link_type", "weight", "t_field", "t_line_ranges", "match_text", "description")
                          if getattr(old, k) != getattr(updated, k))
         tx.link_ops(remove_ops(old) + put_ops(updated))
-        tx.append(PERSON_LINKS, {"link": old.id, "from": from_uri, "to": to_uri})
         logged.append(log_action(vault, tx, "update-link", from_uri, to_uri,
                                  f"updated the link {from_uri} -> {to_uri} ({old.id}): {', '.join(changed)}"))
+        tx.append(PERSON_LINKS, {"link": old.id, "from": from_uri, "to": to_uri, "action": logged[-1]})
         return updated
 
 
@@ -117,11 +117,11 @@ def remove_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | 
     from_uri, to_uri = normalize_uri(from_uri), normalize_uri(to_uri)
     with vault.transaction() as tx:
         n = unlink(vault, tx, from_uri, to_uri, link_type, link_id)
-        tx.append(PERSON_LINKS, {"removed": True, "from": from_uri, "to": to_uri})
         # (the notes the undo record keeps: a legacy entry's folder, or a note deleted since, is none)
         a, b = (u if vault.exists(u) else None for u in (from_uri, to_uri))
         a, b = a or b or from_uri, b or a or to_uri
         done = log_action(vault, tx, "unlink", a, b, f"removed {n} link{'s' if n != 1 else ''} {from_uri} -> {to_uri}")
+        tx.append(PERSON_LINKS, {"removed": True, "from": from_uri, "to": to_uri, "action": done})
     if actions is not None:
         actions.append(done)
     return n

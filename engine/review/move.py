@@ -24,6 +24,7 @@ from ..model.notes import parse_note
 from ..model.uris import normalize_uri, uri_dir
 from ..storage.sidecars import LinkOp, PutLink, RemoveLink, owner_of
 from ..storage.walk import check_note_target
+from ..storage.writes import PERSON_LINKS, person_links
 from .actions import log_action
 
 if TYPE_CHECKING:
@@ -116,6 +117,10 @@ def move_note(vault: Vault, old: str, new: str, *, rewrite_text: bool = False) -
         if rewrite_text and result.mentions:
             result.rewritten = _rewrite(vault, tx, sorted({m.uri for m in result.mentions}), old, new)
         result.action = log_action(vault, tx, "move", old, new, result.message())
+        for a, b in sorted(person_links(vault).removed):  # (a pair the person unlinked stays unlinked where it went)
+            if old in (a, b):
+                tx.append(PERSON_LINKS, {"removed": True, "from": new if a == old else a, "to": new if b == old else b,
+                                         "action": result.action})
     return result
 
 

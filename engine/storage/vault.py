@@ -357,12 +357,13 @@ class Vault:
                     description=description, created_at=created_at)
         return self.link_many([(from_uri, to_uri, link_type, spec)])[0]
 
-    def link_many(self, specs: list[writes.LinkSpec], *, by_machine: bool = False) -> list[StoredLink]:
+    def link_many(self, specs: list[writes.LinkSpec], *, persons: writes.PersonLinks | None = None) -> list[StoredLink]:
         """Write many links, each on both sides, in one unit of work (all or none). Each
         spec is (from_uri, to_uri, link_type, {weight, t_field, t_line_ranges, match_text,
-        description, created_at}). ``by_machine``: a person's link is left as it is."""
+        description, created_at}). With ``persons`` (the machine's writes), a person's say
+        on a pair stands (``writes.link_many``)."""
         with self.transaction() as tx:
-            return writes.link_many(self, tx, specs, by_machine=by_machine)
+            return writes.link_many(self, tx, specs, persons=persons)
 
     def unlink(self, from_uri: str, to_uri: str, link_type: LinkType | str | None = None,
                link_id: str | None = None) -> int:

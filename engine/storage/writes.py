@@ -50,9 +50,14 @@ class PersonLinks(NamedTuple):
 
 
 def person_links(vault: Vault) -> PersonLinks:
-    """What ``PERSON_LINKS`` says, in order (a line that cannot be read is left out)."""
+    """What ``PERSON_LINKS`` says, in order, without the records of actions undone since
+    (a line that cannot be read is left out)."""
+    records = read_jsonl(vault.root / PERSON_LINKS, strict=False)
+    undone = {r["undone"] for r in records if isinstance(r.get("undone"), str)}
     out = PersonLinks(set(), set())
-    for record in read_jsonl(vault.root / PERSON_LINKS, strict=False):
+    for record in records:
+        if record.get("action") in undone:
+            continue
         pair = (str(record.get("from")), str(record.get("to")))
         if isinstance(record.get("link"), str):
             out.ids.add(record["link"])
@@ -121,6 +126,7 @@ def _range_corrections(vault: Vault, old: Note, new: Note) -> list[LinkOp]:
     whole field instead (unless the pair has such a link already)."""
     ops: list[LinkOp] = []
     into = vault.links.of(new.uri, "backlinks")
+    keys = {link.key for link in into}
     persons: set[str] | None = None
     for link in into:
         if not link.t_line_ranges:
@@ -129,7 +135,8 @@ def _range_corrections(vault: Vault, old: Note, new: Note) -> list[LinkOp]:
         if fixed is None:
             persons = person_links(vault).ids if persons is None else persons
             whole = (link.from_uri, link.to_uri, link.t_field, "")
-            if link.id in persons and not any(other.key == whole for other in into):
+            if link.id in persons and whole not in keys:
+                keys.add(whole)
                 ops += put_ops(link.model_copy(update={"t_line_ranges": None}))
             else:
                 ops += remove_ops(link)
@@ -154,25 +161,28 @@ def remove_ops(link: StoredLink) -> list[LinkOp]:
             RemoveLink(folder=uri_dir(link.to_uri), id=link.id, direction="backlinks")]
 
 
-def link_many(vault: Vault, tx: Transaction, specs: list[LinkSpec], *, by_machine: bool = False) -> list[StoredLink]:
+def link_many(vault: Vault, tx: Transaction, specs: list[LinkSpec], *, persons: PersonLinks | None = None
+              ) -> list[StoredLink]:
     """Each link merged with an existing one of the same key (engine.model.links.merge_link),
-    written on both sides; a legacy entry for the same pair gives way to it. ``by_machine``
-    (extraction, ingest, the dream): a person's link (``PERSON_LINKS``) is left as it is, and
-    a pair the person unlinked is not linked again."""
+    written on both sides; a legacy entry for the same pair gives way to it. With
+    ``persons`` (``person_links``: the machine's writes, extraction, ingest and the dream), a
+    pair with a person's link is left as it is (whatever its field and lines), and a pair
+    the person unlinked is not linked again."""
     ops: list[LinkOp] = []
     planned: dict[tuple, StoredLink] = {}
     order: list[tuple] = []
-    persons = person_links(vault) if by_machine else None
+    theirs: dict[str, set[str]] = {}  # from-note -> the notes it has a person's link to
     for from_uri, to_uri, link_type, spec in specs:
-        if persons is not None and (normalize_uri(from_uri), normalize_uri(to_uri)) in persons.removed:
-            continue  # a pair the person unlinked stays unlinked
+        if persons is not None:
+            pair = (normalize_uri(from_uri), normalize_uri(to_uri))
+            if pair[0] not in theirs:
+                theirs[pair[0]] = {l.to_uri for l in vault.links.of(pair[0], "links") if l.id in persons.ids}
+            if pair in persons.removed or pair[1] in theirs[pair[0]]:
+                continue  # the person's say on this pair stands
         candidate = new_link(vault, from_uri, to_uri, link_type, **spec)
         existing = planned.get(candidate.key) or existing_link(vault, candidate.key)
-        if existing is not None and persons is not None and existing.id in persons.ids:
-            merged = existing  # a person's link stays as they left it
-        else:
-            merged = merge_link(existing, candidate.model_copy(update={"id": existing.id, "created_at": existing.created_at})
-                                if existing else candidate)
+        merged = merge_link(existing, candidate.model_copy(update={"id": existing.id, "created_at": existing.created_at})
+                            if existing else candidate)
         planned[merged.key] = merged
         order.append(merged.key)
         for old in vault.links.of(merged.from_uri, "links"):
