@@ -24,7 +24,6 @@ from __future__ import annotations
 import datetime as dt
 import inspect
 import json
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -355,7 +354,7 @@ class MemlinkTools:
              ) -> dict[str, Any]:
         """Undo one of this client's writes, only while it is the last action: never a
         change the user (or another client) made since."""
-        from engine.review.actions import undo
+        from engine.review.actions import entry_id, last_action, undo
 
         self.writable()
         if action not in self.issued:
@@ -363,9 +362,9 @@ class MemlinkTools:
                                "(`memlink undo` takes back the vault's last action, whoever made it)")
         try:
             return {"undone": undo(self.vault, action)}
-        except MemlinkError as exc:  # (said without the ids of others' actions)
-            raise MemlinkError(_without_ids(str(exc)).replace("cannot undo action:", f"cannot undo action {action}:", 1)
-                               ) from None
+        except MemlinkError as exc:  # (said without the id of the action after it: the user's, perhaps)
+            last = last_action(self.vault)
+            raise MemlinkError(str(exc) if last is None else str(exc).replace(f", {entry_id(last)}", "")) from None
 
     def link(self, from_uri: Annotated[Uri, about("The note the link goes from", "From note")],
              to_uri: Annotated[Uri, about("The note the link goes to", "To note")],
@@ -439,12 +438,6 @@ class MemlinkTools:
             raise ResourceNotFoundError(str(exc)) from None
         except (MemlinkError, OSError) as exc:  # a note that does not parse, a file gone meanwhile
             raise ResourceError(str(exc)) from None
-
-
-def _without_ids(message: str) -> str:
-    """An engine message with the action ids in it left out (an agent is never handed the
-    id of a change it did not make)."""
-    return re.sub(r",?\s*\b[0-9a-f]{32}\b", "", message)
 
 
 def clean(text: str) -> str:
