@@ -311,3 +311,11 @@ def test_the_machine_leaves_a_pair_alone_whatever_field_or_lines_the_person_s_li
     mine = write_link(sample, h, m, "related_to", t_line_ranges="1")
     assert sample.link_many([(h, m, "related_to", {"description": "the machine's"})], persons=person_links(sample)) == []
     assert [l.id for l in sample.links.of(h, "links") if l.to_uri == m] == [mine.id]
+
+
+def test_a_contradiction_found_between_notes_a_person_linked_is_still_said(sample):
+    h, m = "entities/hangzhou.md", "entities/mochi.md"
+    write_link(sample, h, m, "related_to", description="mine")
+    made = sample.link_many([(h, m, "contradicts", {"description": "they disagree"}),
+                             (h, m, "caused_by", {"description": "the machine's view"})], persons=person_links(sample))
+    assert [l.link_type.value for l in made] == ["contradicts"]

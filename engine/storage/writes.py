@@ -166,18 +166,21 @@ def link_many(vault: Vault, tx: Transaction, specs: list[LinkSpec], *, persons: 
     """Each link merged with an existing one of the same key (engine.model.links.merge_link),
     written on both sides; a legacy entry for the same pair gives way to it. With
     ``persons`` (``person_links``: the machine's writes, extraction, ingest and the dream), a
-    pair with a person's link is left as it is (whatever its field and lines), and a pair
-    the person unlinked is not linked again."""
+    pair with a person's link is left as it is (whatever its field and lines; a found
+    contradiction or newer version is still said), and a pair the person unlinked is not
+    linked again."""
     ops: list[LinkOp] = []
     planned: dict[tuple, StoredLink] = {}
     order: list[tuple] = []
     theirs: dict[str, set[str]] = {}  # from-note -> the notes it has a person's link to
+    table = vault.config.link_table()
+    news = (table.role("conflict"), table.role("supersedes"))  # (not a view of the pair: news about it)
     for from_uri, to_uri, link_type, spec in specs:
         if persons is not None:
             pair = (normalize_uri(from_uri), normalize_uri(to_uri))
             if pair[0] not in theirs:
                 theirs[pair[0]] = {l.to_uri for l in vault.links.of(pair[0], "links") if l.id in persons.ids}
-            if pair in persons.removed or pair[1] in theirs[pair[0]]:
+            if pair in persons.removed or (pair[1] in theirs[pair[0]] and table.require(link_type) not in news):
                 continue  # the person's say on this pair stands
         candidate = new_link(vault, from_uri, to_uri, link_type, **spec)
         existing = planned.get(candidate.key) or existing_link(vault, candidate.key)
