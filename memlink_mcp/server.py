@@ -63,7 +63,7 @@ Name = Annotated[str, Field(max_length=100)]
 Names = Annotated[list[Name], Field(max_length=50)]
 Day = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$")]
 Depth = Annotated[int, Field(ge=1, le=5)]
-Weight = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+Weight = Annotated[float, Field(ge=0, le=1)]
 
 
 def about(description: str, title: str | None = None) -> Any:

@@ -178,8 +178,9 @@ def link_many(vault: Vault, tx: Transaction, specs: list[LinkSpec], *, persons: 
     for from_uri, to_uri, link_type, spec in specs:
         if persons is not None:
             pair = (normalize_uri(from_uri), normalize_uri(to_uri))
-            if pair[0] not in theirs:
-                theirs[pair[0]] = {l.to_uri for l in vault.links.of(pair[0], "links") if l.id in persons.ids}
+            if pair[0] not in theirs:  # (a vault no person linked by hand reads nothing more)
+                theirs[pair[0]] = {l.to_uri for l in vault.links.of(pair[0], "links")
+                                   if l.id in persons.ids} if persons.ids else set()
             if pair in persons.removed or (pair[1] in theirs[pair[0]] and table.require(link_type) not in news):
                 continue  # the person's say on this pair stands
         candidate = new_link(vault, from_uri, to_uri, link_type, **spec)
