@@ -585,6 +585,58 @@ def test_whatsapp_import_again_adds_nothing_and_a_newer_export_adds_only_its_new
     assert import_chat(vault, beside, RulesTurnExtractor()).events_added == 0 and len(logs(vault.root)) == 3
 
 
+def test_a_newer_whatsapp_export_reads_its_dates_as_the_chat_was_imported_or_says_which_sessions_are_wrong(vault, tmp_path):
+    chat = tmp_path / "WhatsApp Chat with Ana.txt"
+    import_chat(vault, write(chat, "05/01/2026, 19:15 - Ana: hi\n06/01/2026, 19:02 - Bo: yo\n"), RulesTurnExtractor())
+    # Nothing in the newer file settles the order, and its 12-hour clock alone would say month first.
+    write(chat, "05/01/2026, 19:15 - Ana: hi\n06/01/2026, 19:02 - Bo: yo\n07/01/2026, 9:00 pm - Ana: later\n")
+    report = import_chat(vault, chat, RulesTurnExtractor())
+    assert report.events_added == 1 and "dates read day/month, as when this chat was imported before" in report.assumed
+    assert sorted(s[:10] for s in logs(vault.root)) == ["2026-01-05", "2026-01-06", "2026-01-07"]
+    # A first export read month first (a 12-hour clock), then one whose day 13 says day first: refused.
+    first = tmp_path / "WhatsApp Chat with Priya.txt"
+    import_chat(vault, write(first, "05/01/2026, 9:15 am - Priya: Dentist moved to Friday\n"
+                                    "06/01/2026, 7:02 pm - Sam: I paid the electricity bill\n"), RulesTurnExtractor())
+    before = logs(vault.root)
+    wrong = sorted(s for s in before if "priya" in s)
+    assert [s[:10] for s in wrong] == ["2026-05-01", "2026-06-01"]
+    write(first, first.read_text(encoding="utf-8") + "13/01/2026, 8:00 pm - Priya: Mum's birthday dinner on Sunday\n")
+    with pytest.raises(MemlinkError) as caught:
+        import_chat(vault, first, RulesTurnExtractor())
+    message = str(caught.value)
+    assert "imported before with its dates read month/day, and this export's line 3 shows they are day/month" in message
+    assert all(s.removesuffix(".jsonl") in message for s in wrong) and message.endswith("nothing was imported")
+    assert logs(vault.root) == before
+
+
+def test_a_message_edited_since_it_was_imported_keeps_its_words_and_the_newer_messages_import(vault, tmp_path):
+    chat = tmp_path / "WhatsApp Chat with Ana.txt"
+    import_chat(vault, write(chat, "14/02/2026, 18:00 - Ana: Dinner at Casa Lisboa at 8?\n14/02/2026, 18:01 - Leo: Sure\n"),
+                RulesTurnExtractor())
+    before = logs(vault.root)
+    write(chat, "14/02/2026, 18:00 - Ana: Dinner at Casa Lisboa at 9? <This message was edited>\n"
+                "14/02/2026, 18:01 - Leo: Sure\n15/02/2026, 10:00 - Ana: Lovely evening\n")
+    report = import_chat(vault, chat, RulesTurnExtractor())
+    assert (report.events_added, report.edited) == (1, 1)
+    assert any(line.startswith("edited after they were imported: 1 message, kept as first imported")
+               for line in report.left_out_lines())
+    for session, text in before.items():
+        assert logs(vault.root)[session] == text  # a log is never rewritten
+    assert [e.content for e in events_of(vault.root)] == ["Dinner at Casa Lisboa at 8?", "Sure", "Lovely evening"]
+    # Telegram marks an edit with the time it was made.
+    chat_tg = _telegram_chat("Bo", 4242)
+    import_chat(vault, dump(tmp_path / "result.json", chat_tg), RulesTurnExtractor(), me="Bo")
+    chat_tg["messages"][4] |= {"text": "Rehearsal moved to Thursday", "edited": "2024-03-02T11:00:00"}
+    chat_tg["messages"].append({"id": 6, "type": "message", "date": "2024-03-03T09:00:00", "from": "Bo",
+                                "from_id": "user22", "text": "See you there"})
+    report = import_chat(vault, dump(tmp_path / "result.json", chat_tg), RulesTurnExtractor(), me="Bo")
+    assert (report.events_added, report.edited) == (1, 1)
+    # A message whose words changed with no edit mark is another message under a known id: refused.
+    del chat_tg["messages"][4]["edited"]
+    with pytest.raises(MemlinkError, match="already used with a different role or content"):
+        import_chat(vault, dump(tmp_path / "result.json", chat_tg), RulesTurnExtractor(), me="Bo")
+
+
 @pytest.mark.parametrize("text, fmt, words", [
     ("Chat with Ana\n12/30/23, 9:41 PM - Ana: hi\n", "whatsapp", ["line 1: not the start of a WhatsApp message", "'Chat with Ana'"]),
     ("\n\nhello there\n", "whatsapp", ["line 3: not the start of a WhatsApp message"]),

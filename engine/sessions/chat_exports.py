@@ -130,6 +130,7 @@ class Conversation:
     left_out: Counter[str] = field(default_factory=Counter)  # what was not imported, by kind: "system messages": 2
     unnamed: bool = False  # no id in the export: its session is named by its title and start time
     off_branch: list[str] = field(default_factory=list)  # ids of its messages not on the current branch
+    edited: set[str] = field(default_factory=set)  # ids of its messages the export marks as edited (a messaging app)
 
 
 @dataclass
@@ -138,6 +139,9 @@ class Export:
     conversations: list[Conversation] = field(default_factory=list)
     me: list[str] = field(default_factory=list)  # a messaging chat: the senders imported as the user
     assumed: list[str] = field(default_factory=list)  # what the reader assumed, for the report to say
+    # A WhatsApp chat whose dates could be read either way: whether they were read month
+    # first, and the line whose date settles that ("" when nothing in the file does).
+    dates: tuple[bool, str] | None = None
 
 
 def sniff(text: str) -> str:
@@ -183,17 +187,20 @@ def _first_line(text: str, i: int) -> str:
 
 
 def read_export(text: str, fmt: str, source: str, known: Iterable[str] = (), me: str | None = None,
-                me_rule: str = "--me") -> Export:
+                me_rule: str = "--me", months_first: bool | None = None) -> Export:
     """The export's conversations as import records, every one checked (``source`` names
     the file in errors; ``known`` are the vault's session ids, so a conversation renamed
     since an earlier import keeps its session; ``me``: a messaging chat's sender whose
-    messages are the user's; ``me_rule``: how ``me`` was chosen, for the report). The
+    messages are the user's; ``me_rule``: how ``me`` was chosen, for the report;
+    ``months_first``: read a WhatsApp chat's dates so, whatever the file says). The
     array is read one conversation at a time: only the text and the records are held,
     never the whole export as objects."""
     by_hash = {s.rsplit("-", 1)[-1]: s for s in known if re.search(rf"-[0-9a-f]{{{HASH_LEN}}}$", s)}
     if fmt in MESSENGERS:
-        chats = _whatsapp(text, source) if fmt == "whatsapp" else _telegram(text, source)
-        return _people(fmt, chats, source, by_hash, me, me_rule)
+        chats = _whatsapp(text, source, months_first) if fmt == "whatsapp" else _telegram(text, source)
+        out = _people(fmt, chats, source, by_hash, me, me_rule)
+        out.dates = chats[0].dates if fmt == "whatsapp" else None
+        return out
     model: type[GPTConversation | ClaudeConversation] = GPTConversation if fmt == "chatgpt" else ClaudeConversation
     out = Export(fmt)
     for n, raw in _items(text, source, EXPORTS[fmt]):
@@ -401,6 +408,7 @@ class _Said:
     sender_id: str  # what names the sender for --me besides the name (Telegram's `from_id`)
     text: str
     ts: str  # ISO, the local time the export shows
+    edited: bool = False  # the export marks it as edited since it was sent
 
 
 @dataclass
@@ -414,6 +422,7 @@ class _Chat:
     left_out: Counter[str] = field(default_factory=Counter)
     owner: str | None = None  # the exporting account's sender id (Telegram's whole-account export)
     assumed: list[str] = field(default_factory=list)  # what reading it assumed (WhatsApp's date order)
+    dates: tuple[bool, str] | None = None  # (Export.dates)
 
 
 def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], me: str | None,
@@ -451,6 +460,8 @@ def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], 
             mine = user in (said.sender, said.sender_id)
             if mine and said.sender not in out.me:
                 out.me.append(said.sender)
+            if said.edited:
+                conversation.edited.add(str(said.mid))
             try:
                 _add(conversation, said.mid, "user" if mine else "assistant", said.text, said.ts, chat.name,
                      speaker=said.sender)
@@ -557,11 +568,12 @@ def _header(line: str) -> re.Match[str] | None:
     return _WA_ANDROID.match(line) or _WA_IOS.match(line)
 
 
-def _whatsapp(text: str, source: str) -> list[_Chat]:
+def _whatsapp(text: str, source: str, force: bool | None = None) -> list[_Chat]:
     """The chat's messages. Whether a date is day or month first is settled by the whole
     file (a first field above 12 is a day, a second one a month); when nothing settles it,
     a 12-hour clock says month first (as the US writes dates), else day first, and the
-    import says which was assumed. A message's id is made of its time, its sender and its
+    import says which was assumed (``force``: months first or not, whatever the file
+    says: how a chat imported before was read). A message's id is made of its time, its sender and its
     place among that sender's messages of that minute (WhatsApp gives none), so a newer
     export of the chat makes the same ids."""
     starts: list[tuple[int, re.Match[str], list[str]]] = []
@@ -583,10 +595,18 @@ def _whatsapp(text: str, source: str) -> list[_Chat]:
         raise ExportError(f"{source} line {max(day_first, month_first)}: its date is written month first, and line "
                           f"{min(day_first, month_first)}'s day first: not one WhatsApp export; nothing was imported")
     months_first = month_first is not None
-    if ambiguous and day_first is None and month_first is None:
+    if force is not None:
+        months_first = force
+        if ambiguous:
+            chat.dates = (force, "")
+            chat.assumed.append(f"dates read {'month/day' if force else 'day/month'}, as when this chat was imported before")
+    elif ambiguous and day_first is None and month_first is None:
         months_first = any(m[7] for _, m, _ in starts)
         order = "month/day (a 12-hour clock, as in the US)" if months_first else "day/month (a 24-hour clock)"
         chat.assumed.append(f"dates read {order}: no day in the file is above 12 to say which comes first")
+        chat.dates = (months_first, "")
+    elif ambiguous:
+        chat.dates = (months_first, f"line {month_first or day_first}")
     seen: Counter[tuple[str, str]] = Counter()
     for n, m, more in starts:
         a, b, c = m[1], m[2], m[3]
@@ -598,6 +618,8 @@ def _whatsapp(text: str, source: str) -> list[_Chat]:
             when = dt.datetime(int(year) + (2000 if len(year) <= 2 else 0), int(month), int(day), hour, int(m[5]),
                                int(m[6] or 0))
         except ValueError:
+            if force is not None and ambiguous:  # (a date the forced order cannot read: no import read it so)
+                continue
             raise ExportError(f"{source} line {n}: {m[0][: m.start(8)].strip(' -–[]')!r} is not a date and time; "
                               "nothing was imported") from None
         head, colon, body = _sender_and_text(m[8])
@@ -620,9 +642,10 @@ def _whatsapp(text: str, source: str) -> list[_Chat]:
         elif marked:  # (iOS: a notice, named after the chat or a person)
             chat.left_out[SYSTEM] += 1
             continue
-        words = _WA_EDITED.sub("", f"{first}\n{rest}").strip()
+        whole = f"{first}\n{rest}"
+        words = _WA_EDITED.sub("", whole).strip()
         if words:
-            chat.said.append(_Said(mid, sender, sender, words, ts))
+            chat.said.append(_Said(mid, sender, sender, words, ts, edited=bool(_WA_EDITED.search(whole))))
         elif not media:
             chat.left_out[NO_TEXT] += 1
     return [chat]
@@ -674,6 +697,7 @@ class TGMessage(_Part):
     poll: Any = None
     location_information: Any = None
     contact_information: Any = None
+    edited: Any = None  # when it was edited, if it was
 
     def words(self) -> str:
         """The text: a string, or a list of strings and entities (a link, bold text) each with its own."""
@@ -728,7 +752,8 @@ def _telegram(text: str, source: str) -> list[_Chat]:
             words = message.words().strip()
             if words:
                 sender = message.sender or message.from_id or "unknown sender"
-                chat.said.append(_Said(message.id, sender, message.from_id or sender, words, message.date))
+                chat.said.append(_Said(message.id, sender, message.from_id or sender, words, message.date,
+                                       edited=message.edited is not None))
             elif not message.media():
                 chat.left_out[NO_TEXT] += 1
         chats.append(chat)

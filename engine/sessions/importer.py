@@ -25,7 +25,7 @@ from ..llm import Breaker, LLMError, LLMInvalidOutput
 from ..llm.registry import selection
 from ..model.text import counted
 from ..storage.jsonl import JsonlError, invalid, read_numbered, read_records
-from .chat_exports import EXPORTS, FORMATS, MESSENGERS, read_export, sniff, some
+from .chat_exports import EXPORTS, FORMATS, MESSENGERS, ExportError, read_export, sniff, some
 from .events import COMMIT, REPLACED, ImportRecord, SessionEvent, TurnMemoryRecord
 from .extract import LLMTurnExtractor, RulesTurnExtractor
 from .log import Turn, append_events, project_turns, read_events, session_uri
@@ -55,6 +55,7 @@ class ImportReport:
     undated: list[str] = field(default_factory=list)  # time stamps naming no day (the first few; their memories: today)
     undated_count: int = 0
     replaced: int = 0  # messages imported before, no longer on their conversation's current branch
+    edited: int = 0  # messages imported before and edited since (a messaging app): kept as first imported
     me: list[str] = field(default_factory=list)  # a WhatsApp or Telegram chat: the senders imported as the user
     assumed: list[str] = field(default_factory=list)  # what the reader assumed (who is the user, a date order)
 
@@ -80,6 +81,9 @@ class ImportReport:
         lines += self.assumed
         if self.unnamed:
             lines.append(f"conversations without an id (named by their title and start time): {self.unnamed}")
+        if self.edited:
+            lines.append(f"edited after they were imported: {counted(self.edited, 'message')}, kept as first imported "
+                         "(a session's log is never rewritten; the export holds the new text)")
         if self.replaced:
             lines.append(f"replaced since the last import (an answer regenerated, a prompt edited): "
                          f"{counted(self.replaced, 'message')}, left out of recall and memory from now on")
@@ -226,9 +230,17 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
         folder = vault.root / "sessions"
         known = [p.stem for p in folder.glob("*.jsonl")] if folder.is_dir() else []
         export = read_export(text, fmt, str(path), known, me)
+        if export.dates is not None:
+            try:
+                flipped = read_export(text, fmt, str(path), known, me, months_first=not export.dates[0])
+            except ExportError:  # (--me names no sender of the days the other order can read)
+                flipped = None
+            export = _as_before(vault, export, flipped, path) if flipped is not None else export
+        months_first = export.dates[0] if export.dates is not None else None
         earlier = _earlier_me(vault, export)
         if me is None and earlier and set(earlier) != set(export.me):  # (a newer export of a chat: "you" as before)
-            export = read_export(text, fmt, str(path), known, earlier[0], "as when this chat was imported before")
+            export = read_export(text, fmt, str(path), known, earlier[0], "as when this chat was imported before",
+                                 months_first)
         elif me is not None and earlier and set(earlier) != set(export.me):
             raise MemlinkError(f"{path}: this chat was imported before with {some(earlier)} as you (user), and --me "
                                f"names {some(export.me)}; a chat's log is never rewritten, so import it with --me "
@@ -242,8 +254,10 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
         for conversation in export.conversations:
             left_out.update(conversation.left_out)
             report.unnamed += conversation.unnamed
-            if conversation.records:
-                by_session[conversation.session].extend(conversation.records)
+            records = _without_edits(vault, conversation)
+            report.edited += len(conversation.records) - len(records)
+            if records:
+                by_session[conversation.session].extend(records)
                 labels.setdefault(conversation.session, conversation.label)
             marks = _replaced(vault, conversation)
             if marks:
@@ -315,6 +329,47 @@ def _replaced(vault: Vault, conversation: Any) -> list[SessionEvent]:
     marked = {e.content for e in events if e.kind == REPLACED}
     return [SessionEvent(session=conversation.session, id=f"{mid}~replaced", role="system", kind=REPLACED, content=mid,
                          ts=logged[mid].ts) for mid in conversation.off_branch if mid in logged and mid not in marked]
+
+
+def _without_edits(vault: Vault, conversation: Any) -> list[ImportRecord]:
+    """The conversation's records but those its export marks as edited whose id its log
+    holds with other words: the log is never rewritten, and appending the new words would
+    put them out of their place in the conversation."""
+    if not conversation.edited or not vault.path(session_uri(conversation.session)).is_file():
+        return list(conversation.records)
+    logged = {e.key: e.content for e in read_events(vault, conversation.session)}
+    return [r for r in conversation.records
+            if r.key not in conversation.edited or logged.get(r.key, r.content) == r.content]
+
+
+def _as_before(vault: Vault, export: Any, flipped: Any, path: Path) -> Any:
+    """A WhatsApp chat whose dates read either way (day/month, month/day) is read as when
+    it was imported before: the other reading when only its messages are in the vault's
+    logs. A file that settles the order against an earlier import is refused, naming the
+    sessions that import dated wrongly (a log is never rewritten)."""
+    ours, theirs = _logged(vault, export), _logged(vault, flipped)
+    mine = {r.key for c in export.conversations for r in c.records}
+    wrong = sorted({s for s, key in theirs if key not in mine})
+    if not wrong or {key for _, key in ours} - {r.key for c in flipped.conversations for r in c.records}:
+        return export
+    months_first, settled = export.dates
+    if not settled:
+        return flipped
+    order, other = ("month/day", "day/month") if months_first else ("day/month", "month/day")
+    raise MemlinkError(f"{path}: this chat was imported before with its dates read {other}, and this export's {settled} "
+                       f"shows they are {order}: the sessions {some(wrong)} hold its messages under wrong days. Delete "
+                       "them from sessions/ (each .jsonl and .memories.json; notes committed from them stay) and import "
+                       "this export again; nothing was imported")
+
+
+def _logged(vault: Vault, export: Any) -> set[tuple[str, str]]:
+    """(session, message id) of the export's messages that the sessions' logs hold."""
+    out = set()
+    for conversation in export.conversations:
+        if conversation.records and vault.path(session_uri(conversation.session)).is_file():
+            logged = {e.key for e in read_events(vault, conversation.session)}
+            out |= {(conversation.session, r.key) for r in conversation.records if r.key in logged}
+    return out
 
 
 def _sessions_of(vault: Vault, export: Any) -> list[str]:
