@@ -112,14 +112,20 @@ settled() {
 keys() { tmux send-keys -t "$session" "$@"; }
 
 # quit: escape (back) until the footer offers q (no text box has the keys), then q, and
-# the app ends (y if it asks first; a bound, not a speed). A key sent while a pane is
-# still being switched lands on the pane being left (a q in its text box): then again.
+# the app ends (y if it asks first; a bound, not a speed). Each escape waits for the
+# screen to change before the next: escapes sent ahead of a slow pane switch would each
+# step further back through the history, past the panes that offer q. A key sent while a
+# pane is still being switched lands on the pane being left (a q in its text box): then again.
 quit() {
+  local before
   for _ in $(seq 5); do
     settled
     for _ in $(seq 10); do
       screen | grep -qF " q Quit" && break
-      keys Escape; settled
+      before=$(screen)
+      keys Escape
+      for _ in $(seq 150); do [ "$(screen)" != "$before" ] && break; sleep 0.1; done
+      settled
     done
     wait_for quit-key " q Quit"
     keys q
