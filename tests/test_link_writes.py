@@ -53,6 +53,20 @@ def test_an_update_changes_only_the_fields_given_and_undo_puts_the_link_back(sam
     assert [f for f in check(Vault.open(sample.root)) if f.severity == "error"] == []
 
 
+def test_a_pair_an_old_uris_reason_entry_links_is_refused_and_its_update_keeps_the_reason(sample):
+    profile, tom = "profile.md", "entities/tom-vermeulen.md"  # the sample's `{uris, reason}` entry
+    before = sidecars(sample.root)
+    with pytest.raises(LinkExists, match=r"related_to 1.00 \"Tom is Lena's partner.\" \(rel_legacy_1\)"):
+        write_link(sample, profile, tom, "related_to")
+    assert sidecars(sample.root) == before
+    updated = write_link(sample, profile, tom, update=True, weight=0.8)
+    assert (updated.weight, updated.description, updated.legacy) == (0.8, "Tom is Lena's partner.", False)
+    assert [(l.id, l.legacy) for l in Vault.open(sample.root).links.of(profile, "links") if l.to_uri == tom] == \
+        [(updated.id, False)]
+    assert "update-link" in undo(sample)
+    assert sidecars(sample.root) == before
+
+
 def test_an_update_can_change_the_type_and_an_unchanged_one_writes_nothing(sample):
     before, old = sidecars(sample.root), the_link(sample)
     assert write_link(sample, A, B, update=True, weight=old.weight) == old

@@ -591,6 +591,23 @@ async def test_the_link_editor_updates_a_link_the_note_has_and_undo_puts_it_back
     assert {p: p.read_bytes() for p in sample.root.rglob(".relations.json")} == sidecars
 
 
+async def test_the_link_editor_shows_a_link_of_an_old_uris_reason_entry_and_its_update_keeps_the_reason(sample):
+    app = MemlinkApp(sample)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_link_editor(app, pilot, "profile.md", "Tom Vermeulen")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "already linked" in str(app.screen.query_one("#link-error").render())
+        assert app.screen.query_one("#link-why", Input).value == "Tom is Lena's partner."
+        app.screen.query_one("#link-weight", Input).value = "0.8"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(app, pilot)
+    (now,) = [l for l in sample.links.of("profile.md", "links") if l.to_uri == "entities/tom-vermeulen.md"]
+    assert (now.weight, now.description, now.legacy) == (0.8, "Tom is Lena's partner.", False)
+
+
 async def test_the_report_queue_says_when_nothing_is_known_yet(sample):
     from textual.widgets import Label, ListView
 

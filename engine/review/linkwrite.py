@@ -42,6 +42,12 @@ def describe(link: StoredLink) -> str:
     return f"{link.link_type.value} {link.weight:.2f}{why} ({link.id})"
 
 
+def links_between(vault: Vault, from_uri: str, to_uri: str) -> list[StoredLink]:
+    """The links ``from_uri`` has to ``to_uri``: what a new link between them would meet
+    (an old ``{uris, reason}`` entry naming the pair too)."""
+    return [l for l in vault.links.of(normalize_uri(from_uri), "links") if l.to_uri == normalize_uri(to_uri)]
+
+
 def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | str | None = None, *,
                update: bool = False, weight: float | None = None, t_field: str | None = None,
                t_line_ranges: str | None = None, match_text: str | None = None,
@@ -61,7 +67,7 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
     # The check and the write in one unit of work, under the write lock: two processes
     # linking the same pair at once cannot both find it free.
     with vault.transaction() as tx:
-        existing = [l for l in vault.links.of(from_uri, "links") if l.to_uri == to_uri and not l.legacy]
+        existing = links_between(vault, from_uri, to_uri)
         if link_id is not None and not any(l.id == link_id for l in existing):
             raise LinkError(f"{from_uri} has no link {link_id} to {to_uri} (it was changed or removed since); "
                             "nothing was written")
@@ -90,14 +96,15 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
         old = chosen[0]
         if match_text and match_text not in vault.read_note(from_uri).text:
             raise LinkError(f"cannot link: the anchor {match_text!r} is not in the text of {from_uri}")
-        new_field = t_field or old.t_field
+        new_field = t_field or (None if old.legacy else old.t_field)  # (an old entry names no field: the text)
         checked = new_link(vault, from_uri, to_uri, link_type or old.link_type, weight=old.weight if weight is None else weight,
                            t_field=new_field,
                            t_line_ranges=t_line_ranges if t_line_ranges is not None else
-                           (old.t_line_ranges if new_field == old.t_field else None),
+                           (old.t_line_ranges if new_field == old.t_field and not old.legacy else None),
                            match_text=old.match_text if match_text is None else match_text or None,
                            description=old.description if description is None else description, created_at=old.created_at)
-        updated = checked.model_copy(update={"id": old.id})
+        # (an old entry's id names the entry, which may hold other targets: the link gets its own)
+        updated = checked if old.legacy else checked.model_copy(update={"id": old.id})
         if updated == old:
             return old  # nothing to change: nothing written, nothing to undo
         changed = sorted(k for k in ("link_type", "weight", "t_field", "t_line_ranges", "match_text", "description")
@@ -105,7 +112,7 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
         tx.link_ops(remove_ops(old) + put_ops(updated))
         logged.append(log_action(vault, tx, "update-link", from_uri, to_uri,
                                  f"updated the link {from_uri} -> {to_uri} ({old.id}): {', '.join(changed)}"))
-        tx.append(PERSON_LINKS, {"link": old.id, "from": from_uri, "to": to_uri, "action": logged[-1]})
+        tx.append(PERSON_LINKS, {"link": updated.id, "from": from_uri, "to": to_uri, "action": logged[-1]})
         return updated
 
 

@@ -21,7 +21,7 @@ from textual.widgets.option_list import Option
 
 from engine import MemlinkError, Vault
 from engine.model.links import StoredLink
-from engine.review.linkwrite import NEW_LINK_WEIGHT, describe, write_link
+from engine.review.linkwrite import NEW_LINK_WEIGHT, describe, links_between, write_link
 from widgets.keys import keys_taken
 from widgets.safe import safe_markup, safe_path
 
@@ -146,7 +146,7 @@ class LinkEditor(ModalScreen[str | None]):
         self.query_one("#link-error", Static).update(safe_markup(text))
 
     def _linked(self) -> list[StoredLink]:
-        return [l for l in self.vault.links.of(self.source, "links") if l.to_uri == self.target and not l.legacy]
+        return links_between(self.vault, self.source, self.target) if self.target else []
 
     def _form(self) -> dict[str, str]:
         return {"type": str(self.query_one("#link-type", Select).value),
