@@ -175,3 +175,18 @@ def test_commit_turn_on_the_command_line(tmp_path):
     assert r.returncode == 0 and json.loads(r.stdout)["created"] == ["preferences/mangosteen.md"], r.stdout
     r = memlink("commit", "s", "--turn", "nope", vault=root, env=NO_OLLAMA)
     assert r.returncode == 1 and "no message 'nope' in session 's'" in r.stderr, r.stderr
+
+
+def test_a_commit_keeps_what_was_said_as_written_and_a_question_states_no_preference(vault):
+    append_events(vault, "s", said("s", ("Do I like espresso? Should I like jazz. 我喜欢咖啡吗？ I now hate black tea.", "Noted."),
+                                   ("I prefer `ripgrep` over grep. I love the site https://cooking.example/pasta for dinners.",
+                                    "Noted.")))
+    report = commit_session(vault, "s")
+    assert report is not None
+    notes = {e.uri: vault.read_note(e.uri).fields for e in vault.catalog.all("preference")}
+    assert sorted(notes) == ["preferences/black-tea.md", "preferences/ripgrep-over-grep.md",
+                             "preferences/site-for-dinners.md"]
+    assert notes["preferences/black-tea.md"]["sentiment"] == "dislike"
+    assert notes["preferences/ripgrep-over-grep.md"]["content"] == "I prefer `ripgrep` over grep."
+    assert notes["preferences/site-for-dinners.md"]["content"] == \
+        "I love the site https://cooking.example/pasta for dinners."

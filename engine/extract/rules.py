@@ -38,12 +38,16 @@ if TYPE_CHECKING:
 
 _SENT = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
 _LIKE = re.compile(r"\bI\s+(?:really\s+|do\s+|still\s+|now\s+)?(?:like|love|enjoy|prefer|adore)\s+(?P<obj>[^.!?;\n]+)", re.I)
-_DISLIKE = re.compile(r"\bI\s+(?:really\s+)?(?:hate|dislike|can'?t stand|cannot stand|don'?t like|do not like|avoid)\s+(?P<obj>[^.!?;\n]+)", re.I)
+_DISLIKE = re.compile(r"\bI\s+(?:really\s+|still\s+|now\s+)?(?:hate|dislike|can'?t stand|cannot stand|don'?t like|do not like|avoid)\s+(?P<obj>[^.!?;\n]+)", re.I)
 _NO_LONGER = re.compile(
     r"\bI\s+no longer\s+(?:like|love|drink|eat|use|want|enjoy)\s+(?P<obj>[^.!?;\n]+?)(?=[.!?;,\n]|$)"
     r"|\bI\s+(?:don'?t|do not)\s+(?:like|love|drink|eat|use|want|enjoy)\s+(?P<obj2>[^.!?;\n]+?)\s+any\s?more", re.I)
 _CHANGED = re.compile(r"\bchanged my mind about\s+(?P<obj>[^.!?;,\n]+)", re.I)
 _INSTEAD = re.compile(r"(?P<new>[\w' -]{2,40}?)\s+instead of\s+(?P<old>[\w' -]{2,40})", re.I)
+_CODE_SPAN = re.compile(r"(`+)([^`\n]*?)\1")  # (engine.model.text.INLINE_CODE, its words kept)
+# A question asks; it states no preference: "Do I like espresso?", "Should I like jazz", "我喜欢咖啡吗".
+_QUESTION = re.compile(r"[?？]\s*$|^\W*(?:do|does|did|should|would|could|can|will|shall|may|might|must|am)\s+I\b|吗\W*$",
+                       re.I)
 _ZH_LIKE = re.compile(r"我(?:很|最|真|也|还是|更)?喜欢(?P<obj>[^。！？，,；\n]+)")
 _ZH_DISLIKE = re.compile(r"我(?:很|也|真)?(?:不喜欢|讨厌)(?P<obj>[^。！？，,；\n]+)")
 _ZH_NO_LONGER = re.compile(r"我不再喜欢(?P<obj>[^。！？，,；\n]+)")
@@ -149,6 +153,24 @@ def prose(text: str) -> str:
             heading = bool(_HEADING_LINE.match(" ".join(parts)))
     lines.append(" ".join(parts))
     return "\n".join(lines)
+
+
+def _as_written(raw: str, sentence: str, at: int) -> tuple[str, int]:
+    """``sentence`` (of ``prose(raw)``) as ``raw`` writes it from offset ``at`` on, with
+    the code and links prose left out, and where it ends in ``raw``; ``sentence`` itself
+    when its words are not found in order there or the span would cut markup open."""
+    words = sentence.split()
+    start = end = raw.find(words[0], at)
+    for word in words if start >= 0 else ():
+        end = raw.find(word, end)
+        if end < 0:
+            return sentence, at
+        end += len(word)
+    span = " ".join(raw[start:end].split())
+    if start < 0 or span == " ".join(words) or span.count("`") % 2 or any(
+            span.count(a) != span.count(b) for a, b in ("[]", "()", "<>")):
+        return sentence, max(at, end)
+    return span, end
 
 
 def _whole(words: list[str]) -> str:
@@ -325,15 +347,19 @@ class RulesExtractor:
 
     def extract(self, ctx: ExtractContext, schema: type[BaseModel]) -> BaseModel:
         out = _Out(items={name: [] for name in schema.model_fields if name != "links"}, link_types=link_types_of(schema))
-        lines = [prose(line) for line in ctx.user_lines or [ctx.text]]
+        # (in what a person says, `ripgrep` names a thing: its words stay; a document's code goes)
+        lines = [prose(_CODE_SPAN.sub(r"\2", line)) for line in ctx.user_lines] or [prose(ctx.text)]
         days = ctx.line_days if len(ctx.line_days) == len(lines) else [ctx.when] * len(lines)
         profile = next((pid for pid, n in ctx.notes.items() if n.memory_type == "profile"), None)
         ctx.common_words = ctx.common_words | set(_LOWER_WORD.findall(ctx.text))
-        for line, day in zip(lines, days, strict=True):
+        for n, (line, day) in enumerate(zip(lines, days, strict=True)):
             out.day = day
+            at = 0
             for sentence in (s.strip() for s in _SENT.findall(line)):
                 if sentence:
-                    self._sentence(sentence, ctx, out, profile, day)
+                    # (what a person said is kept as they wrote it: the code and links prose leaves out too)
+                    said, at = _as_written(ctx.user_lines[n], sentence, at) if ctx.user_lines else (sentence, 0)
+                    self._sentence(sentence, ctx, out, profile, day, said)
         return schema.model_validate({**out.items, "links": out.links})
 
     # -- one sentence -------------------------------------------------------------------------
@@ -356,16 +382,18 @@ class RulesExtractor:
         out.links.append({"f": f, "t": t, "t_field": t_field, "link_type": link_type.value, "weight": weight,
                           "match_text": match_text or None, "description": why})
 
-    def _sentence(self, s: str, ctx: ExtractContext, out: _Out, profile: int | None, when: dt.date) -> None:
-        """One sentence said on ``when`` (its "yesterday" counts from that day)."""
+    def _sentence(self, s: str, ctx: ExtractContext, out: _Out, profile: int | None, when: dt.date,
+                  said: str) -> None:
+        """One sentence said on ``when`` (its "yesterday" counts from that day): ``s`` as
+        prose, ``said`` as written (what a note keeps of it)."""
         created: list[tuple[int, str]] = []  # (page id, field holding the sentence)
-        # Preferences, and opinions that changed.
+        # Preferences, and opinions that changed; a question ("Do I like espresso?") states none.
         for pattern, sentiment, changed in ((_NO_LONGER, "dislike", True), (_ZH_NO_LONGER, "dislike", True),
                                             (_CHANGED, "neutral", True), (_DISLIKE, "dislike", False),
                                             (_ZH_DISLIKE, "dislike", False), (_LIKE, "like", False),
                                             (_ZH_LIKE, "like", False)):
             m = pattern.search(s)
-            if not m:
+            if not m or _QUESTION.search(s):
                 continue
             obj = next((v for k, v in m.groupdict().items() if k.startswith("obj") and v), "")
             topic = _topic(obj)
@@ -378,7 +406,7 @@ class RulesExtractor:
                         and (changed or (old and old != sentiment))):
                     topic = f"{topic} ({when.isoformat()})"
             pid = self._new(ctx, out, "preference", {"topic": topic[:1].upper() + topic[1:], "sentiment": sentiment,
-                                                       "content": s}, ("preference", topic.lower()))
+                                                       "content": said}, ("preference", topic.lower()))
             if pid is None:
                 break
             created.append((pid, "content"))
@@ -391,17 +419,19 @@ class RulesExtractor:
                 if not (_overlap(other, about) >= 0.5 if changed else _same_topic(other, about)):
                     continue
                 old = note.fields.get("sentiment")
+                anchor = obj.strip() if obj.strip() in said else None
                 if changed:
-                    self._link(out, pid, other_pid, out.link_types.role("supersedes"), "content", obj.strip(), "the user's view changed")
+                    self._link(out, pid, other_pid, out.link_types.role("supersedes"), "content", anchor, "the user's view changed")
                 elif old and old != sentiment and old != "neutral":
-                    self._link(out, pid, other_pid, out.link_types.role("conflict"), "content", obj.strip(),
+                    self._link(out, pid, other_pid, out.link_types.role("conflict"), "content", anchor,
                                f"says {sentiment} where the earlier note says {old}")
             break
         if m := _INSTEAD.search(s):
             for other_pid, note in ctx.notes.items():
                 if note.memory_type == "preference" and _overlap(note.fields.get("topic", ""), m["old"]) >= 0.5:
                     for pid, _f in created:
-                        self._link(out, pid, other_pid, out.link_types.role("supersedes"), "content", m["new"].strip(),
+                        self._link(out, pid, other_pid, out.link_types.role("supersedes"), "content",
+                                   m["new"].strip() if m["new"].strip() in said else None,
                                    "chosen instead of the earlier preference")
         # Research requests.
         m = _RESEARCH.search(s) or _ZH_RESEARCH.search(s)
@@ -412,7 +442,7 @@ class RulesExtractor:
                 q = (g.get("after") or "").strip()
             if q:
                 question = q[:1].upper() + q[1:] + ("？" if re.search(r"[\u4e00-\u9fff]$", q) else "?")
-                pid = self._new(ctx, out, "report_candidate", {"question": question, "user_requirement": s, "status": "pending"},
+                pid = self._new(ctx, out, "report_candidate", {"question": question, "user_requirement": said, "status": "pending"},
                                 ("report_candidate", question.lower()))
                 if pid is not None:
                     created.append((pid, "user_requirement"))
@@ -424,7 +454,7 @@ class RulesExtractor:
             participants = [n.fields.get("name") or n.fields.get("title") for n in self._mentions(s, ctx).values()
                             if n.fields.get("kind") == "person"]  # an entity's name, an imported person page's title
             participants = [p for p in participants if isinstance(p, str) and p]
-            fields: dict[str, Any] = {"event_name": name, "date": day.isoformat(), "content": s}
+            fields: dict[str, Any] = {"event_name": name, "date": day.isoformat(), "content": said}
             if participants:
                 fields["participants"] = participants
             pid = self._new(ctx, out, "event", fields, ("event", name.lower(), day))
@@ -445,7 +475,7 @@ class RulesExtractor:
         for name in names_in(s, ctx.common_words):
             if name.lower() in ctx.known_names or " ".join(reversed(name.lower().split())) in ctx.known_names:
                 continue  # known, or known in the other order ("Jun Wang" is the Wang Jun a note names)
-            pid_new = self._new(ctx, out, "entity", {"name": name, "content": s}, ("entity", name.lower()))
+            pid_new = self._new(ctx, out, "entity", {"name": name, "content": said}, ("entity", name.lower()))
             if pid_new is not None:
                 for pid, _f in created:
                     self._link(out, pid, pid_new, link_type, "content", name, f"mentions {name}")
