@@ -147,6 +147,30 @@ async def test_graph_explorer_neighbours_ppr_and_path(sample):
         assert browser.current == target
 
 
+async def test_re_centring_the_graph_puts_the_cursor_on_the_new_centre(sample):
+    from textual.widgets import Tree
+
+    app = MemlinkApp(sample)
+    start = first_note_with_outgoing_links(sample)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await settle(app, pilot)
+        await app.screen.open_note(start)
+        await pilot.press("g")
+        await settle(app, pilot)
+        tree = app.screen.query_one("#neighbours", Tree)
+        while tree.cursor_node.data is None or tree.cursor_node.data == start:
+            await pilot.press("down")
+        neighbour = tree.cursor_node.data
+        await pilot.press("h")
+        await app.workers.wait_for_complete()
+        await settle(app, pilot)
+        assert app.screen.center == neighbour and tree.cursor_node is tree.root and tree.root.data == neighbour
+        await pilot.press("o")
+        await app.workers.wait_for_complete()
+        await settle(app, pilot)
+        assert app.screen.current == neighbour
+
+
 async def test_chat_pane_without_ollama_says_why(vault):
     import socket
 

@@ -144,6 +144,7 @@ class GraphScreen(Pane):
         tree.show_root = True
         self._add_groups(tree.root, steps, exclude={uri})
         tree.root.expand()
+        tree.move_cursor(tree.root)  # (the row the cursor was on now holds another note: o would open it)
         tree.border_title = f"Links of {safe_markup(self._title(uri))}"
         self._fill_ppr(ranks, uri)
 
