@@ -434,7 +434,7 @@ class MemlinkApp(App):
         message is typed and not sent, ask first."""
         from .screens.link_editor import Confirm
 
-        unsent = any(pane.unsent for pane in self.panes.values() if pane.is_mounted)
+        unsent = [pane.UNSENT for pane in self.panes.values() if pane.is_mounted and pane.unsent]
         if not (self.running or unsent) or self.screen is self._asking_to_quit:  # (quit twice: quit)
             self.exit()
             return
@@ -446,8 +446,7 @@ class MemlinkApp(App):
         why = []
         if self.running:
             why.append(f"Still {self.running}: what is written stays; work not finished is picked up the next time.")
-        if unsent:
-            why.append("The message typed in the chat is not sent: quitting loses it.")
+        why += [f"{what}: quitting loses it." for what in unsent]
         self._asking_to_quit = Confirm(" ".join(why) + " Quit now?")
         self.push_screen(self._asking_to_quit, answered)
 

@@ -419,3 +419,26 @@ async def test_app_undo_shows_what_it_undoes_and_waits_for_y(sample):
         await pilot.press("y")
         await settle(app, pilot)
         assert "undid update-link" in status() and description() == link.description
+
+
+async def test_q_asks_first_while_merge_text_is_kept_for_later(sample):
+    from conftest import typed_at_once
+    from textual.widgets import Static
+
+    from memlink_tui.screens.link_editor import Confirm
+
+    async with mum_s_contradiction(sample) as (app, pilot, screen):
+        await pilot.press("e")
+        await pilot.pause()
+        await typed_at_once(app, pilot, *"Merged. ")
+        await pilot.press("escape")  # closed, the text kept for e to open again
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, Confirm) and app.is_running
+        assert "Merge text written in Lint is not applied: quitting loses it." in str(app.screen.query_one(Static).render())
+        await pilot.press("n")
+        await pilot.pause()
+        await pilot.press("e")
+        await pilot.pause()
+        assert screen.query_one("#merge-text").text.startswith("Merged. ")

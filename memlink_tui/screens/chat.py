@@ -105,6 +105,7 @@ def _session_row(name: str) -> ListItem:
 
 class ChatScreen(Pane):
     PANE = "chat"
+    UNSENT = "The message typed in the chat is not sent"
     BINDINGS = [
         Binding("escape", "stop_or_back", "Back (a reply first stops)"),
         Binding("ctrl+y", "retry", "Retry reply", show=False),  # a failed or stopped reply says so itself

@@ -45,6 +45,7 @@ class Pending(NamedTuple):
 
 class LintScreen(Pane):
     PANE = "lint"
+    UNSENT = "Merge text written in Lint is not applied"
     today = None  # the date freshness is judged at; None: today (tests pin it)
 
     BINDINGS = [
@@ -416,6 +417,12 @@ class LintScreen(Pane):
             return "merge cancelled: nothing was changed"
         self.drafts[self.pair] = (box.text, self.merge_into)
         return "nothing was changed; the merge text is kept: e opens it again"
+
+    @property
+    def unsent(self) -> bool:
+        """Merge text kept for later, or being written (the editor open, its text changed)."""
+        box = self.query_one("#merge-text", TextArea)
+        return bool(self.drafts) or bool(box.display and self.pair and box.text != self.merge_start)
 
     def _merge_title(self) -> None:
         assert self.pair is not None  # the editor opens on a pair

@@ -84,6 +84,8 @@ class Pane(Screen):
     def location_uri(self) -> str | None:
         return None
 
+    UNSENT = "Text typed here is not sent"  # what quitting would lose when ``unsent``
+
     @property
     def unsent(self) -> bool:
         """Text typed here and not sent yet: quitting asks first."""
