@@ -409,3 +409,40 @@ async def test_a_catalog_worker_that_finishes_after_the_tree_is_gone_changes_not
         screen._catalog_ready(entries, NoteTree.signature_of(entries))
         screen._show_tree(entries, NoteTree.signature_of(entries))
         assert not screen.query(NoteTree)
+
+
+async def test_a_save_the_chosen_model_fails_is_made_with_the_rules_on_ctrl_g(vault):
+    import socket
+
+    from conftest import set_llm
+    from textual.widgets import Static
+
+    from engine.sessions.log import append_events
+    from memlink_tui.screens.chat import ChatScreen
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    vault = set_llm(vault.root, provider="ollama", host=f"http://127.0.0.1:{port}", timeout=2)
+    append_events(vault, "s", [
+        {"session": "s", "id": "q1", "role": "user", "content": "I love mangosteen.", "ts": "2026-11-30T10:00:00Z"},
+        {"session": "s", "id": "a1", "role": "assistant", "content": "Noted.", "ts": "2026-11-30T10:00:30Z"}])
+    app = MemlinkApp(vault)
+    async with app.run_test(size=(150, 45)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.press("c")
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, ChatScreen)
+        screen.open_session("s")
+        await pilot.press("ctrl+s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        status = str(screen.query_one("#status", Static).render())
+        assert "commit failed" in status and "ctrl+g saves it with the rules provider" in status
+        assert not vault.exists("preferences/mangosteen.md")
+        await pilot.press("ctrl+g")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "committed" in str(screen.query_one("#status", Static).render())
+    assert vault.exists("preferences/mangosteen.md")

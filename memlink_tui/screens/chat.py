@@ -454,11 +454,15 @@ class ChatScreen(Pane):
     _unextracted: str | None = None  # a session whose last extraction failed
 
     def action_extract_with_rules(self) -> None:
-        """ctrl+g: extract the turns a failed extraction left, with the zero-LLM rules."""
-        if self._unextracted is None:
-            self.notify("No failed extraction to retry.", timeout=3)
-            return
-        self._extract_with_rules(self._unextracted)
+        """ctrl+g: save what the model failed to save (a commit, a reply), else extract the
+        turns a failed extraction left, with the zero-LLM rules."""
+        if self._unsaved is not None:
+            self._status("saving it to memory with the rules provider…")
+            self._save(*self._unsaved, rules=True)
+        elif self._unextracted is None:
+            self.notify("No failed save or extraction to retry.", timeout=3)
+        else:
+            self._extract_with_rules(self._unextracted)
 
     @work(thread=True, exclusive=True, group="commit")
     def _extract_with_rules(self, session: str) -> None:
@@ -541,27 +545,37 @@ class ChatScreen(Pane):
         self._status("saving this reply's turn to memory…")
         self.save_turn(self.chat.session, reply.turn)
 
-    @work(thread=True, exclusive=True, group="commit")
     def save_turn(self, session: str, turn: str) -> None:
-        from engine.sessions.commit import commit_turn
+        self._save(session, turn)
 
-        try:
-            report = commit_turn(self.vault, session, turn)
-        except MemlinkError as exc:
-            self.app.call_from_thread(self._status, f"[red]saving the reply failed: {safe_markup(str(exc))}[/red]")
-            return
-        self._say_saved(report, "saved one reply", "Saved one reply", "this reply was saved already")
+    def commit(self, session: str) -> None:
+        self._save(session, None)
+
+    _unsaved: tuple[str, str | None] | None = None  # a save the model failed: (session, turn or None: the session)
 
     @work(thread=True, exclusive=True, group="commit")
-    def commit(self, session: str) -> None:
-        from engine.sessions.commit import commit_session
+    def _save(self, session: str, turn: str | None, rules: bool = False) -> None:
+        """Save one reply's turn (``turn``) or the session's new turns to memory; with
+        ``rules``, extracted by the zero-LLM rules (ctrl+g, after the model failed)."""
+        from engine.extract.rules import RulesExtractor
+        from engine.llm import LLMError
+        from engine.sessions.commit import commit_session, commit_turn
 
+        extractor = RulesExtractor() if rules else None
+        failed = "saving the reply failed" if turn else "commit failed"
         try:
-            report = commit_session(self.vault, session)
+            report = commit_turn(self.vault, session, turn, extractor) if turn else commit_session(self.vault, session, extractor)
         except MemlinkError as exc:
-            self.app.call_from_thread(self._status, f"[red]commit failed: {safe_markup(str(exc))}[/red]")
+            again = ""
+            if isinstance(exc, LLMError) and not rules:  # (the model: the rules can save it)
+                self._unsaved, again = (session, turn), " — ctrl+g saves it with the rules provider"
+            self.app.call_from_thread(self._status, f"[red]{failed}: {safe_markup(str(exc))}[/red]{again}")
             return
-        self._say_saved(report, "committed", f"Committed {session}", "no turns since the last save")
+        self._unsaved = None
+        if turn:
+            self._say_saved(report, "saved one reply", "Saved one reply", "this reply was saved already")
+        else:
+            self._say_saved(report, "committed", f"Committed {session}", "no turns since the last save")
 
     def _say_saved(self, report: RunReport | None, done: str, title: str, none: str) -> None:
         """Say what a save wrote (from its worker): the counts, or why nothing was new."""
