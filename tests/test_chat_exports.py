@@ -774,6 +774,22 @@ def test_cli_imports_a_whatsapp_chat_as_the_sender_me_names(tmp_path):
     assert r.returncode == 1 and "--me names the user of a WhatsApp or Telegram chat" in r.stderr, r.stderr
     r = memlink("recall", "lease for the flat on Oudegracht", "--json", vault=root)
     assert r.returncode == 0 and json.loads(r.stdout)[0]["session"].startswith("2023-12-30-ana-"), r.stdout
+    # A session recall cannot find, no question, an empty file: said, and nothing else done.
+    r = memlink("recall", "lease", "--session", "2023-12-30-typo", vault=root)
+    assert r.returncode == 1 and "no session '2023-12-30-typo'" in r.stderr, r.stderr
+    assert memlink("recall", vault=root).returncode == 2
+    before = logs(root)
+    r = memlink("import-chat", str(write(tmp_path / "empty.txt", " \n")), vault=root)
+    assert r.returncode == 1 and "empty.txt: empty: it holds no chat to import; nothing was imported" in r.stderr
+    assert logs(root) == before
+
+
+def test_a_sender_s_name_reaches_recall_json_without_its_terminal_escapes(vault, tmp_path):
+    chat = write(tmp_path / "WhatsApp Chat with Mei.txt", "30/12/2025, 09:16 - Tom\x1b[31m: Hike at Lion Rock on Saturday?\n"
+                                                         "30/12/2025, 09:18 - Mei: Yes, I will bring oolong tea\n")
+    import_chat(vault, chat, RulesTurnExtractor())
+    (hit,) = [h for h in TurnMemory.for_vault(vault).recall("who brings oolong tea to the hike", k=3) if "Mei" in h.speakers]
+    assert "\x1b" in "".join(hit.speakers) and "\x1b" not in "".join(hit.to_json()["speakers"])
 
 
 async def test_the_app_imports_a_whatsapp_text_export_as_a_chat_not_a_note(tmp_path):

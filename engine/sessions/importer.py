@@ -195,6 +195,8 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
     anything is appended."""
     path = Path(path)
     text = read_text_file(path)  # refuses a FIFO, a device or a binary file before a parser opens it
+    if not text.strip():
+        raise MemlinkError(f"{path}: empty: it holds no chat to import; nothing was imported")
     shape = sniff(text)
     fmt = fmt or shape
     if fmt not in FORMATS:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from ..errors import MemlinkError
 from ..extract.rules import NOT_NAMES, day_of
 from ..index.embed import cosine_shift, query_vector, reads
-from ..model.text import content_tokens, has_cjk, tokenize
+from ..model.text import content_tokens, has_cjk, printable, tokenize
 from ..model.uris import PROFILE_URI
 from ..retrieve.fusion import RouteHits, fuse
 from ..storage.atomic import full_disk_cause
@@ -108,7 +108,9 @@ class RecallHit:
         return said.isoformat() if said else self.when
 
     def to_json(self) -> dict:
-        return dict(self.__dict__, route="; ".join(self.routes), score=round(self.score, 4))
+        # (a sender's name is the export's data: no terminal escape reaches a script that prints it)
+        return dict(self.__dict__, route="; ".join(self.routes), score=round(self.score, 4),
+                    speakers=[printable(s) for s in self.speakers])
 
 
 def said(vault: Vault, hits: list[RecallHit]) -> list[list[tuple[str, str]]]:

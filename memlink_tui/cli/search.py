@@ -9,7 +9,7 @@ from engine import MemlinkError
 from engine.llm.fence import one_line
 from engine.model.text import counted
 
-from .wiring import notice, open_vault, positive, printable_path, say, say_json, synced_index
+from .wiring import UsageError, notice, open_vault, positive, printable_path, say, say_json, synced_index
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -81,9 +81,14 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
+    from engine.sessions.log import session_uri
     from engine.sessions.recall import TurnMemory, said
 
+    if not args.query and not args.batch:
+        raise UsageError("give a question, or --batch FILE")
     vault = open_vault(args)
+    if args.session and not vault.exists(session_uri(args.session)):
+        raise MemlinkError(f"no session {args.session!r} (looked for {session_uri(args.session)})")
     memory = TurnMemory.for_vault(vault)
     for line in vault.warnings:  # e.g. a bad line of a session log, left out
         notice(line)
@@ -93,8 +98,6 @@ def cmd_recall(args: argparse.Namespace) -> int:
                 hits = memory.recall(line.strip(), k=args.k, messages=args.messages, session=args.session)
                 say_json({"query": line.strip(), "hits": [h.to_json() for h in hits]}, indent=None)
         return 0
-    if not args.query:
-        raise MemlinkError("give a question, or --batch FILE")
     hits = memory.recall(args.query, k=args.k, messages=args.messages, session=args.session)
     if args.json:
         say_json([h.to_json() for h in hits])
