@@ -609,6 +609,23 @@ def test_a_newer_whatsapp_export_reads_its_dates_as_the_chat_was_imported_or_say
     assert logs(vault.root) == before
 
 
+def test_two_iphone_exports_in_folders_of_other_names_are_two_chats(vault, tmp_path):
+    for folder, text in (("a", "[03/01/2026, 10:00:01] Tom: Lunch with Ana tomorrow?\n[03/01/2026, 10:01:12] Ana: Sure\n"),
+                         ("b", "[03/01/2026, 18:00:00] Tom: The server is down\n[03/01/2026, 18:02:00] Bob: Rebooting\n")):
+        (tmp_path / folder).mkdir()
+        assert import_chat(vault, write(tmp_path / folder / "_chat.txt", text), RulesTurnExtractor()).events_added == 2
+    assert sorted(s.split("-")[3] for s in logs(vault.root)) == ["a", "b"]
+    # A chat whose sessions an earlier import named after "_chat" (its folder unknown) keeps them.
+    earlier = write(tmp_path / "WhatsApp Chat with _chat.txt", "[04/01/2026, 09:00:00] Eve: Kiln at 6\n")
+    import_chat(vault, earlier, RulesTurnExtractor())
+    before = logs(vault.root)
+    (tmp_path / "c").mkdir()
+    again = write(tmp_path / "c" / "_chat.txt", earlier.read_text(encoding="utf-8") + "[05/01/2026, 09:00:00] Eve: Done\n")
+    assert import_chat(vault, again, RulesTurnExtractor()).events_added == 1
+    assert len(set(logs(vault.root)) - set(before)) == 1  # the new day's session
+    assert all(logs(vault.root)[s] == text for s, text in before.items())
+
+
 def test_a_message_edited_since_it_was_imported_keeps_its_words_and_the_newer_messages_import(vault, tmp_path):
     chat = tmp_path / "WhatsApp Chat with Ana.txt"
     import_chat(vault, write(chat, "14/02/2026, 18:00 - Ana: Dinner at Casa Lisboa at 8?\n14/02/2026, 18:01 - Leo: Sure\n"),

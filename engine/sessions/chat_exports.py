@@ -423,6 +423,7 @@ class _Chat:
     owner: str | None = None  # the exporting account's sender id (Telegram's whole-account export)
     assumed: list[str] = field(default_factory=list)  # what reading it assumed (WhatsApp's date order)
     dates: tuple[bool, str] | None = None  # (Export.dates)
+    earlier_key: str | None = None  # another key an earlier import may have named its sessions after
 
 
 def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], me: str | None,
@@ -450,11 +451,13 @@ def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], 
         elif user is None and chat.said:
             user, rule = chat.said[0].sender_id, "the first sender" + (" of each chat" if len(chats) > 1 else "")
         days: dict[str, Conversation] = {}
+        if chat.earlier_key and any(_digest(fmt, chat.earlier_key, said.ts) in by_hash for said in chat.said):
+            chat.key = chat.earlier_key
         for said in chat.said:
             day = dt.datetime.fromisoformat(said.ts).date().isoformat()
             conversation = days.get(day)
             if conversation is None:
-                digest = hashlib.sha256(f"{fmt}:{chat.key}:{day}".encode()).hexdigest()[:HASH_LEN]
+                digest = _digest(fmt, chat.key, said.ts)
                 session = by_hash.get(digest) or f"{day}-{slugify(chat.name, SLUG_LEN)}-{digest}"
                 conversation = days[day] = Conversation(session, f"{chat.label} on {day}")
             mine = user in (said.sender, said.sender_id)
@@ -476,6 +479,12 @@ def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], 
         out.assumed.append(f"you (user): {some(out.me) or 'none of the senders'} ({rule}); the others answer "
                            f"(assistant){again}")
     return out
+
+
+def _digest(fmt: str, key: str, ts: str) -> str:
+    """What names a chat's session of the day ``ts`` falls on."""
+    day = dt.datetime.fromisoformat(ts).date().isoformat()
+    return hashlib.sha256(f"{fmt}:{key}:{day}".encode()).hexdigest()[:HASH_LEN]
 
 
 def _sender_named(me: str, chats: list[_Chat], senders: list[str], source: str) -> str:
@@ -588,6 +597,9 @@ def _whatsapp(text: str, source: str, force: bool | None = None) -> list[_Chat]:
                               f"{_WA_SHAPES}): {one_line(line)[:60]!r}; nothing was imported")
     name = _wa_name(source)
     chat = _Chat(name, name, f"chat {name!r}")
+    folder = Path(source).absolute().parent.name
+    if Path(source).stem == "_chat" and not folder.lower().startswith("whatsapp chat"):  # (a folder renamed: its name)
+        chat.earlier_key = "_chat"  # (what its sessions were named after before: kept for a chat imported so)
     ambiguous = [(int(m[1]), int(m[2]), n) for n, m, _ in starts if len(m[1]) < 4]
     day_first = next((n for a, _, n in ambiguous if a > 12), None)
     month_first = next((n for _, b, n in ambiguous if b > 12), None)
@@ -670,10 +682,11 @@ def _sender_and_text(line: str) -> tuple[str, str, str]:
 
 def _wa_name(source: str) -> str:
     """The chat's name, from the export's file name ("WhatsApp Chat with Alice.txt"; iOS
-    names it `_chat.txt` inside a folder "WhatsApp Chat - Alice"): what names the chat's
-    sessions, in every export of it (a newer one saved beside it as "… (1).txt" too)."""
-    path = Path(source)
-    stem = path.parent.name if path.stem == "_chat" and path.parent.name.lower().startswith("whatsapp chat") else path.stem
+    names it `_chat.txt` inside a folder "WhatsApp Chat - Alice", or whatever the folder
+    was renamed: two chats' `_chat.txt` are two chats): what names the chat's sessions, in
+    every export of it (a newer one saved beside it as "… (1).txt" too)."""
+    path = Path(source).absolute()
+    stem = path.parent.name if path.stem == "_chat" and path.parent.name else path.stem
     stem = re.sub(r"\s\(\d+\)$", "", stem)
     return re.sub(r"^WhatsApp Chat(?: with| -)?\s*", "", stem, flags=re.I).strip() or "WhatsApp chat"
 
