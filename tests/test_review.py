@@ -66,6 +66,8 @@ def test_merge_dismiss_research(pair):
     candidate = result.message.split(": ", 1)[1]
     assert v.read_note(candidate).fields["status"] == "pending"
     assert {l.to_uri for l in v.links.of(candidate, "links")} == {a, b}
+    with pytest.raises(ReviewError, match=f"asked already: {candidate}"):
+        review(v, a, b, "research")
     undo(v)
     assert not v.exists(candidate) and check(v) == []
 

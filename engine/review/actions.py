@@ -256,6 +256,8 @@ def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str
         title_a, title_b = vault.title(vault.read_note(a)), vault.title(vault.read_note(b))
         question = f"How do {title_a} and {title_b} fit together?"
         candidate = vault.schema("report_candidate").note_uri({"question": question})
+        if vault.exists(candidate):  # (asked again, it would log an action that changes nothing for undo to take back)
+            raise ReviewError(f"asked already: {candidate} researches how they fit together; nothing was changed")
         vault.write_note("report_candidate", {"question": question, "status": "pending",
                                               "user_requirement": f"Reconcile: {link.description}".strip()})
         vault.link(candidate, a, default, description="contradiction to research")
