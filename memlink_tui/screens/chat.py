@@ -107,11 +107,12 @@ class ChatScreen(Pane):
     PANE = "chat"
     UNSENT = "The message typed in the chat is not sent"
     BINDINGS = [
-        Binding("escape", "stop_or_back", "Back (a reply first stops)"),
+        # (the footer shows these in order: at 80 columns, saving comes before what may be cut)
+        Binding("escape", "stop_or_back", "Stop reply / back"),
         Binding("ctrl+y", "retry", "Retry reply", show=False),  # a failed or stopped reply says so itself
         Binding("ctrl+g", "extract_with_rules", "Extract with rules", show=False),  # ctrl+e is the field's end of line
+        Binding("ctrl+s", "commit", "Save to memory", priority=True),
         Binding("ctrl+r", "focus_recall", "Citations"),
-        Binding("ctrl+s", "commit", "Save to memory (commit)", priority=True),
         Binding("ctrl+o", "save_reply", "Save one reply"),
         Binding("ctrl+n", "new_session", "New session"),
         Binding("ctrl+l", "focus_sessions", "Chat sessions list", show=False),
