@@ -967,3 +967,15 @@ def test_a_chat_with_no_speaker_names_is_recalled_as_question_and_answer(vault, 
     vault.close()
     shown = memlink("recall", "Which lease did we sign?", vault=vault.root).stdout
     assert "   Q: We signed the lease on Oudegracht." in shown and "   A: Congratulations on the flat!" in shown
+
+
+@pytest.mark.parametrize("name, data, words", [
+    ("chat.zip", b"PK\x03\x04\x14\x00\x00\x00", "a .zip archive: unzip the export and import the chat file in it"),
+    ("chat.jsonl", json.dumps({"session": "s", "id": "1", "role": "user", "content": "hi", "ts": "2026-01-01T10:00:00"})
+     .encode("utf-16"), "UTF-16 text: JSON Lines are read as UTF-8; save it as UTF-8"),
+])
+def test_a_zipped_export_or_a_utf16_json_lines_file_is_refused_saying_what_to_do(vault, tmp_path, name, data, words):
+    (tmp_path / name).write_bytes(data)
+    with pytest.raises(MemlinkError, match=re.escape(words)):
+        import_chat(vault, tmp_path / name, RulesTurnExtractor())
+    assert logs(vault.root) == {}

@@ -194,6 +194,9 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
     file's shape. Message ids are kept as source ids. Everything is checked before
     anything is appended."""
     path = Path(path)
+    if path.suffix.lower() == ".zip":  # (WhatsApp on an iPhone, ChatGPT and Claude send their exports zipped)
+        raise MemlinkError(f"{path}: a .zip archive: unzip the export and import the chat file in it (_chat.txt, "
+                           "result.json, conversations.json); nothing was imported")
     text = read_text_file(path)  # refuses a FIFO, a device or a binary file before a parser opens it
     if not text.strip():
         raise MemlinkError(f"{path}: empty: it holds no chat to import; nothing was imported")
@@ -214,6 +217,9 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
             raise MemlinkError(f"{path}: not JSON Lines: it looks like a {EXPORTS[shape]} export "
                                f"(--format {shape}); nothing was imported")
         first = text.lstrip()[:1]
+        if first == "{" and _starts_utf16(path):
+            raise MemlinkError(f"{path}: UTF-16 text: JSON Lines are read as UTF-8; save it as UTF-8 and import it "
+                               "again; nothing was imported")
         del text
         if first and first != "{":  # (a note, a CSV file: not a record a line)
             raise MemlinkError(f"{path}: not a chat file memlink reads; {READABLE}; nothing was imported")
@@ -331,6 +337,12 @@ def _replaced(vault: Vault, conversation: Any) -> list[SessionEvent]:
     marked = {e.content for e in events if e.kind == REPLACED}
     return [SessionEvent(session=conversation.session, id=f"{mid}~replaced", role="system", kind=REPLACED, content=mid,
                          ts=logged[mid].ts) for mid in conversation.off_branch if mid in logged and mid not in marked]
+
+
+def _starts_utf16(path: Path) -> bool:
+    """Whether the file begins with UTF-16's byte-order mark (Windows' "Unicode" text)."""
+    with path.open("rb") as fh:
+        return fh.read(2) in (b"\xff\xfe", b"\xfe\xff")
 
 
 def _without_edits(vault: Vault, conversation: Any) -> list[ImportRecord]:
