@@ -5,6 +5,7 @@ the conversation at fault and changes nothing; the imported turns are recallable
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import shutil
@@ -979,3 +980,22 @@ def test_a_zipped_export_or_a_utf16_json_lines_file_is_refused_saying_what_to_do
     with pytest.raises(MemlinkError, match=re.escape(words)):
         import_chat(vault, tmp_path / name, RulesTurnExtractor())
     assert logs(vault.root) == {}
+
+
+def test_a_telegram_chat_exported_again_in_another_time_zone_adds_only_its_new_messages(vault, tmp_path):
+    def chat(hours: int, *more: dict) -> dict:
+        at = [dt.datetime(2025, 12, 31, 23, 30) + dt.timedelta(hours=hours, minutes=10 * n) for n in range(2)]
+        return {"name": "Eva", "type": "personal_chat", "id": 99, "messages": [
+            {"id": n + 1, "type": "message", "date": t.isoformat(), "from": who, "from_id": uid, "text": text}
+            for n, (t, (who, uid, text)) in enumerate(zip(at, [("Eva", "user1", "Happy new year!"),
+                                                               ("Max", "user2", "Same to you")], strict=True))] + list(more)}
+
+    import_chat(vault, dump(tmp_path / "result.json", chat(0)), RulesTurnExtractor(), me="Max")
+    before = logs(vault.root)
+    later = {"id": 3, "type": "message", "date": "2026-01-01T09:00:00", "from": "Eva", "from_id": "user1",
+             "text": "Brunch at ten?"}
+    report = import_chat(vault, dump(tmp_path / "result.json", chat(1, later)), RulesTurnExtractor(), me="Max")
+    assert (report.events_added, report.other_day) == (1, 2)
+    assert any(line.startswith("imported before on the day before or after: 2 messages") for line in report.left_out_lines())
+    assert [e.content for e in events_of(vault.root)] == ["Happy new year!", "Same to you", "Brunch at ten?"]
+    assert all(logs(vault.root)[s] == text for s, text in before.items())

@@ -131,6 +131,7 @@ class Conversation:
     unnamed: bool = False  # no id in the export: its session is named by its title and start time
     off_branch: list[str] = field(default_factory=list)  # ids of its messages not on the current branch
     edited: set[str] = field(default_factory=set)  # ids of its messages the export marks as edited (a messaging app)
+    beside: list[str] = field(default_factory=list)  # the chat's sessions of the day before and after, in the vault
 
 
 @dataclass
@@ -460,6 +461,10 @@ def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], 
                 digest = _digest(fmt, chat.key, said.ts)
                 session = by_hash.get(digest) or f"{day}-{slugify(chat.name, SLUG_LEN)}-{digest}"
                 conversation = days[day] = Conversation(session, f"{chat.label} on {day}")
+                if fmt == "telegram":  # (its ids name a chat's messages whatever day the export's clock puts them on)
+                    near = (dt.datetime.fromisoformat(said.ts) + dt.timedelta(days=d) for d in (-1, 1))
+                    conversation.beside = [by_hash[h] for h in (_digest(fmt, chat.key, t.isoformat()) for t in near)
+                                           if h in by_hash]
             mine = user in (said.sender, said.sender_id)
             if mine and said.sender not in out.me:
                 out.me.append(said.sender)

@@ -56,6 +56,7 @@ class ImportReport:
     undated_count: int = 0
     replaced: int = 0  # messages imported before, no longer on their conversation's current branch
     edited: int = 0  # messages imported before and edited since (a messaging app): kept as first imported
+    other_day: int = 0  # Telegram messages imported before on the day before or after (exported in another time zone)
     me: list[str] = field(default_factory=list)  # a WhatsApp or Telegram chat: the senders imported as the user
     assumed: list[str] = field(default_factory=list)  # what the reader assumed (who is the user, a date order)
 
@@ -84,6 +85,9 @@ class ImportReport:
         if self.edited:
             lines.append(f"edited after they were imported: {counted(self.edited, 'message')}, kept as first imported "
                          "(a session's log is never rewritten; the export holds the new text)")
+        if self.other_day:
+            lines.append(f"imported before on the day before or after: {counted(self.other_day, 'message')} (the chat "
+                         "exported in another time zone), kept where they are")
         if self.replaced:
             lines.append(f"replaced since the last import (an answer regenerated, a prompt edited): "
                          f"{counted(self.replaced, 'message')}, left out of recall and memory from now on")
@@ -264,6 +268,8 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
             report.unnamed += conversation.unnamed
             records = _without_edits(vault, conversation)
             report.edited += len(conversation.records) - len(records)
+            records, moved = _not_beside(vault, conversation, records)
+            report.other_day += moved
             if records:
                 by_session[conversation.session].extend(records)
                 labels.setdefault(conversation.session, conversation.label)
@@ -337,6 +343,17 @@ def _replaced(vault: Vault, conversation: Any) -> list[SessionEvent]:
     marked = {e.content for e in events if e.kind == REPLACED}
     return [SessionEvent(session=conversation.session, id=f"{mid}~replaced", role="system", kind=REPLACED, content=mid,
                          ts=logged[mid].ts) for mid in conversation.off_branch if mid in logged and mid not in marked]
+
+
+def _not_beside(vault: Vault, conversation: Any, records: list[ImportRecord]) -> tuple[list[ImportRecord], int]:
+    """The records but those the chat's session of the day before or after holds (a
+    Telegram message keeps its id, while the day it falls on follows the exporting
+    computer's clock), and how many were left out."""
+    if not conversation.beside:
+        return records, 0
+    logged = {e.key for session in conversation.beside for e in read_events(vault, session)}
+    kept = [r for r in records if r.key not in logged]
+    return kept, len(records) - len(kept)
 
 
 def _starts_utf16(path: Path) -> bool:
