@@ -584,6 +584,8 @@ def test_whatsapp_import_again_adds_nothing_and_a_newer_export_adds_only_its_new
     # A newer export saved beside the first one is named "… (1).txt": the same chat, nothing twice.
     beside = write(tmp_path / "WhatsApp Chat with Ana (1).txt", newer.read_text(encoding="utf-8"))
     assert import_chat(vault, beside, RulesTurnExtractor()).events_added == 0 and len(logs(vault.root)) == 3
+    beside = write(tmp_path / "WhatsApp Chat with Ana(2).txt", newer.read_text(encoding="utf-8"))  # (a browser's name)
+    assert import_chat(vault, beside, RulesTurnExtractor()).events_added == 0 and len(logs(vault.root)) == 3
 
 
 def test_a_newer_whatsapp_export_reads_its_dates_as_the_chat_was_imported_or_says_which_sessions_are_wrong(vault, tmp_path):

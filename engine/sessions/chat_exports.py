@@ -692,7 +692,7 @@ def _wa_name(source: str) -> str:
     every export of it (a newer one saved beside it as "… (1).txt" too)."""
     path = Path(source).absolute()
     stem = path.parent.name if path.stem == "_chat" and path.parent.name else path.stem
-    stem = re.sub(r"\s\(\d+\)$", "", stem)
+    stem = re.sub(r"\s?\(\d+\)$", "", stem)  # (a copy saved beside another: "… (1)", or "…(1)" by some browsers)
     return re.sub(r"^WhatsApp Chat(?: with| -)?\s*", "", stem, flags=re.I).strip() or "WhatsApp chat"
 
 
