@@ -370,6 +370,10 @@ class MemlinkApp(App):
     def action_go(self, pane: str) -> None:
         self.go(pane)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """No vault yet (the first run): no search, and the footer offers none."""
+        return self.vault is not None or action not in ("search", "go", "back", "forward")
+
     def action_back(self) -> None:  # type: ignore[override]  # textual runs sync actions too; App types its own async
         if self.vault is not None:
             self.run_worker(self._navigate("back"), group="navigate")

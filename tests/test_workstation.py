@@ -191,6 +191,8 @@ async def test_first_run_offers_an_empty_vault_or_the_demo(tmp_path):
         await pilot.pause()
         assert isinstance(app.screen, FirstRunScreen)
         assert target.name in str(app.screen.query_one("#welcome").render())
+        shown = {b.binding.description for b in app.screen.active_bindings.values() if b.binding.show and b.enabled}
+        assert "Search" not in shown and "Open the demo" in shown  # (no vault yet: nothing to search)
         await pilot.press("n")
         await settle(app, pilot)
         assert isinstance(app.screen, BrowserScreen) and (target / "memlink.yaml").is_file()
