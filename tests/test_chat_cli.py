@@ -190,3 +190,17 @@ def test_a_commit_keeps_what_was_said_as_written_and_a_question_states_no_prefer
     assert notes["preferences/ripgrep-over-grep.md"]["content"] == "I prefer `ripgrep` over grep."
     assert notes["preferences/site-for-dinners.md"]["content"] == \
         "I love the site https://cooking.example/pasta for dinners."
+
+
+@pytest.mark.parametrize("message, notes", [
+    ("I prefer `ripgrep`. I hate grep.", {"preferences/ripgrep.md": "I prefer `ripgrep`.", "preferences/grep.md": "I hate grep."}),
+    ("I like `tea`. My mum likes tea.", {"preferences/tea.md": "I like `tea`."}),
+    ("I like [tea](http://t.example). I like tea with milk.", {"preferences/tea.md": "I like tea.",
+                                                                 "preferences/tea-with-milk.md": "I like tea with milk."}),
+    ("I love `os.path`. I like it.", {}),  # (a code span holding a sentence's end is code: no preference of it)
+])
+def test_each_sentence_of_a_message_is_kept_as_written_and_alone(vault, message, notes):
+    append_events(vault, "s", said("s", (message, "Noted.")))
+    commit_session(vault, "s")
+    got = {e.uri: vault.read_note(e.uri).fields["content"] for e in vault.catalog.all("preference")}
+    assert got == notes

@@ -610,6 +610,12 @@ def test_a_newer_whatsapp_export_reads_its_dates_as_the_chat_was_imported_or_say
     assert "imported before with its dates read month/day, and this export's line 3 shows they are day/month" in message
     assert all(s.removesuffix(".jsonl") in message for s in wrong) and message.endswith("nothing was imported")
     assert logs(vault.root) == before
+    # A file that settles the order itself says nothing of an earlier import's.
+    crew = write(tmp_path / "WhatsApp Chat with Crew.txt", "13/01/2026, 19:15 - Ana: Kiln Friday?\n"
+                                                           "13/01/2026, 19:20 - Bo: Yes\n13/01/2026, 19:30 - Cy: Me too\n")
+    import_chat(vault, crew, RulesTurnExtractor(), me="Bo")
+    again = import_chat(vault, crew, RulesTurnExtractor())
+    assert again.events_added == 0 and not any(line.startswith("dates read") for line in again.assumed)
 
 
 def test_two_iphone_exports_in_folders_of_other_names_are_two_chats(vault, tmp_path):
@@ -627,6 +633,15 @@ def test_two_iphone_exports_in_folders_of_other_names_are_two_chats(vault, tmp_p
     assert import_chat(vault, again, RulesTurnExtractor()).events_added == 1
     assert len(set(logs(vault.root)) - set(before)) == 1  # the new day's session
     assert all(logs(vault.root)[s] == text for s, text in before.items())
+    # Another chat in a folder of another name, on a day that chat also spoke: a chat of its own.
+    (tmp_path / "d").mkdir()
+    other = write(tmp_path / "d" / "_chat.txt", "[04/01/2026, 11:00:00] Bob: Glaze order sent\n")
+    assert import_chat(vault, other, RulesTurnExtractor()).events_added == 1
+    assert any(s.startswith("2026-01-04-d-") for s in logs(vault.root))
+    # A newer export saved beside the first one ("_chat (1).txt"): the same chat.
+    grown = write(tmp_path / "a" / "_chat (1).txt", (tmp_path / "a" / "_chat.txt").read_text(encoding="utf-8")
+                  + "[03/01/2026, 10:05:00] Tom: Great\n")
+    assert import_chat(vault, grown, RulesTurnExtractor()).events_added == 1
 
 
 def test_a_message_edited_since_it_was_imported_keeps_its_words_and_the_newer_messages_import(vault, tmp_path):

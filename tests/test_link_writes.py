@@ -58,6 +58,7 @@ def test_a_pair_an_old_uris_reason_entry_links_is_refused_and_its_update_keeps_t
     before = sidecars(sample.root)
     with pytest.raises(LinkExists, match=r"related_to 1.00 \"Tom is Lena's partner.\" \(rel_legacy_1\)"):
         write_link(sample, profile, tom, "related_to")
+    assert write_link(sample, profile, tom, update=True).legacy  # nothing asked to change: nothing written
     assert sidecars(sample.root) == before
     updated = write_link(sample, profile, tom, update=True, weight=0.8)
     assert (updated.weight, updated.description, updated.legacy) == (0.8, "Tom is Lena's partner.", False)

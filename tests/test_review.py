@@ -72,6 +72,15 @@ def test_merge_dismiss_research(pair):
     assert not v.exists(candidate) and check(v) == []
 
 
+def test_a_research_question_answered_since_is_opened_again(pair):
+    v, a, b = pair
+    candidate = review(v, a, b, "research").message.split(": ", 1)[1]
+    v.write_note("report_candidate", v.read_note(candidate).fields | {"status": "done"})
+    review(v, a, b, "research")
+    assert v.read_note(candidate).fields["status"] == "pending"  # the next dream takes it up again
+    assert "research" in undo(v) and v.read_note(candidate).fields["status"] == "done"
+
+
 def test_undo_refuses_when_files_changed_since(pair):
     v, a, b = pair
     review(v, a, b, "dismiss")

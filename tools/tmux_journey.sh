@@ -124,7 +124,7 @@ quit() {
       screen | grep -qF " q Quit" && break
       before=$(screen)
       keys Escape
-      for _ in $(seq 150); do [ "$(screen)" != "$before" ] && break; sleep 0.1; done
+      for _ in $(seq 50); do [ "$(screen)" != "$before" ] && break; sleep 0.1; done
       settled
     done
     wait_for quit-key " q Quit"

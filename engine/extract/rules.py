@@ -44,7 +44,6 @@ _NO_LONGER = re.compile(
     r"|\bI\s+(?:don'?t|do not)\s+(?:like|love|drink|eat|use|want|enjoy)\s+(?P<obj2>[^.!?;\n]+?)\s+any\s?more", re.I)
 _CHANGED = re.compile(r"\bchanged my mind about\s+(?P<obj>[^.!?;,\n]+)", re.I)
 _INSTEAD = re.compile(r"(?P<new>[\w' -]{2,40}?)\s+instead of\s+(?P<old>[\w' -]{2,40})", re.I)
-_CODE_SPAN = re.compile(r"(`+)([^`\n]*?)\1")  # (engine.model.text.INLINE_CODE, its words kept)
 # A question asks; it states no preference: "Do I like espresso?", "Should I like jazz", "我喜欢咖啡吗".
 _QUESTION = re.compile(r"[?？]\s*$|^\W*(?:do|does|did|should|would|could|can|will|shall|may|might|must|am)\s+I\b|吗\W*$",
                        re.I)
@@ -155,21 +154,33 @@ def prose(text: str) -> str:
     return "\n".join(lines)
 
 
+def _code_words(said: str) -> str:
+    """What a person said, a code span's words kept (in a message, `ripgrep` names a
+    thing; a document's code goes): not one that holds a sentence's end (`os.path`)."""
+    return INLINE_CODE.sub(lambda m: " " if _ENDS.search(m[0]) else m[0].strip("`"), said)
+
+
+_ENDS = re.compile(r"[.!?。！？]")
+_CLOSING = re.compile(r"[`\])>*_~]*[.!?。！？]?")  # what closes a sentence's last word: markup, then its end mark
+
+
 def _as_written(raw: str, sentence: str, at: int) -> tuple[str, int]:
-    """``sentence`` (of ``prose(raw)``) as ``raw`` writes it from offset ``at`` on, with
-    the code and links prose left out, and where it ends in ``raw``; ``sentence`` itself
-    when its words are not found in order there or the span would cut markup open."""
-    words = sentence.split()
+    """``sentence`` (of ``prose(_code_words(raw))``) as ``raw`` writes it from offset
+    ``at`` on — with the code and links prose left out — and where it ends in ``raw``;
+    ``sentence`` itself when that span does not read as the sentence."""
+    words = [w.rstrip(".!?。！？") or w for w in sentence.split()]
     start = end = raw.find(words[0], at)
     for word in words if start >= 0 else ():
         end = raw.find(word, end)
         if end < 0:
             return sentence, at
         end += len(word)
+    if start < 0:
+        return sentence, at
+    end = _CLOSING.match(raw, end).end()  # type: ignore[union-attr]  # (it matches the empty string too)
     span = " ".join(raw[start:end].split())
-    if start < 0 or span == " ".join(words) or span.count("`") % 2 or any(
-            span.count(a) != span.count(b) for a, b in ("[]", "()", "<>")):
-        return sentence, max(at, end)
+    if span == " ".join(sentence.split()) or " ".join(prose(_code_words(span)).split()) != " ".join(sentence.split()):
+        return sentence, end
     return span, end
 
 
@@ -347,8 +358,7 @@ class RulesExtractor:
 
     def extract(self, ctx: ExtractContext, schema: type[BaseModel]) -> BaseModel:
         out = _Out(items={name: [] for name in schema.model_fields if name != "links"}, link_types=link_types_of(schema))
-        # (in what a person says, `ripgrep` names a thing: its words stay; a document's code goes)
-        lines = [prose(_CODE_SPAN.sub(r"\2", line)) for line in ctx.user_lines] or [prose(ctx.text)]
+        lines = [prose(_code_words(line)) for line in ctx.user_lines] or [prose(ctx.text)]
         days = ctx.line_days if len(ctx.line_days) == len(lines) else [ctx.when] * len(lines)
         profile = next((pid for pid, n in ctx.notes.items() if n.memory_type == "profile"), None)
         ctx.common_words = ctx.common_words | set(_LOWER_WORD.findall(ctx.text))

@@ -256,10 +256,11 @@ def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str
         title_a, title_b = vault.title(vault.read_note(a)), vault.title(vault.read_note(b))
         question = f"How do {title_a} and {title_b} fit together?"
         candidate = vault.schema("report_candidate").note_uri({"question": question})
-        if vault.exists(candidate):  # (asked again, it would log an action that changes nothing for undo to take back)
-            raise ReviewError(f"asked already: {candidate} researches how they fit together; nothing was changed")
-        vault.write_note("report_candidate", {"question": question, "status": "pending",
-                                              "user_requirement": f"Reconcile: {link.description}".strip()})
+        asked = {"question": question, "status": "pending", "user_requirement": f"Reconcile: {link.description}".strip()}
+        if vault.exists(candidate) and all(vault.read_note(candidate).fields.get(k) == v for k, v in asked.items()):
+            # (asked again while open: an action that changes nothing would be the next one undo takes back)
+            raise ReviewError(f"asked already: {candidate} is waiting for the next dream; nothing was changed")
+        vault.write_note("report_candidate", asked)  # (a question answered before: open again)
         vault.link(candidate, a, default, description="contradiction to research")
         vault.link(candidate, b, default, description="contradiction to research")
         message = f"research question added: {candidate}"

@@ -105,10 +105,10 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
                            description=old.description if description is None else description, created_at=old.created_at)
         # (an old entry's id names the entry, which may hold other targets: the link gets its own)
         updated = checked if old.legacy else checked.model_copy(update={"id": old.id})
-        if updated == old:
-            return old  # nothing to change: nothing written, nothing to undo
         changed = sorted(k for k in ("link_type", "weight", "t_field", "t_line_ranges", "match_text", "description")
                          if getattr(old, k) != getattr(updated, k))
+        if not changed:
+            return old  # nothing to change: nothing written, nothing to undo
         tx.link_ops(remove_ops(old) + put_ops(updated))
         logged.append(log_action(vault, tx, "update-link", from_uri, to_uri,
                                  f"updated the link {from_uri} -> {to_uri} ({old.id}): {', '.join(changed)}"))

@@ -143,6 +143,7 @@ class Export:
     # A WhatsApp chat whose dates could be read either way: whether they were read month
     # first, and the line whose date settles that ("" when nothing in the file does).
     dates: tuple[bool, str] | None = None
+    earlier_key: str | None = None  # (_Chat.earlier_key)
 
 
 def sniff(text: str) -> str:
@@ -188,19 +189,23 @@ def _first_line(text: str, i: int) -> str:
 
 
 def read_export(text: str, fmt: str, source: str, known: Iterable[str] = (), me: str | None = None,
-                me_rule: str = "--me", months_first: bool | None = None) -> Export:
+                me_rule: str = "--me", months_first: bool | None = None, key: str | None = None) -> Export:
     """The export's conversations as import records, every one checked (``source`` names
     the file in errors; ``known`` are the vault's session ids, so a conversation renamed
     since an earlier import keeps its session; ``me``: a messaging chat's sender whose
     messages are the user's; ``me_rule``: how ``me`` was chosen, for the report;
-    ``months_first``: read a WhatsApp chat's dates so, whatever the file says). The
+    ``months_first``: read a WhatsApp chat's dates so, whatever the file says; ``key``: what
+    names a WhatsApp chat's sessions, instead of its name). The
     array is read one conversation at a time: only the text and the records are held,
     never the whole export as objects."""
     by_hash = {s.rsplit("-", 1)[-1]: s for s in known if re.search(rf"-[0-9a-f]{{{HASH_LEN}}}$", s)}
     if fmt in MESSENGERS:
         chats = _whatsapp(text, source, months_first) if fmt == "whatsapp" else _telegram(text, source)
+        if key is not None:
+            chats[0].key = key
         out = _people(fmt, chats, source, by_hash, me, me_rule)
-        out.dates = chats[0].dates if fmt == "whatsapp" else None
+        if fmt == "whatsapp":
+            out.dates, out.earlier_key = chats[0].dates, chats[0].earlier_key
         return out
     model: type[GPTConversation | ClaudeConversation] = GPTConversation if fmt == "chatgpt" else ClaudeConversation
     out = Export(fmt)
@@ -424,7 +429,7 @@ class _Chat:
     owner: str | None = None  # the exporting account's sender id (Telegram's whole-account export)
     assumed: list[str] = field(default_factory=list)  # what reading it assumed (WhatsApp's date order)
     dates: tuple[bool, str] | None = None  # (Export.dates)
-    earlier_key: str | None = None  # another key an earlier import may have named its sessions after
+    earlier_key: str | None = None  # another key the vault may hold this chat's sessions under (an iPhone export's "_chat")
 
 
 def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], me: str | None,
@@ -452,8 +457,6 @@ def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], 
         elif user is None and chat.said:
             user, rule = chat.said[0].sender_id, "the first sender" + (" of each chat" if len(chats) > 1 else "")
         days: dict[str, Conversation] = {}
-        if chat.earlier_key and any(_digest(fmt, chat.earlier_key, said.ts) in by_hash for said in chat.said):
-            chat.key = chat.earlier_key
         for said in chat.said:
             day = dt.datetime.fromisoformat(said.ts).date().isoformat()
             conversation = days.get(day)
@@ -602,9 +605,8 @@ def _whatsapp(text: str, source: str, force: bool | None = None) -> list[_Chat]:
                               f"{_WA_SHAPES}): {one_line(line)[:60]!r}; nothing was imported")
     name = _wa_name(source)
     chat = _Chat(name, name, f"chat {name!r}")
-    folder = Path(source).absolute().parent.name
-    if Path(source).stem == "_chat" and not folder.lower().startswith("whatsapp chat"):  # (a folder renamed: its name)
-        chat.earlier_key = "_chat"  # (what its sessions were named after before: kept for a chat imported so)
+    if _copy_of(Path(source).stem) == "_chat" and not Path(source).absolute().parent.name.lower().startswith("whatsapp chat"):
+        chat.earlier_key = "_chat"  # (sessions keyed "_chat": an iPhone export whose folder did not name the chat)
     ambiguous = [(int(m[1]), int(m[2]), n) for n, m, _ in starts if len(m[1]) < 4]
     day_first = next((n for a, _, n in ambiguous if a > 12), None)
     month_first = next((n for _, b, n in ambiguous if b > 12), None)
@@ -685,14 +687,20 @@ def _sender_and_text(line: str) -> tuple[str, str, str]:
     return head, colon, body
 
 
+def _copy_of(name: str) -> str:
+    """A file or folder name without the mark of a copy saved beside another: "… (1)", or
+    "…(1)" as some browsers write it."""
+    return re.sub(r"\s?\(\d+\)$", "", name)
+
+
 def _wa_name(source: str) -> str:
     """The chat's name, from the export's file name ("WhatsApp Chat with Alice.txt"; iOS
     names it `_chat.txt` inside a folder "WhatsApp Chat - Alice", or whatever the folder
     was renamed: two chats' `_chat.txt` are two chats): what names the chat's sessions, in
     every export of it (a newer one saved beside it as "… (1).txt" too)."""
     path = Path(source).absolute()
-    stem = path.parent.name if path.stem == "_chat" and path.parent.name else path.stem
-    stem = re.sub(r"\s?\(\d+\)$", "", stem)  # (a copy saved beside another: "… (1)", or "…(1)" by some browsers)
+    stem = _copy_of(path.stem)
+    stem = _copy_of(path.parent.name) if stem == "_chat" and path.parent.name else stem
     return re.sub(r"^WhatsApp Chat(?: with| -)?\s*", "", stem, flags=re.I).strip() or "WhatsApp chat"
 
 

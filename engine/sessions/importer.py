@@ -242,17 +242,22 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
         folder = vault.root / "sessions"
         known = [p.stem for p in folder.glob("*.jsonl")] if folder.is_dir() else []
         export = read_export(text, fmt, str(path), known, me)
+        key = None
+        if export.earlier_key is not None:  # (sessions an import keyed so hold its messages: that chat's)
+            keyed = read_export(text, fmt, str(path), known, me, key=export.earlier_key)
+            if _logged(vault, keyed) and not _logged(vault, export):
+                export, key = keyed, export.earlier_key
         if export.dates is not None:
             try:
-                flipped = read_export(text, fmt, str(path), known, me, months_first=not export.dates[0])
+                flipped = read_export(text, fmt, str(path), known, me, months_first=not export.dates[0], key=key)
             except ExportError:  # (--me names no sender of the days the other order can read)
                 flipped = None
             export = _as_before(vault, export, flipped, path) if flipped is not None else export
-        months_first = export.dates[0] if export.dates is not None else None
+        months_first = export.dates[0] if export.dates is not None and not export.dates[1] else None
         earlier = _earlier_me(vault, export)
         if me is None and earlier and set(earlier) != set(export.me):  # (a newer export of a chat: "you" as before)
             export = read_export(text, fmt, str(path), known, earlier[0], "as when this chat was imported before",
-                                 months_first)
+                                 months_first, key)
         elif me is not None and earlier and set(earlier) != set(export.me):
             raise MemlinkError(f"{path}: this chat was imported before with {some(earlier)} as you (user), and --me "
                                f"names {some(export.me)}; a chat's log is never rewritten, so import it with --me "

@@ -308,6 +308,7 @@ class ChatScreen(Pane):
         if self.is_mounted and getattr(self, "about", None):
             self._ask_about(None)  # a note asked about belongs to the conversation it was asked in
         self.chat = ChatSession(self.vault, session, self.provider, getattr(self, "_extractor", None))
+        self._unsaved = None  # (ctrl+g saves what failed in the conversation shown)
         if self.is_mounted:  # what recall showed belongs to the conversation it was for
             self.query_one("#recall-text", Static).update(RECALL_HINT)
             self.query_one("#recall-list", OptionList).clear_options()
@@ -534,7 +535,7 @@ class ChatScreen(Pane):
             self._status("nothing to save yet: this session has no message")
             return
         self._status("committing the session to memory…")
-        self.commit(self.chat.session)
+        self._save(self.chat.session, None)
 
     def action_save_reply(self) -> None:
         """ctrl+o: the memories of the chosen reply's turn alone (the last reply's when none
@@ -544,13 +545,7 @@ class ChatScreen(Pane):
             self.notify("No reply to save yet.", timeout=3)
             return
         self._status("saving this reply's turn to memory…")
-        self.save_turn(self.chat.session, reply.turn)
-
-    def save_turn(self, session: str, turn: str) -> None:
-        self._save(session, turn)
-
-    def commit(self, session: str) -> None:
-        self._save(session, None)
+        self._save(self.chat.session, reply.turn)
 
     _unsaved: tuple[str, str | None] | None = None  # a save the model failed: (session, turn or None: the session)
 
@@ -567,7 +562,7 @@ class ChatScreen(Pane):
         try:
             report = commit_turn(self.vault, session, turn, extractor) if turn else commit_session(self.vault, session, extractor)
         except MemlinkError as exc:
-            again = ""
+            again, self._unsaved = "", None
             if isinstance(exc, LLMError) and not rules:  # (the model: the rules can save it)
                 self._unsaved, again = (session, turn), " — ctrl+g saves it with the rules provider"
             self.app.call_from_thread(self._status, f"[red]{failed}: {safe_markup(str(exc))}[/red]{again}")
