@@ -166,3 +166,36 @@ def test_comments_stay_when_a_key_before_them_goes_and_on_a_list_item_that_chang
     assert "# the part I keep short" in after and "kind:" not in after
     again = vault.read_note(note.uri)
     assert again.fields["aliases"] == ["Anna"] and "kind" not in again.fields
+
+
+HAND_WRITTEN = """---
+memory_type: preference
+created_at: '2026-01-10T08:00:00+00:00'
+updated_at: '2026-01-10T08:00:00+00:00'
+fields:
+  topic: Tea
+  sentiment: like
+  content: I love green tea, especially Longjing.
+---
+"""
+
+
+def test_a_note_written_by_hand_with_its_words_in_its_fields_alone_is_searched_shown_linked_and_quoted(vault):
+    from conftest import memlink
+
+    from engine.retrieve.search import search
+    from engine.review.linkwrite import write_link
+    from engine.sessions.memory import memory_context
+
+    (vault.root / "preferences").mkdir(exist_ok=True)
+    (vault.root / "preferences" / "tea.md").write_text(HAND_WRITTEN, encoding="utf-8")
+    vault.write_note("entity", {"name": "Anna", "kind": "person", "content": "My sister."})
+    vault = Vault.open(vault.root)
+    assert vault.read_note("preferences/tea.md").text.strip() == "I love green tea, especially Longjing."
+    assert [h.uri for h in search(vault, "Longjing")][:1] == ["preferences/tea.md"]
+    assert "I love green tea" in memlink("show", "preferences/tea.md", vault=vault.root).stdout
+    write_link(vault, "preferences/tea.md", "entities/anna.md", "related_to", match_text="Longjing")
+    quoted = [i for i in memory_context(vault, "What do I think of green tea?", turn_count=0).items if i.kind == "note"]
+    assert quoted and quoted[0].source == "preferences/tea.md" and "Longjing" in quoted[0].text
+    # (read as it is: only the generated Links block is added to the file)
+    assert (vault.root / "preferences" / "tea.md").read_text(encoding="utf-8").startswith(HAND_WRITTEN)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ..errors import NoteError, SchemaError
-from .blocks import links_span, view_block, view_span, visible_text
+from .blocks import VIEW_OPEN, links_span, view_block, view_span, visible_text
 from .frontmatter import load_frontmatter
 from .schema import MemoryTypeSchema, TypeRegistry
 
@@ -69,8 +69,14 @@ class Note:
     def text(self) -> str:
         """The body as derived readers see it: without the generated Links block and the
         view's marker lines (engine.model.blocks.visible_text). Anchors (``match_text``) are
-        looked for here."""
-        return visible_text(self.body)
+        looked for here. A body that shows no view (a note written by hand or by another
+        tool, its words only in the frontmatter's ``content``) is read with that text after
+        it: search, recall, chat and anchors see what the note says."""
+        shown = visible_text(self.body)
+        content = self.fields.get("content")
+        if VIEW_OPEN in self.body or not isinstance(content, str) or not content.strip() or content.strip() in shown:
+            return shown
+        return f"{shown.rstrip()}\n\n{content.strip()}\n" if shown.strip() else f"{content.strip()}\n"
 
 
 def split_frontmatter(text: str) -> tuple[str | None, str | None]:

@@ -138,6 +138,13 @@ def _passage(vault: Vault, uri: str, question: str, limit: int) -> tuple[str, in
             in_links = False
         elif not in_links and s and s not in (VIEW_OPEN, VIEW_CLOSE):
             body.append((n, line))
+    if not body:  # (written by hand, its words in the frontmatter alone: Note.text; cited where they stand)
+        try:
+            shown = vault.read_note(uri).text.strip().split("\n")
+        except MemlinkError:
+            return None
+        at = next((n for n, line in enumerate(lines, 1) if shown[0] and shown[0] in line), 1)
+        body = [(at + i, line) for i, line in enumerate(shown) if line.strip()]
     if not body:
         return None
     lo, hi = _window([line for _, line in body], question, limit)

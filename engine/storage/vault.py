@@ -20,7 +20,7 @@ from filelock import FileLock, Timeout
 
 from ..errors import DiskFull, LinkError, MemlinkError, NoteError, NoteNotFound, VaultError, VaultLocked
 from ..llm.linematch import ProviderLineMatcher
-from ..model.blocks import visible_text
+from ..model.blocks import VIEW_OPEN, visible_text
 from ..model.config import CONFIG_FILE, VaultConfig, bring_in_hint, dump_config, load_config, with_embedding_model
 from ..model.files import read_settings
 from ..model.links import LinkType, StoredLink
@@ -303,8 +303,15 @@ class Vault:
 
     def read_body(self, uri: str) -> str:
         """A note's body as derived readers see it (``Note.text``: no Links block, no view
-        markers), without parsing its frontmatter."""
-        return visible_text(split_body(self.read_text(uri)))
+        markers), without parsing its frontmatter when the body shows its view."""
+        text = self.read_text(uri)
+        body = split_body(text)
+        if VIEW_OPEN not in body:  # (written by hand: its words may be in its fields alone)
+            try:
+                return self.read_note(uri).text
+            except (MemlinkError, ValueError):
+                pass
+        return visible_text(body)
 
     def schema(self, memory_type: str) -> MemoryTypeSchema:
         return self.types.get(memory_type)
