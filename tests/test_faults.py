@@ -359,7 +359,7 @@ def test_a_database_that_cannot_grow_moves_into_memory_and_reads_see_the_vault_a
     for i in range(60):
         (sample.root / "entities" / f"kiln-{i}.md").write_text(
             f"---\nmemory_type: entity\ncreated_at: {when}\nupdated_at: {when}\nfields:\n"
-            f"  name: Kiln number {i} of the Zwaanshals studio\n  kind: thing\n  content: A small electric kiln.\n---\n",
+            f"  name: Kiln number {i} of the Zwaanshals studio\n  kind: thing\n  content: Kiln number {i} is electric.\n---\n",
             encoding="utf-8")
     pages = sample.store.row("PRAGMA page_count")[0]
     sample.store.row(f"PRAGMA max_page_count = {pages}")  # no room to grow from here
