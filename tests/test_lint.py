@@ -7,6 +7,7 @@ import json
 
 from conftest import make_pair
 
+from engine import Vault
 from engine.lint.memo import check
 from engine.lint.report import fix, lint, write_dashboards
 
@@ -268,3 +269,19 @@ async def test_the_lint_pane_opens_on_the_contradictions_and_expands_a_group(sam
         await pilot.press("enter")
         await settle(app, pilot)
         assert table.row_count == 63 and "provenance" in str(table.border_title)
+
+
+def test_links_check_fix_removes_for_a_note_moved_by_hand_are_put_back_by_undo_and_follow_mv(sample):
+    from engine.review.actions import undo
+    from engine.review.move import move_note
+
+    before = {l.id for l in sample.links.all()}
+    (sample.root / "entities" / "mochi.md").rename(sample.root / "entities" / "cat.md")
+    found = [f for f in check(sample) if f.code == "dangling_link"]  # (this sync forgets where the note was)
+    assert found and all("`memlink mv entities/mochi.md NEW` relinks it" in f.message for f in found)
+    assert any("removed links entry" in line for line in fix(sample))
+    assert "undid fix" in undo(sample)
+    assert {l.id for l in Vault.open(sample.root).links.all()} == before
+    moved = move_note(sample, "entities/mochi.md", "entities/cat.md")
+    assert moved.links == 4 and not moved.moved_file
+    assert [f for f in check(sample) if f.severity == "error"] == []

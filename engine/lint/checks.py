@@ -283,7 +283,9 @@ def link_records(ctx: CheckContext) -> Iterator[Finding]:
             continue
         for end, uri in (("from", link.from_uri), ("to", link.to_uri)):
             if uri not in known and uri not in malformed:
-                yield _problem("links", "error", "dangling_link", link.from_uri, f"{link.id}: {end} note {uri} does not exist")
+                yield _problem("links", "error", "dangling_link", link.from_uri,
+                               f"{link.id}: {end} note {uri} does not exist (moved by hand? `memlink mv {uri} NEW` "
+                               "relinks it; `check --fix` removes the link, and `memlink undo` puts it back)")
         dst = good_entry(link.to_uri)
         if dst is not None:
             names = fields.get(dst.memory_type)

@@ -19,8 +19,9 @@ import orjson
 from ..errors import SidecarError
 from ..model.files import SIDECAR_BYTES, read_bounded
 from ..model.links import SIDECAR, Direction, dump_rows, sort_out
-from ..model.text import printable
+from ..model.text import counted, printable
 from ..model.uris import uri_dir
+from ..review.actions import log_action
 from ..review.move import moved_to
 from ..sessions.log import heal_session_logs
 from ..storage.atomic import atomic_write_text
@@ -240,7 +241,9 @@ def fix(vault: Vault) -> list[str]:
     """Safe repairs only: first bad sidecar entries and files are set aside
     (``set_aside``) and the torn last lines of session logs cut (``heal_session_logs``);
     then, in one unit of work, restore the missing side of a one-sided link whose two
-    notes exist, and remove links (both sides) to or from notes that no longer exist."""
+    notes exist, and remove links (both sides) to or from notes that no longer exist —
+    logged as an action `memlink undo` takes back (a note moved by hand, found after the
+    removal: undo, then `memlink mv`)."""
     was = vault.catalog.shas(as_stored=True)  # before a sync forgets the hash of a note moved by hand
     done: list[str] = set_aside(vault) + heal_session_logs(vault)
     if not any(f.code in REPAIRED for f in check(vault)):
@@ -253,6 +256,7 @@ def fix(vault: Vault) -> list[str]:
         ops: list[PutLink | RemoveLink | RemoveLegacy] = []
         seen: dict[tuple[str, str], tuple[str, StoredLink]] = {}
         unusable: set[str] = set()
+        pairs: list[tuple[str, str]] = []  # the links removed: (from, to)
         for folder in vault.links.folders():
             car = vault.links.folder(folder)
             if car.problem(folder):
@@ -263,6 +267,7 @@ def fix(vault: Vault) -> list[str]:
                     seen[(l.direction, l.id)] = (folder, l)
                 elif l.from_uri.endswith(".md") and l.to_uri not in exists:
                     ops.append(RemoveLegacy(folder=folder, entry_id=l.id, from_uri=l.from_uri, to_uri=l.to_uri))
+                    pairs.append((l.from_uri, l.to_uri))
                     done.append(f"removed legacy link {l.from_uri} -> {l.to_uri} (target missing)")
         moved: dict[str, str | None] = {}  # a missing note -> where it was moved by hand (engine.review.move)
         for (direction, link_id), (folder, l) in seen.items():
@@ -276,6 +281,7 @@ def fix(vault: Vault) -> list[str]:
                 if moved[gone]:
                     continue
                 ops.append(RemoveLink(folder=folder, id=l.id, direction=direction))
+                pairs.append((l.from_uri, l.to_uri))
                 done.append(f"removed {direction} entry {l.id} {l.from_uri} -> {l.to_uri} (a note is missing)")
                 continue
             twin_dir: Direction = "backlinks" if direction == "links" else "links"
@@ -286,6 +292,9 @@ def fix(vault: Vault) -> list[str]:
                 ops.append(PutLink(folder=twin_folder, link=l.as_direction(twin_dir)))
                 done.append(f"restored the {twin_dir} side of {l.id} {l.from_uri} -> {l.to_uri}")
         tx.link_ops(ops)
+        if pairs:  # (the action names the first pair; undo puts back every record)
+            log_action(vault, tx, "fix", *pairs[0], f"check --fix removed {counted(len(pairs), 'link record')} "
+                                                     "to or from missing notes")
     return done
 
 
