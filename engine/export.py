@@ -709,6 +709,9 @@ def restore_archive(archive: Path, dest: Path) -> RestoreReport:
     ``dest`` only when every one landed."""
     archive = Path(archive).expanduser()
     dest = Path(os.path.realpath(Path(dest).expanduser()))
+    held = next((p for p in dest.parents if (p / CONFIG_FILE).is_file()), None)
+    if held is not None:  # (its notes would be read as notes of that vault, their links as misplaced)
+        raise ExportError(f"{dest} is inside the vault {held}; restore to a folder outside it; nothing was restored")
     _check_new_folder(dest)
     tar, members = _open_archive(archive)
     with tar:

@@ -506,6 +506,10 @@ def test_restore_over_a_vault_refuses_naming_what_is_there_and_leaves_it_as_it_w
     assert "nothing in it was replaced" in r.stderr, r.stderr
     assert _content(other) == before and not (other / ".memlink").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp folder left
+    # Nor into a new folder inside a vault: its notes would be that vault's, their links misplaced.
+    r = memlink("restore", archive, str(other / "restored"))
+    assert r.returncode == 1 and f"is inside the vault {other}; restore to a folder outside it" in r.stderr, r.stderr
+    assert _content(other) == before
 
 
 def test_restore_refuses_derived_state_and_a_damaged_ingest_registry_naming_them(tmp_path):
