@@ -110,6 +110,10 @@ def test_cli_review_and_undo(pair):
     assert memlink("undo", vault=v.root).stdout.startswith("undid keep-b")
     r = memlink("review", a, "profile.md", "--action", "dismiss", vault=v.root)
     assert r.returncode == 1 and "no contradicts link" in r.stderr
+    r = memlink("review", a, b, "--action", "merge", vault=v.root)  # a usage error: what it needs is named
+    assert r.returncode == 2 and "--action merge needs --text" in r.stderr
+    r = memlink("review", a, b, "--action", "keep-a", "--text", "mine", vault=v.root)
+    assert r.returncode == 2 and "--action keep-a takes none" in r.stderr
 
 
 # -- review you can trust -------------------------------------------------------------------------

@@ -200,6 +200,10 @@ def cmd_lint(args: argparse.Namespace) -> int:
 def cmd_review(args: argparse.Namespace) -> int:
     from engine.review.actions import preview, review
 
+    if args.action == "merge" and not (args.text or "").strip():
+        raise UsageError("--action merge needs --text: the merged text that note A keeps")
+    if args.action != "merge" and args.text is not None:
+        raise UsageError(f"--text is the merged text: --action {args.action} takes none")
     vault = open_vault(args)
     if args.dry_run:
         plan = preview(vault, args.a, args.b, args.action, text=args.text)
