@@ -68,6 +68,8 @@ def test_merge_dismiss_research(pair):
     assert {l.to_uri for l in v.links.of(candidate, "links")} == {a, b}
     with pytest.raises(ReviewError, match=f"asked already: {candidate}"):
         review(v, a, b, "research")
+    with pytest.raises(ReviewError, match=f"asked already: {candidate}"):
+        review(v, b, a, "research")  # the same pair, named the other way round
     undo(v)
     assert not v.exists(candidate) and check(v) == []
 

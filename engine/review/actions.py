@@ -254,7 +254,10 @@ def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str
         message = "not a contradiction, now related_to"
     else:
         title_a, title_b = vault.title(vault.read_note(a)), vault.title(vault.read_note(b))
-        question = f"How do {title_a} and {title_b} fit together?"
+        asks = [f"How do {x} and {y} fit together?" for x, y in ((title_a, title_b), (title_b, title_a))]
+        # (the pair asked about the other way round before: that question)
+        question = next((q for q in asks if vault.exists(vault.schema("report_candidate").note_uri({"question": q}))),
+                        asks[0])
         candidate = vault.schema("report_candidate").note_uri({"question": question})
         asked = {"question": question, "status": "pending", "user_requirement": f"Reconcile: {link.description}".strip()}
         if vault.exists(candidate) and all(vault.read_note(candidate).fields.get(k) == v for k, v in asked.items()):
