@@ -108,7 +108,7 @@ class ChatScreen(Pane):
     UNSENT = "The message typed in the chat is not sent"
     BINDINGS = [
         # (the footer shows these in order: at 80 columns, saving comes before what may be cut)
-        Binding("escape", "stop_or_back", "Stop reply / back"),
+        Binding("escape", "stop_or_back", "Back / stop reply"),
         Binding("ctrl+y", "retry", "Retry reply", show=False),  # a failed or stopped reply says so itself
         Binding("ctrl+g", "extract_with_rules", "Extract with rules", show=False),  # ctrl+e is the field's end of line
         Binding("ctrl+s", "commit", "Save to memory", priority=True),
