@@ -182,13 +182,14 @@ if screen | grep -qF "Personalized" || [ "$(shown)" != "$followed" ]; then
   echo "FAIL back: expected the browser on $followed" >&2; screen >&2; exit 1
 fi
 if [ -n "$tour" ]; then
-  # One key at a time: escape followed at once by a key reads as alt+key.
+  # One key at a time, each once the app is still: escape followed at once by a key reads
+  # as alt+key, and a key sent while a pane is still being switched to may go unheard.
   keys a; wait_for chat "Ask about"
-  keys Escape; wait_for chat-back "Links →"
+  keys Escape; wait_for chat-back "Links →"; settled
   keys 4; wait_for reports "Questions and reports"
-  keys Escape; wait_for reports-back "Links →"
+  keys Escape; wait_for reports-back "Links →"; settled
   keys 5; wait_for lint "Checks · 0"
-  keys Escape; wait_for lint-back "Links →"
+  keys Escape; wait_for lint-back "Links →"; settled
   keys x; wait_for review "involving"
   keys Escape; wait_for review-back "Links →"
   settled; keys "?"; wait_for help "Keys (esc closes)"
