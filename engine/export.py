@@ -328,6 +328,15 @@ def _write_file(folder: Path, rel: str, data: bytes, mode: int, mtime: float | N
 
 
 # -- export ---------------------------------------------------------------------------------------
+UNREADABLE = ("cannot be read", "cannot be listed", "not a readable note")  # why a place left out failed
+
+
+def failed(skipped: list[tuple[str, str]]) -> list[str]:
+    """The places left out because they could not be read (not those that are no part
+    of the vault: a hidden folder, a link out of it): the rest landed whole, exit 5."""
+    return [place for place, why in skipped if why.startswith(UNREADABLE)]
+
+
 @dataclass
 class ExportReport:
     dest: str
@@ -341,8 +350,8 @@ class ExportReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"dest": self.dest, "files": self.files, "bytes": self.bytes, "folded": self.folded,
-                "skipped": [{"path": p, "why": w} for p, w in self.skipped], "warnings": self.warnings,
-                "notes": self.notes, "links": self.links}
+                "skipped": [{"path": p, "why": w} for p, w in self.skipped], "failed": failed(self.skipped),
+                "warnings": self.warnings, "notes": self.notes, "links": self.links}
 
 
 def export_vault(vault: Vault, dest: Path) -> ExportReport:
@@ -553,7 +562,7 @@ class BackupReport:
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "files": self.files, "bytes": self.bytes, "sha256": self.sha256,
                 "folded": self.folded, "skipped": [{"path": p, "why": w} for p, w in self.skipped],
-                "warnings": self.warnings}
+                "failed": failed(self.skipped), "warnings": self.warnings}
 
 
 def archive_stem(vault: Vault, now: dt.datetime | None = None) -> str:

@@ -536,3 +536,13 @@ def test_restore_refuses_derived_state_and_a_damaged_ingest_registry_naming_them
         message = str(caught.value)
         assert rel in message and words in message and "nothing was restored" in message, (label, message)
         assert not dest.exists() and not any(dest.parent.iterdir() if dest.parent.exists() else ()), label
+
+
+def test_an_export_or_backup_that_could_not_read_a_note_exits_5_naming_it(tmp_path):
+    root = _copy_sample(tmp_path)
+    (root / "preferences" / "coffee.md").write_text("---\nmemory_type: [unclosed\n---\nMine.\n", encoding="utf-8")
+    r = memlink("export", str(tmp_path / "md"), "--markdown", vault=root)
+    assert r.returncode == 5 and "left out preferences/coffee.md: not a readable note" in r.stderr, r.stderr
+    r = memlink("export", str(tmp_path / "md2"), "--markdown", "--json", vault=root)
+    assert r.returncode == 5 and json.loads(r.stdout)["failed"] == ["preferences/coffee.md"]
+    assert memlink("export", str(tmp_path / "copy"), vault=root).returncode == 0  # (the file itself is copied whole)

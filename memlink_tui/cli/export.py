@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..paths import data_dir
-from .wiring import EXIT_PROBLEMS, notice, open_vault, printable_path, say, say_json
+from .wiring import EXIT_PARTIAL, EXIT_PROBLEMS, notice, open_vault, printable_path, say, say_json
 
 
 def default_backup_dir() -> Path:
@@ -46,36 +46,38 @@ def _left_out(skipped: list[tuple[str, str]], warnings: list[str]) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from engine.export import export_markdown, export_vault
+    from engine.export import export_markdown, export_vault, failed
 
     vault = open_vault(args)
     report = export_markdown(vault, args.dest) if args.markdown else export_vault(vault, args.dest)
     vault.close()
+    done = EXIT_PARTIAL if failed(report.skipped) else 0  # (what could not be read is named; the rest landed)
     if args.json:
         say_json(report.to_json())
-        return 0
+        return done
     _left_out(report.skipped, report.warnings)
     if args.markdown:
         say(f"exported {report.notes} notes as markdown ({report.links} links) to {report.dest}; start at README.md")
     else:
         folded = f"; link logs folded into {len(report.folded)} sidecars" if report.folded else ""
         say(f"exported {report.files} files ({report.bytes} bytes) to {report.dest}{folded}")
-    return 0
+    return done
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
-    from engine.export import backup_vault
+    from engine.export import backup_vault, failed
 
     vault = open_vault(args)
     report = backup_vault(vault, args.to or default_backup_dir())
     vault.close()
+    done = EXIT_PARTIAL if failed(report.skipped) else 0
     if args.json:
         say_json(report.to_json())
-        return 0
+        return done
     _left_out(report.skipped, report.warnings)
     say(report.path)
     print(f"{report.files} files, {report.bytes} bytes; sha256 {report.sha256}", file=sys.stderr)
-    return 0
+    return done
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
