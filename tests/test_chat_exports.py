@@ -586,6 +586,12 @@ def test_whatsapp_import_again_adds_nothing_and_a_newer_export_adds_only_its_new
     assert import_chat(vault, beside, RulesTurnExtractor()).events_added == 0 and len(logs(vault.root)) == 3
     beside = write(tmp_path / "WhatsApp Chat with Ana(2).txt", newer.read_text(encoding="utf-8"))  # (a browser's name)
     assert import_chat(vault, beside, RulesTurnExtractor()).events_added == 0 and len(logs(vault.root)) == 3
+    # Saved under a name of its own: its messages are in the vault already, under the chat's first name.
+    renamed = write(tmp_path / "ana-backup.txt", newer.read_text(encoding="utf-8") + "1/2/24, 9:00\u202fAM - Ana: Hi\n")
+    held = len(events_of(vault.root))
+    again = import_chat(vault, renamed, RulesTurnExtractor())
+    assert (again.events_added, again.elsewhere) == (1, held)
+    assert [e.content for e in events_of(vault.root)].count("Morning") == 1
 
 
 def test_a_newer_whatsapp_export_reads_its_dates_as_the_chat_was_imported_or_says_which_sessions_are_wrong(vault, tmp_path):
@@ -1012,7 +1018,7 @@ def test_a_telegram_chat_exported_again_in_another_time_zone_adds_only_its_new_m
     later = {"id": 3, "type": "message", "date": "2026-01-01T09:00:00", "from": "Eva", "from_id": "user1",
              "text": "Brunch at ten?"}
     report = import_chat(vault, dump(tmp_path / "result.json", chat(1, later)), RulesTurnExtractor(), me="Max")
-    assert (report.events_added, report.other_day) == (1, 2)
-    assert any(line.startswith("imported before on the day before or after: 2 messages") for line in report.left_out_lines())
+    assert (report.events_added, report.elsewhere) == (1, 2)
+    assert any(line.startswith("imported before in another session: 2 messages") for line in report.left_out_lines())
     assert [e.content for e in events_of(vault.root)] == ["Happy new year!", "Same to you", "Brunch at ten?"]
     assert all(logs(vault.root)[s] == text for s, text in before.items())

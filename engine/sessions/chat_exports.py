@@ -131,7 +131,7 @@ class Conversation:
     unnamed: bool = False  # no id in the export: its session is named by its title and start time
     off_branch: list[str] = field(default_factory=list)  # ids of its messages not on the current branch
     edited: set[str] = field(default_factory=set)  # ids of its messages the export marks as edited (a messaging app)
-    beside: list[str] = field(default_factory=list)  # the chat's sessions of the day before and after, in the vault
+    beside: list[str] = field(default_factory=list)  # sessions in the vault that may hold its messages already
 
 
 @dataclass
@@ -468,6 +468,8 @@ def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], 
                     near = (dt.datetime.fromisoformat(said.ts) + dt.timedelta(days=d) for d in (-1, 1))
                     conversation.beside = [by_hash[h] for h in (_digest(fmt, chat.key, t.isoformat()) for t in near)
                                            if h in by_hash]
+                else:  # (an id made of a message's time and sender: the chat's export saved under another name)
+                    conversation.beside = [s for s in by_hash.values() if s.startswith(f"{day}-") and s != session]
             mine = user in (said.sender, said.sender_id)
             if mine and said.sender not in out.me:
                 out.me.append(said.sender)

@@ -56,7 +56,7 @@ class ImportReport:
     undated_count: int = 0
     replaced: int = 0  # messages imported before, no longer on their conversation's current branch
     edited: int = 0  # messages imported before and edited since (a messaging app): kept as first imported
-    other_day: int = 0  # Telegram messages imported before on the day before or after (exported in another time zone)
+    elsewhere: int = 0  # messages another session holds already (a chat exported again under another name or time zone)
     me: list[str] = field(default_factory=list)  # a WhatsApp or Telegram chat: the senders imported as the user
     assumed: list[str] = field(default_factory=list)  # what the reader assumed (who is the user, a date order)
 
@@ -85,9 +85,9 @@ class ImportReport:
         if self.edited:
             lines.append(f"edited after they were imported: {counted(self.edited, 'message')}, kept as first imported "
                          "(a session's log is never rewritten; the export holds the new text)")
-        if self.other_day:
-            lines.append(f"imported before on the day before or after: {counted(self.other_day, 'message')} (the chat "
-                         "exported in another time zone), kept where they are")
+        if self.elsewhere:
+            lines.append(f"imported before in another session: {counted(self.elsewhere, 'message')} (the chat exported "
+                         "again under another file name, or in another time zone), kept where they are")
         if self.replaced:
             lines.append(f"replaced since the last import (an answer regenerated, a prompt edited): "
                          f"{counted(self.replaced, 'message')}, left out of recall and memory from now on")
@@ -274,7 +274,7 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
             records = _without_edits(vault, conversation)
             report.edited += len(conversation.records) - len(records)
             records, moved = _not_beside(vault, conversation, records)
-            report.other_day += moved
+            report.elsewhere += moved
             if records:
                 by_session[conversation.session].extend(records)
                 labels.setdefault(conversation.session, conversation.label)
@@ -351,9 +351,10 @@ def _replaced(vault: Vault, conversation: Any) -> list[SessionEvent]:
 
 
 def _not_beside(vault: Vault, conversation: Any, records: list[ImportRecord]) -> tuple[list[ImportRecord], int]:
-    """The records but those the chat's session of the day before or after holds (a
-    Telegram message keeps its id, while the day it falls on follows the exporting
-    computer's clock), and how many were left out."""
+    """The records but those a session beside the conversation's holds (``beside``: a
+    Telegram chat's of the day before or after, as the exporting computer's clock put its
+    messages; the same day's, for a WhatsApp chat exported again under another file name),
+    and how many were left out."""
     if not conversation.beside:
         return records, 0
     logged = {e.key for session in conversation.beside for e in read_events(vault, session)}
