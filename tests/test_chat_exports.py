@@ -592,6 +592,9 @@ def test_whatsapp_import_again_adds_nothing_and_a_newer_export_adds_only_its_new
     again = import_chat(vault, renamed, RulesTurnExtractor())
     assert (again.events_added, again.elsewhere) == (1, held)
     assert [e.content for e in events_of(vault.root)].count("Morning") == 1
+    # Another chat where Bo spoke in the same minute: the same id, other words; imported.
+    other = write(tmp_path / "WhatsApp Chat with Cy.txt", "1/2/24, 8:00\u202fAM - Bo: Kiln at ten\n")
+    assert import_chat(vault, other, RulesTurnExtractor()).events_added == 1
 
 
 def test_a_newer_whatsapp_export_reads_its_dates_as_the_chat_was_imported_or_says_which_sessions_are_wrong(vault, tmp_path):

@@ -357,8 +357,9 @@ def _not_beside(vault: Vault, conversation: Any, records: list[ImportRecord]) ->
     and how many were left out."""
     if not conversation.beside:
         return records, 0
-    logged = {e.key for session in conversation.beside for e in read_events(vault, session)}
-    kept = [r for r in records if r.key not in logged]
+    # (by its words too: two chats' messages of one sender in one minute share a WhatsApp id)
+    logged = {(e.key, e.content) for session in conversation.beside for e in read_events(vault, session)}
+    kept = [r for r in records if (r.key, r.content) not in logged]
     return kept, len(records) - len(kept)
 
 
