@@ -401,12 +401,13 @@ def _as_before(vault: Vault, export: Any, flipped: Any, path: Path) -> Any:
 
 
 def _logged(vault: Vault, export: Any) -> set[tuple[str, str]]:
-    """(session, message id) of the export's messages that the sessions' logs hold."""
+    """(session, message id) of the export's messages that the sessions' logs hold, with
+    their words (a WhatsApp id alone is one sender's minute: another chat's message too)."""
     out = set()
     for conversation in export.conversations:
         if conversation.records and vault.path(session_uri(conversation.session)).is_file():
-            logged = {e.key for e in read_events(vault, conversation.session)}
-            out |= {(conversation.session, r.key) for r in conversation.records if r.key in logged}
+            logged = {(e.key, e.content) for e in read_events(vault, conversation.session)}
+            out |= {(conversation.session, r.key) for r in conversation.records if (r.key, r.content) in logged}
     return out
 
 
