@@ -199,3 +199,12 @@ def test_a_note_written_by_hand_with_its_words_in_its_fields_alone_is_searched_s
     assert quoted and quoted[0].source == "preferences/tea.md" and "Longjing" in quoted[0].text
     # (read as it is: only the generated Links block is added to the file)
     assert (vault.root / "preferences" / "tea.md").read_text(encoding="utf-8").startswith(HAND_WRITTEN)
+
+
+def test_a_hand_written_note_may_give_its_day_alone_and_a_missing_time_stamp_says_what_to_add(vault):
+    text = HAND_WRITTEN.replace("created_at: '2026-01-10T08:00:00+00:00'", "created_at: 2026-01-10")
+    assert parse_note(text, "preferences/tea.md", vault.types).created_at == "2026-01-10T00:00:00+00:00"
+    missing = "\n".join(line for line in HAND_WRITTEN.split("\n") if not line.startswith("created_at"))
+    with pytest.raises(NoteError, match=r"preferences/tea.md: created_at is missing: add it to the frontmatter, "
+                                        r"e.g. created_at: '\d{4}-"):
+        parse_note(missing, "preferences/tea.md", vault.types)

@@ -28,9 +28,14 @@ def now_iso() -> str:
 
 
 def parse_timestamp(value: Any, where: str) -> str:
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):  # (YAML reads `2026-01-10` as a day)
+        value = dt.datetime(value.year, value.month, value.day)
     if isinstance(value, dt.datetime):
         stamp = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
         return stamp.isoformat()
+    if value is None:
+        raise NoteError(f"{where} is missing: add it to the frontmatter, e.g. {where.rpartition(' ')[2]}: "
+                        f"'{now_iso()}'")
     if isinstance(value, str):
         try:
             stamp = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
