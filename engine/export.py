@@ -345,8 +345,8 @@ class ExportReport:
     folded: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    notes: int = 0  # markdown export: notes rendered
-    links: int = 0  # markdown export: links listed (each once, on its from-note)
+    notes: int = 0  # notes copied (a markdown export: rendered)
+    links: int = 0  # links (a markdown export: listed, each once on its from-note)
 
     def to_json(self) -> dict[str, Any]:
         return {"dest": self.dest, "files": self.files, "bytes": self.bytes, "folded": self.folded,
@@ -366,6 +366,8 @@ def export_vault(vault: Vault, dest: Path) -> ExportReport:
             _write_file(tmp, item.rel, data, item.mode, item.mtime)
             report.files += 1
             report.bytes += len(data)
+            report.notes += item.rel in vault.catalog
+        report.links = vault.links.stats(top=0)[0]
         report.folded, report.skipped, report.warnings = snap.folded, snap.skipped, snap.warnings
     return report
 

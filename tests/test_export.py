@@ -87,6 +87,8 @@ def test_export_copies_the_content_without_derived_state_and_opens_as_a_vault(tm
     assert dict(report.skipped) == {"entities/leak.md": "a symlink to outside the vault", ".git/": "a hidden folder (not part of the vault)",
                                     "shortcut": "a symlinked folder (memlink does not enter it)"}
     assert report.files == len(expected) and report.folded == []
+    copy = Vault.open(out)
+    assert (report.notes, report.links) == (len(copy.catalog), copy.links.stats(top=0)[0]) and report.notes == 72
     assert _errors(out) == []
     assert _content(root) == source  # the source is untouched
     assert not list(tmp_path.glob(".out.*"))  # no temp folder left beside the export

@@ -60,7 +60,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         say(f"exported {report.notes} notes as markdown ({report.links} links) to {report.dest}; start at README.md")
     else:
         folded = f"; link logs folded into {len(report.folded)} sidecars" if report.folded else ""
-        say(f"exported {report.files} files ({report.bytes} bytes) to {report.dest}{folded}")
+        say(f"exported {report.files} files ({report.notes} notes, {report.links} links; {report.bytes} bytes) to "
+            f"{report.dest}{folded}")
     return done
 
 
