@@ -115,6 +115,7 @@ def test_corrupt_catalog_is_rebuilt(vault):
 def test_malformed_session_log_is_reported(vault):
     (vault.root / "sessions" / "s1.jsonl").write_text('{"session": "s1", "id": "1", "role": "user", "content": "hi", "ts": "2026-01-01"}\n{oops\n')
     assert [(p.code, p.uri) for p in check(vault)] == [("malformed_session", "sessions/s1.jsonl")]
+    assert "mend or delete the line in a text editor" in check(vault)[0].message  # (what to do: no fix rewrites a log)
 
 
 def test_text_a_person_typed_under_the_frontmatter_survives_every_write(vault):

@@ -341,7 +341,9 @@ def session_logs(ctx: CheckContext) -> Iterator[Finding]:
             if TORN in problem:
                 yield _problem("structure", "error", "torn_session_line", uri, problem)
             else:
-                yield _problem("structure", "error", "malformed_session", uri, f"{problem}; readers leave this line out")
+                yield _problem("structure", "error", "malformed_session", uri,
+                               f"{problem}; readers leave this line out (memlink never rewrites a log: mend or delete "
+                               "the line in a text editor)")
         if len(problems) > SHOWN_LINES:
             yield _problem("structure", "error", "malformed_session", uri,
                            f"and {len(problems) - SHOWN_LINES} more bad lines; readers leave them out")
