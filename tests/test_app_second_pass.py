@@ -302,6 +302,35 @@ async def test_escape_stops_a_reply_being_written(sample):
     assert [e.role for e in read_events(sample, session) if e.role in ("user", "assistant")] == ["user"]
 
 
+async def test_a_message_sent_while_a_reply_is_written_waits_and_a_retry_stays_in_its_session(sample):
+    from textual.widgets import Input, Static
+
+    from engine.sessions.log import read_events
+
+    async with chatting(sample) as (stub, app, pilot, screen):
+        stub.script += [("slow", "Tea first, slowly.", 0.3), ("status", 500, "down")]
+        await pilot.press(*"About tea?", "enter")
+        assert await wait_for(pilot, lambda: bool(screen._replying_workers()), 15)
+        await pilot.press(*"About cats?", "enter")  # (while the first reply is being written)
+        assert "a reply is being written" in str(screen.query_one("#status", Static).render())
+        assert screen.query_one("#message", Input).value == "About cats?"  # kept, to send once it answered
+        await settle(app, pilot)
+        first = screen.chat.session
+        screen.query_one("#message", Input).value = ""
+        await pilot.press(*"Failing one?", "enter")
+        await settle(app, pilot)
+        assert "ctrl+y asks again" in str(screen.query(".assistant").last(Static).render())
+        await pilot.press("ctrl+n")  # another conversation: ctrl+y no longer answers the first one's question here
+        await settle(app, pilot)
+        stub.script.append(("json", "An answer for the failed question."))
+        await pilot.press("ctrl+y")
+        await settle(app, pilot)
+        second = screen.chat.session
+    said = [(e.role, e.content) for e in read_events(sample, first) if e.role in ("user", "assistant")]
+    assert said == [("user", "About tea?"), ("assistant", "Tea first, slowly."), ("user", "Failing one?")]
+    assert [e for e in read_events(sample, second) if e.role == "assistant"] == []
+
+
 # -- live refresh -------------------------------------------------------------------------------------
 async def wait_for(pilot, check, seconds: float = 8.0) -> bool:
     for _ in range(int(seconds / 0.2)):
@@ -1080,3 +1109,19 @@ async def test_ctrl_o_saves_the_chosen_reply_alone_and_ctrl_s_the_rest(sample, m
     assert start == 0 and done == set(said[:2])  # that turn alone: the session itself is not committed yet
     assert commit_session(sample, session) is not None  # ctrl+s later: the other turn
     assert read_events(sample, session)[-1].model_extra["upto"] == [e.key for e in events if e.kind != COMMIT][-1]
+
+
+async def test_a_commit_whose_model_answer_does_not_fit_is_saved_with_the_rules_on_ctrl_g(sample):
+    from textual.widgets import Static
+
+    async with chatting(sample) as (stub, app, pilot, screen):
+        stub.script.append(("json", "Noted, oat milk it is."))
+        await pilot.press(*"I love oat milk in my coffee.", "enter")
+        await settle(app, pilot)
+        stub.script += [("json", '{"memories": [ {"broken": ')] * 6  # (the extraction's answers: none fits)
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        assert "ctrl+g saves it with the rules provider" in str(screen.query_one("#status", Static).render())
+        await pilot.press("ctrl+g")
+        await settle(app, pilot)
+        assert "committed" in str(screen.query_one("#status", Static).render())

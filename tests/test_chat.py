@@ -241,3 +241,18 @@ def test_every_recalled_turn_fits_its_share_and_a_long_answer_is_cut_not_dropped
     assert "run at home" in items[0].text and not items[0].text.endswith("…")  # the best turn, whole
     cut = [i for i in items if i.text.endswith("…")]
     assert len(cut) == 1 and "\nA: " in cut[0].text  # the answer's start, not the question alone
+
+
+def test_a_reply_stopped_before_it_ended_or_with_no_words_is_not_logged(vault):
+    import pytest
+
+    from engine.llm import LLMError
+
+    with OllamaStub() as stub:
+        chat = ChatSession(vault, "s", OllamaProvider("tiny", host=stub.host, timeout=5), RulesTurnExtractor())
+        stub.script += [("json", "Every word arrived."), ("json", "")]
+        # Stopped while its last words were on the way: shown so far, never logged.
+        assert "".join(chat.reply(chat.prepare("first?"), stopped=lambda: True)) == "Every word arrived."
+        with pytest.raises(LLMError, match="the model sent an empty reply"):
+            list(chat.reply(chat.prepare("second?")))
+    assert [e.role for e in read_events(vault, "s") if e.role in ("user", "assistant")] == ["user", "user"]

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemlinkError
+from ..llm import LLMError
 from ..model.text import printable
 from .context import assemble, visible_sources
 from .events import MEMORY_ANSWER, SessionEvent
@@ -110,11 +111,12 @@ class ChatSession:
         about_text = (title, self.vault.render_note(note.uri).text) if note else None
         return assemble(SYSTEM, turns, text, self.last_context, about=about_text)
 
-    def reply(self, messages: list[dict[str, str]]) -> Iterator[str]:
-        """Stream the answer from Ollama; the full answer is logged at the end. Without a
-        model the answer is the memory context itself, quoted with its citations and
-        said to be no model's (logged as kind "memory": extraction leaves its text out, it only
-        repeats the vault)."""
+    def reply(self, messages: list[dict[str, str]], stopped: Callable[[], bool] = lambda: False) -> Iterator[str]:
+        """Stream the answer from Ollama; the full answer is logged at the end, unless
+        ``stopped`` says the person stopped it meanwhile. An answer with no words is an
+        error (nothing logged). Without a model the answer is the memory context itself,
+        quoted with its citations and said to be no model's (logged as kind "memory":
+        extraction leaves its text out, it only repeats the vault)."""
         if self.provider is None:
             answer = answer_from_memory(self.last_context)
             append_events(self.vault, self.session, [self._event("assistant", answer, kind=MEMORY_ANSWER)])
@@ -124,7 +126,10 @@ class ChatSession:
         for chunk in self.provider.stream_chat(messages):
             parts.append(chunk)
             yield chunk
-        append_events(self.vault, self.session, [self._event("assistant", "".join(parts))])
+        if not "".join(parts).strip():
+            raise LLMError("the model sent an empty reply", "ask again, or try another model")
+        if not stopped():
+            append_events(self.vault, self.session, [self._event("assistant", "".join(parts))])
 
     def extract_in_background(self, done: Callable[[object], None] | None = None) -> threading.Thread:
         """Extract this session's completed turns on a background thread, one session's

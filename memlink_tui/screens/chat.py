@@ -308,7 +308,7 @@ class ChatScreen(Pane):
         if self.is_mounted and getattr(self, "about", None):
             self._ask_about(None)  # a note asked about belongs to the conversation it was asked in
         self.chat = ChatSession(self.vault, session, self.provider, getattr(self, "_extractor", None))
-        self._unsaved = None  # (ctrl+g saves what failed in the conversation shown)
+        self._unsaved = self._unanswered = None  # (ctrl+g and ctrl+y act on the conversation shown)
         if self.is_mounted:  # what recall showed belongs to the conversation it was for
             self.query_one("#recall-text", Static).update(RECALL_HINT)
             self.query_one("#recall-list", OptionList).clear_options()
@@ -347,6 +347,9 @@ class ChatScreen(Pane):
     def _send(self, event: Input.Submitted) -> None:
         text = printable(event.value).strip()  # (what a paste's escapes leave: the words)
         if not text or self.chat is None:
+            return
+        if self._replying_workers():  # (two replies at once would interleave in the log: the message stays typed)
+            self._status("a reply is being written: it answers first (esc stops it); then enter sends this")
             return
         event.input.value = ""
         self._list_session(self.chat.session)
@@ -392,7 +395,7 @@ class ChatScreen(Pane):
             self.app.call_from_thread(answer.update, "[dim](stopped; ctrl+y asks again)[/dim]")
             return
         try:
-            for piece in chat.reply(messages):
+            for piece in chat.reply(messages, stopped=lambda: worker.is_cancelled):
                 if worker.is_cancelled:
                     return  # escape said so already (action_stop_or_back); the reply is not logged
                 parts.append(piece)
@@ -553,6 +556,7 @@ class ChatScreen(Pane):
     def _save(self, session: str, turn: str | None, rules: bool = False) -> None:
         """Save one reply's turn (``turn``) or the session's new turns to memory; with
         ``rules``, extracted by the zero-LLM rules (ctrl+g, after the model failed)."""
+        from engine.extract.loop import ExtractionRejected
         from engine.extract.rules import RulesExtractor
         from engine.llm import LLMError
         from engine.sessions.commit import commit_session, commit_turn
@@ -563,7 +567,7 @@ class ChatScreen(Pane):
             report = commit_turn(self.vault, session, turn, extractor) if turn else commit_session(self.vault, session, extractor)
         except MemlinkError as exc:
             again, self._unsaved = "", None
-            if isinstance(exc, LLMError) and not rules:  # (the model: the rules can save it)
+            if isinstance(exc, LLMError | ExtractionRejected) and not rules:  # (the model: the rules can save it)
                 self._unsaved, again = (session, turn), " — ctrl+g saves it with the rules provider"
             self.app.call_from_thread(self._status, f"[red]{failed}: {safe_markup(str(exc))}[/red]{again}")
             return
