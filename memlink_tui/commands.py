@@ -9,11 +9,27 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+from textual.fuzzy import Matcher
 
 from engine.model.text import printable
+from widgets.safe import safe_markup
 
 if TYPE_CHECKING:
     from .app import MemlinkApp
+
+
+def shown(matcher: Matcher, text: str) -> Content:
+    """``text`` as the palette shows a hit, its matched letters marked: read as text, never
+    as markup (a note's title, an Ollama model's or a theme's name is data:
+    ``Matcher.highlight`` would run its ``[@click=…]``)."""
+    text = printable(text)
+    content = Content(text)
+    score, offsets = matcher.fuzzy_search.match(matcher.query, text)
+    for offset in offsets if score else ():
+        if not text[offset].isspace():
+            content = content.stylize(matcher.match_style, offset, offset + 1)
+    return content
 
 
 class _AppProvider(Provider):
@@ -35,8 +51,8 @@ class NoteCommands(_AppProvider):
         for entry in app.vault.catalog.all():
             score = matcher.match(entry.title)
             if score > 0:
-                yield Hit(score, matcher.highlight(printable(entry.title)), partial(app.open_note, entry.uri),
-                          help=printable(f"{entry.memory_type} · {entry.uri}"))
+                yield Hit(score, shown(matcher, entry.title), partial(app.open_note, entry.uri),
+                          text=entry.title, help=safe_markup(f"{entry.memory_type} · {entry.uri}"))
 
 
 class _Listed(_AppProvider):
@@ -47,14 +63,14 @@ class _Listed(_AppProvider):
 
     async def discover(self) -> Hits:
         for name, callback, help_text in self.entries():
-            yield DiscoveryHit(name, callback, help=help_text)
+            yield DiscoveryHit(Content(printable(name)), callback, text=name, help=safe_markup(help_text))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for name, callback, help_text in self.entries():
             score = matcher.match(name)
             if score > 0:
-                yield Hit(score, matcher.highlight(name), callback, help=help_text)
+                yield Hit(score, shown(matcher, name), callback, text=name, help=safe_markup(help_text))
 
 
 class ActionCommands(_Listed):

@@ -1125,3 +1125,21 @@ async def test_a_commit_whose_model_answer_does_not_fit_is_saved_with_the_rules_
         await pilot.press("ctrl+g")
         await settle(app, pilot)
         assert "committed" in str(screen.query_one("#status", Static).render())
+
+
+async def test_the_palette_shows_a_note_title_holding_markup_as_text_and_runs_none_of_it(sample):
+    from textual.command import CommandPalette
+    from textual.widgets import OptionList
+
+    sample.write_note("preference", {"topic": "[@click=app.quit]Evil chai[/] [link=http://evil.example]phish[/link]",
+                                     "content": "Spiced."})
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Evil chai")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette)
+                              and app.screen.query_one(OptionList).option_count > 0, 15)
+        shown = [str(o.prompt) for o in app.screen.query_one(OptionList).options]
+        assert any("[@click=app.quit]Evil chai[/] [link=http://evil.example]phish[/link]" in s for s in shown), shown
