@@ -140,18 +140,20 @@ def test_a_note_that_does_not_parse_is_refused_naming_it_not_where_it_was_going(
 def test_wikilinks_in_note_text_are_listed_and_rewritten_only_when_asked(sample):
     source = "entities/mochi.md"
     note = sample.read_note(source)
-    body = note.body.rstrip("\n") + "\n\nSee [[entities/havenlink|the firm]] and [[havenlink#History]] and [[Other]].\n"
+    body = note.body.rstrip("\n") + ("\n\nSee [[entities/havenlink|the firm]] and [[havenlink#History]] and [[Other]].\n"
+                                      "Jane works at [[havenlink]].\n")
     sample.write_note("entity", note.fields, uri=source, replace=True, body=body)
     sample.link(source, OLD, "related_to")
     result = move_note(sample, OLD, NEW)
     assert [(m.uri, m.text) for m in result.mentions] == [
-        (source, "[[entities/havenlink|the firm]]"), (source, "[[havenlink#History]]")]
+        (source, "[[entities/havenlink|the firm]]"), (source, "[[havenlink#History]]"), (source, "[[havenlink]]")]
     assert "[[entities/havenlink|the firm]]" in sample.read_text(source)  # the person's words are not touched
     undo(sample)
     result = move_note(sample, OLD, NEW, rewrite_text=True)
     assert result.rewritten == [source]
     text = sample.read_note(source).text
     assert "[[projects/havenlink-bv|the firm]]" in text and "[[projects/havenlink-bv#History]]" in text
+    assert "Jane works at [[projects/havenlink-bv|havenlink-bv]]." in text  # (it reads the new name, not a path)
     assert "[[Other]]" in text
     undo(sample)
     assert "[[entities/havenlink|the firm]]" in sample.read_text(source) and sample.exists(OLD)

@@ -199,17 +199,25 @@ def mentions(vault: Vault, uris: list[str], old: str, new: str) -> list[Mention]
 
 def _rewrite(vault: Vault, tx: Transaction, uris: list[str], old: str, new: str) -> list[str]:
     """Point the stale wikilinks of ``uris`` at ``new`` (written as its path without .md,
-    which Obsidian resolves whatever other notes are called)."""
+    which Obsidian resolves whatever other notes are called). A plain link, which showed its
+    target's name, shows the new name, as Obsidian's own rename does, not the path."""
     stale = _stale_names(old, new)
     target = new[:-3]
+    shown = PurePosixPath(target).name
+
+    def pointed(m: re.Match[str]) -> str:
+        rest = m.group(3)
+        if rest == "]]" and m.group(1) == "[[":  # (a plain link: an embed's |… is its size, an anchor shows itself)
+            rest = f"|{shown}]]"
+        return m.group(1) + target + rest
+
     done = []
     for uri in uris:
         text = vault.read_text(uri)
         parts = []
         for start, end in _outside_links_block(text):
             piece = text[start:end]
-            parts.append((start, end, WIKILINK.sub(
-                lambda m: m.group(1) + target + m.group(3) if m.group(2).strip() in stale else m.group(0), piece)))
+            parts.append((start, end, WIKILINK.sub(lambda m: pointed(m) if m.group(2).strip() in stale else m.group(0), piece)))
         new_text = text
         for start, end, piece in reversed(parts):
             new_text = new_text[:start] + piece + new_text[end:]
