@@ -69,10 +69,11 @@ screen() { tmux capture-pane -p -t "$session"; }
 # The note shown: the browser puts its URI in the note box's title ("Note · <uri>").
 shown() { screen | grep -o 'Note · [a-z_]*/[^ ]*\.md' | head -1 | sed 's/^Note · //' || true; }
 
-# wait_for NAME TEXT: poll the screen until TEXT shows (15 s), save it as NAME.
+# wait_for NAME TEXT: poll the screen until TEXT shows (30 s: a bound for a machine busy with
+# other tests, not a speed), save it as NAME.
 wait_for() {
   local name=$1 text=$2
-  for _ in $(seq 150); do
+  for _ in $(seq 300); do
     if screen | grep -qF -- "$text"; then
       [ -n "$captures" ] && screen > "$captures/$name.txt"
       echo "ok   $name: sees \"$text\""
@@ -124,7 +125,7 @@ quit() {
       screen | grep -qF " q Quit" && break
       before=$(screen)
       keys Escape
-      for _ in $(seq 50); do [ "$(screen)" != "$before" ] && break; sleep 0.1; done
+      for _ in $(seq 100); do [ "$(screen)" != "$before" ] && break; sleep 0.1; done
       settled
     done
     wait_for quit-key " q Quit"
