@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from ..errors import MemlinkError
 from ..llm.fence import one_line
 from ..model.blocks import LINKS_CLOSE, LINKS_PREFIX, VIEW_CLOSE, VIEW_OPEN
-from ..model.notes import split_frontmatter
+from ..model.notes import parse_note, split_frontmatter
 from ..model.text import content_tokens
 from ..retrieve.search import search
 from .recall import TurnMemory, said
@@ -140,7 +140,7 @@ def _passage(vault: Vault, uri: str, question: str, limit: int) -> tuple[str, in
             body.append((n, line))
     if not body:  # (written by hand, its words in the frontmatter alone: Note.text; cited where they stand)
         try:
-            shown = vault.read_note(uri).text.strip().split("\n")
+            shown = parse_note(text, uri, vault.types).text.strip().split("\n")
         except MemlinkError:
             return None
         at = next((n for n, line in enumerate(lines, 1) if shown[0] and shown[0] in line), 1)

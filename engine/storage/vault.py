@@ -308,7 +308,7 @@ class Vault:
         body = split_body(text)
         if VIEW_OPEN not in body:  # (written by hand: its words may be in its fields alone)
             try:
-                return self.read_note(uri).text
+                return parse_note(text, normalize_uri(uri), self.types).text
             except (MemlinkError, ValueError):
                 pass
         return visible_text(body)
