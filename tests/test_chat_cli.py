@@ -204,3 +204,34 @@ def test_each_sentence_of_a_message_is_kept_as_written_and_alone(vault, message,
     commit_session(vault, "s")
     got = {e.uri: vault.read_note(e.uri).fields["content"] for e in vault.catalog.all("preference")}
     assert got == notes
+
+
+def test_commit_and_ingest_take_the_provider_asked_for(tmp_path):
+    root = tmp_path / "v"
+    vault = Vault.init(root)
+    append_events(vault, "s", said("s", ("I love mangosteen.", "Noted."),))
+    vault.close()
+    doc = tmp_path / "durian.md"
+    doc.write_text("# Durian\n\nI love durian.\n")
+    with OllamaStub(models=["llama3.2:latest"]) as stub:
+        stub.script += [("json", "not the JSON asked for")] * 12
+        env = {"OLLAMA_HOST": stub.host}
+        r = memlink("commit", "s", vault=root, env=env)
+        assert r.returncode == 1 and "does not fit" in r.stderr and "`--provider rules`" in r.stderr, r.stderr
+        assert not list(root.glob("preferences/*.md"))
+        r = memlink("commit", "--all", vault=root, env=env)
+        assert r.returncode == 5 and "failed: 1" in r.stdout and "--all --provider rules" in r.stderr, r.stderr
+        # The model's answers do not fit: the same turns, saved by the rules.
+        r = memlink("commit", "s", "--provider", "rules", vault=root, env=env)
+        assert r.returncode == 0 and "provider: rules" in r.stderr and "+ preferences/mangosteen.md" in r.stdout, r.stderr
+        asked = len(stub.requests)
+        r = memlink("ingest", str(doc), "--provider", "rules", vault=root, env=env)
+        assert r.returncode == 0 and "provider: rules" in r.stderr, r.stderr
+        assert len(stub.requests) == asked  # the model was not asked
+    # Ollama asked for where none answers: the command stops, nothing written.
+    before = sorted(p.relative_to(root) for p in root.rglob("*.md"))
+    r = memlink("commit", "s", "--provider", "ollama", vault=root, env=NO_OLLAMA)
+    assert r.returncode == 1 and "Ollama" in r.stderr, r.stderr
+    r = memlink("ingest", str(doc), "--provider", "ollama", vault=root, env=NO_OLLAMA)
+    assert r.returncode == 1 and "Ollama" in r.stderr, r.stderr
+    assert sorted(p.relative_to(root) for p in root.rglob("*.md")) == before

@@ -33,13 +33,14 @@ class InputError(MemlinkError):
     pass
 
 
-def choose_extractor(vault: Vault) -> tuple[RulesExtractor | LLMExtractor, Health]:
-    """(extractor, health) for the vault's provider (``engine.llm.registry.selection``):
-    the LLM when it is one, else the rules. The LLM extractor gives up on the model after
-    ``llm.max_failures`` failed answers in a row, for as long as it is used (one command).
-    Line-range correction follows the same provider through ``vault.matcher``; nothing is
-    replaced here."""
-    chosen = selection(vault.config.llm)
+def choose_extractor(vault: Vault, force: str | None = None) -> tuple[RulesExtractor | LLMExtractor, Health]:
+    """(extractor, health) for the vault's provider (``engine.llm.registry.selection``;
+    ``force`` overrides llm.provider): the LLM when it is one, else the rules. The LLM
+    extractor gives up on the model after ``llm.max_failures`` failed answers in a row,
+    for as long as it is used (one command). Line-range correction follows the same
+    provider through ``vault.matcher``; nothing is replaced here."""
+    config = vault.config.llm
+    chosen = selection(config if force is None else config.model_copy(update={"provider": force}))
     if not chosen.provider.is_llm:
         return RulesExtractor(), chosen.health
     return LLMExtractor(chosen.provider, Breaker(vault.config.llm.max_failures)), chosen.health

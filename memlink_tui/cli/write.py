@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine import MemlinkError
 from engine.model.text import counted
 
 from .wiring import EXIT_PARTIAL, UsageError, notice, open_vault, printable_path, progress, say, say_json
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from engine.extract.batch import BatchResult
     from engine.extract.inputs import Extractor
     from engine.extract.updater import RunReport
+    from engine.llm import Health
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -31,6 +33,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--turn", metavar="MESSAGE_ID",
                    help="only the turn holding this message (the question's id, as `memlink chat --json` gives it); "
                         "a later commit of the whole chat session skips it")
+    s.add_argument("--provider", choices=["rules", "ollama"],
+                   help="default: llm.provider of memlink.yaml (rules: when the model's answers do not fit)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_commit)
 
@@ -44,6 +48,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    "files) and write nothing")
     s.add_argument("--prune", action="store_true", help="move a renamed file's note to its new path; remove the notes "
                    "of files no longer in a folder given, but those edited in the vault (undo with `memlink undo`)")
+    s.add_argument("--provider", choices=["rules", "ollama"], help="default: llm.provider of memlink.yaml")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_ingest)
 
@@ -139,26 +144,43 @@ def _retry_pending(vault: Vault, extractor: Extractor, quiet: bool) -> bool:
     return not result.pending
 
 
-def cmd_commit(args: argparse.Namespace) -> int:
+def _extractor(vault: Vault, force: str | None) -> tuple[Extractor, Health]:
+    """The extractor for the vault's provider, or the one asked for: asked for Ollama when
+    it does not answer, the command stops rather than fall back."""
     from engine.extract.inputs import choose_extractor
+
+    extractor, health = choose_extractor(vault, force)
+    if force == "ollama" and not health.ok:
+        raise MemlinkError(health.summary)
+    return extractor, health
+
+
+def cmd_commit(args: argparse.Namespace) -> int:
+    from engine.extract.loop import ExtractionRejected
     from engine.index import SearchIndex
+    from engine.llm import LLMError
     from engine.sessions.commit import commit_session, commit_turn
 
     if (args.session is None) == (not args.every) or (args.every and args.turn):
         raise UsageError("commit takes a SESSION (optionally with --turn) or --all")
     vault = open_vault(args)
-    extractor, health = choose_extractor(vault)
+    extractor, health = _extractor(vault, args.provider)
     if not args.json:
         say(f"provider: {health.provider} — {health.summary}", file=sys.stderr)
     SearchIndex.for_vault(vault)  # (its sync walks the vault: the one walk of the command)
     retried = _retry_pending(vault, extractor, args.json)
     if args.every:
-        code = _commit_all(vault, extractor, args.json)
+        code = _commit_all(vault, extractor, args.json, rules=health.provider == "rules")
         return code if retried else EXIT_PARTIAL
-    if args.turn is None:
-        report, what = commit_session(vault, args.session, extractor), f"session {args.session}"
-    else:
-        report, what = commit_turn(vault, args.session, args.turn, extractor), f"session {args.session} turn {args.turn}"
+    try:
+        if args.turn is None:
+            report, what = commit_session(vault, args.session, extractor), f"session {args.session}"
+        else:
+            report, what = commit_turn(vault, args.session, args.turn, extractor), f"session {args.session} turn {args.turn}"
+    except (LLMError, ExtractionRejected) as exc:
+        if health.provider == "rules":
+            raise
+        raise MemlinkError(f"{exc} (`--provider rules` saves these turns with the rules)") from None
     vault.close()
     for line in vault.warnings:  # e.g. a bad line of the session's log, left out
         notice(line)
@@ -171,7 +193,7 @@ def cmd_commit(args: argparse.Namespace) -> int:
     return 0 if retried else EXIT_PARTIAL
 
 
-def _commit_all(vault: Vault, extractor: Extractor, as_json: bool) -> int:
+def _commit_all(vault: Vault, extractor: Extractor, as_json: bool, *, rules: bool) -> int:
     from engine.sessions.commit import commit_all
 
     result = commit_all(vault, extractor, progress=None if as_json else progress("committing sessions"))
@@ -180,6 +202,8 @@ def _commit_all(vault: Vault, extractor: Extractor, as_json: bool) -> int:
         notice(line)
     for session, why in result.failed:
         say(f"memlink: error: session {session}: {why} (nothing was written for it)", file=sys.stderr)
+    if result.failed and not rules:
+        notice("`memlink commit --all --provider rules` saves what the model could not")
     total = result.total()
     if as_json:
         say_json({"sessions": [{"session": s, **r.to_json()} for s, r in result.committed],
@@ -196,12 +220,11 @@ def _commit_all(vault: Vault, extractor: Extractor, as_json: bool) -> int:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from engine.extract.batch import ingest_batch
     from engine.extract.inbox import import_inbox
-    from engine.extract.inputs import choose_extractor
 
     if not args.paths and not args.inbox:
         raise UsageError("ingest needs files or folders to import, or --inbox")
     vault = open_vault(args)
-    extractor, health = choose_extractor(vault)
+    extractor, health = _extractor(vault, args.provider)
     if not args.json and not args.dry_run:
         say(f"provider: {health.provider} — {health.summary}", file=sys.stderr)
     moved: list[str] = []
