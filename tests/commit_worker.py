@@ -40,6 +40,6 @@ class Rewording(RulesExtractor):
 
 if __name__ == "__main__":
     real = inputs.choose_extractor
-    inputs.choose_extractor = lambda vault: (Rewording(vault), real(vault)[1])
+    inputs.choose_extractor = lambda vault, force=None: (Rewording(vault), real(vault, force)[1])
     print("ready", flush=True)
     sys.exit(main(["--vault", sys.argv[1], "commit", sys.argv[2]]))

@@ -684,7 +684,7 @@ def test_a_message_edited_since_it_was_imported_keeps_its_words_and_the_newer_me
 @pytest.mark.parametrize("text, fmt, words", [
     ("Chat with Ana\n12/30/23, 9:41 PM - Ana: hi\n", "whatsapp", ["line 1: not the start of a WhatsApp message", "'Chat with Ana'"]),
     ("\n\nhello there\n", "whatsapp", ["line 3: not the start of a WhatsApp message"]),
-    ("12/30/23, 9:41 PM - Ana: hi\n30/12/23, 9:42 PM - Bo: hi\n", None, ["line 2: its date is written month first"]),
+    ("12/30/23, 9:41 PM - Ana: hi\n30/12/23, 9:42 PM - Bo: hi\n", None, ["line 1 writes its date month first, and line 2 day first: not one WhatsApp export"]),
     ("2/30/24, 9:41 PM - Ana: hi\n", None, ["line 1: '2/30/24, 9:41 PM' is not a date and time"]),
     ("12/30/23, 9:41 PM - Ana: hi\n12/31/23, 25:10 PM - Bo: hi\n", None, ["line 2: '12/31/23, 25:10 PM' is not a date"]),
 ])

@@ -256,14 +256,51 @@ def test_an_import_names_time_stamps_that_name_no_day(tmp_path):
     assert memlink("init", vault=root).returncode == 0
     chat = tmp_path / "chat.jsonl"
     chat.write_text("".join(json.dumps(dict(event(i, role, "Hello there."), ts=ts)) + "\n" for i, role, ts in [
-        ("1", "user", "sometime last week"), ("2", "assistant", "8/5/2023"), ("3", "user", "1:56 pm on 8 May, 2023"),
+        ("1", "user", "sometime last week"), ("2", "assistant", "the 8th"), ("3", "user", "1:56 pm on 8 May, 2023"),
         ("4", "assistant", "2023-05-08T13:57:00Z")]))
     r = memlink("import-chat", str(chat), vault=root)
     assert r.returncode == 0, r.stderr
-    assert ("2 messages with a time stamp naming no day ('sometime last week', '8/5/2023'): their memories take "
+    assert ("2 messages with a time stamp naming no day ('sometime last week', 'the 8th'): their memories take "
             "the day of their session's last message, or of the commit") in r.stdout, r.stdout
     again = memlink("import-chat", str(chat), vault=root)  # nothing new: nothing said twice
     assert again.returncode == 0 and "naming no day" not in again.stdout, again.stdout
+
+
+@pytest.mark.parametrize("stamps, days, said", [
+    # A day above 12 settles the order for the whole file.
+    (["05/03/2024 10:00", "25/03/2024 10:01", "05.04.2024"], ["2024-03-05", "2024-03-25", "2024-04-05"],
+     "dates read day/month: the message with id '2' names a day above 12"),
+    (["3/5/24, 9:41 PM", "3/25/24, 9:42 PM"], ["2024-03-05", "2024-03-25"],
+     "dates read month/day: the message with id '2' names a day above 12"),
+    # Nothing settles it: day first, or month first on a 12-hour clock; the import says which.
+    (["05/03/2024 10:00", "06/03/2024"], ["2024-03-05", "2024-03-06"], "dates read day/month: no day in the file is above 12"),
+    (["05/03/2024 10:00 AM"], ["2024-05-03"], "dates read month/day: no day in the file is above 12"),
+    (["2024/03/05 10:00"], ["2024-03-05"], ""),
+])
+def test_time_stamps_written_with_numbers_are_read_in_the_order_the_file_settles(tmp_path, stamps, days, said):
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps(dict(event(str(i), "user" if i % 2 else "assistant", f"I adopted a beagle {i}."),
+                                            ts=ts)) + "\n" for i, ts in enumerate(stamps, 1)))
+    r = memlink("import-chat", str(chat), vault=root)
+    assert r.returncode == 0 and said in r.stdout and "naming no day" not in r.stdout, r.stdout
+    logged = [json.loads(line)["ts"][:10] for line in (root / "sessions" / "s.jsonl").read_text().splitlines()]
+    assert logged == days
+    turns = json.loads((root / "sessions" / "s.memories.json").read_text())["turns"].values()
+    assert turns and all(t["ts"][:10] in days for t in turns), turns  # (a turn: the day of its last message)
+
+
+def test_a_file_writing_its_dates_both_ways_is_refused(tmp_path):
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps(dict(event(i, role, "Hello there."), ts=ts)) + "\n" for i, role, ts in [
+        ("1", "user", "25/03/2024 10:00"), ("2", "assistant", "03/26/2024 10:01")]))
+    r = memlink("import-chat", str(chat), vault=root)
+    assert r.returncode == 1 and not (root / "sessions" / "s.jsonl").exists(), r.stdout
+    assert ("the message with id '2' writes its date month first, and the message with id '1' day first: not one chat's "
+            "time stamps; nothing was imported") in r.stderr, r.stderr
 
 
 def test_yesterday_counts_from_the_day_it_was_said_in_a_chat_of_many_days(vault, tmp_path):

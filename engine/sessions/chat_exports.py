@@ -581,6 +581,42 @@ _WA_EDITED = re.compile(rf"\s*[{_MARKS}]*<(?:{_any('edited')})\.?>", re.I)
 _WA_SHAPES = "'12/31/23, 9:41 PM - Alice: …' or '[31/12/2023, 21:41:05] Alice: …'"
 
 
+# A date written with numbers, day and month in either order ("31/12/2023", "12/31/23,
+# 9:41 PM", "2023-12-31 21:41"), then perhaps a time: WhatsApp's stamps, and JSON Lines'.
+NUMERIC_STAMP = re.compile(r"(\d{1,4})[./-](\d{1,2})[./-](\d{1,4})\.?(?:,?[\sT](\d{1,2})[:.](\d{2})(?:[:.](\d{2}))?"
+                            r"(?:\s?([AaPp])\.?\s?[Mm]\.?)?)?")
+
+
+def date_order(stamps: list[tuple[re.Match[str], str]], source: str, what: str) -> tuple[bool, str]:
+    """(months first, what settles it: "line N", or "" when no day is above 12) for numeric
+    stamps whose year comes last (``NUMERIC_STAMP`` matches, each with its place). Left
+    unsettled, a 12-hour clock reads month first (as in the US), a 24-hour one day first.
+    Both orders in one file: refused, as not one ``what``."""
+    day_first = next((place for m, place in stamps if int(m[1]) > 12), None)
+    month_first = next((place for m, place in stamps if int(m[2]) > 12), None)
+    if day_first and month_first:
+        raise ExportError(f"{source}: {month_first} writes its date month first, and {day_first} day first: "
+                          f"not one {what}; nothing was imported")
+    if day_first or month_first:
+        return month_first is not None, month_first or day_first or ""
+    return any(m[7] for m, _ in stamps), ""
+
+
+def stamp_time(m: re.Match[str], months_first: bool) -> dt.datetime | None:
+    """The time a numeric stamp (``NUMERIC_STAMP``) names, read in that order; None when it
+    names none (a 13th month, a 25th hour)."""
+    a, b, c = m[1], m[2], m[3]
+    year, month, day = (a, b, c) if len(a) == 4 else (c, a, b) if months_first else (c, b, a)
+    hour = int(m[4] or 0)
+    if m[7]:  # a 12-hour clock runs 1 to 12; another hour ("25:10 PM") is no time (24 is refused below)
+        hour = hour % 12 + (12 if m[7] in ("p", "P") else 0) if 1 <= hour <= 12 else 24
+    try:
+        return dt.datetime(int(year) + (2000 if len(year) <= 2 else 0), int(month), int(day), hour, int(m[5] or 0),
+                           int(m[6] or 0))
+    except ValueError:
+        return None
+
+
 def _header(line: str) -> re.Match[str] | None:
     """The start of a WhatsApp message on this line, if it is one."""
     line = line.lstrip(_MARKS)
@@ -609,40 +645,27 @@ def _whatsapp(text: str, source: str, force: bool | None = None) -> list[_Chat]:
     chat = _Chat(name, name, f"chat {name!r}")
     if _copy_of(Path(source).stem) == "_chat" and not Path(source).absolute().parent.name.lower().startswith("whatsapp chat"):
         chat.earlier_key = "_chat"  # (sessions keyed "_chat": an iPhone export whose folder did not name the chat)
-    ambiguous = [(int(m[1]), int(m[2]), n) for n, m, _ in starts if len(m[1]) < 4]
-    day_first = next((n for a, _, n in ambiguous if a > 12), None)
-    month_first = next((n for _, b, n in ambiguous if b > 12), None)
-    if day_first and month_first:
-        raise ExportError(f"{source} line {max(day_first, month_first)}: its date is written month first, and line "
-                          f"{min(day_first, month_first)}'s day first: not one WhatsApp export; nothing was imported")
-    months_first = month_first is not None
+    ambiguous = [(m, f"line {n}") for n, m, _ in starts if len(m[1]) < 4]
+    months_first, settled = date_order(ambiguous, source, "WhatsApp export")
     if force is not None:
         months_first = force
         if ambiguous:
             chat.dates = (force, "")
             chat.assumed.append(f"dates read {'month/day' if force else 'day/month'}, as when this chat was imported before")
-    elif ambiguous and day_first is None and month_first is None:
-        months_first = any(m[7] for _, m, _ in starts)
+    elif ambiguous and not settled:
         order = "month/day (a 12-hour clock, as in the US)" if months_first else "day/month (a 24-hour clock)"
         chat.assumed.append(f"dates read {order}: no day in the file is above 12 to say which comes first")
         chat.dates = (months_first, "")
     elif ambiguous:
-        chat.dates = (months_first, f"line {month_first or day_first}")
+        chat.dates = (months_first, settled)
     seen: Counter[tuple[str, str]] = Counter()
     for n, m, more in starts:
-        a, b, c = m[1], m[2], m[3]
-        year, month, day = (a, b, c) if len(a) == 4 else (c, a, b) if months_first else (c, b, a)
-        hour = int(m[4])
-        if m[7]:  # a 12-hour clock runs 1 to 12; another hour ("25:10 PM") is no time (24 is refused below)
-            hour = hour % 12 + (12 if m[7] in ("p", "P") else 0) if 1 <= hour <= 12 else 24
-        try:
-            when = dt.datetime(int(year) + (2000 if len(year) <= 2 else 0), int(month), int(day), hour, int(m[5]),
-                               int(m[6] or 0))
-        except ValueError:
+        when = stamp_time(m, months_first)
+        if when is None:
             if force is not None and ambiguous:  # (a date the forced order cannot read: no import read it so)
                 continue
             raise ExportError(f"{source} line {n}: {m[0][: m.start(8)].strip(' -–[]')!r} is not a date and time; "
-                              "nothing was imported") from None
+                              "nothing was imported")
         head, colon, body = _sender_and_text(m[8])
         if not colon:  # (Android: a notice has no sender)
             chat.left_out[SYSTEM] += 1

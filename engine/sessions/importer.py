@@ -25,7 +25,18 @@ from ..llm import Breaker, LLMError, LLMInvalidOutput
 from ..llm.registry import selection
 from ..model.text import counted
 from ..storage.jsonl import JsonlError, invalid, read_numbered, read_records
-from .chat_exports import EXPORTS, FORMATS, MESSENGERS, ExportError, read_export, sniff, some
+from .chat_exports import (
+    EXPORTS,
+    FORMATS,
+    MESSENGERS,
+    NUMERIC_STAMP,
+    ExportError,
+    date_order,
+    read_export,
+    sniff,
+    some,
+    stamp_time,
+)
 from .events import COMMIT, REPLACED, ImportRecord, SessionEvent, TurnMemoryRecord
 from .extract import LLMTurnExtractor, RulesTurnExtractor
 from .log import Turn, append_events, project_turns, read_events, session_uri
@@ -232,6 +243,7 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
         except JsonlError:
             _diagnose(path)  # rare: read again, line by line, to say what is wrong in our words
             raise
+        _read_numeric_dates(records, path, report)
         for record in records:
             if record.kind != COMMIT:  # a commit mark of the vault the log came from: not this vault's
                 by_session[record.session].append(record)
@@ -316,6 +328,26 @@ def restore_turns(vault: Vault) -> int:
         vault.warnings.append(f"rebuilt {report.extracted} turn memories of {counted(len(lost), 'chat session')} from the "
                               "session logs with the rules extractor (their derived state was missing)")
     return report.extracted
+
+
+def _read_numeric_dates(records: list[ImportRecord], path: Path, report: ImportReport) -> None:
+    """Time stamps written with numbers ("25/03/2024 10:00", "3/25/24, 10:00 AM") are read
+    in the order the whole file settles (a day above 12; else day first, or month first on
+    a 12-hour clock, and the report says so) and logged as ISO: one stamp alone cannot
+    tell whether 05/03 is in May or in March."""
+    found = [(r, m) for r in records if isinstance(r.ts, str) and day_of(r.ts) is None
+             and (m := NUMERIC_STAMP.fullmatch(r.ts.strip())) is not None]
+    ambiguous = [(m, f"the message with id {r.id!r}") for r, m in found if len(m[1]) < 4]
+    months_first, settled = date_order(ambiguous, str(path), "chat's time stamps")
+    if ambiguous:
+        order = "month/day" if months_first else "day/month"
+        report.assumed.append(f"dates read {order}: {settled} names a day above 12" if settled else
+                              f"dates read {order}: no day in the file is above 12 to say which comes first "
+                              "(a 12-hour clock reads month/day, as in the US)")
+    for record, m in found:
+        when = stamp_time(m, months_first)
+        if when is not None:  # (else it stays as written, and the report counts it undated)
+            record.ts = when.isoformat()
 
 
 def _refuse_changed_ids(vault: Vault, by_session: dict[str, list[SessionEvent]],
