@@ -49,6 +49,19 @@ def test_a_name_the_messages_never_use_does_not_silence(vault, tmp_path):
         assert memory.recall(unrelated, k=5) == [], unrelated
 
 
+def test_how_a_question_is_put_is_not_what_it_asks(vault, tmp_path):
+    """"am" and the name a question asks for are its frame: the chat says "my sister
+    Maria", never "name"."""
+    memory = imported(vault, tmp_path, [("user", "I'm planning a trip to Lisbon in June with my sister Maria."),
+                                        ("assistant", "Lisbon in June is lovely."),
+                                        ("user", "I'm allergic to peanuts."), ("assistant", "Noted, avoid satay.")])
+    for question, said in [("What is my sister's name?", "Maria"), ("What am I allergic to?", "peanuts")]:
+        hits = memory.recall(question, k=1)
+        assert hits and said in hits[0].question, question
+    for unrelated in ("What is the name of the capital of Kyrgyzstan?", "What am I supposed to pay for a visa to Peru?"):
+        assert memory.recall(unrelated, k=5) == [], unrelated
+
+
 def test_a_strong_vector_match_outranks_weak_keyword_matches(vault, tmp_path):
     memory = imported(vault, tmp_path, [
         ("user", "I need to buy a new watch strap."), ("assistant", "Leather or metal?"),

@@ -28,7 +28,7 @@ QUESTION_FRAME = frozenset(
     "about tell told telling say said says talk talked talking discuss discussed discussing discussion mention "
     "mentioned remember recall know knew think thought we us our me my i you your did do does done had has have "
     "can could would should shall may might please show give any anything something everything someone anyone "
-    "hey hi hello thanks thank again ever how why whose whom".split()
+    "hey hi hello thanks thank again ever how why whose whom am been being name".split()
 )
 _HEADING = re.compile(r"^#{1,6}\s", re.MULTILINE)
 CHUNK_WORDS = 300
