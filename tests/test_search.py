@@ -491,3 +491,22 @@ def test_a_keyword_query_keeps_words_a_question_would_frame_with(small):
     hits = search(small, "talk slides", k=5, snippets=False)
     assert hits and hits[0].uri == "events/2026/10/02/conference-talk.md"
     assert "keyword" in {r.kind for r in hits[0].routes}
+
+
+def test_a_note_another_process_moved_away_is_left_out_not_an_error(tmp_path):
+    """A long-lived process (the MCP server, the app) searches on while `memlink mv` runs."""
+    import shutil
+
+    from conftest import SAMPLE, memlink
+
+    root = tmp_path / "v"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".memlink"))
+    vault = Vault.open(root)
+    try:
+        index = SearchIndex.for_vault(vault)
+        assert search(vault, "Mochi cat", index=index)[0].uri == "entities/mochi.md"
+        assert memlink("mv", "entities/mochi.md", "entities/cat-mochi.md", vault=root).returncode == 0
+        hits = search(vault, "Mochi cat", index=index)
+        assert hits and "entities/mochi.md" not in {h.uri for h in hits} | {e.uri for h in hits for e in h.evidence}
+    finally:
+        vault.close()

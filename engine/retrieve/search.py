@@ -289,12 +289,12 @@ def search(
     shown = [*ranked, *(e for u in ranked for e in under.get(u, ()))]
     # What is shown of each hit, in one read each: the catalog's entries, and the links
     # with an anchor (what a snippet renders).
-    entries = catalog.entries(shown)
+    entries = catalog.entries(shown)  # (a note another process moved or deleted since this one looked has none: left out)
     anchored = vault.links.of_many(shown, "links", anchored=True, compare=False) if snippets else {}
     hits = []
-    for uri in ranked:
+    for uri in (u for u in ranked if u in entries):
         h = hit(uri)
-        h.evidence = [hit(e) for e in under.get(uri, ())]
+        h.evidence = [hit(e) for e in under.get(uri, ()) if e in entries]
         hits.append(h)
     return hits
 
