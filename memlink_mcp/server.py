@@ -39,6 +39,7 @@ from engine import MemlinkError, Vault, version
 from engine.errors import NoteNotFound, UriError
 from engine.index import SearchIndex
 from engine.model.text import counted, printable
+from engine.storage.atomic import disk_full
 from engine.storage.vault import VaultReadOnly
 from engine.storage.walk import check_note_target
 
@@ -123,6 +124,9 @@ class MemlinkTools:
                     return fn(*args, **kwargs)
                 except (MemlinkError, ValueError) as exc:
                     return error_result(exc)
+                except OSError as exc:  # (a name too long for the disk, a file where a folder should be)
+                    where = f": {exc.filename}" if exc.filename else ""
+                    return error_result(MemlinkError(disk_full(exc) or f"{exc.strerror or exc}{where}"))
         return call  # type: ignore[return-value]
 
     # -- reading -----------------------------------------------------------------------------
@@ -372,7 +376,7 @@ class MemlinkTools:
              weight: Annotated[Weight | None, about("How strong the link is, 0 to 1")] = None,
              description: Annotated[Short | None, about("Why the notes are linked, in a sentence")] = None,
              match_text: Annotated[Short | None, about(
-                 "Words of the target's text the link points at (its lines are found from them)", "Match text")] = None,
+                 "Words of the from note's text the link hangs on (with update, \"\" removes them)", "Match text")] = None,
              t_field: Annotated[Name | None, about("The target note's field the link points into", "Target field")] = None,
              t_lines: Annotated[Name | None, about("The target field's lines the link points at, e.g. 2-4",
                                                    "Target lines")] = None,

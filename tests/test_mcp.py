@@ -177,12 +177,17 @@ async def test_arguments_out_of_bounds_are_refused_naming_them_and_escapes_are_n
                                  ("graph_query", {"uri": MOCHI, "depth": -3}, "depth"),
                                  ("add_memory", {"text": "x" * 300_000}, "text"),
                                  ("add_memory", {"text": "I like tea.", "day": "yesterday"}, "day"),
-                                 ("link", {"from_uri": MOCHI, "to_uri": "profile.md", "weight": 7}, "weight")):
+                                 ("link", {"from_uri": MOCHI, "to_uri": "profile.md", "weight": 7}, "weight"),):
             refused = await client.call_tool(tool, args)
             assert refused.is_error, (tool, args)
             message = refused.content[0].text
             assert name in message and len(message) < 2_000, (tool, message[:300])
         assert files(root) == before  # nothing was written
+        # What the disk refuses is said, with the path, as the command line says it.
+        refused = await client.call_tool("write_note", {"uri": f"entities/{'b' * 300}.md", "memory_type": "entity",
+                                                        "title": "Long", "text": "A long name."})
+        assert refused.is_error and "File name too long" in refused.content[0].text, refused.content
+        assert files(root) == before
         made = await client.call_tool("add_memory", {"text": "I like \x1b]0;owned\x07rooibos \x1b[1mtea\x1b[0m.\u202e"})
         assert not made.is_error, made.content
         for uri in made.structured_content["created"]:
