@@ -159,6 +159,28 @@ def test_wikilinks_in_note_text_are_listed_and_rewritten_only_when_asked(sample)
     assert "[[entities/havenlink|the firm]]" in sample.read_text(source) and sample.exists(OLD)
 
 
+def test_a_wikilink_naming_the_note_by_the_end_of_its_path_or_in_another_case_is_found(tmp_path):
+    """Obsidian reads [[Garden/Tomatoes]] and [[tomatoes]] as the page at …/Garden/Tomatoes.md:
+    left as they were, they would lead to the other Tomatoes page once it moves."""
+    src = tmp_path / "src"
+    for path, text in {"Projects/Garden/Tomatoes.md": "# Tomatoes\n\n## Watering\nWater every 3 days.\n",
+                       "Archive/Projects/Garden/Tomatoes.md": "Old 2024 season notes.\n",
+                       "Home.md": "See [[Projects/Garden/Tomatoes#Watering|watering]] and [[tomatoes]].\n"}.items():
+        (src / path).parent.mkdir(parents=True, exist_ok=True)
+        (src / path).write_text(text)
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    assert memlink("ingest", str(src), "--no-wiki", vault=root).returncode == 0
+    old, new = "sources/src/Projects/Garden/Tomatoes.md", "sources/src/Projects/Garden/Tomato plants.md"
+    r = memlink("mv", old, new, vault=root)
+    assert r.returncode == 0 and "[[Projects/Garden/Tomatoes#Watering|watering]]" in r.stdout and "[[tomatoes]]" in r.stdout, r.stdout
+    assert memlink("undo", vault=root).returncode == 0
+    assert memlink("mv", "--rewrite-wikilinks", old, new, vault=root).returncode == 0
+    home = (root / "sources/src/Home.md").read_text()
+    assert ("[[sources/src/Projects/Garden/Tomato plants#Watering|watering]] and "
+            "[[sources/src/Projects/Garden/Tomato plants|Tomato plants]]") in home, home
+
+
 def test_a_note_moved_by_hand_keeps_its_links_through_check_fix_and_mv_relinks_them(sample):
     links = sample.links.of(OLD)
     sample.close()

@@ -13,6 +13,7 @@ reported (``MoveResult.mentions``), and rewritten only when asked (``rewrite_tex
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
@@ -163,16 +164,21 @@ def retarget(vault: Vault, tx: Transaction, old: str, new: str) -> list[StoredLi
     return list(moved.values())
 
 
-def _names(uri: str) -> set[str]:
-    """How a wikilink may name the note at ``uri``: its path with or without .md, its file name."""
-    stem = uri[:-3] if uri.endswith(".md") else uri
-    return {uri, stem, PurePosixPath(stem).name, PurePosixPath(uri).name}
+def _names_it(target: str, uri: str) -> bool:
+    """Whether a wikilink's target names the note at ``uri`` as Obsidian reads it: its path
+    from the vault's root or from a folder inside it (``Garden/Tomatoes``, ``tomatoes``: a
+    trailing part of the path), with or without .md, in any case or Unicode form."""
+    def key(text: str) -> str:
+        return unicodedata.normalize("NFC", text.strip().strip("/")).casefold().removesuffix(".md")
+
+    want, path = key(target), key(uri)
+    return bool(want) and (path == want or path.endswith("/" + want))
 
 
-def _stale_names(old: str, new: str) -> set[str]:
-    """Names of ``old`` that no longer lead to the note at ``new`` (a bare file name still
-    does when only the folder changed)."""
-    return _names(old) - _names(new)
+def _stale(target: str, old: str, new: str) -> bool:
+    """Whether a wikilink's target named ``old`` in a way that no longer finds ``new`` (a
+    bare file name still does when only the folder changed)."""
+    return _names_it(target, old) and not _names_it(target, new)
 
 
 def _outside_links_block(text: str) -> list[tuple[int, int]]:
@@ -183,7 +189,6 @@ def _outside_links_block(text: str) -> list[tuple[int, int]]:
 
 def mentions(vault: Vault, uris: list[str], old: str, new: str) -> list[Mention]:
     """Wikilinks in the text of ``uris`` naming ``old`` in a way that no longer finds ``new``."""
-    stale = _stale_names(old, new)
     out: list[Mention] = []
     for uri in uris:
         try:
@@ -192,7 +197,7 @@ def mentions(vault: Vault, uris: list[str], old: str, new: str) -> list[Mention]
             continue
         for start, end in _outside_links_block(text):
             for m in WIKILINK.finditer(text, start, end):
-                if m.group(2).strip() in stale:
+                if _stale(m.group(2), old, new):
                     out.append(Mention(uri, text.count("\n", 0, m.start()) + 1, m.group(0)))
     return out
 
@@ -201,7 +206,6 @@ def _rewrite(vault: Vault, tx: Transaction, uris: list[str], old: str, new: str)
     """Point the stale wikilinks of ``uris`` at ``new`` (written as its path without .md,
     which Obsidian resolves whatever other notes are called). A plain link, which showed its
     target's name, shows the new name, as Obsidian's own rename does, not the path."""
-    stale = _stale_names(old, new)
     target = new[:-3]
     shown = PurePosixPath(target).name
 
@@ -217,7 +221,7 @@ def _rewrite(vault: Vault, tx: Transaction, uris: list[str], old: str, new: str)
         parts = []
         for start, end in _outside_links_block(text):
             piece = text[start:end]
-            parts.append((start, end, WIKILINK.sub(lambda m: pointed(m) if m.group(2).strip() in stale else m.group(0), piece)))
+            parts.append((start, end, WIKILINK.sub(lambda m: pointed(m) if _stale(m.group(2), old, new) else m.group(0), piece)))
         new_text = text
         for start, end, piece in reversed(parts):
             new_text = new_text[:start] + piece + new_text[end:]
