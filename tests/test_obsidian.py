@@ -99,6 +99,20 @@ def test_deleted_markers_and_an_edited_view_keep_every_line(vault):
     assert "Caroline leads Atlas!" in body(vault, a.uri) and "Caroline leads Atlas today." in body(vault, a.uri)
 
 
+def test_a_field_holding_a_marker_line_ends_no_block_and_the_note_does_not_grow(vault):
+    """Text pasted from a note's body ("line a / <!-- /memlink:view --> / line b") is field
+    text: the view ends where memlink ends it, and each later write renders it once."""
+    a, b = make_pair(vault)
+    content = f"line a\n{VIEW_CLOSE}\nline b\n{LINKS_CLOSE}\n{VIEW_OPEN}"
+    for more in ("", "\n\nappended 1", "\n\nappended 1\n\nappended 2"):
+        vault.write_note("entity", {"content": content + more}, uri=a.uri)
+    vault.link(a.uri, b.uri, "related_to")
+    text = body(vault, a.uri)
+    assert text.count("line b") == 1 and text.count("appended 1") == 1, text
+    assert vault.read_note(a.uri).fields["content"] == content + more  # the field holds what was written
+    assert not [f for f in check(vault) if f.severity != "info"]
+
+
 def test_a_hand_edit_survives_a_review_action_and_its_undo(sample):
     v = sample
     a, b = "events/2026/10/14/妈妈六十大寿.md", "entities/周秀兰.md"  # the sample's contradiction

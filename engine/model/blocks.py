@@ -103,9 +103,23 @@ def strip_links_bytes(data: bytes) -> bytes:
         return data
 
 
+def _inert(line: str) -> str:
+    """A line of the view that reads as one of the markers (a field's text can hold one):
+    its "<" escaped, so the view ends where memlink ended it, and markdown shows the
+    line as written."""
+    s = line.strip()
+    return line.replace("<", "&lt;", 1) if s in (VIEW_OPEN, VIEW_CLOSE, LINKS_CLOSE) or _is_open(s, LINKS_PREFIX) else line
+
+
+def view_text(view: str) -> str:
+    """A rendered view as its block holds it: no blank line around it, no line that reads
+    as a marker."""
+    return "\n".join(_inert(line) for line in view.strip("\n").split("\n"))
+
+
 def view_block(view: str) -> str:
     """The delimited view (no trailing newline)."""
-    inner = view.strip("\n")
+    inner = view_text(view)
     return f"{VIEW_OPEN}\n{inner}\n{VIEW_CLOSE}" if inner else f"{VIEW_OPEN}\n{VIEW_CLOSE}"
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ..errors import NoteError, SchemaError
-from .blocks import VIEW_OPEN, links_span, view_block, view_span, visible_text
+from .blocks import VIEW_OPEN, links_span, view_block, view_span, view_text, visible_text
 from .frontmatter import load_frontmatter
 from .schema import MemoryTypeSchema, TypeRegistry
 
@@ -262,11 +262,11 @@ def rebuild_body(old_body: str, old_view: str, new_view: str) -> str:
     if span is not None:
         start, end, inner = span
         edited = inner.strip("\n")
-        if edited and edited not in (old_view.strip("\n"), new_view.strip("\n")):
+        if edited and edited not in (view_text(old_view), view_text(new_view)):
             block = f"{block}\n\n{edited}"
         body = old_body[:start] + block + old_body[end:]
     else:
-        view = old_view.strip("\n")
+        view = view_text(old_view)
         at = old_body.find(view) if view else -1
         links = links_span(old_body)
         if at >= 0 and links is not None and at < links[1] and at + len(view) > links[0]:
