@@ -254,6 +254,13 @@ def test_delete_note_removes_its_links_everywhere(vault):
     assert check(vault) == []
 
 
+def test_deleting_a_note_an_old_format_entry_names_removes_that_entry(sample):
+    """profile.md's {uris, reason} entry names Tom: it goes with him, and nothing dangles."""
+    removed = sample.delete_note("entities/tom-vermeulen.md")
+    assert "rel_legacy_1" not in (sample.root / ".relations.json").read_text()
+    assert removed == 7 and not [f for f in check(sample) if f.severity == "error"]
+
+
 def test_legacy_entry_without_id_can_be_unlinked(vault):
     a, b = make_pair(vault)
     (vault.root / "preferences" / ".relations.json").write_text(json.dumps([{"from_uri": b.uri, "uris": [a.uri], "reason": "x"}]))

@@ -181,6 +181,23 @@ def test_a_wikilink_naming_the_note_by_the_end_of_its_path_or_in_another_case_is
             "[[sources/src/Projects/Garden/Tomato plants|Tomato plants]]") in home, home
 
 
+@pytest.mark.parametrize("old, new", [("profile.md", "people/lena.md"), ("entities/tom-vermeulen.md", "people/tom.md")])
+def test_an_old_format_link_entry_moves_with_its_note_as_a_two_sided_link(sample, old, new):
+    """The sample vault's profile holds an old {uris, reason} entry naming Tom: moving either
+    note rewrites it as a link of the new path, on both sides; undo puts every byte back."""
+    before = files(sample.root)
+    move_note(sample, old, new)
+    a, b = ("people/lena.md", "entities/tom-vermeulen.md") if old == "profile.md" else ("profile.md", "people/tom.md")
+    [link] = [l for l in sample.links.of(a, "links") if l.to_uri == b]
+    assert not link.legacy and link.description == "Tom is Lena's partner."
+    assert [l.id for l in sample.links.of(b, "backlinks") if l.from_uri == a] == [link.id]
+    root_records = sample.root / ".relations.json"
+    assert not root_records.exists() or "rel_legacy_1" not in root_records.read_text()
+    assert errors(sample) == []
+    undo(sample)
+    assert files(sample.root) == before
+
+
 def test_a_note_moved_by_hand_keeps_its_links_through_check_fix_and_mv_relinks_them(sample):
     links = sample.links.of(OLD)
     sample.close()

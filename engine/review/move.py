@@ -25,7 +25,7 @@ from ..model.notes import parse_note
 from ..model.uris import normalize_uri, uri_dir
 from ..storage.sidecars import LinkOp, PutLink, RemoveLink, owner_of
 from ..storage.walk import check_note_target
-from ..storage.writes import PERSON_LINKS, person_links
+from ..storage.writes import PERSON_LINKS, new_link, person_links, put_ops, remove_ops
 from .actions import log_action
 
 if TYPE_CHECKING:
@@ -143,10 +143,18 @@ def retarget(vault: Vault, tx: Transaction, old: str, new: str) -> list[StoredLi
     gone: list[LinkOp] = []  # the moved note's own records, from its old folder
     others: list[LinkOp] = []  # the other side: the same record (same id) rewritten in place
     here: list[LinkOp] = []  # the moved note's records, in its new folder
-    for entry in vault.links.of(old):
+    legacy: list[LinkOp] = []  # old-format entries into or out of it: each becomes a two-sided link of the new path
+    swap = lambda uri: new if uri == old else uri  # noqa: E731
+    for entry in [*vault.links.of(old), *(l for l in vault.links.legacy_into(old) if l.from_uri != old)]:
         if entry.legacy:
-            raise MoveError(f"{old} has an old-format link entry ({entry.from_uri} -> {entry.to_uri}); "
-                            "run `memlink check --fix` first; nothing was moved")
+            if not entry.from_uri.endswith(".md"):  # (a folder's entry: no note to hold its record)
+                raise MoveError(f"{old} is named by an old-format link entry of the folder {entry.from_uri or '(root)'}; "
+                                "nothing was moved")
+            link = new_link(vault, swap(entry.from_uri), swap(entry.to_uri), entry.link_type, weight=entry.weight,
+                            description=entry.description, created_at=entry.created_at)
+            moved[link.id] = link
+            legacy += remove_ops(entry) + put_ops(link)
+            continue
         link = entry.as_direction("links")
         if link.id in moved:
             continue
@@ -160,7 +168,7 @@ def retarget(vault: Vault, tx: Transaction, old: str, new: str) -> list[StoredLi
         here.append(PutLink(folder=uri_dir(new), link=moved[link.id].as_direction(mine)))
     # Grouped so each note's records are staged in runs (engine.storage.transaction).
     by_side = lambda op: op.direction if isinstance(op, RemoveLink) else op.link.direction
-    tx.link_ops(sorted(gone, key=by_side) + others + sorted(here, key=by_side))
+    tx.link_ops(sorted(gone, key=by_side) + others + sorted(here, key=by_side) + legacy)
     return list(moved.values())
 
 

@@ -155,6 +155,14 @@ class LinkIndex:
             out[uri] = sorted(links, key=lambda l: -l.weight)
         return out
 
+    def legacy_into(self, uri: str) -> list[StoredLink]:
+        """The old-format entries that name ``uri`` as a target (they have no record on its
+        side), every folder's files compared first: they may be in any folder."""
+        self.refresh()
+        return [_link(row) for row in self.store.rows(
+            f"{_SELECT} WHERE l.to_id = (SELECT id FROM keys WHERE key = ?) AND l.legacy = 1 AND l.stray = 0 "
+            "ORDER BY l.rowid", (uri,))]
+
     def _owned(self, owners: list[str], direction: Direction, columns: str, where: str = "",
                args: Sequence[object] = (), *, legacy: bool = False) -> list[tuple]:
         """Rows ``(owner, arm, rowid, *columns)`` of these notes' records (``direction``:

@@ -108,7 +108,7 @@ def delete_note(vault: Vault, tx: Transaction, uri: str) -> int:
     if not vault.exists(uri):
         raise NoteNotFound(f"no note at {uri}")
     tx.delete(uri)
-    links = vault.links.of(uri)
+    links = [*vault.links.of(uri), *(l for l in vault.links.legacy_into(uri) if l.from_uri != uri)]
     tx.link_ops([op for link in links for op in remove_ops(link)])
     return len(links)
 
