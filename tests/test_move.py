@@ -181,6 +181,26 @@ def test_a_wikilink_naming_the_note_by_the_end_of_its_path_or_in_another_case_is
             "[[sources/src/Projects/Garden/Tomato plants|Tomato plants]]") in home, home
 
 
+def test_wikilinks_rewritten_by_a_move_are_no_edit_an_import_must_keep(tmp_path):
+    """An imported page whose wikilinks `mv` rewrote still takes its file's later changes,
+    and its link hangs on the words it now shows."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "Tomatoes.md").write_text("Tomato notes.\n")
+    (src / "Log.md").write_text("Water the [[Tomatoes]] daily.\n")
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    assert memlink("ingest", str(src), "--no-wiki", vault=root).returncode == 0
+    r = memlink("mv", "--rewrite-wikilinks", "sources/src/Tomatoes.md", "sources/src/Tomato plants.md", vault=root)
+    assert r.returncode == 0, r.stderr
+    r = memlink("check", vault=root)
+    assert "0 errors, 0 warnings" in r.stdout, r.stdout
+    (src / "Log.md").write_text("Water every 2 days. Fertilise weekly.\n")
+    r = memlink("ingest", str(src), "--no-wiki", vault=root)
+    assert r.returncode == 0 and "edited in the vault" not in r.stdout + r.stderr, r.stdout + r.stderr
+    assert "Fertilise weekly." in (root / "sources/src/Log.md").read_text()
+
+
 @pytest.mark.parametrize("old, new", [("profile.md", "people/lena.md"), ("entities/tom-vermeulen.md", "people/tom.md")])
 def test_an_old_format_link_entry_moves_with_its_note_as_a_two_sided_link(sample, old, new):
     """The sample vault's profile holds an old {uris, reason} entry naming Tom: moving either
