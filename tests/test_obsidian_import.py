@@ -1036,3 +1036,25 @@ def test_prune_names_the_links_it_removes_with_a_note_a_person_s_among_them(tmp_
     assert "sources/notes/Alpha.md -[related_to]-> sources/notes/Beta.md" in r.stdout
     data = json.loads(memlink("ingest", str(src), "--prune", "--json", vault=root).stdout)
     assert data["pruned_links"] == []  # (nothing left to prune)
+
+
+def test_a_file_name_in_a_macs_unicode_form_is_found_as_typed(tmp_path):
+    """A Mac writes "Café.md" as "Cafe" and a combining accent; a link and a search type "é"."""
+    import unicodedata
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / (unicodedata.normalize("NFD", "Café") + ".md")).write_text("Coffee, roasted on Fridays.\n")
+    (src / "Index.md").write_text("See [[Café]].\n")
+    root = cli_vault(tmp_path)
+    r = memlink("ingest", str(src), "--no-wiki", vault=root)
+    assert r.returncode == 0 and "0 unresolved references" in r.stdout, r.stdout
+    v = Vault.open(root)
+    try:
+        [index] = [e.uri for e in v.catalog.all() if e.title == "Index"]
+        [cafe] = [e for e in v.catalog.all() if e.title == "Café"]  # the title as typed
+        assert list(out_links(v, index)) == [cafe.uri]
+    finally:
+        v.close()
+    r = memlink("search", "Café", "--json", vault=root)
+    assert json.loads(r.stdout)[0]["title"] == "Café", r.stdout

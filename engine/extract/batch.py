@@ -53,6 +53,7 @@ import posixpath
 import re
 import stat
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -375,10 +376,11 @@ def _strings(value: object, sep: str = ",") -> list[str]:
 
 def _title(meta: dict, path: Path) -> str:
     """Obsidian's name for a page: its frontmatter's `title`, else its file name as written
-    (a heading names a section, never the page)."""
+    (a heading names a section, never the page), in the Unicode form text is typed in (a
+    Mac's file names write "é" as "e" and an accent: searched as typed, it would not match)."""
     if isinstance(meta.get("title"), str) and meta["title"].strip():
         return meta["title"].strip()
-    return path.stem.strip() or path.name
+    return unicodedata.normalize("NFC", path.stem.strip() or path.name)
 
 
 def _place(pages: list[Page], result: BatchResult) -> list[Page]:

@@ -11,6 +11,7 @@ import difflib
 import posixpath
 import re
 import threading
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -37,8 +38,9 @@ NEAR_AMONG = 1_000
 
 
 def path_key(path: str) -> str:
-    """An import path as a lookup key: POSIX, no leading slash, no extension, lowercased."""
-    return _EXT.sub("", posixpath.normpath(path.strip().lstrip("/"))).lower()
+    """An import path as a lookup key: POSIX, no leading slash, no extension, lowercased,
+    in one Unicode form (a Mac writes "é" of a file name as "e" and an accent)."""
+    return _EXT.sub("", posixpath.normpath(unicodedata.normalize("NFC", path).strip().lstrip("/"))).lower()
 
 
 @dataclass(frozen=True)
