@@ -36,6 +36,13 @@ class Rendered:
 _EXISTING = re.compile(r"(?P<img>!\[[^\]]*\]\([^)\s]*\))|\[\[(?P<wiki>[^\]|]+)(?:\|(?P<wiki_shown>[^\]]+))?\]\]|(?<!!)\[(?P<md>[^\]]+)\]\([^)\s]+\)")
 
 
+def _shown(m: re.Match) -> str | None:
+    """What a link the text writes already shows: its alias, a wikilink's page name (the
+    anchor of [[Pests#Hornworm]] is a place in it), a markdown link's text."""
+    wiki = m.group("wiki")
+    return m.group("wiki_shown") or (wiki.split("#", 1)[0].strip() or wiki if wiki else None) or m.group("md")
+
+
 _HREF_UNSAFE = re.compile(r"[\s()<>%\[\]]")  # what ends or breaks a markdown link's destination
 
 
@@ -66,8 +73,7 @@ def render_links(text: str, links: list[StoredLink], href: Callable[[StoredLink]
     used: dict[str, StoredLink] = {}
     # An anchor the text writes as a link already ("See [[Beta]]") is that link: the same
     # word elsewhere ("Beta is late") is the word, as the text's author left it.
-    written = {shown for m in _EXISTING.finditer(text)
-               if (shown := m.group("wiki_shown") or m.group("wiki") or m.group("md")) in present}
+    written = {shown for m in _EXISTING.finditer(text) if (shown := _shown(m)) in present}
 
     clean = mask_code(text)  # (a link's words or syntax inside code are code: left as written)
 
@@ -76,7 +82,7 @@ def render_links(text: str, links: list[StoredLink], href: Callable[[StoredLink]
         if m.group("img") or shown in written or clean[m.start():m.end()] != m.group(0):
             return m.group(0)  # an image's alt text stays as written
         if shown is None:  # link syntax already there
-            shown = m.group("wiki_shown") or m.group("wiki") or m.group("md")
+            shown = _shown(m)
             if shown not in present:
                 return m.group(0)
         link = present[shown]
