@@ -84,9 +84,23 @@ MemoryTypeName = Annotated[Name, about("A memory type of the vault (entity, pref
 MemoryTypeNames = Annotated[Names | None, about("Only notes of these memory types", "Memory types")]
 
 
+def shown(value: Any) -> Any:
+    """A tool's answer as an agent gets it: note, chat and model text is data, so the
+    terminal escapes, controls and bidi overrides in its strings are removed
+    (``printable``), as the command line and the app remove them."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {k: shown(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shown(v) for v in value]
+    return value
+
+
 def error_result(exc: BaseException) -> CallToolResult:
-    """A tool error an agent can act on: the kind of failure and the engine's sentence."""
-    error = {"type": type(exc).__name__, "message": str(exc)}
+    """A tool error an agent can act on: the kind of failure and the engine's sentence
+    (which may quote what the agent sent: printable, as every answer)."""
+    error = {"type": type(exc).__name__, "message": printable(str(exc))}
     return CallToolResult(content=[TextContent(type="text", text=json.dumps({"error": error}, ensure_ascii=False))],
                           structured_content={"error": error}, is_error=True)
 
@@ -121,7 +135,7 @@ class MemlinkTools:
         def call(*args: Any, **kwargs: Any) -> Any:
             with self.lock:
                 try:
-                    return fn(*args, **kwargs)
+                    return shown(fn(*args, **kwargs))
                 except (MemlinkError, ValueError) as exc:
                     return error_result(exc)
                 except OSError as exc:  # (a name too long for the disk, a file where a folder should be)

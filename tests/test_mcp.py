@@ -403,3 +403,32 @@ def test_writes_refuse_what_they_would_ignore_and_keep_text_out_of_paths_and_lin
     assert "Where is Mochi?" in text and not any(c in text for c in "\x1b\x07\u202e")
     quiet = tools.add_memory("Ok.")  # (nothing the rules take as a memory)
     assert quiet["action"] is None and any("found nothing to remember" in p for p in quiet["problems"])
+
+
+async def test_no_answer_holds_an_escape_sequence_a_control_or_a_bidi_override(tmp_path):
+    """A note, a chat, a link's description or the agent's own argument may hold them: every
+    string an answer (or an error) carries is printable, as the command line prints it."""
+    from test_hostile_text import HOSTILE, hostile_vault, unsafe
+
+    root = tmp_path / "vault"
+    vault = hostile_vault(root)
+    alpha = next(e.uri for e in vault.catalog.all() if e.title.startswith("Alpha"))
+    vault.close()
+    calls = [("show_note", {"uri": alpha}), ("search", {"query": "Alpha harbour crane"}),
+             ("context", {"question": "Alpha harbour crane"}), ("recall", {"question": "Paint the fence"}),
+             ("recent", {}), ("graph_query", {"uri": alpha}), ("search", {"query": f"harbour {HOSTILE}"}),
+             ("show_note", {"uri": f"entities/{HOSTILE}.md"})]
+    async with server(root) as client:
+        for tool, args in calls:
+            answer = await client.call_tool(tool, args)
+            said = [answer.structured_content] + [c.text for c in answer.content]
+            said += [json.loads(t) for t in said[1:] if t.startswith(("{", "["))]  # (a JSON text: its strings)
+            assert [s for s in strings(said) if unsafe(s)] == [], (tool, args)
+
+
+def strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in strings(k) + strings(v)]
+    return [s for v in value for s in strings(v)] if isinstance(value, list) else []
