@@ -216,7 +216,8 @@ def refuse_vault_paths(vault: Vault, paths: list[Path]) -> None:
         real = Path(os.path.realpath(arg))
         if _inside(real, vault.root):
             raise InputError(f"{arg} is inside the vault ({vault.root}); ingest imports files from outside it — "
-                             f"notes in the vault are indexed as they are")
+                             "a note in the vault is read as it is, once its frontmatter names its memory_type and "
+                             "fields (`memlink check` says what is missing)")
 
 
 @dataclass

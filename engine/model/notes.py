@@ -105,11 +105,18 @@ def split_body(text: str) -> str:
     return split_frontmatter(text)[1] or ""
 
 
+def _own_page(uri: str) -> str:
+    """What a page written by hand in the vault needs in its frontmatter to be read."""
+    title = uri.rsplit("/", 1)[-1].removesuffix(".md")
+    return (f"a page of your own: `memory_type: source`, `created_at: {dt.date.today().isoformat()}` and "
+            f"`fields: {{title: {title}}}`")
+
+
 def parse_note(text: str, uri: str, types: TypeRegistry) -> Note:
     """Parse and validate a note file. Raises NoteError / SchemaError with the note's path."""
     front, body = split_frontmatter(text)
     if front is None:
-        raise NoteError(f"{uri}: no YAML frontmatter (the file must start with '---')")
+        raise NoteError(f"{uri}: no YAML frontmatter (the file must start with '---'; {_own_page(uri)})")
     if body is None:
         raise NoteError(f"{uri}: frontmatter is not closed with '---'")
     try:
@@ -120,7 +127,7 @@ def parse_note(text: str, uri: str, types: TypeRegistry) -> Note:
         raise NoteError(f"{uri}: frontmatter must be a mapping")
     mtype = meta.get("memory_type")
     if not isinstance(mtype, str):
-        raise NoteError(f"{uri}: frontmatter has no memory_type")
+        raise NoteError(f"{uri}: frontmatter has no memory_type ({_own_page(uri)})")
     try:
         schema = types.get(mtype)
         fields = schema.validate_fields(meta.get("fields") or {}, complete=True)

@@ -129,7 +129,8 @@ class MemoryTypeSchema(BaseModel):
         if complete:
             missing = [f.name for f in self.fields if f.required and out.get(f.name) in (None, "", [])]
             if missing:
-                raise SchemaError(f"{self.memory_type}: required field(s) missing: {', '.join(missing)}")
+                raise SchemaError(f"{self.memory_type}: required field(s) missing: {', '.join(missing)} "
+                                  "(under `fields:` in the frontmatter)")
         return out
 
     def template_context(self, values: dict[str, Any]) -> dict[str, Any]:
