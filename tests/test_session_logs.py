@@ -406,3 +406,22 @@ def test_the_sample_vault_s_chats_are_committed_already(tmp_path):
     set_llm(root, provider="rules").close()
     r = memlink("commit", "--all", vault=root)
     assert r.returncode == 0 and "sessions committed: 0" in r.stdout and "with nothing new: 4" in r.stdout, r.stdout
+
+
+def test_a_session_listed_newest_first_is_read_oldest_first(tmp_path):
+    """A turn pairs a question with the answer after it in time, however the file lists them."""
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    said = [("4", "assistant", "Try the Alhambra at sunrise.", "2024-05-01T10:03:00Z"),
+            ("3", "user", "What should I see in Granada?", "2024-05-01T10:02:00Z"),
+            ("2", "assistant", "Paella in Valencia is the classic.", "2024-05-01T10:01:00Z"),
+            ("1", "user", "Where should I eat paella?", "2024-05-01T10:00:00Z")]
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps(dict(event(i, role, text), ts=ts)) + "\n" for i, role, text, ts in said))
+    r = memlink("import-chat", str(chat), vault=root)
+    assert r.returncode == 0 and "1 chat session listed newest first ('s'): read oldest first" in r.stdout, r.stdout
+    r = memlink("recall", "What should I see in Granada?", "--k", "1", "--json", vault=root)
+    [hit] = json.loads(r.stdout)
+    assert (hit["question"], hit["answer"]) == ("What should I see in Granada?", "Try the Alhambra at sunrise.")
+    again = memlink("import-chat", str(chat), vault=root)
+    assert again.returncode == 0 and "0 new messages" in again.stdout, again.stdout

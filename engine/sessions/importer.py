@@ -7,12 +7,13 @@ pending (the next run retries it); failures never stop the other turns. After
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import ValidationError
 
@@ -244,6 +245,7 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
             _diagnose(path)  # rare: read again, line by line, to say what is wrong in our words
             raise
         _read_numeric_dates(records, path, report)
+        _oldest_first(records, report)
         for record in records:
             if record.kind != COMMIT:  # a commit mark of the vault the log came from: not this vault's
                 by_session[record.session].append(record)
@@ -348,6 +350,42 @@ def _read_numeric_dates(records: list[ImportRecord], path: Path, report: ImportR
         when = stamp_time(m, months_first)
         if when is not None:  # (else it stays as written, and the report counts it undated)
             record.ts = when.isoformat()
+
+
+def _time(ts: object) -> dt.datetime | None:
+    """A message's time stamp as a time to compare (ISO, or Unix time in seconds or ms)."""
+    try:
+        if isinstance(ts, (int, float)) or (isinstance(ts, str) and ts.strip().replace(".", "", 1).isdigit()):
+            seconds = float(ts)
+            return dt.datetime.fromtimestamp(seconds / 1000 if seconds > 1e11 else seconds, dt.UTC).replace(tzinfo=None)
+        if isinstance(ts, str):
+            when = dt.datetime.fromisoformat(ts.strip().replace("Z", "+00:00"))
+            return when.astimezone(dt.UTC).replace(tzinfo=None) if when.tzinfo else when
+    except (ValueError, OverflowError, OSError):
+        pass
+    return None
+
+
+def _oldest_first(records: list[ImportRecord], report: ImportReport) -> None:
+    """A session the file lists newest first (every time stamp read, none later than the
+    one before it, some earlier) is read oldest first: a turn pairs a question with the
+    answer that came after it, not before."""
+    at: dict[str, list[int]] = defaultdict(list)
+    for n, record in enumerate(records):
+        at[record.session].append(n)
+    flipped = []
+    for session, places in at.items():
+        times = [_time(records[n].ts) for n in places]
+        if len(times) < 2 or None in times:
+            continue
+        known = cast("list[dt.datetime]", times)
+        if all(a >= b for a, b in zip(known, known[1:], strict=False)) and known[0] > known[-1]:
+            for n, record in zip(places, [records[n] for n in reversed(places)], strict=True):
+                records[n] = record
+            flipped.append(session)
+    if flipped:
+        report.assumed.append(f"{counted(len(flipped), 'chat session')} listed newest first ({some(flipped)}): read "
+                              "oldest first, by their time stamps")
 
 
 def _refuse_changed_ids(vault: Vault, by_session: dict[str, list[SessionEvent]],
