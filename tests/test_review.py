@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from contextlib import asynccontextmanager
 
 import pytest
 
+from engine import Vault
 from engine.lint.memo import check
 from engine.retrieve.search import search
 from engine.review.actions import ACTION_LOG, ReviewError, last_action, preview, review, undo
@@ -149,7 +151,8 @@ def test_keep_supersedes_the_disputed_claim_not_the_whole_note(sample):
     result = review(v, DINNER, MUM, "keep-a", today=__import__("datetime").date(2026, 12, 1))
     mum = v.read_note(MUM)
     assert "valid_until" not in mum.extra and "superseded_by" not in mum.extra  # Mum as a whole still holds
-    assert mum.extra["superseded_claims"] == [{"field": "content", "lines": "2", "valid_until": "2026-12-01",
+    # (valid until the dinner's note said otherwise, 15 October: not the day of the review)
+    assert mum.extra["superseded_claims"] == [{"field": "content", "lines": "2", "valid_until": "2026-10-15",
                                                "superseded_by": DINNER}]
     assert "content line 2" in result.message
     assert not v.catalog.get(MUM).superseded and MUM not in v.catalog.superseded()
@@ -459,3 +462,29 @@ async def test_q_asks_first_while_merge_text_is_kept_for_later(sample):
         await pilot.press("e")
         await pilot.pause()
         assert screen.query_one("#merge-text").text.startswith("Merged. ")
+
+
+@pytest.mark.parametrize("keep, until", [("newer", "2024-02-20"), ("older", "2024-02-20")])
+def test_a_superseded_note_holds_until_the_later_of_the_two_was_said(tmp_path, keep, until):
+    """"I hate espresso now" (20 February) ends "I love espresso" (10 January) then, whenever
+    the review happens; kept the other way, the newer claim never held."""
+    from conftest import memlink
+
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    chat = tmp_path / "c.jsonl"
+    chat.write_text("".join(json.dumps(dict(session=s, id=i, role=r, content=c, ts=t)) + "\n" for s, i, r, c, t in [
+        ("c1", "k1", "user", "I love espresso.", "2024-01-10T08:00:00Z"), ("c1", "k2", "assistant", "Noted.", "2024-01-10T08:01:00Z"),
+        ("c2", "k3", "user", "I hate espresso now.", "2024-02-20T08:00:00Z"), ("c2", "k4", "assistant", "Noted.", "2024-02-20T08:01:00Z")]))
+    assert memlink("import-chat", str(chat), vault=root).returncode == 0
+    assert memlink("commit", "--all", vault=root).returncode == 0
+    v = Vault.open(root)
+    try:
+        [pair] = [(l.from_uri, l.to_uri) for l in v.links.all() if l.link_type.value == "contradicts"]
+        days = {u: v.read_note(u).created_at[:10] for u in pair}
+        newer, older = sorted(pair, key=days.__getitem__, reverse=True)
+        kept, dropped = (newer, older) if keep == "newer" else (older, newer)
+        review(v, kept, dropped, "keep-a")
+        assert v.read_note(dropped).extra["valid_until"] == until
+    finally:
+        v.close()

@@ -235,14 +235,16 @@ def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str
         if claim is None:
             vault.link(keep, drop, supersedes, weight=link.weight,
                        description=f"review {day}: kept over the contradicting note")
-            vault.supersede(drop, keep, day)
-            message = f"kept {keep}; {drop} is superseded (valid until {day})"
+            until = _valid_until(vault, keep, drop, day)
+            vault.supersede(drop, keep, until)
+            message = f"kept {keep}; {drop} is superseded (valid until {until})"
         else:
             vault.link(keep, drop, supersedes, weight=link.weight, t_field=claim["field"], t_line_ranges=claim["lines"],
                        description=f"review {day}: kept over the contradicting claim")
-            _supersede_claim(vault, tx, drop, {**claim, "valid_until": day, "superseded_by": keep})
+            until = _valid_until(vault, keep, drop, day)
+            _supersede_claim(vault, tx, drop, {**claim, "valid_until": until, "superseded_by": keep})
             where = f"{claim['field']} line {claim['lines']}" if claim["lines"] else claim["field"]
-            message = f"kept {keep}; the claim in {drop} ({where}) is superseded (valid until {day})"
+            message = f"kept {keep}; the claim in {drop} ({where}) is superseded (valid until {until})"
     elif action == "dismiss":
         vault.unlink(link.from_uri, link.to_uri, conflict, link_id=link.id)
         # An anchor the from-note no longer holds (edited since) is dropped, not refused:
@@ -270,6 +272,15 @@ def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str
     return _describe(vault, tx, action, a, b, message)
 
 
+def _valid_until(vault: Vault, keep: str, drop: str, day: str) -> str:
+    """The day the superseded note stopped holding: the later of the two notes' days — the
+    kept one's when it is the newer ("I hate espresso now", said on 20 February, ends "I love
+    espresso" then), the dropped one's own when it is (it never held) —, never after the
+    review's ``day``."""
+    said = max(vault.read_note(uri).created_at[:10] for uri in (keep, drop))
+    return min(said, day)
+
+
 def _merge(vault: Vault, tx: Transaction, link: StoredLink, keep: str, drop: str, text: str, day: str) -> str:
     """``keep`` (the note the user chose, A) takes the merged text and evolved_from
     ``drop``, the new link keeping the disputed link's anchors that still hold: the lines
@@ -289,8 +300,9 @@ def _merge(vault: Vault, tx: Transaction, link: StoredLink, keep: str, drop: str
     if types[keep] != types[drop]:
         return (f"merged into {keep}; {drop} stays current ({_a(types[drop])} is not superseded by "
                 f"{_a(types[keep])})")
-    vault.supersede(drop, keep, day)
-    return f"merged into {keep}; {drop} is superseded (valid until {day})"
+    until = _valid_until(vault, keep, drop, day)
+    vault.supersede(drop, keep, until)
+    return f"merged into {keep}; {drop} is superseded (valid until {until})"
 
 
 @dataclass
