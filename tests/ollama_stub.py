@@ -6,7 +6,8 @@ capability "embedding" (chat models get "completion") and a BERT family, as Olla
 Each chat request takes the next scripted reply: ("json", text) answers with ``text`` as
 the assistant message, ("status", code, error) answers with an HTTP error, ("hang", s)
 waits ``s`` seconds before answering, ("cut", text) streams ``text`` and breaks the
-connection off mid-stream, ("slow", text, s) streams it a word every ``s`` seconds.
+connection off mid-stream, ("slow", text, s) streams it a word every ``s`` seconds,
+("held", text, event) streams its first word and the rest once ``event`` is set.
 Chat requests are recorded ({path, body}) in ``requests``; ``hits`` records the path of
 every request, whatever it is.
 
@@ -49,9 +50,10 @@ class OllamaStub:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-            def _stream(self, body: dict, content: str, pause: float = 0.0) -> None:
+            def _stream(self, body: dict, content: str, pause: float = 0.0, held: threading.Event | None = None) -> None:
                 """Newline-delimited JSON chunks, as Ollama streams a chat reply (``pause``
-                seconds between them, as a model writing)."""
+                seconds between them, as a model writing; ``held``: the rest only once it
+                is set, a reply still being written for as long as a test needs)."""
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-ndjson")
                 self.end_headers()
@@ -62,6 +64,8 @@ class OllamaStub:
                              "message": {"role": "assistant", "content": piece}, "done": piece == ""}
                     self.wfile.write((json.dumps(chunk) + "\n").encode())
                     self.wfile.flush()
+                    if held is not None:
+                        held.wait(60)
                     if pause:
                         time.sleep(pause)
                 self.close_connection = True
@@ -118,6 +122,9 @@ class OllamaStub:
                     return
                 if reply[0] == "slow":  # ("slow", text, seconds between pieces)
                     self._stream(body, reply[1], reply[2])
+                    return
+                if reply[0] == "held":  # ("held", text, threading.Event): its first piece, the rest once set
+                    self._stream(body, reply[1], held=reply[2])
                     return
                 if body.get("stream"):
                     self._stream(body, reply[1])

@@ -307,13 +307,17 @@ async def test_a_message_sent_while_a_reply_is_written_waits_and_a_retry_stays_i
 
     from engine.sessions.log import read_events
 
+    import threading
+
     async with chatting(sample) as (stub, app, pilot, screen):
-        stub.script += [("slow", "Tea first, slowly.", 0.3), ("status", 500, "down")]
+        written = threading.Event()  # (the first reply is being written until this is set)
+        stub.script += [("held", "Tea first, slowly.", written), ("status", 500, "down")]
         await pilot.press(*"About tea?", "enter")
         assert await wait_for(pilot, lambda: bool(screen._replying_workers()), 15)
         await pilot.press(*"About cats?", "enter")  # (while the first reply is being written)
         assert "a reply is being written" in str(screen.query_one("#status", Static).render())
         assert screen.query_one("#message", Input).value == "About cats?"  # kept, to send once it answered
+        written.set()
         await settle(app, pilot)
         first = screen.chat.session
         screen.query_one("#message", Input).value = ""
