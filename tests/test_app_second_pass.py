@@ -303,11 +303,11 @@ async def test_escape_stops_a_reply_being_written(sample):
 
 
 async def test_a_message_sent_while_a_reply_is_written_waits_and_a_retry_stays_in_its_session(sample):
+    import threading
+
     from textual.widgets import Input, Static
 
     from engine.sessions.log import read_events
-
-    import threading
 
     async with chatting(sample) as (stub, app, pilot, screen):
         written = threading.Event()  # (the first reply is being written until this is set)

@@ -294,6 +294,16 @@ def test_a_recalled_turn_says_when_it_was_said(vault):
     assert shown[0]["when"] == "1:56 pm on 8 May, 2023"
 
 
+def test_a_long_message_is_shown_where_it_holds_the_question_s_words(vault):
+    from conftest import memlink
+
+    chat(vault, "b", [("user", "Lorem ipsum. " * 5000 + "The launch code word is PELICAN-42. " + "More. " * 5000),
+                      ("assistant", "ok")])
+    vault.close()
+    out = memlink("recall", "what is the launch code word", vault=vault.root)
+    assert out.returncode == 0 and "The launch code word is PELICAN-42." in out.stdout, out.stdout[:600]
+
+
 def test_a_bad_session_id_anywhere_in_a_transcript_imports_nothing(vault, tmp_path):
     from engine.errors import MemlinkError
 

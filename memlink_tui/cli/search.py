@@ -7,7 +7,7 @@ from pathlib import Path
 
 from engine import MemlinkError
 from engine.llm.fence import one_line
-from engine.model.text import counted
+from engine.model.text import counted, snippet, tokenize
 
 from .wiring import UsageError, notice, open_vault, positive, printable_path, say, say_json, synced_index
 
@@ -104,12 +104,13 @@ def cmd_recall(args: argparse.Namespace) -> int:
         return 0
     if not hits:
         print("nothing relevant recalled")
+    asked = set(tokenize(args.query))
     for i, (h, words) in enumerate(zip(hits, said(vault, hits), strict=True), 1):
         day = f"  said {h.day()}" if h.when else ""
         say(f"{i}. {h.score:.3f}  {h.session}{day}  [{', '.join(h.sources)}]  found by: {'; '.join(h.routes)}")
         say(f"   {one_line(h.summary)}")
-        for who, text in words:
-            say(f"   {one_line(who)}: {one_line(text[:200])}")
+        for who, text in words:  # (a long message: the part holding the question's words)
+            say(f"   {one_line(who)}: {one_line(snippet(text, asked, width=200))}")
         for t in h.triples[:3]:
             say(f"   ({t['subject']} — {t['predicate']} — {t['object']})")
     return 0
