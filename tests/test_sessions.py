@@ -233,7 +233,7 @@ def test_cli_import_chat_and_batch_recall(vault, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"session": "x", "id": 1}\n')
     r = memlink("import-chat", str(bad), vault=vault.root)
-    assert r.returncode == 1 and "needs the keys" in r.stderr
+    assert r.returncode == 1 and "line 1: has no role or content or ts (it may be null" in r.stderr, r.stderr
 
 
 def test_communities_narrow_the_candidates(vault):

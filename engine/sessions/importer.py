@@ -533,8 +533,11 @@ def _diagnose(path: Path) -> None:
     except JsonlError as exc:
         raise MemlinkError(f"{exc}; nothing was imported") from None
     for n, raw in numbered:
-        if any(k not in raw for k in REQUIRED):
-            raise MemlinkError(f"{path} line {n}: needs the keys {', '.join(REQUIRED)}; nothing was imported")
+        missing = [k for k in REQUIRED if k not in raw]
+        if missing:
+            ts = " (it may be null when the message has no time)" if "ts" in missing else ""
+            raise MemlinkError(f"{path} line {n}: has no {' or '.join(missing)}{ts}; a record needs the keys "
+                               f"{', '.join(REQUIRED)}; nothing was imported")
         try:
             ImportRecord.model_validate(raw)
         except ValidationError as exc:
