@@ -425,3 +425,17 @@ def test_a_session_listed_newest_first_is_read_oldest_first(tmp_path):
     assert (hit["question"], hit["answer"]) == ("What should I see in Granada?", "Try the Alhambra at sunrise.")
     again = memlink("import-chat", str(chat), vault=root)
     assert again.returncode == 0 and "0 new messages" in again.stdout, again.stdout
+
+
+def test_a_message_imported_again_with_another_time_stamp_is_kept_and_said_so(tmp_path):
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    chat = tmp_path / "chat.jsonl"
+    for day in ("2024-03-13", "2024-03-14"):
+        chat.write_text("".join(json.dumps(dict(event(i, role, text), ts=f"{day}T10:00:0{i}Z")) + "\n"
+                                for i, role, text in [("1", "user", "I love sushi."), ("2", "assistant", "Noted.")]))
+        r = memlink("import-chat", str(chat), vault=root)
+        assert r.returncode == 0, r.stderr
+    assert "imported before with another time stamp: 2 messages, kept as first imported" in r.stdout, r.stdout
+    assert [json.loads(line)["ts"] for line in (root / "sessions" / "s.jsonl").read_text().splitlines()] == [
+        "2024-03-13T10:00:01Z", "2024-03-13T10:00:02Z"]

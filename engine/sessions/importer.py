@@ -68,6 +68,7 @@ class ImportReport:
     undated_count: int = 0
     replaced: int = 0  # messages imported before, no longer on their conversation's current branch
     edited: int = 0  # messages imported before and edited since (a messaging app): kept as first imported
+    retimed: int = 0  # messages imported before with another time stamp: kept as first imported
     elsewhere: int = 0  # messages another session holds already (a chat exported again under another name or time zone)
     me: list[str] = field(default_factory=list)  # a WhatsApp or Telegram chat: the senders imported as the user
     assumed: list[str] = field(default_factory=list)  # what the reader assumed (who is the user, a date order)
@@ -97,6 +98,9 @@ class ImportReport:
         if self.edited:
             lines.append(f"edited after they were imported: {counted(self.edited, 'message')}, kept as first imported "
                          "(a session's log is never rewritten; the export holds the new text)")
+        if self.retimed:
+            lines.append(f"imported before with another time stamp: {counted(self.retimed, 'message')}, kept as first "
+                         "imported (a session's log is never rewritten)")
         if self.elsewhere:
             lines.append(f"imported before in another session: {counted(self.elsewhere, 'message')} (the chat exported "
                          "again under another file name, or in another time zone), kept where they are")
@@ -301,7 +305,7 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
 
         def place(session: str, key: str, nth: int) -> str:
             return f"{path}: {labels[session]}"
-    _refuse_changed_ids(vault, by_session, place)
+    report.retimed = _refuse_changed_ids(vault, by_session, place)
     report.model, report.model_set = choose_model(vault, [e.content for events in by_session.values() for e in events])
     report.sessions = len(by_session)
     for session, events in by_session.items():
@@ -389,13 +393,18 @@ def _oldest_first(records: list[ImportRecord], report: ImportReport) -> None:
 
 
 def _refuse_changed_ids(vault: Vault, by_session: dict[str, list[SessionEvent]],
-                        place: Callable[[str, str, int], str]) -> None:
+                        place: Callable[[str, str, int], str]) -> int:
     """A message id names one message: the same id twice with another role or content (in
     the file, or against the session's log) is refused before anything is appended. The
-    same message again is a replay, and is skipped by the append."""
+    same message again is a replay, and is skipped by the append; how many of those the
+    log holds with another time stamp is returned (kept as first imported)."""
+    retimed = 0
     for session, events in by_session.items():
-        seen: dict[str, tuple[str, str]] = {e.key: (e.role, e.content) for e in read_events(vault, session)}
+        logged = read_events(vault, session)
+        seen: dict[str, tuple[str, str]] = {e.key: (e.role, e.content) for e in logged}
+        when = {e.key: e.ts for e in logged}
         in_log = set(seen)
+        retimed += sum(1 for e in {e.key: e for e in events if e.key in in_log}.values() if e.ts != when[e.key])
         occurrences: dict[str, int] = defaultdict(int)
         for event in events:
             occurrences[event.key] += 1
@@ -406,6 +415,7 @@ def _refuse_changed_ids(vault: Vault, by_session: dict[str, list[SessionEvent]],
                 raise MemlinkError(f"{place(session, event.key, occurrences[event.key])}: message id {event.id!r} of session "
                                    f"{session!r} is already used with a different role or content in {where} (there: "
                                    f"{was}; here: {now}); nothing was imported")
+    return retimed
 
 
 def _replaced(vault: Vault, conversation: Any) -> list[SessionEvent]:
