@@ -58,6 +58,7 @@ def test_import_chat_names_the_line_that_is_not_utf8_and_imports_nothing(tmp_pat
     path.write_bytes(path.read_bytes().replace(b"cafe", b"caf\xe9"))
     r = memlink("import-chat", str(path), vault=root)
     assert r.returncode != 0 and "line 2: not UTF-8 text" in r.stderr, r.stderr
+    assert "saved as UTF-8, e.g. `iconv -f cp1252 -t utf-8`" in r.stderr  # (how to bring it in)
     assert session_files(root) == {}
 
 

@@ -82,7 +82,9 @@ def read_text_file(path: Path, *, follow: bool = True, max_bytes: int | None = N
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:  # where: the line and byte, so the file can be fixed
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(f"{path}: line {line}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise InputError(f"{path}: line {line}: not UTF-8 text ({exc.reason} at byte {exc.start}); a file saved in "
+                         "another encoding (Windows' Latin-1, cp1252) is imported once saved as UTF-8, e.g. "
+                         f"`iconv -f cp1252 -t utf-8`") from None
 
 
 def read_file_bytes(path: Path, *, follow: bool = True, max_bytes: int | None = None) -> bytes:
