@@ -15,10 +15,11 @@ FILLER = ["The meeting moved to Tuesday.", "Did you get the groceries?", "The tr
           "I repainted the hallway blue.", "My sister called about the holidays.", "The printer is out of ink."]
 
 
-def imported(vault, tmp_path, lines: list[tuple[str, str]], speakers: tuple[str, str] | None = None) -> TurnMemory:
+def imported(vault, tmp_path, lines: list[tuple[str, str]], speakers: tuple[str, str] | None = None,
+             filler: list[str] = FILLER) -> TurnMemory:
     """A chat imported as `memlink import-chat` reads it: (role, text) lines, one session,
     filler turns around them; with ``speakers``, each message carries its speaker's name."""
-    rows = [("user", t) if i % 2 == 0 else ("assistant", "Okay.") for i, t in enumerate(FILLER * 2)] + lines
+    rows = [("user", t) if i % 2 == 0 else ("assistant", "Okay.") for i, t in enumerate(filler * 2)] + lines
     records = [{"session": "s", "id": f"m{i}", "role": role, "content": text, "ts": "2026-11-01T10:00:00Z",
                 **({"speaker": speakers[role != "user"]} if speakers else {})} for i, (role, text) in enumerate(rows, 1)]
     path = tmp_path / "chat.jsonl"
@@ -54,10 +55,11 @@ def test_how_a_question_is_put_is_not_what_it_asks(vault, tmp_path):
     Maria", never "name"."""
     memory = imported(vault, tmp_path, [("user", "I'm planning a trip to Lisbon in June with my sister Maria."),
                                         ("assistant", "Lisbon in June is lovely."),
-                                        ("user", "I'm allergic to peanuts."), ("assistant", "Noted, avoid satay.")])
+                                        ("user", "I'm allergic to peanuts."), ("assistant", "Noted, avoid satay.")],
+                      filler=[t for t in FILLER if "sister" not in t])
     for question, said in [("What is my sister's name?", "Maria"), ("What am I allergic to?", "peanuts")]:
-        hits = memory.recall(question, k=3)  # (the filler's "My sister called…" is about her too)
-        assert any(said in h.question for h in hits), question
+        hits = memory.recall(question, k=1)
+        assert hits and said in hits[0].question, question
     for unrelated in ("What is the name of the capital of Kyrgyzstan?", "What am I supposed to pay for a visa to Peru?"):
         assert memory.recall(unrelated, k=5) == [], unrelated
 
