@@ -160,12 +160,14 @@ def test_wikilinks_in_note_text_are_listed_and_rewritten_only_when_asked(sample)
 
 
 def test_a_wikilink_naming_the_note_by_the_end_of_its_path_or_in_another_case_is_found(tmp_path):
-    """Obsidian reads [[Garden/Tomatoes]] and [[tomatoes]] as the page at …/Garden/Tomatoes.md:
-    left as they were, they would lead to the other Tomatoes page once it moves."""
+    """Obsidian reads [[Garden/Tomatoes]] and [[tomatoes]] as the page at …/Garden/Tomatoes.md
+    (the shorter of two such paths): left as they were, they would lead to the other
+    Tomatoes page once it moves. A link to that other page is not about this one."""
     src = tmp_path / "src"
     for path, text in {"Projects/Garden/Tomatoes.md": "# Tomatoes\n\n## Watering\nWater every 3 days.\n",
                        "Archive/Projects/Garden/Tomatoes.md": "Old 2024 season notes.\n",
-                       "Home.md": "See [[Projects/Garden/Tomatoes#Watering|watering]] and [[tomatoes]].\n"}.items():
+                       "Home.md": "See [[Projects/Garden/Tomatoes#Watering|watering]] and [[tomatoes]], "
+                                  "and [[Archive/Projects/Garden/Tomatoes|the old notes]].\n"}.items():
         (src / path).parent.mkdir(parents=True, exist_ok=True)
         (src / path).write_text(text)
     root = tmp_path / "v"
@@ -174,11 +176,20 @@ def test_a_wikilink_naming_the_note_by_the_end_of_its_path_or_in_another_case_is
     old, new = "sources/src/Projects/Garden/Tomatoes.md", "sources/src/Projects/Garden/Tomato plants.md"
     r = memlink("mv", old, new, vault=root)
     assert r.returncode == 0 and "[[Projects/Garden/Tomatoes#Watering|watering]]" in r.stdout and "[[tomatoes]]" in r.stdout, r.stdout
+    assert "the old notes" not in r.stdout, r.stdout
     assert memlink("undo", vault=root).returncode == 0
     assert memlink("mv", "--rewrite-wikilinks", old, new, vault=root).returncode == 0
     home = (root / "sources/src/Home.md").read_text()
     assert ("[[sources/src/Projects/Garden/Tomato plants#Watering|watering]] and "
-            "[[sources/src/Projects/Garden/Tomato plants|Tomato plants]]") in home, home
+            "[[sources/src/Projects/Garden/Tomato plants|Tomato plants]], "
+            "and [[Archive/Projects/Garden/Tomatoes|the old notes]].") in home, home
+    assert memlink("undo", vault=root).returncode == 0
+    r = memlink("mv", "--rewrite-wikilinks", "sources/src/Archive/Projects/Garden/Tomatoes.md",
+                "sources/src/Archive/Tomatoes 2024.md", vault=root)
+    assert r.returncode == 0, r.stderr
+    home = (root / "sources/src/Home.md").read_text()
+    assert ("See [[Projects/Garden/Tomatoes#Watering|watering]] and [[tomatoes]], "
+            "and [[sources/src/Archive/Tomatoes 2024|the old notes]].") in home, home
 
 
 def test_wikilinks_rewritten_by_a_move_are_no_edit_an_import_must_keep(tmp_path):

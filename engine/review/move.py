@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
@@ -172,21 +173,43 @@ def retarget(vault: Vault, tx: Transaction, old: str, new: str) -> list[StoredLi
     return list(moved.values())
 
 
-def _names_it(target: str, uri: str) -> bool:
-    """Whether a wikilink's target names the note at ``uri`` as Obsidian reads it: its path
-    from the vault's root or from a folder inside it (``Garden/Tomatoes``, ``tomatoes``: a
-    trailing part of the path), with or without .md, in any case or Unicode form."""
-    def key(text: str) -> str:
-        return unicodedata.normalize("NFC", text.strip().strip("/")).casefold().removesuffix(".md")
-
-    want, path = key(target), key(uri)
-    return bool(want) and (path == want or path.endswith("/" + want))
+def _key(text: str) -> str:
+    """A path or a wikilink's target as Obsidian compares them: in any case or Unicode
+    form, without .md or slashes around it."""
+    return unicodedata.normalize("NFC", text.strip().strip("/")).casefold().removesuffix(".md")
 
 
-def _stale(target: str, old: str, new: str) -> bool:
-    """Whether a wikilink's target named ``old`` in a way that no longer finds ``new`` (a
-    bare file name still does when only the folder changed)."""
-    return _names_it(target, old) and not _names_it(target, new)
+class _Paths:
+    """Which note a wikilink's target leads to, as Obsidian resolves it, before the move
+    and after: its path from the vault's root, else the end of a path
+    (``[[Garden/Tomatoes]]``, ``[[tomatoes]]``) — the note in the linking note's folder, else
+    the one with the shortest path; several as short: none."""
+
+    def __init__(self, vault: Vault, old: str, new: str) -> None:
+        self.old, self.new = old, new
+        self.by_name: dict[str, list[str]] = defaultdict(list)
+        for uri in {*vault.catalog.uris(), old, new}:
+            self.by_name[_key(uri).rsplit("/", 1)[-1]].append(uri)
+
+    def _leads_to(self, target: str, folder: str, moved: bool) -> str | None:
+        want = _key(target)
+        gone = self.old if moved else self.new  # (the note is at one of its two paths)
+        found = [u for u in self.by_name.get(want.rsplit("/", 1)[-1], ()) if u != gone]
+        exact = [u for u in found if _key(u) == want]
+        if exact:
+            return exact[0] if len(exact) == 1 else None
+        ends = [u for u in found if _key(u).endswith("/" + want)]
+        here = [u for u in ends if uri_dir(u) == folder]
+        if len(here) == 1:
+            return here[0]
+        shortest = [u for u in ends if u.count("/") == min(e.count("/") for e in ends)]
+        return shortest[0] if len(shortest) == 1 else None
+
+    def stale(self, target: str, linking: str) -> bool:
+        """Whether the target led ``linking`` to the note before the move and does not after."""
+        folder = uri_dir(linking)
+        return (self._leads_to(target, folder, moved=False) == self.old
+                and self._leads_to(target, folder, moved=True) != self.new)
 
 
 def _outside_links_block(text: str) -> list[tuple[int, int]]:
@@ -198,6 +221,7 @@ def _outside_links_block(text: str) -> list[tuple[int, int]]:
 def mentions(vault: Vault, uris: list[str], old: str, new: str) -> list[Mention]:
     """Wikilinks in the text of ``uris`` naming ``old`` in a way that no longer finds ``new``."""
     out: list[Mention] = []
+    paths = _Paths(vault, old, new)
     for uri in uris:
         try:
             text = vault.read_text(uri)
@@ -205,7 +229,7 @@ def mentions(vault: Vault, uris: list[str], old: str, new: str) -> list[Mention]
             continue
         for start, end in _outside_links_block(text):
             for m in WIKILINK.finditer(text, start, end):
-                if _stale(m.group(2), old, new):
+                if paths.stale(m.group(2), uri):
                     out.append(Mention(uri, text.count("\n", 0, m.start()) + 1, m.group(0)))
     return out
 
@@ -216,6 +240,7 @@ def _rewrite(vault: Vault, tx: Transaction, uris: list[str], old: str, new: str)
     target's name, shows the new name, as Obsidian's own rename does, not the path."""
     target = new[:-3]
     shown = PurePosixPath(target).name
+    paths = _Paths(vault, old, new)
 
     def pointed(m: re.Match[str]) -> str:
         rest = m.group(3)
@@ -227,9 +252,11 @@ def _rewrite(vault: Vault, tx: Transaction, uris: list[str], old: str, new: str)
     for uri in uris:
         text = vault.read_text(uri)
         parts = []
+        def repointed(m: re.Match[str], linking: str = uri) -> str:
+            return pointed(m) if paths.stale(m.group(2), linking) else m.group(0)
+
         for start, end in _outside_links_block(text):
-            piece = text[start:end]
-            parts.append((start, end, WIKILINK.sub(lambda m: pointed(m) if _stale(m.group(2), old, new) else m.group(0), piece)))
+            parts.append((start, end, WIKILINK.sub(repointed, text[start:end])))
         new_text = text
         for start, end, piece in reversed(parts):
             new_text = new_text[:start] + piece + new_text[end:]
