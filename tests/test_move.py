@@ -229,6 +229,23 @@ def test_an_old_format_link_entry_moves_with_its_note_as_a_two_sided_link(sample
     assert files(sample.root) == before
 
 
+def test_an_old_format_entry_beside_a_link_of_the_same_pair_leaves_that_link_as_it_is(sample):
+    mine = sample.link("profile.md", "entities/tom-vermeulen.md", "related_to", weight=0.7,
+                       description="Tom lives with Lena.")
+    records = sample.root / ".relations.json"  # (the link took the old entry's place: it is put back by hand)
+    entries = json.loads(records.read_text())
+    entries.append({"id": "rel_legacy_1", "from_uri": "profile.md", "uris": ["entities/tom-vermeulen.md"],
+                    "reason": "Tom is Lena's partner.", "created_at": "2026-08-11T18:58:00+00:00"})
+    records.write_text(json.dumps(entries, ensure_ascii=False))
+    assert sorted(l.legacy for l in sample.links.of("profile.md", "links") if l.to_uri == "entities/tom-vermeulen.md") == [
+        False, True]
+    move_note(sample, "entities/tom-vermeulen.md", "people/tom.md")
+    [link] = [l for l in sample.links.of("profile.md", "links") if l.to_uri == "people/tom.md"]
+    assert (link.id, link.weight, link.description) == (mine.id, 0.7, "Tom lives with Lena.")
+    assert "rel_legacy_1" not in (sample.root / ".relations.json").read_text()
+    assert errors(sample) == []
+
+
 def test_a_note_moved_by_hand_keeps_its_links_through_check_fix_and_mv_relinks_them(sample):
     links = sample.links.of(OLD)
     sample.close()

@@ -146,11 +146,16 @@ def retarget(vault: Vault, tx: Transaction, old: str, new: str) -> list[StoredLi
     here: list[LinkOp] = []  # the moved note's records, in its new folder
     legacy: list[LinkOp] = []  # old-format entries into or out of it: each becomes a two-sided link of the new path
     swap = lambda uri: new if uri == old else uri  # noqa: E731
-    for entry in [*vault.links.of(old), *(l for l in vault.links.legacy_into(old) if l.from_uri != old)]:
+    entries = [*vault.links.of(old), *(l for l in vault.links.legacy_into(old) if l.from_uri != old)]
+    linked = {(l.from_uri, l.to_uri, l.link_type) for l in entries if not l.legacy}
+    for entry in entries:
         if entry.legacy:
             if not entry.from_uri.endswith(".md"):  # (a folder's entry: no note to hold its record)
                 raise MoveError(f"{old} is named by an old-format link entry of the folder {entry.from_uri or '(root)'}; "
                                 "nothing was moved")
+            if (entry.from_uri, entry.to_uri, entry.link_type) in linked:  # (the pair's link says it: it moves itself)
+                legacy += remove_ops(entry)
+                continue
             link = new_link(vault, swap(entry.from_uri), swap(entry.to_uri), entry.link_type, weight=entry.weight,
                             description=entry.description, created_at=entry.created_at)
             moved[link.id] = link
