@@ -343,7 +343,7 @@ class MemlinkTools:
                 raise MemlinkError(f"{note.uri}: nothing to append; nothing was changed")
             if mode == "append":
                 new = f"{current.rstrip()}\n\n{added}" if current.strip() else added
-            elif old_text is None or old_text != current:
+            elif old_text is None or old_text not in (current, printable(current)):  # (as show_note showed it)
                 raise MemlinkError(f"{note.uri}: old_text does not match the note's {name} as it is now (read it again "
                                    "with show_note); nothing was changed")
             else:

@@ -424,6 +424,11 @@ async def test_no_answer_holds_an_escape_sequence_a_control_or_a_bidi_override(t
             said = [answer.structured_content] + [c.text for c in answer.content]
             said += [json.loads(t) for t in said[1:] if t.startswith(("{", "["))]  # (a JSON text: its strings)
             assert [s for s in strings(said) if unsafe(s)] == [], (tool, args)
+        # The text as shown is the text to replace.
+        shown = (await client.call_tool("show_note", {"uri": alpha})).structured_content["fields"]["content"]
+        replaced = await client.call_tool("edit_note", {"uri": alpha, "mode": "replace", "old_text": shown,
+                                                        "text": "Alpha harbour crane, cleaned."})
+        assert not replaced.is_error, replaced.content
 
 
 def strings(value) -> list[str]:
