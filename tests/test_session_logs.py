@@ -269,12 +269,12 @@ def test_an_import_names_time_stamps_that_name_no_day(tmp_path):
 @pytest.mark.parametrize("stamps, days, said", [
     # A day above 12 settles the order for the whole file.
     (["05/03/2024 10:00", "25/03/2024 10:01", "05.04.2024"], ["2024-03-05", "2024-03-25", "2024-04-05"],
-     "dates read day/month: the message with id '2' names a day above 12"),
+     "dates read day/month in session 's': the message with id '2' of session 's' names a day above 12"),
     (["3/5/24, 9:41 PM", "3/25/24, 9:42 PM"], ["2024-03-05", "2024-03-25"],
-     "dates read month/day: the message with id '2' names a day above 12"),
+     "dates read month/day in session 's': the message with id '2' of session 's' names a day above 12"),
     # Nothing settles it: day first, or month first on a 12-hour clock; the import says which.
-    (["05/03/2024 10:00", "06/03/2024"], ["2024-03-05", "2024-03-06"], "dates read day/month: no day in the file is above 12"),
-    (["05/03/2024 10:00 AM"], ["2024-05-03"], "dates read month/day: no day in the file is above 12"),
+    (["05/03/2024 10:00", "06/03/2024"], ["2024-03-05", "2024-03-06"], "dates read day/month in session 's': no day above 12 says"),
+    (["05/03/2024 10:00 AM"], ["2024-05-03"], "dates read month/day in session 's': no day above 12 says"),
     (["2024/03/05 10:00"], ["2024-03-05"], ""),
 ])
 def test_time_stamps_written_with_numbers_are_read_in_the_order_the_file_settles(tmp_path, stamps, days, said):
@@ -299,8 +299,8 @@ def test_a_file_writing_its_dates_both_ways_is_refused(tmp_path):
         ("1", "user", "25/03/2024 10:00"), ("2", "assistant", "03/26/2024 10:01")]))
     r = memlink("import-chat", str(chat), vault=root)
     assert r.returncode == 1 and not (root / "sessions" / "s.jsonl").exists(), r.stdout
-    assert ("the message with id '2' writes its date month first, and the message with id '1' day first: not one chat's "
-            "time stamps; nothing was imported") in r.stderr, r.stderr
+    assert ("the message with id '2' of session 's' writes its date month first, and the message with id '1' of "
+            "session 's' day first: not one chat session's time stamps; nothing was imported") in r.stderr, r.stderr
 
 
 def test_yesterday_counts_from_the_day_it_was_said_in_a_chat_of_many_days(vault, tmp_path):
@@ -439,3 +439,48 @@ def test_a_message_imported_again_with_another_time_stamp_is_kept_and_said_so(tm
     assert "imported before with another time stamp: 2 messages, kept as first imported" in r.stdout, r.stdout
     assert [json.loads(line)["ts"] for line in (root / "sessions" / "s.jsonl").read_text().splitlines()] == [
         "2024-03-13T10:00:01Z", "2024-03-13T10:00:02Z"]
+
+
+def test_each_session_settles_its_own_date_order_and_one_that_cannot_takes_the_file_s(tmp_path):
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    chat = tmp_path / "chat.jsonl"
+    rows = [("a", "1", "25/03/2024 10:00"), ("a", "2", "25/03/2024 10:01"), ("b", "3", "05/04/2024 09:00"),
+            ("b", "4", "05/04/2024 09:01"), ("c", "5", "03/26/2024 09:00"), ("c", "6", "03/26/2024 09:01")]
+    chat.write_text("".join(json.dumps(dict(event(i, "user" if int(i) % 2 else "assistant", "I adopted a beagle.",
+                                                   session=s), ts=ts)) + "\n" for s, i, ts in rows))
+    r = memlink("import-chat", str(chat), vault=root)  # (two ways in one file: each session is one chat)
+    assert r.returncode == 0, r.stderr
+    days = {s: json.loads((root / "sessions" / f"{s}.jsonl").read_text().splitlines()[0])["ts"][:10] for s in "abc"}
+    assert days == {"a": "2024-03-25", "b": "2024-04-05", "c": "2024-03-26"}  # (b: settled by nothing, day first)
+    assert "dates read day/month in session 'b': no day above 12 says which comes first" in r.stdout, r.stdout
+    chat.write_text("".join(json.dumps(dict(event(i, "user" if int(i) % 2 else "assistant", "I adopted a beagle.",
+                                                   session=s + "2"), ts=ts)) + "\n" for s, i, ts in rows[2:4]))
+    with chat.open("a") as f:  # (a file whose other session says month first: b2 is read so too)
+        f.write("".join(json.dumps(dict(event(i, "user", "More.", session="d"), ts=ts)) + "\n"
+                        for i, ts in (("7", "03/26/2024 09:00"),)))
+    r = memlink("import-chat", str(chat), vault=root)
+    assert "dates read month/day in session 'b2': the rest of the file names a day above 12" in r.stdout, r.stdout
+
+
+def test_a_time_stamp_logged_unread_or_as_a_number_is_not_said_to_have_changed(tmp_path):
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    chat = tmp_path / "chat.jsonl"
+    for ts in (1710324000, "1710324000"):
+        chat.write_text("".join(json.dumps(dict(event(i, role, "I love sushi."), ts=ts)) + "\n"
+                                for i, role in (("1", "user"), ("2", "assistant"))))
+        r = memlink("import-chat", str(chat), vault=root)
+        assert r.returncode == 0 and "another time stamp" not in r.stdout, r.stdout
+
+
+def test_an_answer_stamped_a_moment_before_its_question_stays_after_it(tmp_path):
+    """The model's server clock a little behind the user's: a skew, not a newest-first file."""
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps(dict(event(i, role, text), ts=ts)) + "\n" for i, role, text, ts in [
+        ("1", "user", "Where should I eat paella?", "2024-05-01T10:00:00.120Z"),
+        ("2", "assistant", "Valencia.", "2024-05-01T10:00:00.100Z")]))
+    assert memlink("import-chat", str(chat), vault=root).returncode == 0
+    assert [json.loads(line)["id"] for line in (root / "sessions" / "s.jsonl").read_text().splitlines()] == ["1", "2"]

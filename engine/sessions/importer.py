@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -338,22 +339,37 @@ def restore_turns(vault: Vault) -> int:
 
 def _read_numeric_dates(records: list[ImportRecord], path: Path, report: ImportReport) -> None:
     """Time stamps written with numbers ("25/03/2024 10:00", "3/25/24, 10:00 AM") are read
-    in the order the whole file settles (a day above 12; else day first, or month first on
-    a 12-hour clock, and the report says so) and logged as ISO: one stamp alone cannot
-    tell whether 05/03 is in May or in March."""
-    found = [(r, m) for r in records if isinstance(r.ts, str) and day_of(r.ts) is None
-             and (m := NUMERIC_STAMP.fullmatch(r.ts.strip())) is not None]
-    ambiguous = [(m, f"the message with id {r.id!r}") for r, m in found if len(m[1]) < 4]
-    months_first, settled = date_order(ambiguous, str(path), "chat's time stamps")
-    if ambiguous:
-        order = "month/day" if months_first else "day/month"
-        report.assumed.append(f"dates read {order}: {settled} names a day above 12" if settled else
-                              f"dates read {order}: no day in the file is above 12 to say which comes first "
-                              "(a 12-hour clock reads month/day, as in the US)")
-    for record, m in found:
-        when = stamp_time(m, months_first)
-        if when is not None:  # (else it stays as written, and the report counts it undated)
-            record.ts = when.isoformat()
+    in the order each session settles (a day above 12), a session that settles nothing in
+    the order the rest of the file settles (else day first, or month first on a 12-hour
+    clock), the report saying which; and logged as ISO: one stamp alone cannot tell
+    whether 05/03 is in May or in March."""
+    found: dict[str, list[tuple[ImportRecord, re.Match[str]]]] = defaultdict(list)
+    for r in records:
+        if isinstance(r.ts, str) and day_of(r.ts) is None and (m := NUMERIC_STAMP.fullmatch(r.ts.strip())):
+            found[r.session].append((r, m))
+    orders = {session: date_order([(m, f"the message with id {r.id!r} of session {session!r}") for r, m in said
+                                   if len(m[1]) < 4], str(path), "chat session's time stamps")
+              for session, said in found.items()}
+    settled = {first for first, why in orders.values() if why}
+    rest = settled.pop() if len(settled) == 1 else None  # (the file's order, where its sessions agree)
+    why_for: dict[tuple[bool, str], list[str]] = defaultdict(list)
+    for session, said in found.items():
+        first, place = orders[session]
+        if any(len(m[1]) < 4 for _, m in said):
+            if place:
+                why = f"{place} names a day above 12"
+            elif rest is not None:
+                first, why = rest, "the rest of the file names a day above 12"
+            else:
+                why = "no day above 12 says which comes first (a 12-hour clock reads month/day, as in the US)"
+            why_for[(first, why)].append(session)
+        for record, m in said:
+            when = stamp_time(m, first)
+            if when is not None:  # (else it stays as written, and the report counts it undated)
+                record.ts = when.isoformat()
+    for (first, why), sessions in why_for.items():
+        report.assumed.append(f"dates read {'month/day' if first else 'day/month'} in session{'s' * (len(sessions) > 1)} "
+                              f"{some(sessions)}: {why}")
 
 
 def _time(ts: object) -> dt.datetime | None:
@@ -371,19 +387,20 @@ def _time(ts: object) -> dt.datetime | None:
 
 
 def _oldest_first(records: list[ImportRecord], report: ImportReport) -> None:
-    """A session the file lists newest first (every time stamp read, none later than the
-    one before it, some earlier) is read oldest first: a turn pairs a question with the
-    answer that came after it, not before."""
+    """A session the file lists newest first (three or more time stamps, each read and
+    earlier than the one before it) is read oldest first: a turn pairs a question with the
+    answer that came after it, not before. (Two messages a moment apart the wrong way are
+    a clock's skew, not an order.)"""
     at: dict[str, list[int]] = defaultdict(list)
     for n, record in enumerate(records):
         at[record.session].append(n)
     flipped = []
     for session, places in at.items():
         times = [_time(records[n].ts) for n in places]
-        if len(times) < 2 or None in times:
+        if len(times) < 3 or None in times:
             continue
         known = cast("list[dt.datetime]", times)
-        if all(a >= b for a, b in zip(known, known[1:], strict=False)) and known[0] > known[-1]:
+        if all(a > b for a, b in zip(known, known[1:], strict=False)):
             for n, record in zip(places, [records[n] for n in reversed(places)], strict=True):
                 records[n] = record
             flipped.append(session)
@@ -404,7 +421,9 @@ def _refuse_changed_ids(vault: Vault, by_session: dict[str, list[SessionEvent]],
         seen: dict[str, tuple[str, str]] = {e.key: (e.role, e.content) for e in logged}
         when = {e.key: e.ts for e in logged}
         in_log = set(seen)
-        retimed += sum(1 for e in {e.key: e for e in events if e.key in in_log}.values() if e.ts != when[e.key])
+        again = {e.key: e for e in events if e.key in in_log}.values()  # (a stamp the log holds unread: not compared)
+        retimed += sum(1 for e in again if (a := _time(e.ts)) is not None and (b := _time(when[e.key])) is not None
+                       and a != b)
         occurrences: dict[str, int] = defaultdict(int)
         for event in events:
             occurrences[event.key] += 1
