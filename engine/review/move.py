@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from ..errors import MemlinkError, NoteNotFound, UriError
 from ..model.blocks import links_span, visible_text
 from ..model.links import Direction, StoredLink
-from ..model.notes import IMPORTED_KEY, Note, imported_sha, parse_note, serialize_note
+from ..model.notes import parse_note
 from ..model.uris import normalize_uri, uri_dir
 from ..storage.sidecars import LinkOp, PutLink, RemoveLink, owner_of
 from ..storage.walk import check_note_target
@@ -268,9 +268,6 @@ def _rewrite(vault: Vault, tx: Transaction, uris: list[str], old: str, new: str)
         if new_text == text:
             continue
         note = parse_note(new_text, uri, vault.types)
-        if _as_imported(parse_note(text, uri, vault.types)):  # (the rewrite is memlink's: no edit to keep from a new import)
-            note.extra = {**note.extra, IMPORTED_KEY: _imported(note)}
-            new_text = serialize_note(note, vault.schema(note.memory_type), new_text)
         tx.put_text(uri, new_text, note)
         shown_now = visible_text(note.body)
         for link in vault.links.of(uri, "links"):  # (a link that hung on "Tomatoes" hangs on "Tomato plants")
@@ -278,15 +275,6 @@ def _rewrite(vault: Vault, tx: Transaction, uris: list[str], old: str, new: str)
                 tx.link_ops(put_ops(link.model_copy(update={"match_text": shown})))
         done.append(uri)
     return done
-
-
-def _imported(note: Note) -> str:
-    return imported_sha(str(note.fields.get("content") or ""), note.fields.get("title"), note.extra)
-
-
-def _as_imported(note: Note) -> bool:
-    """Whether an imported page's text is as its import left it (``imported``)."""
-    return note.extra.get(IMPORTED_KEY) == _imported(note)
 
 
 def moved_to(vault: Vault, missing: str, was: dict[str, str] | None = None) -> str | None:
