@@ -1078,3 +1078,16 @@ def test_a_page_written_in_the_vault_is_told_what_it_needs_and_is_read_once_it_h
     assert json.loads(r.stdout)[0]["uri"] == "Inbox/Grinder.md", r.stdout
     r = memlink("ingest", str(page), vault=root)
     assert r.returncode != 0 and "`memlink check` says what is missing" in r.stderr, r.stderr
+
+
+def test_a_page_holding_a_marker_line_takes_its_file_s_later_change(tmp_path):
+    """Its view shows that line escaped; the note still reads as its import left it."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "Markers.md").write_text("How memlink marks a view:\n<!-- /memlink:view -->\nThe end.\n")
+    root = cli_vault(tmp_path)
+    assert memlink("ingest", str(src), "--no-wiki", vault=root).returncode == 0
+    (src / "Markers.md").write_text("How memlink marks a view:\n<!-- /memlink:view -->\nThe end, changed.\n")
+    r = memlink("ingest", str(src), "--no-wiki", vault=root)
+    assert r.returncode == 0 and "edited in the vault" not in r.stdout, r.stdout
+    assert "The end, changed." in (root / "sources" / "src" / "Markers.md").read_text()

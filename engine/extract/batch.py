@@ -63,7 +63,7 @@ import yaml
 
 from ..errors import MemlinkError, UriError
 from ..index import choose_model, model_line
-from ..model.blocks import strip_links_block, view_span
+from ..model.blocks import strip_links_block, view_span, view_text
 from ..model.files import ATTACHMENT_SUFFIXES, DOCUMENT_SUFFIXES
 from ..model.notes import (
     IMPORTED_KEY,
@@ -426,7 +426,7 @@ def _edited(vault: Vault, note: Note) -> bool:
     if span is None:
         return True
     view = render_note_body(vault.schema("source"), note.fields, note.created_at, note.updated_at)
-    return span[2].strip("\n") != view.strip("\n")
+    return span[2].strip("\n") != view_text(view)
 
 
 def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False) -> str:
