@@ -14,6 +14,7 @@ import forkserver
 import numpy as np
 import pytest
 
+from engine import Vault
 from engine.index.embed import BUNDLED_MODELS, Model2VecEmbedder, bundled_model_path, load_static_model, normalise
 from engine.sessions.extract import RulesTurnExtractor
 from engine.sessions.importer import extract_pending, import_chat
@@ -302,6 +303,11 @@ def test_a_long_message_is_shown_where_it_holds_the_question_s_words(vault):
     vault.close()
     out = memlink("recall", "what is the launch code word", vault=vault.root)
     assert out.returncode == 0 and "The launch code word is PELICAN-42." in out.stdout, out.stdout[:600]
+    vault = Vault.open(vault.root)
+    chat(vault, "c", [("user", "#1 priority is the visa for Peru."), ("assistant", "Noted.")])  # (short: as said)
+    vault.close()
+    out = memlink("recall", "visa for Peru", vault=vault.root)
+    assert ": #1 priority is the visa for Peru.\n" in out.stdout, out.stdout
 
 
 def test_a_bad_session_id_anywhere_in_a_transcript_imports_nothing(vault, tmp_path):

@@ -110,7 +110,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
         say(f"{i}. {h.score:.3f}  {h.session}{day}  [{', '.join(h.sources)}]  found by: {'; '.join(h.routes)}")
         say(f"   {one_line(h.summary)}")
         for who, text in words:  # (a long message: the part holding the question's words)
-            say(f"   {one_line(who)}: {one_line(snippet(text, asked, width=200))}")
+            say(f"   {one_line(who)}: {one_line(text if len(text) <= 200 else snippet(text, asked, width=200))}")
         for t in h.triples[:3]:
             say(f"   ({t['subject']} — {t['predicate']} — {t['object']})")
     return 0
