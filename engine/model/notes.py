@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +109,8 @@ def split_body(text: str) -> str:
 def _own_page(uri: str) -> str:
     """What a page written by hand in the vault needs in its frontmatter to be read."""
     title = uri.rsplit("/", 1)[-1].removesuffix(".md")
+    if not (re.fullmatch(r"[^\W\d][\w .'-]*", title) and yaml.safe_load(title) == title):
+        title = json.dumps(title, ensure_ascii=False)  # ("Meeting: Q3", "2024", "yes": quoted, as YAML reads them)
     return (f"a page of your own: `memory_type: source`, `created_at: {dt.date.today().isoformat()}` and "
             f"`fields: {{title: {title}}}`")
 
