@@ -28,7 +28,6 @@ from engine.sessions.chat import ChatSession, new_session_id, session_locks
 from engine.sessions.log import message_text, project_turns, read_events, session_uri
 from widgets.hyphen_wrap import HyphenWrapped
 from widgets.keys import keys_taken
-from widgets.pane_bar import PANE_NAMES
 from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
 
@@ -42,7 +41,9 @@ if TYPE_CHECKING:
 
 NEW_SESSION = ("A new chat session. Type below and press enter. [b]ctrl+s[/b] saves the session to memory "
                "(then [b]/[/b] finds it); [b]ctrl+l[/b] picks an earlier session in the list.")
-EMPTY_BOX_KEYS = {key: f"app.go('{pane}')" for pane, key, _name in PANE_NAMES} | {"/": "app.search", "?": "app.help"}
+# (Not the digits: a message begins with one often — "5 days ago" — and the keys after a
+# pane switch would act in that pane.)
+EMPTY_BOX_KEYS = {"/": "app.search", "?": "app.help"}
 PLACEHOLDER = "Message…  (enter sends)"
 CITATION = re.compile(r"(?<!\\)\[(\d{1,2})\]")  # [n] in a reply as shown
 MARKED_CITATION = re.compile(r"(?<!\\)\\\[(\d{1,2})\]")  # [n] in safe_markup's output (a doubled \ is the text's own)
@@ -77,8 +78,8 @@ class Reply(Static, can_focus=True):
 
 
 class MessageBox(Input):
-    """The message field. While it is empty, the digits, / and ? do what they do
-    everywhere else (switch panes, search, help); once a message is begun they are text."""
+    """The message field. While it is empty, / and ? do what they do everywhere else
+    (search, help); once a message is begun they are text. Digits are always text."""
 
     def _action_for(self, character: str | None) -> str | None:
         return None if self.value else EMPTY_BOX_KEYS.get(character or "")
