@@ -355,6 +355,11 @@ async def test_edit_a_note_in_the_editor_is_validated_and_written_through_the_va
     app = await edit_with("sed -i 's/One flat white in the morning/One cortado in the morning/' \"$1\"")
     assert "One cortado in the morning" in sample.read_note(uri).fields["content"]
     assert "One cortado in the morning" in sample.read_note(uri).body and "cortado" in app.body
+    # 1b. The visible text edited where the view shows it: the memory changes with it, once.
+    await edit_with("sed -i '/<!-- memlink:view -->/,/<!-- \\/memlink:view -->/ s/One cortado/Two cortados/' \"$1\"")
+    note = sample.read_note(uri)
+    assert "Two cortados in the morning" in note.fields["content"]
+    assert note.body.count("Two cortados") == 1 and "One cortado" not in path.read_text()
     # 2. Text typed under the frontmatter is the user's: kept as typed, the fields as they were.
     fields = sample.read_note(uri).fields
     app = await edit_with("printf '\\nAlso tea.\\n' >> \"$1\"")

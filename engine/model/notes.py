@@ -259,6 +259,26 @@ def new_body(view: str) -> str:
     return view_block(view) + "\n"
 
 
+def text_edited_in_view(note: Note, schema: MemoryTypeSchema) -> str | None:
+    """The text field's new value when a person changed it where the note's view shows it
+    (in an editor, the visible text is what one edits): the view differs from what the
+    fields render only inside the part the text field fills. None otherwise (the view as
+    rendered, or changed elsewhere: then what was typed is kept as typed, ``rebuild_body``)."""
+    span = view_span(note.body)
+    text = str(note.fields.get(schema.text_field) or "").strip("\n")
+    if span is None or not text:
+        return None
+    shown, rendered = span[2].strip("\n"), view_text(render_note_body(schema, note.fields, note.created_at, note.updated_at))
+    held = view_text(text)
+    if shown == rendered or rendered.count(held) != 1:
+        return None
+    before, after = rendered.split(held)
+    if not (shown.startswith(before) and shown.endswith(after) and len(shown) >= len(before) + len(after)):
+        return None
+    new = shown[len(before): len(shown) - len(after)].strip("\n")
+    return new if new.strip() else None
+
+
 def rebuild_body(old_body: str, old_view: str, new_view: str) -> str:
     """A note's new body: its generated view replaced by ``new_view``, and everything a
     person wrote around it, above or below, kept byte for byte (docs/DESIGN.md, "Vault

@@ -241,13 +241,17 @@ class BrowserScreen(Pane):
 
     @work(thread=True, group="import")
     def _save_edit(self, uri: str, original: str, edited: str, draft) -> None:
-        from engine.model.notes import parse_note
+        from engine.model.notes import parse_note, text_edited_in_view
 
         try:
             old = self.vault.read_note(uri)
             note = parse_note(edited, uri, self.vault.types)
             if note.memory_type != old.memory_type:
                 raise MemlinkError(f"the memory type cannot change ({old.memory_type} → {note.memory_type})")
+            schema = self.vault.schema(note.memory_type)
+            field = schema.text_field
+            if note.fields.get(field) == old.fields.get(field) and (text := text_edited_in_view(note, schema)):
+                note.fields = {**note.fields, field: text}  # (the visible text changed: the memory with it)
             with self.vault.writing():
                 if self.vault.path(uri).read_text(encoding="utf-8") != original:
                     raise MemlinkError(f"{uri} changed on disk while you were editing")
