@@ -223,7 +223,7 @@ def test_cli_import_chat_and_batch_recall(vault, tmp_path):
     path.write_text("".join(json.dumps({"session": "k", **e}) + "\n" for e in EVENTS[:5]))
     vault.close()
     r = memlink("import-chat", str(path), vault=vault.root)
-    assert r.returncode == 0 and "1 extracted" in r.stdout, r.stderr
+    assert r.returncode == 0 and "1 extracted for recall" in r.stdout and "memlink commit --all" in r.stdout, r.stderr
     questions = tmp_path / "q.txt"
     questions.write_text("Kyoto trip\nquantum chromodynamics\n")
     out = memlink("recall", "--batch", str(questions), vault=vault.root)

@@ -335,8 +335,10 @@ def cmd_import_chat(args: argparse.Namespace) -> int:
         fmt = f" ({report.format})" if report.format != "jsonl" else ""
         print(f"{counted(report.sessions, 'chat session')}{fmt}, {counted(report.events_added, 'new message')}, "
               f"{counted(report.turns, 'turn')}: "
-              f"{report.extracted} extracted, {report.already} already known, {len(report.failed)} failed "
+              f"{report.extracted} extracted for recall, {report.already} already known, {len(report.failed)} failed "
               f"[provider: {report.provider}]")
+        if report.extracted:
+            say("  notes and links come from `memlink commit --all` (or ctrl+s in the app's chat pane)")
         if line := report.model_line():
             say(f"  {line}")
         for line in report.left_out_lines():  # kinds named by the export (a role, a content type): data
