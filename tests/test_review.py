@@ -264,7 +264,7 @@ async def test_app_merge_starts_from_both_texts_and_previews_before_writing(samp
         await pilot.press("ctrl+s")
         await pilot.pause()
         status = str(screen.query_one("#review-status", Static).render())
-        assert f"note edit: {a}" in status and "y applies" in status
+        assert f"note edit: {a}" in status and "y applies this, escape goes back to the merge text" in status
         assert files(v) == before  # the preview wrote nothing
         await pilot.press("y")
         await settle(app, pilot)

@@ -359,7 +359,8 @@ class LintScreen(Pane):
         """Show what y will do; nothing is written until then."""
         self.pending = pending
         # The keys first: on a short screen the end of a long preview is below the fold.
-        self._status("[b]y[/b] applies this, escape cancels:\n" + "\n".join(safe_markup(line) for line in lines))
+        back = "escape goes back to the merge text" if pending.action == "merge" else "escape cancels"
+        self._status(f"[b]y[/b] applies this, {back}:\n" + "\n".join(safe_markup(line) for line in lines))
 
     async def action_confirm(self) -> None:
         if self.pending is None:
