@@ -46,6 +46,20 @@ def sample(tmp_path: Path) -> Vault:
     return Vault.open(target)
 
 
+def ingested(tmp_path: Path, pages: dict[str, str]) -> tuple[Path, subprocess.CompletedProcess]:
+    """A new vault (the rules provider) holding a folder ``src`` of these pages (path -> text),
+    imported as sources only: the vault and the import's run. The folder stays, to change
+    and import again."""
+    src = tmp_path / "src"
+    for path, text in pages.items():
+        (src / path).parent.mkdir(parents=True, exist_ok=True)
+        (src / path).write_text(text, encoding="utf-8")
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    set_llm(root, provider="rules").close()
+    return root, memlink("ingest", str(src), "--no-wiki", vault=root)
+
+
 def memlink(*args: str, vault: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     """The `memlink` command line run in this process, as a process of its own would run it:
     its output captured, ``env`` set, and the LLM provider it chose forgotten afterwards

@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from conftest import SAMPLE, make_pair, memlink
+from conftest import SAMPLE, ingested, make_pair, memlink
 
 import engine.storage.sidecars as sidecars
 from engine import Vault, VaultLocked
@@ -553,13 +553,8 @@ def test_an_export_or_backup_that_could_not_read_a_note_exits_5_naming_it(tmp_pa
 def test_a_markdown_export_links_the_wikilink_not_a_heading_of_the_same_word(tmp_path):
     """[[Pests#Hornworm]] shows "Pests": the heading "## Pests" above it is the author's
     heading, not a second place the link hangs on."""
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "Tomatoes.md").write_text("# Tomatoes\n\n## Pests\n\nHornworms: see [[Pests#Hornworm]].\n")
-    (src / "Pests.md").write_text("# Pests\n\n## Hornworm\nPick by hand.\n")
-    root = tmp_path / "v"
-    assert memlink("init", vault=root).returncode == 0
-    assert memlink("ingest", str(src), "--no-wiki", vault=root).returncode == 0
+    root, _ = ingested(tmp_path, {"Tomatoes.md": "# Tomatoes\n\n## Pests\n\nHornworms: see [[Pests#Hornworm]].\n",
+                                  "Pests.md": "# Pests\n\n## Hornworm\nPick by hand.\n"})
     assert memlink("export", str(tmp_path / "md"), "--markdown", vault=root).returncode == 0
     text = (tmp_path / "md" / "sources" / "src" / "Tomatoes.md").read_text()
     assert "## Pests\n" in text and "see [Pests](Pests.md)." in text, text

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import forkserver
 import pytest
-from conftest import SAMPLE, memlink, open_at, settle
+from conftest import SAMPLE, ingested, memlink, open_at, settle
 from test_crash_safety import ENV, REPO, REVIEW_WORKER, age_temp_files, assert_files_whole
 from test_mcp import server
 
@@ -163,16 +163,10 @@ def test_a_wikilink_naming_the_note_by_the_end_of_its_path_or_in_another_case_is
     """Obsidian reads [[Garden/Tomatoes]] and [[tomatoes]] as the page at …/Garden/Tomatoes.md
     (the shorter of two such paths): left as they were, they would lead to the other
     Tomatoes page once it moves. A link to that other page is not about this one."""
-    src = tmp_path / "src"
-    for path, text in {"Projects/Garden/Tomatoes.md": "# Tomatoes\n\n## Watering\nWater every 3 days.\n",
-                       "Archive/Projects/Garden/Tomatoes.md": "Old 2024 season notes.\n",
-                       "Home.md": "See [[Projects/Garden/Tomatoes#Watering|watering]] and [[tomatoes]], "
-                                  "and [[Archive/Projects/Garden/Tomatoes|the old notes]].\n"}.items():
-        (src / path).parent.mkdir(parents=True, exist_ok=True)
-        (src / path).write_text(text)
-    root = tmp_path / "v"
-    assert memlink("init", vault=root).returncode == 0
-    assert memlink("ingest", str(src), "--no-wiki", vault=root).returncode == 0
+    root, _ = ingested(tmp_path, {"Projects/Garden/Tomatoes.md": "# Tomatoes\n\n## Watering\nWater every 3 days.\n",
+                                  "Archive/Projects/Garden/Tomatoes.md": "Old 2024 season notes.\n",
+                                  "Home.md": "See [[Projects/Garden/Tomatoes#Watering|watering]] and [[tomatoes]], "
+                                             "and [[Archive/Projects/Garden/Tomatoes|the old notes]].\n"})
     old, new = "sources/src/Projects/Garden/Tomatoes.md", "sources/src/Projects/Garden/Tomato plants.md"
     r = memlink("mv", old, new, vault=root)
     assert r.returncode == 0 and "[[Projects/Garden/Tomatoes#Watering|watering]]" in r.stdout and "[[tomatoes]]" in r.stdout, r.stdout
@@ -196,13 +190,8 @@ def test_a_link_that_hung_on_a_rewritten_wikilink_hangs_on_the_name_it_now_shows
     """The page's text now says "Tomato plants" where it said "Tomatoes": the link's anchor
     follows, so `check` finds nothing missing. (The rewrite is a change of the vault's copy:
     a later import of a changed file leaves it, and says so.)"""
+    root, _ = ingested(tmp_path, {"Tomatoes.md": "Tomato notes.\n", "Log.md": "Water the [[Tomatoes]] daily.\n"})
     src = tmp_path / "src"
-    src.mkdir()
-    (src / "Tomatoes.md").write_text("Tomato notes.\n")
-    (src / "Log.md").write_text("Water the [[Tomatoes]] daily.\n")
-    root = tmp_path / "v"
-    assert memlink("init", vault=root).returncode == 0
-    assert memlink("ingest", str(src), "--no-wiki", vault=root).returncode == 0
     r = memlink("mv", "--rewrite-wikilinks", "sources/src/Tomatoes.md", "sources/src/Tomato plants.md", vault=root)
     assert r.returncode == 0, r.stderr
     r = memlink("check", vault=root)

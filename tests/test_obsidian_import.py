@@ -17,7 +17,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from conftest import memlink, set_llm
+from conftest import ingested, memlink, set_llm
 from test_linked_pages import write
 
 from engine import Vault
@@ -1042,12 +1042,8 @@ def test_a_file_name_in_a_macs_unicode_form_is_found_as_typed(tmp_path):
     """A Mac writes "Café.md" as "Cafe" and a combining accent; a link and a search type "é"."""
     import unicodedata
 
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / (unicodedata.normalize("NFD", "Café") + ".md")).write_text("Coffee, roasted on Fridays.\n")
-    (src / "Index.md").write_text("See [[Café]].\n")
-    root = cli_vault(tmp_path)
-    r = memlink("ingest", str(src), "--no-wiki", vault=root)
+    root, r = ingested(tmp_path, {unicodedata.normalize("NFD", "Café") + ".md": "Coffee, roasted on Fridays.\n",
+                                  "Index.md": "See [[Café]].\n"})
     assert r.returncode == 0 and "0 unresolved references" in r.stdout, r.stdout
     v = Vault.open(root)
     try:
@@ -1083,11 +1079,8 @@ def test_a_page_written_in_the_vault_is_told_what_it_needs_and_is_read_once_it_h
 
 def test_a_page_holding_a_marker_line_takes_its_file_s_later_change(tmp_path):
     """Its view shows that line escaped; the note still reads as its import left it."""
+    root, _ = ingested(tmp_path, {"Markers.md": "How memlink marks a view:\n<!-- /memlink:view -->\nThe end.\n"})
     src = tmp_path / "src"
-    src.mkdir()
-    (src / "Markers.md").write_text("How memlink marks a view:\n<!-- /memlink:view -->\nThe end.\n")
-    root = cli_vault(tmp_path)
-    assert memlink("ingest", str(src), "--no-wiki", vault=root).returncode == 0
     (src / "Markers.md").write_text("How memlink marks a view:\n<!-- /memlink:view -->\nThe end, changed.\n")
     r = memlink("ingest", str(src), "--no-wiki", vault=root)
     assert r.returncode == 0 and "edited in the vault" not in r.stdout, r.stdout

@@ -266,6 +266,28 @@ def test_an_import_names_time_stamps_that_name_no_day(tmp_path):
     assert again.returncode == 0 and "naming no day" not in again.stdout, again.stdout
 
 
+def imported_chat(tmp_path: Path, said: list[tuple], root: Path | None = None) -> tuple[Path, str]:
+    """A JSON Lines chat of (session, id, role, text, ts) messages imported into ``root`` (a
+    new vault unless given): the vault and what the import printed."""
+    if root is None:
+        root = tmp_path / "v"
+        assert memlink("init", vault=root).returncode == 0
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps(dict(event(i, role, text, session), ts=ts)) + "\n" for session, i, role, text, ts in said))
+    r = memlink("import-chat", str(chat), vault=root)
+    return root, r.stdout + r.stderr
+
+
+def beagles(session: str, stamps: list, first: int = 1) -> list[tuple]:
+    """Messages of one session at these stamps, the user's and the answer's in turn."""
+    return [(session, str(i), "user" if i % 2 else "assistant", f"I adopted a beagle {i}.", ts)
+            for i, ts in enumerate(stamps, first)]
+
+
+def logged(root: Path, session: str = "s") -> list[dict]:
+    return [json.loads(line) for line in (root / "sessions" / f"{session}.jsonl").read_text().splitlines()]
+
+
 @pytest.mark.parametrize("stamps, days, said", [
     # A day above 12 settles the order for the whole file.
     (["05/03/2024 10:00", "25/03/2024 10:01", "05.04.2024"], ["2024-03-05", "2024-03-25", "2024-04-05"],
@@ -278,29 +300,18 @@ def test_an_import_names_time_stamps_that_name_no_day(tmp_path):
     (["2024/03/05 10:00"], ["2024-03-05"], ""),
 ])
 def test_time_stamps_written_with_numbers_are_read_in_the_order_the_file_settles(tmp_path, stamps, days, said):
-    root = tmp_path / "v"
-    assert memlink("init", vault=root).returncode == 0
-    chat = tmp_path / "chat.jsonl"
-    chat.write_text("".join(json.dumps(dict(event(str(i), "user" if i % 2 else "assistant", f"I adopted a beagle {i}."),
-                                            ts=ts)) + "\n" for i, ts in enumerate(stamps, 1)))
-    r = memlink("import-chat", str(chat), vault=root)
-    assert r.returncode == 0 and said in r.stdout and "naming no day" not in r.stdout, r.stdout
-    logged = [json.loads(line)["ts"][:10] for line in (root / "sessions" / "s.jsonl").read_text().splitlines()]
-    assert logged == days
+    root, out = imported_chat(tmp_path, beagles("s", stamps))
+    assert said in out and "naming no day" not in out, out
+    assert [e["ts"][:10] for e in logged(root)] == days
     turns = json.loads((root / "sessions" / "s.memories.json").read_text())["turns"].values()
     assert turns and all(t["ts"][:10] in days for t in turns), turns  # (a turn: the day of its last message)
 
 
-def test_a_file_writing_its_dates_both_ways_is_refused(tmp_path):
-    root = tmp_path / "v"
-    assert memlink("init", vault=root).returncode == 0
-    chat = tmp_path / "chat.jsonl"
-    chat.write_text("".join(json.dumps(dict(event(i, role, "Hello there."), ts=ts)) + "\n" for i, role, ts in [
-        ("1", "user", "25/03/2024 10:00"), ("2", "assistant", "03/26/2024 10:01")]))
-    r = memlink("import-chat", str(chat), vault=root)
-    assert r.returncode == 1 and not (root / "sessions" / "s.jsonl").exists(), r.stdout
+def test_a_session_writing_its_dates_both_ways_is_refused(tmp_path):
+    root, out = imported_chat(tmp_path, beagles("s", ["25/03/2024 10:00", "03/26/2024 10:01"]))
+    assert not (root / "sessions" / "s.jsonl").exists(), out
     assert ("the message with id '2' of session 's' writes its date month first, and the message with id '1' of "
-            "session 's' day first: not one chat session's time stamps; nothing was imported") in r.stderr, r.stderr
+            "session 's' day first: not one chat session's time stamps; nothing was imported") in out, out
 
 
 def test_yesterday_counts_from_the_day_it_was_said_in_a_chat_of_many_days(vault, tmp_path):
@@ -410,77 +421,46 @@ def test_the_sample_vault_s_chats_are_committed_already(tmp_path):
 
 def test_a_session_listed_newest_first_is_read_oldest_first(tmp_path):
     """A turn pairs a question with the answer after it in time, however the file lists them."""
-    root = tmp_path / "v"
-    assert memlink("init", vault=root).returncode == 0
-    said = [("4", "assistant", "Try the Alhambra at sunrise.", "2024-05-01T10:03:00Z"),
-            ("3", "user", "What should I see in Granada?", "2024-05-01T10:02:00Z"),
-            ("2", "assistant", "Paella in Valencia is the classic.", "2024-05-01T10:01:00Z"),
-            ("1", "user", "Where should I eat paella?", "2024-05-01T10:00:00Z")]
-    chat = tmp_path / "chat.jsonl"
-    chat.write_text("".join(json.dumps(dict(event(i, role, text), ts=ts)) + "\n" for i, role, text, ts in said))
-    r = memlink("import-chat", str(chat), vault=root)
-    assert r.returncode == 0 and "1 chat session listed newest first ('s'): read oldest first" in r.stdout, r.stdout
+    said = [("s", "4", "assistant", "Try the Alhambra at sunrise.", "2024-05-01T10:03:00Z"),
+            ("s", "3", "user", "What should I see in Granada?", "2024-05-01T10:02:00Z"),
+            ("s", "2", "assistant", "Paella in Valencia is the classic.", "2024-05-01T10:01:00Z"),
+            ("s", "1", "user", "Where should I eat paella?", "2024-05-01T10:00:00Z")]
+    root, out = imported_chat(tmp_path, said)
+    assert "1 chat session listed newest first ('s'): read oldest first" in out, out
     r = memlink("recall", "What should I see in Granada?", "--k", "1", "--json", vault=root)
     [hit] = json.loads(r.stdout)
     assert (hit["question"], hit["answer"]) == ("What should I see in Granada?", "Try the Alhambra at sunrise.")
-    again = memlink("import-chat", str(chat), vault=root)
-    assert again.returncode == 0 and "0 new messages" in again.stdout, again.stdout
+    _root, out = imported_chat(tmp_path, said, root)
+    assert "0 new messages" in out, out
 
 
 def test_a_message_imported_again_with_another_time_stamp_is_kept_and_said_so(tmp_path):
-    root = tmp_path / "v"
-    assert memlink("init", vault=root).returncode == 0
-    chat = tmp_path / "chat.jsonl"
-    for day in ("2024-03-13", "2024-03-14"):
-        chat.write_text("".join(json.dumps(dict(event(i, role, text), ts=f"{day}T10:00:0{i}Z")) + "\n"
-                                for i, role, text in [("1", "user", "I love sushi."), ("2", "assistant", "Noted.")]))
-        r = memlink("import-chat", str(chat), vault=root)
-        assert r.returncode == 0, r.stderr
-    assert "imported before with another time stamp: 2 messages, kept as first imported" in r.stdout, r.stdout
-    assert [json.loads(line)["ts"] for line in (root / "sessions" / "s.jsonl").read_text().splitlines()] == [
-        "2024-03-13T10:00:01Z", "2024-03-13T10:00:02Z"]
+    root, _out = imported_chat(tmp_path, beagles("s", ["2024-03-13T10:00:01Z", "2024-03-13T10:00:02Z"]))
+    _root, out = imported_chat(tmp_path, beagles("s", ["2024-03-14T10:00:01Z", "2024-03-14T10:00:02Z"]), root)
+    assert "imported before with another time stamp: 2 messages, kept as first imported" in out, out
+    assert [e["ts"] for e in logged(root)] == ["2024-03-13T10:00:01Z", "2024-03-13T10:00:02Z"]
 
 
 def test_each_session_settles_its_own_date_order_and_one_that_cannot_takes_the_file_s(tmp_path):
-    root = tmp_path / "v"
-    assert memlink("init", vault=root).returncode == 0
-    chat = tmp_path / "chat.jsonl"
-    rows = [("a", "1", "25/03/2024 10:00"), ("a", "2", "25/03/2024 10:01"), ("b", "3", "05/04/2024 09:00"),
-            ("b", "4", "05/04/2024 09:01"), ("c", "5", "03/26/2024 09:00"), ("c", "6", "03/26/2024 09:01")]
-    chat.write_text("".join(json.dumps(dict(event(i, "user" if int(i) % 2 else "assistant", "I adopted a beagle.",
-                                                   session=s), ts=ts)) + "\n" for s, i, ts in rows))
-    r = memlink("import-chat", str(chat), vault=root)  # (two ways in one file: each session is one chat)
-    assert r.returncode == 0, r.stderr
-    days = {s: json.loads((root / "sessions" / f"{s}.jsonl").read_text().splitlines()[0])["ts"][:10] for s in "abc"}
-    assert days == {"a": "2024-03-25", "b": "2024-04-05", "c": "2024-03-26"}  # (b: settled by nothing, day first)
-    assert "dates read day/month in session 'b': no day above 12 says which comes first" in r.stdout, r.stdout
-    chat.write_text("".join(json.dumps(dict(event(i, "user" if int(i) % 2 else "assistant", "I adopted a beagle.",
-                                                   session=s + "2"), ts=ts)) + "\n" for s, i, ts in rows[2:4]))
-    with chat.open("a") as f:  # (a file whose other session says month first: b2 is read so too)
-        f.write("".join(json.dumps(dict(event(i, "user", "More.", session="d"), ts=ts)) + "\n"
-                        for i, ts in (("7", "03/26/2024 09:00"),)))
-    r = memlink("import-chat", str(chat), vault=root)
-    assert "dates read month/day in session 'b2': the rest of the file names a day above 12" in r.stdout, r.stdout
+    root, out = imported_chat(tmp_path, [*beagles("a", ["25/03/2024 10:00", "25/03/2024 10:01"]),
+                                         *beagles("b", ["05/04/2024 09:00", "05/04/2024 09:01"], 3),
+                                         *beagles("c", ["03/26/2024 09:00", "03/26/2024 09:01"], 5)])
+    assert "nothing was imported" not in out, out  # (two ways in one file: each session is one chat)
+    assert {s: logged(root, s)[0]["ts"][:10] for s in "abc"} == {"a": "2024-03-25", "b": "2024-04-05", "c": "2024-03-26"}
+    assert "dates read day/month in session 'b': no day above 12 says which comes first" in out, out
+    _root, out = imported_chat(tmp_path, [*beagles("b2", ["05/04/2024 09:00", "05/04/2024 09:01"], 7),
+                                          *beagles("d", ["03/26/2024 09:00"], 9)], root)
+    assert "dates read month/day in session 'b2': the rest of the file names a day above 12" in out, out
 
 
 def test_a_time_stamp_logged_unread_or_as_a_number_is_not_said_to_have_changed(tmp_path):
-    root = tmp_path / "v"
-    assert memlink("init", vault=root).returncode == 0
-    chat = tmp_path / "chat.jsonl"
-    for ts in (1710324000, "1710324000"):
-        chat.write_text("".join(json.dumps(dict(event(i, role, "I love sushi."), ts=ts)) + "\n"
-                                for i, role in (("1", "user"), ("2", "assistant"))))
-        r = memlink("import-chat", str(chat), vault=root)
-        assert r.returncode == 0 and "another time stamp" not in r.stdout, r.stdout
+    root, out = imported_chat(tmp_path, beagles("s", [1710324000, 1710324001]))
+    _root, out = imported_chat(tmp_path, beagles("s", ["1710324000", "1710324001"]), root)
+    assert "another time stamp" not in out and "0 new messages" in out, out
 
 
 def test_an_answer_stamped_a_moment_before_its_question_stays_after_it(tmp_path):
     """The model's server clock a little behind the user's: a skew, not a newest-first file."""
-    root = tmp_path / "v"
-    assert memlink("init", vault=root).returncode == 0
-    chat = tmp_path / "chat.jsonl"
-    chat.write_text("".join(json.dumps(dict(event(i, role, text), ts=ts)) + "\n" for i, role, text, ts in [
-        ("1", "user", "Where should I eat paella?", "2024-05-01T10:00:00.120Z"),
-        ("2", "assistant", "Valencia.", "2024-05-01T10:00:00.100Z")]))
-    assert memlink("import-chat", str(chat), vault=root).returncode == 0
-    assert [json.loads(line)["id"] for line in (root / "sessions" / "s.jsonl").read_text().splitlines()] == ["1", "2"]
+    root, _out = imported_chat(tmp_path, [("s", "1", "user", "Where should I eat paella?", "2024-05-01T10:00:00.120Z"),
+                                          ("s", "2", "assistant", "Valencia.", "2024-05-01T10:00:00.100Z")])
+    assert [e["id"] for e in logged(root)] == ["1", "2"]
