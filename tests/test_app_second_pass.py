@@ -752,6 +752,25 @@ async def test_the_lint_pane_shows_the_card_for_a_contradiction(sample):
         assert "content lines 2" in card and "late in the day" in card and "keep A" in card
 
 
+async def test_a_whole_note_contradiction_card_says_what_each_note_says_at_80x24(sample):
+    """At 80×24 the notes below the card are out of sight: the card itself quotes them."""
+    from textual.widgets import DataTable, Static
+
+    a = sample.write_note("preference", {"topic": "Espresso", "sentiment": "like", "content": "I love espresso."})
+    b = sample.write_note("preference", {"topic": "Espresso now", "sentiment": "dislike", "content": "I hate espresso now."})
+    sample.link(b.uri, a.uri, "contradicts", weight=0.8, description="says dislike where the earlier note says like")
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_at(app, pilot, "lint")
+        await pilot.press("enter")
+        table = app.screen.query_one("#findings", DataTable)
+        row = next(i for i, key in enumerate(table.rows) if "espresso-now" in key.value)
+        table.move_cursor(row=row)
+        await settle(app, pilot)
+        card = str(app.screen.query_one("#review-card", Static).render())
+        assert "the whole note: I hate espresso now." in card and "the whole note: I love espresso." in card, card
+
+
 async def test_review_keys_act_only_on_the_pair_the_lint_pane_shows(sample):
     """A preview is dropped when another row is chosen, and a list without a contradiction
     (x on a note that has none) leaves no pair, no card and nothing to apply."""

@@ -276,14 +276,23 @@ class LintScreen(Pane):
         lines = [f"[b]Why they disagree:[/b] {safe_markup(d.reason) if d.reason else '[dim](the link gives no reason)[/dim]'}"]
         for side, uri in (("A", a), ("B", b)):
             part = d.lines.get(uri)
-            if part is None:
-                lines.append(f"[b]{side}[/b] [dim]the whole note[/dim]")
+            if part is None:  # (what it says, so a short screen, which shows no note below, is not blind)
+                lines.append(f"[b]{side}[/b] [dim]the whole note:[/dim] {safe_markup(self._says(uri))}")
             else:
                 where, text = part
                 lines.append(f"[b]{side}[/b] [dim]{safe_markup(where)}:[/dim] [reverse]{safe_markup(text.strip())}[/reverse]")
         lines.append("[dim]\\[ keep A · ] keep B · e merge · d dismiss · a research — each shows what it will write first[/dim]")
         card.update("\n".join(lines))
         self.set_class(len(d.lines) == 2, "-quoted")  # (both lines in dispute shown: a short screen needs no notes below)
+
+    def _says(self, uri: str, most: int = 160) -> str:
+        """The start of a note's text, on one line."""
+        try:
+            note = self.vault.read_note(uri)
+        except MemlinkError:
+            return ""
+        text = " ".join(note.field_text(self.vault.schema(note.memory_type).text_field).split())
+        return text if len(text) <= most else text[: most - 1].rstrip() + "…"
 
     async def _show(self, a: str, b: str) -> None:
         for side, uri in (("a", a), ("b", b)):
