@@ -7,7 +7,8 @@ Each chat request takes the next scripted reply: ("json", text) answers with ``t
 the assistant message, ("status", code, error) answers with an HTTP error, ("hang", s)
 waits ``s`` seconds before answering, ("cut", text) streams ``text`` and breaks the
 connection off mid-stream, ("slow", text, s) streams it a word every ``s`` seconds,
-("held", text, event) streams its first word and the rest once ``event`` is set.
+("held", text, event) streams its first word and the rest once ``event`` is set,
+("stepped", text, semaphore) a word each time ``semaphore`` is released.
 Chat requests are recorded ({path, body}) in ``requests``; ``hits`` records the path of
 every request, whatever it is.
 
@@ -50,10 +51,12 @@ class OllamaStub:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-            def _stream(self, body: dict, content: str, pause: float = 0.0, held: threading.Event | None = None) -> None:
+            def _stream(self, body: dict, content: str, pause: float = 0.0, held: threading.Event | None = None,
+                        steps: threading.Semaphore | None = None) -> None:
                 """Newline-delimited JSON chunks, as Ollama streams a chat reply (``pause``
                 seconds between them, as a model writing; ``held``: the rest only once it
-                is set, a reply still being written for as long as a test needs)."""
+                is set, a reply still being written for as long as a test needs; ``steps``:
+                each next piece once released)."""
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-ndjson")
                 self.end_headers()
@@ -66,6 +69,8 @@ class OllamaStub:
                     self.wfile.flush()
                     if held is not None:
                         held.wait(60)
+                    if steps is not None and piece:  # (nothing to wait for after the last)
+                        steps.acquire(timeout=60)
                     if pause:
                         time.sleep(pause)
                 self.close_connection = True
@@ -125,6 +130,9 @@ class OllamaStub:
                     return
                 if reply[0] == "held":  # ("held", text, threading.Event): its first piece, the rest once set
                     self._stream(body, reply[1], held=reply[2])
+                    return
+                if reply[0] == "stepped":  # ("stepped", text, threading.Semaphore): a piece per release
+                    self._stream(body, reply[1], steps=reply[2])
                     return
                 if body.get("stream"):
                     self._stream(body, reply[1])

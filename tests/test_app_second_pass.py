@@ -930,22 +930,23 @@ async def test_the_chosen_report_stays_marked_when_the_list_is_not_focused(sampl
 
 
 async def test_a_reply_shows_word_by_word_as_it_streams(sample):
+    import threading
+
     from textual.widgets import Static
 
     async with chatting(sample) as (stub, app, pilot, screen):
-        words = "one two three four five six seven eight"
-        stub.script.append(("slow", words, 0.15))
+        words = "one two three four five six seven eight".split()
+        step = threading.Semaphore(0)  # (the stand-in writes the next word when released)
+        stub.script.append(("stepped", " ".join(words), step))
         await pilot.press(*"Count for me", "enter")
-        seen = set()
-        for _ in range(60):
-            await pilot.pause(0.05)
+
+        def shown() -> str:
             answers = screen.query(".assistant")
-            if answers:
-                seen.add(str(answers.last(Static).render()))
-            if words in seen:
-                break
-        partial = {t for t in seen if t not in ("…", words) and words.startswith(t.strip())}
-        assert words in seen and len(partial) >= 3, seen  # the words arrived one after another on screen
+            return str(answers.last(Static).render()).strip() if answers else ""
+
+        for n in range(1, len(words) + 1):  # each word on screen before the next is written
+            assert await wait_for(pilot, lambda n=n: shown() == " ".join(words[:n]), 30), (n, shown())
+            step.release()
 
 
 # -- citations and saving one reply -----------------------------------------------------------------
