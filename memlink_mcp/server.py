@@ -352,7 +352,10 @@ class MemlinkTools:
                 raise MemlinkError(f"{note.uri}: the {name} cannot be empty; nothing was changed")
             vault.write_note(note.memory_type, {**note.fields, name: new}, uri=note.uri, replace=True)
             action = log_action(vault, tx, "edit_note", note.uri, note.uri, f"{mode} the {name} of {note.uri}")
-        return {"uri": note.uri, "field": name, "mode": mode, "text": new, "action": self.issue(action)}
+        out = {"uri": note.uri, "field": name, "mode": mode, "text": new, "action": self.issue(action)}
+        if mode == "replace" and current != printable(current):  # (what show_note did not show, replaced too: said)
+            out["replaced_unshown"] = f"{len(current) - len(printable(current))} control or bidi characters"
+        return out
 
     def delete_note(self, uri: Uri) -> dict[str, Any]:
         """Delete a note and its links, as one undoable action."""

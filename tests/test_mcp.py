@@ -428,7 +428,7 @@ async def test_no_answer_holds_an_escape_sequence_a_control_or_a_bidi_override(t
         shown = (await client.call_tool("show_note", {"uri": alpha})).structured_content["fields"]["content"]
         replaced = await client.call_tool("edit_note", {"uri": alpha, "mode": "replace", "old_text": shown,
                                                         "text": "Alpha harbour crane, cleaned."})
-        assert not replaced.is_error, replaced.content
+        assert not replaced.is_error and "control or bidi characters" in replaced.structured_content["replaced_unshown"]
 
 
 def strings(value) -> list[str]:

@@ -186,6 +186,16 @@ def test_a_wikilink_naming_the_note_by_the_end_of_its_path_or_in_another_case_is
             "and [[sources/src/Archive/Tomatoes 2024|the old notes]].") in home, home
 
 
+def test_a_relative_wikilink_is_found_from_its_note_s_folder(tmp_path):
+    root, _ = ingested(tmp_path, {"Garden/Tomatoes.md": "Tomato notes.\n", "Notes/Log.md": "Log.\n",
+                                  "Notes/Home.md": "See [[../Garden/Tomatoes]] and [[./Log]].\n"})
+    r = memlink("mv", "--rewrite-wikilinks", "sources/src/Garden/Tomatoes.md", "sources/src/Garden/Tomato plants.md",
+                vault=root)
+    assert r.returncode == 0, r.stderr
+    home = (root / "sources/src/Notes/Home.md").read_text()
+    assert "See [[sources/src/Garden/Tomato plants|Tomato plants]] and [[./Log]]." in home, home
+
+
 def test_a_link_that_hung_on_a_rewritten_wikilink_hangs_on_the_name_it_now_shows(tmp_path):
     """The page's text now says "Tomato plants" where it said "Tomatoes": the link's anchor
     follows, so `check` finds nothing missing. (The rewrite is a change of the vault's copy:

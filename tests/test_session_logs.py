@@ -459,6 +459,17 @@ def test_a_time_stamp_logged_unread_or_as_a_number_is_not_said_to_have_changed(t
     assert "another time stamp" not in out and "0 new messages" in out, out
 
 
+@pytest.mark.parametrize("stamps", [["2024-05-01T10:03:00Z", "2024-05-01T10:03:00Z", "2024-05-01T10:01:00Z",
+                                     "2024-05-01T10:00:00Z"],  # (stamps to the minute: a question and its answer alike)
+                                    ["2024-05-01T11:00:00Z", "2024-05-01T10:00:00Z"]])
+def test_a_session_newest_first_is_told_by_its_stamps_to_the_minute_or_two_messages_apart(tmp_path, stamps):
+    said = [("s", str(len(stamps) - n), "assistant" if n % 2 == 0 else "user", f"Message {len(stamps) - n}.", ts)
+            for n, ts in enumerate(stamps)]
+    root, out = imported_chat(tmp_path, said)
+    assert "listed newest first" in out, out
+    assert [e["id"] for e in logged(root)] == [str(i) for i in range(1, len(stamps) + 1)]
+
+
 def test_an_answer_stamped_a_moment_before_its_question_stays_after_it(tmp_path):
     """The model's server clock a little behind the user's: a skew, not a newest-first file."""
     root, _out = imported_chat(tmp_path, [("s", "1", "user", "Where should I eat paella?", "2024-05-01T10:00:00.120Z"),

@@ -259,24 +259,26 @@ def new_body(view: str) -> str:
     return view_block(view) + "\n"
 
 
-def text_edited_in_view(note: Note, schema: MemoryTypeSchema) -> str | None:
+def text_edited_in_view(note: Note, was: Note, schema: MemoryTypeSchema) -> str | None:
     """The text field's new value when a person changed it where the note's view shows it
-    (in an editor, the visible text is what one edits): the view differs from what the
-    fields render only inside the part the text field fills. None otherwise (the view as
-    rendered, or changed elsewhere: then what was typed is kept as typed, ``rebuild_body``)."""
-    span = view_span(note.body)
-    text = str(note.fields.get(schema.text_field) or "").strip("\n")
-    if span is None or not text:
+    (in an editor, the visible text is what one edits): ``was``, the note before the edit,
+    showed its view as its fields render it, and ``note``'s view differs from that only
+    inside the part the text field fills. None otherwise (a view edited before, or changed
+    elsewhere: then what was typed is kept as typed, ``rebuild_body``; a text holding a
+    line the view shows escaped: it is not read back)."""
+    span, before = view_span(note.body), view_span(was.body)
+    text = str(was.fields.get(schema.text_field) or "").strip("\n")
+    if span is None or before is None or not text or view_text(text) != text:
         return None
-    shown, rendered = span[2].strip("\n"), view_text(render_note_body(schema, note.fields, note.created_at, note.updated_at))
-    held = view_text(text)
-    if shown == rendered or rendered.count(held) != 1:
+    rendered = view_text(render_note_body(schema, was.fields, was.created_at, was.updated_at))
+    shown = span[2].strip("\n")
+    if before[2].strip("\n") != rendered or shown == rendered or rendered.count(text) != 1:
         return None
-    before, after = rendered.split(held)
-    if not (shown.startswith(before) and shown.endswith(after) and len(shown) >= len(before) + len(after)):
+    head, tail = rendered.split(text)
+    if not (shown.startswith(head) and shown.endswith(tail) and len(shown) >= len(head) + len(tail)):
         return None
-    new = shown[len(before): len(shown) - len(after)].strip("\n")
-    return new if new.strip() else None
+    new = shown[len(head): len(shown) - len(tail)].strip("\n")
+    return new if new.strip() and view_text(new) == new else None
 
 
 def rebuild_body(old_body: str, old_view: str, new_view: str) -> str:

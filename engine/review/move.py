@@ -12,6 +12,7 @@ reported (``MoveResult.mentions``), and rewritten only when asked (``rewrite_tex
 
 from __future__ import annotations
 
+import posixpath
 import re
 import unicodedata
 from collections import defaultdict
@@ -186,22 +187,28 @@ def _key(text: str) -> str:
 
 class _Paths:
     """Which note a wikilink's target leads to, as Obsidian resolves it, before the move
-    and after: its path from the vault's root, else the end of a path
-    (``[[Garden/Tomatoes]]``, ``[[tomatoes]]``) — the note in the linking note's folder, else
-    the one with the shortest path; several as short: none."""
+    and after: a relative path from the linking note's folder (``[[../Garden/Tomatoes]]``),
+    its path from the vault's root, else the end of a path (``[[Garden/Tomatoes]]``,
+    ``[[tomatoes]]``) — the note in the linking note's folder, else the one with the
+    fewest folders; several as near: none, the link left as written."""
 
     def __init__(self, vault: Vault, old: str, new: str) -> None:
         self.old, self.new = old, new
         self.by_name: dict[str, list[str]] = defaultdict(list)
-        for uri in {*vault.catalog.uris(), old, new}:
+        for uri in {*vault.catalog.uris(), *vault.catalog.errors(), old, new}:  # (a page that is no note: Obsidian's all the same)
             self.by_name[_key(uri).rsplit("/", 1)[-1]].append(uri)
 
     def _leads_to(self, target: str, folder: str, moved: bool) -> str | None:
+        relative = target.strip().startswith(("./", "../"))
+        if relative:  # (from the linking note's folder: that path, never the end of another)
+            target = posixpath.normpath(posixpath.join(folder, target.strip()))
+            if target.startswith(".."):
+                return None
         want = _key(target)
         gone = self.old if moved else self.new  # (the note is at one of its two paths)
         found = [u for u in self.by_name.get(want.rsplit("/", 1)[-1], ()) if u != gone]
         exact = [u for u in found if _key(u) == want]
-        if exact:
+        if exact or relative:
             return exact[0] if len(exact) == 1 else None
         ends = [u for u in found if _key(u).endswith("/" + want)]
         here = [u for u in ends if uri_dir(u) == folder]

@@ -386,21 +386,24 @@ def _time(ts: object) -> dt.datetime | None:
     return None
 
 
+SKEW = dt.timedelta(minutes=1)  # two clocks a little apart: not an order
+
+
 def _oldest_first(records: list[ImportRecord], report: ImportReport) -> None:
-    """A session the file lists newest first (three or more time stamps, each read and
-    earlier than the one before it) is read oldest first: a turn pairs a question with the
-    answer that came after it, not before. (Two messages a moment apart the wrong way are
-    a clock's skew, not an order.)"""
+    """A session the file lists newest first (every time stamp read, none later than the
+    one before it, the last a minute or more before the first) is read oldest first: a
+    turn pairs a question with the answer that came after it, not before. (Two messages
+    a moment apart the wrong way are a clock's skew, not an order.)"""
     at: dict[str, list[int]] = defaultdict(list)
     for n, record in enumerate(records):
         at[record.session].append(n)
     flipped = []
     for session, places in at.items():
         times = [_time(records[n].ts) for n in places]
-        if len(times) < 3 or None in times:
+        if len(times) < 2 or None in times:
             continue
         known = cast("list[dt.datetime]", times)
-        if all(a > b for a, b in zip(known, known[1:], strict=False)):
+        if all(a >= b for a, b in zip(known, known[1:], strict=False)) and known[0] - known[-1] >= SKEW:
             for n, record in zip(places, [records[n] for n in reversed(places)], strict=True):
                 records[n] = record
             flipped.append(session)

@@ -250,7 +250,7 @@ class BrowserScreen(Pane):
                 raise MemlinkError(f"the memory type cannot change ({old.memory_type} → {note.memory_type})")
             schema = self.vault.schema(note.memory_type)
             field = schema.text_field
-            if note.fields.get(field) == old.fields.get(field) and (text := text_edited_in_view(note, schema)):
+            if note.fields.get(field) == old.fields.get(field) and (text := text_edited_in_view(note, old, schema)):
                 note.fields = {**note.fields, field: text}  # (the visible text changed: the memory with it)
             with self.vault.writing():
                 if self.vault.path(uri).read_text(encoding="utf-8") != original:
