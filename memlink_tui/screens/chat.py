@@ -415,7 +415,13 @@ class ChatScreen(Pane):
             return
         self._unanswered = None
         self.app.call_from_thread(transcript.scroll_end, animate=False)
-        thread = chat.extract_in_background(lambda report: self.app.call_from_thread(self._extracted, report))
+        def extracted(report) -> None:  # (the turn memory is in the log either way: a closed app is not told)
+            try:
+                self.app.call_from_thread(self._extracted, report)
+            except RuntimeError:  # (the app closed meanwhile: no app to find, or not running)
+                pass
+
+        thread = chat.extract_in_background(extracted)
         self.post_message(ExtractionStarted(thread))  # the app counts it in the status line's queue
         if chat.session not in self._sessions:
             self.app.call_from_thread(self.load_sessions)  # type: ignore[arg-type]  # textual's typing infers Never for an async callback
