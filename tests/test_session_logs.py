@@ -475,3 +475,15 @@ def test_an_answer_stamped_a_moment_before_its_question_stays_after_it(tmp_path)
     root, _out = imported_chat(tmp_path, [("s", "1", "user", "Where should I eat paella?", "2024-05-01T10:00:00.120Z"),
                                           ("s", "2", "assistant", "Valencia.", "2024-05-01T10:00:00.100Z")])
     assert [e["id"] for e in logged(root)] == ["1", "2"]
+
+
+def test_a_session_imported_before_keeps_the_date_order_it_was_read_in(tmp_path):
+    """Nothing in the session says which comes first: the order its log was read in stands,
+    whatever another session of the new file settles."""
+    root, out = imported_chat(tmp_path, beagles("s", ["05/03/2024 10:00", "06/03/2024 10:01"]))
+    assert "dates read day/month in session 's'" in out, out
+    _root, out = imported_chat(tmp_path, [*beagles("s", ["05/03/2024 10:00", "06/03/2024 10:01", "07/03/2024 10:02"]),
+                                          *beagles("d", ["03/26/2024 09:00"], 9)], root)
+    assert "dates read day/month in session 's': as when this session was imported before" in out, out
+    assert "another time stamp" not in out, out
+    assert [e["ts"][:10] for e in logged(root)] == ["2024-03-05", "2024-03-06", "2024-03-07"]

@@ -249,7 +249,7 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
         except JsonlError:
             _diagnose(path)  # rare: read again, line by line, to say what is wrong in our words
             raise
-        _read_numeric_dates(records, path, report)
+        _read_numeric_dates(vault, records, path, report)
         _oldest_first(records, report)
         for record in records:
             if record.kind != COMMIT:  # a commit mark of the vault the log came from: not this vault's
@@ -337,12 +337,13 @@ def restore_turns(vault: Vault) -> int:
     return report.extracted
 
 
-def _read_numeric_dates(records: list[ImportRecord], path: Path, report: ImportReport) -> None:
+def _read_numeric_dates(vault: Vault, records: list[ImportRecord], path: Path, report: ImportReport) -> None:
     """Time stamps written with numbers ("25/03/2024 10:00", "3/25/24, 10:00 AM") are read
     in the order each session settles (a day above 12), a session that settles nothing in
-    the order the rest of the file settles (else day first, or month first on a 12-hour
-    clock), the report saying which; and logged as ISO: one stamp alone cannot tell
-    whether 05/03 is in May or in March."""
+    the order it was read in when imported before (its log holds one of its messages at
+    one reading), else in the order the rest of the file settles (else day first, or month
+    first on a 12-hour clock), the report saying which; and logged as ISO: one stamp alone
+    cannot tell whether 05/03 is in May or in March."""
     found: dict[str, list[tuple[ImportRecord, re.Match[str]]]] = defaultdict(list)
     for r in records:
         if isinstance(r.ts, str) and day_of(r.ts) is None and (m := NUMERIC_STAMP.fullmatch(r.ts.strip())):
@@ -356,8 +357,11 @@ def _read_numeric_dates(records: list[ImportRecord], path: Path, report: ImportR
     for session, said in found.items():
         first, place = orders[session]
         if any(len(m[1]) < 4 for _, m in said):
+            before = _read_before(vault, session, said) if not place else None
             if place:
                 why = f"{place} names a day above 12"
+            elif before is not None:
+                first, why = before, "as when this session was imported before"
             elif rest is not None:
                 first, why = rest, "the rest of the file names a day above 12"
             else:
@@ -370,6 +374,21 @@ def _read_numeric_dates(records: list[ImportRecord], path: Path, report: ImportR
     for (first, why), sessions in why_for.items():
         report.assumed.append(f"dates read {'month/day' if first else 'day/month'} in session{'s' * (len(sessions) > 1)} "
                               f"{some(sessions)}: {why}")
+
+
+def _read_before(vault: Vault, session: str, said: list[tuple[ImportRecord, re.Match[str]]]) -> bool | None:
+    """Months first (True) or days first (False), as the session's log holds a message of
+    ``said`` (its ISO stamp one reading of the stamp written); None when it holds none."""
+    if not vault.path(session_uri(session)).is_file():
+        return None
+    logged = {e.key: str(e.ts) for e in read_events(vault, session)}
+    for record, m in said:
+        stamp = logged.get(record.key)
+        for first in (False, True):
+            when = stamp_time(m, first)
+            if stamp is not None and when is not None and stamp == when.isoformat() and stamp_time(m, not first) != when:
+                return first
+    return None
 
 
 def _time(ts: object) -> dt.datetime | None:
