@@ -771,6 +771,23 @@ async def test_a_whole_note_contradiction_card_says_what_each_note_says_at_80x24
         assert "the whole note: I hate espresso now." in card and "the whole note: I love espresso." in card, card
 
 
+async def test_a_hint_under_the_card_goes_when_another_row_is_chosen(sample):
+    from textual.widgets import DataTable, Static
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_at(app, pilot, "lint")
+        await pilot.press("enter")
+        table = app.screen.query_one("#findings", DataTable)
+        await pilot.press("u")  # (nothing done yet)
+        await settle(app, pilot)
+        status = app.screen.query_one("#review-status", Static)
+        assert "nothing to undo" in str(status.render())
+        table.move_cursor(row=table.cursor_row + 1)
+        await settle(app, pilot)
+        assert "nothing to undo" not in str(status.render())
+
+
 async def test_review_keys_act_only_on_the_pair_the_lint_pane_shows(sample):
     """A preview is dropped when another row is chosen, and a list without a contradiction
     (x on a note that has none) leaves no pair, no card and nothing to apply."""

@@ -86,6 +86,7 @@ class LintScreen(Pane):
         self.pair: tuple[str, str] | None = None
         self.focus_note: str | None = None  # findings shown only for this note (x in the browser)
         self.pending: Pending | None = None  # until y or escape
+        self._passing = False  # the status line holds a hint another row makes stale
         self.merge_into = 0  # which note of the pair keeps the merged text (0: A, 1: B); ctrl+f swaps
         self.merge_start = ""  # the editor's text as it opened: both notes' texts
         self.drafts: dict[tuple[str, str], tuple[str, int]] = {}  # merge text edited and not applied, per pair
@@ -257,7 +258,9 @@ class LintScreen(Pane):
             self._status(self._close_editor())
         if self.pending is not None and self.pending.pair not in (None, pair):
             self.pending = None
-            self._status("preview dropped: another row is chosen")
+            self._status("preview dropped: another row is chosen", passing=True)
+        elif pair != self.pair and self._passing:
+            self._status("")
         self.pair = pair
         self.query_one("#review-card", Static).update("")
         self.remove_class("-quoted")
@@ -315,7 +318,10 @@ class LintScreen(Pane):
             return
         self.go("browser", uri)
 
-    def _status(self, text: str) -> None:
+    def _status(self, text: str, passing: bool = False) -> None:
+        """Say ``text`` under the review card; ``passing``: only until another row is chosen
+        (a hint, not what an action did)."""
+        self._passing = passing
         status = self.query_one("#review-status", Static)
         status.update(text)
         self._make_room()
@@ -337,7 +343,7 @@ class LintScreen(Pane):
         from engine.review.actions import preview, review
 
         if self.pair is None:
-            self._status("choose a contradiction (two notes) first")
+            self._status("choose a contradiction (two notes) first", passing=True)
             return
         a, b = reversed(self.pair) if swap else self.pair
         try:
@@ -358,7 +364,7 @@ class LintScreen(Pane):
 
         entry = last_action(self.vault)
         if entry is None:
-            self._status("nothing to undo")
+            self._status("nothing to undo", passing=True)
             return
         self._propose(Pending(None, "undo", lambda: undo(self.vault, entry_id(entry))),
                       [f"undo {entry['action']} on {entry.get('a')} / {entry.get('b')} ({entry.get('at')}):",
@@ -388,7 +394,7 @@ class LintScreen(Pane):
     def action_merge(self) -> None:
         """Open the editor with both texts (A's, then B's), to be edited into one."""
         if self.pair is None:
-            self._status("choose a contradiction (two notes) first")
+            self._status("choose a contradiction (two notes) first", passing=True)
             return
         texts = []
         for uri in self.pair:
@@ -488,7 +494,7 @@ class LintScreen(Pane):
                 self._open_editor()
             else:
                 self.pending = None
-                self._status("cancelled: nothing was changed")
+                self._status("cancelled: nothing was changed", passing=True)
             return True
         return False
 
