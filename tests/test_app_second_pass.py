@@ -754,16 +754,14 @@ async def test_the_lint_pane_shows_the_card_for_a_contradiction(sample):
 
 async def test_a_whole_note_contradiction_card_says_what_each_note_says_at_80x24(sample):
     """At 80×24 the notes below the card are out of sight: the card itself quotes them."""
-    from textual.widgets import DataTable, Static
+    from textual.widgets import Static
 
     a = sample.write_note("preference", {"topic": "Espresso", "sentiment": "like", "content": "I love espresso."})
     b = sample.write_note("preference", {"topic": "Espresso now", "sentiment": "dislike", "content": "I hate espresso now."})
     sample.link(b.uri, a.uri, "contradicts", weight=0.8, description="says dislike where the earlier note says like")
     app = MemlinkApp(sample)
     async with app.run_test(size=(80, 24)) as pilot:
-        await open_at(app, pilot, "lint")
-        await pilot.press("enter")
-        table = app.screen.query_one("#findings", DataTable)
+        table = await lint_findings(app, pilot)
         row = next(i for i, key in enumerate(table.rows) if "espresso-now" in key.value)
         table.move_cursor(row=row)
         await settle(app, pilot)
@@ -771,14 +769,21 @@ async def test_a_whole_note_contradiction_card_says_what_each_note_says_at_80x24
         assert "the whole note: I hate espresso now." in card and "the whole note: I love espresso." in card, card
 
 
+async def lint_findings(app, pilot):
+    """The lint pane opened, in its worst-first findings: their table."""
+    from textual.widgets import DataTable
+
+    await open_at(app, pilot, "lint")
+    await pilot.press("enter")
+    return app.screen.query_one("#findings", DataTable)
+
+
 async def test_a_hint_under_the_card_goes_when_another_row_is_chosen(sample):
-    from textual.widgets import DataTable, Static
+    from textual.widgets import Static
 
     app = MemlinkApp(sample)
     async with app.run_test(size=(120, 36)) as pilot:
-        await open_at(app, pilot, "lint")
-        await pilot.press("enter")
-        table = app.screen.query_one("#findings", DataTable)
+        table = await lint_findings(app, pilot)
         await pilot.press("u")  # (nothing done yet)
         await settle(app, pilot)
         status = app.screen.query_one("#review-status", Static)
@@ -1059,13 +1064,11 @@ async def test_quitting_with_a_chat_message_not_sent_asks_first(sample):
 
 
 async def test_a_dismiss_preview_says_what_it_does_once(sample):
-    from textual.widgets import DataTable, Static
+    from textual.widgets import Static
 
     app = MemlinkApp(sample)
     async with app.run_test(size=(120, 36)) as pilot:
-        await open_at(app, pilot, "lint")
-        await pilot.press("enter")
-        table = app.screen.query_one("#findings", DataTable)
+        table = await lint_findings(app, pilot)
         table.move_cursor(row=[i for i, key in enumerate(table.rows) if key.value.split("|")[2]][0])
         await settle(app, pilot)
         await pilot.press("d")
