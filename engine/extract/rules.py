@@ -299,18 +299,28 @@ _CLOCK = re.compile(r"\b\d{1,2}:\d\d(?::\d\d)?(?:\s*[ap]\.?m\.?\b)?", re.I)
 _EPOCH = re.compile(r"(\d{10}|\d{13})(?:\.\d+)?")  # Unix time in seconds or milliseconds (UTC, as exports write it)
 
 
-def day_of(stamp: str) -> dt.date | None:
-    """The day a message's time stamp names: ISO ("2023-05-08T13:56:00Z"), Unix time in
-    seconds or milliseconds (its UTC day, from 2000 on), or a day, month and year as chat exports
-    write them ("1:56 pm on 8 May, 2023"); None otherwise."""
+def time_of(stamp: str) -> dt.datetime | None:
+    """The time a message's time stamp names when it is a time: ISO ("2023-05-08T13:56:00Z",
+    as written, with its zone or none), or Unix time in seconds or milliseconds (UTC, from
+    2000 on: a number of that length that is no time of this century is an id or a packed
+    date); None otherwise."""
     if m := _EPOCH.fullmatch(stamp.strip()):
-        said = dt.datetime.fromtimestamp(float(stamp) / (1000 if len(m[1]) == 13 else 1), dt.UTC).date()
-        # (a number of that length that is no time of this century is an id or a packed date: no day)
-        return said if dt.date(2000, 1, 1) <= said <= dt.date.today() + dt.timedelta(days=366) else None
+        said = dt.datetime.fromtimestamp(float(stamp) / (1000 if len(m[1]) == 13 else 1), dt.UTC)
+        return said if dt.date(2000, 1, 1) <= said.date() <= dt.date.today() + dt.timedelta(days=366) else None
     try:
-        return dt.datetime.fromisoformat(stamp.strip().replace("Z", "+00:00")).date()
+        return dt.datetime.fromisoformat(stamp.strip().replace("Z", "+00:00"))
     except ValueError:
-        pass
+        return None
+
+
+def day_of(stamp: str) -> dt.date | None:
+    """The day a message's time stamp names: a time (``time_of``: ISO, its own day; Unix
+    time, its UTC day), or a day, month and year as chat exports write them ("1:56 pm on
+    8 May, 2023"); None otherwise."""
+    if (when := time_of(stamp)) is not None:
+        return when.date()
+    if _EPOCH.fullmatch(stamp.strip()):
+        return None
     stamp = _CLOCK.sub(" ", stamp)  # ("1:05 May 8, 2023": 05 is no day)
     year = _YEAR.search(stamp)
     return _date_in(stamp, dt.date(int(year[0]), 1, 1), relative=False) if year else None

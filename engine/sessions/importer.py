@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from ..errors import MemlinkError
 from ..extract.inputs import read_text_file
 from ..extract.loop import quarantine
-from ..extract.rules import day_of
+from ..extract.rules import day_of, time_of
 from ..index import choose_model, model_line
 from ..llm import Breaker, LLMError, LLMInvalidOutput
 from ..llm.registry import selection
@@ -392,17 +392,9 @@ def _read_before(vault: Vault, session: str, said: list[tuple[ImportRecord, re.M
 
 
 def _time(ts: object) -> dt.datetime | None:
-    """A message's time stamp as a time to compare (ISO, or Unix time in seconds or ms)."""
-    try:
-        if isinstance(ts, (int, float)) or (isinstance(ts, str) and ts.strip().replace(".", "", 1).isdigit()):
-            seconds = float(ts)
-            return dt.datetime.fromtimestamp(seconds / 1000 if seconds > 1e11 else seconds, dt.UTC).replace(tzinfo=None)
-        if isinstance(ts, str):
-            when = dt.datetime.fromisoformat(ts.strip().replace("Z", "+00:00"))
-            return when.astimezone(dt.UTC).replace(tzinfo=None) if when.tzinfo else when
-    except (ValueError, OverflowError, OSError):
-        pass
-    return None
+    """A message's time stamp as a time to compare (``time_of``), in UTC."""
+    when = time_of(str(ts)) if ts is not None and not isinstance(ts, bool) else None
+    return when.astimezone(dt.UTC).replace(tzinfo=None) if when is not None and when.tzinfo else when
 
 
 SKEW = dt.timedelta(minutes=1)  # two clocks a little apart: not an order
