@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import os
 import posixpath
 import re
@@ -65,22 +66,10 @@ from ..errors import MemlinkError, UriError
 from ..index import choose_model, model_line
 from ..model.blocks import strip_links_block, view_span, view_text
 from ..model.files import ATTACHMENT_SUFFIXES, DOCUMENT_SUFFIXES
-from ..model.notes import (
-    IMPORTED_KEY,
-    OBSIDIAN_KEYS,
-    PENDING,
-    PENDING_KEY,
-    TOP_KEYS,
-    Note,
-    imported_sha,
-    is_pending,
-    render_note_body,
-    serialize_note,
-    split_frontmatter,
-)
+from ..model.notes import PENDING, PENDING_KEY, TOP_KEYS, Note, is_pending, render_note_body, serialize_note, split_frontmatter
 from ..model.text import words
 from ..model.uris import normalize_uri
-from ..model.yamlio import MAX_DEPTH, nesting, safe_load
+from ..model.yamlio import MAX_DEPTH, nesting, plain, safe_load
 from ..retrieve.names import TEXT_SUFFIXES, NameIndex, Scope, file_names, path_key
 from ..review.actions import log_action
 from ..storage.writes import PersonLinks, person_links
@@ -411,6 +400,13 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _imported_sha(content: str, title: object, keys: dict[str, Any]) -> str:
+    """The ``imported`` hash: what the import wrote that a person may edit in the vault (in
+    Obsidian's properties panel too): the text, the title, and the keys its file decides."""
+    said = {"content": content, "title": title, **{k: keys.get(k) for k in OBSIDIAN_KEYS}}
+    return _sha(json.dumps(plain(said), sort_keys=True, ensure_ascii=False))
+
+
 def _edited(vault: Vault, note: Note) -> bool:
     """Whether a person changed what was imported into a source note in the vault: its
     text, title, names, tags or properties are no longer those imported (its ``imported``
@@ -419,7 +415,7 @@ def _edited(vault: Vault, note: Note) -> bool:
     imported = note.extra.get(IMPORTED_KEY)
     content = str(note.fields.get("content") or "")
     # (A hash of the text alone: a note imported before the keys were counted.)
-    if isinstance(imported, str) and imported not in (imported_sha(content, note.fields.get("title"), note.extra),
+    if isinstance(imported, str) and imported not in (_imported_sha(content, note.fields.get("title"), note.extra),
                                                       _sha(content)):
         return True
     span = view_span(note.body)
@@ -465,7 +461,7 @@ def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False) -> str
 
 def _agreed(page: Page) -> str:
     """The ``imported`` hash of a note that holds what the page's file says."""
-    return imported_sha(page.body.strip(), page.title, _file_keys(page))
+    return _imported_sha(page.body.strip(), page.title, _file_keys(page))
 
 
 def _file_keys(page: Page) -> dict[str, object]:
@@ -1026,7 +1022,7 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, r
         # (A file renamed, or its frontmatter changed: its title may be another; the file decides.)
         note = vault.write_note("source", fields, uri=uri, replace=page.state in ("moved", "changed"))
         wanted = {**{k: v for k, v in note.extra.items() if k not in OBSIDIAN_KEYS}, **keep,
-                  IMPORTED_KEY: imported_sha(content, note.fields.get("title"), keep), PENDING_KEY: PENDING}
+                  IMPORTED_KEY: _imported_sha(content, note.fields.get("title"), keep), PENDING_KEY: PENDING}
         if note.extra != wanted:
             note.extra = wanted
             tx.put_text(note.uri, serialize_note(note, schema, vault.read_text(note.uri)), note)
@@ -1039,6 +1035,8 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, r
     return report
 
 
+OBSIDIAN_KEYS = ("folder", "aliases", "tags", "properties")  # a source note's top-level keys its file decides
+IMPORTED_KEY = "imported"  # the SHA-256 of what was imported (``_imported_sha``): a note that differs was edited
 # The top-level keys memlink itself writes on a source note: ingest's, and a review's.
 _INGEST_AND_REVIEW_KEYS = frozenset({IMPORTED_KEY, PENDING_KEY, *OBSIDIAN_KEYS, *DOCUMENT_KEYS, "valid_until",
                                      "superseded_by", "superseded_claims"})

@@ -9,7 +9,6 @@ wikilinks (engine.model.blocks); the links themselves live in the folder's `.rel
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -21,7 +20,6 @@ from ..errors import NoteError, SchemaError
 from .blocks import VIEW_OPEN, links_span, view_block, view_span, view_text, visible_text
 from .frontmatter import load_frontmatter
 from .schema import MemoryTypeSchema, TypeRegistry
-from .yamlio import plain
 
 FRONT = "---"
 TOP_KEYS = ("memory_type", "created_at", "updated_at", "fields")
@@ -319,17 +317,6 @@ def rebuild_body(old_body: str, old_view: str, new_view: str) -> str:
 # it, `memlink check` reports it and the next ingest, commit or dream finishes the file.
 PENDING_KEY = "extraction"
 PENDING = "pending"
-
-
-OBSIDIAN_KEYS = ("folder", "aliases", "tags", "properties")  # a source note's top-level keys its file decides
-IMPORTED_KEY = "imported"  # the SHA-256 of what was imported (``imported_sha``): a note that differs was edited
-
-
-def imported_sha(content: str, title: object, keys: dict[str, Any]) -> str:
-    """The ``imported`` hash: what the import wrote that a person may edit in the vault (in
-    Obsidian's properties panel too): the text, the title, and the keys its file decides."""
-    said = {"content": content, "title": title, **{k: keys.get(k) for k in OBSIDIAN_KEYS}}
-    return hashlib.sha256(json.dumps(plain(said), sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 def is_pending(note: Note) -> bool:
