@@ -116,9 +116,10 @@ def move_note(vault: Vault, old: str, new: str, *, rewrite_text: bool = False) -
         links = retarget(vault, tx, old, new)
         result = MoveResult(old, new, len(links), has_old)
         sources = sorted({l.from_uri for l in links if l.to_uri == new})
-        result.mentions = mentions(vault, sources, old, new)
-        if rewrite_text and result.mentions:
-            result.rewritten = _rewrite(vault, tx, sorted({m.uri for m in result.mentions}), old, new)
+        paths = _Paths(vault, old, new) if sources else None  # (every note's path read once, only when there are links to read)
+        result.mentions = mentions(vault, sources, paths) if paths else []
+        if paths and rewrite_text and result.mentions:
+            result.rewritten = _rewrite(vault, tx, sorted({m.uri for m in result.mentions}), paths)
         result.action = log_action(vault, tx, "move", old, new, result.message())
         for a, b in sorted(person_links(vault).removed):  # (a pair the person unlinked stays unlinked where it went)
             if old in (a, b):
@@ -230,10 +231,9 @@ def _outside_links_block(text: str) -> list[tuple[int, int]]:
     return [(0, len(text))] if span is None else [(0, span[0]), (span[1], len(text))]
 
 
-def mentions(vault: Vault, uris: list[str], old: str, new: str) -> list[Mention]:
-    """Wikilinks in the text of ``uris`` naming ``old`` in a way that no longer finds ``new``."""
+def mentions(vault: Vault, uris: list[str], paths: _Paths) -> list[Mention]:
+    """Wikilinks in the text of ``uris`` that led to the moved note and no longer do."""
     out: list[Mention] = []
-    paths = _Paths(vault, old, new)
     for uri in uris:
         try:
             text = vault.read_text(uri)
@@ -246,13 +246,13 @@ def mentions(vault: Vault, uris: list[str], old: str, new: str) -> list[Mention]
     return out
 
 
-def _rewrite(vault: Vault, tx: Transaction, uris: list[str], old: str, new: str) -> list[str]:
-    """Point the stale wikilinks of ``uris`` at ``new`` (written as its path without .md,
-    which Obsidian resolves whatever other notes are called). A plain link, which showed its
+def _rewrite(vault: Vault, tx: Transaction, uris: list[str], paths: _Paths) -> list[str]:
+    """Point the stale wikilinks of ``uris`` at the new path (written without .md, which
+    Obsidian resolves whatever other notes are called). A plain link, which showed its
     target's name, shows the new name, as Obsidian's own rename does, not the path."""
+    new = paths.new
     target = new[:-3]
     shown = PurePosixPath(target).name
-    paths = _Paths(vault, old, new)
 
     def pointed(m: re.Match[str]) -> str:
         rest = m.group(3)
