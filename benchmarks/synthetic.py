@@ -1,7 +1,8 @@
 """Synthetic vaults for benchmarks: N notes of realistic-looking text over all built-in
 types, with a skewed (preferential-attachment) link-degree distribution and all six link
 types. Files are written directly with the engine's own serialisers (no fsync, no
-journal): the result is a valid vault, produced fast enough for N = 100k. The vault's
+journal), each note as memlink writes a new one (its fields' view between the view
+markers): the result is a valid vault, produced fast enough for N = 100k. The vault's
 LLM provider is the zero-LLM rules one (no Ollama is asked).
 
 A variant gives a share of the notes names that begin with the same word (``shared`` =
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from engine.index.embed import bundled_model_path  # noqa: E402
 from engine.model.config import CONFIG_FILE, LLMConfig, VaultConfig, dump_config  # noqa: E402
 from engine.model.links import SIDECAR, LinkType, Sidecar, StoredLink  # noqa: E402
-from engine.model.notes import Note, render_note_body, serialize_note  # noqa: E402
+from engine.model.notes import Note, new_body, render_note_body, serialize_note  # noqa: E402
 from engine.model.schema import TypeRegistry  # noqa: E402
 from engine.model.uris import uri_dir  # noqa: E402
 
@@ -114,7 +115,7 @@ def generate_fast(root: Path, notes: int, links_per_note: float = 3.0, seed: int
         schema = types.get(mtype)
         fields = schema.validate_fields(fields, complete=True)
         uri = schema.note_uri(fields)
-        note = Note(uri, mtype, fields, stamp, stamp, render_note_body(schema, fields, stamp, stamp))
+        note = Note(uri, mtype, fields, stamp, stamp, new_body(render_note_body(schema, fields, stamp, stamp)))
         path = root / uri
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(serialize_note(note, schema), encoding="utf-8")
