@@ -277,7 +277,9 @@ def test_links_check_fix_removes_for_a_note_moved_by_hand_are_put_back_by_undo_a
 
     before = {l.id for l in sample.links.all()}
     (sample.root / "entities" / "mochi.md").rename(sample.root / "entities" / "cat.md")
-    found = [f for f in check(sample) if f.code == "dangling_link"]  # (this sync forgets where the note was)
+    with (sample.root / "entities" / "cat.md").open("a") as f:  # (renamed and edited: nothing tells where it went)
+        f.write("She sleeps on the piano.\n")
+    found = [f for f in check(sample) if f.code == "dangling_link"]
     assert found and all("`memlink mv entities/mochi.md NEW` relinks it" in f.message for f in found)
     assert any("removed links entry" in line for line in fix(sample))
     assert "undid fix" in undo(sample)

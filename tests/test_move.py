@@ -274,6 +274,18 @@ def test_a_note_renamed_by_hand_is_recognised_by_its_content_and_keeps_its_links
     assert errors(Vault.open(sample.root)) == []
 
 
+def test_a_note_renamed_by_hand_is_still_recognised_after_other_commands_saw_it_gone(sample):
+    links = sample.links.of(OLD)
+    sample.sync()
+    sample.close()
+    shutil.move(sample.root / OLD, sample.root / "entities/the firm.md")  # (renamed in Obsidian)
+    assert memlink("search", "havenlink", vault=sample.root).returncode == 0  # (its sync sees the note gone)
+    r = memlink("check", "--fix", vault=sample.root)
+    assert "it looks moved to entities/the firm.md" in r.stdout, r.stdout
+    assert f"`memlink mv {OLD} 'entities/the firm.md'`" in r.stdout
+    assert len(Vault.open(sample.root).links.of(OLD)) == len(links)
+
+
 def test_the_cli_moves_lists_mentions_and_undoes(sample):
     root = sample.root
     sample.close()

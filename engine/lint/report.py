@@ -9,6 +9,7 @@ import base64
 import datetime as dt
 import json
 import os
+import shlex
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -244,7 +245,6 @@ def fix(vault: Vault) -> list[str]:
     notes exist, and remove links (both sides) to or from notes that no longer exist —
     logged as an action `memlink undo` takes back (a note moved by hand, found after the
     removal: undo, then `memlink mv`)."""
-    was = vault.catalog.shas(as_stored=True)  # before a sync forgets the hash of a note moved by hand
     done: list[str] = set_aside(vault) + heal_session_logs(vault)
     if not any(f.code in REPAIRED for f in check(vault)):
         return done  # nothing to repair (the incremental check says so without reading every sidecar)
@@ -274,10 +274,10 @@ def fix(vault: Vault) -> list[str]:
             if l.from_uri not in exists or l.to_uri not in exists:
                 gone = l.to_uri if l.to_uri not in exists else l.from_uri
                 if gone not in moved:
-                    moved[gone] = moved_to(vault, gone, was)
-                    if moved[gone]:
-                        done.append(f"kept the links of {gone}: it looks moved to {moved[gone]} "
-                                    f"(`memlink mv {gone} {moved[gone]}` retargets them)")
+                    moved[gone] = there = moved_to(vault, gone)
+                    if there:
+                        done.append(f"kept the links of {gone}: it looks moved to {there} "
+                                    f"(`memlink mv {shlex.quote(gone)} {shlex.quote(there)}` retargets them)")
                 if moved[gone]:
                     continue
                 ops.append(RemoveLink(folder=folder, id=l.id, direction=direction))

@@ -284,15 +284,14 @@ def _rewrite(vault: Vault, tx: Transaction, uris: list[str], paths: _Paths) -> l
     return done
 
 
-def moved_to(vault: Vault, missing: str, was: dict[str, str] | None = None) -> str | None:
+def moved_to(vault: Vault, missing: str) -> str | None:
     """Where a note that is gone was probably moved by hand: the one note elsewhere with
-    no links of its own yet and the content hash the catalog knew for ``missing``
-    (``was``: uri -> hash, read before the catalog caught up with the files), else its
-    file name. ``memlink check --fix`` keeps the links of such a note and names the move
-    instead of deleting them."""
+    no links of its own yet and the content hash ``missing`` had when its file went,
+    else its file name. ``memlink check --fix`` keeps the links of such a note and names
+    the move instead of deleting them."""
     found: list[str] = []
-    if was and was.get(missing):
-        found = [u for u, sha in vault.catalog.shas().items() if sha == was[missing] and u != missing]
+    if (sha := vault.catalog.last_sha(missing)) is not None:
+        found = [u for u, s in vault.catalog.shas().items() if s == sha and u != missing]
     if not found:
         name = PurePosixPath(missing).name
         found = [u for u in vault.catalog.uris() if PurePosixPath(u).name == name and u != missing]

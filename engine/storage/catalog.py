@@ -30,7 +30,7 @@ from ..model.schema import TypeRegistry
 from ..model.text import words
 from ..model.uris import PathResolver
 from .atomic import remove_stale_temp
-from .store import KEY_IDS, Store, Writer
+from .store import KEY_ID, KEY_IDS, Store, Writer
 from .walk import vault_files
 
 # A note's row is named by its path's number (the store's ``keys``); what _entry takes:
@@ -253,7 +253,10 @@ class Catalog:
         def work(w: Writer) -> None:
             uris = sorted([*gone, *(e.uri for e in entries)])
             ids = w.ids(uris)  # (numbered in path order, the first time: a report lists notes by number)
+            w.executemany("INSERT OR REPLACE INTO gone SELECT id, sha FROM notes WHERE id = ? AND error IS NULL",
+                          [(ids[u],) for u in gone])
             w.executemany("DELETE FROM notes WHERE id = ?", [(ids[u],) for u in gone])
+            w.executemany("DELETE FROM gone WHERE id = ?", [(ids[e.uri],) for e in entries])
             w.executemany(_UPSERT, [_row(e, ids) for e in entries])
             w.executemany("DELETE FROM names WHERE uri = ?", [(ids[u],) for u in uris])
             w.executemany("INSERT INTO names VALUES (?, ?)", [(n, ids[e.uri]) for e in entries for n in _names(e)])
@@ -362,14 +365,19 @@ class Catalog:
         return dict(self.store.rows("SELECT k.key, n.error FROM notes n JOIN keys k ON k.id = n.id "
                                     "WHERE n.error IS NOT NULL ORDER BY k.key"))
 
-    def shas(self, *, as_stored: bool = False) -> dict[str, str]:
-        """uri -> content hash of every note that parses (``as_stored``: as the catalog
-        last saw them, without looking at the files)."""
+    def shas(self) -> dict[str, str]:
+        """uri -> content hash of every note that parses."""
         rows = self.store.rows("SELECT k.key, n.sha FROM notes n JOIN keys k ON k.id = n.id WHERE n.error IS NULL")
-        if as_stored:
-            return dict(rows)
         good = self._loaded().good
         return {u: sha for u, sha in rows if u in good}
+
+    def last_sha(self, uri: str) -> str | None:
+        """The content hash the note at ``uri`` had when its file went (None: it is there,
+        or it never parsed): where it went, moved by hand, is the note with that hash."""
+        if uri in self._loaded().files:
+            return None
+        row = self.store.row(f"SELECT sha FROM gone WHERE id = {KEY_ID}", (uri,))
+        return row[0] if row else None
 
     def named(self, keys: Iterable[str], firsts: Iterable[str] = (), most: int = 0) -> dict[str, set[str]]:
         """The notes called each of ``keys`` (a name's words, lowercased, joined by one

@@ -34,7 +34,7 @@ DB_FILE = "index.sqlite"  # in `.memlink/`
 # PRAGMA user_version: a database of another version is dropped and derived again. It
 # covers what the tables mean too (the search files' layout, what the checks find), so a
 # change to either is a new version.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # The feed keeps this many changes. A reader further behind (a lint a long time after
 # the last one) sees "everything changed" and starts over, which is always right.
 FEED_KEEP = 10_000
@@ -58,6 +58,8 @@ CREATE TABLE notes (id INTEGER PRIMARY KEY, memory_type TEXT NOT NULL, title TEX
 CREATE TABLE names (key TEXT NOT NULL, uri INTEGER NOT NULL);
 CREATE INDEX names_key ON names (key);
 CREATE INDEX names_uri ON names (uri);
+-- the content hash of each note whose file went: a note moved by hand is found by it
+CREATE TABLE gone (id INTEGER PRIMARY KEY, sha TEXT NOT NULL);
 
 -- the link index: every sidecar record (side 0 a link's record in its from-note's folder, 1
 -- its backlink record in its to-note's folder), and each folder's files as last read
