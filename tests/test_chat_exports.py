@@ -828,6 +828,21 @@ def test_cli_imports_a_whatsapp_chat_as_the_sender_me_names(tmp_path):
     assert logs(root) == before
 
 
+def test_a_group_chat_s_memories_are_what_the_user_said_not_the_others_on_a_day_they_were_silent(vault, tmp_path):
+    from engine.extract.rules import RulesExtractor
+    from engine.sessions.commit import commit_all
+
+    chat = write(tmp_path / "WhatsApp Chat with Book Club.txt", "14/02/2024, 19:00 - Alex: I love mystery novels.\n"
+                 "14/02/2024, 19:05 - Sam: Sounds good\n"
+                 "15/02/2024, 08:10 - Sam: I hate mystery novels. I love poetry.\n"
+                 "15/02/2024, 08:12 - Jo: I love cats.\n")
+    import_chat(vault, chat, RulesTurnExtractor(), me="Alex")
+    done = commit_all(vault, RulesExtractor())
+    assert done.failed == [] and len(done.committed) == 2
+    assert sorted(u for u in vault.catalog.uris() if u.startswith("preferences/")) == ["preferences/mystery-novels.md"]
+    assert all(l.link_type.value != "contradicts" for l in vault.links.all())
+
+
 def test_a_sender_s_name_reaches_recall_json_without_its_terminal_escapes(vault, tmp_path):
     chat = write(tmp_path / "WhatsApp Chat with Mei.txt", "30/12/2025, 09:16 - Tom\x1b[31m: Hike at Lion Rock on Saturday?\n"
                                                          "30/12/2025, 09:18 - Mei: Yes, I will bring oolong tea\n")

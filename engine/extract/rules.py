@@ -368,7 +368,9 @@ class RulesExtractor:
 
     def extract(self, ctx: ExtractContext, schema: type[BaseModel]) -> BaseModel:
         out = _Out(items={name: [] for name in schema.model_fields if name != "links"}, link_types=link_types_of(schema))
-        lines = [prose(_code_words(line)) for line in ctx.user_lines] or [prose(ctx.text)]
+        # A conversation's memories are what the user said: a day they said nothing gives
+        # none (another speaker's "I love cats" is not theirs). Other inputs are read whole.
+        lines = [prose(_code_words(line)) for line in ctx.user_lines] if ctx.kind == "session" else [prose(ctx.text)]
         days = ctx.line_days if len(ctx.line_days) == len(lines) else [ctx.when] * len(lines)
         profile = next((pid for pid, n in ctx.notes.items() if n.memory_type == "profile"), None)
         ctx.common_words = ctx.common_words | set(_LOWER_WORD.findall(ctx.text))
