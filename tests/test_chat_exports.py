@@ -523,6 +523,32 @@ def test_whatsapp_android_export_is_a_session_a_day_each_message_with_its_speake
     assert hits and hits[0].session == first
 
 
+@pytest.mark.parametrize("name", ["Chat de WhatsApp con Ana", "WhatsApp Chat mit Ana", "Discussion WhatsApp avec Ana",
+                                  "Conversa do WhatsApp com Ana", "Chat WhatsApp con Ana", "WhatsApp-chat met Ana",
+                                  "Ana ile WhatsApp Sohbeti"])
+def test_an_export_named_in_the_phones_language_is_named_after_the_other_person(vault, tmp_path, name):
+    report = import_chat(vault, write(tmp_path / f"{name}.txt", ANDROID), RulesTurnExtractor())
+    assert report.me == ["Bo"]
+    assert any("the chat is named after 'Ana', the other person" in line for line in report.left_out_lines())
+    assert all(re.fullmatch(r"2023-12-3[01]-ana-[0-9a-f]{10}", s) for s in logs(vault.root))
+
+
+def test_the_same_chat_exported_from_the_other_persons_phone_keeps_who_the_user_is(vault, tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "hers").mkdir()
+    import_chat(vault, write(tmp_path / "mine" / "WhatsApp Chat with Melanie.txt",
+                             "13/10/2023, 10:31 - Caroline: I love painting.\n13/10/2023, 10:32 - Melanie: Nice!\n"),
+                RulesTurnExtractor())
+    report = import_chat(vault, write(tmp_path / "hers" / "WhatsApp Chat with Caroline.txt",
+                                      "13/10/2023, 10:31 - Caroline: I love painting.\n13/10/2023, 10:32 - Melanie: Nice!\n"
+                                      "14/10/2023, 09:00 - Melanie: I hate painting, it is so messy.\n"),
+                         RulesTurnExtractor())
+    assert report.me == ["Caroline"] and report.elsewhere == 2
+    assert any("'Caroline' (as when this chat was imported before)" in line for line in report.left_out_lines())
+    assert {(e.speaker, e.role) for s in logs(vault.root) for e in read_events(vault, s)} == {
+        ("Caroline", "user"), ("Melanie", "assistant")}
+
+
 def test_a_group_notice_quoting_a_name_with_a_colon_is_a_notice_not_the_first_sender(vault, tmp_path):
     """Android writes a group's notices without a sender: a group named "Trip: Lisbon"
     puts ": " inside the quotes, which names no sender (and must not become the user)."""
@@ -755,6 +781,18 @@ def test_a_whole_telegram_account_export_takes_its_owner_as_the_user(vault, tmp_
         with pytest.raises(MemlinkError, match=r"a Telegram export is a JSON object, one chat's `messages` or the "
                                                r"account's `chats.list`; nothing was imported"):
             import_chat(vault, dump(tmp_path / "odd.json", odd), RulesTurnExtractor(), fmt="telegram")
+
+
+def test_an_account_export_whose_owner_an_earlier_import_of_one_of_its_chats_did_not_take_as_you_is_refused(
+        vault, tmp_path):
+    import_chat(vault, dump(tmp_path / "choir.json", _telegram_chat("Choir", 777)), RulesTurnExtractor())  # (its first sender)
+    before = logs(vault.root)
+    account = {"personal_information": {"user_id": 22, "first_name": "Bo"},
+               "chats": {"list": [_telegram_chat("Choir", 777), _telegram_chat("Ana", 4242)]}}
+    with pytest.raises(MemlinkError, match=r"imported before with 'Ana' as you \(user\), and the export names its "
+                                           r"account's owner, 'Bo'.*delete its chat sessions from sessions/ \('2024-03-0"):
+        import_chat(vault, dump(tmp_path / "result.json", account), RulesTurnExtractor())
+    assert logs(vault.root) == before
 
 
 def test_a_telegram_account_export_imports_the_chats_it_has_left_too(vault, tmp_path):

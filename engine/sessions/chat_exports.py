@@ -144,6 +144,7 @@ class Export:
     # first, and the line whose date settles that ("" when nothing in the file does).
     dates: tuple[bool, str] | None = None
     earlier_key: str | None = None  # (_Chat.earlier_key)
+    owned: bool = False  # the user is the account's owner the export names (a whole-account Telegram export)
 
 
 def sniff(text: str) -> str:
@@ -451,7 +452,7 @@ def _people(fmt: str, chats: list[_Chat], source: str, by_hash: dict[str, str], 
         named = {s.sender_id for s in chat.said if s.sender.casefold() == chat.name.casefold()}
         others = list(dict.fromkeys(s.sender_id for s in chat.said if s.sender_id not in named))
         if me is None and chat.owner is not None:
-            rule = "the account's owner"
+            rule, out.owned = "the account's owner", True
         elif user is None and len(named) == 1 and len(others) == 1:  # ("WhatsApp Chat with Ana": the export of Ana's friend)
             user, rule = others[0], f"the chat is named after {chat.name!r}, the other person"
         elif user is None and chat.said:
@@ -726,7 +727,21 @@ def _wa_name(source: str) -> str:
     path = Path(source).absolute()
     stem = _copy_of(path.stem)
     stem = _copy_of(path.parent.name) if stem == "_chat" and path.parent.name else stem
-    return re.sub(r"^WhatsApp Chat(?: with| -)?\s*", "", stem, flags=re.I).strip() or "WhatsApp chat"
+    for title in _WA_TITLES:
+        if m := title.fullmatch(stem.strip()):
+            return m[1].strip()
+    return re.sub(r"^WhatsApp Chat\s*", "", stem, flags=re.I).strip() or "WhatsApp chat"
+
+
+# An export's file name in the phone's language: "WhatsApp Chat with Ana", "Chat de
+# WhatsApp con Ana", "Ana ile WhatsApp Sohbeti" (the languages of _WA_MARKERS and a few more).
+_WA_TITLES = tuple(re.compile(re.escape(t).replace(r"\{\}", "(.+)").replace(r"\ ", r"\s+"), re.I) for t in (
+    "WhatsApp Chat with {}", "WhatsApp Chat - {}", "WhatsApp Chat mit {}", "WhatsApp-Chat mit {}",
+    "Chat de WhatsApp con {}", "Discussion WhatsApp avec {}", "Conversa do WhatsApp com {}",
+    "Conversa no WhatsApp com {}", "Chat WhatsApp con {}", "WhatsApp-chat met {}", "WhatsApp Gesprek met {}",
+    "{} ile WhatsApp Sohbeti", "Chat WhatsApp dengan {}", "WhatsApp chat med {}", "WhatsApp-chatt med {}",
+    "WhatsApp-samtale med {}", "Czat WhatsApp z {}", "Чат WhatsApp с {}",
+))
 
 
 # Telegram Desktop's "Export chat history" (JSON): one chat, or the whole account's

@@ -273,16 +273,18 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
                 flipped = None
             export = _as_before(vault, export, flipped, path) if flipped is not None else export
         months_first = export.dates[0] if export.dates is not None and not export.dates[1] else None
-        earlier = _earlier_me(vault, export)
-        if me is None and earlier and set(earlier) != set(export.me):  # (a newer export of a chat: "you" as before)
+        earlier, held = _earlier_me(vault, export)
+        if me is None and not export.owned and earlier and set(earlier) != set(export.me):  # (a newer export: "you" as before)
             export = read_export(text, fmt, str(path), known, earlier[0], "as when this chat was imported before",
                                  months_first, key)
-        elif me is not None and earlier and set(earlier) != set(export.me):
-            raise MemlinkError(f"{path}: this chat was imported before with {some(earlier)} as you (user), and --me "
-                               f"names {some(export.me)}; a chat's log is never rewritten, so import it with --me "
-                               f"{earlier[0]!r} (or without --me), or first delete its chat sessions from sessions/ "
-                               f"({some(_sessions_of(vault, export))}: each .jsonl and .memories.json) and import "
-                               "it again (notes committed from them stay); nothing was imported")
+        elif earlier and set(earlier) != set(export.me):
+            named = f"--me names {some(export.me)}" if me is not None else \
+                f"the export names its account's owner, {some(export.me)}"
+            instead = f"import it with --me {earlier[0]!r} (or without --me), or" if me is not None else "so"
+            raise MemlinkError(f"{path}: this chat was imported before with {some(earlier)} as you (user), and {named}; "
+                               f"a chat's log is never rewritten, {instead} first delete its chat sessions from "
+                               f"sessions/ ({some(held)}: each .jsonl and .memories.json) and import it again (notes "
+                               "committed from them stay); nothing was imported")
         del text
         report.me, report.assumed = export.me, export.assumed
         labels: dict[str, str] = {}
@@ -529,15 +531,27 @@ def _sessions_of(vault: Vault, export: Any) -> list[str]:
     return sorted({c.session for c in export.conversations if c.session and vault.path(session_uri(c.session)).is_file()})
 
 
-def _earlier_me(vault: Vault, export: Any) -> list[str]:
+def _earlier_me(vault: Vault, export: Any) -> tuple[list[str], list[str]]:
     """Who was the user (the speakers of user messages) when the chat sessions of a
     WhatsApp or Telegram export were imported before, as the first of them that has a user
-    message says (a chat has one user: its other sessions are not read); empty when none."""
-    for session in _sessions_of(vault, export):
-        found = {e.speaker for e in read_events(vault, session) if e.role == "user" and e.speaker and e.kind is None}
-        if found:
-            return sorted(found)
-    return []
+    message says (a chat has one user: its other sessions are not read); else as the
+    sessions say that hold its messages under another name (the same chat exported from
+    the other person's phone, "WhatsApp Chat with Caroline" after "… with Melanie").
+    With the sessions that hold the chat; empty when none."""
+    def user_of(events: list[SessionEvent]) -> list[str]:
+        return sorted({e.speaker for e in events if e.role == "user" and e.speaker and e.kind is None})
+
+    ours = _sessions_of(vault, export)
+    for session in ours:
+        if found := user_of(read_events(vault, session)):
+            return found, ours
+    for conversation in export.conversations:
+        mine = {(r.key, r.content) for r in conversation.records}
+        for session in conversation.beside:
+            events = read_events(vault, session)
+            if any((e.key, e.content) in mine for e in events) and (found := user_of(events)):
+                return found, [session]
+    return [], ours
 
 
 def _short(text: str, limit: int = 60) -> str:

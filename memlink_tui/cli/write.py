@@ -62,9 +62,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    "(\"Export chat\" .txt) or telegram (Telegram Desktop's result.json): a chat session a day; "
                    "default: told by the file's shape")
     s.add_argument("--me", metavar="NAME", help="WhatsApp or Telegram: the sender whose memory this is (the user; the "
-                   "others answer); default: who was the user when the chat was imported before, else the account's owner "
-                   "(a whole Telegram export), else the other person of a chat between two named after one (\"WhatsApp Chat with "
-                   "Ana\"), else the first sender")
+                   "others answer); default: the account's owner (a whole Telegram export), else who was the user when the "
+                   "chat was imported before, else the other person of a chat between two named after one (\"WhatsApp Chat "
+                   "with Ana\"), else the first sender")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_import_chat)
 
