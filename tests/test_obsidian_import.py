@@ -5,7 +5,6 @@ move, delete, prune, undo, dry run)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import os
@@ -642,16 +641,16 @@ def test_a_search_for_nothing_but_a_one_word_alias_finds_its_page(tmp_path):
 
 def test_a_frontmatter_that_cannot_be_read_is_said_with_its_file(tmp_path):
     v = Vault.init(tmp_path / "vault", name="test")
-    src = write(tmp_path / "notes", {"Leap.md": "---\naliases: [Leap Page]\ndate: 2024-02-30\n---\nBody.\n",
+    src = write(tmp_path / "notes", {"Leap.md": "---\naliases: [Leap Page\ndate: 2024-02-29\n---\nBody.\n",
                                      "List.md": "---\n- a\n- b\n---\nList page.\n", "Plain.md": "---\ntags: [x]\n---\nFine.\n"})
     result = ingest_batch(v, [src], extractor=RULES)
     assert not result.failed and len(result.files) == 3
     assert result.problems == [
-        f"{src / 'Leap.md'}: its frontmatter cannot be read: a value that cannot be read (day is out of range for "
-        "month); imported as text, without a title, aliases, tags or properties from it",
+        f"{src / 'Leap.md'}: its frontmatter cannot be read: line 2, column 5: while parsing a flow sequence; did not "
+        "find expected ',' or ']'; imported as text, without a title, aliases, tags or properties from it",
         f"{src / 'List.md'}: its frontmatter is a list, not properties; imported as text, without a title, aliases, "
         "tags or properties from it"]
-    assert "aliases: [Leap Page]" in v.read_note("sources/notes/Leap.md").fields["content"]  # (kept, as text)
+    assert "aliases: [Leap Page" in v.read_note("sources/notes/Leap.md").fields["content"]  # (kept, as text)
 
 
 def test_a_link_a_person_made_is_neither_rewritten_nor_removed_by_a_sync(tmp_path):
@@ -817,14 +816,14 @@ def test_a_frontmatter_change_is_synced(tmp_path):
     note = v.read_note("sources/notes/Plan.md")
     assert note.fields["title"] == "Spring garden plan"
     assert note.extra["tags"] == ["garden", "beans"] and note.extra["aliases"] == ["Beans"]
-    assert note.extra["properties"] == {"status": "sowing", "sown": dt.date(2026, 4, 2)}
+    assert note.extra["properties"] == {"status": "sowing", "sown": "2026-04-02"}
     assert ingest_batch(v, [src], extractor=RULES).files[0].skipped == "already imported as sources/notes/Plan.md"
     # Another property: taken as it is, nothing extracted again, and said as a change.
     page.write_text(page.read_text(encoding="utf-8").replace("status: sowing", "status: sown"), encoding="utf-8")
     again = ingest_batch(v, [src], extractor=RULES)
     assert again.changed == ["sources/notes/Plan.md"] and not again.files[0].skipped and not again.skipped
     assert again.files[0].report.created == [] and again.files[0].report.changed == []
-    assert v.read_note("sources/notes/Plan.md").extra["properties"] == {"status": "sown", "sown": dt.date(2026, 4, 2)}
+    assert v.read_note("sources/notes/Plan.md").extra["properties"] == {"status": "sown", "sown": "2026-04-02"}
 
 
 def test_tags_in_one_string_are_split_and_a_number_alias_is_a_name(tmp_path):
@@ -835,7 +834,19 @@ def test_tags_in_one_string_are_split_and_a_number_alias_is_a_name(tmp_path):
     note = v.read_note("sources/notes/Plan.md")
     assert note.extra["tags"] == ["alpha", "beta/gamma"] and note.extra["aliases"] == ["42"]
     other = v.read_note("sources/notes/Other.md")
-    assert other.extra["tags"] == ["alpha", "beta"] and "aliases" not in other.extra  # (YAML's yes is no name)
+    assert other.extra["tags"] == ["alpha", "beta"] and other.extra["aliases"] == ["yes"]  # (as Obsidian reads it)
+
+
+def test_properties_are_kept_as_obsidian_shows_them(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = write(tmp_path / "notes", {"Norway.md": "---\naliases: [NO, Norge]\nzip: 01234\ntime: 12:30\nanswer: yes\n"
+                                                  "rating: 4\nscore: 1.5\ndone: true\nat: 2023-01-05T09:30:00\n"
+                                                  "type: daily\nkind: diary\n---\nNorway.\n"})
+    ingest_batch(v, [src], extractor=RULES)
+    note = v.read_note("sources/notes/Norway.md")
+    assert note.extra["aliases"] == ["NO", "Norge"] and note.fields["kind"] == "daily"
+    assert note.extra["properties"] == {"zip": "01234", "time": "12:30", "answer": "yes", "rating": 4, "score": 1.5,
+                                        "done": True, "at": "2023-01-05T09:30:00", "kind": "diary"}
 
 
 def test_show_gives_a_page_s_own_aliases_tags_and_properties(tmp_path):

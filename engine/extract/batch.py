@@ -69,7 +69,7 @@ from ..model.files import ATTACHMENT_SUFFIXES, DOCUMENT_SUFFIXES
 from ..model.notes import PENDING, PENDING_KEY, TOP_KEYS, Note, is_pending, render_note_body, serialize_note, split_frontmatter
 from ..model.text import words
 from ..model.uris import normalize_uri
-from ..model.yamlio import MAX_DEPTH, nesting, plain, safe_load
+from ..model.yamlio import MAX_DEPTH, CoreLoader, nesting, plain, safe_load
 from ..retrieve.names import TEXT_SUFFIXES, NameIndex, Scope, file_names, path_key
 from ..review.actions import log_action
 from ..storage.writes import PersonLinks, person_links
@@ -320,7 +320,7 @@ def read_page(page: Page, max_bytes: int | None = None) -> None:
     if front is not None and body is not None:
         why = ""
         try:
-            loaded = safe_load(front)
+            loaded = safe_load(front, CoreLoader)  # (as Obsidian reads it: "NO" and "01234" are text)
         except yaml.YAMLError as exc:
             loaded, why = None, f"cannot be read: {' '.join(str(exc).split())}"
         if isinstance(loaded, dict):
@@ -342,10 +342,11 @@ def read_page(page: Page, max_bytes: int | None = None) -> None:
         page.title, page.heading = page.heading, ""  # a document's own title (an HTML page's <title>)
     # (a tag holds no space: "#alpha #beta/gamma" is two)
     page.tags = [t.lstrip("#") for t in _strings(meta.get("tags") or meta.get("tag"), r"[,\s]+") if t.lstrip("#")]
-    page.properties = {str(k): v for k, v in meta.items() if k not in _READ_KEYS}
-    kind = meta.get("type") or meta.get("kind")
-    if isinstance(kind, str) and kind.strip():
-        page.kind = kind.strip().lower()
+    said = next((k for k in ("type", "kind") if isinstance(meta.get(k), str) and meta[k].strip()), None)
+    # (the other of the two, when both are there, stays one of its properties)
+    page.properties = {str(k): v for k, v in meta.items() if k not in _READ_KEYS or k in ("type", "kind") and k != said}
+    if said is not None:
+        page.kind = meta[said].strip().lower()
     else:  # an Obsidian vault's meaning: a tag (#person, #people/…), else the nearest folder (People/)
         hints = [t.split("/")[0] for t in page.tags] + list(reversed(page.alias.split("/")[:-1]))
         kinds = [FOLDER_KINDS.get(h.lower()) or (h.lower() if h.lower() in FOLDER_KINDS.values() else None)

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 MAX_DEPTH = 64  # nested mappings and lists
 MAX_REPEATED = 100_000  # values aliases repeat, counted as expanded
@@ -27,14 +27,33 @@ _OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
+class CoreLoader(Loader):  # type: ignore[valid-type,misc]  # (the C loader when libyaml is there)
+    """YAML 1.2's core schema, as Obsidian reads a page's properties: only true/false are
+    booleans; a number is one written as a number, with nothing to reread (no octal
+    ``01234``, no sexagesimal ``12:30``, no exponent); a date stays the text it was
+    written as. "NO", "yes", "01234", "12:30", "1e3", "2023-01-05T09:30:00" are text, as
+    a person sees them in Obsidian."""
+
+
+CoreLoader.yaml_implicit_resolvers = {}
+for _tag, _pattern, _first in (
+        ("bool", r"true|True|TRUE|false|False|FALSE", "tTfF"),
+        ("null", r"~|null|Null|NULL|", ["~", "n", "N", ""]),
+        ("int", r"[-+]?(?:0|[1-9][0-9]*)", "-+0123456789"),
+        ("float", r"[-+]?(?:0|[1-9][0-9]*)?\.[0-9]+|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)", "-+0123456789."),
+        ("merge", r"<<", "<")):
+    CoreLoader.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", re.compile(f"^(?:{_pattern})$"), list(_first))
+
+
 class YAMLRefused(yaml.YAMLError):
     """A document the loader is not let build (see the module doc), or one it failed on."""
 
 
-def safe_load(text: str) -> Any:
+def safe_load(text: str, loader: type = Loader) -> Any:
+    """``text`` read by PyYAML's safe loader (YAML 1.1), or ``CoreLoader``."""
     try:
         _vet(text)
-        return yaml.load(text, Loader=Loader)
+        return yaml.load(text, Loader=loader)
     except YAMLRefused:
         raise
     except yaml.MarkedYAMLError as exc:  # on one line: a finding or an error is one line
