@@ -802,6 +802,24 @@ def test_a_note_moved_in_the_vault_stays_its_files_note_through_a_sync_and_prune
     assert memlink("check", vault=root).returncode == 0
 
 
+def test_a_note_renamed_by_hand_in_the_vault_takes_its_links_along_at_the_next_sync(tmp_path):
+    root = cli_vault(tmp_path)
+    src = write(tmp_path / "obs", {"Home.md": "See [[Kyoto]].\n", "Kyoto.md": "A city.\n", "Trip.md": "Trip.\n"})
+    assert memlink("ingest", str(src), vault=root).returncode == 0
+    r = memlink("link", "sources/obs/Trip.md", "sources/obs/Kyoto.md", "--type", "caused_by", "--description",
+                "why I went", vault=root)
+    assert r.returncode == 0, r.stderr
+    (root / "sources/obs/Kyoto.md").rename(root / "sources/obs/Kyōto.md")  # (renamed in Obsidian)
+    r = memlink("ingest", str(src), vault=root)
+    assert r.returncode == 0, r.stderr
+    assert "  > sources/obs/Kyoto.md -> sources/obs/Kyōto.md: its note was moved in the vault; its links followed it" in r.stdout
+    v = Vault.open(root)
+    assert sorted((l.from_uri, l.link_type.value, l.description) for l in v.links.of("sources/obs/Kyōto.md")) == [
+        ("sources/obs/Home.md", "related_to", "referenced in the text"),
+        ("sources/obs/Trip.md", "caused_by", "why I went")]
+    assert memlink("check", vault=root).returncode == 0
+
+
 def test_a_frontmatter_change_is_synced(tmp_path):
     v = Vault.init(tmp_path / "vault", name="test")
     src = tmp_path / "notes"

@@ -108,6 +108,7 @@ class Page:
     sha: str = ""
     uri: str | None = None
     known: str | None = None  # "already imported as …"
+    moved_from: str = ""  # the path its note had when a person moved it in the vault, its links still there
     wiki: bool = True  # extract memories (not --no-wiki)
     names: list[str] = field(default_factory=list)  # its frontmatter's `aliases` (Obsidian): other names
     tags: list[str] = field(default_factory=list)  # its frontmatter's `tags`, without '#'
@@ -150,6 +151,7 @@ class BatchResult:
     edited: list[dict] = field(default_factory=list)  # {path, source}: edited in the vault since import, left alone
     deleted: list[dict] = field(default_factory=list)  # {source, path}: notes of files no longer in the folder given
     renamed: list[dict] = field(default_factory=list)  # {from, to}: a note's text found again under another path
+    relinked: list[dict] = field(default_factory=list)  # {from, to}: notes a person moved in the vault; their links follow
     pruned: list[str] = field(default_factory=list)  # notes of deleted files removed (``prune``)
     pruned_links: list[dict] = field(default_factory=list)  # {from, to, type}: their links to notes that stay, removed too
     dry_run: bool = False
@@ -168,7 +170,7 @@ class BatchResult:
             "ambiguous": self.ambiguous, "links_added": self.links_added, "page_links": len(self.page_links()),
             "links_removed": self.links_removed, "links_kept_for_you": self.links_kept_for_you, "by_alias": self.by_alias, "attachments": self.attachments,
             "copied": self.copied, "changed": self.changed, "edited": self.edited, "deleted": self.deleted,
-            "renamed": self.renamed, "pruned": self.pruned, "pruned_links": self.pruned_links, "dry_run": self.dry_run,
+            "renamed": self.renamed, "relinked": self.relinked, "pruned": self.pruned, "pruned_links": self.pruned_links, "dry_run": self.dry_run,
             "problems": self.problems, "fallback": self.fallback, "model": self.model, "model_set": self.model_set,
             "seconds": round(self.seconds, 3),
         }
@@ -433,6 +435,8 @@ def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False) -> str
     stem, n = page.target[: -len(".md")], 1
     while True:
         if n == 1 and not vault.exists(page.target) and (known := _imported_as(vault, page) or _moved(vault, page)):
+            if vault.links.of(page.target):  # (moved by hand, not by `memlink mv`: its links follow it in this sync)
+                page.moved_from = page.target
             page.target = known  # this file, imported before with its folder (or alone), or its note moved: not a second note
         if not vault.exists(page.target):
             return "new"
@@ -687,6 +691,7 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
             if page.state == "new" and page.target in waiting:
                 page.state, page.uri = "renamed", waiting[page.target]
                 page.known = f"the file of {page.uri}, renamed: its note stays there until --prune moves it"
+    result.relinked = [{"from": page.moved_from, "to": page.target} for page in ok if page.moved_from]
     _copy_attachments(vault, attachments, result, dry_run)
     doomed = _prunable(vault, result) if prune else []
     if dry_run:
@@ -697,6 +702,7 @@ def ingest_batch(vault: Vault, paths: list[Path], *, wiki: bool = True, extracto
         return result
     # (not in a dry run, which writes nothing; before pass 1, while a first import's vault is still empty)
     result.model, result.model_set = choose_model(vault, [page.body for page in ok if page.state == "new"])
+    _relink_moved(vault, result)
     if prune:
         _move_renamed(vault, ok, result)
     # Pass 1: every file a source note, marked pending, before any reference is resolved.
@@ -824,6 +830,20 @@ def _written_beside(note: Note) -> bool:
     if span is not None and (body[: span[0]] + body[span[1] :]).strip():
         return True
     return any(key not in _INGEST_AND_REVIEW_KEYS for key in note.extra)
+
+
+def _relink_moved(vault: Vault, result: BatchResult) -> None:
+    """The links of each note a person moved in the vault (by hand, or Obsidian's rename)
+    follow it to where it is (``move_note`` of a note moved by hand: one unit of work
+    each, undoable), before the sync links its file: never a second link beside a dangling one."""
+    from ..review.move import move_note
+
+    for pair in list(result.relinked):
+        try:
+            move_note(vault, pair["from"], pair["to"])
+        except MemlinkError as exc:
+            result.relinked.remove(pair)
+            result.problems.append(f"the links of {pair['from']} did not follow its note to {pair['to']} ({exc})")
 
 
 def _move_renamed(vault: Vault, pages: list[Page], result: BatchResult) -> None:

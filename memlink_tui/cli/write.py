@@ -295,6 +295,9 @@ def _print_sync(result: BatchResult, would: str) -> None:
         say(f"  > {printable_path(item['from'])} -> {printable_path(item['to'])}: the same text under a new path"
             + ("; its note moved, links kept" if item.get("moved") else "" if would else
                "; its note stays where it is until --prune moves it"))
+    for item in result.relinked:
+        say(f"  > {printable_path(item['from'])} -> {printable_path(item['to'])}: its note was moved in the vault; "
+            + ("its links would follow it" if would else "its links followed it (`memlink undo` takes them back)"))
     pruned, kept = set(result.pruned), {item["source"] for item in result.edited}
     for item in result.deleted:
         what = (f"{would}removed" if item["source"] in pruned else f"{would}kept (edited)" if item["source"] in kept
