@@ -167,6 +167,7 @@ def test_a_wikilink_naming_the_note_by_the_end_of_its_path_or_in_another_case_is
                                   "Archive/Projects/Garden/Tomatoes.md": "Old 2024 season notes.\n",
                                   "Home.md": "See [[Projects/Garden/Tomatoes#Watering|watering]] and [[tomatoes]], "
                                              "and [[Archive/Projects/Garden/Tomatoes|the old notes]].\n"})
+    shutil.rmtree(tmp_path / "src")  # (the vault's own pages now: no file of theirs decides their text)
     old, new = "sources/src/Projects/Garden/Tomatoes.md", "sources/src/Projects/Garden/Tomato plants.md"
     r = memlink("mv", old, new, vault=root)
     assert r.returncode == 0 and "[[Projects/Garden/Tomatoes#Watering|watering]]" in r.stdout and "[[tomatoes]]" in r.stdout, r.stdout
@@ -189,6 +190,7 @@ def test_a_wikilink_naming_the_note_by_the_end_of_its_path_or_in_another_case_is
 def test_a_relative_wikilink_is_found_from_its_note_s_folder(tmp_path):
     root, _ = ingested(tmp_path, {"Garden/Tomatoes.md": "Tomato notes.\n", "Notes/Log.md": "Log.\n",
                                   "Notes/Home.md": "See [[../Garden/Tomatoes]] and [[./Log]].\n"})
+    shutil.rmtree(tmp_path / "src")
     r = memlink("mv", "--rewrite-wikilinks", "sources/src/Garden/Tomatoes.md", "sources/src/Garden/Tomato plants.md",
                 vault=root)
     assert r.returncode == 0, r.stderr
@@ -198,17 +200,31 @@ def test_a_relative_wikilink_is_found_from_its_note_s_folder(tmp_path):
 
 def test_a_link_that_hung_on_a_rewritten_wikilink_hangs_on_the_name_it_now_shows(tmp_path):
     """The page's text now says "Tomato plants" where it said "Tomatoes": the link's anchor
-    follows, so `check` finds nothing missing. (The rewrite is a change of the vault's copy:
-    a later import of a changed file leaves it, and says so.)"""
+    follows, so `check` finds nothing missing."""
+    root, _ = ingested(tmp_path, {"Tomatoes.md": "Tomato notes.\n", "Log.md": "Water the [[Tomatoes]] daily.\n"})
+    shutil.rmtree(tmp_path / "src")
+    r = memlink("mv", "--rewrite-wikilinks", "sources/src/Tomatoes.md", "sources/src/Tomato plants.md", vault=root)
+    assert r.returncode == 0, r.stderr
+    assert "[[sources/src/Tomato plants|Tomato plants]] daily" in (root / "sources/src/Log.md").read_text()
+    r = memlink("check", vault=root)
+    assert "0 errors, 0 warnings" in r.stdout, r.stdout
+
+
+def test_an_imported_page_whose_file_is_there_keeps_its_text_and_its_sync(tmp_path):
+    """Its file decides its text: a rewrite there would be a copy the next sync takes for a
+    person's edit, and the page would never take its file's changes again."""
     root, _ = ingested(tmp_path, {"Tomatoes.md": "Tomato notes.\n", "Log.md": "Water the [[Tomatoes]] daily.\n"})
     src = tmp_path / "src"
     r = memlink("mv", "--rewrite-wikilinks", "sources/src/Tomatoes.md", "sources/src/Tomato plants.md", vault=root)
     assert r.returncode == 0, r.stderr
-    r = memlink("check", vault=root)
-    assert "0 errors, 0 warnings" in r.stdout, r.stdout
-    (src / "Log.md").write_text("Water every 2 days. Fertilise weekly.\n")
+    assert "1 imported page still names sources/src/Tomatoes.md: the file it was imported from decides its text" in r.stdout
+    assert "sources/src/Log.md:" in r.stdout and f"[[Tomatoes]]  (from {src / 'Log.md'})" in r.stdout, r.stdout
+    assert Vault.open(root).read_note("sources/src/Log.md").text.strip().endswith("Water the [[Tomatoes]] daily.")
+    assert "0 errors, 0 warnings" in memlink("check", vault=root).stdout
+    (src / "Log.md").write_text("Water the [[Tomatoes]] every 2 days.\n")
     r = memlink("ingest", str(src), "--no-wiki", vault=root)
-    assert r.returncode == 0 and "sources/src/Log.md was edited in the vault since its import" in r.stdout, r.stdout
+    assert r.returncode == 0 and "sources/src/Log.md: its file changed since the last import; updated" in r.stdout, r.stdout
+    assert [l.to_uri for l in Vault.open(root).links.of("sources/src/Log.md", "links")] == ["sources/src/Tomato plants.md"]
 
 
 @pytest.mark.parametrize("old, new", [("profile.md", "people/lena.md"), ("entities/tom-vermeulen.md", "people/tom.md")])

@@ -12,6 +12,7 @@ reported (``MoveResult.mentions``), and rewritten only when asked (``rewrite_tex
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import unicodedata
@@ -59,6 +60,7 @@ class MoveResult:
     moved_file: bool  # False: the file was moved by hand already; only the links followed
     mentions: list[Mention] = field(default_factory=list)
     rewritten: list[str] = field(default_factory=list)  # notes whose wikilinks were rewritten (rewrite_text)
+    imported: dict[str, str] = field(default_factory=dict)  # imported pages not rewritten: uri -> the file of their text
     action: str = ""  # the id of the undoable action it was logged as
 
     def message(self) -> str:
@@ -119,7 +121,9 @@ def move_note(vault: Vault, old: str, new: str, *, rewrite_text: bool = False) -
         paths = _Paths(vault, old, new) if sources else None  # (every note's path read once, only when there are links to read)
         result.mentions = mentions(vault, sources, paths) if paths else []
         if paths and rewrite_text and result.mentions:
-            result.rewritten = _rewrite(vault, tx, sorted({m.uri for m in result.mentions}), paths)
+            uris = sorted({m.uri for m in result.mentions})
+            result.imported = {u: f for u in uris if (f := _imported_from(vault, u))}
+            result.rewritten = _rewrite(vault, tx, [u for u in uris if u not in result.imported], paths)
         result.action = log_action(vault, tx, "move", old, new, result.message())
         for a, b in sorted(person_links(vault).removed):  # (a pair the person unlinked stays unlinked where it went)
             if old in (a, b):
@@ -244,6 +248,17 @@ def mentions(vault: Vault, uris: list[str], paths: _Paths) -> list[Mention]:
                 if paths.stale(m.group(2), uri):
                     out.append(Mention(uri, text.count("\n", 0, m.start()) + 1, m.group(0)))
     return out
+
+
+def _imported_from(vault: Vault, uri: str) -> str:
+    """The file an imported page's text comes from, when it is still there ("" if none):
+    the next sync brings its text, so memlink leaves it as its file says."""
+    try:
+        note = vault.read_note(uri)
+    except MemlinkError:
+        return ""
+    origin = note.fields.get("origin") if note.memory_type == "source" else None
+    return origin if isinstance(origin, str) and origin and os.path.isfile(origin) else ""
 
 
 def _rewrite(vault: Vault, tx: Transaction, uris: list[str], paths: _Paths) -> list[str]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine import LinkError, LinkType, Vault
 from engine.model.linktypes import builtin_table
+from engine.model.text import counted
 from engine.model.yamlio import plain
 from engine.storage.render import link_problems
 
@@ -60,7 +61,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("old", metavar="OLD", help="the note's path (or where it was, when the file was moved by hand)")
     s.add_argument("new", metavar="NEW", help="its new path, or a folder to move it into")
     s.add_argument("--rewrite-wikilinks", action="store_true",
-                   help="also rewrite [[wikilinks]] in the linking notes' text that name OLD (default: list them)")
+                   help="also rewrite [[wikilinks]] in the linking notes' text that name OLD (default: list them; an "
+                   "imported page whose file is there keeps its file's text)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_mv)
 
@@ -189,14 +191,23 @@ def cmd_mv(args: argparse.Namespace) -> int:
     vault.close()
     if args.json:
         say_json({"old": result.old, "new": result.new, "links": result.links, "moved_file": result.moved_file,
-                  "mentions": [vars(m) for m in result.mentions], "rewritten": result.rewritten})
+                  "mentions": [vars(m) for m in result.mentions], "rewritten": result.rewritten,
+                  "imported": result.imported})
         return 0
     say(result.message())
-    if result.mentions and not result.rewritten:
+    if result.mentions and not result.rewritten and not result.imported:
         say(f"{len(result.mentions)} [[wikilinks]] in note text still name {printable_path(result.old)} "
             "(rerun with --rewrite-wikilinks to rewrite them, or edit them):")
         for m in result.mentions:
             say(f"  {printable_path(m.uri)}:{m.line}: {m.text}")
+    if result.imported:
+        one = len(result.imported) == 1
+        say(f"{counted(len(result.imported), 'imported page')} still name{'s' * one} {printable_path(result.old)}: "
+            f"the file {'it was' if one else 'each was'} imported from decides its text (change the link there; the "
+            "next `memlink ingest` brings it):")
+        for m in result.mentions:
+            if m.uri in result.imported:
+                say(f"  {printable_path(m.uri)}:{m.line}: {m.text}  (from {printable_path(result.imported[m.uri])})")
     return 0
 
 
