@@ -937,6 +937,31 @@ def test_a_file_imported_with_its_folder_is_not_imported_again_alone(tmp_path):
     assert sorted(e.uri for e in v.catalog.all("source")) == ["sources/notes/other.md", "sources/notes/plan.md"]
 
 
+def test_a_file_of_a_folder_imported_before_given_alone_after_a_change_updates_its_note(tmp_path):
+    v = Vault.init(tmp_path / "vault", name="test")
+    src = write(tmp_path / "notes", {"People/Bob.md": "Neighbour.\n", "plan.txt": "Fire the kiln.\n"})
+    ingest_batch(v, [src], extractor=RULES)
+    (src / "People/Bob.md").write_text("Neighbour. Likes hiking.\n", encoding="utf-8")
+    (src / "plan.txt").write_text("Fire the kiln on Friday.\n", encoding="utf-8")
+    alone = ingest_batch(v, [src / "People/Bob.md", src / "plan.txt"], extractor=RULES)
+    assert sorted(alone.changed) == ["sources/notes/People/Bob.md", "sources/notes/plan.md"], alone.to_json()
+    assert sorted(e.uri for e in v.catalog.all("source")) == ["sources/notes/People/Bob.md", "sources/notes/plan.md"]
+    bob = v.read_note("sources/notes/People/Bob.md")
+    assert bob.fields["content"] == "Neighbour. Likes hiking." and bob.fields["kind"] == "person"
+    assert bob.fields["aliases"] == ["People/Bob.md"]
+
+
+def test_a_file_name_in_a_macs_unicode_form_makes_a_note_path_as_typed(tmp_path):
+    import unicodedata
+
+    root = cli_vault(tmp_path)
+    src = write(tmp_path / "notes", {unicodedata.normalize("NFD", "Résumé") + ".md": "My CV.\n"})
+    assert memlink("ingest", str(src), vault=root).returncode == 0
+    shown = memlink("show", "sources/notes/Résumé.md", vault=root)  # (typed: one "é")
+    assert shown.returncode == 0 and "My CV." in shown.stdout, shown.stderr
+    assert "already imported as sources/notes/Résumé.md" in memlink("ingest", str(src), vault=root).stdout
+
+
 # -- links in properties ----------------------------------------------------------------------
 MEETING = """---
 date: 2026-03-02

@@ -390,7 +390,7 @@ def _place(pages: list[Page], result: BatchResult) -> list[Page]:
             if target.lower() not in taken:
                 break
         try:
-            page.target = normalize_uri(target)
+            page.target = normalize_uri(unicodedata.normalize("NFC", target))  # (a Mac's "e" and accent: typed as one)
         except UriError as exc:
             result.failed.append({"path": str(page.path), "error": f"{page.path}: cannot be kept in the vault ({exc})"})
             continue
@@ -554,9 +554,23 @@ def _name_roots(vault: Vault, paths: list[Path], pages: list[Page], attachments:
             page.top, page.alias = inner[page.root][0], f"{inner[page.root][1]}/{page.alias}"
         elif page.root in names:
             page.top = names[page.root]
+        elif (earlier := _earlier_file_place(vault, page)) is not None:  # (a file of a folder imported before, alone)
+            page.top, page.alias = earlier
     for att in attachments:
         att.target = f"sources/{names[att.root]}/{att.rel}"
     return names
+
+
+def _earlier_file_place(vault: Vault, page: Page) -> tuple[str, str] | None:
+    """Where a file given alone went when it was imported with its folder (the ingest
+    registry, by its path: its text may have changed since): that import's name and the
+    file's path in it, so its note is the same and its folders tell its kind as they did."""
+    rows = vault.store.rows("SELECT uri FROM ingested WHERE path = ?", (str(page.real or page.path),))
+    places = {uri for (uri,) in rows if uri.startswith("sources/") and uri.count("/") > 1 and vault.exists(uri)}
+    if len(places) != 1:
+        return None
+    name, _, inside = places.pop().removeprefix("sources/").partition("/")
+    return name, posixpath.join(posixpath.dirname(inside), page.path.name)
 
 
 def _earlier_place(vault: Vault, folder: Path) -> str | None:
