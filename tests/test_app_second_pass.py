@@ -416,6 +416,25 @@ async def test_below_the_smallest_size_a_pane_says_so_and_comes_back(sample):
         assert not notice.display and app.screen.query_one(NoteTree).region.area
 
 
+async def test_a_pane_too_small_for_a_moment_gives_the_focus_back_to_where_it_was(sample):
+    from textual.widgets import Input
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("c")
+        await settle(app, pilot)
+        box = app.screen.query_one("#message", Input)
+        assert app.focused is box
+        await pilot.resize_terminal(50, 14)
+        await settle(app, pilot)
+        await pilot.resize_terminal(80, 24)
+        await settle(app, pilot)
+        await pilot.press("q", "u", "i", "c", "k")
+        await settle(app, pilot)
+        assert app.focused is box and box.value == "quick" and app.is_running
+
+
 def drawn(app, widget) -> list[str]:
     """The lines the screen shows inside ``widget``'s box, its border left out."""
     box = widget.region.shrink(widget.styles.gutter)

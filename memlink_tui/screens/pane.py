@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from textual import events
 from textual.binding import Binding
 from textual.screen import ActiveBinding, Screen
+from textual.widget import Widget
 from textual.widgets import Static
 
 from widgets import PaneBar, StatusBar
@@ -31,6 +32,7 @@ class Pane(Screen):
         super().__init__()
         self.vault = vault
         self.status = status or Status()  # the latest from the app; the bars start with it
+        self._before_small: Widget | None = None  # what had the focus when the terminal became too small
 
     def on_mount(self) -> None:
         self.mount(Static("", id="too-small"))
@@ -41,7 +43,13 @@ class Pane(Screen):
 
     def _fit(self, width: int, height: int) -> None:
         small = width < MIN_SIZE[0] or height < MIN_SIZE[1]
+        was = self.has_class("-too-small")
+        if small and not was:
+            self._before_small = self.focused  # (hidden, it loses the focus: a key typed after would act on the pane)
         self.set_class(small, "-too-small")
+        back = self._before_small
+        if was and not small and back is not None and back.is_attached:
+            self.call_after_refresh(self.set_focus, back)
         if small:
             for notice in self.query("#too-small").results(Static):
                 notice.update(f"The terminal is too small for memlink ({width}×{height}).\n"
