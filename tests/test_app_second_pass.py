@@ -1144,6 +1144,13 @@ async def test_a_cited_past_turn_opens_its_session_at_that_turn(sample):
         top, bottom = transcript.scroll_offset.y, transcript.scroll_offset.y + transcript.scrollable_content_region.height
         assert target and top <= target[0].virtual_region.y < bottom  # scrolled to that turn
         assert transcript.scroll_offset.y < transcript.max_scroll_y  # not to the session's end
+        assert "read only" in str(transcript.border_title)
+        log = (sample.root / "sessions" / f"{session}.jsonl").read_bytes()
+        await pilot.press(*"And what about fish?", "enter")  # (read, not continued: the conversation it came from)
+        await settle(app, pilot)
+        assert screen.chat.session != session and "read only" not in str(transcript.border_title)
+        assert (sample.root / "sessions" / f"{session}.jsonl").read_bytes() == log
+        assert "And what about fish?" in (sample.root / "sessions" / f"{screen.chat.session}.jsonl").read_text()
 
 
 async def test_ctrl_o_saves_the_chosen_reply_alone_and_ctrl_s_the_rest(sample, monkeypatch):

@@ -306,6 +306,7 @@ class ChatScreen(Pane):
 
     def open_session(self, session: str, at: str = "") -> None:
         """Show ``session``'s conversation, scrolled to the message with id ``at`` (else its end)."""
+        self._reading: str | None = None  # (_open: the conversation a past turn was opened from)
         if self.is_mounted and getattr(self, "about", None):
             self._ask_about(None)  # a note asked about belongs to the conversation it was asked in
         self.chat = ChatSession(self.vault, session, self.provider, getattr(self, "_extractor", None))
@@ -352,6 +353,8 @@ class ChatScreen(Pane):
         if self._replying_workers():  # (two replies at once would interleave in the log: the message stays typed)
             self._status("a reply is being written: it answers first (esc stops it); then enter sends this")
             return
+        if self._reading is not None:  # (a past session opened from a citation: read, not continued)
+            self.open_session(self._reading)
         event.input.value = ""
         self._list_session(self.chat.session)
         transcript = self.query_one("#transcript", VerticalScroll)
@@ -529,8 +532,13 @@ class ChatScreen(Pane):
         """A note in the browser; a turn in its session, scrolled to it."""
         if kind == "note":
             self.go("browser", target)
-        else:
+        else:  # (to read: the next message goes to the conversation it was opened from)
+            back = self._reading or (self.chat.session if self.chat is not None else None)
             self.open_session(target, at=at)
+            if back is not None and back != target:
+                self._reading = back
+                self.query_one("#transcript", VerticalScroll).border_title = (
+                    f"Chat · {safe_markup(target)} · read only: a message goes back to your conversation")
             self.set_focus(self.query_one("#message", Input))
 
     # -- commit -----------------------------------------------------------------------------------
