@@ -350,6 +350,39 @@ async def test_a_note_saved_in_the_editor_refreshes_the_browser(sample, tmp_path
         assert "Renamed Roastery" in str(browser.query_one(NoteView).query_one("#note-meta").render())
 
 
+async def test_an_edit_of_the_title_heading_in_the_editor_renames_the_note_and_one_of_a_generated_line_is_refused(
+        sample, tmp_path, monkeypatch):
+    import sys
+
+    editor = tmp_path / "edit.py"
+    editor.write_text("import os, sys, pathlib\np = pathlib.Path(sys.argv[1])\n"
+                      "p.write_text(p.read_text().replace(os.environ['OLD'], os.environ['NEW'], 1))\n")
+    monkeypatch.setenv("VISUAL", f"{sys.executable} {editor}")
+    uri = "preferences/coffee.md"
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await settle(app, pilot)
+        app.go("browser", uri)
+        await settle(app, pilot)
+        monkeypatch.setenv("OLD", "\n# Coffee\n")
+        monkeypatch.setenv("NEW", "\n# Coffee (morning only)\n")
+        await pilot.press("e")
+        for _ in range(50):  # (the save runs in a worker)
+            await settle(app, pilot)
+            if sample.read_note(uri).fields["topic"] != "Coffee":
+                break
+        note = sample.read_note(uri)
+        assert note.fields["topic"] == "Coffee (morning only)" and note.text.count("One flat white") == 1, note.body
+        before = sample.path(uri).read_bytes()
+        monkeypatch.setenv("OLD", "drinks · neutral")
+        monkeypatch.setenv("NEW", "drinks · loved")
+        await pilot.press("e")
+        for _ in range(20):
+            await settle(app, pilot)
+        assert sample.path(uri).read_bytes() == before
+        assert any("Edit not saved" in (n.title or "") for n in app._notifications)
+
+
 async def test_a_note_moved_elsewhere_while_open_is_said_gone_and_e_does_not_stop_the_app(sample, tmp_path, monkeypatch):
     import sys
 

@@ -211,19 +211,27 @@ def test_a_hand_written_note_may_give_its_day_alone_and_a_missing_time_stamp_say
         parse_note(missing, "preferences/tea.md", vault.types)
 
 
-def test_an_edit_of_the_visible_text_is_read_back_only_from_a_view_shown_as_rendered(vault):
-    from engine.model.notes import parse_note, text_edited_in_view
+def test_an_edit_of_the_visible_title_or_text_is_read_back_only_from_a_view_shown_as_rendered(vault):
+    from engine.model.notes import parse_note, view_edit
 
     def edited(uri: str, old: str, new: str):
         was = vault.read_note(uri)
-        text = vault.path(uri).read_text().replace(f"{old}\n<!-- /memlink:view -->", f"{new}\n<!-- /memlink:view -->")
-        return text_edited_in_view(parse_note(text, uri, vault.types), was, vault.schema("preference"))
+        text = vault.path(uri).read_text().replace(old, new, 1)
+        return view_edit(parse_note(text, uri, vault.types), was, vault.schema("preference"))
 
     plain = vault.write_note("preference", {"topic": "Tea", "sentiment": "like", "content": "I like green tea."})
-    assert edited(plain.uri, "I like green tea.", "I like white tea.") == "I like white tea."
+    assert edited(plain.uri, "I like green tea.\n<!-- /memlink:view -->", "I like white tea.\n<!-- /memlink:view -->") == {
+        "content": "I like white tea."}
+    assert edited(plain.uri, "# Tea\n", "# Green tea\n") == {"topic": "Green tea"}
+    assert edited(plain.uri, "# Tea\n", "# Green tea\n").keys() == {"topic"}
+    both = vault.path(plain.uri).read_text().replace("# Tea\n", "# Green tea\n").replace(
+        "I like green tea.\n<!-- /memlink:view -->", "Sencha.\n<!-- /memlink:view -->")
+    assert view_edit(parse_note(both, plain.uri, vault.types), vault.read_note(plain.uri), vault.schema("preference")) == {
+        "topic": "Green tea", "content": "Sencha."}
+    assert edited(plain.uri, "\nlike\n", "\nlove\n") is None  # (a line made of fields a heading or text is not)
     marked = vault.write_note("preference", {"topic": "Marks", "sentiment": "like",
                                              "content": "First.\n<!-- /memlink:view -->\nLast."})
-    assert edited(marked.uri, "Last.", "Last, edited.") is None  # (its view shows a line escaped: not read back)
+    assert edited(marked.uri, "Last.\n<!-- /memlink:view -->", "Last, edited.\n<!-- /memlink:view -->") is None
     path = vault.path(plain.uri)  # a view edited by hand before: what is typed stays as typed
     path.write_text(path.read_text().replace("I like green tea.\n<!-- /memlink:view -->", "I like green tea!\n<!-- /memlink:view -->"))
-    assert edited(plain.uri, "I like green tea!", "I like white tea.") is None
+    assert edited(plain.uri, "I like green tea!", "I like white tea.") == {}

@@ -257,26 +257,43 @@ def new_body(view: str) -> str:
     return view_block(view) + "\n"
 
 
-def text_edited_in_view(note: Note, was: Note, schema: MemoryTypeSchema) -> str | None:
-    """The text field's new value when a person changed it where the note's view shows it
-    (in an editor, the visible text is what one edits): ``was``, the note before the edit,
-    showed its view as its fields render it, and ``note``'s view differs from that only
-    inside the part the text field fills. None otherwise (a view edited before, or changed
-    elsewhere: then what was typed is kept as typed, ``rebuild_body``; a text holding a
-    line the view shows escaped: it is not read back)."""
+def view_edit(note: Note, was: Note, schema: MemoryTypeSchema) -> dict[str, str] | None:
+    """The fields a person changed where the note's view shows them (in an editor, the
+    visible text is what one edits): its title in the view's ``# `` heading, its text field
+    where its text is shown. ``was``, the note before the edit, showed its view as its
+    fields render it. {} when there is nothing to read back (the view as rendered, or
+    edited before, or its markers gone: then what is typed stays as typed,
+    ``rebuild_body``); None when the view was changed where it shows no field a person
+    writes (a generated line, a date): no field says what was meant."""
     span, before = view_span(note.body), view_span(was.body)
-    text = str(was.fields.get(schema.text_field) or "").strip("\n")
-    if span is None or before is None or not text or view_text(text) != text:
-        return None
     rendered = view_text(render_note_body(schema, was.fields, was.created_at, was.updated_at))
+    if span is None or before is None or before[2].strip("\n") != rendered:
+        return {}
     shown = span[2].strip("\n")
-    if before[2].strip("\n") != rendered or shown == rendered or rendered.count(text) != 1:
+    if shown == rendered:
+        return {}
+    fields, out = dict(was.fields), {}
+    title = str(fields.get(schema.title_field) or "")
+    was_head, _, _ = rendered.partition("\n")
+    head, _, _ = shown.partition("\n")
+    if title and was_head == f"# {title}" and head.startswith("# ") and head != was_head:
+        new_title = head[2:].strip()
+        if not new_title or view_text(new_title) != new_title:
+            return None
+        fields[schema.title_field] = out[schema.title_field] = new_title
+        rendered = view_text(render_note_body(schema, fields, was.created_at, was.updated_at))
+        if shown == rendered:
+            return out
+    text = str(fields.get(schema.text_field) or "").strip("\n")
+    if schema.text_field in out or not text or view_text(text) != text or rendered.count(text) != 1:
+        return None  # (a text the view shows escaped is not read back)
+    front, back = rendered.split(text)
+    if not (shown.startswith(front) and shown.endswith(back) and len(shown) >= len(front) + len(back)):
         return None
-    head, tail = rendered.split(text)
-    if not (shown.startswith(head) and shown.endswith(tail) and len(shown) >= len(head) + len(tail)):
+    new = shown[len(front): len(shown) - len(back)].strip("\n")
+    if not new.strip() or view_text(new) != new:
         return None
-    new = shown[len(head): len(shown) - len(tail)].strip("\n")
-    return new if new.strip() and view_text(new) == new else None
+    return out | {schema.text_field: new}
 
 
 def rebuild_body(old_body: str, old_view: str, new_view: str) -> str:

@@ -241,7 +241,7 @@ class BrowserScreen(Pane):
 
     @work(thread=True, group="import")
     def _save_edit(self, uri: str, original: str, edited: str, draft) -> None:
-        from engine.model.notes import parse_note, text_edited_in_view
+        from engine.model.notes import parse_note, view_edit
 
         try:
             old = self.vault.read_note(uri)
@@ -249,9 +249,13 @@ class BrowserScreen(Pane):
             if note.memory_type != old.memory_type:
                 raise MemlinkError(f"the memory type cannot change ({old.memory_type} → {note.memory_type})")
             schema = self.vault.schema(note.memory_type)
-            field = schema.text_field
-            if note.fields.get(field) == old.fields.get(field) and (text := text_edited_in_view(note, old, schema)):
-                note.fields = {**note.fields, field: text}  # (the visible text changed: the memory with it)
+            edits = view_edit(note, old, schema)
+            if edits is None:
+                raise MemlinkError("the view between the memlink:view markers is made from the note's fields, and this "
+                                   "edit changed a line that shows none you can change there (edit its title heading, "
+                                   "its text, the fields in the frontmatter, or write below the view)")
+            # (the visible title or text changed: the memory with it, unless its field was changed too)
+            note.fields = {**note.fields, **{k: v for k, v in edits.items() if note.fields.get(k) == old.fields.get(k)}}
             with self.vault.writing():
                 if self.vault.path(uri).read_text(encoding="utf-8") != original:
                     raise MemlinkError(f"{uri} changed on disk while you were editing")
