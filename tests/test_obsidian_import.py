@@ -820,6 +820,19 @@ def test_a_note_renamed_by_hand_in_the_vault_takes_its_links_along_at_the_next_s
     assert memlink("check", vault=root).returncode == 0
 
 
+def test_a_link_whose_place_in_the_text_changed_follows_it_and_leaves_nothing_to_undo_twice(tmp_path):
+    root = cli_vault(tmp_path)
+    src = write(tmp_path / "obs", {"Bob.md": "Helps with [[Garden]].\n", "Garden.md": "Intro.\n\n## Plants\nLavender.\n"})
+    assert memlink("ingest", str(src), vault=root).returncode == 0
+    (src / "Bob.md").write_text("Notes: [[Garden#Plants|plant list]].\n", encoding="utf-8")
+    r = memlink("ingest", str(src), vault=root)
+    assert r.returncode == 0 and "no longer states it" not in r.stdout and "1 link added" not in r.stdout, r.stdout
+    [link] = Vault.open(root).links.of("sources/obs/Bob.md", "links")
+    assert (link.to_uri, link.t_line_ranges) == ("sources/obs/Garden.md", "3-4")
+    memlink("undo", vault=root)  # (nothing of the sync's: the pair is not linked twice after it)
+    assert len(Vault.open(root).links.of("sources/obs/Bob.md", "links")) == 1
+
+
 def test_a_frontmatter_change_is_synced(tmp_path):
     v = Vault.init(tmp_path / "vault", name="test")
     src = tmp_path / "notes"

@@ -906,6 +906,7 @@ def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None
     links = list(refs)
     named = {to for frm, to, _t, _spec in refs if frm == page.note}  # (the notes the file names now)
     gone: list = []
+    moved: set[str] = set()
     with vault.transaction() as tx:
         if plan is not None:
             resolved, ctx = plan
@@ -920,10 +921,14 @@ def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None
             unstated = [old for old in vault.links.of(page.note, "links")
                         if (old.to_uri, old.match_text or old.description) in page.stated_before
                         and (old.to_uri, old.t_line_ranges or "") not in now]
-            gone += [old for old in unstated if old.id not in persons.ids]
-            for old in gone:
+            theirs = [old for old in unstated if old.id not in persons.ids]
+            for old in theirs:
                 vault.unlink(old.from_uri, old.to_uri, link_id=old.id)
-                result.links_removed.append({"from": old.from_uri, "to": old.to_uri})
+            # (a note the text still links, elsewhere in it: its link follows the text, nothing removed; an
+            # undo putting the old one back would leave the pair linked twice)
+            moved = {old.to_uri for old in theirs if old.to_uri in named}
+            gone += [old for old in theirs if old.to_uri not in moved]
+            result.links_removed += [{"from": old.from_uri, "to": old.to_uri} for old in gone]
             result.links_kept_for_you += [{"from": old.from_uri, "to": old.to_uri} for old in unstated
                                           if old.id in persons.ids and old.to_uri not in named]
         landed = write_links(vault, links, persons) if links else []
@@ -934,7 +939,7 @@ def _land(vault: Vault, page: Page, plan: tuple[Resolved, ExtractContext] | None
         if gone:  # `memlink undo` puts the links back
             log_action(vault, tx, "sync", page.note, page.note, f"{len(gone)} links {page.alias} no longer states removed")
     for link, new in landed:
-        if not new:
+        if not new or link.from_uri == page.note and link.to_uri in moved:
             report.links_kept += 1
             continue
         entry = link_entry(link)
