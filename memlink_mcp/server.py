@@ -398,6 +398,8 @@ class MemlinkTools:
              t_lines: Annotated[Name | None, about("The target field's lines the link points at, e.g. 2-4",
                                                    "Target lines")] = None,
              update: Annotated[bool, about("Change the link that exists already (only the fields given)")] = False,
+             link_id: Annotated[Name | None, about("With update: the id of the link to change, when the pair has "
+                                                   "several", "Link id")] = None,
              ) -> dict[str, Any]:
         from engine.review.linkwrite import write_link
 
@@ -405,7 +407,8 @@ class MemlinkTools:
         chosen = self.vault.config.link_table().require(link_type) if link_type else None
         logged: list[str] = []
         link = write_link(self.vault, from_uri, to_uri, chosen, update=update, weight=weight, t_field=t_field,
-                          t_line_ranges=t_lines, match_text=match_text, description=description, actions=logged)
+                          t_line_ranges=t_lines, match_text=match_text, description=description, link_id=link_id,
+                          actions=logged)
         return {**link.model_dump(mode="json"), "action": self.issue(logged[0] if logged else None)}
 
     def unlink(self, from_uri: Annotated[Uri, about("The note the links go from", "From note")],

@@ -104,7 +104,7 @@ def test_an_update_by_link_id_changes_that_link_whatever_its_new_type(sample):
     other = sample.link(A, B, "related_to", weight=0.2, description="the second link")
     old = next(l for l in sample.links.of(A, "links") if l.to_uri == B and l.id != other.id)
     # Without the id the new type names neither link: refused, nothing written.
-    with pytest.raises(LinkError, match="give the link type"):
+    with pytest.raises(LinkError, match=r"name the one to update by its link type, or by its id \(`memlink link --id`"):
         write_link(sample, A, B, "caused_by", update=True)
     changed = write_link(sample, A, B, "caused_by", update=True, link_id=old.id)
     assert changed.id == old.id and changed.link_type.value == "caused_by"
@@ -113,6 +113,20 @@ def test_an_update_by_link_id_changes_that_link_whatever_its_new_type(sample):
     with pytest.raises(LinkError, match="no link link_gone"):
         write_link(sample, A, B, update=True, weight=0.1, link_id="link_gone")
     assert sidecars(sample.root) == before
+
+
+def test_the_cli_updates_one_of_two_links_of_a_type_by_its_id(sample):
+    other = sample.link(A, B, the_link(sample).link_type.value, weight=0.2, description="the second link")
+    root = sample.root
+    sample.close()
+    before = sidecars(root)
+    refused = memlink("link", A, B, "--update", "--weight", "0.4", vault=root)
+    assert refused.returncode == 1 and other.id in refused.stderr and "--id" in refused.stderr, refused.stderr
+    assert memlink("link", A, B, "--id", other.id, vault=root).returncode == 2  # (an id names a link to change)
+    assert sidecars(root) == before
+    done = memlink("link", A, B, "--update", "--id", other.id, "--weight", "0.4", vault=root)
+    assert done.returncode == 0 and other.id in done.stdout, done.stderr
+    assert next(l for l in Vault.open(root).links.of(A, "links") if l.id == other.id).weight == 0.4
 
 
 def test_the_cli_refuses_without_update_and_its_update_is_undone(sample):

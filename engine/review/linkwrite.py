@@ -92,7 +92,8 @@ def write_link(vault: Vault, from_uri: str, to_uri: str, link_type: LinkType | s
             chosen = existing
         if len(chosen) != 1:
             raise LinkError(f"{from_uri} has {len(existing)} links to {to_uri} ({'; '.join(describe(l) for l in existing)}); "
-                            "give the link type of the one to update")
+                            "name the one to update by its link type, or by its id (`memlink link --id`; over MCP, "
+                            "link_id); nothing was written")
         old = chosen[0]
         if match_text and match_text not in vault.read_note(from_uri).text:
             raise LinkError(f"cannot link: the anchor {match_text!r} is not in the text of {from_uri}")

@@ -42,6 +42,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--type", dest="link_type", metavar="TYPE", help=type_help + " (needed for a new link)")
     s.add_argument("--update", action="store_true",
                    help="change the link FROM -> TO has: only the options given, the rest kept; `memlink undo` reverts it")
+    s.add_argument("--id", dest="link_id", metavar="LINK_ID",
+                   help="with --update: the link to change, when the pair has several (`memlink links --json` lists ids)")
     s.add_argument("--weight", type=float, help="0 to 1 (a new link: 1.0)")
     s.add_argument("--match-text", help="words of FROM's text the link hangs on (with --update, \"\" removes them)")
     s.add_argument("--description", help="one line on what the link means")
@@ -152,10 +154,12 @@ def cmd_links(args: argparse.Namespace) -> int:
 def cmd_link(args: argparse.Namespace) -> int:
     from engine.review.linkwrite import write_link
 
+    if args.link_id and not args.update:
+        raise UsageError("--id names the link to change: give it with --update")
     vault = open_vault(args)
     link = write_link(vault, args.from_uri, args.to_uri, link_type(vault, args.link_type) if args.link_type else None,
                       update=args.update, weight=args.weight, t_field=args.t_field, t_line_ranges=args.t_lines,
-                      match_text=args.match_text, description=args.description)
+                      match_text=args.match_text, description=args.description, link_id=args.link_id)
     if args.json:
         say_json(_link_dict(link))
     else:
