@@ -187,6 +187,14 @@ def test_a_wikilink_naming_the_note_by_the_end_of_its_path_or_in_another_case_is
             "and [[sources/src/Archive/Tomatoes 2024|the old notes]].") in home, home
 
 
+def test_a_rewrite_to_a_name_no_wikilink_can_hold_is_refused_before_anything_moves(sample):
+    before = files(sample.root)
+    with pytest.raises(MoveError, match=r"a wikilink cannot hold '#' '\['.*nothing was moved"):
+        move_note(sample, OLD, "entities/Havenlink #1 [firm].md", rewrite_text=True)
+    assert files(sample.root) == before
+    assert move_note(sample, OLD, "entities/Havenlink #1 [firm].md").moved_file  # (without rewriting: a name as any)
+
+
 def test_a_relative_wikilink_is_found_from_its_note_s_folder(tmp_path):
     root, _ = ingested(tmp_path, {"Garden/Tomatoes.md": "Tomato notes.\n", "Notes/Log.md": "Log.\n",
                                   "Notes/Home.md": "See [[../Garden/Tomatoes]] and [[./Log]].\n"})

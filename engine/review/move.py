@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ..storage.transaction import Transaction
     from ..storage.vault import Vault
 
+NOT_IN_A_WIKILINK = "#^|[]"  # (what a name written into a [[wikilink]] cannot hold)
 # [[target#anchor|alias]] and ![[…]]: the target is group 2.
 WIKILINK = re.compile(r"(!?\[\[)([^\[\]|#\n]+)([^\[\]\n]*\]\])")
 
@@ -97,6 +98,10 @@ def move_note(vault: Vault, old: str, new: str, *, rewrite_text: bool = False) -
     new = target_uri(vault, old, new)
     if old == new:
         raise MoveError(f"{old} is already at that path; nothing was moved")
+    if rewrite_text and (bad := sorted(set(new[:-3]) & set(NOT_IN_A_WIKILINK))):
+        raise MoveError(f"cannot rewrite [[wikilinks]] to {new}: a wikilink cannot hold {' '.join(map(repr, bad))} "
+                        "(Obsidian reads # as a heading, ^ as a block, | as an alias, ] as the link's end); choose "
+                        "another name, or move without rewriting; nothing was moved")
     with vault.transaction() as tx:
         if tx.ops():
             raise MoveError("a move runs in its own unit of work")
