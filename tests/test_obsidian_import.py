@@ -833,6 +833,15 @@ def test_a_link_whose_place_in_the_text_changed_follows_it_and_leaves_nothing_to
     assert len(Vault.open(root).links.of("sources/obs/Bob.md", "links")) == 1
 
 
+def test_markdown_links_with_spaces_in_angle_brackets_or_parentheses_in_the_path_are_links(tmp_path):
+    root, r = ingested(tmp_path, {"Concepts/sampling (signal processing).md": "S.\n",
+                                  "Index.md": "A [s](Concepts/sampling%20(signal%20processing).md)\n"
+                                              "B [t](<Concepts/sampling (signal processing).md>)\n"})
+    assert r.returncode == 0 and "unresolved" not in r.stdout.replace("0 unresolved", ""), r.stdout
+    [link] = Vault.open(root).links.of("sources/src/Index.md", "links")
+    assert link.to_uri == "sources/src/Concepts/sampling (signal processing).md"
+
+
 def test_a_frontmatter_change_is_synced(tmp_path):
     v = Vault.init(tmp_path / "vault", name="test")
     src = tmp_path / "notes"

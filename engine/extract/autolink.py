@@ -37,7 +37,9 @@ if TYPE_CHECKING:
     from ..model.linktypes import LinkTypeTable
     from ..storage.vault import Vault
 
-_MD_LINK = re.compile(r"!?\[([^\]\n]+)\]\(<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\)")
+# [text](dest "title"): a destination in <…> may hold spaces, a bare one balanced parentheses
+# ("sampling%20(signal%20processing).md"), as CommonMark reads them.
+_MD_LINK = re.compile(r"!?\[([^\]\n]+)\]\((?:<([^<>\n]+)>|((?:[^()\s]|\([^()\s]*\))+))(?:\s+\"[^\"]*\")?\)")
 _WIKI = re.compile(r"!?\[\[([^\]|#\n]+)(?:#([^\]|\n]*))?(?:\|([^\]\n]+))?\]\]")
 _SLUG = re.compile(r"(?<![\w/.:@#~-])((?:[\w-]+/)+[\w-]+)(?:\.md)?(?![\w/])")
 _WEB = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|//|#)", re.I)
@@ -127,17 +129,18 @@ def find_references(vault: Vault, from_uri: str, text: str, base: str | None = N
 
     files: list[tuple[int, int]] = []  # attachment links: masked, not references
     for m in _MD_LINK.finditer(clean):
-        if _WEB.match(m[2]):
+        dest = m[2] or m[3]
+        if _WEB.match(dest):
             continue  # a web link or an anchor, not a note
-        if attachment(m[2]):
+        if attachment(dest):
             files.append((m.start(), m.end()))
             continue
-        found = by_path(m[2])
+        found = by_path(dest)
         if m[0].startswith("!") and found.uri is None:
             continue  # an image that is not one of the import's files (an embedded note or document is a link)
-        anchor = m[2].split("#", 1)[1] if "#" in m[2] else ""
+        anchor = dest.split("#", 1)[1] if "#" in dest else ""
         spans.append((m.start(), m.end(), found, m[1], m[0], urllib.parse.unquote(anchor)))
-        if _names_file(urllib.parse.unquote(m[2].split("#", 1)[0].split("?", 1)[0])):
+        if _names_file(urllib.parse.unquote(dest.split("#", 1)[0].split("?", 1)[0])):
             named_files.add(m.start())
     for m in _WIKI.finditer(clean):
         name = m[1].rstrip("\\").strip()  # (``[[a\|b]]`` in a table escapes its bar)
