@@ -466,7 +466,7 @@ def render_markdown(vault: Vault, uri: str, titles: dict[str, str],
     shown = [l for l in links if l.to_uri in titles]
     # What a reader sees (no view markers, no Links block: its wikilinks are the lists
     # below), with the links at their anchors and hand-written wikilinks as markdown links.
-    body = render_links(note.text, shown, lambda l: _href(note.uri, l.to_uri)).text
+    body = render_links(note.text, shown, lambda l: _href(note.uri, l.to_uri), headings=True).text
     body = _plain_wikilinks(body, note.uri, names or _Names(titles)).strip("\n")
     out: list[str] = []
     if not body.lstrip().startswith("# "):

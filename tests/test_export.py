@@ -281,6 +281,23 @@ def test_markdown_export_carries_the_files_pages_embed_and_shows_them(tmp_path):
     assert not (out / "memlink.yaml").exists() and not list(out.rglob(SIDECAR)) and not list(out.rglob(".DS_Store"))
 
 
+def test_markdown_export_links_a_heading_where_the_page_names_one_and_an_embedded_note_as_a_link(tmp_path):
+    from engine.extract.batch import ingest_batch
+    from engine.extract.rules import RulesExtractor
+
+    src = tmp_path / "notes"
+    src.mkdir()
+    (src / "Gamma.md").write_text("Intro.\n\n## Soil & Water\nText.\n", encoding="utf-8")
+    (src / "Eps.md").write_text("E.\n", encoding="utf-8")
+    (src / "Alpha.md").write_text("See [[Gamma#Soil & Water]] and ![[Eps]].\n", encoding="utf-8")
+    vault = Vault.init(tmp_path / "vault", name="test")
+    ingest_batch(vault, [src], extractor=RulesExtractor())
+    vault.close()
+    assert memlink("export", str(tmp_path / "md"), "--markdown", vault=tmp_path / "vault").returncode == 0
+    page = (tmp_path / "md" / "sources/notes/Alpha.md").read_text(encoding="utf-8")
+    assert "See [Gamma](Gamma.md#soil--water) and [Eps](Eps.md)." in page, page
+
+
 def test_markdown_export_keeps_code_as_written(tmp_path):
     """A wikilink inside a code block or inline code is code, not a link (as in Obsidian):
     the exported page shows the code byte for byte; the link beside it becomes a link."""
@@ -557,4 +574,4 @@ def test_a_markdown_export_links_the_wikilink_not_a_heading_of_the_same_word(tmp
                                   "Pests.md": "# Pests\n\n## Hornworm\nPick by hand.\n"})
     assert memlink("export", str(tmp_path / "md"), "--markdown", vault=root).returncode == 0
     text = (tmp_path / "md" / "sources" / "src" / "Tomatoes.md").read_text()
-    assert "## Pests\n" in text and "see [Pests](Pests.md)." in text, text
+    assert "## Pests\n" in text and "see [Pests](Pests.md#hornworm)." in text, text

@@ -33,7 +33,7 @@ class Rendered:
     missing: list[StoredLink] = field(default_factory=list)  # match_text not found
 
 
-_EXISTING = re.compile(r"(?P<img>!\[[^\]]*\]\([^)\s]*\))|\[\[(?P<wiki>[^\]|]+)(?:\|(?P<wiki_shown>[^\]]+))?\]\]|(?<!!)\[(?P<md>[^\]]+)\]\([^)\s]+\)")
+_EXISTING = re.compile(r"(?P<img>!\[[^\]]*\]\([^)\s]*\))|!?\[\[(?P<wiki>[^\]|]+)(?:\|(?P<wiki_shown>[^\]]+))?\]\]|(?<!!)\[(?P<md>[^\]]+)\]\([^)\s]+\)")
 
 
 def _shown(m: re.Match) -> str | None:
@@ -53,7 +53,17 @@ def _default_href(link: StoredLink) -> str:
     return _HREF_UNSAFE.sub(lambda m: quote(m.group(0)), link.to_uri)
 
 
-def render_links(text: str, links: list[StoredLink], href: Callable[[StoredLink], str] = _default_href) -> Rendered:
+def heading_slug(heading: str) -> str:
+    """A heading as markdown readers name its place (GitHub's rule): lower case, spaces as
+    hyphens, other punctuation left out."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def render_links(text: str, links: list[StoredLink], href: Callable[[StoredLink], str] = _default_href, *,
+                 headings: bool = False) -> Rendered:
+    """The text with its links at their anchors (``match_text``), as markdown links; a
+    wikilink the text writes becomes the link it names (an embedded note, ``![[…]]``, a
+    plain link to it; with ``headings``, ``[[Page#Heading]]`` leads to that heading)."""
     by_text: dict[str, StoredLink] = {}
     for link in sorted(links, key=lambda l: -l.weight):
         if link.direction != "links" or not link.match_text:
@@ -88,7 +98,8 @@ def render_links(text: str, links: list[StoredLink], href: Callable[[StoredLink]
         link = present[shown]
         used[link.id + link.to_uri] = link
         label = shown.replace("[", "\\[").replace("]", "\\]")
-        return f"[{label}]({href(link)})"
+        heading = (m.group("wiki") or "").partition("#")[2] if headings else ""
+        return f"[{label}]({href(link)}{'#' + heading_slug(heading) if heading.strip() else ''})"
 
     result.text = pattern.sub(repl, text)
     result.rendered = list(used.values())
