@@ -866,6 +866,33 @@ def test_cli_imports_a_whatsapp_chat_as_the_sender_me_names(tmp_path):
     assert logs(root) == before
 
 
+def test_dates_no_line_settles_are_read_as_dates_says_and_a_file_or_log_saying_otherwise_refuses_it(vault, tmp_path):
+    chat = write(tmp_path / "WhatsApp Chat with Priya.txt", "02/03/24, 9:05 pm - Priya: Did you see the match?\n"
+                                                               "05/03/24, 8:15 am - Priya: Amma birthday dinner on Sunday\n")
+    report = import_chat(vault, chat, RulesTurnExtractor(), dates="day-first")
+    assert sorted(s[:10] for s in logs(vault.root)) == ["2024-03-02", "2024-03-05"]
+    assert any("dates read day/month, as --dates says" in line for line in report.left_out_lines())
+    before = logs(vault.root)
+    with pytest.raises(MemlinkError, match="imported before with its dates read day first, and --dates says month first"):
+        import_chat(vault, chat, RulesTurnExtractor(), dates="month-first")
+    settled = write(tmp_path / "WhatsApp Chat with Ravi.txt", "13/03/24, 9:05 pm - Ravi: Hi\n")
+    with pytest.raises(MemlinkError, match="--dates says month first, and line 1 writes its date day first"):
+        import_chat(vault, settled, RulesTurnExtractor(), dates="month-first")
+    with pytest.raises(MemlinkError, match="--dates says how a WhatsApp chat writes its dates, and this is a chatgpt file"):
+        import_chat(vault, CHATGPT, RulesTurnExtractor(), dates="day-first")
+    assert logs(vault.root) == before
+
+
+def test_a_discord_export_is_named_as_one_memlink_does_not_read(vault, tmp_path):
+    export = {"guild": {"id": "1", "name": "Friends"}, "channel": {"id": "2", "name": "general"},
+              "messages": [{"id": "3", "type": "Default", "timestamp": "2024-05-03T21:14:00+00:00",
+                            "author": {"id": "4", "name": "ana"}, "content": "hi"}]}
+    chat = write(tmp_path / "general.json", json.dumps(export, indent=2))
+    with pytest.raises(MemlinkError, match=r"a Discord export \(DiscordChatExporter's JSON\), which memlink does not read"):
+        import_chat(vault, chat, RulesTurnExtractor())
+    assert logs(vault.root) == {}
+
+
 def test_a_group_chat_s_memories_are_what_the_user_said_not_the_others_on_a_day_they_were_silent(vault, tmp_path):
     from engine.extract.rules import RulesExtractor
     from engine.sessions.commit import commit_all

@@ -150,7 +150,8 @@ class Export:
 def sniff(text: str) -> str:
     """The format a file's shape says: "chatgpt" or "claude" for a JSON array whose
     conversations carry `mapping` or `chat_messages` (whichever key comes first);
-    "telegram" for one JSON document (not a record a line) with `messages` or `chats`;
+    "telegram" for one JSON document (not a record a line) with `messages` or `chats`
+    ("discord" when it has a `guild` and a `channel`: a Discord export, not read);
     "whatsapp" for text that begins with a WhatsApp message's start (a date and a time);
     else "jsonl" (one record per line)."""
     start = _skip(text, 0)
@@ -161,6 +162,8 @@ def sniff(text: str) -> str:
             record = json.loads(first)
         except ValueError:
             record = None  # (an indented document's first line is not a whole value)
+        if re.search(r'^\s{0,2}"guild"\s*:\s*\{', text, re.M) and re.search(r'^\s{0,2}"channel"\s*:', text, re.M):
+            return "discord"  # (DiscordChatExporter's JSON: its `messages` are not Telegram's)
         if isinstance(record, dict) and "session" not in record and ("messages" in record or "chats" in record):
             return "telegram"
         if record is None and re.search(r'^\s{0,2}"(messages|chats)"\s*:\s*[\[{]', text, re.M):
@@ -190,18 +193,20 @@ def _first_line(text: str, i: int) -> str:
 
 
 def read_export(text: str, fmt: str, source: str, known: Iterable[str] = (), me: str | None = None,
-                me_rule: str = "--me", months_first: bool | None = None, key: str | None = None) -> Export:
+                me_rule: str = "--me", months_first: bool | None = None, key: str | None = None,
+                dates_rule: str = "as when this chat was imported before") -> Export:
     """The export's conversations as import records, every one checked (``source`` names
     the file in errors; ``known`` are the vault's session ids, so a conversation renamed
     since an earlier import keeps its session; ``me``: a messaging chat's sender whose
     messages are the user's; ``me_rule``: how ``me`` was chosen, for the report;
-    ``months_first``: read a WhatsApp chat's dates so, whatever the file says; ``key``: what
+    ``months_first``: read a WhatsApp chat's dates so, whatever the file says (``dates_rule``
+    says why, for the report); ``key``: what
     names a WhatsApp chat's sessions, instead of its name). The
     array is read one conversation at a time: only the text and the records are held,
     never the whole export as objects."""
     by_hash = {s.rsplit("-", 1)[-1]: s for s in known if re.search(rf"-[0-9a-f]{{{HASH_LEN}}}$", s)}
     if fmt in MESSENGERS:
-        chats = _whatsapp(text, source, months_first) if fmt == "whatsapp" else _telegram(text, source)
+        chats = _whatsapp(text, source, months_first, dates_rule) if fmt == "whatsapp" else _telegram(text, source)
         if key is not None:
             chats[0].key = key
         out = _people(fmt, chats, source, by_hash, me, me_rule)
@@ -624,7 +629,7 @@ def _header(line: str) -> re.Match[str] | None:
     return _WA_ANDROID.match(line) or _WA_IOS.match(line)
 
 
-def _whatsapp(text: str, source: str, force: bool | None = None) -> list[_Chat]:
+def _whatsapp(text: str, source: str, force: bool | None = None, why: str = "") -> list[_Chat]:
     """The chat's messages. Whether a date is day or month first is settled by the whole
     file (a first field above 12 is a day, a second one a month); when nothing settles it,
     a 12-hour clock says month first (as the US writes dates), else day first, and the
@@ -652,7 +657,7 @@ def _whatsapp(text: str, source: str, force: bool | None = None) -> list[_Chat]:
         months_first = force
         if ambiguous:
             chat.dates = (force, "")
-            chat.assumed.append(f"dates read {'month/day' if force else 'day/month'}, as when this chat was imported before")
+            chat.assumed.append(f"dates read {'month/day' if force else 'day/month'}, {why}")
     elif ambiguous and not settled:
         order = "month/day (a 12-hour clock, as in the US)" if months_first else "day/month (a 24-hour clock)"
         chat.assumed.append(f"dates read {order}: no day in the file is above 12 to say which comes first")

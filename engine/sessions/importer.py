@@ -206,13 +206,14 @@ def _previous(ids: list[str], at: int, summaries: dict[str, str], how_many: int)
 
 def import_chat(vault: Vault, path: Path, extractor: Any = None,
                 progress: Callable[[int, int], None] | None = None, *, fmt: str | None = None,
-                me: str | None = None) -> ImportReport:
+                me: str | None = None, dates: str | None = None) -> ImportReport:
     """A chat file → session logs (appended, never rewritten) → turns → turn memories.
     ``fmt``: "jsonl" (records {session, id, role, content, ts}, other keys kept as given),
     "chatgpt" or "claude" (their `conversations.json` exports: one session per
     conversation, ``engine.sessions.chat_exports``), "whatsapp" or "telegram" (a chat
-    between people: one session a day, the sender ``me`` as the user); None: told by the
-    file's shape. Message ids are kept as source ids. Everything is checked before
+    between people: one session a day, the sender ``me`` as the user; ``dates``, "day-first"
+    or "month-first": a WhatsApp chat's numeric dates, when nothing in the file says which);
+    None: told by the file's shape. Message ids are kept as source ids. Everything is checked before
     anything is appended."""
     path = Path(path)
     if path.suffix.lower() == ".zip":  # (WhatsApp on an iPhone, ChatGPT and Claude send their exports zipped)
@@ -224,10 +225,17 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
     shape = sniff(text)
     fmt = fmt or shape
     if fmt not in FORMATS:
+        if fmt == "discord":
+            raise MemlinkError(f"{path}: a Discord export (DiscordChatExporter's JSON), which memlink does not read; "
+                               "write its messages as JSON Lines (a record a line: session, id, role, content, ts) to "
+                               "import them; nothing was imported")
         if fmt == "unknown":
             raise MemlinkError(f"{path}: a JSON array, but neither a ChatGPT nor a Claude export (no conversation has "
                                "`mapping` or `chat_messages`); nothing was imported")
         raise MemlinkError(f"unknown chat format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if dates is not None and fmt != "whatsapp":
+        raise MemlinkError(f"{path}: --dates says how a WhatsApp chat writes its dates, and this is a {fmt} file; "
+                           "nothing was imported")
     if me is not None and fmt not in MESSENGERS:
         raise MemlinkError(f"{path}: --me names the user of a WhatsApp or Telegram chat, and this is a {fmt} file; "
                            "nothing was imported")
@@ -266,7 +274,9 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
             keyed = read_export(text, fmt, str(path), known, me, key=export.earlier_key)
             if _logged(vault, keyed) and not _logged(vault, export):
                 export, key = keyed, export.earlier_key
-        if export.dates is not None:
+        if export.dates is not None and dates is not None:
+            export = _as_told(vault, text, path, known, me, key, export, dates == "month-first")
+        elif export.dates is not None:
             try:
                 flipped = read_export(text, fmt, str(path), known, me, months_first=not export.dates[0], key=key)
             except ExportError:  # (--me names no sender of the days the other order can read)
@@ -493,6 +503,30 @@ def _without_edits(vault: Vault, conversation: Any) -> list[ImportRecord]:
     logged = {e.key: e.content for e in read_events(vault, conversation.session)}
     return [r for r in conversation.records
             if r.key not in conversation.edited or logged.get(r.key, r.content) == r.content]
+
+
+def _as_told(vault: Vault, text: str, path: Path, known: list[str], me: str | None, key: str | None, export: Any,
+             months_first: bool) -> Any:
+    """A WhatsApp chat read with its dates in the order ``--dates`` gives: refused when a
+    line of the file settles the other order, or the chat was imported before read the
+    other way (a log is never rewritten)."""
+    told = "month first" if months_first else "day first"
+    other_order, settled = export.dates
+    if settled and other_order != months_first:
+        raise MemlinkError(f"{path}: --dates says {told}, and {settled} writes its date "
+                           f"{'month' if other_order else 'day'} first; nothing was imported")
+    try:
+        other = read_export(text, "whatsapp", str(path), known, me, months_first=not months_first, key=key)
+    except ExportError:
+        other = None
+    mine = read_export(text, "whatsapp", str(path), known, me, months_first=months_first, key=key,
+                       dates_rule="as --dates says")
+    if other is not None and _logged(vault, other) and not _logged(vault, mine):
+        raise MemlinkError(f"{path}: this chat was imported before with its dates read "
+                           f"{'day' if months_first else 'month'} first, and --dates says {told}; a chat's log is never "
+                           "rewritten: delete its chat sessions from sessions/ first and import it again; nothing was "
+                           "imported")
+    return mine
 
 
 def _as_before(vault: Vault, export: Any, flipped: Any, path: Path) -> Any:

@@ -65,6 +65,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    "others answer); default: the account's owner (a whole Telegram export), else who was the user when the "
                    "chat was imported before, else the other person of a chat between two named after one (\"WhatsApp Chat "
                    "with Ana\"), else the first sender")
+    s.add_argument("--dates", choices=("day-first", "month-first"),
+                   help="WhatsApp: how its dates are written (31/12 or 12/31), when no day in the file is above 12 to "
+                   "say; default: a 12-hour clock month first, else day first")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_import_chat)
 
@@ -329,7 +332,7 @@ def cmd_import_chat(args: argparse.Namespace) -> int:
     vault = open_vault(args)
     extractor = turn_extractor(vault)
     report = import_chat(vault, args.file, extractor, progress=None if args.json else progress("extracting turns"),
-                         fmt=args.fmt, me=args.me)
+                         fmt=args.fmt, me=args.me, dates=args.dates)
     for line in vault.warnings:  # e.g. a bad line of a session's log, left out
         notice(line)
     if args.json:
