@@ -16,6 +16,19 @@ def first_note_with_outgoing_links(vault) -> str:
     raise AssertionError("sample vault has no outgoing links")
 
 
+async def test_the_first_key_in_the_note_tree_acts_on_its_first_row(sample):
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        tree = app.screen.query_one(NoteTree)
+        first = tree.root.children[0]
+        assert tree.has_focus and tree.cursor_node is first
+        was = first.is_expanded
+        await pilot.press("space")
+        await settle(app, pilot)
+        assert first.is_expanded != was
+
+
 async def test_open_sample_vault_and_follow_a_link_by_keyboard(sample):
     app = MemlinkApp(sample)
     async with app.run_test(size=(140, 45)) as pilot:

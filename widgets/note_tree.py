@@ -75,6 +75,8 @@ class NoteTree(Tree[str]):
             branch.allow_expand = True
         if cursor and cursor in self._position:
             self.reveal(cursor)
+        elif self.cursor_line < 0:  # (a first enter or space acts on the first row, as the tree shows it)
+            self.cursor_line = 0
 
     def _show_range(self, mtype: str, lo: int, hi: int) -> None:
         """Show leaves [lo, hi) of a branch, with "earlier" / "more" rows around them."""
