@@ -117,6 +117,7 @@ PANE_JOURNEYS = {
     "reports": (["R"],),
     "lint": (["L"],),
     "help": (["question_mark"],),
+    "link_editor": (lambda a: a.go("browser", NOTE), ["k", *"Tom"]),  # (the first match: the target, shown chosen)
 }
 
 

@@ -36,6 +36,10 @@ class LinkEditor(ModalScreen[str | None]):
     LinkEditor > Vertical { width: 90; max-width: 100%; height: auto; max-height: 100%; border: round $accent;
                             background: $surface; padding: 0 1; }
     LinkEditor #link-matches { height: auto; max-height: 30vh; }  /* (the whole form fits 24 rows) */
+    /* the match ↓/↑ chose from the field is the target: shown as chosen, not as a list's blurred row */
+    LinkEditor #link-matches > .option-list--option-highlighted {
+        color: $block-cursor-foreground; background: $block-cursor-background; text-style: $block-cursor-text-style;
+    }
     LinkEditor Horizontal { height: auto; }
     LinkEditor Label { padding: 1 1 0 0; }
     LinkEditor #link-type { width: 24; }
