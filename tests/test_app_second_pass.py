@@ -902,7 +902,8 @@ async def test_a_review_preview_survives_a_resize(sample):
         assert str(app.screen.query_one("#review-status", Static).render()).startswith("y applies this")
         await pilot.press("y")
         await settle(app, pilot)
-        assert "u undoes" in str(app.screen.query_one("#review-status", Static).render())
+        shown = str(app.screen.query_one("#review-status", Static).render())
+        assert shown.startswith("done with the pair reviewed last: ") and "u undoes" in shown
     a, b = pair  # keep A applied to the pair shown: B (or its claim) is superseded by A
     dropped = sample.read_note(b).extra
     assert dropped.get("superseded_by") == a or [c["superseded_by"] for c in dropped["superseded_claims"]] == [a]

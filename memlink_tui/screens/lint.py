@@ -388,7 +388,8 @@ class LintScreen(Pane):
             return
         if pending.pair is not None:
             self.drafts.pop(pending.pair, None)  # the pair is reviewed: its merge text has served
-        self._status(safe_markup(message))
+        # (the card above moves on to the next pair: this line is about the one just reviewed)
+        self._status(f"[b]done[/b] with the pair reviewed last: {safe_markup(message)}")
         self.rerun()
 
     def action_merge(self) -> None:
