@@ -789,10 +789,17 @@ def test_an_account_export_whose_owner_an_earlier_import_of_one_of_its_chats_did
     before = logs(vault.root)
     account = {"personal_information": {"user_id": 22, "first_name": "Bo"},
                "chats": {"list": [_telegram_chat("Choir", 777), _telegram_chat("Ana", 4242)]}}
-    with pytest.raises(MemlinkError, match=r"imported before with 'Ana' as you \(user\), and the export names its "
-                                           r"account's owner, 'Bo'.*delete its chat sessions from sessions/ \('2024-03-0"):
+    with pytest.raises(MemlinkError, match=r"chats of it were imported before with 'Ana' as you \(user\), and the export "
+                                           r"names its account's owner, 'Bo'.*delete its chat sessions from sessions/ "
+                                           r"\('2024-03-01-choir-[0-9a-f]+', '2024-03-02-choir-[0-9a-f]+': each"):
         import_chat(vault, dump(tmp_path / "result.json", account), RulesTurnExtractor())
     assert logs(vault.root) == before
+    bos = {"personal_information": {"user_id": 22}, "chats": {"list": [_telegram_chat("Bo", 4242)]}}
+    import_chat(vault, dump(tmp_path / "bo.json", bos), RulesTurnExtractor())  # (a chat whose user was its owner: not named)
+    with pytest.raises(MemlinkError, match=r"\('2024-03-01-choir-[0-9a-f]+', '2024-03-02-choir-[0-9a-f]+': each"):
+        import_chat(vault, dump(tmp_path / "result.json", account | {"chats": {"list": [_telegram_chat("Bo", 4242),
+                                                                                         _telegram_chat("Choir", 777)]}}),
+                    RulesTurnExtractor())
 
 
 def test_a_telegram_account_export_imports_the_chats_it_has_left_too(vault, tmp_path):
@@ -875,6 +882,11 @@ def test_dates_no_line_settles_are_read_as_dates_says_and_a_file_or_log_saying_o
     before = logs(vault.root)
     with pytest.raises(MemlinkError, match="imported before with its dates read day first, and --dates says month first"):
         import_chat(vault, chat, RulesTurnExtractor(), dates="month-first")
+    same = write(tmp_path / "WhatsApp Chat with Amma.txt", "02/03/24, 9:05 pm - Amma: Hi\n05/05/24, 8:15 am - Amma: Dinner\n")
+    import_chat(vault, same, RulesTurnExtractor(), dates="month-first")  # (05/05 reads alike either way: no say)
+    before = logs(vault.root)
+    with pytest.raises(MemlinkError, match="imported before with its dates read month first, and --dates says day first"):
+        import_chat(vault, same, RulesTurnExtractor(), dates="day-first")
     settled = write(tmp_path / "WhatsApp Chat with Ravi.txt", "13/03/24, 9:05 pm - Ravi: Hi\n")
     with pytest.raises(MemlinkError, match="--dates says month first, and line 1 writes its date day first"):
         import_chat(vault, settled, RulesTurnExtractor(), dates="month-first")

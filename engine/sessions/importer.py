@@ -284,14 +284,19 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
             export = _as_before(vault, export, flipped, path) if flipped is not None else export
         months_first = export.dates[0] if export.dates is not None and not export.dates[1] else None
         earlier, held = _earlier_me(vault, export)
+        if export.owned and me is None:  # (each chat the account's owner's: the sessions that made another the user)
+            users = {s: set(u) for s in _sessions_of(vault, export) if (u := _user_of(read_events(vault, s)))}
+            held = sorted(s for s, u in users.items() if u != set(export.me))
+            earlier = sorted({name for s in held for name in users[s]})
         if me is None and not export.owned and earlier and set(earlier) != set(export.me):  # (a newer export: "you" as before)
             export = read_export(text, fmt, str(path), known, earlier[0], "as when this chat was imported before",
-                                 months_first, key)
+                                 months_first, key, **({"dates_rule": "as --dates says"} if dates else {}))
         elif earlier and set(earlier) != set(export.me):
             named = f"--me names {some(export.me)}" if me is not None else \
                 f"the export names its account's owner, {some(export.me)}"
             instead = f"import it with --me {earlier[0]!r} (or without --me), or" if me is not None else "so"
-            raise MemlinkError(f"{path}: this chat was imported before with {some(earlier)} as you (user), and {named}; "
+            which = "this chat was" if me is not None or not export.owned else "chats of it were"
+            raise MemlinkError(f"{path}: {which} imported before with {some(earlier)} as you (user), and {named}; "
                                f"a chat's log is never rewritten, {instead} first delete its chat sessions from "
                                f"sessions/ ({some(held)}: each .jsonl and .memories.json) and import it again (notes "
                                "committed from them stay); nothing was imported")
@@ -521,7 +526,8 @@ def _as_told(vault: Vault, text: str, path: Path, known: list[str], me: str | No
         other = None
     mine = read_export(text, "whatsapp", str(path), known, me, months_first=months_first, key=key,
                        dates_rule="as --dates says")
-    if other is not None and _logged(vault, other) and not _logged(vault, mine):
+    read = {(c.session, r.key) for c in mine.conversations for r in c.records}
+    if other is not None and any(pair not in read for pair in _logged(vault, other)):  # (a day both readings share: no say)
         raise MemlinkError(f"{path}: this chat was imported before with its dates read "
                            f"{'day' if months_first else 'month'} first, and --dates says {told}; a chat's log is never "
                            "rewritten: delete its chat sessions from sessions/ first and import it again; nothing was "
@@ -572,20 +578,22 @@ def _earlier_me(vault: Vault, export: Any) -> tuple[list[str], list[str]]:
     sessions say that hold its messages under another name (the same chat exported from
     the other person's phone, "WhatsApp Chat with Caroline" after "… with Melanie").
     With the sessions that hold the chat; empty when none."""
-    def user_of(events: list[SessionEvent]) -> list[str]:
-        return sorted({e.speaker for e in events if e.role == "user" and e.speaker and e.kind is None})
-
     ours = _sessions_of(vault, export)
     for session in ours:
-        if found := user_of(read_events(vault, session)):
+        if found := _user_of(read_events(vault, session)):
             return found, ours
     for conversation in export.conversations:
         mine = {(r.key, r.content) for r in conversation.records}
         for session in conversation.beside:
             events = read_events(vault, session)
-            if any((e.key, e.content) in mine for e in events) and (found := user_of(events)):
+            if any((e.key, e.content) in mine for e in events) and (found := _user_of(events)):
                 return found, [session]
     return [], ours
+
+
+def _user_of(events: list[SessionEvent]) -> list[str]:
+    """The speakers of a chat session's user messages."""
+    return sorted({e.speaker for e in events if e.role == "user" and e.speaker and e.kind is None})
 
 
 def _short(text: str, limit: int = 60) -> str:
