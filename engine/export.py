@@ -52,7 +52,7 @@ from .model.links import SIDECAR, StoredLink
 from .model.text import first_few, mask_code, printable_path
 from .model.uris import utf8_name
 from .storage.atomic import TMP_SUFFIX, atomic_writer, fsync_dir, temp_beside
-from .storage.render import render_links
+from .storage.render import heading_slug, render_links
 from .storage.sidecars import SIDECAR_LOG, folder_text, sidecar_rel
 from .storage.store import DB_FILE, STATE_DIR, Store
 from .storage.walk import NON_NOTE_DIRS
@@ -430,7 +430,7 @@ class _Names:
         return None
 
 
-_WIKILINK = re.compile(r"(!?)\[\[([^\]|#^]*)(?:[#^][^\]|]*)?(?:\|([^\]]*))?\]\]")
+_WIKILINK = re.compile(r"(!?)\[\[([^\]|#^]*)(?:#([^\]|]*)|\^[^\]|]*)?(?:\|([^\]]*))?\]\]")
 
 
 def _plain_wikilinks(text: str, here: str, names: _Names) -> str:
@@ -444,12 +444,13 @@ def _plain_wikilinks(text: str, here: str, names: _Names) -> str:
     def repl(m: re.Match) -> str:
         if clean[m.start():m.end()] != m.group(0):
             return m.group(0)
-        target, shown = m.group(2), m.group(3)
+        target, heading, shown = m.group(2), m.group(3), m.group(4)
         uri = names.find(target, here) if target.strip() else None
         if uri and m.group(1) and PurePosixPath(uri).suffix.lower() in IMAGE_SUFFIXES:  # shown where it was embedded
             return f"![{_label(PurePosixPath(uri).name)}]({_href(here, uri)})"  # (its "|200" is a size)
         label = _label(shown or target.strip() or m.group(0))
-        return f"[{label}]({_href(here, uri)})" if uri else label
+        place = f"#{heading_slug(heading)}" if heading and heading.strip() and not heading.startswith("^") else ""
+        return f"[{label}]({_href(here, uri)}{place})" if uri else label
 
     return _WIKILINK.sub(repl, text)
 

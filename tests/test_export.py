@@ -253,9 +253,10 @@ def test_markdown_pages_have_one_title_no_markers_and_only_links_that_resolve(tm
         assert "<!--" not in text and "[[" not in text, uri
         assert len([line for line in text.splitlines() if line.startswith("# ")]) == 1, uri
         for target in _MD_LINK.findall(text):
-            assert (out / uri).parent.joinpath(unquote(target)).resolve().is_file(), (uri, target)
+            assert (out / uri).parent.joinpath(unquote(target.partition("#")[0])).resolve().is_file(), (uri, target)
     page = pages[note.uri]
-    assert "See [Havenlink](havenlink.md), [our cat](mochi.md), [profile](../profile.md), [Hangzhou](hangzhou.md) and Nowhere." in page
+    assert ("See [Havenlink](havenlink.md), [our cat](mochi.md), [profile](../profile.md#work), [Hangzhou](hangzhou.md) "
+            "and Nowhere.") in page
 
 
 def test_markdown_export_carries_the_files_pages_embed_and_shows_them(tmp_path):
@@ -289,13 +290,15 @@ def test_markdown_export_links_a_heading_where_the_page_names_one_and_an_embedde
     src.mkdir()
     (src / "Gamma.md").write_text("Intro.\n\n## Soil & Water\nText.\n", encoding="utf-8")
     (src / "Eps.md").write_text("E.\n", encoding="utf-8")
-    (src / "Alpha.md").write_text("See [[Gamma#Soil & Water]] and ![[Eps]].\n", encoding="utf-8")
+    (src / "Alpha.md").write_text("See [[Gamma#Soil & Water]] and ![[Eps]].\n\nAlso [[Gamma#Soil & Water|the soil]] "
+                                  "and [[Gamma#^block1|a block]].\n", encoding="utf-8")
     vault = Vault.init(tmp_path / "vault", name="test")
     ingest_batch(vault, [src], extractor=RulesExtractor())
     vault.close()
     assert memlink("export", str(tmp_path / "md"), "--markdown", vault=tmp_path / "vault").returncode == 0
     page = (tmp_path / "md" / "sources/notes/Alpha.md").read_text(encoding="utf-8")
     assert "See [Gamma](Gamma.md#soil--water) and [Eps](Eps.md)." in page, page
+    assert "Also [the soil](Gamma.md#soil--water) and [a block](Gamma.md)." in page, page
 
 
 def test_markdown_export_keeps_code_as_written(tmp_path):

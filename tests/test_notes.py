@@ -229,6 +229,9 @@ def test_an_edit_of_the_visible_title_or_text_is_read_back_only_from_a_view_show
     assert view_edit(parse_note(both, plain.uri, vault.types), vault.read_note(plain.uri), vault.schema("preference")) == {
         "topic": "Green tea", "content": "Sencha."}
     assert edited(plain.uri, "\nlike\n", "\nlove\n") is None  # (a line made of fields a heading or text is not)
+    short = vault.write_note("preference", {"topic": "Green tea", "sentiment": "like", "content": "tea"})
+    assert edited(short.uri, "\ntea\n<!-- /memlink:view -->", "\ntea, no sugar\n<!-- /memlink:view -->") == {
+        "content": "tea, no sugar"}  # (a text whose words the title holds too)
     marked = vault.write_note("preference", {"topic": "Marks", "sentiment": "like",
                                              "content": "First.\n<!-- /memlink:view -->\nLast."})
     assert edited(marked.uri, "Last.\n<!-- /memlink:view -->", "Last, edited.\n<!-- /memlink:view -->") is None

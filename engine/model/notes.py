@@ -257,6 +257,9 @@ def new_body(view: str) -> str:
     return view_block(view) + "\n"
 
 
+_SLOT = "memlink-text-field-7c41"  # (view_edit: where a view shows its text field)
+
+
 def view_edit(note: Note, was: Note, schema: MemoryTypeSchema) -> dict[str, str] | None:
     """The fields a person changed where the note's view shows them (in an editor, the
     visible text is what one edits): its title in the view's ``# `` heading, its text field
@@ -285,9 +288,14 @@ def view_edit(note: Note, was: Note, schema: MemoryTypeSchema) -> dict[str, str]
         if shown == rendered:
             return out
     text = str(fields.get(schema.text_field) or "").strip("\n")
-    if schema.text_field in out or not text or view_text(text) != text or rendered.count(text) != 1:
+    if schema.text_field in out or not text or view_text(text) != text:
         return None  # (a text the view shows escaped is not read back)
-    front, back = rendered.split(text)
+    # Where the text sits in the view: rendered with a mark in its place (the text itself
+    # may be words the view's other lines hold too: "tea" under "Green tea").
+    slot = view_text(render_note_body(schema, fields | {schema.text_field: _SLOT}, was.created_at, was.updated_at))
+    if slot.count(_SLOT) != 1:
+        return None
+    front, back = slot.split(_SLOT)
     if not (shown.startswith(front) and shown.endswith(back) and len(shown) >= len(front) + len(back)):
         return None
     new = shown[len(front): len(shown) - len(back)].strip("\n")

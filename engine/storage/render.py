@@ -99,7 +99,8 @@ def render_links(text: str, links: list[StoredLink], href: Callable[[StoredLink]
         used[link.id + link.to_uri] = link
         label = shown.replace("[", "\\[").replace("]", "\\]")
         heading = (m.group("wiki") or "").partition("#")[2] if headings else ""
-        return f"[{label}]({href(link)}{'#' + heading_slug(heading) if heading.strip() else ''})"
+        place = f"#{heading_slug(heading)}" if heading.strip() and not heading.startswith("^") else ""  # (^: a block)
+        return f"[{label}]({href(link)}{place})"
 
     result.text = pattern.sub(repl, text)
     result.rendered = list(used.values())

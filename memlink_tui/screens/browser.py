@@ -252,8 +252,8 @@ class BrowserScreen(Pane):
             edits = view_edit(note, old, schema)
             if edits is None:
                 raise MemlinkError("the view between the memlink:view markers is made from the note's fields, and this "
-                                   "edit changed a line that shows none you can change there (edit its title heading, "
-                                   "its text, the fields in the frontmatter, or write below the view)")
+                                   "edit cannot be read back into them (a line of other fields, or a text the view shows "
+                                   "escaped): change the fields in the frontmatter, or write below the view")
             # (the visible title or text changed: the memory with it, unless its field was changed too)
             note.fields = {**note.fields, **{k: v for k, v in edits.items() if note.fields.get(k) == old.fields.get(k)}}
             with self.vault.writing():

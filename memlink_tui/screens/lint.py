@@ -389,7 +389,8 @@ class LintScreen(Pane):
         if pending.pair is not None:
             self.drafts.pop(pending.pair, None)  # the pair is reviewed: its merge text has served
         # (the card above moves on to the next pair: this line is about the one just reviewed)
-        self._status(f"[b]done[/b] with the pair reviewed last: {safe_markup(message)}")
+        self._status(f"[b]done[/b] with the pair reviewed last: {safe_markup(message)}" if pending.pair is not None
+                     else safe_markup(message))
         self.rerun()
 
     def action_merge(self) -> None:
