@@ -899,9 +899,10 @@ def test_a_discord_export_is_named_as_one_memlink_does_not_read(vault, tmp_path)
     export = {"guild": {"id": "1", "name": "Friends"}, "channel": {"id": "2", "name": "general"},
               "messages": [{"id": "3", "type": "Default", "timestamp": "2024-05-03T21:14:00+00:00",
                             "author": {"id": "4", "name": "ana"}, "content": "hi"}]}
-    chat = write(tmp_path / "general.json", json.dumps(export, indent=2))
-    with pytest.raises(MemlinkError, match=r"a Discord export \(DiscordChatExporter's JSON\), which memlink does not read"):
-        import_chat(vault, chat, RulesTurnExtractor())
+    for text in (json.dumps(export, indent=2), json.dumps(export)):  # (as it writes it, and on one line)
+        chat = write(tmp_path / "general.json", text)
+        with pytest.raises(MemlinkError, match=r"a Discord export \(DiscordChatExporter's JSON\), which memlink does not read"):
+            import_chat(vault, chat, RulesTurnExtractor())
     assert logs(vault.root) == {}
 
 

@@ -235,6 +235,19 @@ def test_an_imported_page_whose_file_is_there_keeps_its_text_and_its_sync(tmp_pa
     assert [l.to_uri for l in Vault.open(root).links.of("sources/src/Log.md", "links")] == ["sources/src/Tomato plants.md"]
 
 
+def test_an_imported_page_a_person_edited_is_theirs_and_is_rewritten(tmp_path):
+    """A sync leaves a page edited in the vault as it is: its file no longer decides its text."""
+    root, _ = ingested(tmp_path, {"Tomatoes.md": "Tomato notes.\n", "Log.md": "Water the [[Tomatoes]] daily.\n"})
+    v = Vault.open(root)
+    note = v.read_note("sources/src/Log.md")
+    v.write_note("source", {**note.fields, "content": "Water the [[Tomatoes]] daily. Mulch in June."},
+                 uri=note.uri, replace=True)
+    v.close()
+    r = memlink("mv", "--rewrite-wikilinks", "sources/src/Tomatoes.md", "sources/src/Tomato plants.md", vault=root)
+    assert r.returncode == 0 and "imported page" not in r.stdout, r.stdout
+    assert "[[sources/src/Tomato plants|Tomato plants]] daily" in Vault.open(root).read_note("sources/src/Log.md").text
+
+
 @pytest.mark.parametrize("old, new", [("profile.md", "people/lena.md"), ("entities/tom-vermeulen.md", "people/tom.md")])
 def test_an_old_format_link_entry_moves_with_its_note_as_a_two_sided_link(sample, old, new):
     """The sample vault's profile holds an old {uris, reason} entry naming Tom: moving either

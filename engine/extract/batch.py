@@ -47,8 +47,6 @@ finished. A failure names the file and the batch goes on."""
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import json
 import os
 import posixpath
 import re
@@ -64,12 +62,13 @@ import yaml
 
 from ..errors import MemlinkError, UriError
 from ..index import choose_model, model_line
-from ..model.blocks import strip_links_block, view_span, view_text
+from ..model.blocks import strip_links_block, view_span
 from ..model.files import ATTACHMENT_SUFFIXES, DOCUMENT_SUFFIXES
-from ..model.notes import PENDING, PENDING_KEY, TOP_KEYS, Note, is_pending, render_note_body, serialize_note, split_frontmatter
+from ..model.imported import IMPORTED_KEY, OBSIDIAN_KEYS, edited_since_import, imported_sha, text_sha
+from ..model.notes import PENDING, PENDING_KEY, TOP_KEYS, Note, is_pending, serialize_note, split_frontmatter
 from ..model.text import words
 from ..model.uris import normalize_uri
-from ..model.yamlio import MAX_DEPTH, CoreLoader, nesting, plain, safe_load
+from ..model.yamlio import MAX_DEPTH, CoreLoader, nesting, safe_load
 from ..retrieve.names import TEXT_SUFFIXES, NameIndex, Scope, file_names, path_key
 from ..review.actions import log_action
 from ..storage.writes import PersonLinks, person_links
@@ -316,7 +315,7 @@ def collect(paths: list[Path], vault_root: Path | None = None
 
 def read_page(page: Page, max_bytes: int | None = None) -> None:
     page.text, page.document = read_input(page.real or page.path, follow=False, max_bytes=max_bytes)
-    page.sha = hashlib.sha256(page.text.encode("utf-8")).hexdigest()
+    page.sha = text_sha(page.text)
     page.body, meta = page.text, {}
     front, body = split_frontmatter(page.text)
     if front is not None and body is not None:
@@ -399,35 +398,6 @@ def _place(pages: list[Page], result: BatchResult) -> list[Page]:
     return placed
 
 
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _imported_sha(content: str, title: object, keys: dict[str, Any]) -> str:
-    """The ``imported`` hash: what the import wrote that a person may edit in the vault (in
-    Obsidian's properties panel too): the text, the title, and the keys its file decides."""
-    said = {"content": content, "title": title, **{k: keys.get(k) for k in OBSIDIAN_KEYS}}
-    return _sha(json.dumps(plain(said), sort_keys=True, ensure_ascii=False))
-
-
-def _edited(vault: Vault, note: Note) -> bool:
-    """Whether a person changed what was imported into a source note in the vault: its
-    text, title, names, tags or properties are no longer those imported (its ``imported``
-    hash; an edit through memlink, the app, MCP or Obsidian's properties), or its view no
-    longer reads as its fields render (an edit in Obsidian)."""
-    imported = note.extra.get(IMPORTED_KEY)
-    content = str(note.fields.get("content") or "")
-    # (A hash of the text alone: a note imported before the keys were counted.)
-    if isinstance(imported, str) and imported not in (_imported_sha(content, note.fields.get("title"), note.extra),
-                                                      _sha(content)):
-        return True
-    span = view_span(note.body)
-    if span is None:
-        return True
-    view = render_note_body(vault.schema("source"), note.fields, note.created_at, note.updated_at)
-    return span[2].strip("\n") != view_text(view)
-
-
 def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False) -> str:
     """What the page's file is to its note: new, changed, unchanged, or changed while its
     note was edited in the vault (then the note is left as it is). A note at its path that
@@ -454,9 +424,9 @@ def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False) -> str
     same = note.fields.get("content") == page.body.strip() and _says_the_same(note, page)
     properties = (note.extra.get("properties") or {}) == page.properties
     if same and properties:  # (the note says what the file says, whoever wrote it: most files of a sync)
-        page.restamp = note.extra.get(IMPORTED_KEY) not in (_agreed(page), _sha(page.body.strip()))
+        page.restamp = note.extra.get(IMPORTED_KEY) not in (_agreed(page), text_sha(page.body.strip()))
         return "unchanged"
-    if _edited(vault, note):
+    if edited_since_import(note, vault.schema("source")):
         return "edited"  # left as it is
     if not same:
         return "changed"
@@ -466,7 +436,7 @@ def _plan(vault: Vault, page: Page, taken: set[str], fresh: bool = False) -> str
 
 def _agreed(page: Page) -> str:
     """The ``imported`` hash of a note that holds what the page's file says."""
-    return _imported_sha(page.body.strip(), page.title, _file_keys(page))
+    return imported_sha(page.body.strip(), page.title, _file_keys(page))
 
 
 def _file_keys(page: Page) -> dict[str, object]:
@@ -817,7 +787,7 @@ def _prunable(vault: Vault, result: BatchResult) -> list[str]:
     doomed = []
     for gone in result.deleted:
         note = vault.read_note(gone["source"])
-        if _edited(vault, note) or _written_beside(note):
+        if edited_since_import(note, vault.schema("source")) or _written_beside(note):
             result.edited.append({"path": gone["path"], "source": gone["source"], "why": "kept (edited)"})
             continue
         doomed.append(gone["source"])
@@ -1062,7 +1032,7 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, r
         # (A file renamed, or its frontmatter changed: its title may be another; the file decides.)
         note = vault.write_note("source", fields, uri=uri, replace=page.state in ("moved", "changed"))
         wanted = {**{k: v for k, v in note.extra.items() if k not in OBSIDIAN_KEYS}, **keep,
-                  IMPORTED_KEY: _imported_sha(content, note.fields.get("title"), keep), PENDING_KEY: PENDING}
+                  IMPORTED_KEY: imported_sha(content, note.fields.get("title"), keep), PENDING_KEY: PENDING}
         if note.extra != wanted:
             note.extra = wanted
             tx.put_text(note.uri, serialize_note(note, schema, vault.read_text(note.uri)), note)
@@ -1075,8 +1045,6 @@ def _new_source(vault: Vault, page: Page, uri: str, origin: str, content: str, r
     return report
 
 
-OBSIDIAN_KEYS = ("folder", "aliases", "tags", "properties")  # a source note's top-level keys its file decides
-IMPORTED_KEY = "imported"  # the SHA-256 of what was imported (``_imported_sha``): a note that differs was edited
 # The top-level keys memlink itself writes on a source note: ingest's, and a review's.
 _INGEST_AND_REVIEW_KEYS = frozenset({IMPORTED_KEY, PENDING_KEY, *OBSIDIAN_KEYS, *DOCUMENT_KEYS, "valid_until",
                                      "superseded_by", "superseded_claims"})

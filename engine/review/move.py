@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import MemlinkError, NoteNotFound, UriError
 from ..model.blocks import links_span, visible_text
+from ..model.imported import edited_since_import
 from ..model.links import Direction, StoredLink
 from ..model.notes import parse_note
 from ..model.uris import normalize_uri, uri_dir
@@ -256,14 +257,17 @@ def mentions(vault: Vault, uris: list[str], paths: _Paths) -> list[Mention]:
 
 
 def _imported_from(vault: Vault, uri: str) -> str:
-    """The file an imported page's text comes from, when it is still there ("" if none):
-    the next sync brings its text, so memlink leaves it as its file says."""
+    """The file an imported page's text comes from, when it is still there and the page
+    holds what it imported ("" if not): the next sync brings its text, so memlink leaves
+    it as its file says. (A page a person edited in the vault is theirs: a sync leaves it.)"""
     try:
         note = vault.read_note(uri)
     except MemlinkError:
         return ""
     origin = note.fields.get("origin") if note.memory_type == "source" else None
-    return origin if isinstance(origin, str) and origin and os.path.isfile(origin) else ""
+    if not (isinstance(origin, str) and origin and os.path.isfile(origin)):
+        return ""
+    return "" if edited_since_import(note, vault.schema("source")) else origin
 
 
 def _rewrite(vault: Vault, tx: Transaction, uris: list[str], paths: _Paths) -> list[str]:

@@ -162,7 +162,8 @@ def sniff(text: str) -> str:
             record = json.loads(first)
         except ValueError:
             record = None  # (an indented document's first line is not a whole value)
-        if re.search(r'^\s{0,2}"guild"\s*:\s*\{', text, re.M) and re.search(r'^\s{0,2}"channel"\s*:', text, re.M):
+        if isinstance(record, dict) and {"guild", "channel"} <= record.keys() or record is None and re.search(
+                r'^\s{0,2}"guild"\s*:\s*\{', text, re.M) and re.search(r'^\s{0,2}"channel"\s*:', text, re.M):
             return "discord"  # (DiscordChatExporter's JSON: its `messages` are not Telegram's)
         if isinstance(record, dict) and "session" not in record and ("messages" in record or "chats" in record):
             return "telegram"
