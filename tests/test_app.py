@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import settle
+from conftest import open_at, settle
 
 from memlink_tui.app import MemlinkApp
 from memlink_tui.screens.browser import BrowserScreen
@@ -374,9 +374,7 @@ async def test_an_edit_of_the_title_heading_in_the_editor_renames_the_note_and_o
     uri = "preferences/coffee.md"
     app = MemlinkApp(sample)
     async with app.run_test(size=(140, 45)) as pilot:
-        await settle(app, pilot)
-        app.go("browser", uri)
-        await settle(app, pilot)
+        await open_at(app, pilot, "browser", uri)
         monkeypatch.setenv("OLD", "\n# Coffee\n")
         monkeypatch.setenv("NEW", "\n# Coffee (morning only)\n")
         await pilot.press("e")

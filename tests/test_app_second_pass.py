@@ -421,9 +421,7 @@ async def test_a_pane_too_small_for_a_moment_gives_the_focus_back_to_where_it_wa
 
     app = MemlinkApp(sample)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(app, pilot)
-        await pilot.press("c")
-        await settle(app, pilot)
+        await open_at(app, pilot, "chat")
         box = app.screen.query_one("#message", Input)
         assert app.focused is box
         await pilot.resize_terminal(50, 14)

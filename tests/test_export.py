@@ -282,21 +282,27 @@ def test_markdown_export_carries_the_files_pages_embed_and_shows_them(tmp_path):
     assert not (out / "memlink.yaml").exists() and not list(out.rglob(SIDECAR)) and not list(out.rglob(".DS_Store"))
 
 
-def test_markdown_export_links_a_heading_where_the_page_names_one_and_an_embedded_note_as_a_link(tmp_path):
+def exported(tmp_path: Path, pages: dict[str, str], page: str) -> str:
+    """A folder of these pages (path -> text) ingested with the rules into a new vault, the
+    vault exported as markdown: the text of ``page`` there."""
     from engine.extract.batch import ingest_batch
     from engine.extract.rules import RulesExtractor
 
     src = tmp_path / "notes"
-    src.mkdir()
-    (src / "Gamma.md").write_text("Intro.\n\n## Soil & Water\nText.\n", encoding="utf-8")
-    (src / "Eps.md").write_text("E.\n", encoding="utf-8")
-    (src / "Alpha.md").write_text("See [[Gamma#Soil & Water]] and ![[Eps]].\n\nAlso [[Gamma#Soil & Water|the soil]] "
-                                  "and [[Gamma#^block1|a block]].\n", encoding="utf-8")
+    for rel, text in pages.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text, encoding="utf-8")
     vault = Vault.init(tmp_path / "vault", name="test")
     ingest_batch(vault, [src], extractor=RulesExtractor())
     vault.close()
     assert memlink("export", str(tmp_path / "md"), "--markdown", vault=tmp_path / "vault").returncode == 0
-    page = (tmp_path / "md" / "sources/notes/Alpha.md").read_text(encoding="utf-8")
+    return (tmp_path / "md" / "sources/notes" / page).read_text(encoding="utf-8")
+
+
+def test_markdown_export_links_a_heading_where_the_page_names_one_and_an_embedded_note_as_a_link(tmp_path):
+    page = exported(tmp_path, {"Gamma.md": "Intro.\n\n## Soil & Water\nText.\n", "Eps.md": "E.\n",
+                               "Alpha.md": "See [[Gamma#Soil & Water]] and ![[Eps]].\n\nAlso [[Gamma#Soil & Water|the soil]] "
+                                           "and [[Gamma#^block1|a block]].\n"}, "Alpha.md")
     assert "See [Gamma](Gamma.md#soil--water) and [Eps](Eps.md)." in page, page
     assert "Also [the soil](Gamma.md#soil--water) and [a block](Gamma.md)." in page, page
 
@@ -304,20 +310,10 @@ def test_markdown_export_links_a_heading_where_the_page_names_one_and_an_embedde
 def test_markdown_export_keeps_code_as_written(tmp_path):
     """A wikilink inside a code block or inline code is code, not a link (as in Obsidian):
     the exported page shows the code byte for byte; the link beside it becomes a link."""
-    from engine.extract.batch import ingest_batch
-    from engine.extract.rules import RulesExtractor
-
-    src = tmp_path / "notes"
-    src.mkdir()
-    (src / "Jane.md").write_text("Jane leads the team.\n", encoding="utf-8")
     code = 'print("[[Jane]]")  # [[not a link]]'
-    (src / "Page.md").write_text(f"Owner: [[Jane]].\n\n```python\n{code}\n```\n\n```dataview\nLIST WHERE x = [[Jane]]\n```\n\n"
-                                 "Inline `[[Jane|code]]` too.\n", encoding="utf-8")
-    vault = Vault.init(tmp_path / "vault", name="test")
-    ingest_batch(vault, [src], extractor=RulesExtractor())
-    vault.close()
-    assert memlink("export", str(tmp_path / "md"), "--markdown", vault=tmp_path / "vault").returncode == 0
-    page = (tmp_path / "md" / "sources/notes/Page.md").read_text(encoding="utf-8")
+    page = exported(tmp_path, {"Jane.md": "Jane leads the team.\n",
+                               "Page.md": f"Owner: [[Jane]].\n\n```python\n{code}\n```\n\n```dataview\nLIST WHERE x = "
+                                          "[[Jane]]\n```\n\nInline `[[Jane|code]]` too.\n"}, "Page.md")
     assert "Owner: [Jane](Jane.md)." in page
     assert f"```python\n{code}\n```" in page
     assert "```dataview\nLIST WHERE x = [[Jane]]\n```" in page
