@@ -130,6 +130,19 @@ def test_contradiction_and_change_of_mind(vault):
     assert ("preferences/jazz.md", "evolved_from") in {(l.to_uri, l.link_type.value) for l in vault.links.of(jazz, "links")}
 
 
+def test_a_change_of_view_said_as_chats_say_it_and_no_preference_about_a_person(vault):
+    vault.write_note("preference", {"topic": "Coffee", "sentiment": "like", "content": "Loves coffee."})
+    session(vault, "s1", [("user", "I hate coffee these days"), ("assistant", "Noted."),
+                          ("user", "I love you too, see you tonight"), ("assistant", "x"),
+                          ("user", "I hate you lol"), ("assistant", "y"),
+                          ("user", "I love matcha now, it is gentler"), ("assistant", "z")])
+    report = commit_session(vault, "s1", RULES)
+    assert sorted(u for u in report.created if u.startswith("preferences/")) == [
+        "preferences/coffee-2026-11-29.md", "preferences/matcha.md"], report.created
+    assert [(l.to_uri, l.link_type.value) for l in vault.links.of("preferences/coffee-2026-11-29.md", "links")
+            if l.to_uri.startswith("preferences/")] == [("preferences/coffee.md", "contradicts")]
+
+
 def test_dated_events_research_requests_and_chinese(vault):
     vault.write_note("entity", {"name": "Noor El Mansouri", "kind": "person", "content": "Studio friend."})
     session(vault, "s2", [

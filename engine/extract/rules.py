@@ -55,6 +55,11 @@ _RESEARCH = re.compile(
     r"|\bresearch\s+(?P<q2>[^.!?\n:]+?)\s+for me(?:\s*:\s*(?P<after>[^.!?\n]+))?"
     r"|\bresearch\s+(?:thing|topic|question|request|task)\s*:\s*(?P<q3>[^.!?\n]+)", re.I)
 _PRONOUNS = {"this", "that", "it", "these", "those", "something"}
+# A preference about a person spoken to or of ("I love you too", "I hate you lol"): none to keep.
+_PERSONAL = {"you", "ya", "u", "him", "her", "them", "us", "me", "yourself"}
+# When the view holds, after its topic: "coffee these days", "coffee now, switching to matcha".
+_LATELY = re.compile(r"\s+(?:these days|nowadays|now|lately|recently|any ?more|at the moment|right now)\b(?=\s*(?:,|$))",
+                     re.I)
 _ZH_RESEARCH = re.compile(r"帮我(?:研究|查一下|调查|了解一下)(?P<q>[^。！？\n]+)")
 _MONTHS = {m: i for i, m in enumerate(
     "january february march april may june july august september october november december".split(), 1)}
@@ -240,6 +245,8 @@ def _topic(obj: str) -> str:
     if (run_on := _RUN_ON.search(obj)) and not _JOINED.search(obj[: run_on.start()]):
         obj = obj[: run_on.start()]
     obj = _TRIM.sub("", obj).strip(" '\"")
+    if lately := _LATELY.search(obj):
+        obj = obj[: lately.start()]
     obj = re.sub(r"^(?:to|the|a|an|my|it when|when)\s+", "", obj, flags=re.I)
     words = obj.split()
     return _whole(words[:6]) if words else ""
@@ -419,7 +426,8 @@ class RulesExtractor:
                 continue
             obj = next((v for k, v in m.groupdict().items() if k.startswith("obj") and v), "")
             topic = _topic(obj)
-            if not _clause(s) or not topic or topic.lower() in _PRONOUNS or not tokenize(topic):
+            if (not _clause(s) or not topic or topic.lower() in _PRONOUNS or not tokenize(topic)
+                    or topic.split()[0].lower().strip(",") in _PERSONAL):
                 break  # a fragment, a heading, or about nothing named
             about = topic  # what it is about; the note's topic may get a date to stay distinct
             for note in ctx.notes.values():  # the same topic held another view: keep both, linked
