@@ -416,6 +416,17 @@ async def test_below_the_smallest_size_a_pane_says_so_and_comes_back(sample):
         assert not notice.display and app.screen.query_one(NoteTree).region.area
 
 
+async def test_at_80x24_a_short_note_shows_whole_under_its_header(sample):
+    from widgets import NoteView
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_at(app, pilot, "browser", "preferences/coffee.md")
+        view = app.screen.query_one(NoteView)
+        assert view.max_scroll_y == 0  # (its last line, "it wrecks her sleep", in sight)
+        assert "topic:" not in str(view.query_one("#note-meta").render())  # (the title heads the header once)
+
+
 async def test_a_pane_too_small_for_a_moment_gives_the_focus_back_to_where_it_was(sample):
     from textual.widgets import Input
 

@@ -17,6 +17,7 @@ class NoteView(VerticalScroll, can_focus=True):
     DEFAULT_CSS = """
     NoteView { height: 2fr; padding: 0 1; }
     NoteView > #note-meta { color: $text-muted; padding: 0 0 1 0; }
+    NoteView MarkdownH1 { margin: 0 0 1 0; }  /* (a note's title, right under its header: at 80×24 its text is in sight) */
     """
 
     def compose(self) -> ComposeResult:
@@ -27,7 +28,7 @@ class NoteView(VerticalScroll, can_focus=True):
         fields = "  ".join(
             f"[b]{safe_markup(k)}[/b]: {safe_markup(', '.join(map(str, v)) if isinstance(v, list) else str(v))}"
             for k, v in note.fields.items()
-            if k not in ("content", "answer") and v not in ("", [], None)
+            if k not in ("content", "answer") and v not in ("", [], None) and v != title  # (the title heads the header)
         )
         warn = f"\n[$warning]{counted(missing, 'link anchor')} not found in the text[/]" if missing else ""
         meta = (
