@@ -226,7 +226,7 @@ def test_an_imported_page_whose_file_is_there_keeps_its_text_and_its_sync(tmp_pa
     r = memlink("mv", "--rewrite-wikilinks", "sources/src/Tomatoes.md", "sources/src/Tomato plants.md", vault=root)
     assert r.returncode == 0, r.stderr
     assert "1 imported page still names sources/src/Tomatoes.md: the file it was imported from decides its text" in r.stdout
-    assert "sources/src/Log.md:" in r.stdout and f"[[Tomatoes]]  (from {src / 'Log.md'})" in r.stdout, r.stdout
+    assert r.stdout.count(f"[[Tomatoes]]  (from {src / 'Log.md'})") == 1, r.stdout  # (listed where its view shows it)
     assert Vault.open(root).read_note("sources/src/Log.md").text.strip().endswith("Water the [[Tomatoes]] daily.")
     assert "0 errors, 0 warnings" in memlink("check", vault=root).stdout
     (src / "Log.md").write_text("Water the [[Tomatoes]] every 2 days.\n")

@@ -22,10 +22,10 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from ..errors import MemlinkError, NoteNotFound, UriError
-from ..model.blocks import links_span, visible_text
+from ..model.blocks import VIEW_OPEN, links_span, visible_text
 from ..model.imported import edited_since_import
 from ..model.links import Direction, StoredLink
-from ..model.notes import parse_note
+from ..model.notes import parse_note, split_body
 from ..model.uris import normalize_uri, uri_dir
 from ..storage.sidecars import LinkOp, PutLink, RemoveLink, owner_of
 from ..storage.walk import check_note_target
@@ -242,15 +242,18 @@ def _outside_links_block(text: str) -> list[tuple[int, int]]:
 
 
 def mentions(vault: Vault, uris: list[str], paths: _Paths) -> list[Mention]:
-    """Wikilinks in the text of ``uris`` that led to the moved note and no longer do."""
+    """Wikilinks in the text of ``uris`` that led to the moved note and no longer do, each
+    where a person reads it: in the note's view, not again in the field it shows."""
     out: list[Mention] = []
     for uri in uris:
         try:
             text = vault.read_text(uri)
         except MemlinkError:
             continue
+        body = split_body(text)
+        shown = len(text) - len(body) if VIEW_OPEN in body else 0  # (a view shows its fields: the body is enough)
         for start, end in _outside_links_block(text):
-            for m in WIKILINK.finditer(text, start, end):
+            for m in WIKILINK.finditer(text, max(start, shown), max(end, shown)):
                 if paths.stale(m.group(2), uri):
                     out.append(Mention(uri, text.count("\n", 0, m.start()) + 1, m.group(0)))
     return out
