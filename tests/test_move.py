@@ -323,6 +323,12 @@ def test_a_note_renamed_by_hand_is_still_recognised_after_other_commands_saw_it_
     assert len(Vault.open(sample.root).links.of(OLD)) == len(links)
 
 
+def test_only_a_gone_note_links_still_name_is_remembered_by_its_content(sample):
+    sample.delete_note(OLD)  # (its links go with it: nothing will look for where it went)
+    assert sample.catalog.last_sha(OLD) is None
+    assert sample.store.rows("SELECT * FROM gone") == []
+
+
 def test_the_cli_moves_lists_mentions_and_undoes(sample):
     root = sample.root
     sample.close()

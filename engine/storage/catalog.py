@@ -253,8 +253,10 @@ class Catalog:
         def work(w: Writer) -> None:
             uris = sorted([*gone, *(e.uri for e in entries)])
             ids = w.ids(uris)  # (numbered in path order, the first time: a report lists notes by number)
-            w.executemany("INSERT OR REPLACE INTO gone SELECT id, sha FROM notes WHERE id = ? AND error IS NULL",
-                          [(ids[u],) for u in gone])
+            # (only a note links still name: a note memlink deleted took its links along, and is sought by none)
+            w.executemany("INSERT OR REPLACE INTO gone SELECT id, sha FROM notes WHERE id = ?1 AND error IS NULL AND ("
+                          "EXISTS (SELECT 1 FROM links WHERE from_id = ?1 AND side = 0) OR "
+                          "EXISTS (SELECT 1 FROM links WHERE to_id = ?1 AND side = 1))", [(ids[u],) for u in gone])
             w.executemany("DELETE FROM notes WHERE id = ?", [(ids[u],) for u in gone])
             w.executemany("DELETE FROM gone WHERE id = ?", [(ids[e.uri],) for e in entries])
             w.executemany(_UPSERT, [_row(e, ids) for e in entries])
