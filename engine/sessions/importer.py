@@ -283,11 +283,12 @@ def import_chat(vault: Vault, path: Path, extractor: Any = None,
                 flipped = None
             export = _as_before(vault, export, flipped, path) if flipped is not None else export
         months_first = export.dates[0] if export.dates is not None and not export.dates[1] else None
-        earlier, held = _earlier_me(vault, export)
         if export.owned and me is None:  # (each chat the account's owner's: the sessions that made another the user)
             users = {s: set(u) for s in _sessions_of(vault, export) if (u := _user_of(read_events(vault, s)))}
             held = sorted(s for s, u in users.items() if u != set(export.me))
             earlier = sorted({name for s in held for name in users[s]})
+        else:
+            earlier, held = _earlier_me(vault, export)
         if me is None and not export.owned and earlier and set(earlier) != set(export.me):  # (a newer export: "you" as before)
             export = read_export(text, fmt, str(path), known, earlier[0], "as when this chat was imported before",
                                  months_first, key, **({"dates_rule": "as --dates says"} if dates else {}))
