@@ -602,7 +602,7 @@ def _copy_attachments(vault: Vault, attachments: list[Attachment], result: Batch
 
 def pending_sources(vault: Vault) -> list[str]:
     """The uris of the source notes whose extraction has not finished."""
-    return [e.uri for e in vault.catalog.all("source") if e.pending]  # (the catalog's: no file is read)
+    return [e.uri for e in vault.catalog.all("source", pending=True)]  # (the catalog's: no file is read)
 
 
 def retry_pending(vault: Vault, extractor: Extractor | None = None) -> BatchResult:

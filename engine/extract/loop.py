@@ -48,8 +48,8 @@ def prefetch(vault: Vault, ctx: ExtractContext) -> None:
     if vault.exists(PROFILE_URI):
         ctx.add(vault.read_note(PROFILE_URI))
     catalog = vault.catalog
-    for entry in catalog.all("entity"):
-        ctx.known_names.setdefault(entry.title.lower(), entry.uri)
+    for uri, title in catalog.titles("entity"):
+        ctx.known_names.setdefault(title.lower(), uri)
     query = ctx.text[:2000]
     hits = search(vault, query, k=PREFETCH_HITS, snippets=False, question=False) if query.strip() else []
     graph = Walk(vault)  # the hits' own links only: never the whole graph

@@ -122,13 +122,10 @@ def turn_extractor(vault: Vault) -> LLMTurnExtractor | RulesTurnExtractor:
 def rules_extractor(vault: Vault) -> RulesTurnExtractor:
     """The rules turn extractor, knowing the vault's entity names and their aliases."""
     known: dict[str, str] = {}
-    for entry in vault.catalog.all("entity"):
+    for entry in vault.catalog.all("entity"):  # (their aliases as the catalog holds them: no note is read)
         known[entry.title.lower()] = entry.title
-        try:
-            for alias in vault.read_note(entry.uri).fields.get("aliases") or []:
-                known.setdefault(str(alias).lower(), entry.title)  # an alias names the same term
-        except MemlinkError:
-            continue
+        for alias in entry.aliases:
+            known.setdefault(str(alias).lower(), entry.title)  # an alias names the same term
     return RulesTurnExtractor(known)
 
 

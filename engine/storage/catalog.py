@@ -235,20 +235,6 @@ class Catalog:
             return
         known = self._known
         assert known is not None
-        files, good, superseded = dict(known.files), dict(known.good), set(known.superseded)
-        folders = None if known.folders is None else known.folders | {e.uri.rpartition("/")[0] for e in entries}
-        for uri in gone:
-            files.pop(uri, None)
-            good.pop(uri, None)
-            superseded.discard(uri)
-        for e in entries:
-            files[e.uri] = (e.mtime_ns, e.size)
-            good.pop(e.uri, None)
-            superseded.discard(e.uri)
-            if not e.error:
-                good[e.uri] = e.memory_type
-            if e.superseded:
-                superseded.add(e.uri)
 
         def work(w: Writer) -> None:
             uris = sorted([*gone, *(e.uri for e in entries)])
@@ -264,11 +250,34 @@ class Catalog:
             w.executemany("INSERT INTO names VALUES (?, ?)", [(n, ids[e.uri]) for e in entries for n in _names(e)])
             w.changed("note", uris)
 
-        # Copied, then swapped in: a reader on another thread never sees a dict change.
         # A write that cannot be made now (a full disk, a lock held too long) changes
         # nothing here either: the next sync reads those files again.
-        if self.store.try_write("the catalog", work):
-            self._known = _Known(files, good, frozenset(superseded), known.generation, folders)
+        if not self.store.try_write("the catalog", work):
+            return
+        if not gone and all(e.uri in known.files and e.superseded == (e.uri in known.superseded)
+                            and known.good.get(e.uri) == (None if e.error else e.memory_type) for e in entries):
+            # Notes rewritten as the kind they were (a link's two notes): their stamps change
+            # in place, as a reader on another thread may see them change; no copy of every
+            # note's row (7 ms of a link write at 100k notes).
+            for e in entries:
+                known.files[e.uri] = (e.mtime_ns, e.size)
+            return
+        # Copied, then swapped in: a reader on another thread never sees a dict change size.
+        files, good, superseded = dict(known.files), dict(known.good), set(known.superseded)
+        folders = None if known.folders is None else known.folders | {e.uri.rpartition("/")[0] for e in entries}
+        for uri in gone:
+            files.pop(uri, None)
+            good.pop(uri, None)
+            superseded.discard(uri)
+        for e in entries:
+            files[e.uri] = (e.mtime_ns, e.size)
+            good.pop(e.uri, None)
+            superseded.discard(e.uri)
+            if not e.error:
+                good[e.uri] = e.memory_type
+            if e.superseded:
+                superseded.add(e.uri)
+        self._known = _Known(files, good, frozenset(superseded), known.generation, folders)
 
     def _derive(self, uri: str, mtime_ns: int, size: int, *, bodies: dict[str, tuple[str, str]] | None = None,
                 data: bytes | None = None) -> CatalogEntry:
@@ -345,15 +354,22 @@ class Catalog:
         rows = self.store.rows_in(f"{_SELECT} WHERE n.id IN {KEY_IDS}", wanted)
         return {r[0]: _entry(r) for r in rows if not r[8]}
 
-    def all(self, memory_type: str | None = None) -> list[CatalogEntry]:
-        """Every note that parses (of one type), by uri."""
+    def all(self, memory_type: str | None = None, *, pending: bool = False) -> list[CatalogEntry]:
+        """Every note that parses (of one type; only those whose extraction has not
+        finished, with ``pending``), by uri."""
         good = self._loaded().good
-        if memory_type is None:
-            rows = self.store.rows(f"{_SELECT} WHERE n.error IS NULL ORDER BY k.key")
-        else:
-            rows = self.store.rows(f"{_SELECT} WHERE n.error IS NULL AND n.memory_type = ? ORDER BY k.key",
-                                   (memory_type,))
+        where = "n.error IS NULL" + (" AND n.memory_type = ?" if memory_type is not None else "") + \
+            (" AND n.pending = 1" if pending else "")
+        rows = self.store.rows(f"{_SELECT} WHERE {where} ORDER BY k.key", () if memory_type is None else (memory_type,))
         return [_entry(r) for r in rows if r[0] in good]
+
+    def titles(self, memory_type: str) -> list[tuple[str, str]]:
+        """(uri, title) of every note of one type that parses, by uri: what a name lookup
+        over 30k entities needs, without making their entries."""
+        good = self._loaded().good
+        return [(uri, title) for uri, title in self.store.rows(
+            "SELECT k.key, n.title FROM notes n JOIN keys k ON k.id = n.id WHERE n.error IS NULL AND n.memory_type = ? "
+            "ORDER BY k.key", (memory_type,)) if uri in good]
 
     def skipped(self) -> dict[str, str]:
         """Files with a note's or sidecar's name that the last walk did not read (not a
