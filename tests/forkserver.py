@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -47,6 +48,7 @@ class Server:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)  # (the socket's own folder)
 
     def run(self, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
         return run(argv, server=self.path, **kwargs)
