@@ -1029,6 +1029,31 @@ async def test_a_reply_shows_its_citations_and_ctrl_r_enter_opens_the_cited_note
             assert app.screen.current == first.source
 
 
+async def test_a_reopened_conversation_keeps_each_reply_s_citations(sample):
+    from memlink_tui.screens.chat import Reply
+
+    async with chatting(sample) as (stub, app, pilot, screen):
+        stub.script.append(("json", "It is €95 a month [1]."))
+        await pilot.press(*STUDIO, "enter")
+        await settle(app, pilot)
+        session, given = screen.chat.session, screen.query("#transcript Reply").last(Reply).items
+        screen.open_session("2026-09-03-morning-planning")
+        await settle(app, pilot)
+        screen.open_session(session)  # as the session list opens it, another day
+        await settle(app, pilot)
+        reply = screen.query("#transcript Reply").last(Reply)
+        assert [(i.kind, i.source, i.where, i.title) for i in reply.items] == [(i.kind, i.source, i.where, i.title)
+                                                                             for i in given]
+        assert [s for s in reply.visual.spans if "@click=cite(1)" in str(s.style)]  # [1] is a link again
+        reply.focus()
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert screen.query_one("#recall-list").option_count == len(given)
+        reply.action_cite(1)  # what a click on [1] runs
+        await settle(app, pilot)
+        assert app.current_mode == ("browser" if given[0].kind == "note" else "chat")
+
+
 async def test_a_save_says_what_it_saved_and_asking_about_a_note_without_a_model_says_so(sample, monkeypatch):
     from conftest import set_llm
     from textual.widgets import Static

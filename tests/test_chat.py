@@ -256,3 +256,24 @@ def test_a_reply_stopped_before_it_ended_or_with_no_words_is_not_logged(vault):
         with pytest.raises(LLMError, match="the model sent an empty reply"):
             list(chat.reply(chat.prepare("second?")))
     assert [e.role for e in read_events(vault, "s") if e.role in ("user", "assistant")] == ["user", "user"]
+
+
+def test_a_recall_snapshot_in_another_shape_gives_no_citations():
+    from engine.sessions.chat import given_items
+    from engine.sessions.events import SessionEvent
+    from engine.sessions.log import project_turns
+
+    item = {"kind": "note", "source": "entities/klei-vuur.md", "where": "1-2", "title": "[b]Klei[/b]", "text": "x",
+            "route": "keyword", "score": 1.0}
+
+    def turns_with(items: object) -> list[list]:
+        events = [SessionEvent(session="s", id="q", role="user", content="Hi", ts=None),
+                  SessionEvent(session="s", id="r", role="recall", content="[1] …", ts=None, kind="recall", items=items),
+                  SessionEvent(session="s", id="a", role="assistant", content="See [1] and [2].", ts=None)]
+        turns = project_turns("s", events, final=True)
+        return [[(i.source, i.title) for i in given] for given in given_items(turns, events)]
+
+    assert turns_with([item, item]) == [[("entities/klei-vuur.md", "[b]Klei[/b]")] * 2]  # (markup is the app's to escape)
+    assert turns_with([item, {**item, "kind": "shell"}]) == [[]]  # one unreadable: [2] would open the wrong item
+    assert turns_with([item, {**item, "score": "high"}]) == [[]]
+    assert turns_with("not a list") == [[]]

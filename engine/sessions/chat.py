@@ -19,7 +19,7 @@ from .context import assemble, visible_sources
 from .events import MEMORY_ANSWER, SessionEvent
 from .importer import ImportReport, extract_pending
 from .log import Turn, append_events, project_turns, read_events
-from .memory import MemoryContext, answer_from_memory, memory_context
+from .memory import MemoryContext, MemoryItem, answer_from_memory, memory_context
 
 if TYPE_CHECKING:
     from ..storage.vault import Vault
@@ -71,6 +71,24 @@ def session_locks(vault: Vault) -> KeyedLocks:
     return vault.shared(KeyedLocks, KeyedLocks)
 
 
+SNAPSHOT_TEXT = 200  # characters of an item's text a recall snapshot keeps (what the recall list shows)
+
+
+def given_items(turns: list[Turn], events: list[SessionEvent]) -> list[list[MemoryItem]]:
+    """For each turn, the memory items its reply was given, numbered as it cites them: what
+    the turn's last recall snapshot holds; none without one, from one written before
+    snapshots held their items, or when any item is in another shape (the numbers would
+    no longer match the citations)."""
+    snapshots = {e.key: e for e in events if e.kind == "recall"}
+    out = []
+    for turn in turns:
+        taken = [snapshots[k] for k in turn.skipped if k in snapshots]
+        listed = (taken[-1].model_extra or {}).get("items") if taken else None
+        items = [MemoryItem.from_json(i) for i in listed] if isinstance(listed, list) else []
+        out.append([] if None in items else [i for i in items if i is not None])
+    return out
+
+
 class ChatSession:
     def __init__(self, vault: Vault, session: str, provider: Any = None, turn_extractor: Any = None):
         self.vault = vault
@@ -79,9 +97,9 @@ class ChatSession:
         self.turn_extractor = turn_extractor
         self.last_context = MemoryContext("", [])  # what the last question was given of memory
 
-    def _event(self, role: str, content: str, kind: str | None = None) -> SessionEvent:
+    def _event(self, role: str, content: str, kind: str | None = None, **extra: Any) -> SessionEvent:
         event = SessionEvent(session=self.session, id=f"{self.session}-{uuid.uuid4().hex[:10]}", role=role,
-                             content=content, ts=now())
+                             content=content, ts=now(), **extra)
         if kind is not None:
             event.kind = kind  # set only when given: a plain message's line has no kind key
         return event
@@ -106,8 +124,11 @@ class ChatSession:
         except Exception:  # memory is a help, never a blocker
             self.last_context = MemoryContext(query, [])
         if self.last_context.items:  # what was given, kept in the log (never read back as a user fact)
-            snapshot = "; ".join(f"[{n}] {i.cite} ({i.route})" for n, i in enumerate(self.last_context.items, 1))
-            append_events(self.vault, self.session, [self._event("recall", snapshot, kind="recall")])
+            items = self.last_context.items
+            # (with each item as the reply's citations open it: a reopened session's [n] are links too)
+            append_events(self.vault, self.session, [self._event(
+                "recall", "; ".join(f"[{n}] {i.cite} ({i.route})" for n, i in enumerate(items, 1)), kind="recall",
+                items=[dict(i.to_json(), text=i.text[:SNAPSHOT_TEXT]) for i in items])])
         about_text = (title, self.vault.render_note(note.uri).text) if note else None
         return assemble(SYSTEM, turns, text, self.last_context, about=about_text)
 

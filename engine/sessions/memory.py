@@ -14,6 +14,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
 
+from pydantic import BaseModel, StrictFloat, StrictInt, StrictStr, ValidationError
+
 from ..errors import MemlinkError
 from ..llm.fence import one_line
 from ..model.blocks import LINKS_CLOSE, LINKS_PREFIX, VIEW_CLOSE, VIEW_OPEN
@@ -50,6 +52,28 @@ class MemoryItem:
 
     def to_json(self) -> dict:
         return dict(asdict(self), cite=self.cite, score=round(self.score, 4))
+
+    @classmethod
+    def from_json(cls, value: object) -> MemoryItem | None:
+        """An item as ``to_json`` wrote it (a session log's recall snapshot); None for
+        anything else: a log is data, read from wherever it came."""
+        try:
+            given = _Given.model_validate(value)
+        except ValidationError:
+            return None
+        return cls(given.kind, given.source, given.where, given.title, given.text, given.route, float(given.score),
+                   given.when)
+
+
+class _Given(BaseModel):
+    kind: Literal["note", "turn"]
+    source: StrictStr
+    where: StrictStr
+    title: StrictStr
+    text: StrictStr
+    route: StrictStr
+    score: StrictFloat | StrictInt
+    when: StrictStr = ""
 
 
 @dataclass

@@ -24,7 +24,7 @@ from textual.widgets.option_list import Option
 from engine import MemlinkError, Vault
 from engine.llm import LLMError
 from engine.model.text import counted, printable
-from engine.sessions.chat import ChatSession, new_session_id, session_locks
+from engine.sessions.chat import SNAPSHOT_TEXT, ChatSession, given_items, new_session_id, session_locks
 from engine.sessions.log import message_text, project_turns, read_events, session_uri
 from widgets.hyphen_wrap import HyphenWrapped
 from widgets.keys import keys_taken
@@ -318,10 +318,11 @@ class ChatScreen(Pane):
         transcript = self.query_one("#transcript", VerticalScroll)
         transcript.remove_children()
         target = None
-        turns = project_turns(session, read_events(self.vault, session), final=True)  # an unanswered message shows too
+        events = read_events(self.vault, session)
+        turns = project_turns(session, events, final=True)  # an unanswered message shows too
         if not turns:
             transcript.mount(Static(NEW_SESSION, classes="hint"))
-        for turn in turns:
+        for turn, given in zip(turns, given_items(turns, events), strict=True):
             for message in turn.asked:  # (a chat between people: each message names its sender)
                 you = f"[b]{safe_markup(message.speaker)}[/b] (you)" if message.speaker else "[b]you[/b]"
                 shown: Static = Static(f"{you}  {safe_markup(message_text(message))}", classes="user")
@@ -330,6 +331,9 @@ class ChatScreen(Pane):
             for message in turn.answered:
                 who = f"[b]{safe_markup(message.speaker)}[/b]  " if message.speaker else ""
                 shown = Reply(who + safe_markup(message_text(message)), turn=turn.source_ids[0])
+                if given and not message.speaker:  # (the memory it was given: its [n] open it, ctrl+r lists it)
+                    shown.items = given
+                    shown.show(message_text(message))
                 transcript.mount(shown)
                 target = shown if message.key == at else target
         transcript.border_title = f"Chat · {safe_markup(session)}"
@@ -513,7 +517,7 @@ class ChatScreen(Pane):
         for n, item in enumerate(items, 1):
             where = safe_path(item.cite) if item.kind == "note" else safe_markup(item.cite)
             options.append(Option(f"[b]\\[{n}] {safe_markup(item.title[:80])}[/b]\n[dim]{where}[/dim]\n"
-                                  f"[i]{safe_markup(item.route)}[/i]\n{safe_markup(item.text[:200])}"))
+                                  f"[i]{safe_markup(item.route)}[/i]\n{safe_markup(item.text[:SNAPSHOT_TEXT])}"))
             self._recall_targets.append((item.kind, item.source, item.where.split(",")[0].strip()))
         recall = self.query_one("#recall-list", OptionList)
         recall.clear_options()
