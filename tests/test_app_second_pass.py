@@ -1054,6 +1054,35 @@ async def test_a_reopened_conversation_keeps_each_reply_s_citations(sample):
         assert app.current_mode == ("browser" if given[0].kind == "note" else "chat")
 
 
+async def test_ctrl_r_on_a_reply_given_nothing_says_so_and_a_missing_conversation_is_not_opened(sample):
+    from textual.widgets import OptionList, Static
+
+    from engine.sessions.memory import MemoryItem
+    from memlink_tui.screens.chat import Reply
+
+    async with chatting(sample) as (stub, app, pilot, screen):
+        stub.script.append(("json", "It is €95 a month [1]."))
+        await pilot.press(*STUDIO, "enter")
+        await settle(app, pilot)
+        await pilot.press("ctrl+r")  # the studio reply's items
+        await pilot.pause()
+        assert screen.query_one("#recall-list", OptionList).option_count > 0
+        session = screen.chat.session
+        nothing = Reply("Nothing to say.")
+        await screen.query_one("#transcript").mount(nothing)
+        nothing.focus()
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert screen.query_one("#recall-list", OptionList).option_count == 0  # not the studio reply's, left over
+        assert "No memory is kept for this reply" in str(screen.query_one("#recall-text", Static).render())
+        gone = Reply("see [1]", items=[MemoryItem("turn", "2020-01-01-no-such-talk", "m1", "t", "x", "r", 1.0)])
+        await screen.query_one("#transcript").mount(gone)
+        gone.action_cite(1)
+        await settle(app, pilot)
+        assert screen.chat.session == session and "read only" not in str(screen.query_one("#transcript").border_title)
+        assert any("no longer in the vault" in str(n.message) for n in app._notifications)
+
+
 async def test_a_save_says_what_it_saved_and_asking_about_a_note_without_a_model_says_so(sample, monkeypatch):
     from conftest import set_llm
     from textual.widgets import Static
@@ -1186,6 +1215,33 @@ async def test_a_cited_past_turn_opens_its_session_at_that_turn(sample):
         assert screen.chat.session != session and "read only" not in str(transcript.border_title)
         assert (sample.root / "sessions" / f"{session}.jsonl").read_bytes() == log
         assert "And what about fish?" in (sample.root / "sessions" / f"{screen.chat.session}.jsonl").read_text()
+
+
+async def test_escape_from_a_cited_conversation_goes_back_to_yours_and_ctrl_l_starts_at_it(sample):
+    from textual.widgets import Input, ListView
+
+    from engine.sessions.log import project_turns, read_events
+    from engine.sessions.memory import MemoryItem
+    from memlink_tui.screens.chat import Reply
+
+    session = sorted(p.stem for p in (sample.root / "sessions").glob("*.jsonl"))[0]
+    turn = project_turns(session, read_events(sample, session), final=True)[0]
+    async with chatting(sample) as (stub, app, pilot, screen):
+        mine = screen.chat.session
+        reply = Reply("see [1]", items=[MemoryItem("turn", session, ", ".join(turn.source_ids), "t", "x", "r", 1.0)])
+        await screen.query_one("#transcript").mount(reply)
+        reply.action_cite(1)
+        await settle(app, pilot)
+        assert screen.chat.session == session
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        sessions = screen.query_one("#sessions", ListView)
+        assert sessions.has_focus and sessions.highlighted_child is not None and sessions.highlighted_child.name == session
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert app.current_mode == "chat" and screen.chat.session == mine
+        assert "read only" not in str(screen.query_one("#transcript").border_title)
+        assert screen.query_one("#message", Input).has_focus
 
 
 async def test_ctrl_o_saves_the_chosen_reply_alone_and_ctrl_s_the_rest(sample, monkeypatch):

@@ -277,3 +277,20 @@ def test_a_recall_snapshot_in_another_shape_gives_no_citations():
     assert turns_with([item, {**item, "kind": "shell"}]) == [[]]  # one unreadable: [2] would open the wrong item
     assert turns_with([item, {**item, "score": "high"}]) == [[]]
     assert turns_with("not a list") == [[]]
+    assert turns_with([item, {**item, "kind": "turn", "source": "../../etc"}]) == [[]]  # (a turn opens its session's log)
+
+
+def test_a_reply_is_given_the_snapshot_of_its_own_question_only():
+    from engine.sessions.chat import given_items
+    from engine.sessions.events import SessionEvent
+    from engine.sessions.log import project_turns
+
+    item = {"kind": "note", "source": "entities/klei-vuur.md", "where": "1-2", "title": "Klei", "text": "x",
+            "route": "keyword", "score": 1.0}
+    # The first question's reply failed (not logged); the second recalled nothing, and was answered.
+    events = [SessionEvent(session="s", id="q1", role="user", content="Studio?", ts=None),
+              SessionEvent(session="s", id="r1", role="recall", content="[1] …", ts=None, kind="recall", items=[item]),
+              SessionEvent(session="s", id="q2", role="user", content="Hello?", ts=None),
+              SessionEvent(session="s", id="a2", role="assistant", content="Hello [1].", ts=None)]
+    turns = project_turns("s", events, final=True)
+    assert [t.source_ids for t in turns] == [["q1", "q2", "a2"]] and given_items(turns, events) == [[]]

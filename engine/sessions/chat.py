@@ -80,9 +80,13 @@ def given_items(turns: list[Turn], events: list[SessionEvent]) -> list[list[Memo
     snapshots held their items, or when any item is in another shape (the numbers would
     no longer match the citations)."""
     snapshots = {e.key: e for e in events if e.kind == "recall"}
+    at = {e.key: n for n, e in enumerate(events)}
     out = []
     for turn in turns:
-        taken = [snapshots[k] for k in turn.skipped if k in snapshots]
+        # (one after the turn's last question: a reply that failed leaves the snapshot of a
+        # question it never answered, and the next question may have recalled nothing)
+        asked = max((at[m.key] for m in turn.asked), default=-1)
+        taken = [snapshots[k] for k in turn.skipped if k in snapshots and at[k] > asked]
         listed = (taken[-1].model_extra or {}).get("items") if taken else None
         items = [MemoryItem.from_json(i) for i in listed] if isinstance(listed, list) else []
         out.append([] if None in items else [i for i in items if i is not None])

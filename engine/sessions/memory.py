@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, StrictFloat, StrictInt, StrictStr, ValidationError, model_validator
 
 from ..errors import MemlinkError
 from ..llm.fence import one_line
@@ -22,6 +22,7 @@ from ..model.blocks import LINKS_CLOSE, LINKS_PREFIX, VIEW_CLOSE, VIEW_OPEN
 from ..model.notes import parse_note, split_frontmatter
 from ..model.text import content_tokens
 from ..retrieve.search import search
+from .events import SESSION_ID
 from .recall import TurnMemory, said
 
 if TYPE_CHECKING:
@@ -74,6 +75,12 @@ class _Given(BaseModel):
     route: StrictStr
     score: StrictFloat | StrictInt
     when: StrictStr = ""
+
+    @model_validator(mode="after")
+    def _a_session_id(self) -> _Given:
+        if self.kind == "turn" and not SESSION_ID.match(self.source):  # (a turn opens its session's log)
+            raise ValueError(f"bad session id {self.source!r}")
+        return self
 
 
 @dataclass

@@ -130,7 +130,7 @@ class ChatScreen(Pane):
     ChatScreen #recall-list { height: 1fr; border: none; background: transparent; }
     ChatScreen .user { color: $accent; margin-top: 1; }
     ChatScreen .assistant { margin-bottom: 1; }
-    ChatScreen .assistant:focus { background: $boost; }
+    ChatScreen .assistant:focus { background: $accent 15%; }  /* ($boost is transparent in some themes) */
     ChatScreen #status { height: auto; color: $text-muted; padding: 0 1; }
     ChatScreen .hint { color: $text-muted; }
     """
@@ -219,10 +219,16 @@ class ChatScreen(Pane):
         chosen), at the first item it cites."""
         reply = self._chosen_reply()
         recall = self.query_one("#recall-list", OptionList)
-        if reply is not None and reply.items:
-            self._show_recall(reply)
-            cited = [int(n) for n in CITATION.findall(str(reply.render())) if 1 <= int(n) <= len(reply.items)]
-            recall.highlighted = (cited[0] if cited else 1) - 1 + (1 if reply.about else 0)
+        if reply is None or not (reply.items or reply.about):  # (not another reply's list, left from before)
+            recall.clear_options()
+            self._recall_targets.clear()
+            self.query_one("#recall-text", Static).update(
+                "No reply yet." if reply is None else "No memory is kept for this reply: it was given none, or it "
+                "was written before replies kept what they were given.")
+            return
+        self._show_recall(reply)
+        cited = [int(n) for n in CITATION.findall(str(reply.render())) if 1 <= int(n) <= len(reply.items)]
+        recall.highlighted = (cited[0] if cited else 1) - 1 + (1 if reply.about else 0)
         self.set_focus(recall)
 
     def _chosen_reply(self) -> Reply | None:
@@ -296,7 +302,12 @@ class ChatScreen(Pane):
             item.set_class(self.chat is not None and item.name == self.chat.session, "-open")
 
     def action_focus_sessions(self) -> None:
-        self.set_focus(self.query_one("#sessions", ListView))
+        """The session list, at the session shown."""
+        sessions = self.query_one("#sessions", ListView)
+        names = [item.name for item in sessions.children]
+        if self.chat is not None and self.chat.session in names:
+            sessions.index = names.index(self.chat.session)
+        self.set_focus(sessions)
 
     @on(ListView.Selected, "#sessions")
     def _picked(self, event: ListView.Selected) -> None:
@@ -448,6 +459,10 @@ class ChatScreen(Pane):
                 self._unanswered = (messages, answer)
                 answer.show("".join(parts), "  [dim](stopped; ctrl+y asks again)[/dim]")
             return
+        if self._reading is not None:  # (a past conversation opened from a citation: back to yours)
+            self.open_session(self._reading)
+            self.set_focus(self.query_one("#message", Input))
+            return
         await self.app.run_action("back")
 
     def action_retry(self) -> None:
@@ -537,12 +552,21 @@ class ChatScreen(Pane):
         if kind == "note":
             self.go("browser", target)
         else:  # (to read: the next message goes to the conversation it was opened from)
+            try:
+                there = self.vault.exists(session_uri(target))
+            except MemlinkError as exc:
+                there, why = False, str(exc)
+            else:
+                why = f"the conversation {target} is no longer in the vault"
+            if not there:
+                self.notify(safe_markup(why), title="Cannot open the turn", severity="warning")
+                return
             back = self._reading or (self.chat.session if self.chat is not None else None)
             self.open_session(target, at=at)
             if back is not None and back != target:
                 self._reading = back
                 self.query_one("#transcript", VerticalScroll).border_title = (
-                    f"Chat · {safe_markup(target)} · read only: a message goes back to your conversation")
+                    f"Chat · read only · {safe_markup(target)}: a message or escape goes back to your conversation")
             self.set_focus(self.query_one("#message", Input))
 
     # -- commit -----------------------------------------------------------------------------------
