@@ -229,7 +229,7 @@ if [ -n "$journeys" ]; then
   # Saving the reply alone asks the model, which refuses extraction here: the pane says why.
   keys C-o; wait_for save-reply "saving the reply failed"
   # The reply's citation [1] (a recalled turn of a sample session) opened from the keyboard.
-  keys C-r; settled; keys Enter; wait_for cited "Chat · 2026-08-11-evening-setup"
+  keys C-r; settled; keys Enter; wait_for cited "Chat · read only · 2026-08-11"
 fi
 # A dream, import or reply's extraction may still be finishing: q then asks first.
 quit
