@@ -713,6 +713,7 @@ def test_a_message_edited_since_it_was_imported_keeps_its_words_and_the_newer_me
     ("12/30/23, 9:41 PM - Ana: hi\n30/12/23, 9:42 PM - Bo: hi\n", None, ["line 1 writes its date month first, and line 2 day first: not one WhatsApp export"]),
     ("2/30/24, 9:41 PM - Ana: hi\n", None, ["line 1: '2/30/24, 9:41 PM' is not a date and time"]),
     ("12/30/23, 9:41 PM - Ana: hi\n12/31/23, 25:10 PM - Bo: hi\n", None, ["line 2: '12/31/23, 25:10 PM' is not a date"]),
+    ("[3/18/2565 BE, 14:56:01] Ana: hi\n", None, ["line 1: not the start of a WhatsApp message"]),  # (not "a JSON array")
 ])
 def test_an_unreadable_whatsapp_export_names_the_file_and_line_and_imports_nothing(vault, tmp_path, text, fmt, words):
     import_chat(vault, write(tmp_path / "WhatsApp Chat with Ana.txt", ANDROID), RulesTurnExtractor())
@@ -966,6 +967,25 @@ def test_an_iphone_export_that_begins_with_a_bracket_is_told_a_whatsapp_chat(vau
     assert sniff('[{"mapping": {}, "current_node": "a"}]') == "chatgpt"  # (a JSON array is still one)
 
 
+RLM = "\u200f"
+
+
+@pytest.mark.parametrize("lines, times", [
+    # Arabic (iOS): marks inside the date, an Arabic comma; Arabic-Indic digits and م (pm) too
+    ([f"[18{RLM}/3{RLM}/2022{RLM}\u060c 14:56:01] Ana: hi", f"[١٩{RLM}/٣{RLM}/٢٠٢٢\u060c ٢:٥٦:٠٠ م] Bo: hi"],
+     ["2022-03-18T14:56:01", "2022-03-19T14:56:00"]),
+    (["[14:56:01, 3/18/22] Ana: hi", "[9:02:10, 3/19/22] Bo: hi"], ["2022-03-18T14:56:01", "2022-03-19T09:02:10"]),  # time first
+    (["2026/4/6 下午1:54 - Ana: hi", "2026/4/7 上午9:05 - Bo: hi"], ["2026-04-06T13:54:00", "2026-04-07T09:05:00"]),
+    (["2026/07/25 午後1:32 - Ana: hi", "[2024. 5. 2. 오후 3:04:05] Bo: hi"], ["2026-07-25T13:32:00", "2024-05-02T15:04:05"]),
+    (["[12.3.2022 klo 14.08.18] Ana: hi"], ["2022-03-12T14:08:18"]),  # Finnish
+    (["2022/12/14, 13:34. - Ana: hi"], ["2022-12-14T13:34:00"]),
+    (["06/20/2020, 00:08 a. m. - Ana: hi", "06/20/2020, 00:09 p. m. - Bo: hi"], ["2020-06-20T00:08:00", "2020-06-20T12:09:00"]),
+])
+def test_whatsapp_stamps_as_other_phones_write_them(vault, tmp_path, lines, times):
+    import_chat(vault, write(tmp_path / "WhatsApp Chat with Ana.txt", "\n".join(lines) + "\n"), RulesTurnExtractor())
+    assert sorted(e.ts for e in events_of(vault.root)) == sorted(times)  # (each message kept, at the time it says)
+
+
 LOCALIZED_ANDROID = (  # WhatsApp for Android in German: day first, a 24-hour clock
     "14.04.24, 18:03 - Lukas: Wann wollen wir wandern gehen?\n"
     "14.04.24, 18:05 - Mia: <Medien ausgeschlossen>\n"
@@ -981,8 +1001,17 @@ LOCALIZED_IOS = (  # WhatsApp for iPhone in Spanish
     f"[10/05/2024, 20:21:00] Bo: El 3 de junio {LRM}<Se editó este mensaje.>\n")
 
 
+LOCALIZED_RU = (  # WhatsApp for Android in Russian
+    "18.03.22, 14:56 - Дима: Привет, в субботу идём в поход?\n"
+    "18.03.22, 15:10 - Лена: <Без медиафайлов>\n"
+    "18.03.22, 15:11 - Лена: Alex.vcf (файл добавлен)\n"
+    "18.03.22, 15:12 - Лена: Данное сообщение удалено\n"
+    "18.03.22, 15:13 - Дима: Вы удалили данное сообщение\n")
+
+
 @pytest.mark.parametrize("text, said, media, deleted", [
     (LOCALIZED_ANDROID, ["Wann wollen wir wandern gehen?", "Abgemacht: am 8. Juni auf die Zugspitze"], 2, 2),
+    (LOCALIZED_RU, ["Привет, в субботу идём в поход?"], 2, 2),
     (LOCALIZED_IOS, ["Empiezo un trabajo nuevo en Cabify", "El 3 de junio"], 2, 1),
 ])
 def test_whatsapp_markers_in_the_phones_language_are_not_taken_for_messages(vault, tmp_path, text, said, media, deleted):

@@ -170,8 +170,9 @@ def sniff(text: str) -> str:
         if record is None and re.search(r'^\s{0,2}"(messages|chats)"\s*:\s*[\[{]', text, re.M):
             return "telegram"
         return "jsonl"
-    if _header(_first_line(text, start)):  # (an export begins with a message or a notice; iOS's with "[")
-        return "whatsapp"
+    first = _first_line(text, start)
+    if _header(first) or re.match(rf"[{_MARKS}]*\[[{_MARKS}]*\d", first):  # (iOS's begins "[" and a date: a shape
+        return "whatsapp"                                                   # not read is named by the WhatsApp reader)
     if not text.startswith("[", start):
         return "jsonl"
     # A key, not text inside a message: a quote in message text is escaped (\").
@@ -545,11 +546,12 @@ _WA_MARKERS: dict[str, dict[str, tuple[str, ...]]] = {
         "es": ("<Multimedia omitido>", "<Archivo multimedia omitido>"), "fr": ("<Médias omis>", "<Fichier omis>"),
         "pt": ("<Mídia oculta>", "<Arquivo de mídia oculto>", "<Multimédia omitido>"), "it": ("<Media omessi>",),
         "nl": ("<Media weggelaten>",), "tr": ("<Medya dahil edilmedi>",), "id": ("<Media tidak disertakan>",),
+        "ru": ("<Без медиафайлов>",),
     },
     "attached": {  # after a file's name ("IMG-20240101-WA0001.jpg (file attached)")
         "en": ("file attached",), "de": ("Datei angehängt",), "es": ("archivo adjunto",), "fr": ("fichier joint",),
         "pt": ("arquivo anexado", "ficheiro anexado"), "it": ("file allegato",), "nl": ("bestand bijgevoegd",),
-        "tr": ("dosya ekli",), "id": ("file terlampir",),
+        "tr": ("dosya ekli",), "id": ("file terlampir",), "ru": ("файл добавлен",),
     },
     "omitted": {  # iOS: "<kind> omitted" ("image omitted", "Bild weggelassen", "imagen omitida")
         "en": ("omitted",), "de": ("weggelassen", "ausgelassen"), "es": ("omitido", "omitida"),
@@ -566,6 +568,7 @@ _WA_MARKERS: dict[str, dict[str, tuple[str, ...]]] = {
         "it": ("Questo messaggio è stato eliminato", "Hai eliminato questo messaggio"),
         "nl": ("Dit bericht is verwijderd", "Je hebt dit bericht verwijderd"),
         "tr": ("Bu mesaj silindi", "Bu mesajı sildiniz"), "id": ("Pesan ini dihapus", "Anda menghapus pesan ini"),
+        "ru": ("Данное сообщение удалено", "Вы удалили данное сообщение"),
     },
     "edited": {
         "en": ("This message was edited",), "de": ("Diese Nachricht wurde bearbeitet",),
@@ -615,8 +618,8 @@ def stamp_time(m: re.Match[str], months_first: bool) -> dt.datetime | None:
     a, b, c = m[1], m[2], m[3]
     year, month, day = (a, b, c) if len(a) == 4 else (c, a, b) if months_first else (c, b, a)
     hour = int(m[4] or 0)
-    if m[7]:  # a 12-hour clock runs 1 to 12; another hour ("25:10 PM") is no time (24 is refused below)
-        hour = hour % 12 + (12 if m[7] in ("p", "P") else 0) if 1 <= hour <= 12 else 24
+    if m[7]:  # a 12-hour clock runs 1 to 12 (0 in some locales: "00:08 a. m."); another hour ("25:10 PM") is no time
+        hour = hour % 12 + (12 if m[7] in ("p", "P") else 0) if 0 <= hour <= 12 else 24  # (24 is refused below)
     try:
         return dt.datetime(int(year) + (2000 if len(year) <= 2 else 0), int(month), int(day), hour, int(m[5] or 0),
                            int(m[6] or 0))
@@ -625,9 +628,33 @@ def stamp_time(m: re.Match[str], months_first: bool) -> dt.datetime | None:
 
 
 def _header(line: str) -> re.Match[str] | None:
-    """The start of a WhatsApp message on this line, if it is one."""
+    """The start of a WhatsApp message on this line, if it is one (in the shapes above, or
+    one ``_LOOSE`` reads, matched as it writes it in them)."""
     line = line.lstrip(_MARKS)
-    return _WA_ANDROID.match(line) or _WA_IOS.match(line)
+    if found := _WA_ANDROID.match(line) or _WA_IOS.match(line):
+        return found
+    loose = _LOOSE.match(line)
+    if loose is None:
+        return None
+    date, time, half = (loose["date"], loose["first"], "") if loose["first"] else \
+        (loose["date"], loose["time"], _HALVES.get(loose["before"] or loose["after"] or "", loose["after"] or ""))
+    date = re.sub(rf"[{_MARKS}]|(?<=[./-])\s", "", date)  # (an Arabic phone's marks, a Korean one's spaces)
+    said = f"{loose['open']}{date}, {time}{' ' + half if half else ''}{loose['close']}{loose['rest']}"
+    return _WA_ANDROID.match(said) or _WA_IOS.match(said)
+
+
+# Stamps some phones write otherwise, read as the shapes above: the time first (iOS in
+# Vietnamese: "[14:56:01, 3/18/22] "); marks inside the date and an Arabic comma before
+# the time, which may end in ص or م (Arabic's am, pm); a half of the day before the time
+# (Chinese 下午1:54, Japanese 午後1:32, Korean 오후 1:32, a Korean date "2024. 5. 2.");
+# a word before the time (Finnish "klo"); a dot after it ("13:34. - ").
+_HALVES = {"上午": "AM", "下午": "PM", "午前": "AM", "午後": "PM", "오전": "AM", "오후": "PM", "ص": "AM", "م": "PM"}
+_LOOSE = re.compile(
+    rf"(?P<open>\[?)(?:(?P<first>\d{{1,2}}[:.]\d{{2}}(?:[:.]\d{{2}})?(?:\s?[AaPp]\.?\s?[Mm]\.?)?),\s)?"
+    rf"(?P<date>\d{{1,4}}[{_MARKS}]*[./-]\s?\d{{1,2}}[{_MARKS}]*[./-]\s?\d{{1,4}})[{_MARKS}]*\.?"
+    rf"(?(first)|[,\u060c]?\s(?:klo\s)?(?:(?P<before>上午|下午|午前|午後|오전|오후)\s?)?"
+    rf"(?P<time>\d{{1,2}}[:.]\d{{2}}(?:[:.]\d{{2}})?(?:\s?[AaPp]\.?\s?[Mm]\.?)?)\.?(?:\s(?P<after>[صم]))?)"
+    rf"(?P<close>\]\s|\s[-–]\s)(?P<rest>.*)", re.S)
 
 
 def _whatsapp(text: str, source: str, force: bool | None = None, why: str = "") -> list[_Chat]:
