@@ -980,6 +980,7 @@ RLM = "\u200f"
     (["[12.3.2022 klo 14.08.18] Ana: hi"], ["2022-03-12T14:08:18"]),  # Finnish
     (["2022/12/14, 13:34. - Ana: hi"], ["2022-12-14T13:34:00"]),
     (["06/20/2020, 00:08 a. m. - Ana: hi", "06/20/2020, 00:09 p. m. - Bo: hi"], ["2020-06-20T00:08:00", "2020-06-20T12:09:00"]),
+    (["[05.08.23, 5:52:02 PM] Ana: hi"], ["2023-08-05T17:52:02"]),  # (12-hour, but dots: day first, as in Germany)
 ])
 def test_whatsapp_stamps_as_other_phones_write_them(vault, tmp_path, lines, times):
     import_chat(vault, write(tmp_path / "WhatsApp Chat with Ana.txt", "\n".join(lines) + "\n"), RulesTurnExtractor())

@@ -600,8 +600,9 @@ NUMERIC_STAMP = re.compile(r"(\d{1,4})[./-](\d{1,2})[./-](\d{1,4})\.?(?:,?[\sT](
 def date_order(stamps: list[tuple[re.Match[str], str]], source: str, what: str) -> tuple[bool, str]:
     """(months first, what settles it: "line N", or "" when no day is above 12) for numeric
     stamps whose year comes last (``NUMERIC_STAMP`` matches, each with its place). Left
-    unsettled, a 12-hour clock reads month first (as in the US), a 24-hour one day first.
-    Both orders in one file: refused, as not one ``what``."""
+    unsettled, a 12-hour clock reads month first (as in the US), a 24-hour one, or dates
+    written with dots (31.12.23: as the countries that put the day first write them, never
+    the US), day first. Both orders in one file: refused, as not one ``what``."""
     day_first = next((place for m, place in stamps if int(m[1]) > 12), None)
     month_first = next((place for m, place in stamps if int(m[2]) > 12), None)
     if day_first and month_first:
@@ -609,7 +610,7 @@ def date_order(stamps: list[tuple[re.Match[str], str]], source: str, what: str) 
                           f"not one {what}; nothing was imported")
     if day_first or month_first:
         return month_first is not None, month_first or day_first or ""
-    return any(m[7] for m, _ in stamps), ""
+    return any(m[7] for m, _ in stamps) and not all(m.string[m.end(1)] == "." for m, _ in stamps), ""
 
 
 def stamp_time(m: re.Match[str], months_first: bool) -> dt.datetime | None:
@@ -687,7 +688,8 @@ def _whatsapp(text: str, source: str, force: bool | None = None, why: str = "") 
             chat.dates = (force, "")
             chat.assumed.append(f"dates read {'month/day' if force else 'day/month'}, {why}")
     elif ambiguous and not settled:
-        order = "month/day (a 12-hour clock, as in the US)" if months_first else "day/month (a 24-hour clock)"
+        order = "month/day (a 12-hour clock, as in the US)" if months_first else \
+            "day/month (dates written with dots)" if any(m[7] for m, _ in ambiguous) else "day/month (a 24-hour clock)"
         chat.assumed.append(f"dates read {order}: no day in the file is above 12 to say which comes first")
         chat.dates = (months_first, "")
     elif ambiguous:

@@ -380,7 +380,8 @@ def _read_numeric_dates(vault: Vault, records: list[ImportRecord], path: Path, r
             elif rest is not None:
                 first, why = rest, "the rest of the file names a day above 12"
             else:
-                why = "no day above 12 says which comes first (a 12-hour clock reads month/day, as in the US)"
+                why = ("no day above 12 says which comes first (a 12-hour clock reads month/day, as in the US, unless "
+                       "its dates are written with dots)")
             why_for[(first, why)].append(session)
         for record, m in said:
             when = stamp_time(m, first)

@@ -67,7 +67,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    "with Ana\"), else the first sender")
     s.add_argument("--dates", choices=("day-first", "month-first"),
                    help="WhatsApp: how its dates are written (31/12 or 12/31), when no day in the file is above 12 to "
-                   "say; default: a 12-hour clock month first, else day first")
+                   "say; default: a 12-hour clock month first unless its dates are written with dots (31.12.), else day first")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_import_chat)
 
