@@ -713,7 +713,7 @@ def test_a_message_edited_since_it_was_imported_keeps_its_words_and_the_newer_me
     ("12/30/23, 9:41 PM - Ana: hi\n30/12/23, 9:42 PM - Bo: hi\n", None, ["line 1 writes its date month first, and line 2 day first: not one WhatsApp export"]),
     ("2/30/24, 9:41 PM - Ana: hi\n", None, ["line 1: '2/30/24, 9:41 PM' is not a date and time"]),
     ("12/30/23, 9:41 PM - Ana: hi\n12/31/23, 25:10 PM - Bo: hi\n", None, ["line 2: '12/31/23, 25:10 PM' is not a date"]),
-    ("[3/18/2565 BE, 14:56:01] Ana: hi\n", None, ["line 1: not the start of a WhatsApp message"]),  # (not "a JSON array")
+    ("[3/18/R4, 14:56:01] Ana: hi\n", None, ["line 1: not the start of a WhatsApp message"]),  # (not "a JSON array")
 ])
 def test_an_unreadable_whatsapp_export_names_the_file_and_line_and_imports_nothing(vault, tmp_path, text, fmt, words):
     import_chat(vault, write(tmp_path / "WhatsApp Chat with Ana.txt", ANDROID), RulesTurnExtractor())
@@ -981,6 +981,7 @@ RLM = "\u200f"
     (["2022/12/14, 13:34. - Ana: hi"], ["2022-12-14T13:34:00"]),
     (["06/20/2020, 00:08 a. m. - Ana: hi", "06/20/2020, 00:09 p. m. - Bo: hi"], ["2020-06-20T00:08:00", "2020-06-20T12:09:00"]),
     (["[05.08.23, 5:52:02 PM] Ana: hi"], ["2023-08-05T17:52:02"]),  # (12-hour, but dots: day first, as in Germany)
+    (["[3/18/2565 BE, 14:56:01] Ana: hi"], ["2022-03-18T14:56:01"]),  # (a Thai iPhone's Buddhist-era year)
 ])
 def test_whatsapp_stamps_as_other_phones_write_them(vault, tmp_path, lines, times):
     import_chat(vault, write(tmp_path / "WhatsApp Chat with Ana.txt", "\n".join(lines) + "\n"), RulesTurnExtractor())

@@ -640,6 +640,10 @@ def _header(line: str) -> re.Match[str] | None:
     date, time, half = (loose["date"], loose["first"], "") if loose["first"] else \
         (loose["date"], loose["time"], _HALVES.get(loose["before"] or loose["after"] or "", loose["after"] or ""))
     date = re.sub(rf"[{_MARKS}]|(?<=[./-])\s", "", date)  # (an Arabic phone's marks, a Korean one's spaces)
+    if loose["be"]:  # (the Buddhist era, as a Thai iPhone counts years: 2567 BE is 2024)
+        if (year := re.fullmatch(r"(.*\D)(\d{4})", date)) is None:
+            return None
+        date = f"{year[1]}{int(year[2]) - 543}"
     said = f"{loose['open']}{date}, {time}{' ' + half if half else ''}{loose['close']}{loose['rest']}"
     return _WA_ANDROID.match(said) or _WA_IOS.match(said)
 
@@ -647,12 +651,13 @@ def _header(line: str) -> re.Match[str] | None:
 # Stamps some phones write otherwise, read as the shapes above: the time first (iOS in
 # Vietnamese: "[14:56:01, 3/18/22] "); marks inside the date and an Arabic comma before
 # the time, which may end in ص or م (Arabic's am, pm); a half of the day before the time
-# (Chinese 下午1:54, Japanese 午後1:32, Korean 오후 1:32, a Korean date "2024. 5. 2.");
+# (Chinese 下午1:54, Japanese 午後1:32, Korean 오후 1:32, a Korean date "2024. 5. 2."); a
+# Buddhist-era year ("3/18/2565 BE");
 # a word before the time (Finnish "klo"); a dot after it ("13:34. - ").
 _HALVES = {"上午": "AM", "下午": "PM", "午前": "AM", "午後": "PM", "오전": "AM", "오후": "PM", "ص": "AM", "م": "PM"}
 _LOOSE = re.compile(
     rf"(?P<open>\[?)(?:(?P<first>\d{{1,2}}[:.]\d{{2}}(?:[:.]\d{{2}})?(?:\s?[AaPp]\.?\s?[Mm]\.?)?),\s)?"
-    rf"(?P<date>\d{{1,4}}[{_MARKS}]*[./-]\s?\d{{1,2}}[{_MARKS}]*[./-]\s?\d{{1,4}})[{_MARKS}]*\.?"
+    rf"(?P<date>\d{{1,4}}[{_MARKS}]*[./-]\s?\d{{1,2}}[{_MARKS}]*[./-]\s?\d{{1,4}})[{_MARKS}]*\.?(?P<be>\sBE)?"
     rf"(?(first)|[,\u060c]?\s(?:klo\s)?(?:(?P<before>上午|下午|午前|午後|오전|오후)\s?)?"
     rf"(?P<time>\d{{1,2}}[:.]\d{{2}}(?:[:.]\d{{2}})?(?:\s?[AaPp]\.?\s?[Mm]\.?)?)\.?(?:\s(?P<after>[صم]))?)"
     rf"(?P<close>\]\s|\s[-–]\s)(?P<rest>.*)", re.S)
