@@ -637,9 +637,9 @@ def _header(line: str) -> re.Match[str] | None:
     loose = _LOOSE.match(line)
     if loose is None:
         return None
-    date, time, half = (loose["date"], loose["first"], "") if loose["first"] else \
-        (loose["date"], loose["time"], _HALVES.get(loose["before"] or loose["after"] or "", loose["after"] or ""))
-    date = re.sub(rf"[{_MARKS}]|(?<=[./-])\s", "", date)  # (an Arabic phone's marks, a Korean one's spaces)
+    half = loose["before"] or loose["after"]
+    time, half = (loose["first"], "") if loose["first"] else (loose["time"], _HALVES[half] if half else "")
+    date = re.sub(rf"[{_MARKS}]|(?<=[./-])\s", "", loose["date"])  # (an Arabic phone's marks, a Korean one's spaces)
     if loose["be"]:  # (the Buddhist era, as a Thai iPhone counts years: 2567 BE is 2024)
         if (year := re.fullmatch(r"(.*\D)(\d{4})", date)) is None:
             return None
@@ -652,8 +652,8 @@ def _header(line: str) -> re.Match[str] | None:
 # Vietnamese: "[14:56:01, 3/18/22] "); marks inside the date and an Arabic comma before
 # the time, which may end in ص or م (Arabic's am, pm); a half of the day before the time
 # (Chinese 下午1:54, Japanese 午後1:32, Korean 오후 1:32, a Korean date "2024. 5. 2."); a
-# Buddhist-era year ("3/18/2565 BE");
-# a word before the time (Finnish "klo"); a dot after it ("13:34. - ").
+# Buddhist-era year ("3/18/2565 BE"); a word before the time (Finnish "klo"); a dot after
+# it ("13:34. - ").
 _HALVES = {"上午": "AM", "下午": "PM", "午前": "AM", "午後": "PM", "오전": "AM", "오후": "PM", "ص": "AM", "م": "PM"}
 _LOOSE = re.compile(
     rf"(?P<open>\[?)(?:(?P<first>\d{{1,2}}[:.]\d{{2}}(?:[:.]\d{{2}})?(?:\s?[AaPp]\.?\s?[Mm]\.?)?),\s)?"
