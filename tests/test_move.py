@@ -478,3 +478,27 @@ def test_a_hub_move_writes_each_note_once_syncs_each_folder_once_and_logs_what_i
     monkeypatch.undo()
     undo(vault)
     assert files(vault.root) == before
+
+
+def test_a_move_renames_the_kept_note_in_what_names_it_and_keeps_where_it_came_from(vault):
+    from engine.lint.checks import provenanced
+    from engine.review.actions import review
+
+    a = vault.write_note("preference", {"topic": "Running", "sentiment": "dislike", "content": "Hates running now."})
+    b = vault.write_note("preference", {"topic": "River running", "sentiment": "like", "content": "Loves running."})
+    vault.link(b.uri, a.uri, "contradicts", weight=0.8, description="changed her mind")
+    report = vault.write_note("report", {"question": "How did running change?", "answer": "It did.",
+                                         "source_uris": [a.uri, b.uri]})
+    vault.link(report.uri, a.uri, "derived_from")
+    review(vault, a.uri, b.uri, "keep-a")
+    (vault.state_dir / "audit").mkdir(parents=True, exist_ok=True)  # (as an extraction run records what it made)
+    (vault.state_dir / "audit" / "2026-01-01.jsonl").write_text(json.dumps({"created": [a.uri, b.uri]}) + "\n")
+    before = files(vault.root)
+    result = move_note(vault, a.uri, "preferences/running-dislike.md")
+    assert vault.read_note(b.uri).extra["superseded_by"] == "preferences/running-dislike.md"
+    assert vault.read_note(report.uri).fields["source_uris"] == ["preferences/running-dislike.md", b.uri]
+    assert sorted(result.fields) == sorted([b.uri, report.uri]) and "source_uris updated in 2 notes" in result.message()
+    assert "preferences/running-dislike.md" in provenanced(vault)  # (lint does not call it a note of unknown origin)
+    assert errors(vault) == []
+    undo(vault)
+    assert files(vault.root) == before

@@ -22,6 +22,7 @@ from ..model.links import Direction, StoredLink
 from ..model.linktypes import LinkTypeTable
 from ..model.text import counted
 from ..model.uris import uri_dir
+from ..review.actions import ACTION_LOG
 from ..sessions.log import SHOWN_LINES, validate_session_file
 from ..storage.catalog import Catalog, CatalogEntry
 from ..storage.jsonl import TORN, read_jsonl
@@ -423,6 +424,9 @@ def provenanced(vault: Vault) -> set[str]:
                 out.update(u for u in created if isinstance(u, str))
             if isinstance(changed, list):
                 out.update(c["uri"] for c in changed if isinstance(c, dict) and isinstance(c.get("uri"), str))
+    for entry in read_jsonl(vault.root / ACTION_LOG, strict=False):  # (a note moved since keeps where it came from)
+        if entry.get("action") == "move" and entry.get("a") in out and isinstance(entry.get("b"), str):
+            out.add(entry["b"])
     return out
 
 

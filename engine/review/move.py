@@ -25,7 +25,7 @@ from ..errors import MemlinkError, NoteNotFound, UriError
 from ..model.blocks import VIEW_OPEN, links_span, visible_text
 from ..model.imported import edited_since_import
 from ..model.links import Direction, StoredLink
-from ..model.notes import parse_note, split_body
+from ..model.notes import parse_note, serialize_note, split_body
 from ..model.uris import normalize_uri, uri_dir
 from ..storage.sidecars import LinkOp, PutLink, RemoveLink, owner_of
 from ..storage.walk import check_note_target
@@ -63,6 +63,7 @@ class MoveResult:
     mentions: list[Mention] = field(default_factory=list)
     rewritten: list[str] = field(default_factory=list)  # notes whose wikilinks were rewritten (rewrite_text)
     imported: dict[str, str] = field(default_factory=dict)  # imported pages not rewritten: uri -> the file of their text
+    fields: list[str] = field(default_factory=list)  # notes whose superseded_by or source_uris named the old path
     action: str = ""  # the id of the undoable action it was logged as
 
     def message(self) -> str:
@@ -70,6 +71,8 @@ class MoveResult:
         out = f"{what} {self.old} -> {self.new}; {self.links} link{'s' * (self.links != 1)} retargeted"
         if self.rewritten:
             out += f"; wikilinks rewritten in {len(self.rewritten)} note{'s' * (len(self.rewritten) != 1)}"
+        if self.fields:
+            out += f"; superseded_by or source_uris updated in {len(self.fields)} note{'s' * (len(self.fields) != 1)}"
         return out
 
 
@@ -123,6 +126,8 @@ def move_note(vault: Vault, old: str, new: str, *, rewrite_text: bool = False) -
             raise MoveError(f"no note at {old}, and {new} has links of its own: not a note moved by hand; nothing was changed")
         links = retarget(vault, tx, old, new)
         result = MoveResult(old, new, len(links), has_old)
+        result.fields = _renamed_in_fields(vault, tx, sorted({u for l in links for u in (l.from_uri, l.to_uri)} - {new}),
+                                           old, new)
         sources = sorted({l.from_uri for l in links if l.to_uri == new})
         paths = _Paths(vault, old, new) if sources else None  # (every note's path read once, only when there are links to read)
         result.mentions = mentions(vault, sources, paths) if paths else []
@@ -136,6 +141,35 @@ def move_note(vault: Vault, old: str, new: str, *, rewrite_text: bool = False) -
                 tx.append(PERSON_LINKS, {"removed": True, "from": new if a == old else a, "to": new if b == old else b,
                                          "action": result.action})
     return result
+
+
+def _renamed_in_fields(vault: Vault, tx: Transaction, uris: list[str], old: str, new: str) -> list[str]:
+    """The notes among ``uris`` (those linked to the moved note: a review and the dream
+    link what they name) whose fields memlink wrote with ``old`` in them name ``new``: a
+    superseded note's ``superseded_by`` (also in ``superseded_claims``), a report's
+    ``source_uris``. Returns them."""
+    done = []
+    for uri in uris:
+        try:
+            note = vault.read_note(uri)
+        except MemlinkError:
+            continue  # (a note that does not parse is not rewritten: check names it)
+        claims, sources = note.extra.get("superseded_claims"), note.fields.get("source_uris")
+        claims = claims if isinstance(claims, list) else []
+        sources = sources if isinstance(sources, list) else []
+        claimed = any(isinstance(c, dict) and c.get("superseded_by") == old for c in claims)
+        if not (claimed or note.extra.get("superseded_by") == old or old in sources):
+            continue
+        if claimed:
+            note.extra = {**note.extra, "superseded_claims": [
+                {**c, "superseded_by": new} if isinstance(c, dict) and c.get("superseded_by") == old else c for c in claims]}
+        if note.extra.get("superseded_by") == old:
+            note.extra = {**note.extra, "superseded_by": new}
+        if old in sources:
+            note.fields = {**note.fields, "source_uris": [new if s == old else s for s in sources]}
+        tx.put_text(uri, serialize_note(note, vault.schema(note.memory_type), vault.read_text(uri)), note)
+        done.append(uri)
+    return done
 
 
 def _move_file(vault: Vault, tx: Transaction, old: str, new: str) -> None:

@@ -59,7 +59,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.set_defaults(func=cmd_unlink)
 
     s = sub.add_parser("mv", parents=[common], help="move or rename a note; every link into and out of it follows "
-                       "(both sides, one unit of work, `memlink undo` reverts it)")
+                       "(both sides, one unit of work, `memlink undo` reverts it), and so do the superseded_by and "
+                       "source_uris that reviews and the dream wrote naming it")
     s.add_argument("old", metavar="OLD", help="the note's path (or where it was, when the file was moved by hand)")
     s.add_argument("new", metavar="NEW", help="its new path, or a folder to move it into")
     s.add_argument("--rewrite-wikilinks", action="store_true",
