@@ -68,6 +68,12 @@ def test_errors_are_one_line_on_stderr_with_nonzero_exit(tmp_path):
     assert r.returncode == 1 and "already a memlink vault" in r.stderr
     r = memlink("link", "a.md", "b.md", "--type", "likes", vault=root)
     assert r.returncode == 2 and "unknown link type 'likes' (one of: related_to" in r.stderr  # a usage error
+    for args, says in [(("lint", "--check", "bogus"), "see `memlink lint --help`"),
+                       (("recall", "tea", "--k", "0"), "see `memlink recall --help`"),
+                       (("link", "a.md"), "the following arguments are required: TO"), (("bogus",), "see `memlink --help`")]:
+        r = memlink(*args, vault=root)  # (argparse's own: the same one line, not its usage first)
+        assert r.returncode == 2 and r.stderr.startswith("memlink: error: ") and says in r.stderr, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
 def test_check_exits_3_on_errors(tmp_path):

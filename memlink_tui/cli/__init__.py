@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import NoReturn
 
 from . import app, chat, dream, export, notes, search, write
 from .wiring import EXIT_ERROR, EXIT_PROBLEMS, EXIT_USAGE, JSON_HELP, VAULT_HELP, run, vault_parent
@@ -30,8 +31,18 @@ HELP_ORDER = ("app", "init", "demo", "chat", "show", "links", "link", "unlink", 
               "check", "mcp", "export", "backup", "restore")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with memlink's errors: one line on stderr, `memlink: error: …` and where the
+    command's options are told (argparse would print the whole usage first), exit 2. Its
+    commands' parsers are of this class too (``add_subparsers``)."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("memlink").strip()
+        self.exit(2, f"memlink: error: {message} (see `memlink {command + ' ' if command else ''}--help`)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="memlink", description="Offline personal memory workstation.")
+    p = _Parser(prog="memlink", description="Offline personal memory workstation.")
     p.add_argument("--version", action="version", version=f"memlink {_version()}")
     p.add_argument("--vault", type=Path, help=VAULT_HELP)
     p.set_defaults(func=app.cmd_app)  # no command: open the app
