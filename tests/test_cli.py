@@ -68,6 +68,13 @@ def test_errors_are_one_line_on_stderr_with_nonzero_exit(tmp_path):
     assert r.returncode == 1 and "already a memlink vault" in r.stderr
     r = memlink("link", "a.md", "b.md", "--type", "likes", vault=root)
     assert r.returncode == 2 and "unknown link type 'likes' (one of: related_to" in r.stderr  # a usage error
+    vault = Vault.open(root)
+    ana = vault.write_note("entity", {"name": "Ana", "content": "A friend."}).uri
+    vault.close()
+    r = memlink("show", ana[:-3], vault=root)  # (as Obsidian writes a path)
+    assert r.returncode == 1 and f"no note at {ana[:-3]} ({ana} is one" in r.stderr
+    r = memlink("review", ana, "entities/nobody.md", "--action", "keep-a", vault=root)
+    assert r.returncode == 1 and "no note at entities/nobody.md" in r.stderr  # (not "no contradicts link between")
     for args, says in [(("lint", "--check", "bogus"), "see `memlink lint --help`"),
                        (("recall", "tea", "--k", "0"), "see `memlink recall --help`"),
                        (("link", "a.md"), "the following arguments are required: TO"), (("bogus",), "see `memlink --help`")]:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
-from ..errors import MemlinkError
+from ..errors import MemlinkError, NoteNotFound
 from ..model.lineranges import format_ranges, parse_ranges, segments
 from ..model.links import StoredLink
 from ..model.notes import parse_note, serialize_note
@@ -221,6 +221,9 @@ def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str
     pair = [l for l in vault.links.of(a, "links") if l.to_uri == b and l.link_type is conflict]
     pair += [l for l in vault.links.of(b, "links") if l.to_uri == a and l.link_type is conflict]
     if not pair:
+        for uri in (a, b):
+            if not vault.exists(uri):
+                raise NoteNotFound(f"no note at {uri}; nothing was changed")
         raise ReviewError(f"no contradicts link between {a} and {b}")
     link = pair[0]
 

@@ -292,7 +292,8 @@ class Vault:
         try:
             return read_file(self.resolve, uri).decode("utf-8")
         except FileNotFoundError:
-            raise NoteNotFound(f"no note at {uri}") from None
+            hint = f" ({uri}.md is one: a note's path ends in .md)" if not uri.endswith(".md") and self.exists(f"{uri}.md") else ""
+            raise NoteNotFound(f"no note at {uri}{hint}") from None
         except UnicodeDecodeError as exc:
             raise NoteError(f"{uri}: not a readable note (not UTF-8 text: {exc.reason} at byte {exc.start})") from None
         except OSError as exc:  # a folder, a named pipe, a file too large (engine.model.files)
