@@ -112,8 +112,11 @@ def test_cli_review_and_undo(pair):
     r = memlink("review", a, b, "--action", "keep-b", vault=v.root)
     assert r.returncode == 0 and f"kept {b}" in r.stdout
     assert memlink("undo", vault=v.root).stdout.startswith("undid keep-b")
-    r = memlink("review", a, "profile.md", "--action", "dismiss", vault=v.root)
+    other = v.write_note("entity", {"name": "Ana", "content": "A friend."}).uri
+    r = memlink("review", a, other, "--action", "dismiss", vault=v.root)
     assert r.returncode == 1 and "no contradicts link" in r.stderr
+    r = memlink("review", a, "profile.md", "--action", "dismiss", vault=v.root)
+    assert r.returncode == 1 and "no note at profile.md" in r.stderr
     r = memlink("review", a, b, "--action", "merge", vault=v.root)  # a usage error: what it needs is named
     assert r.returncode == 2 and "--action merge needs --text" in r.stderr
     r = memlink("review", a, b, "--action", "keep-a", "--text", "mine", vault=v.root)
