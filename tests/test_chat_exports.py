@@ -280,6 +280,17 @@ def test_cli_import_chat_formats_and_recall(tmp_path):
     assert r.returncode == 0 and hits and hits[0]["sources"] == ["m-talk-1", "m-talk-2"], r.stdout
 
 
+def test_a_recalled_question_never_answered_shows_no_empty_answer(tmp_path):
+    root = tmp_path / "v"
+    assert memlink("init", vault=root).returncode == 0
+    chat = tmp_path / "notes-to-self.jsonl"
+    chat.write_text(json.dumps({"session": "self", "id": "n1", "role": "user", "content": "Buy rye flour for Bubbles",
+                                "ts": "2026-01-05T09:00:00Z"}) + "\n", encoding="utf-8")
+    assert memlink("import-chat", str(chat), vault=root).returncode == 0
+    r = memlink("recall", "rye flour", vault=root)
+    assert r.returncode == 0 and "   Q: Buy rye flour for Bubbles" in r.stdout and "A:" not in r.stdout, r.stdout
+
+
 def test_cli_refuses_a_malformed_export_with_exit_1(tmp_path):
     root = tmp_path / "v"
     assert memlink("init", vault=root).returncode == 0

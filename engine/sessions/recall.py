@@ -116,7 +116,8 @@ class RecallHit:
 def said(vault: Vault, hits: list[RecallHit]) -> list[list[tuple[str, str]]]:
     """Each recalled turn's words as (who, text): each of its messages with its speaker's
     name where the chat names who spoke (a WhatsApp, Telegram or group chat: read from its
-    session log, once a session), else the question (Q) and the answer (A)."""
+    session log, once a session), else the question (Q) and the answer (A), the one that
+    was said (a question not answered has no A)."""
     logs: dict[str, list] = {}
     out = []
     for hit in hits:
@@ -126,7 +127,8 @@ def said(vault: Vault, hits: list[RecallHit]) -> list[list[tuple[str, str]]]:
                 logs[hit.session] = read_events(vault, hit.session)
             wanted = set(hit.sources)
             messages = [e for e in logs[hit.session] if e.key in wanted and e.kind != MEMORY_ANSWER]
-        out.append([(e.speaker or e.role, message_text(e)) for e in messages] or [("Q", hit.question), ("A", hit.answer)])
+        out.append([(e.speaker or e.role, message_text(e)) for e in messages]
+                   or [(who, text) for who, text in (("Q", hit.question), ("A", hit.answer)) if text])
     return out
 
 
