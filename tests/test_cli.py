@@ -77,7 +77,8 @@ def test_errors_are_one_line_on_stderr_with_nonzero_exit(tmp_path):
     assert r.returncode == 1 and "no note at entities/nobody.md" in r.stderr  # (not "no contradicts link between")
     for args, says in [(("lint", "--check", "bogus"), "see `memlink lint --help`"),
                        (("recall", "tea", "--k", "0"), "see `memlink recall --help`"),
-                       (("link", "a.md"), "the following arguments are required: TO"), (("bogus",), "see `memlink --help`")]:
+                       (("link", "a.md"), "the following arguments are required: TO"), (("bogus",), "see `memlink --help`"),
+                       (("link", "a.md", "b.md", "--type", "related_to", "--weight", "1.5"), "a weight is from 0 to 1")]:
         r = memlink(*args, vault=root)  # (argparse's own: the same one line, not its usage first)
         assert r.returncode == 2 and r.stderr.startswith("memlink: error: ") and says in r.stderr, (args, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr

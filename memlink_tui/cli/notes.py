@@ -12,7 +12,7 @@ from engine.model.text import counted
 from engine.model.yamlio import plain
 from engine.storage.render import link_problems
 
-from .wiring import UsageError, notice, open_vault, positive, printable_path, say, say_json
+from .wiring import UsageError, notice, open_vault, positive, printable_path, say, say_json, weight
 
 if TYPE_CHECKING:
     from engine.model.links import StoredLink
@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="change the link FROM -> TO has: only the options given, the rest kept; `memlink undo` reverts it")
     s.add_argument("--id", dest="link_id", metavar="LINK_ID",
                    help="with --update: the link to change, when the pair has several (`memlink links --json` lists ids)")
-    s.add_argument("--weight", type=float, help="0 to 1 (a new link: 1.0)")
+    s.add_argument("--weight", type=weight, help="0 to 1 (a new link: 1.0)")
     s.add_argument("--match-text", help="words of FROM's text the link hangs on (with --update, \"\" removes them)")
     s.add_argument("--description", help="one line on what the link means")
     s.add_argument("--t-field", help="the field of TO the link points into (default: its text field)")

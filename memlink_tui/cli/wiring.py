@@ -61,6 +61,17 @@ def positive(text: str) -> int:
     return value
 
 
+def weight(text: str) -> float:
+    """An argparse type: a link's weight, a number from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"a weight is from 0 to 1, not {text}")
+    return value
+
+
 def vault_path(args: argparse.Namespace) -> Path:
     """The folder --vault names, else the default vault."""
     return args.vault or default_vault()
