@@ -978,6 +978,14 @@ def test_an_iphone_export_that_begins_with_a_bracket_is_told_a_whatsapp_chat(vau
     assert sniff('[{"mapping": {}, "current_node": "a"}]') == "chatgpt"  # (a JSON array is still one)
 
 
+def test_a_message_s_own_lines_with_a_date_and_time_stay_its_text(vault, tmp_path):
+    text = ("12/24/23, 9:41 PM - Ana: Plan for tomorrow:\n09:00, 12/25/23 - breakfast at Bob's\n"
+            "5. 1. 2024 10:00 - dentist\nsee you!\n12/24/23, 9:45 PM - Bob: ok\n")
+    import_chat(vault, write(tmp_path / "WhatsApp Chat with Ana.txt", text), RulesTurnExtractor())
+    assert [e.content for e in events_of(vault.root)] == [
+        "Plan for tomorrow:\n09:00, 12/25/23 - breakfast at Bob's\n5. 1. 2024 10:00 - dentist\nsee you!", "ok"]
+
+
 RLM = "\u200f"
 
 

@@ -182,7 +182,7 @@ def test_the_provider_is_chosen_once_per_process(tmp_path, monkeypatch):
 def test_unknown_command_is_a_usage_error_listing_commands_in_help_order():
     r = memlink("no-such-command")
     assert r.returncode == 2
-    choices = r.stderr.split("choose from ", 1)[1].strip().rstrip(")").replace("'", "").split(", ")
+    choices = r.stderr.split("choose from ", 1)[1].split(")", 1)[0].replace("'", "").split(", ")
     assert choices == _listed_commands()
 
 

@@ -493,12 +493,19 @@ def test_a_move_renames_the_kept_note_in_what_names_it_and_keeps_where_it_came_f
     review(vault, a.uri, b.uri, "keep-a")
     (vault.state_dir / "audit").mkdir(parents=True, exist_ok=True)  # (as an extraction run records what it made)
     (vault.state_dir / "audit" / "2026-01-01.jsonl").write_text(json.dumps({"created": [a.uri, b.uri]}) + "\n")
+    with open(vault.root / ACTION_LOG, "a", encoding="utf-8") as log:  # (a line of another shape: a hint lost, no crash)
+        log.write(json.dumps({"at": "x", "action": "move", "a": ["q"], "b": "z"}) + "\n")
     before = files(vault.root)
     result = move_note(vault, a.uri, "preferences/running-dislike.md")
     assert vault.read_note(b.uri).extra["superseded_by"] == "preferences/running-dislike.md"
     assert vault.read_note(report.uri).fields["source_uris"] == ["preferences/running-dislike.md", b.uri]
     assert sorted(result.fields) == sorted([b.uri, report.uri]) and "source_uris updated in 2 notes" in result.message()
+    shown = vault.read_text(report.uri).split("---", 2)[2]
+    assert "preferences/running-dislike.md" in shown and a.uri not in shown  # (the report's view shows its sources)
     assert "preferences/running-dislike.md" in provenanced(vault)  # (lint does not call it a note of unknown origin)
     assert errors(vault) == []
     undo(vault)
     assert files(vault.root) == before
+    move_note(vault, a.uri, "preferences/running-dislike.md")
+    vault.write_note("report", {"answer": "It changed."}, uri=report.uri)  # (a later write finds no stale view to keep)
+    assert vault.read_text(report.uri).count("How did running change?") == 2  # (frontmatter and view, once each)

@@ -425,8 +425,9 @@ def provenanced(vault: Vault) -> set[str]:
             if isinstance(changed, list):
                 out.update(c["uri"] for c in changed if isinstance(c, dict) and isinstance(c.get("uri"), str))
     for entry in read_jsonl(vault.root / ACTION_LOG, strict=False):  # (a note moved since keeps where it came from)
-        if entry.get("action") == "move" and entry.get("a") in out and isinstance(entry.get("b"), str):
-            out.add(entry["b"])
+        a, b = entry.get("a"), entry.get("b")
+        if entry.get("action") == "move" and isinstance(a, str) and a in out and isinstance(b, str):
+            out.add(b)
     return out
 
 

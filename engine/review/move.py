@@ -25,7 +25,7 @@ from ..errors import MemlinkError, NoteNotFound, UriError
 from ..model.blocks import VIEW_OPEN, links_span, visible_text
 from ..model.imported import edited_since_import
 from ..model.links import Direction, StoredLink
-from ..model.notes import parse_note, serialize_note, split_body
+from ..model.notes import parse_note, rebuild_body, render_note_body, serialize_note, split_body
 from ..model.uris import normalize_uri, uri_dir
 from ..storage.sidecars import LinkOp, PutLink, RemoveLink, owner_of
 from ..storage.walk import check_note_target
@@ -165,9 +165,12 @@ def _renamed_in_fields(vault: Vault, tx: Transaction, uris: list[str], old: str,
                 {**c, "superseded_by": new} if isinstance(c, dict) and c.get("superseded_by") == old else c for c in claims]}
         if note.extra.get("superseded_by") == old:
             note.extra = {**note.extra, "superseded_by": new}
-        if old in sources:
+        schema = vault.schema(note.memory_type)
+        if old in sources:  # (a report's view shows its sources: the view follows, as a field write's does)
+            view = render_note_body(schema, note.fields, note.created_at, note.updated_at)
             note.fields = {**note.fields, "source_uris": [new if s == old else s for s in sources]}
-        tx.put_text(uri, serialize_note(note, vault.schema(note.memory_type), vault.read_text(uri)), note)
+            note.body = rebuild_body(note.body, view, render_note_body(schema, note.fields, note.created_at, note.updated_at))
+        tx.put_text(uri, serialize_note(note, schema, vault.read_text(uri)), note)
         done.append(uri)
     return done
 

@@ -635,8 +635,8 @@ def _header(line: str) -> re.Match[str] | None:
     if found := _WA_ANDROID.match(line) or _WA_IOS.match(line):
         return found
     loose = _LOOSE.match(line)
-    if loose is None:
-        return None
+    if loose is None or loose["first"] and not loose["open"]:  # (the time first only in iOS's brackets: a message's
+        return None                                            # own "09:00, 12/25/23 - breakfast" is its text)
     half = loose["before"] or loose["after"]
     time, half = (loose["first"], "") if loose["first"] else (loose["time"], _HALVES[half] if half else "")
     date = re.sub(rf"[{_MARKS}]|(?<=[./-])\s", "", loose["date"])  # (an Arabic phone's marks, a Korean one's spaces)
@@ -657,7 +657,8 @@ def _header(line: str) -> re.Match[str] | None:
 _HALVES = {"上午": "AM", "下午": "PM", "午前": "AM", "午後": "PM", "오전": "AM", "오후": "PM", "ص": "AM", "م": "PM"}
 _LOOSE = re.compile(
     rf"(?P<open>\[?)(?:(?P<first>\d{{1,2}}[:.]\d{{2}}(?:[:.]\d{{2}})?(?:\s?[AaPp]\.?\s?[Mm]\.?)?),\s)?"
-    rf"(?P<date>\d{{1,4}}[{_MARKS}]*[./-]\s?\d{{1,2}}[{_MARKS}]*[./-]\s?\d{{1,4}})[{_MARKS}]*\.?(?P<be>\sBE)?"
+    rf"(?P<date>\d{{4}}\.\s\d{{1,2}}\.\s\d{{1,2}}|\d{{1,4}}[{_MARKS}]*[./-]\d{{1,2}}[{_MARKS}]*[./-]\d{{1,4}})[{_MARKS}]*\.?"
+    rf"(?P<be>\sBE)?"
     rf"(?(first)|[,\u060c]?\s(?:klo\s)?(?:(?P<before>上午|下午|午前|午後|오전|오후)\s?)?"
     rf"(?P<time>\d{{1,2}}[:.]\d{{2}}(?:[:.]\d{{2}})?(?:\s?[AaPp]\.?\s?[Mm]\.?)?)\.?(?:\s(?P<after>[صم]))?)"
     rf"(?P<close>\]\s|\s[-–]\s)(?P<rest>.*)", re.S)
