@@ -48,8 +48,15 @@ def test_superseded_notes_rank_lower(pair):
     v, a, b = pair
     scores = {h.uri: h.score for h in search(v, "coffee", k=5, use_graph=False)}
     review(v, a, b, "keep-a")
-    after = {h.uri: h.score for h in search(v, "coffee", k=5, use_graph=False)}
+    hits = search(v, "coffee", k=5, use_graph=False)
+    after = {h.uri: h.score for h in hits}
     assert after[b] == pytest.approx(scores[b] * 0.5)
+    shown = {h.uri: h.to_json() for h in hits}  # (and says so: the CLI, MCP and the app show it)
+    assert shown[b].get("superseded") is True and "superseded" not in shown[a]
+    from conftest import memlink
+
+    r = memlink("search", "coffee", vault=v.root)
+    assert f"{b} · superseded)" in r.stdout and f"{a} · superseded" not in r.stdout, r.stdout
 
 
 def test_merge_dismiss_research(pair):

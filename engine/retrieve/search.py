@@ -75,6 +75,7 @@ class SearchHit:
     snippet: str = ""
     evidence: list[SearchHit] = field(default_factory=list)  # notes derived from this one that matched too
     weak: bool = False  # found only by meaning, below the confident similarity
+    superseded: bool = False  # a review kept another note over it (it ranks lower, and says so)
 
     @property
     def route(self) -> str:
@@ -94,6 +95,8 @@ class SearchHit:
             out["evidence"] = [e.to_json() for e in self.evidence]
         if self.weak:
             out["weak"] = True
+        if self.superseded:
+            out["superseded"] = True
         return out
 
 
@@ -277,7 +280,8 @@ def search(
 
     def hit(uri: str) -> SearchHit:
         entry = entries[uri]
-        h = SearchHit(uri, entry.title, entry.memory_type, final[uri], found.get(uri, []), weak=weak)
+        h = SearchHit(uri, entry.title, entry.memory_type, final[uri], found.get(uri, []), weak=weak,
+                      superseded=uri in superseded)
         if snippets:
             h.snippet = _snippet(vault, uri, query_tokens, anchored.get(uri, []))
         return h
