@@ -29,6 +29,8 @@ def pair(vault):
 
 def test_keep_a_supersedes_b_and_undo_puts_everything_back(pair):
     v, a, b = pair
+    said = preview(v, a, b, "keep-a").lines()  # (A's fields stay: only its Links block changes, and the preview says so)
+    assert f"  note edit: {a} (its Links block)" in said and any(line.startswith(f"  note edit: {b}") for line in said)
     before = files(v)
     result = review(v, a, b, "keep-a")
     assert "superseded" in result.message

@@ -99,7 +99,8 @@ class Plan(BaseModel):
         """The plan for a person to read before confirming."""
         out = [f"{self.action}: {self.message}"]
         for n in self.notes:
-            out.append(f"  note {n.change}: {n.uri}")
+            # (a note whose fields stay as they were changes in its generated Links block alone)
+            out.append(f"  note {n.change}: {n.uri}{' (its Links block)' if n.change == 'edit' and not n.fields else ''}")
             for f in n.fields:
                 out.append(f"    {f.name}: {_short(f.before)} -> {_short(f.after)}")
         for link in self.links:
