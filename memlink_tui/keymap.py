@@ -9,14 +9,19 @@ from .screens.help import people_key
 
 
 def _rows(cls: type, inherited: bool = False) -> list[tuple[str, str]]:
-    out, seen = [], set()
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
     for klass in cls.__mro__ if inherited else (cls,):
         for b in klass.__dict__.get("BINDINGS", []):
             b = b if isinstance(b, Binding) else Binding(*b)
             if b.key in seen:
                 continue
             seen.add(b.key)
-            out.append((", ".join(f"`{people_key(k)}`" for k in b.key.split(",")), b.description or b.action))
+            keys, does = ", ".join(f"`{people_key(k)}`" for k in b.key.split(",")), b.description or b.action
+            if out and out[-1][1] == does:  # (two bindings that do the same, one row: ⌫ and esc both go back)
+                out[-1] = (f"{out[-1][0]}, {keys}", does)
+            else:
+                out.append((keys, does))
     return out
 
 

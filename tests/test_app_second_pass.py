@@ -806,6 +806,35 @@ async def lint_findings(app, pilot):
     return app.screen.query_one("#findings", DataTable)
 
 
+async def test_merge_refuses_a_pair_that_is_no_contradiction_and_a_review_stays_at_its_row(sample):
+    from textual.widgets import DataTable, ListView, Static, TextArea
+
+    app = MemlinkApp(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_at(app, pilot, "lint")
+        screen = app.screen
+        checks = screen.query_one("#checks", ListView)
+        checks.index = [item.name for item in checks.children].index("low_weight")
+        await settle(app, pilot)
+        table = screen.query_one("#findings", DataTable)
+        table.focus()
+        table.move_cursor(row=0)
+        await settle(app, pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        assert not screen.query_one("#merge-text", TextArea).display  # (no editor to write into first)
+        assert "merge is for a contradiction" in str(screen.query_one("#review-status", Static).render())
+        checks.index = [item.name for item in checks.children].index("contradictions")
+        await settle(app, pilot)
+        table.focus()
+        table.move_cursor(row=1)
+        await settle(app, pilot)
+        following = table.get_row_at(2)
+        await pilot.press("d", "y")  # dismiss the second pair
+        await settle(app, pilot)
+        assert table.cursor_row == 1 and table.get_row_at(1) == following  # (the next pair, not back at the first)
+
+
 async def test_a_hint_under_the_card_goes_when_another_row_is_chosen(sample):
     from textual.widgets import Static
 

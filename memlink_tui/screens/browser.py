@@ -36,6 +36,7 @@ class BrowserScreen(Pane):
     PANE = "browser"
     BINDINGS = [
         Binding("backspace,b", "app.back", "Back"),
+        Binding("escape", "escape", "Back", show=False),  # (as in the other panes; a maximised panel is put back first)
         Binding("f", "app.forward", "Forward", show=False),
         Binding("t", "focus('tree')", "Tree"),
         Binding("n", "focus('note')", "Note"),
@@ -271,6 +272,13 @@ class BrowserScreen(Pane):
     def action_focus(self, which: str) -> None:  # type: ignore[override]  # textual runs sync actions too; Screen types its own async
         # set_focus is immediate, so a key typed right after (l, enter) reaches the new pane.
         self.set_focus(self.query_one(f"#{which}"))
+
+    async def action_escape(self) -> None:
+        """Escape: a maximised panel back in its place, else back (as ⌫)."""
+        if self.maximized is not None:
+            self.minimize()
+        else:
+            await self.app.run_action("back")
 
     def action_reload(self) -> None:
         """Re-read the vault (notes edited outside memlink too): the catalog syncs in a

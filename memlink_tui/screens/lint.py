@@ -153,10 +153,11 @@ class LintScreen(Pane):
         view = self.query_one("#checks", ListView)
         current = view.highlighted_child.name if view.highlighted_child is not None else None
         view.border_title = "Checks · linting…"
-        self._lint(select or current, review)
+        row = self.query_one("#findings", DataTable).cursor_row if select in (None, current) else None
+        self._lint(select or current, review, row)
 
     @work(thread=True, exclusive=True, group="lint")
-    def _lint(self, select: str | None, review: bool) -> None:
+    def _lint(self, select: str | None, review: bool, row: int | None = None) -> None:
         try:
             with lint(self.vault, today=self.today) as report:
                 write_dashboards(self.vault, report)
@@ -164,9 +165,9 @@ class LintScreen(Pane):
         except MemlinkError as exc:
             self.app.call_from_thread(self.notify, str(exc).splitlines()[0], title="Lint failed", severity="error")
             return
-        self.app.call_from_thread(self._linted, report, select, review)  # type: ignore[arg-type]  # textual's typing infers Never for an async callback
+        self.app.call_from_thread(self._linted, report, select, review, row)  # type: ignore[arg-type]  # textual's typing infers Never for an async callback
 
-    async def _linted(self, report: LintReport, select: str | None, review: bool) -> None:
+    async def _linted(self, report: LintReport, select: str | None, review: bool, row: int | None = None) -> None:
         self.report = report
         self.post_message(Linted(report.errors, report.counts.get("contradictions", 0)))
         view = self.query_one("#checks", ListView)
@@ -177,8 +178,13 @@ class LintScreen(Pane):
         view.border_title = f"Checks · {report.errors} errors"
         target = select if select in names else RANKED
         if target:
-            view.index = names.index(target)
+            with self.prevent(ListView.Highlighted):  # (filled here, once: the event would fill it again, at its first row)
+                view.index = names.index(target)
+            self._expanded = None
             self._fill(target)
+            table = self.query_one("#findings", DataTable)
+            if row and table.row_count:  # (the same list again, after a review: at the next pair, not the first)
+                table.move_cursor(row=min(row, table.row_count - 1))
         if review:
             table = self.query_one("#findings", DataTable)
             if not table.row_count:
@@ -398,6 +404,10 @@ class LintScreen(Pane):
         if self.pair is None:
             self._status("choose a contradiction (two notes) first", passing=True)
             return
+        conflict = self.vault.config.link_table().role("conflict")
+        if not any(l.link_type is conflict and {l.from_uri, l.to_uri} == set(self.pair) for l in self.vault.links.of(self.pair[0])):
+            self._status("merge is for a contradiction: these two notes are not linked as one", passing=True)
+            return  # (before the editor: as keep A/B and dismiss refuse, not after the person wrote the text)
         texts = []
         for uri in self.pair:
             try:
