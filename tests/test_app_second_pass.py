@@ -1070,6 +1070,7 @@ async def test_a_reopened_conversation_keeps_each_reply_s_citations(sample):
         await settle(app, pilot)
         screen.open_session(session)  # as the session list opens it, another day
         await settle(app, pilot)
+        assert screen.query_one("#recall-list").option_count == len(given)  # (the last reply's, at once)
         reply = screen.query("#transcript Reply").last(Reply)
         assert [(i.kind, i.source, i.where, i.title) for i in reply.items] == [(i.kind, i.source, i.where, i.title)
                                                                              for i in given]

@@ -333,6 +333,7 @@ class ChatScreen(Pane):
         turns = project_turns(session, events, final=True)  # an unanswered message shows too
         if not turns:
             transcript.mount(Static(NEW_SESSION, classes="hint"))
+        last: Reply | None = None  # (the children removed above may still be there until the next refresh)
         for turn, given in zip(turns, given_items(turns, events), strict=True):
             for message in turn.asked:  # (a chat between people: each message names its sender)
                 you = f"[b]{safe_markup(message.speaker)}[/b] (you)" if message.speaker else "[b]you[/b]"
@@ -347,8 +348,11 @@ class ChatScreen(Pane):
                     shown.show(message_text(message))
                 transcript.mount(shown)
                 target = shown if message.key == at else target
+                last = shown
         transcript.border_title = f"Chat · {safe_markup(session)}"
         self._mark_open()
+        if last is not None and last.items and self.is_mounted:  # (the last reply's memory in the recall pane, as then)
+            self._show_recall(last)
         # After the refresh: the new messages must be laid out before the end (or the turn) is known.
         if target is None:
             transcript.call_after_refresh(transcript.scroll_end, animate=False)
