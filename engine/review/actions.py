@@ -209,6 +209,13 @@ def _edit(old: str, new: str) -> list:
     return [start, len(new) - tail, old[start:len(old) - tail]]
 
 
+def contradictions_between(vault: Vault, a: str, b: str) -> list[StoredLink]:
+    """The links that say ``a`` and ``b`` contradict each other (the table's conflict
+    role), either way: what a review resolves."""
+    conflict = vault.config.link_table().role("conflict")
+    return [l for x, y in ((a, b), (b, a)) for l in vault.links.of(x, "links") if l.to_uri == y and l.link_type is conflict]
+
+
 def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str | None,
            today: dt.date | None) -> Plan:
     """Stage the action in ``tx`` and describe it."""
@@ -219,8 +226,7 @@ def _stage(vault: Vault, tx: Transaction, a: str, b: str, action: str, text: str
     day = (today or dt.date.today()).isoformat()
     table = vault.config.link_table()  # link types by role (docs/DESIGN.md, "Link types")
     conflict, supersedes, default = table.role("conflict"), table.role("supersedes"), table.role("default")
-    pair = [l for l in vault.links.of(a, "links") if l.to_uri == b and l.link_type is conflict]
-    pair += [l for l in vault.links.of(b, "links") if l.to_uri == a and l.link_type is conflict]
+    pair = contradictions_between(vault, a, b)
     if not pair:
         for uri in (a, b):
             if not vault.exists(uri):

@@ -404,8 +404,9 @@ class LintScreen(Pane):
         if self.pair is None:
             self._status("choose a contradiction (two notes) first", passing=True)
             return
-        conflict = self.vault.config.link_table().role("conflict")
-        if not any(l.link_type is conflict and {l.from_uri, l.to_uri} == set(self.pair) for l in self.vault.links.of(self.pair[0])):
+        from engine.review.actions import contradictions_between
+
+        if not contradictions_between(self.vault, *self.pair):
             self._status("merge is for a contradiction: these two notes are not linked as one", passing=True)
             return  # (before the editor: as keep A/B and dismiss refuse, not after the person wrote the text)
         texts = []
