@@ -112,9 +112,10 @@ class Adjacency:
         """The links made to ``uri`` (its backlinks), in canonical order."""
         raise NotImplementedError
 
-    def prefetch(self, uris: Iterable[str]) -> None:
+    def prefetch(self, uris: Iterable[str], far_degrees: bool = False) -> None:
         """A hint: a walk is about to read these notes' edges (a view that fetches on
-        demand reads them in one go)."""
+        demand reads them in one go), and with ``far_degrees`` the degrees of the notes
+        they lead to (counted in the same read)."""
 
     def out_edges_of_type(self, uris: Iterable[str], link_type: LinkType) -> dict[str, list[Edge]]:
         """Each note's links of one type, in canonical order (``out_edges`` filtered)."""
@@ -161,7 +162,8 @@ class Adjacency:
             return 1.0 - (1.0 - a) * (1.0 - min(b, 1.0))  # noisy-OR: bounded, additive when small
 
         table, min_weight, damping = params.table, params.min_link_weight, params.damping
-        self.prefetch(seed for seed, score in seeds.items() if score > 0)  # (one read for every seed's first hop)
+        # (One read for every seed's first hop, and the degrees of the notes it reaches.)
+        self.prefetch((seed for seed, score in seeds.items() if score > 0), far_degrees=True)
         for seed, seed_score in seeds.items():
             if seed_score <= 0:
                 continue
@@ -396,11 +398,13 @@ class Walk(Adjacency):
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
         self._edges: dict[str, tuple[list[Edge], list[Edge]]] = {}
+        self._counted: dict[str, int] = {}  # degrees of notes not read, counted with their neighbours' edges
 
-    def prefetch(self, uris: Iterable[str]) -> None:
+    def prefetch(self, uris: Iterable[str], far_degrees: bool = False) -> None:
         catalog = self.vault.catalog.memory_types()
         todo = [u for u in dict.fromkeys(uris) if u not in self._edges and u in catalog]
-        for uri, (out, inc) in self.vault.links.edges(todo, compare=False).items() if todo else ():
+        read = self.vault.links.edges(todo, compare=False, far_counts=self._counted if far_degrees else None) if todo else {}
+        for uri, (out, inc) in read.items():
             self._edges[uri] = (canonical([e for e in out if e.to_uri in catalog], "to_uri"),
                                 canonical([e for e in inc if e.from_uri in catalog], "from_uri"))
 
@@ -409,7 +413,8 @@ class Walk(Adjacency):
         read. A count is of the links as stored, a link to a note deleted since included:
         what a hub test needs, at a fraction of the reading.)"""
         uris = list(dict.fromkeys(uris))
-        counted = self.vault.links.counts([u for u in uris if u not in self._edges])
+        missing = [u for u in uris if u not in self._edges and u not in self._counted]
+        counted = self._counted | self.vault.links.counts(missing) if missing else self._counted
         return {u: self.degree(u) if u in self._edges else counted.get(u, 0) for u in uris}
 
     def out_edges_of_type(self, uris: Iterable[str], link_type: LinkType) -> dict[str, list[Edge]]:

@@ -80,6 +80,23 @@ def test_a_walk_walks_what_the_full_graph_walks(linked):
         assert Walk(linked).neighbourhood(hub, direction=direction, depth=2) == full.neighbourhood(hub, direction=direction, depth=2)
 
 
+def test_a_one_hop_walk_counts_the_notes_it_reaches_in_the_seeds_read(linked, monkeypatch):
+    """The hub test's degrees of the notes one hop reaches come with the seeds' edges, in
+    the same read, and are the link index's counts of them."""
+    uris = sorted(linked.catalog.uris())
+    params = propagation_params(linked.config.search, linked.config.link_table())
+    seeds = {u: 1.0 for u in uris[:8]}
+    reads: list[str] = []
+    for name in ("edges", "counts"):
+        real = getattr(LinkIndex, name)
+        monkeypatch.setattr(LinkIndex, name, lambda self, todo, *a, _n=name, _r=real, **k: reads.append(_n) or _r(self, todo, *a, **k))
+    walk = Walk(linked)
+    spread = walk.propagate(seeds, params)
+    assert spread and reads == ["edges"]
+    reached = [u for u in spread if u not in seeds]
+    assert walk.degrees(reached) == linked.links.counts(reached)
+
+
 def test_edges_read_together_are_the_edges_read_note_by_note(linked):
     uris = sorted(linked.catalog.uris())
     one_by_one, together = Walk(linked), Walk(linked)

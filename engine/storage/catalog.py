@@ -166,11 +166,14 @@ class Catalog:
                     sidecars.append(uri)
                 elif not self.read_only:
                     remove_stale_temp(self.root / uri, mtime, now)
-            failed = {u for u in known.files if u not in known.good}  # read again: the reason may have gone
-            todo = [u for u, stamp in files.items() if known.files.get(u) != stamp or u in failed]
-            # (A note in a folder that cannot be listed is not known to be gone: it stays as last read.)
-            hidden = tuple(f"{folder}/" for folder in unreadable)
-            gone = [u for u in known.files if u not in files and not (hidden and u.startswith(hidden))]
+            failed = known.files.keys() - known.good.keys()  # read again: the reason may have gone
+            if files == known.files:  # (most walks: nothing changed, told in one comparison)
+                todo, gone = sorted(failed), []
+            else:
+                todo = [u for u, stamp in files.items() if known.files.get(u) != stamp or u in failed]
+                # (A note in a folder that cannot be listed is not known to be gone: it stays as last read.)
+                hidden = tuple(f"{folder}/" for folder in unreadable)
+                gone = [u for u in known.files if u not in files and not (hidden and u.startswith(hidden))]
             fresh = [self._derive(uri, *files[uri], bodies=bodies) for uri in todo]
             was = {r[0]: r[1:] for r in self.store.rows_in(
                 "SELECT k.key, n.sha, n.error, n.memory_type FROM notes n JOIN keys k ON k.id = n.id WHERE n.id IN " + KEY_IDS,

@@ -58,6 +58,15 @@ _ARMS = {
     "backlinks": ("x.key, o.key", "l.to_id = o.id AND l.side = 1", "l.from_id"),
     "legacy": ("x.key, o.key", "l.to_id = o.id AND l.legacy = 1", "l.from_id"),
 }
+
+
+def _count(note: str) -> str:
+    """SQL: how many records name the note ``note`` (an alias of ``keys``) as their owner."""
+    return (f"(SELECT count(*) FROM links d WHERE d.from_id = {note}.id AND d.side = 0) "
+            f"+ (SELECT count(*) FROM links d WHERE d.to_id = {note}.id AND d.side = 1)")
+
+
+_FAR_COUNT = f", {_count('x')}"  # (``x``: a record's other end, in ``_owned``)
 NO_FILES = "-|-"  # a folder without link files (engine.storage.sidecars.folder_stamp)
 
 
@@ -180,13 +189,15 @@ class LinkIndex:
         return [(owner, arms[arm], *rest) for owner, arm, *rest in sorted(rows, key=lambda r: (r[1], r[2]))]
 
     def edges(self, uris: Iterable[str], direction: Direction = "both", types: Iterable[LinkType] | None = None,
-              compare: bool = True) -> dict[str, tuple[list[Edge], list[Edge]]]:
+              compare: bool = True, far_counts: dict[str, int] | None = None) -> dict[str, tuple[list[Edge], list[Edge]]]:
         """What a walk follows from each note: its links out and its backlinks in (or only
         one ``direction``; only links of these ``types``), as edges (types this process
         does not know are left out), in storage order. ``compare=False``: as the index
         holds them, without comparing the folders' files first: what the last sync of the
         vault left (it compares every folder) and this process's writes since, the same
-        moment as the catalog a search walks over."""
+        moment as the catalog a search walks over. ``far_counts``, when given, receives
+        ``counts`` of the notes at the far ends of the stored records read, in the same
+        statement (a walk's hub test asks them of every note it reaches)."""
         uris = list(dict.fromkeys(uris))
         names = None if types is None else sorted({t.value for t in types})
         where = "" if names is None else f" AND l.link_type IN ({','.join('?' * len(names))})"
@@ -205,10 +216,12 @@ class LinkIndex:
         if unstaged:
             if compare:
                 self.refresh({home(u) for u in unstaged})
-            columns = "l.id, f.key, t.key, l.link_type, l.weight, l.description"
+            columns = "l.id, f.key, t.key, l.link_type, l.weight, l.description" + (_FAR_COUNT if far_counts is not None else "")
             # (A legacy entry has no backlink record: its edge into its target is read from its links side.)
-            for owner, arm, _seq, link_id, from_uri, to_uri, type_name, weight, description in self._owned(
+            for owner, arm, _seq, link_id, from_uri, to_uri, type_name, weight, description, *far in self._owned(
                     unstaged, direction, columns, where, names or (), legacy=direction != "links"):
+                if far_counts is not None:
+                    far_counts[to_uri if arm == "links" else from_uri] = far[0]
                 link_type = LinkType.known(type_name)
                 if link_type is not None:
                     out[owner][arm != "links"].append(Edge(link_id, from_uri, to_uri, link_type, weight, description))
@@ -220,9 +233,7 @@ class LinkIndex:
         uris = list(dict.fromkeys(uris))
         if not uris:
             return {}
-        return dict(self.store.rows_in(
-            "SELECT k.key, (SELECT count(*) FROM links l WHERE l.from_id = k.id AND l.side = 0) "
-            "+ (SELECT count(*) FROM links l WHERE l.to_id = k.id AND l.side = 1) FROM keys k WHERE k.key IN ({})", uris))
+        return dict(self.store.rows_in(f"SELECT k.key, {_count('k')} FROM keys k WHERE k.key IN ({{}})", uris))
 
     def graph_edges(self) -> list[Edge]:
         """Every link of the vault as an edge, once (its links side), of a known type."""

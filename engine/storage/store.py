@@ -34,7 +34,7 @@ DB_FILE = "index.sqlite"  # in `.memlink/`
 # PRAGMA user_version: a database of another version is dropped and derived again. It
 # covers what the tables mean too (the search files' layout, what the checks find), so a
 # change to either is a new version.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # The feed keeps this many changes. A reader further behind (a lint a long time after
 # the last one) sees "everything changed" and starts over, which is always right.
 FEED_KEEP = 10_000
@@ -68,7 +68,7 @@ CREATE TABLE links (folder INTEGER NOT NULL, id TEXT NOT NULL, side INTEGER NOT 
     to_id INTEGER NOT NULL, link_type TEXT NOT NULL, weight REAL NOT NULL, t_field TEXT, t_line_ranges TEXT,
     match_text TEXT, description TEXT NOT NULL, created_at TEXT NOT NULL, legacy INTEGER NOT NULL, stray INTEGER NOT NULL);
 CREATE INDEX links_folder ON links (folder, id);
-CREATE INDEX links_from ON links (from_id) WHERE side = 0;
+CREATE INDEX links_from ON links (from_id, link_type) WHERE side = 0;  -- (by type too: a search's grouping reads one)
 CREATE INDEX links_to ON links (to_id) WHERE side = 1;
 CREATE INDEX links_legacy ON links (to_id) WHERE legacy = 1;
 CREATE INDEX links_anchored ON links (from_id) WHERE side = 0 AND match_text IS NOT NULL;  -- (a search's snippets)
