@@ -421,6 +421,16 @@ def test_a_tampered_or_hostile_archive_is_refused_naming_the_member_and_writes_n
     assert restore_archive(archive, tmp_path / "fine").files > 100
 
 
+def test_restore_refuses_a_vault_option_it_would_not_use(tmp_path):
+    root = _copy_sample(tmp_path)
+    archive = Path(backup_vault(Vault.open(root), tmp_path / "b").path)
+    other = tmp_path / "meant"
+    r = memlink("restore", str(archive), str(tmp_path / "dest"), vault=other)
+    assert r.returncode == 2 and r.stderr.startswith("memlink: error: restore unpacks into DEST"), r.stderr
+    assert str(other) in r.stderr
+    assert not (tmp_path / "dest").exists() and not other.exists()
+
+
 def test_restore_refuses_a_non_empty_destination_and_what_is_not_an_archive(tmp_path):
     root = _copy_sample(tmp_path)
     archive = Path(backup_vault(Vault.open(root), tmp_path / "b").path)

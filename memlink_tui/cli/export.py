@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..paths import data_dir
-from .wiring import EXIT_PARTIAL, EXIT_PROBLEMS, notice, open_vault, printable_path, say, say_json
+from .wiring import EXIT_PARTIAL, EXIT_PROBLEMS, UsageError, notice, open_vault, printable_path, say, say_json
 
 
 def default_backup_dir() -> Path:
@@ -85,6 +85,9 @@ def cmd_restore(args: argparse.Namespace) -> int:
     from engine.export import restore_archive
     from engine.lint.memo import check
 
+    if getattr(args, "vault", None) is not None:  # (the global option, given before the command name)
+        raise UsageError(f"restore unpacks into DEST, a new or empty folder, and opens no vault: --vault {args.vault} "
+                         "is not used (give that folder as DEST, or leave --vault out)")
     report = restore_archive(args.archive, args.dest)
     vault = open_vault(Path(report.dest))
     problems = check(vault)
