@@ -12,7 +12,7 @@ from engine.model.text import counted
 from engine.model.yamlio import plain
 from engine.storage.render import link_problems
 
-from .wiring import UsageError, notice, open_vault, positive, printable_path, say, say_json, weight
+from .wiring import UsageError, line_ranges, notice, open_vault, positive, printable_path, say, say_json, weight
 
 if TYPE_CHECKING:
     from engine.model.links import StoredLink
@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("--match-text", help="words of FROM's text the link hangs on (with --update, \"\" removes them)")
     s.add_argument("--description", help="one line on what the link means")
     s.add_argument("--t-field", help="the field of TO the link points into (default: its text field)")
-    s.add_argument("--t-lines", help="line range(s) in the target field, e.g. 3-5 or 3-5,8")
+    s.add_argument("--t-lines", type=line_ranges, help="line range(s) in the target field, e.g. 3-5 or 3-5,8")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_link)
 
@@ -157,6 +157,8 @@ def cmd_link(args: argparse.Namespace) -> int:
 
     if args.link_id and not args.update:
         raise UsageError("--id names the link to change: give it with --update")
+    if not args.update and not args.link_type:
+        raise UsageError("a new link needs a link type: give it with --type")
     vault = open_vault(args)
     link = write_link(vault, args.from_uri, args.to_uri, link_type(vault, args.link_type) if args.link_type else None,
                       update=args.update, weight=args.weight, t_field=args.t_field, t_line_ranges=args.t_lines,

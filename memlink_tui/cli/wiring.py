@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from engine import MemlinkError, Vault
+from engine import LinkError, MemlinkError, Vault
 from engine.errors import DiskFull
 from engine.model.text import printable, printable_json, printable_path
 from engine.storage.atomic import disk_full
@@ -70,6 +70,17 @@ def weight(text: str) -> float:
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"a weight is from 0 to 1, not {text}")
     return value
+
+
+def line_ranges(text: str) -> str:
+    """An argparse type: line ranges as a link's ``t_line_ranges`` takes them ("3-5,8")."""
+    from engine.model.lineranges import parse_ranges
+
+    try:
+        parse_ranges(text)
+    except LinkError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def vault_path(args: argparse.Namespace) -> Path:
