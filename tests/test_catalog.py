@@ -30,6 +30,7 @@ from engine.model.text import words
 from engine.model.uris import utf8_name
 from engine.model.yamlio import safe_load
 from engine.retrieve.names import NameIndex
+from engine.storage import walk
 from engine.storage.atomic import TMP_SUFFIX
 from engine.storage.catalog import CatalogEntry, content_hash
 from engine.storage.store import DB_FILE, SCHEMA_VERSION, Store
@@ -393,11 +394,16 @@ def make_tree(vault: Vault, tmp_path: Path) -> None:
     os.symlink(root / "entities", root / "folder-named.md")
 
 
-def test_the_walk_lists_what_os_walk_lists(vault, tmp_path):
+@pytest.mark.parametrize("by_fd", [True, False], ids=["folder descriptors", "paths (no scandir of a descriptor)"])
+def test_the_walk_lists_what_os_walk_lists(vault, tmp_path, monkeypatch, by_fd):
+    monkeypatch.setattr(walk, "_BY_FD", by_fd)
     make_tree(vault, tmp_path)
-    listed = sorted(uri for uri, *_ in vault_files(str(vault.root), SIDECAR))
+    found = sorted(vault_files(str(vault.root), SIDECAR))
+    listed = [uri for uri, *_ in found]
     assert listed == sorted(reference_walk(vault.root))
     assert f"sessions/.s.json.5e6f7a8b{TMP_SUFFIX}" in listed and "sessions/s.md" not in listed
+    stats = {uri: os.stat(vault.root / uri) for uri in listed}  # (a symlinked note: its target's)
+    assert found == [(uri, stats[uri].st_mtime_ns, stats[uri].st_size) for uri in listed]
 
 
 def test_a_symlinked_note_leading_outside_is_an_error_not_read(vault, tmp_path):

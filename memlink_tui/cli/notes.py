@@ -157,8 +157,6 @@ def cmd_link(args: argparse.Namespace) -> int:
 
     if args.link_id and not args.update:
         raise UsageError("--id names the link to change: give it with --update")
-    if not args.update and not args.link_type:
-        raise UsageError("a new link needs a link type: give it with --type")
     vault = open_vault(args)
     link = write_link(vault, args.from_uri, args.to_uri, link_type(vault, args.link_type) if args.link_type else None,
                       update=args.update, weight=args.weight, t_field=args.t_field, t_line_ranges=args.t_lines,
