@@ -174,6 +174,34 @@ def test_keep_supersedes_the_disputed_claim_not_the_whole_note(sample):
     assert (link.from_uri, link.t_field, link.t_line_ranges) == (DINNER, "content", "2")
 
 
+async def test_what_a_review_superseded_is_said_where_the_note_is_read(sample, pair):
+    """The superseded claim, and a note superseded whole, are named in `memlink show` and
+    in the app's note header; an entry edited into another shape says nothing."""
+    from conftest import memlink, open_at, settle
+
+    from memlink_tui.app import MemlinkApp
+    from widgets import NoteView
+
+    v = sample
+    review(v, DINNER, MUM, "keep-a", today=__import__("datetime").date(2026, 12, 1))
+    said = f"content lines 2: superseded by {DINNER} (valid until 2026-10-15)"
+    assert v.read_note(MUM).superseded() == [said]
+    r = memlink("show", MUM, vault=v.root)
+    assert r.returncode == 0 and f"  {said}\n" in r.stdout
+    app = MemlinkApp(v)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_at(app, pilot, "browser", MUM)
+        await settle(app, pilot)
+        assert said in str(app.screen.query_one(NoteView).query_one("#note-meta").render())
+
+    other, a, b = pair
+    other.supersede(a, b, "2026-11-01")
+    assert other.read_note(a).superseded() == [f"this note: superseded by {b} (valid until 2026-11-01)"]
+    note = other.read_note(b)
+    note.extra = {"superseded_claims": ["not a claim", {"field": "content"}, {"superseded_by": 3}]}
+    assert note.superseded() == []
+
+
 def test_a_claim_of_the_source_side_is_its_match_text_line(vault):
     a = vault.write_note("entity", {"name": "Ada", "content": "Ada lives in Leiden.\nBorn 3 May."}).uri
     b = vault.write_note("event", {"event_name": "Party", "date": "2026-05-04", "content": "Cake.\nAda's birthday, 4 May."}).uri

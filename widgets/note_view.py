@@ -31,6 +31,7 @@ class NoteView(VerticalScroll, can_focus=True):
             if k not in ("content", "answer") and v not in ("", [], None) and v != title  # (the title heads the header)
         )
         warn = f"\n[$warning]{counted(missing, 'link anchor')} not found in the text[/]" if missing else ""
+        warn += "".join(f"\n[$warning]{safe_markup(line)}[/]" for line in note.superseded())
         meta = (
             f"[b]{safe_markup(title)}[/b]  [dim]{safe_markup(note.memory_type)} · {safe_path(note.uri)}[/dim]\n"
             f"created {safe_markup(note.created_at[:10])} · updated {safe_markup(note.updated_at[:10])}\n{fields}{warn}"

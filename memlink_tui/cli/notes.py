@@ -110,6 +110,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     backlinks = vault.links.of(note.uri, "backlinks")
     _say_link_problems(link_problems(vault, note.uri))
     say(f"{printable_path(note.uri)}  ({note.memory_type})  created {note.created_at}  updated {note.updated_at}")
+    for line in note.superseded():  # (a review kept another note over it, or over a claim of it)
+        say(f"  {line}")
     for k, v in note.fields.items():
         if k != "content":
             say(f"  {k}: {_value(v)}")
