@@ -184,7 +184,7 @@ async def test_what_a_review_superseded_is_said_where_the_note_is_read(sample, p
 
     v = sample
     review(v, DINNER, MUM, "keep-a", today=__import__("datetime").date(2026, 12, 1))
-    said = f"content lines 2: superseded by {DINNER} (valid until 2026-10-15)"
+    said = f"content line 2: superseded by {DINNER} (valid until 2026-10-15)"
     assert v.read_note(MUM).superseded() == [said]
     r = memlink("show", MUM, vault=v.root)
     assert r.returncode == 0 and f"  {said}\n" in r.stdout

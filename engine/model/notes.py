@@ -84,7 +84,12 @@ class Note:
             if not isinstance(claim, dict) or not isinstance(by := claim.get("superseded_by"), str):
                 continue
             field, lines, until = claim.get("field"), claim.get("lines"), claim.get("valid_until")
-            what = "this note" if field is None else f"{field} lines {lines}" if isinstance(lines, str) and lines else str(field)
+            if field is None:
+                what = "this note"
+            elif isinstance(lines, str) and lines:
+                what = f"{field} {'line' if lines.isdigit() else 'lines'} {lines}"
+            else:
+                what = str(field)
             out.append(f"{what}: superseded by {by}" + (f" (valid until {until})" if isinstance(until, str) else ""))
         return out
 
