@@ -96,7 +96,8 @@ def write_every_kind_of_note(vault: Vault) -> dict[str, str]:
     (vault.root / "entities" / "broken.md").write_text("no frontmatter\n")
     (vault.root / "entities" / "half.md").write_text(  # an extraction not finished (engine.model.notes.is_pending)
         "---\nmemory_type: entity\ncreated_at: '2026-01-01T00:00:00+00:00'\nupdated_at: '2026-01-03T00:00:00+00:00'\n"
-        "extraction: pending\nfields:\n  name: Half\n  kind: company\n---\nNot done.\n")
+        "extraction: pending\nfields:\n  name: Half\n  kind: company\n"
+        f"superseded_claims:\n- {{field: content, lines: '1', superseded_by: {bo}}}\n---\nNot done.\n")
     return {"ana": ana, "bo": bo, "broken": "entities/broken.md", "half": "entities/half.md"}
 
 
@@ -116,6 +117,7 @@ def test_a_row_round_trips_every_field(vault):
     ana, half = stored[uris["ana"]], stored[uris["half"]]
     assert (ana.title, ana.memory_type, ana.aliases, ana.kind, ana.superseded) == ("Ana", "entity", ["Annie", "A. N."], "person", True)
     assert (half.title, half.kind, half.pending, half.updated_at) == ("Half", "company", True, "2026-01-03T00:00:00+00:00")
+    assert half.superseded_in_part and not half.superseded and not ana.superseded_in_part
     assert "no YAML frontmatter" in fresh.catalog.errors()[uris["broken"]]
     # every field was set away from its default by some row (so each was round-tripped)
     defaults = CatalogEntry("", "", "", "", "", 0, 0)

@@ -188,6 +188,17 @@ async def test_what_a_review_superseded_is_said_where_the_note_is_read(sample, p
     assert v.read_note(MUM).superseded() == [said]
     r = memlink("show", MUM, vault=v.root)
     assert r.returncode == 0 and f"  {said}\n" in r.stdout
+    # In search it ranks as before, and says so; a note with nothing superseded says nothing.
+    hits = {h.uri: h for h in search(v, "周秀兰", k=10, use_graph=False)}
+    assert hits[MUM].superseded_in_part and not hits[MUM].superseded and hits[MUM].to_json()["superseded_in_part"]
+    assert not any(h.supersession for u, h in hits.items() if u != MUM)
+    r = memlink("search", "周秀兰", vault=v.root)
+    assert f"(entity · {MUM} · superseded in part)" in r.stdout, r.stdout
+    listed = {h["uri"]: h for h in json.loads(memlink("search", "周秀兰", "--json", vault=v.root).stdout)}
+    assert listed[MUM].get("superseded_in_part") is True
+    undo(v)
+    assert not next(h for h in search(v, "周秀兰", k=10, use_graph=False) if h.uri == MUM).superseded_in_part
+    review(v, DINNER, MUM, "keep-a", today=__import__("datetime").date(2026, 12, 1))
     app = MemlinkApp(v)
     async with app.run_test(size=(120, 36)) as pilot:
         await open_at(app, pilot, "browser", MUM)

@@ -38,7 +38,7 @@ class SearchResults(OptionList):
                 self.add_option(None)  # a separator line between hits
             text = (
                 f"[b]{safe_markup(h.title)}[/b]  [dim]{safe_markup(h.memory_type)} · {safe_path(h.uri)} · {h.score:.2f}"
-                f"{' · weak match' if h.weak else ''}{' · superseded' if h.superseded else ''}[/dim]\n"
+                f"{' · weak match' if h.weak else ''}{f' · {h.supersession}' if h.supersession else ''}[/dim]\n"
                 f"  [i $text-muted]{safe_markup(h.route)}[/]\n"
                 f"  {_snippet_markup(h.snippet)}"
             )

@@ -76,10 +76,16 @@ class SearchHit:
     evidence: list[SearchHit] = field(default_factory=list)  # notes derived from this one that matched too
     weak: bool = False  # found only by meaning, below the confident similarity
     superseded: bool = False  # a review kept another note over it (it ranks lower, and says so)
+    superseded_in_part: bool = False  # ... over a claim of it (it ranks as before; the snippet may show that claim)
 
     @property
     def route(self) -> str:
         return "; ".join(r.describe() for r in self.routes)
+
+    @property
+    def supersession(self) -> str:
+        """What a review kept over this note, as a result line says it ("" when nothing)."""
+        return "superseded" if self.superseded else "superseded in part" if self.superseded_in_part else ""
 
     def to_json(self) -> dict:
         out = {
@@ -97,6 +103,8 @@ class SearchHit:
             out["weak"] = True
         if self.superseded:
             out["superseded"] = True
+        if self.superseded_in_part:
+            out["superseded_in_part"] = True
         return out
 
 
@@ -281,7 +289,7 @@ def search(
     def hit(uri: str) -> SearchHit:
         entry = entries[uri]
         h = SearchHit(uri, entry.title, entry.memory_type, final[uri], found.get(uri, []), weak=weak,
-                      superseded=uri in superseded)
+                      superseded=uri in superseded, superseded_in_part=entry.superseded_in_part)
         if snippets:
             h.snippet = _snippet(vault, uri, query_tokens, anchored.get(uri, []))
         return h

@@ -56,6 +56,7 @@ class CatalogEntry:
     aliases: list = field(default_factory=list)
     kind: str = ""
     pending: bool = False  # a note whose extraction has not finished (engine.model.notes.is_pending)
+    superseded_in_part: bool = False  # a review kept another note over a claim of it (superseded_claims)
 
 
 @dataclass(frozen=True)
@@ -102,14 +103,18 @@ def _why(uri: str, exc: Exception) -> str:
     return text if text.startswith(f"{uri}:") else f"{uri}: {text}"
 
 
+SUPERSEDED, IN_PART = 1, 2  # the notes table's ``superseded``: the whole note, or a claim of it (0: neither)
+
+
 def _entry(r: tuple) -> CatalogEntry:
-    return CatalogEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], bool(r[9]),
-                        json.loads(r[10]) if r[10] else [], r[11], bool(r[12]))
+    return CatalogEntry(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9] == SUPERSEDED,
+                        json.loads(r[10]) if r[10] else [], r[11], bool(r[12]), r[9] == IN_PART)
 
 
 def _row(e: CatalogEntry, ids: dict[str, int]) -> tuple:
     return (ids[e.uri], e.memory_type, e.title, e.created_at, e.updated_at, e.mtime_ns, e.size, e.sha, e.error,
-            1 if e.superseded else 0, json.dumps(e.aliases, ensure_ascii=False) if e.aliases else "", e.kind,
+            SUPERSEDED if e.superseded else IN_PART if e.superseded_in_part else 0,
+            json.dumps(e.aliases, ensure_ascii=False) if e.aliases else "", e.kind,
             1 if e.pending else 0)
 
 
@@ -218,7 +223,7 @@ class Catalog:
             files[uri] = (mtime, size)
             if not error:
                 good[uri] = memory_type
-            if gone:
+            if gone == SUPERSEDED:
                 superseded.add(uri)
         return _Known(files, good, frozenset(superseded), generation)
 
@@ -305,7 +310,8 @@ class Catalog:
         aliases = [*(aliases if isinstance(aliases, list) else []), *_obsidian_aliases(note.extra.get("aliases"))]
         kind = note.fields.get("kind")
         return CatalogEntry(note.uri, note.memory_type, note.title(self.types.get(note.memory_type)), note.created_at,
-                            note.updated_at, mtime_ns, size, sha, superseded="valid_until" in note.extra,
+                            note.updated_at, mtime_ns, size, sha, superseded=(whole := "valid_until" in note.extra),
+                            superseded_in_part=not whole and bool(note.superseded()),
                             aliases=[str(a) for a in aliases],
                             kind=str(kind).strip().lower() if isinstance(kind, str) else "", pending=is_pending(note))
 

@@ -34,7 +34,7 @@ DB_FILE = "index.sqlite"  # in `.memlink/`
 # PRAGMA user_version: a database of another version is dropped and derived again. It
 # covers what the tables mean too (the search files' layout, what the checks find), so a
 # change to either is a new version.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # The feed keeps this many changes. A reader further behind (a lint a long time after
 # the last one) sees "everything changed" and starts over, which is always right.
 FEED_KEEP = 10_000

@@ -55,7 +55,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         print("weak matches: the notes hold too few of the question's words; these are only close in meaning")
     for i, h in enumerate(hits, 1):
         say(f"{i:>2}. {h.score:.3f}  {one_line(h.title)}  ({h.memory_type} · {printable_path(h.uri)}"
-            f"{' · superseded' if h.superseded else ''})")
+            f"{f' · {h.supersession}' if h.supersession else ''})")
         say(f"      found by: {h.route}")
         if h.snippet:
             say(f"      {h.snippet}")
