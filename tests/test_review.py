@@ -208,6 +208,7 @@ async def test_what_a_review_superseded_is_said_where_the_note_is_read(sample, p
     other, a, b = pair
     other.supersede(a, b, "2026-11-01")
     assert other.read_note(a).superseded() == [f"this note: superseded by {b} (valid until 2026-11-01)"]
+    assert other.read_note(a).superseded(whole=False) == [] and not other.catalog.get(a).superseded_in_part
     note = other.read_note(b)
     note.extra = {"superseded_claims": ["not a claim", {"field": "content"}, {"superseded_by": 3}]}
     assert note.superseded() == []

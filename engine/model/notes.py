@@ -72,15 +72,16 @@ class Note:
             return "\n".join(str(v) for v in value)
         return str(value)
 
-    def superseded(self) -> list[str]:
+    def superseded(self, whole: bool = True) -> list[str]:
         """What a review kept another note over, as a person reads it: the whole note
-        (``superseded_by`` and ``valid_until`` in its frontmatter) and each claim of it
-        (``superseded_claims``: a field's lines). Entries edited into another shape are
-        left out: this says what is known, and `memlink show` lists the frontmatter."""
+        (``superseded_by`` and ``valid_until`` in its frontmatter; left out with
+        ``whole=False``) and each claim of it (``superseded_claims``: a field's lines).
+        Entries edited into another shape are left out: this says what is known, and
+        `memlink show` lists the frontmatter."""
         out = []
         claims = self.extra.get("superseded_claims")
-        whole = [{**self.extra, "field": None}] if isinstance(self.extra.get("superseded_by"), str) else []
-        for claim in whole + (claims if isinstance(claims, list) else []):
+        whole_note = [{**self.extra, "field": None}] if whole and isinstance(self.extra.get("superseded_by"), str) else []
+        for claim in whole_note + (claims if isinstance(claims, list) else []):
             if not isinstance(claim, dict) or not isinstance(by := claim.get("superseded_by"), str):
                 continue
             field, lines, until = claim.get("field"), claim.get("lines"), claim.get("valid_until")

@@ -311,7 +311,7 @@ class Catalog:
         kind = note.fields.get("kind")
         return CatalogEntry(note.uri, note.memory_type, note.title(self.types.get(note.memory_type)), note.created_at,
                             note.updated_at, mtime_ns, size, sha, superseded=(whole := "valid_until" in note.extra),
-                            superseded_in_part=not whole and bool(note.superseded()),
+                            superseded_in_part=not whole and bool(note.superseded(whole=False)),
                             aliases=[str(a) for a in aliases],
                             kind=str(kind).strip().lower() if isinstance(kind, str) else "", pending=is_pending(note))
 
