@@ -360,7 +360,7 @@ class LintScreen(Pane):
             return
 
         def apply() -> str:  # refused if the notes changed since the preview
-            return review(self.vault, a, b, action, text=text, expect=plan).message + "   (u undoes)"
+            return review(self.vault, a, b, action, text=text, expect=plan).message
 
         self._propose(Pending(self.pair, action, apply), plan.lines())
 
@@ -394,9 +394,10 @@ class LintScreen(Pane):
             return
         if pending.pair is not None:
             self.drafts.pop(pending.pair, None)  # the pair is reviewed: its merge text has served
-        # (the card above moves on to the next pair: this line is about the one just reviewed)
-        self._status(f"[b]done[/b] with the pair reviewed last: {safe_markup(message)}" if pending.pair is not None
-                     else safe_markup(message))
+        # (the card above moves on to the next pair: this line is about the one just reviewed;
+        # the key first, as in a preview: on a short screen the end of the message is below the fold)
+        self._status(f"[b]done[/b] with the pair reviewed last ([b]u[/b] undoes): {safe_markup(message)}"
+                     if pending.pair is not None else safe_markup(message))
         self.rerun()
 
     def action_merge(self) -> None:
