@@ -340,6 +340,15 @@ def test_nonsense_inside_an_ordinary_question_is_no_confident_match(sample, ques
     assert not search(sample, "tell me about Man Met Bril")[0].weak
 
 
+def test_cli_snippets_show_a_link_as_its_words_and_json_keeps_it(sample):
+    from conftest import memlink
+
+    out = memlink("search", "celadon glaze kiln", vault=sample.root).stdout
+    assert "Loves Longquan-style celadon:" in out and "](entities/" not in out, out
+    hits = json.loads(memlink("search", "celadon glaze kiln", "--json", vault=sample.root).stdout)
+    assert any("[Longquan-style celadon](entities/cone-6-celadon.md)" in h["snippet"] for h in hits)
+
+
 def test_search_output_strips_terminal_control_sequences(vault):
     from conftest import memlink
 

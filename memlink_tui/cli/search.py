@@ -7,7 +7,7 @@ from pathlib import Path
 
 from engine import MemlinkError
 from engine.llm.fence import one_line
-from engine.model.text import counted, snippet, tokenize
+from engine.model.text import counted, shown_text, snippet, tokenize
 
 from .wiring import UsageError, notice, open_vault, positive, printable_path, say, say_json, synced_index
 
@@ -57,8 +57,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         say(f"{i:>2}. {h.score:.3f}  {one_line(h.title)}  ({h.memory_type} · {printable_path(h.uri)}"
             f"{f' · {h.supersession}' if h.supersession else ''})")
         say(f"      found by: {h.route}")
-        if h.snippet:
-            say(f"      {h.snippet}")
+        if h.snippet:  # (its links as the words they show, as the app underlines them; --json keeps them)
+            say(f"      {shown_text(h.snippet)}")
         for e in h.evidence:
             say(f"      ↳ derived: {one_line(e.title)}  ({e.memory_type} · {printable_path(e.uri)})")
     return 0
