@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from engine import LinkError, MemlinkError, Vault
 from engine.errors import DiskFull
+from engine.model.lineranges import parse_ranges
 from engine.model.text import printable, printable_json, printable_path
 from engine.storage.atomic import disk_full
 
@@ -74,8 +75,6 @@ def weight(text: str) -> float:
 
 def line_ranges(text: str) -> str:
     """An argparse type: line ranges as a link's ``t_line_ranges`` takes them ("3-5,8")."""
-    from engine.model.lineranges import parse_ranges
-
     try:
         parse_ranges(text)
     except LinkError as exc:
