@@ -60,13 +60,7 @@ _ARMS = {
 }
 
 
-def _count(note: str) -> str:
-    """SQL: how many records name the note ``note`` (an alias of ``keys``) as their owner."""
-    return (f"(SELECT count(*) FROM links d WHERE d.from_id = {note}.id AND d.side = 0) "
-            f"+ (SELECT count(*) FROM links d WHERE d.to_id = {note}.id AND d.side = 1)")
-
-
-_FAR_COUNT = f", {_count('x')}"  # (``x``: a record's other end, in ``_owned``)
+_FAR_COUNT = ", x.links"  # (``x``: a record's other end, in ``_owned``; its count of records, ``counts``)
 NO_FILES = "-|-"  # a folder without link files (engine.storage.sidecars.folder_stamp)
 
 
@@ -228,12 +222,13 @@ class LinkIndex:
         return out
 
     def counts(self, uris: Iterable[str]) -> dict[str, int]:
-        """How many links each note has, out and in, as the index holds them (counted in
-        the indexes, no record read; a link into a note deleted since counts too)."""
+        """How many links each note has, out and in, as the index holds them (the count
+        kept with each note's key: no record read; a link into a note deleted since
+        counts too)."""
         uris = list(dict.fromkeys(uris))
         if not uris:
             return {}
-        return dict(self.store.rows_in(f"SELECT k.key, {_count('k')} FROM keys k WHERE k.key IN ({{}})", uris))
+        return dict(self.store.rows_in("SELECT key, links FROM keys WHERE key IN ({})", uris))
 
     def graph_edges(self) -> list[Edge]:
         """Every link of the vault as an edge, once (its links side), of a known type."""

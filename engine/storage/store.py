@@ -34,7 +34,7 @@ DB_FILE = "index.sqlite"  # in `.memlink/`
 # PRAGMA user_version: a database of another version is dropped and derived again. It
 # covers what the tables mean too (the search files' layout, what the checks find), so a
 # change to either is a new version.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # The feed keeps this many changes. A reader further behind (a lint a long time after
 # the last one) sees "everything changed" and starts over, which is always right.
 FEED_KEEP = 10_000
@@ -47,8 +47,10 @@ KEY_IDS = "(SELECT id FROM keys WHERE key IN ({}))"
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, key TEXT NOT NULL);
--- every path (or turn id) the tables below name, by number: stored once however many rows name it
-CREATE TABLE keys (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
+-- every path (or turn id) the tables below name, by number: stored once however many rows name it;
+-- with how many link records it owns (``links`` below, kept by its triggers: a search's walk asks it
+-- of every note one hop reaches)
+CREATE TABLE keys (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, links INTEGER NOT NULL DEFAULT 0);
 
 -- the catalog: one row a note file (by its path's number), and what the note is called
 CREATE TABLE notes (id INTEGER PRIMARY KEY, memory_type TEXT NOT NULL, title TEXT NOT NULL,
@@ -72,6 +74,10 @@ CREATE INDEX links_from ON links (from_id, link_type) WHERE side = 0;  -- (by ty
 CREATE INDEX links_to ON links (to_id) WHERE side = 1;
 CREATE INDEX links_legacy ON links (to_id) WHERE legacy = 1;
 CREATE INDEX links_anchored ON links (from_id) WHERE side = 0 AND match_text IS NOT NULL;  -- (a search's snippets)
+CREATE TRIGGER links_owned AFTER INSERT ON links BEGIN
+    UPDATE keys SET links = links + 1 WHERE id = CASE NEW.side WHEN 0 THEN NEW.from_id ELSE NEW.to_id END; END;
+CREATE TRIGGER links_gone AFTER DELETE ON links BEGIN
+    UPDATE keys SET links = links - 1 WHERE id = CASE OLD.side WHEN 0 THEN OLD.from_id ELSE OLD.to_id END; END;
 
 -- the checks' memo: the last run's findings, and what each note was checked at
 CREATE TABLE findings (source TEXT NOT NULL, category TEXT NOT NULL, rank INTEGER NOT NULL, uri INTEGER NOT NULL,
@@ -240,9 +246,13 @@ class Store:
                 tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")]
                 for table in tables:
                     db.execute(f'DROP TABLE IF EXISTS "{table}"')
-                for statement in SCHEMA.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
+                statement = ""
+                for part in SCHEMA.split(";"):  # (a trigger's body holds statements of its own)
+                    statement += part + ";"
+                    if sqlite3.complete_statement(statement):
+                        if statement.strip(" \n;"):
+                            db.execute(statement)
+                        statement = ""
                 db.execute("INSERT INTO meta VALUES ('generation', ?)", (uuid.uuid4().hex,))
                 db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             db.execute("COMMIT")
