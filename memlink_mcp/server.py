@@ -424,8 +424,8 @@ class MemlinkTools:
 
     def move(self, old_uri: Uri,
              new_uri: Annotated[Short, about("The new path (ending in .md), or a folder to move the note into", "New path")],
-             rewrite_wikilinks: Annotated[bool, about("Also rewrite [[wikilinks]] in other notes' text that name the old "
-                                                      "path (default: only list them)")] = False) -> dict[str, Any]:
+             rewrite_wikilinks: Annotated[bool, about("Also rewrite the [[wikilinks]] and markdown links in other "
+                                                      "notes' text that name the old path (default: only list them)")] = False) -> dict[str, Any]:
         from engine.review.move import move_note
 
         self.writable()
@@ -569,8 +569,8 @@ def build_server(vault: Vault) -> MCPServer:
          "undo tool (with the action id returned) puts them back as they were.")
     tool(tools.move, WRITE, "Move or rename a note: old_uri to new_uri (a note path ending in .md, or a folder to "
          "move it into). Every link into and out of it follows on both sides, anchors and line ranges kept, in one "
-         "step `memlink undo` reverts; a new_uri that exists is refused. [[wikilinks]] in other notes' text naming "
-         "the old path are listed as mentions, rewritten only with rewrite_wikilinks.")
+         "step `memlink undo` reverts; a new_uri that exists is refused. [[wikilinks]] and markdown links in other notes' "
+         "text naming the old path are listed as mentions, rewritten only with rewrite_wikilinks.")
     tool(tools.ask, WRITE, "File a research question for the next dream; returns the question's note uri "
          "(asking again returns the same one).")
     server.resource("memlink://note/{+uri}", name="note", description="A note's markdown file (frontmatter and body).",

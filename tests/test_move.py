@@ -206,6 +206,38 @@ def test_a_relative_wikilink_is_found_from_its_note_s_folder(tmp_path):
     assert "See [[sources/src/Garden/Tomato plants|Tomato plants]] and [[./Log]]." in home, home
 
 
+def test_markdown_links_to_the_note_are_listed_and_rewritten_as_they_were_written(tmp_path):
+    """A markdown link relative to its note's folder stays relative, one from the vault's
+    root names the new path from there; <…>, %-escapes, .md and #places are kept as
+    written; a web address that happens to end the same way is no link to the note."""
+    home = ("See [the pests](../Garden/Tomatoes.md#Pests), [here](<Garden/Tomatoes.md>), [bare](Garden/Tomatoes),\n"
+            "[web](https://example.com/Garden/Tomatoes.md) and [[Garden/Tomatoes]].\n")
+    root, _ = ingested(tmp_path, {"Garden/Tomatoes.md": "Tomato notes.\n\n## Pests\nHornworms.\n",
+                                  "Notes/Home.md": home})
+    shutil.rmtree(tmp_path / "src")
+    old, new = "sources/src/Garden/Tomatoes.md", "sources/src/Garden/Tomato plants.md"
+    before = files(root)
+    r = memlink("mv", old, new, "--json", vault=root)
+    assert r.returncode == 0, r.stderr
+    listed = json.loads(r.stdout)["mentions"]
+    first = listed[0]["line"]  # (the file's line: after the imported page's frontmatter)
+    assert [(m["line"] - first, m["text"]) for m in listed] == [
+        (0, "[the pests](../Garden/Tomatoes.md#Pests)"), (0, "[here](<Garden/Tomatoes.md>)"),
+        (0, "[bare](Garden/Tomatoes)"), (1, "[[Garden/Tomatoes]]")]
+    assert home in (root / "sources/src/Notes/Home.md").read_text()  # listed, not changed
+    assert memlink("undo", vault=root).returncode == 0
+    assert files(root) == before
+    r = memlink("mv", "--rewrite-wikilinks", old, new, vault=root)
+    assert r.returncode == 0, r.stderr
+    assert (
+        "See [the pests](../Garden/Tomato%20plants.md#Pests), [here](<sources/src/Garden/Tomato plants.md>), "
+        "[bare](sources/src/Garden/Tomato%20plants),\n[web](https://example.com/Garden/Tomatoes.md) and "
+        "[[sources/src/Garden/Tomato plants|Tomato plants]].\n") in (root / "sources/src/Notes/Home.md").read_text()
+    assert "0 errors, 0 warnings" in memlink("check", vault=root).stdout
+    assert memlink("undo", vault=root).returncode == 0
+    assert files(root) == before
+
+
 def test_a_link_that_hung_on_a_rewritten_wikilink_hangs_on_the_name_it_now_shows(tmp_path):
     """The page's text now says "Tomato plants" where it said "Tomatoes": the link's anchor
     follows, so `check` finds nothing missing."""

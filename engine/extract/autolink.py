@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from ..model.files import ATTACHMENT_SUFFIXES, DOCUMENT_SUFFIXES
 from ..model.relations import RELATIONS, describe, relation_in
-from ..model.text import mask_code
+from ..model.text import MARKDOWN_LINK, NOT_A_NOTE, mask_code
 from ..model.uris import uri_dir
 from ..retrieve.names import TEXT_SUFFIXES, Lookup, NameIndex, Scope, path_key
 from .rules import link_type_for
@@ -37,12 +37,8 @@ if TYPE_CHECKING:
     from ..model.linktypes import LinkTypeTable
     from ..storage.vault import Vault
 
-# [text](dest "title"): a destination in <…> may hold spaces, a bare one balanced parentheses
-# ("sampling%20(signal%20processing).md"), as CommonMark reads them.
-_MD_LINK = re.compile(r"!?\[([^\]\n]+)\]\((?:<([^<>\n]+)>|((?:[^()\s]|\([^()\s]*\))+))(?:\s+\"[^\"]*\")?\)")
 _WIKI = re.compile(r"!?\[\[([^\]|#\n]+)(?:#([^\]|\n]*))?(?:\|([^\]\n]+))?\]\]")
 _SLUG = re.compile(r"(?<![\w/.:@#~-])((?:[\w-]+/)+[\w-]+)(?:\.md)?(?![\w/])")
-_WEB = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|//|#)", re.I)
 _SENT_END = re.compile(r"[.!?](?=\s|$)|\n")
 
 PLAIN_WEIGHT = 0.6  # a page names another
@@ -128,9 +124,9 @@ def find_references(vault: Vault, from_uri: str, text: str, base: str | None = N
         return Lookup()
 
     files: list[tuple[int, int]] = []  # attachment links: masked, not references
-    for m in _MD_LINK.finditer(clean):
+    for m in MARKDOWN_LINK.finditer(clean):
         dest = m[2] or m[3]
-        if _WEB.match(dest):
+        if NOT_A_NOTE.match(dest):
             continue  # a web link or an anchor, not a note
         if attachment(dest):
             files.append((m.start(), m.end()))

@@ -7,8 +7,9 @@ link metadata only. All in one unit of work, logged as a review action so `memli
 puts the files back byte for byte. A note already moved by hand (the old path gone, the
 new one there) gets its links retargeted the same way.
 
-Wikilinks a person wrote in the text of the linking notes are their words: they are
-reported (``MoveResult.mentions``), and rewritten only when asked (``rewrite_text``)."""
+Wikilinks and markdown links a person wrote in the text of the linking notes are their
+words: they are reported (``MoveResult.mentions``), and rewritten only when asked
+(``rewrite_text``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import os
 import posixpath
 import re
 import unicodedata
+import urllib.parse
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -26,7 +28,9 @@ from ..model.blocks import VIEW_OPEN, links_span, visible_text
 from ..model.imported import edited_since_import
 from ..model.links import Direction, StoredLink
 from ..model.notes import parse_note, rebuild_body, render_note_body, serialize_note, split_body
+from ..model.text import MARKDOWN_LINK, NOT_A_NOTE
 from ..model.uris import normalize_uri, uri_dir
+from ..storage.render import href
 from ..storage.sidecars import LinkOp, PutLink, RemoveLink, owner_of
 from ..storage.walk import check_note_target
 from ..storage.writes import PERSON_LINKS, new_link, person_links, put_ops, remove_ops
@@ -47,11 +51,12 @@ class MoveError(MemlinkError):
 
 @dataclass
 class Mention:
-    """A wikilink in a note's own text that names the moved note by its old path or name."""
+    """A wikilink or markdown link in a note's own text that names the moved note by its old
+    path or name."""
 
     uri: str
     line: int  # 1-based, in the note file
-    text: str  # the wikilink as written
+    text: str  # the link as written
 
 
 @dataclass
@@ -61,7 +66,7 @@ class MoveResult:
     links: int  # link records retargeted (each link counted once)
     moved_file: bool  # False: the file was moved by hand already; only the links followed
     mentions: list[Mention] = field(default_factory=list)
-    rewritten: list[str] = field(default_factory=list)  # notes whose wikilinks were rewritten (rewrite_text)
+    rewritten: list[str] = field(default_factory=list)  # notes whose links were rewritten (rewrite_text)
     imported: dict[str, str] = field(default_factory=dict)  # imported pages not rewritten: uri -> the file of their text
     fields: list[str] = field(default_factory=list)  # notes whose superseded_by or source_uris named the old path
     action: str = ""  # the id of the undoable action it was logged as
@@ -70,7 +75,7 @@ class MoveResult:
         what = "moved" if self.moved_file else "relinked (moved by hand)"
         out = f"{what} {self.old} -> {self.new}; {self.links} link{'s' * (self.links != 1)} retargeted"
         if self.rewritten:
-            out += f"; wikilinks rewritten in {len(self.rewritten)} note{'s' * (len(self.rewritten) != 1)}"
+            out += f"; links rewritten in the text of {len(self.rewritten)} note{'s' * (len(self.rewritten) != 1)}"
         if self.fields:
             out += f"; superseded_by or source_uris updated in {len(self.fields)} note{'s' * (len(self.fields) != 1)}"
         return out
@@ -278,9 +283,25 @@ def _outside_links_block(text: str) -> list[tuple[int, int]]:
     return [(0, len(text))] if span is None else [(0, span[0]), (span[1], len(text))]
 
 
+def _note_path(m: re.Match[str]) -> str | None:
+    """A markdown link's destination as a path (%-escapes decoded, its #place left off);
+    None for a web address or a place in the same page."""
+    dest = m[2] or m[3]
+    return None if NOT_A_NOTE.match(dest) else urllib.parse.unquote(dest.split("#", 1)[0]) or None
+
+
+def _stale(text: str, start: int, end: int, linking: str, paths: _Paths) -> list[re.Match[str]]:
+    """The wikilinks and markdown links of ``text[start:end]`` that led ``linking`` to the
+    moved note and no longer do, in the text's order."""
+    found = [m for m in WIKILINK.finditer(text, start, end) if paths.stale(m.group(2), linking)]
+    found += [m for m in MARKDOWN_LINK.finditer(text, start, end) if (p := _note_path(m)) and paths.stale(p, linking)]
+    return sorted(found, key=lambda m: m.start())
+
+
 def mentions(vault: Vault, uris: list[str], paths: _Paths) -> list[Mention]:
-    """Wikilinks in the text of ``uris`` that led to the moved note and no longer do, each
-    where a person reads it: in the note's view, not again in the field it shows."""
+    """Wikilinks and markdown links in the text of ``uris`` that led to the moved note and
+    no longer do, each where a person reads it: in the note's view, not again in the field
+    it shows."""
     out: list[Mention] = []
     for uri in uris:
         try:
@@ -290,9 +311,8 @@ def mentions(vault: Vault, uris: list[str], paths: _Paths) -> list[Mention]:
         body = split_body(text)
         shown = len(text) - len(body) if VIEW_OPEN in body else 0  # (a view shows its fields: the body is enough)
         for start, end in _outside_links_block(text):
-            for m in WIKILINK.finditer(text, max(start, shown), max(end, shown)):
-                if paths.stale(m.group(2), uri):
-                    out.append(Mention(uri, text.count("\n", 0, m.start()) + 1, m.group(0)))
+            for m in _stale(text, max(start, shown), max(end, shown), uri, paths):
+                out.append(Mention(uri, text.count("\n", 0, m.start()) + 1, m.group(0)))
     return out
 
 
@@ -310,15 +330,36 @@ def _imported_from(vault: Vault, uri: str) -> str:
     return "" if edited_since_import(note, vault.schema("source")) else origin
 
 
+def _repointed(m: re.Match[str], linking: str, new: str) -> str:
+    """A stale markdown link pointed at ``new`` the way it was written: relative to the
+    linking note's folder when it was, else from the vault's root; with .md when it had
+    it; in <…> or %-escaped as it was; its text, #place and title kept."""
+    dest = m[2] or m[3]
+    path, sep, place = dest.partition("#")
+    written = urllib.parse.unquote(path)
+    target = new if written.casefold().endswith(".md") else new[:-3]
+    if written.startswith(("./", "../")):
+        target = posixpath.relpath(target, uri_dir(linking) or ".")
+        target = target if target.startswith("../") else "./" + target
+    elif written.startswith("/"):
+        target = "/" + target
+    group = 2 if m[2] is not None else 3
+    target = target if group == 2 and not set(target) & set("<>") else href(target)
+    return m.string[m.start():m.start(group)] + target + sep + place + m.string[m.end(group):m.end()]
+
+
 def _rewrite(vault: Vault, tx: Transaction, uris: list[str], paths: _Paths) -> list[str]:
-    """Point the stale wikilinks of ``uris`` at the new path (written without .md, which
-    Obsidian resolves whatever other notes are called). A plain link, which showed its
-    target's name, shows the new name, as Obsidian's own rename does, not the path."""
+    """Point the stale links in the text of ``uris`` at the new path: a wikilink written
+    without .md (which Obsidian resolves whatever other notes are called), a markdown link
+    as it was written (``_repointed``). A plain wikilink, which showed its target's name,
+    shows the new name, as Obsidian's own rename does, not the path."""
     new = paths.new
     target = new[:-3]
     shown = PurePosixPath(target).name
 
-    def pointed(m: re.Match[str]) -> str:
+    def pointed(m: re.Match[str], linking: str) -> str:
+        if m.re is MARKDOWN_LINK:
+            return _repointed(m, linking, new)
         rest = m.group(3)
         if rest == "]]" and m.group(1) == "[[":  # (a plain link: an embed's |… is its size, an anchor shows itself)
             rest = f"|{shown}]]"
@@ -327,15 +368,10 @@ def _rewrite(vault: Vault, tx: Transaction, uris: list[str], paths: _Paths) -> l
     done = []
     for uri in uris:
         text = vault.read_text(uri)
-        parts = []
-        def repointed(m: re.Match[str], linking: str = uri) -> str:
-            return pointed(m) if paths.stale(m.group(2), linking) else m.group(0)
-
-        for start, end in _outside_links_block(text):
-            parts.append((start, end, WIKILINK.sub(repointed, text[start:end])))
+        stale = [m for start, end in _outside_links_block(text) for m in _stale(text, start, end, uri, paths)]
         new_text = text
-        for start, end, piece in reversed(parts):
-            new_text = new_text[:start] + piece + new_text[end:]
+        for m in reversed(stale):
+            new_text = new_text[:m.start()] + pointed(m, uri) + new_text[m.end():]
         if new_text == text:
             continue
         note = parse_note(new_text, uri, vault.types)

@@ -46,11 +46,15 @@ def _shown(m: re.Match) -> str | None:
 _HREF_UNSAFE = re.compile(r"[\s()<>%\[\]]")  # what ends or breaks a markdown link's destination
 
 
+def href(path: str) -> str:
+    """A path as a markdown link's destination: a space, bracket or parenthesis (an
+    Obsidian vault's "Internal links.md") written as its %-escape, the rest as it is (a
+    Chinese name stays readable). Markdown readers, the app's included, decode it."""
+    return _HREF_UNSAFE.sub(lambda m: quote(m.group(0)), path)
+
+
 def _default_href(link: StoredLink) -> str:
-    """The note's path as a markdown link's destination: a space, bracket or parenthesis
-    (an Obsidian vault's "Internal links.md") written as its %-escape, the rest as it is
-    (a Chinese name stays readable). Markdown readers, the app's included, decode it."""
-    return _HREF_UNSAFE.sub(lambda m: quote(m.group(0)), link.to_uri)
+    return href(link.to_uri)
 
 
 def heading_slug(heading: str) -> str:

@@ -64,8 +64,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     s.add_argument("old", metavar="OLD", help="the note's path (or where it was, when the file was moved by hand)")
     s.add_argument("new", metavar="NEW", help="its new path, or a folder to move it into")
     s.add_argument("--rewrite-wikilinks", action="store_true",
-                   help="also rewrite [[wikilinks]] in the linking notes' text that name OLD (default: list them; an "
-                   "imported page whose file is there keeps its file's text)")
+                   help="also rewrite the [[wikilinks]] and markdown links in the linking notes' text that lead to OLD "
+                   "(default: list them; an imported page whose file is there keeps its file's text)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_mv)
 
@@ -203,7 +203,7 @@ def cmd_mv(args: argparse.Namespace) -> int:
         return 0
     say(result.message())
     if result.mentions and not result.rewritten and not result.imported:
-        say(f"{len(result.mentions)} [[wikilinks]] in note text still name {printable_path(result.old)} "
+        say(f"{len(result.mentions)} links in note text still name {printable_path(result.old)} "
             "(rerun with --rewrite-wikilinks to rewrite them, or edit them):")
         for m in result.mentions:
             say(f"  {printable_path(m.uri)}:{m.line}: {m.text}")

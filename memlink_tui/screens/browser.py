@@ -166,7 +166,7 @@ class BrowserScreen(Pane):
         async def moved(result) -> None:
             if result is None:
                 return
-            told = f"; {len(result.mentions)} [[wikilinks]] in note text still name the old path" if result.mentions else ""
+            told = f"; {len(result.mentions)} links in note text still name the old path" if result.mentions else ""
             self.notify(safe_markup(result.message() + told), timeout=5)
             self.post_message(NoteChanged(result.new))
             await self.open_note(result.new)
