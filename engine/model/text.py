@@ -299,8 +299,8 @@ def first_few(shown: list[str], most: int) -> str:
 
 # A markdown link or image, [text](dest "title"): a destination in <…> may hold spaces (group
 # 2), a bare one balanced parentheses ("sampling%20(signal%20processing).md", group 3), as
-# CommonMark reads them; group 1 is its text.
-MARKDOWN_LINK = re.compile(r"!?\[([^\]\n]+)\]\((?:<([^<>\n]+)>|((?:[^()\s]|\([^()\s]*\))+))(?:\s+\"[^\"]*\")?\)")
+# CommonMark reads them; group 1 is its text. An escaped bracket, \[, begins none.
+MARKDOWN_LINK = re.compile(r"(?<!\\)!?\[([^\]\n]+)\]\((?:<([^<>\n]+)>|((?:[^()\s]|\([^()\s]*\))+))(?:\s+\"[^\"]*\")?\)")
 # A destination that names no note: a web address (any scheme) or a place in the same page.
 NOT_A_NOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|//|#)", re.I)
 # A wikilink ([[target|shown]], [[target]]) or a markdown link or image ([shown](target)).

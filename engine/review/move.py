@@ -19,6 +19,7 @@ import re
 import unicodedata
 import urllib.parse
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
@@ -28,7 +29,7 @@ from ..model.blocks import VIEW_OPEN, links_span, visible_text
 from ..model.imported import edited_since_import
 from ..model.links import Direction, StoredLink
 from ..model.notes import parse_note, rebuild_body, render_note_body, serialize_note, split_body
-from ..model.text import MARKDOWN_LINK, NOT_A_NOTE
+from ..model.text import MARKDOWN_LINK, NOT_A_NOTE, mask_code
 from ..model.uris import normalize_uri, uri_dir
 from ..storage.render import href
 from ..storage.sidecars import LinkOp, PutLink, RemoveLink, owner_of
@@ -270,6 +271,10 @@ class _Paths:
         shortest = [u for u in ends if u.count("/") == min(e.count("/") for e in ends)]
         return shortest[0] if len(shortest) == 1 else None
 
+    def leads_to_new(self, target: str, folder: str) -> bool:
+        """Whether the target, written in a note of ``folder``, leads to the note after the move."""
+        return self._leads_to(target, folder, moved=True) == self.new
+
     def stale(self, target: str, linking: str) -> bool:
         """Whether the target led ``linking`` to the note before the move and does not after."""
         folder = uri_dir(linking)
@@ -292,10 +297,32 @@ def _note_path(m: re.Match[str]) -> str | None:
 
 def _stale(text: str, start: int, end: int, linking: str, paths: _Paths) -> list[re.Match[str]]:
     """The wikilinks and markdown links of ``text[start:end]`` that led ``linking`` to the
-    moved note and no longer do, in the text's order."""
-    found = [m for m in WIKILINK.finditer(text, start, end) if paths.stale(m.group(2), linking)]
-    found += [m for m in MARKDOWN_LINK.finditer(text, start, end) if (p := _note_path(m)) and paths.stale(p, linking)]
+    moved note and no longer do, in the text's order (found where the text's code is
+    blanked out: a link in code is an example, not a link)."""
+    masked = mask_code(text)
+    found = [m for m in WIKILINK.finditer(masked, start, end) if paths.stale(m.group(2), linking)]
+    found += [m for m in MARKDOWN_LINK.finditer(masked, start, end) if (p := _note_path(m)) and paths.stale(p, linking)]
     return sorted(found, key=lambda m: m.start())
+
+
+def _relinked(text: str, linking: str, paths: _Paths, pointed: Callable[[str, re.Match[str], str], str]) -> str:
+    """``text`` with its stale links (``_stale``, outside a generated Links block) pointed
+    at the new path."""
+    out = text
+    for m in reversed([m for start, end in _outside_links_block(text) for m in _stale(text, start, end, linking, paths)]):
+        out = out[:m.start()] + pointed(text, m, linking) + out[m.end():]
+    return out
+
+
+def _in_strings(value: object, change: Callable[[str], str]) -> object:
+    """``value`` (a note's fields) with ``change`` applied to every string in it."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list):
+        return [_in_strings(v, change) for v in value]
+    if isinstance(value, dict):
+        return {k: _in_strings(v, change) for k, v in value.items()}
+    return value
 
 
 def mentions(vault: Vault, uris: list[str], paths: _Paths) -> list[Mention]:
@@ -312,7 +339,7 @@ def mentions(vault: Vault, uris: list[str], paths: _Paths) -> list[Mention]:
         shown = len(text) - len(body) if VIEW_OPEN in body else 0  # (a view shows its fields: the body is enough)
         for start, end in _outside_links_block(text):
             for m in _stale(text, max(start, shown), max(end, shown), uri, paths):
-                out.append(Mention(uri, text.count("\n", 0, m.start()) + 1, m.group(0)))
+                out.append(Mention(uri, text.count("\n", 0, m.start()) + 1, text[m.start():m.end()]))
     return out
 
 
@@ -330,22 +357,29 @@ def _imported_from(vault: Vault, uri: str) -> str:
     return "" if edited_since_import(note, vault.schema("source")) else origin
 
 
-def _repointed(m: re.Match[str], linking: str, new: str) -> str:
-    """A stale markdown link pointed at ``new`` the way it was written: relative to the
-    linking note's folder when it was, else from the vault's root; with .md when it had
-    it; in <…> or %-escaped as it was; its text, #place and title kept."""
+def _repointed(text: str, m: re.Match[str], linking: str, paths: _Paths) -> str:
+    """A stale markdown link of ``text`` (found at ``m``) pointed at the new path the way it
+    was written: relative to the linking note's folder when it was (``./``, ``../``, or a
+    path that leads there from that folder); from the vault's root when it was (``/``, or
+    the whole path); else as many of the new path's last parts as it had, when they lead
+    there. With .md when it had it; in <…> or %-escaped as it was; its text, #place and
+    title kept."""
     dest = m[2] or m[3]
     path, sep, place = dest.partition("#")
     written = urllib.parse.unquote(path)
-    target = new if written.casefold().endswith(".md") else new[:-3]
-    if written.startswith(("./", "../")):
-        target = posixpath.relpath(target, uri_dir(linking) or ".")
-        target = target if target.startswith("../") else "./" + target
+    target = paths.new if written.casefold().endswith(".md") else paths.new[:-3]
+    folder = uri_dir(linking)
+    if written.startswith(("./", "../")) or (folder and _key(posixpath.join(folder, written)) == _key(paths.old)):
+        relative = posixpath.relpath(target, folder or ".")
+        target = "./" + relative if written.startswith("./") and not relative.startswith("../") else relative
     elif written.startswith("/"):
         target = "/" + target
+    elif _key(written) != _key(paths.old):  # (the end of a path: as many parts, when they lead to the note)
+        tail = "/".join(target.split("/")[-(written.strip("/").count("/") + 1):])
+        target = tail if paths.leads_to_new(tail, folder) else target
     group = 2 if m[2] is not None else 3
-    target = target if group == 2 and not set(target) & set("<>") else href(target)
-    return m.string[m.start():m.start(group)] + target + sep + place + m.string[m.end(group):m.end()]
+    target = target.replace("%", "%25") if group == 2 and not set(target) & set("<>") else href(target)
+    return text[m.start():m.start(group)] + target + sep + place + text[m.end(group):m.end()]
 
 
 def _rewrite(vault: Vault, tx: Transaction, uris: list[str], paths: _Paths) -> list[str]:
@@ -357,21 +391,34 @@ def _rewrite(vault: Vault, tx: Transaction, uris: list[str], paths: _Paths) -> l
     target = new[:-3]
     shown = PurePosixPath(target).name
 
-    def pointed(m: re.Match[str], linking: str) -> str:
+    def pointed(text: str, m: re.Match[str], linking: str) -> str:
         if m.re is MARKDOWN_LINK:
-            return _repointed(m, linking, new)
-        rest = m.group(3)
-        if rest == "]]" and m.group(1) == "[[":  # (a plain link: an embed's |… is its size, an anchor shows itself)
+            return _repointed(text, m, linking, paths)
+        opening, rest = text[m.start(1):m.end(1)], text[m.start(3):m.end(3)]  # (``m`` matched the text with its code blanked)
+        if rest == "]]" and opening == "[[":  # (a plain link: an embed's |… is its size, an anchor shows itself)
             rest = f"|{shown}]]"
-        return m.group(1) + target + rest
+        return opening + target + rest
 
     done = []
     for uri in uris:
         text = vault.read_text(uri)
-        stale = [m for start, end in _outside_links_block(text) for m in _stale(text, start, end, uri, paths)]
-        new_text = text
-        for m in reversed(stale):
-            new_text = new_text[:m.start()] + pointed(m, uri) + new_text[m.end():]
+        if VIEW_OPEN in split_body(text):
+            # The view shows the note's fields: the links are pointed in the fields (as
+            # parsed: YAML may quote or fold a link in the frontmatter) and the view is
+            # rendered again from them; what a person wrote around it, in its body.
+            note = parse_note(text, uri, vault.types)
+            schema = vault.schema(note.memory_type)
+            def relinked(value: str, linking: str = uri) -> str:
+                return _relinked(value, linking, paths, pointed)
+
+            fields = _in_strings(note.fields, relinked)
+            assert isinstance(fields, dict)
+            view = render_note_body(schema, note.fields, note.created_at, note.updated_at)
+            body = rebuild_body(note.body, view, render_note_body(schema, fields, note.created_at, note.updated_at))
+            note.fields, note.body = fields, _relinked(body, uri, paths, pointed)
+            new_text = serialize_note(note, schema, text)
+        else:
+            new_text = _relinked(text, uri, paths, pointed)
         if new_text == text:
             continue
         note = parse_note(new_text, uri, vault.types)
