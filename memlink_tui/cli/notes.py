@@ -203,7 +203,8 @@ def cmd_mv(args: argparse.Namespace) -> int:
         return 0
     say(result.message())
     if result.mentions and not result.rewritten and not result.imported:
-        say(f"{len(result.mentions)} links in note text still name {printable_path(result.old)} "
+        say(f"{counted(len(result.mentions), 'link')} in note text still name{'s' * (len(result.mentions) == 1)} "
+            f"{printable_path(result.old)} "
             "(rerun with --rewrite-wikilinks to rewrite them, or edit them):")
         for m in result.mentions:
             say(f"  {printable_path(m.uri)}:{m.line}: {m.text}")

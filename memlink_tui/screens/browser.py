@@ -14,6 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Markdown, Static, Tree
 
 from engine import MemlinkError, Vault
+from engine.model.text import counted
 from widgets import LinkTable, NoteTree, NoteView
 from widgets.safe import safe_markup, safe_path
 from widgets.status_bar import Status
@@ -166,7 +167,8 @@ class BrowserScreen(Pane):
         async def moved(result) -> None:
             if result is None:
                 return
-            told = f"; {len(result.mentions)} links in note text still name the old path" if result.mentions else ""
+            n = len(result.mentions)
+            told = f"; {counted(n, 'link')} in note text still name{'s' * (n == 1)} the old path" if n else ""
             self.notify(safe_markup(result.message() + told), timeout=5)
             self.post_message(NoteChanged(result.new))
             await self.open_note(result.new)
