@@ -29,7 +29,7 @@ from ..model.blocks import VIEW_OPEN, links_span, visible_text
 from ..model.imported import edited_since_import
 from ..model.links import Direction, StoredLink
 from ..model.notes import parse_note, rebuild_body, render_note_body, serialize_note, split_body
-from ..model.text import MARKDOWN_LINK, NOT_A_NOTE, mask_code
+from ..model.text import MARKDOWN_LINK, NOT_A_NOTE, counted, mask_code
 from ..model.uris import normalize_uri, uri_dir
 from ..storage.render import href
 from ..storage.sidecars import LinkOp, PutLink, RemoveLink, owner_of
@@ -69,6 +69,7 @@ class MoveResult:
     mentions: list[Mention] = field(default_factory=list)
     rewritten: list[str] = field(default_factory=list)  # notes whose links were rewritten (rewrite_text)
     imported: dict[str, str] = field(default_factory=dict)  # imported pages not rewritten: uri -> the file of their text
+    left: list[str] = field(default_factory=list)  # notes not rewritten: a field YAML quoted or folded holds the link
     fields: list[str] = field(default_factory=list)  # notes whose superseded_by or source_uris named the old path
     action: str = ""  # the id of the undoable action it was logged as
 
@@ -77,6 +78,8 @@ class MoveResult:
         out = f"{what} {self.old} -> {self.new}; {self.links} link{'s' * (self.links != 1)} retargeted"
         if self.rewritten:
             out += f"; links rewritten in the text of {len(self.rewritten)} note{'s' * (len(self.rewritten) != 1)}"
+        if self.left:
+            out += f"; {counted(len(self.left), 'note')} left as written (a field holds the link as YAML quotes or folds it)"
         if self.fields:
             out += f"; superseded_by or source_uris updated in {len(self.fields)} note{'s' * (len(self.fields) != 1)}"
         return out
@@ -140,7 +143,7 @@ def move_note(vault: Vault, old: str, new: str, *, rewrite_text: bool = False) -
         if paths and rewrite_text and result.mentions:
             uris = sorted({m.uri for m in result.mentions})
             result.imported = {u: f for u in uris if (f := _imported_from(vault, u))}
-            result.rewritten = _rewrite(vault, tx, [u for u in uris if u not in result.imported], paths)
+            result.rewritten = _rewrite(vault, tx, [u for u in uris if u not in result.imported], paths, result.left)
         result.action = log_action(vault, tx, "move", old, new, result.message())
         for a, b in sorted(person_links(vault).removed):  # (a pair the person unlinked stays unlinked where it went)
             if old in (a, b):
@@ -314,15 +317,15 @@ def _relinked(text: str, linking: str, paths: _Paths, pointed: Callable[[str, re
     return out
 
 
-def _in_strings(value: object, change: Callable[[str], str]) -> object:
-    """``value`` (a note's fields) with ``change`` applied to every string in it."""
+def _strings(value: object) -> list[str]:
+    """Every string in ``value`` (a note's fields)."""
     if isinstance(value, str):
-        return change(value)
+        return [value]
     if isinstance(value, list):
-        return [_in_strings(v, change) for v in value]
+        return [s for v in value for s in _strings(v)]
     if isinstance(value, dict):
-        return {k: _in_strings(v, change) for k, v in value.items()}
-    return value
+        return [s for v in value.values() for s in _strings(v)]
+    return []
 
 
 def mentions(vault: Vault, uris: list[str], paths: _Paths) -> list[Mention]:
@@ -369,11 +372,13 @@ def _repointed(text: str, m: re.Match[str], linking: str, paths: _Paths) -> str:
     written = urllib.parse.unquote(path)
     target = paths.new if written.casefold().endswith(".md") else paths.new[:-3]
     folder = uri_dir(linking)
-    if written.startswith(("./", "../")) or (folder and _key(posixpath.join(folder, written)) == _key(paths.old)):
-        relative = posixpath.relpath(target, folder or ".")
-        target = "./" + relative if written.startswith("./") and not relative.startswith("../") else relative
-    elif written.startswith("/"):
+    if written.startswith("/"):
         target = "/" + target
+    elif written.startswith(("./", "../")) or (folder and _key(posixpath.join(folder, written)) == _key(paths.old)):
+        relative = posixpath.relpath(target, folder or ".")
+        if not relative.startswith("../") and (written.startswith("./") or not paths.leads_to_new(relative, folder)):
+            relative = "./" + relative  # (as written, or where the path alone would lead elsewhere)
+        target = relative
     elif _key(written) != _key(paths.old):  # (the end of a path: as many parts, when they lead to the note)
         tail = "/".join(target.split("/")[-(written.strip("/").count("/") + 1):])
         target = tail if paths.leads_to_new(tail, folder) else target
@@ -382,11 +387,13 @@ def _repointed(text: str, m: re.Match[str], linking: str, paths: _Paths) -> str:
     return text[m.start():m.start(group)] + target + sep + place + text[m.end(group):m.end()]
 
 
-def _rewrite(vault: Vault, tx: Transaction, uris: list[str], paths: _Paths) -> list[str]:
+def _rewrite(vault: Vault, tx: Transaction, uris: list[str], paths: _Paths, left: list[str]) -> list[str]:
     """Point the stale links in the text of ``uris`` at the new path: a wikilink written
     without .md (which Obsidian resolves whatever other notes are called), a markdown link
     as it was written (``_repointed``). A plain wikilink, which showed its target's name,
-    shows the new name, as Obsidian's own rename does, not the path."""
+    shows the new name, as Obsidian's own rename does, not the path. A note whose text
+    would not read back rewritten, or whose fields would still hold an old link (YAML
+    quoted or folded it), is left as it is and added to ``left``."""
     new = paths.new
     target = new[:-3]
     shown = PurePosixPath(target).name
@@ -402,26 +409,19 @@ def _rewrite(vault: Vault, tx: Transaction, uris: list[str], paths: _Paths) -> l
     done = []
     for uri in uris:
         text = vault.read_text(uri)
-        if VIEW_OPEN in split_body(text):
-            # The view shows the note's fields: the links are pointed in the fields (as
-            # parsed: YAML may quote or fold a link in the frontmatter) and the view is
-            # rendered again from them; what a person wrote around it, in its body.
-            note = parse_note(text, uri, vault.types)
-            schema = vault.schema(note.memory_type)
-            def relinked(value: str, linking: str = uri) -> str:
-                return _relinked(value, linking, paths, pointed)
-
-            fields = _in_strings(note.fields, relinked)
-            assert isinstance(fields, dict)
-            view = render_note_body(schema, note.fields, note.created_at, note.updated_at)
-            body = rebuild_body(note.body, view, render_note_body(schema, fields, note.created_at, note.updated_at))
-            note.fields, note.body = fields, _relinked(body, uri, paths, pointed)
-            new_text = serialize_note(note, schema, text)
-        else:
-            new_text = _relinked(text, uri, paths, pointed)
+        new_text = _relinked(text, uri, paths, pointed)
         if new_text == text:
             continue
-        note = parse_note(new_text, uri, vault.types)
+        try:
+            note = parse_note(new_text, uri, vault.types)
+        except MemlinkError:
+            left.append(uri)  # (a link inside a quoted YAML string: the new path would not read back)
+            continue
+        if any(_stale(value, 0, len(value), uri, paths) for value in _strings(note.fields)):
+            # A field YAML quoted or folded still holds the old link: its view, drawn from
+            # it again at the next write, would bring that link back. The person edits it.
+            left.append(uri)
+            continue
         tx.put_text(uri, new_text, note)
         shown_now = visible_text(note.body)
         for link in vault.links.of(uri, "links"):  # (a link that hung on "Tomatoes" hangs on "Tomato plants")

@@ -199,7 +199,7 @@ def cmd_mv(args: argparse.Namespace) -> int:
     if args.json:
         say_json({"old": result.old, "new": result.new, "links": result.links, "moved_file": result.moved_file,
                   "mentions": [vars(m) for m in result.mentions], "rewritten": result.rewritten,
-                  "imported": result.imported})
+                  "imported": result.imported, "left": result.left})
         return 0
     say(result.message())
     if result.mentions and not result.rewritten and not result.imported:
@@ -216,6 +216,11 @@ def cmd_mv(args: argparse.Namespace) -> int:
         for m in result.mentions:
             if m.uri in result.imported:
                 say(f"  {printable_path(m.uri)}:{m.line}: {m.text}  (from {printable_path(result.imported[m.uri])})")
+    if result.left:
+        say("left as written, to edit by hand:")
+        for m in result.mentions:
+            if m.uri in result.left:
+                say(f"  {printable_path(m.uri)}:{m.line}: {m.text}")
     return 0
 
 
