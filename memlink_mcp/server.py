@@ -430,10 +430,7 @@ class MemlinkTools:
 
         self.writable()
         result = move_note(self.vault, old_uri, new_uri, rewrite_text=rewrite_wikilinks)
-        return {"old": result.old, "new": result.new, "links": result.links, "moved_file": result.moved_file,
-                "mentions": [vars(m) for m in result.mentions], "rewritten": result.rewritten, "imported": result.imported,
-                "left": result.left,
-                "action": self.issue(result.action)}
+        return {**result.to_json(), "action": self.issue(result.action)}
 
     def ask(self, question: Annotated[Query, about("The research question for the next dream")],
             requirement: Annotated[Query | None, about("What a good answer must cover")] = None) -> dict[str, Any]:

@@ -73,11 +73,17 @@ class MoveResult:
     fields: list[str] = field(default_factory=list)  # notes whose superseded_by or source_uris named the old path
     action: str = ""  # the id of the undoable action it was logged as
 
+    def to_json(self) -> dict:
+        """What the CLI's --json and the MCP tool say of the move."""
+        return {"old": self.old, "new": self.new, "links": self.links, "moved_file": self.moved_file,
+                "mentions": [vars(m) for m in self.mentions], "rewritten": self.rewritten, "imported": self.imported,
+                "left": self.left}
+
     def message(self) -> str:
         what = "moved" if self.moved_file else "relinked (moved by hand)"
         out = f"{what} {self.old} -> {self.new}; {self.links} link{'s' * (self.links != 1)} retargeted"
         if self.rewritten:
-            out += f"; links rewritten in the text of {len(self.rewritten)} note{'s' * (len(self.rewritten) != 1)}"
+            out += f"; links rewritten in the text of {counted(len(self.rewritten), 'note')}"
         if self.left:
             out += f"; {counted(len(self.left), 'note')} left as written (a field holds the link as YAML quotes or folds it)"
         if self.fields:
@@ -298,13 +304,13 @@ def _note_path(m: re.Match[str]) -> str | None:
     return None if NOT_A_NOTE.match(dest) else urllib.parse.unquote(dest.split("#", 1)[0]) or None
 
 
-def _stale(text: str, start: int, end: int, linking: str, paths: _Paths) -> list[re.Match[str]]:
-    """The wikilinks and markdown links of ``text[start:end]`` that led ``linking`` to the
-    moved note and no longer do, in the text's order (found where the text's code is
-    blanked out: a link in code is an example, not a link)."""
+def _stale(text: str, spans: list[tuple[int, int]], linking: str, paths: _Paths) -> list[re.Match[str]]:
+    """The wikilinks and markdown links within ``spans`` of ``text`` that led ``linking``
+    to the moved note and no longer do, in the text's order (found where the text's code
+    is blanked out: a link in code is an example, not a link)."""
     masked = mask_code(text)
-    found = [m for m in WIKILINK.finditer(masked, start, end) if paths.stale(m.group(2), linking)]
-    found += [m for m in MARKDOWN_LINK.finditer(masked, start, end) if (p := _note_path(m)) and paths.stale(p, linking)]
+    found = [m for start, end in spans for pattern in (WIKILINK, MARKDOWN_LINK) for m in pattern.finditer(masked, start, end)
+             if (p := m.group(2) if m.re is WIKILINK else _note_path(m)) and paths.stale(p, linking)]
     return sorted(found, key=lambda m: m.start())
 
 
@@ -312,7 +318,7 @@ def _relinked(text: str, linking: str, paths: _Paths, pointed: Callable[[str, re
     """``text`` with its stale links (``_stale``, outside a generated Links block) pointed
     at the new path."""
     out = text
-    for m in reversed([m for start, end in _outside_links_block(text) for m in _stale(text, start, end, linking, paths)]):
+    for m in reversed(_stale(text, _outside_links_block(text), linking, paths)):
         out = out[:m.start()] + pointed(text, m, linking) + out[m.end():]
     return out
 
@@ -340,9 +346,9 @@ def mentions(vault: Vault, uris: list[str], paths: _Paths) -> list[Mention]:
             continue
         body = split_body(text)
         shown = len(text) - len(body) if VIEW_OPEN in body else 0  # (a view shows its fields: the body is enough)
-        for start, end in _outside_links_block(text):
-            for m in _stale(text, max(start, shown), max(end, shown), uri, paths):
-                out.append(Mention(uri, text.count("\n", 0, m.start()) + 1, text[m.start():m.end()]))
+        spans = [(max(start, shown), max(end, shown)) for start, end in _outside_links_block(text)]
+        out += [Mention(uri, text.count("\n", 0, m.start()) + 1, text[m.start():m.end()])
+                for m in _stale(text, spans, uri, paths)]
     return out
 
 
@@ -417,7 +423,7 @@ def _rewrite(vault: Vault, tx: Transaction, uris: list[str], paths: _Paths, left
         except MemlinkError:
             left.append(uri)  # (a link inside a quoted YAML string: the new path would not read back)
             continue
-        if any(_stale(value, 0, len(value), uri, paths) for value in _strings(note.fields)):
+        if any(_stale(value, [(0, len(value))], uri, paths) for value in _strings(note.fields)):
             # A field YAML quoted or folded still holds the old link: its view, drawn from
             # it again at the next write, would bring that link back. The person edits it.
             left.append(uri)

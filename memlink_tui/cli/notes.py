@@ -197,9 +197,7 @@ def cmd_mv(args: argparse.Namespace) -> int:
     result = move_note(vault, args.old, args.new, rewrite_text=args.rewrite_wikilinks)
     vault.close()
     if args.json:
-        say_json({"old": result.old, "new": result.new, "links": result.links, "moved_file": result.moved_file,
-                  "mentions": [vars(m) for m in result.mentions], "rewritten": result.rewritten,
-                  "imported": result.imported, "left": result.left})
+        say_json(result.to_json())
         return 0
     say(result.message())
     if result.mentions and not result.rewritten and not result.imported:
