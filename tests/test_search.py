@@ -138,6 +138,24 @@ def test_search_routes_snippets_and_graph_supplement(small):
     assert all(h.to_json()["route"] for h in hits)
 
 
+def test_a_process_forked_after_a_search_searches_too(small):
+    """The vector route runs in a worker thread; a child forked after a search (a server
+    that forks per request) has none of its parent's threads and must make its own."""
+    before = [h.uri for h in search(small, "Caroline reviews Python code", k=5, snippets=False)]
+    pid = os.fork()
+    if pid == 0:  # (the child: exits with 0 only when it found the same notes; a hang ends at the alarm)
+        import signal
+
+        signal.alarm(30)
+        try:
+            got = [h.uri for h in search(small, "Caroline reviews Python code", k=5, snippets=False)]
+            os._exit(0 if got == before else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 def test_graph_only_supplement_says_which_link(small):
     hits = search(small, "Caroline", k=5, routes=("keyword",))
     atlas = next(h for h in hits if h.uri == "entities/atlas.md")

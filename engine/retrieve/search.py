@@ -9,7 +9,9 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import math
+import os
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -108,6 +110,19 @@ class SearchHit:
         return out
 
 
+_ROUTES: ThreadPoolExecutor
+
+
+def _new_worker() -> None:
+    """The vector route's thread (a forked child makes its own: its parent's is not in it)."""
+    global _ROUTES
+    _ROUTES = ThreadPoolExecutor(1, thread_name_prefix="memlink-vector-route")
+
+
+_new_worker()
+os.register_at_fork(after_in_child=_new_worker)
+
+
 def propagation_params(cfg: SearchConfig, link_types: LinkTypeTable | None = None) -> PropagationParams:
     """The propagation parameters: ``cfg``'s numbers, the link-type table's weights, and
     its forced-follow types unless ``cfg.forced_follow`` names others. (Made once per
@@ -165,21 +180,25 @@ def search(
     found: dict[str, list[Route]] = {}
     ranked_lists: list[RouteHits] = []
     vec, kw = [], []
-    if "vector" in routes:
-        vec = [(u, s) for u, s in index.vector_search(query, n) if s >= cfg.min_vector_similarity]
-        ranked_lists.append(RouteHits(vec, "raw"))
-        for rank, (uri, sim) in enumerate(vec, 1):
-            found.setdefault(uri, []).append(Route("vector", rank, sim))
+    # The vector route runs on the other core while this thread asks the keyword and name
+    # routes (docs/DESIGN.md, "Caches and tuning"): hnswlib lets go of the GIL.
+    vector_hits = _ROUTES.submit(index.vector_search, query, n) if "vector" in routes else None
     if "keyword" in routes:
         # A question's frame ("how much", "what did we say about") is not what it asks:
         # its keyword hits are on its content words, the words the gate weighs. (Only
         # when it reads as a question: "talk slides" is about a talk.)
         kw = index.keyword_search(query, n, tokens=question_tokens(query) if question else None)
+    named = _named(vault, query) if use_names else []
+    named = [u for u in named if allowed(u)]
+    if vector_hits is not None:
+        vec = [(u, s) for u, s in vector_hits.result() if s >= cfg.min_vector_similarity]
+        ranked_lists.append(RouteHits(vec, "raw"))
+        for rank, (uri, sim) in enumerate(vec, 1):
+            found.setdefault(uri, []).append(Route("vector", rank, sim))
+    if "keyword" in routes:
         ranked_lists.append(RouteHits(kw, "max"))
         for rank, (uri, score) in enumerate(kw, 1):
             found.setdefault(uri, []).append(Route("keyword", rank, score))
-    named = _named(vault, query) if use_names else []
-    named = [u for u in named if allowed(u)]
     # Is there any real match? The question's own words (not its frame: "what about",
     # "tell me", "when did we discuss") in the notes — most of their weight, rare words
     # counting more — or a note named.
