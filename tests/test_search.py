@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -154,6 +156,29 @@ def test_a_process_forked_after_a_search_searches_too(small):
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.parametrize("working", [False, True])
+def test_a_one_shot_command_ends_at_once_after_a_search_unless_a_thread_is_working(small, working):
+    """The vector route's thread never holds a command's fast exit (``end_now``) back; a
+    thread still working does (it finishes the usual way)."""
+    script = f"""
+import threading
+from engine import Vault
+from engine.retrieve.search import search
+from memlink_tui.cli import end_now
+assert search(Vault.open({str(small.root)!r}), "Caroline reviews Python code", k=3)
+release = threading.Event()
+if {working}:
+    threading.Thread(target=release.wait).start()
+end_now(0)
+print("the usual exit", flush=True)
+release.set()
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert r.returncode == 0, r.stderr
+    assert ("the usual exit" in r.stdout) == working
 
 
 def test_graph_only_supplement_says_which_link(small):

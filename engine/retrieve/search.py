@@ -10,10 +10,12 @@ import datetime as dt
 import functools
 import math
 import os
-from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+import queue
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from filelock import FileLock
 from pydantic import BaseModel
@@ -36,6 +38,8 @@ from .names import NameIndex
 if TYPE_CHECKING:
     from ..storage.catalog import Catalog
     from ..storage.vault import Vault
+
+T = TypeVar("T")
 
 
 class Route(NamedTuple):
@@ -110,15 +114,35 @@ class SearchHit:
         return out
 
 
-_ROUTES: ThreadPoolExecutor
+class _Worker:
+    """One daemon thread running calls in turn: the vector route's (a daemon holds no
+    process open, so a one-shot command still ends at once; a forked child, which has
+    none of its parent's threads, makes its own)."""
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue[tuple[Future, Callable[[], object]]] = queue.SimpleQueue()
+        threading.Thread(target=self._run, name="memlink-vector-route", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            future, call = self._calls.get()
+            try:
+                future.set_result(call())
+            except BaseException as exc:  # (the caller's, raised where it waits)
+                future.set_exception(exc)
+
+    def submit(self, call: Callable[[], T]) -> Future[T]:
+        future: Future[T] = Future()
+        self._calls.put((future, call))
+        return future
 
 
 def _new_worker() -> None:
-    """The vector route's thread (a forked child makes its own: its parent's is not in it)."""
     global _ROUTES
-    _ROUTES = ThreadPoolExecutor(1, thread_name_prefix="memlink-vector-route")
+    _ROUTES = _Worker()
 
 
+_ROUTES: _Worker
 _new_worker()
 os.register_at_fork(after_in_child=_new_worker)
 
@@ -182,7 +206,7 @@ def search(
     vec, kw = [], []
     # The vector route runs on the other core while this thread asks the keyword and name
     # routes (docs/DESIGN.md, "Caches and tuning"): hnswlib lets go of the GIL.
-    vector_hits = _ROUTES.submit(index.vector_search, query, n) if "vector" in routes else None
+    vector_hits = _ROUTES.submit(lambda: index.vector_search(query, n)) if "vector" in routes else None
     if "keyword" in routes:
         # A question's frame ("how much", "what did we say about") is not what it asks:
         # its keyword hits are on its content words, the words the gate weighs. (Only

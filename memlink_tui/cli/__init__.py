@@ -112,9 +112,11 @@ def end_now(code: int, wait: bool = True) -> None:
     it wrote is committed and closed, its output is flushed here, and exit handlers run.
     Freeing the millions of stamps, records and
     findings a command at 100k notes holds took 60 ms of a 0.9 s lint. With ``wait``,
-    only with no other thread left (one still working finishes the usual way); the app
-    passes False: the user quit, and its workers' writes are journaled units of work."""
-    if wait and threading.active_count() > 1:
+    only with no other thread left that the usual exit would wait for (one still working
+    finishes the usual way; a daemon thread, as search's vector route, is not waited for
+    either way); the app passes False: the user quit, and its workers' writes are
+    journaled units of work."""
+    if wait and any(not t.daemon and t is not threading.current_thread() for t in threading.enumerate()):
         return
     for stream in (sys.stdout, sys.stderr):
         try:
