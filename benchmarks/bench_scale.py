@@ -104,12 +104,12 @@ RAW_LOAD = r'''
 import glob, json, os, sys, time
 import hnswlib, tantivy
 from model2vec import StaticModel
-root, model, queries = sys.argv[1], sys.argv[2], sys.argv[3:]
+root, model, ef, queries = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 folder = os.path.join(root, ".memlink", "index")
 m = StaticModel.from_pretrained(model)
 vi = hnswlib.Index(space="cosine", dim=m.dim)
 vi.load_index(max(glob.glob(os.path.join(folder, "notes-vectors-*.bin")), key=os.path.getmtime))
-vi.set_ef(300)
+vi.set_ef(ef)
 ix = tantivy.Index.open(os.path.join(folder, "notes"))
 searcher = ix.searcher()
 def one(q):
@@ -339,7 +339,9 @@ def raw_build(root: Path, out: Path) -> None:
     from model2vec import StaticModel
 
     from engine.index.embed import bundled_model_path
+    from engine.model.config import load_config
 
+    hnsw = load_config(root).search.hnsw()  # (memlink's own parameters: the same index built)
     full_scan(root)
     uris, bodies = [], []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -353,7 +355,7 @@ def raw_build(root: Path, out: Path) -> None:
     model = StaticModel.from_pretrained(str(bundled_model_path()))
     vectors = model.encode(bodies)
     vi = hnswlib.Index(space="cosine", dim=vectors.shape[1])
-    vi.init_index(max_elements=len(uris), M=16, ef_construction=100)
+    vi.init_index(max_elements=len(uris), M=hnsw["M"], ef_construction=hnsw["ef_construction"])
     vi.add_items(vectors, np.arange(len(uris)), num_threads=2)
     out.mkdir(parents=True, exist_ok=True)
     vi.save_index(str(out / "vectors.bin"))
@@ -540,7 +542,7 @@ def write_rows(n: int, work: Path, base: Path, row: Callable[[str, str, str], No
     model = str(bundled_model_path())
     fresh = work / f"fresh{n}"
     shutil.rmtree(fresh, ignore_errors=True)
-    shutil.copytree(base, fresh, ignore=shutil.ignore_patterns(".generated"))
+    shutil.copytree(base, fresh, ignore=shutil.ignore_patterns(".generated", ".memlink"))  # (never opened: no derived state)
     os.sync()  # (the copy on disk first: neither side pays for writing back the copy's pages)
     scratch = Path(tempfile.mkdtemp(prefix="scratch-", dir=work))
     try:
@@ -638,6 +640,7 @@ def run(n: int, work: Path, nq: int, turns: int, shared: float, first_word: str,
 
     queries = queries_for(ready, nq)
     model = str(bundled_model_path())
+    ef = str(load_config(ready).search.hnsw()["ef_search"])  # (the raw side queries as memlink does)
     if not search_only:
         write_rows(n, work, base, row)
 
@@ -645,9 +648,9 @@ def run(n: int, work: Path, nq: int, turns: int, shared: float, first_word: str,
     proc([*MEMLINK, "reindex", "--vault", str(ready)], ENV)
     warm_disk(ready)  # (the rows above pushed the index files and the notes' inodes out of the caches)
     cold, _, _ = proc([*MEMLINK, "search", "--vault", str(ready), queries[0]], ENV)
-    raw_cold, _, _ = proc(py(RAW_QUERY, str(ready), model, queries[0]), ENV)
+    raw_cold, _, _ = proc(py(RAW_QUERY, str(ready), model, ef, queries[0]), ENV)
     warm = [proc([*MEMLINK, "search", "--vault", str(ready), q], ENV) for q in queries[1:6]]
-    raw_warm = [proc(py(RAW_QUERY, str(ready), model, q), ENV) for q in queries[1:6]]
+    raw_warm = [proc(py(RAW_QUERY, str(ready), model, ef, q), ENV) for q in queries[1:6]]
     row("search process, warm", f"{statistics.median(w[0] for w in warm):.2f} s",
         f"{statistics.median(w[0] for w in raw_warm):.2f} s")
     row("search process, cold (the first after `memlink reindex`)", f"{cold:.2f} s", f"{raw_cold:.2f} s")
@@ -656,15 +659,14 @@ def run(n: int, work: Path, nq: int, turns: int, shared: float, first_word: str,
     # In a process of its own (this one holds hundreds of MB of earlier rows, and Python's
     # collector then slows every allocation), against raw hnswlib + tantivy in another.
     warm_disk(ready)
-    in_process("search in process p50 / p95", MINE_TIMED, RAW_TIMED, ready, [model], queries, row)
+    in_process("search in process p50 / p95", MINE_TIMED, RAW_TIMED, ready, [model, ef], queries, row)
     variant = made["shared"]
     if variant is not None:
         named = queries_for(variant, nq, first_word=first_word)
         warm_disk(variant)
         in_process(f"search in process p50 / p95, {shared:.0%} of the names begin with “{first_word}”",
-                   MINE_TIMED, RAW_TIMED, variant, [model], named, row)
-    ef = load_config(ready).search.hnsw()["ef_search"]
-    vectors = json_of(VECTOR_RECALL, str(ready), model, str(ef), *queries)
+                   MINE_TIMED, RAW_TIMED, variant, [model, ef], named, row)
+    vectors = json_of(VECTOR_RECALL, str(ready), model, ef, *queries)
     assert isinstance(vectors, dict)
     row(f"vector recall@10 (hnswlib, ef {ef}) vs an exact scan ({vectors['vectors']:,} vectors)",
         f"{vectors['recall']:.3f} ({vectors['ann_ms']:.2f} ms a query)", f"1.000 ({vectors['exact_ms']:.2f} ms a query)")
@@ -693,6 +695,7 @@ def sample_search(work: Path) -> None:
     hnswlib + tantivy process on the same copy: what a big vault's search process is
     compared with."""
     from engine.index.embed import bundled_model_path
+    from engine.model.config import load_config
 
     sample = work / "sample"
 
@@ -705,7 +708,8 @@ def sample_search(work: Path) -> None:
     warm_disk(sample)
     mine = [proc([*MEMLINK, "search", "--vault", str(sample), "kiln glaze"], ENV)[0] for _ in range(5)]
     model = str(bundled_model_path())
-    raw = [proc(py(RAW_QUERY, str(sample), model, "kiln glaze"), ENV)[0] for _ in range(5)]
+    ef = str(load_config(sample).search.hnsw()["ef_search"])
+    raw = [proc(py(RAW_QUERY, str(sample), model, ef, "kiln glaze"), ENV)[0] for _ in range(5)]
     notes = len(note_paths(sample))
     print(f"### The sample vault ({notes} notes)\n\n| measure | memlink | baseline |\n|---|---|---|\n"
           f"| search process, warm | {statistics.median(mine):.2f} s | {statistics.median(raw):.2f} s |", flush=True)

@@ -538,6 +538,6 @@ def test_the_scale_benchmarks_raw_baseline_reads_memlinks_own_index(sample):
 
     SearchIndex.for_vault(sample).sync()
     sample.close()
-    out = subprocess.run(py(RAW_QUERY, str(sample.root), str(bundled_model_path()), "kiln glaze"),
+    out = subprocess.run(py(RAW_QUERY, str(sample.root), str(bundled_model_path()), "200", "kiln glaze"),
                          capture_output=True, text=True, check=True)
     assert "entities/klei-vuur.md" in out.stdout

@@ -30,7 +30,7 @@ EXACT_FALLBACK = 20_000
 
 class VectorIndex:
     def __init__(self, space: str, store: Store, folder: Path | None, dims: int, *, M: int = 16,
-                 ef_construction: int = 100, ef_search: int = 300, capacity: int = 1024) -> None:
+                 ef_construction: int = 100, ef_search: int = 200, capacity: int = 1024) -> None:
         """An empty index of ``space`` ("notes", "turns"); ``folder`` None: in memory only
         (a read-only vault)."""
         self.space, self.store, self.folder, self.dims = space, store, folder, dims

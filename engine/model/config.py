@@ -57,7 +57,7 @@ class SearchConfig(BaseModel):
                     "nothing is returned")
     hnsw_m: int = Field(16, ge=4, le=64)
     hnsw_ef_construction: int = Field(100, ge=10)
-    hnsw_ef_search: int = Field(300, ge=10)
+    hnsw_ef_search: int = Field(200, ge=10)
 
     def hnsw(self) -> dict:
         return {"M": self.hnsw_m, "ef_construction": self.hnsw_ef_construction, "ef_search": self.hnsw_ef_search}

@@ -177,7 +177,8 @@ class TurnIndex:
         self.folder = None if vault.read_only else vault.state_dir / "index"
         self.embedder = embedder or load_embedder(vault.config.embedding.model).embedder
         self.fingerprint = json.dumps({"model": self.embedder.name, "dims": self.embedder.dims,
-                                       "tokenizer": "tantivy-en_stem+cjk-bigram-2"}, sort_keys=True)
+                                       "tokenizer": "tantivy-en_stem+cjk-bigram-2", "hnsw": vault.config.search.hnsw()},
+                                      sort_keys=True)
         self.synced: dict[str, str] = {}  # each session's turn memories file as indexed (its stamp)
         self.turns = TurnRows(self, 0)
         self.near: dict[str, list[str]] = {}
@@ -185,7 +186,7 @@ class TurnIndex:
             self.keywords = KeywordIndex(self.folder / SPACE if self.folder else None, FIELDS)
         except (OSError, ValueError) as exc:
             self._in_memory(exc)
-        self.vectors = VectorIndex(SPACE, self.store, self.folder, self.embedder.dims)
+        self.vectors = VectorIndex(SPACE, self.store, self.folder, self.embedder.dims, **vault.config.search.hnsw())
 
     def _in_memory(self, exc: Exception) -> None:
         """The index's files cannot be written now (a full disk: docs/DESIGN.md, "Read-only
@@ -197,7 +198,7 @@ class TurnIndex:
         log.warning("the turn index cannot be written now, kept in memory: %s", exc)
         self.folder, self.store = None, Store(None)
         self.keywords = KeywordIndex(None, FIELDS)
-        self.vectors = VectorIndex(SPACE, self.store, None, self.embedder.dims)
+        self.vectors = VectorIndex(SPACE, self.store, None, self.embedder.dims, **self.vault.config.search.hnsw())
         self.synced, self.near, self.turns = {}, {}, TurnRows(self, 0)
 
     # -- loading and syncing --------------------------------------------------------------------
