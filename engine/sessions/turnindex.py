@@ -177,8 +177,7 @@ class TurnIndex:
         self.folder = None if vault.read_only else vault.state_dir / "index"
         self.embedder = embedder or load_embedder(vault.config.embedding.model).embedder
         self.fingerprint = json.dumps({"model": self.embedder.name, "dims": self.embedder.dims,
-                                       "tokenizer": "tantivy-en_stem+cjk-bigram-2", "hnsw": vault.config.search.hnsw()},
-                                      sort_keys=True)
+                                       "tokenizer": "tantivy-en_stem+cjk-bigram-2"}, sort_keys=True)
         self.synced: dict[str, str] = {}  # each session's turn memories file as indexed (its stamp)
         self.turns = TurnRows(self, 0)
         self.near: dict[str, list[str]] = {}
